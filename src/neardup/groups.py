@@ -1,0 +1,385 @@
+"""Duplicate IDs, originals and the grouping rules.
+
+Documents are indexed ``0 .. n-1`` in input order and carry an integer timestamp (smaller = written
+earlier). Near-duplication is not transitive (A≈B and B≈C does not give A≈C), so how verified pairs
+become groups is an explicit choice, the ``grouping``:
+
+``components``
+    Transitive closure: a group is a connected component of the verified pairs
+    (:func:`connected_components`). A chain A≈B≈C puts A, B and C in one group even if A≉C.
+``center``
+    No chaining: inside each candidate component, documents are taken in time order; a document
+    joins the group of the earliest existing *center* it is a near-duplicate of, and if it is a
+    near-duplicate of none it becomes a new center (:func:`center_groups`). Every member of a
+    group is a near-duplicate of the group's center; a chain A≈B≈C with A≉C gives {A, B} and {C}.
+
+Under both rules the **original** of a group is its earliest document: smallest timestamp, ties
+broken by the smaller index. The original's index is the group's **duplicate ID**: documents of
+one group share it, and a document with no near-duplicate is its own original.
+
+All functions are pure, deterministic and independent of the order of the input pairs.
+
+Example:
+    >>> import numpy as np
+    >>> timestamps = np.array([30, 10, 20, 5])
+    >>> rank = document_order(timestamps)
+    >>> labels = connected_components(4, np.array([0, 1]), np.array([1, 2]))
+    >>> originals = originals_of(labels, rank)
+    >>> originals.tolist()
+    [1, 1, 1, 3]
+    >>> [x.tolist() for x in edges_to_original(originals)]
+    [[1, 1], [0, 2]]
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+GROUPINGS = ("components", "center")
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _index_array(name: str, x: np.ndarray) -> np.ndarray:
+    """``x`` as a 1-D int64 array; an empty array of any dtype is accepted."""
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must have an integer dtype, got {arr.dtype}")
+    int64_max = np.iinfo(np.int64).max
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) > int64_max:
+        raise ValueError(f"{name} values must be in 0..{int64_max}, got {arr.max()}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_same_length(name: str, x: np.ndarray, other: str, n: int) -> None:
+    if x.size != n:
+        raise ValueError(f"{name} must have the same length as {other} ({n}), got {x.size}")
+
+
+def _check_indices(name: str, x: np.ndarray, n: int) -> None:
+    if x.size and (x.min() < 0 or x.max() >= n):
+        bad = x.min() if x.min() < 0 else x.max()
+        raise ValueError(f"{name} must be document indices in 0..{n - 1}, got {bad}")
+
+
+def _check_originals(originals: np.ndarray) -> np.ndarray:
+    originals = _index_array("originals", originals)
+    n = originals.size
+    _check_indices("originals", originals, n)
+    # An original must be its own original, otherwise "the group of d" is ambiguous.
+    bad = np.flatnonzero(originals[originals] != originals)
+    if bad.size:
+        d = int(bad[0])
+        raise ValueError(
+            f"originals must map every original to itself; document {d} has original "
+            f"{originals[d]}, whose original is {originals[originals[d]]}"
+        )
+    return originals
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@njit(cache=True)
+def _find(parent, x):
+    # Path halving: every visited node skips to its grandparent, keeping trees flat.
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(cache=True)
+def _components_kernel(n, a, b):
+    parent = np.arange(n, dtype=np.int64)
+    size = np.ones(n, dtype=np.int64)
+    for e in range(a.size):
+        ra = _find(parent, a[e])
+        rb = _find(parent, b[e])
+        if ra == rb:
+            continue
+        if size[ra] < size[rb]:
+            ra, rb = rb, ra
+        parent[rb] = ra
+        size[ra] += size[rb]
+    # Which node ends up as root depends on edge order; the smallest member does not.
+    # Scanning i upwards, the first member seen of each root is its smallest.
+    smallest = np.full(n, -1, dtype=np.int64)
+    labels = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        r = _find(parent, i)
+        if smallest[r] < 0:
+            smallest[r] = i
+        labels[i] = smallest[r]
+    return labels
+
+
+@njit(cache=True)
+def _min_rank_member(labels, rank):
+    # labels are compact (0..n-1); strict "<" keeps the smaller index on equal rank.
+    n = labels.size
+    best = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        g = labels[i]
+        j = best[g]
+        if j < 0 or rank[i] < rank[j]:
+            best[g] = i
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = best[labels[i]]
+    return out
+
+
+def _compact_labels(labels: np.ndarray) -> np.ndarray:
+    """Labels mapped into ``0..n-1`` (unchanged if they already are)."""
+    n = labels.size
+    if n == 0 or (labels.min() >= 0 and labels.max() < n):
+        return labels
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def document_order(timestamps: np.ndarray) -> np.ndarray:
+    """Rank of every document by ``(timestamp, index)``: rank 0 is the earliest document.
+
+    Args:
+        timestamps: integer timestamp per document (any unit; only the order matters), length n.
+
+    Returns:
+        int64 array of length n, a permutation of ``0..n-1``. Equal timestamps are ranked by
+        index (the earlier input row first).
+
+    Complexity: O(n log n) time (one stable sort), O(n) memory.
+
+    Example:
+        >>> document_order(np.array([30, 10, 30, 10])).tolist()
+        [2, 0, 3, 1]
+    """
+    ts = np.asarray(timestamps)
+    if ts.ndim != 1:
+        raise ValueError(f"timestamps must be a 1-D array, got shape {ts.shape}")
+    if ts.size and ts.dtype.kind not in "iu":
+        raise ValueError(f"timestamps must have an integer dtype, got {ts.dtype}")
+    order = np.argsort(ts, kind="stable")
+    rank = np.empty(ts.size, dtype=np.int64)
+    rank[order] = np.arange(ts.size, dtype=np.int64)
+    return rank
+
+
+def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Connected-component label of every document, given the pairs ``(a[i], b[i])``.
+
+    The pairs may come in any order and orientation and may repeat or be self-loops. The label of
+    a component is its smallest document index, so the result does not depend on the pair order;
+    a document in no pair is its own component.
+
+    Args:
+        n: number of documents, ``n >= 0``.
+        a, b: integer arrays of equal length m, document indices in ``0..n-1``.
+
+    Returns:
+        int64 array of length n: ``labels[d]`` is the smallest index in d's component.
+
+    Complexity: O(n + m α(n)) time (union-find with union by size and path halving), O(n) memory.
+
+    Example:
+        >>> connected_components(5, np.array([4, 1, 3]), np.array([1, 1, 3])).tolist()
+        [0, 1, 2, 3, 1]
+    """
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise ValueError(f"n must be an integer >= 0, got {n!r}") from None
+    if n < 0:
+        raise ValueError(f"n must be an integer >= 0, got {n}")
+    a = _index_array("a", a)
+    b = _index_array("b", b)
+    _check_same_length("b", b, "a", a.size)
+    _check_indices("a", a, n)
+    _check_indices("b", b, n)
+    return _components_kernel(n, a, b)
+
+
+def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Index of the original (the member of smallest rank) of every document's group.
+
+    Args:
+        labels: integer group label per document, length n (any values; documents with equal
+            labels form one group), e.g. from :func:`connected_components`.
+        rank: integer ordering key per document, length n, usually :func:`document_order`.
+            Raw timestamps work too: equal keys are broken by the smaller index.
+
+    Returns:
+        int64 array of length n: ``originals[d]`` is the index of d's group original.
+
+    Complexity: O(n) time and memory when labels are in ``0..n-1`` (as from
+    :func:`connected_components`), O(n log n) otherwise (labels are compacted first).
+
+    Example:
+        >>> originals_of(np.array([0, 0, 2, 0]), np.array([3, 1, 0, 2])).tolist()
+        [1, 1, 2, 1]
+    """
+    labels = _index_array("labels", labels)
+    rank = _index_array("rank", rank)
+    _check_same_length("rank", rank, "labels", labels.size)
+    return _min_rank_member(_compact_labels(labels), rank)
+
+
+def center_groups(
+    labels: np.ndarray,
+    rank: np.ndarray,
+    is_near_duplicate: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """The ``center`` grouping rule: groups that do not chain.
+
+    Rule: inside each candidate component (``labels``), documents are taken in rank order; a
+    document joins the group of the earliest existing center it is a near-duplicate of; if it is a
+    near-duplicate of none, it becomes a new center, the original of a new group. Every member of
+    a group is therefore a near-duplicate of its center, and the center is the group's earliest
+    document. Only pairs inside one candidate component are ever tested.
+
+    The rule is evaluated in vectorised rounds. Round r: in every component that still has
+    unassigned documents, the earliest unassigned one becomes a center, and all other unassigned
+    documents of that component are tested against it in one call for all components,
+    ``is_near_duplicate(docs, centers)``; those that pass join it. The predicate is called once
+    per round (never with empty arrays), and the number of rounds is the largest number of
+    groups in one component. Components of size 1 are never tested.
+
+    Args:
+        labels: integer candidate-component label per document, length n, e.g.
+            :func:`connected_components` over the candidate pairs.
+        rank: integer ordering key per document, length n, usually :func:`document_order`
+            (equal keys are broken by the smaller index).
+        is_near_duplicate: vectorised symmetric predicate ``f(x, y) -> bool array``: for int64
+            index arrays of equal length m, element i says whether documents ``x[i]`` and
+            ``y[i]`` are near-duplicates (e.g. Hamming distance of their fingerprints
+            ``<= hamming_k``, or exact Jaccard ``>= threshold``). Must return shape ``(m,)``.
+
+    Returns:
+        int64 array of length n: the center (= original) index of every document's group.
+
+    Complexity: O(n + p log p + T) time, where p is the number of documents in components of
+    size > 1 and T the number of predicate tests, T = Σ over rounds of the unassigned documents.
+    A component of s documents that splits into g groups costs at most s·g tests, so the worst
+    case is O(s²) tests and s rounds: a long candidate chain in which few candidate pairs pass
+    (every document its own center). A component that is one group costs s - 1 tests.
+
+    Example:
+        >>> near = {(0, 1), (1, 2)}  # 0≈1, 1≈2, but 0≉2
+        >>> f = lambda x, y: np.array([(min(i, j), max(i, j)) in near for i, j in zip(x, y)],
+        ...                           dtype=bool)
+        >>> labels = connected_components(3, np.array([0, 1]), np.array([1, 2]))
+        >>> center_groups(labels, np.arange(3), f).tolist()
+        [0, 0, 2]
+    """
+    labels = _index_array("labels", labels)
+    rank = _index_array("rank", rank)
+    n = labels.size
+    _check_same_length("rank", rank, "labels", n)
+    center = np.arange(n, dtype=np.int64)
+    if n == 0:
+        return center
+
+    compact = _compact_labels(labels)
+    sizes = np.bincount(compact, minlength=n)
+    pending = np.flatnonzero(sizes[compact] > 1).astype(np.int64)
+    # lexsort is stable, so equal (label, rank) keep index order: ties broken by index.
+    pending = pending[np.lexsort((rank[pending], compact[pending]))]
+    plab = compact[pending]
+
+    # Why the rounds equal the sequential greedy (loop over documents in rank order, each joining
+    # the first center in creation order it passes, else becoming a center). Induction on r,
+    # per component: suppose after r rounds both have created the same centers c1..cr in the same
+    # order and the unassigned set U is exactly the documents that failed every one of c1..cr.
+    # In the greedy, any document earlier than min(U) passed one of c1..cr, so no center is made
+    # between cr and min(U); min(U) fails c1..cr and becomes c(r+1) -- the same new center the
+    # round picks. Every other u in U comes later than c(r+1), so c(r+1) exists when the greedy
+    # reaches u; u has failed all earlier centers, so u joins c(r+1) iff it passes c(r+1), which
+    # is the round's single test. Those that fail form the new U, restoring the invariant.
+    # The greedy runs per candidate component: pairs across components are not candidates and
+    # are never tested, so components are independent and can share one call per round.
+    while pending.size:
+        head = np.empty(pending.size, dtype=bool)
+        head[0] = True
+        np.not_equal(plab[1:], plab[:-1], out=head[1:])
+        run = np.cumsum(head) - 1
+        heads = pending[head]
+        rest = ~head
+        docs = pending[rest]
+        if docs.size == 0:
+            break
+        centers = heads[run[rest]]
+        ok = np.asarray(is_near_duplicate(docs, centers))
+        if ok.shape != docs.shape:
+            raise ValueError(
+                f"is_near_duplicate must return one value per pair, shape {docs.shape}, "
+                f"got shape {ok.shape}"
+            )
+        if ok.dtype != np.bool_:
+            raise ValueError(f"is_near_duplicate must return a bool array, got dtype {ok.dtype}")
+        center[docs[ok]] = centers[ok]
+        fail = ~ok
+        pending = docs[fail]
+        plab = plab[rest][fail]
+    return center
+
+
+def group_table(originals: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-document group columns from the original of every document.
+
+    Args:
+        originals: int array of length n, ``originals[d]`` the index of d's group original, e.g.
+            from :func:`originals_of` or :func:`center_groups`. Every original must be its own
+            original.
+
+    Returns:
+        ``{"original": int64, "is_original": bool, "group_size": int64}``, each of length n.
+        ``original`` is the group's duplicate ID; ``group_size`` counts the documents sharing it
+        (1 for a document with no near-duplicate).
+
+    Complexity: O(n) time and memory.
+
+    Example:
+        >>> t = group_table(np.array([1, 1, 2, 1]))
+        >>> t["is_original"].tolist(), t["group_size"].tolist()
+        ([False, True, True, False], [3, 3, 1, 3])
+    """
+    originals = _check_originals(originals)
+    n = originals.size
+    group_size = np.bincount(originals, minlength=n).astype(np.int64)[originals]
+    return {
+        "original": originals.copy(),
+        "is_original": originals == np.arange(n, dtype=np.int64),
+        "group_size": group_size,
+    }
+
+
+def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The duplicate pairs ``(original, d)`` for every non-original document d, ordered by d.
+
+    Args:
+        originals: int array of length n, as for :func:`group_table`.
+
+    Returns:
+        ``(orig, dup)``: two int64 arrays of length n - (number of groups).
+
+    Complexity: O(n) time and memory.
+
+    Example:
+        >>> [x.tolist() for x in edges_to_original(np.array([1, 1, 2, 1]))]
+        [[1, 1], [0, 3]]
+    """
+    originals = _check_originals(originals)
+    dup = np.flatnonzero(originals != np.arange(originals.size, dtype=np.int64)).astype(np.int64)
+    return originals[dup], dup

@@ -1,0 +1,268 @@
+"""The 64-bit feature hashes: XXH64 (default) and MD5-64 (compatibility).
+
+Fingerprints are stored and compared across runs and machines, so the hash of a feature is part of
+neardup's file format and never changes between versions:
+
+``xxh``
+    XXH64 (the 64-bit xxHash, specification in the xxHash repository's ``doc/xxhash_spec.md``)
+    with seed 0, over the UTF-8 bytes of the feature. ``hash_bytes(b"abc") == 0x44BC2CF5AD770999``,
+    the same value as ``xxhash.xxh64_intdigest(b"abc")``.
+``md5``
+    The upper 64 bits of MD5 (RFC 1321): the first 8 digest bytes read as a big-endian integer,
+    ``int.from_bytes(hashlib.md5(data).digest()[:8], "big")``, as seed 000's design does.
+
+Both are implemented as numba kernels over one byte buffer and ``(start, end)`` slices, so a
+batch of features is hashed without a Python loop. ``splitmix64`` derives reproducible constants
+(MinHash coefficients, band keys) from a seed.
+
+Example:
+    >>> hex(hash_bytes(b"abc"))
+    '0x44bc2cf5ad770999'
+    >>> hex(hash_bytes(b"abc", "md5"))
+    '0x900150983cd24fb0'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+HASH_NAMES = ("xxh", "md5")
+XXH, MD5 = 0, 1
+
+_P1 = np.uint64(0x9E3779B185EBCA87)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_P4 = np.uint64(0x85EBCA77C2B2AE63)
+_P5 = np.uint64(0x27D4EB2F165667C5)
+
+
+def hash_code(hash_name: str) -> int:
+    """Return the kernel code of a hash name (``"xxh"`` → 0, ``"md5"`` → 1).
+
+    Raises:
+        ValueError: for any other name.
+    """
+    if hash_name not in HASH_NAMES:
+        raise ValueError(f"hash must be one of {', '.join(HASH_NAMES)}; got {hash_name!r}")
+    return HASH_NAMES.index(hash_name)
+
+
+@njit(inline="always")
+def _rotl(x, r):
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(inline="always")
+def _read64(buf, i):
+    v = np.uint64(0)
+    for j in range(8):
+        v |= np.uint64(buf[i + j]) << np.uint64(8 * j)
+    return v
+
+
+@njit(inline="always")
+def _read32(buf, i):
+    v = np.uint64(0)
+    for j in range(4):
+        v |= np.uint64(buf[i + j]) << np.uint64(8 * j)
+    return v
+
+
+@njit(inline="always")
+def _xxh_round(acc, lane):
+    acc = acc + lane * _P2
+    return _rotl(acc, 31) * _P1
+
+
+@njit(inline="always")
+def _xxh_merge(acc, val):
+    acc = acc ^ _xxh_round(np.uint64(0), val)
+    return acc * _P1 + _P4
+
+
+@njit(cache=True)
+def xxh64_slice(buf, start, end, seed):
+    """XXH64 of ``buf[start:end]`` (uint8 array) with a uint64 ``seed``. O(end - start)."""
+    length = end - start
+    i = start
+    if length >= 32:
+        v1 = seed + _P1 + _P2
+        v2 = seed + _P2
+        v3 = seed
+        v4 = seed - _P1
+        limit = end - 32
+        while i <= limit:
+            v1 = _xxh_round(v1, _read64(buf, i))
+            v2 = _xxh_round(v2, _read64(buf, i + 8))
+            v3 = _xxh_round(v3, _read64(buf, i + 16))
+            v4 = _xxh_round(v4, _read64(buf, i + 24))
+            i += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _xxh_merge(h, v1)
+        h = _xxh_merge(h, v2)
+        h = _xxh_merge(h, v3)
+        h = _xxh_merge(h, v4)
+    else:
+        h = seed + _P5
+    h = h + np.uint64(length)
+    while i + 8 <= end:
+        h = h ^ _xxh_round(np.uint64(0), _read64(buf, i))
+        h = _rotl(h, 27) * _P1 + _P4
+        i += 8
+    if i + 4 <= end:
+        h = h ^ (_read32(buf, i) * _P1)
+        h = _rotl(h, 23) * _P2 + _P3
+        i += 4
+    while i < end:
+        h = h ^ (np.uint64(buf[i]) * _P5)
+        h = _rotl(h, 11) * _P1
+        i += 1
+    h = h ^ (h >> np.uint64(33))
+    h = h * _P2
+    h = h ^ (h >> np.uint64(29))
+    h = h * _P3
+    h = h ^ (h >> np.uint64(32))
+    return h
+
+
+# MD5 per-round shift amounts and sine-derived constants (RFC 1321, section 3.4).
+_MD5_S = np.array(
+    [7, 12, 17, 22] * 4 + [5, 9, 14, 20] * 4 + [4, 11, 16, 23] * 4 + [6, 10, 15, 21] * 4,
+    dtype=np.uint32,
+)
+_MD5_K = np.array(
+    [int(abs(np.sin(np.float64(i + 1))) * 2**32) & 0xFFFFFFFF for i in range(64)],
+    dtype=np.uint32,
+)
+
+
+@njit(cache=True)
+def _md5_block(state, block, s_table, k_table):
+    # numba widens 32-bit integer arithmetic to 64 bits, so words are kept in uint64 and masked.
+    mask = np.uint64(0xFFFFFFFF)
+    a, b, c, d = state[0], state[1], state[2], state[3]
+    for i in range(64):
+        if i < 16:
+            f = (b & c) | (~b & d)
+            g = i
+        elif i < 32:
+            f = (d & b) | (~d & c)
+            g = (5 * i + 1) % 16
+        elif i < 48:
+            f = b ^ c ^ d
+            g = (3 * i + 5) % 16
+        else:
+            f = c ^ (b | (~d & mask))
+            g = (7 * i) % 16
+        m = (
+            np.uint64(block[4 * g])
+            | (np.uint64(block[4 * g + 1]) << np.uint64(8))
+            | (np.uint64(block[4 * g + 2]) << np.uint64(16))
+            | (np.uint64(block[4 * g + 3]) << np.uint64(24))
+        )
+        f = (f + a + np.uint64(k_table[i]) + m) & mask
+        a = d
+        d = c
+        c = b
+        s = np.uint64(s_table[i])
+        b = (b + (((f << s) | (f >> (np.uint64(32) - s))) & mask)) & mask
+    state[0] = (state[0] + a) & mask
+    state[1] = (state[1] + b) & mask
+    state[2] = (state[2] + c) & mask
+    state[3] = (state[3] + d) & mask
+
+
+@njit(cache=True)
+def md5_64_slice(buf, start, end, s_table, k_table):
+    """Upper 64 bits (big-endian) of MD5 of ``buf[start:end]``. O(end - start)."""
+    state = np.array([0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476], dtype=np.uint64)
+    length = end - start
+    block = np.zeros(64, dtype=np.uint8)
+    i = start
+    while i + 64 <= end:
+        block[:] = buf[i : i + 64]
+        _md5_block(state, block, s_table, k_table)
+        i += 64
+    rest = end - i
+    block[:] = 0
+    block[:rest] = buf[i:end]
+    block[rest] = 0x80
+    if rest >= 56:
+        _md5_block(state, block, s_table, k_table)
+        block[:] = 0
+    bits = np.uint64(length) * np.uint64(8)
+    for j in range(8):
+        block[56 + j] = np.uint8((bits >> np.uint64(8 * j)) & np.uint64(0xFF))
+    _md5_block(state, block, s_table, k_table)
+    # Digest bytes are the state words in little-endian order; the first 8 of them, read
+    # big-endian, make the upper 64 bits.
+    out = np.uint64(0)
+    for w in range(2):
+        word = state[w]
+        for j in range(4):
+            out = (out << np.uint64(8)) | ((word >> np.uint64(8 * j)) & np.uint64(0xFF))
+    return out
+
+
+@njit(cache=True)
+def hash_slice(buf, start, end, code, s_table, k_table):
+    """Feature hash of ``buf[start:end]``: XXH64 seed 0 (``code`` 0) or MD5-64 (``code`` 1)."""
+    if code == 0:
+        return xxh64_slice(buf, start, end, np.uint64(0))
+    return md5_64_slice(buf, start, end, s_table, k_table)
+
+
+@njit(cache=True)
+def _hash_slices(buf, starts, ends, code, s_table, k_table):
+    out = np.empty(starts.shape[0], dtype=np.uint64)
+    for i in range(starts.shape[0]):
+        out[i] = hash_slice(buf, starts[i], ends[i], code, s_table, k_table)
+    return out
+
+
+def hash_bytes(data: bytes, hash_name: str = "xxh") -> int:
+    """Feature hash of one byte string, as a Python int in ``0 .. 2**64 - 1``.
+
+    Example:
+        >>> hash_bytes("SimHash 계산 방법을".encode()) == int(hash_strings(["SimHash 계산 방법을"])[0])
+        True
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    code = hash_code(hash_name)
+    return int(_hash_slices(buf, np.array([0]), np.array([len(data)]), code, _MD5_S, _MD5_K)[0])
+
+
+def hash_strings(strings: list[str], hash_name: str = "xxh") -> np.ndarray:
+    """Feature hashes of many strings (their UTF-8 bytes) as a uint64 array.
+
+    The strings are joined into one buffer and hashed by one kernel call: O(total bytes).
+
+    Example:
+        >>> hash_strings(["abc", ""]).tolist() == [hash_bytes(b"abc"), hash_bytes(b"")]
+        True
+    """
+    encoded = [s.encode("utf-8") for s in strings]
+    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return _hash_slices(buf, starts, ends, hash_code(hash_name), _MD5_S, _MD5_K)
+
+
+@njit(cache=True)
+def splitmix64(x):
+    """The splitmix64 finaliser of ``x + 0x9E3779B97F4A7C15`` (uint64 → uint64, a bijection)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def splitmix64_stream(seed, count):
+    """``count`` uint64 values: ``splitmix64(seed + i * 0x9E3779B97F4A7C15)`` for i = 0..count-1."""
+    out = np.empty(count, dtype=np.uint64)
+    for i in range(count):
+        out[i] = splitmix64(seed + np.uint64(i) * np.uint64(0x9E3779B97F4A7C15))
+    return out

@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.simhash import EMPTY_FINGERPRINT, hamming_distance, simhash, simhash_from_features
+from neardup.text import hash_features, shingles
+from neardup.hashing import hash_strings
+
+# Stored fingerprints are compared across versions: these values must never change.
+VECTORS = [
+    ("SimHash 계산 방법을 간단히 정리하면 다음과 같다.", 0x80804D34B1A4AAE1, 0xBCD21F7D91D73DF1, 0x9A5E26F00040CA0F),
+    ("The quick brown fox jumps over the lazy dog.", 0x39EDBF7F29B4B877, 0x51591F05F3D327AD, 0x8BAC2707D1FBDCCA),
+    ("日本語の文章です。", 0x7423CB83402FF686, 0xE7EAFEFFDB4BF797, 0xE5B59FFC65E9D4EF),
+]
+
+
+@pytest.mark.parametrize("text, word3, char5, md5", VECTORS)
+def test_fingerprint_vectors(text, word3, char5, md5):
+    assert int(simhash([text])[0]) == word3
+    assert int(simhash([text], "char:5")[0]) == char5
+    assert int(simhash([text], hash_name="md5")[0]) == md5
+
+
+def reference_simhash(text, spec="word:3", weights="set"):
+    feats = shingles(text, spec)
+    if weights == "set":
+        feats = sorted(set(feats))
+    counters = [0] * 64
+    for h in hash_strings(feats).tolist():
+        for bit in range(64):
+            counters[bit] += 1 if (h >> bit) & 1 else -1
+    return sum(1 << bit for bit in range(64) if counters[bit] >= 0)
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.text(alphabet="ab cdé가나\n,", max_size=60), st.sampled_from(["set", "tf"]))
+def test_matches_plain_definition(text, weights):
+    assert int(simhash([text], weights=weights)[0]) == reference_simhash(text, weights=weights)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_identical_texts_equal_and_distance_symmetric(a, b):
+    fa, fb, fa2 = simhash([a, b, a])
+    assert fa == fa2
+    assert hamming_distance(fa, fb) == hamming_distance(fb, fa)
+    assert int(hamming_distance(fa, fa)) == 0
+
+
+def test_empty_document_has_documented_fingerprint():
+    assert simhash(["", "!!!"]).tolist() == [int(EMPTY_FINGERPRINT)] * 2
+
+
+def test_near_duplicates_are_closer_than_unrelated_texts():
+    base = " ".join(f"word{i}" for i in range(200))
+    edited = base.replace("word50 ", "changed ")
+    other = " ".join(f"other{i}" for i in range(200))
+    a, b, c = simhash([base, edited, other])
+    assert hamming_distance(a, b) < hamming_distance(a, c)
+    assert int(hamming_distance(a, b)) <= 6
+
+
+def test_hamming_distance_vectorised():
+    a = np.array([0, 0xFF, 2**64 - 1], dtype=np.uint64)
+    b = np.array([0, 0x0F, 0], dtype=np.uint64)
+    assert hamming_distance(a, b).tolist() == [0, 4, 64]
+
+
+def test_bad_weights():
+    with pytest.raises(ValueError, match="weights"):
+        simhash_from_features(hash_features(["x"]), "idf")

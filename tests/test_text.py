@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.hashing import hash_strings
+from neardup.text import Shingling, hash_features, normalize, normalize_many, shingle_sets, shingles
+
+MIXED = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list("abcXYZ 0129,.;!?'\"-\n\t\u00a0\u3000_/")),
+        st.characters(min_codepoint=0xAC00, max_codepoint=0xAC20),  # Hangul syllables
+        st.characters(min_codepoint=0x3040, max_codepoint=0x30FF),  # kana
+        st.characters(min_codepoint=0x4E00, max_codepoint=0x4E20),  # CJK
+        st.characters(min_codepoint=0xFF01, max_codepoint=0xFF5E),  # full-width forms
+        st.characters(min_codepoint=0x0300, max_codepoint=0x0310),  # combining marks
+        st.characters(),
+    ),
+    max_size=60,
+)
+
+
+def test_normalisation_rules():
+    assert normalize("  Ｈｅｌｌｏ,\n   WORLD — 안녕\t하세요!! ") == "hello world 안녕 하세요"
+    assert normalize("Straße") == "strasse"
+    assert normalize("“Quoted” – text…") == "quoted text"
+    assert normalize("a\u00a0b\u3000c") == "a b c"
+    assert normalize("") == "" and normalize(" !? ") == ""
+    assert normalize("ｶﾀｶﾅ") == "カタカナ"
+    assert normalize("①②") == "12"
+
+
+@settings(deadline=None, max_examples=300)
+@given(MIXED)
+def test_normalize_is_idempotent(text):
+    once = normalize(text)
+    assert normalize(once) == once
+    assert "  " not in once and once == once.strip()
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.lists(MIXED, max_size=12))
+def test_normalize_many_matches_single(texts):
+    assert normalize_many(texts) == [normalize(t) for t in texts]
+
+
+def test_seed_example_word_trigrams():
+    assert shingles("SimHash 계산 방법을 간단히 정리하면", "word:3") == [
+        "simhash 계산 방법을",
+        "계산 방법을 간단히",
+        "방법을 간단히 정리하면",
+    ]
+
+
+def test_short_and_empty_documents():
+    assert shingles("only two", "word:3") == ["only two"]
+    assert shingles("abc", "char:5") == ["abc"]
+    assert shingles("!!! ...", "word:3") == []
+    features = hash_features(["", "one", "a b c d"], "word:3")
+    assert features.offsets.tolist() == [0, 0, 1, 3]
+    assert features.empty.tolist() == [True, False, False]
+
+
+def test_char_shingles_ignore_spacing():
+    # Korean spacing errors and words broken across lines give the same char shingles.
+    assert shingles("게임 엔진을 다루고", "char:3") == shingles("게임엔진을\n다루고", "char:3")
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(MIXED, max_size=8), st.sampled_from(["word:1", "word:3", "word:5", "char:1", "char:4"]),
+       st.sampled_from(["xxh", "md5"]))
+def test_kernel_hashes_the_stated_shingles(texts, spec, hash_name):
+    features = hash_features(texts, spec, hash_name)
+    for d, text in enumerate(texts):
+        expected = hash_strings(shingles(text, spec), hash_name)
+        got = features.hashes[features.offsets[d] : features.offsets[d + 1]]
+        assert got.tolist() == expected.tolist()
+
+
+def test_content_fingerprint_equal_iff_same_normalised_text():
+    f = hash_features(["Hello, World!", "hello world", "hello  world.", "hello worlds"])
+    c = [tuple(row) for row in f.content.tolist()]
+    assert c[0] == c[1] == c[2] != c[3]
+
+
+def test_shingle_sets_sorted_unique_with_counts():
+    f = hash_features(["a b a b a", "x"], "word:1")
+    offsets, values, counts = shingle_sets(f.offsets, f.hashes)
+    assert offsets.tolist() == [0, 2, 3]
+    first = values[: offsets[1]]
+    assert np.all(first[:-1] < first[1:])
+    assert sorted(counts[:2].tolist()) == [2, 3]
+
+
+@pytest.mark.parametrize("spec", ["word:0", "char:-1", "line:3", "word:x", "char:65"])
+def test_bad_shingle_spec(spec):
+    with pytest.raises(ValueError, match="shingle"):
+        Shingling.parse(spec)
+
+
+def test_shingle_spec_defaults():
+    assert Shingling.parse("word") == Shingling("word", 3)
+    assert Shingling.parse("char") == Shingling("char", 5)
+    assert str(Shingling.parse(" char:7 ")) == "char:7"
