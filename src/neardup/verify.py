@@ -19,29 +19,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def _merge_jaccard(hashes, a_start, a_end, b_start, b_end):
-    i, j, common = a_start, b_start, 0
-    while i < a_end and j < b_end:
-        x, y = hashes[i], hashes[j]
-        if x == y:
-            common += 1
-            i += 1
-            j += 1
-        elif x < y:
-            i += 1
-        else:
-            j += 1
-    union = (a_end - a_start) + (b_end - b_start) - common
-    return 1.0 if union == 0 else common / union
+from neardup.similarity import intersection_size
 
 
 @njit(cache=True)
 def _jaccard_pairs_kernel(offsets, hashes, a, b):
     out = np.empty(a.shape[0], dtype=np.float64)
     for p in range(a.shape[0]):
-        out[p] = _merge_jaccard(hashes, offsets[a[p]], offsets[a[p] + 1], offsets[b[p]], offsets[b[p] + 1])
+        x = hashes[offsets[a[p]] : offsets[a[p] + 1]]
+        y = hashes[offsets[b[p]] : offsets[b[p] + 1]]
+        common = intersection_size(x, y)
+        union = x.shape[0] + y.shape[0] - common
+        out[p] = 1.0 if union == 0 else common / union
     return out
 
 

@@ -1,0 +1,400 @@
+"""MinHash LSH bands: candidate pairs of documents that agree on a whole band.
+
+Signatures are ``uint32`` arrays of shape ``(n, num_perm)``, row ``i`` being the MinHash signature
+of document ``i``. The first ``bands * rows`` columns are cut into ``bands`` bands of ``rows``
+consecutive columns (band ``j`` is columns ``j*rows .. j*rows + rows - 1``); columns past
+``bands * rows`` are unused. Two documents are *candidates* when they are equal on every row of at
+least one band. A pair of Jaccard similarity ``s`` becomes a candidate with probability
+``1 - (1 - s**rows)**bands`` (see :mod:`neardup.lsh`).
+
+Band hash
+    Each band of each document is reduced to one ``uint64`` so that a band's buckets come from one
+    sort. With ``mix64`` the splitmix64 finaliser (a bijection of 64-bit integers)::
+
+        mix64(z): z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+                  z *= 0x94D049BB133111EB; z ^= z >> 31          (all mod 2**64)
+
+    band ``j`` with values ``v[0..rows-1]`` hashes to::
+
+        h = mix64((j + 1) * 0x9E3779B97F4A7C15)                   # the band's key
+        for each lane  v[2k] | v[2k+1] << 32  (the last lane is v[rows-1] alone if rows is odd):
+            h = mix64(h ^ lane)
+
+    Equal bands always give equal hashes, so no candidate is ever lost. For ``rows <= 2`` the map
+    is a bijection, so equal hashes mean equal bands. For ``rows > 2`` two different bands collide
+    with probability about ``2**-64``; bands are deliberately *not* re-compared value by value,
+    because a collision can only add a spurious candidate, and every candidate is checked with the
+    exact Jaccard similarity afterwards (:mod:`neardup.verify`), which removes it.
+
+Modes of :func:`candidate_pairs`
+    ``"all"`` lists every candidate pair ``(i, j)``, ``i < j``, once: a bucket of ``m`` documents
+    gives ``m (m - 1) / 2`` pairs, so the output (and the cost) is quadratic in bucket size.
+    ``"star"`` links every member of a bucket to the bucket's *representative* (the member with
+    the smallest ``rank``, ties to the smaller index): ``m - 1`` edges per bucket, at most
+    ``n * bands`` edges in all, even when one bucket holds 200,000 near-identical documents.
+
+    The two edge sets have the same connected components, which is all that grouping needs:
+    every star edge ``(rep, d)`` joins two members of one bucket, so it is also an "all" edge
+    (star components are no coarser); and every "all" edge ``(u, v)`` lies in some bucket whose
+    star joins both ``u`` and ``v`` to the same representative, so ``u`` and ``v`` are connected
+    by star edges (star components are no finer). Hence the components are equal.
+
+Output is a pure function of the inputs: sorts are stable, ties go to the smaller index, and the
+edges are deduplicated and sorted, so the same arrays give byte-identical results.
+
+Example:
+    >>> sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 3, 4], [5, 6, 7, 8]], dtype=np.uint32)
+    >>> left, right = candidate_pairs(sig, bands=2, rows=2)
+    >>> list(zip(left.tolist(), right.tolist()))
+    [(0, 1), (0, 2)]
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+__all__ = ["BandBuckets", "band_hashes", "band_buckets", "candidate_pairs", "MODES"]
+
+#: The values of ``mode`` accepted by :func:`candidate_pairs`.
+MODES = ("all", "star")
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_MAX_DOCS = 1 << 32  # document ids are packed as two 32-bit halves of a uint64
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@njit(inline="always")
+def _mix64(z):
+    z = z ^ (z >> np.uint64(30))
+    z = z * _M1
+    z = z ^ (z >> np.uint64(27))
+    z = z * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def _band_hash_kernel(sig, first_band, last_band, rows, out):
+    """Hash bands first_band..last_band-1 of each row of ``sig`` into out[:, j - first_band]."""
+    n = sig.shape[0]
+    nb = last_band - first_band
+    keys = np.empty(nb, dtype=np.uint64)
+    for j in range(nb):
+        keys[j] = _mix64(np.uint64(first_band + j + 1) * _GOLDEN)
+    shift = np.uint64(32)
+    for i in range(n):
+        for j in range(nb):
+            base = (first_band + j) * rows
+            h = keys[j]
+            k = 0
+            while k + 1 < rows:
+                lane = np.uint64(sig[i, base + k]) | (np.uint64(sig[i, base + k + 1]) << shift)
+                h = _mix64(h ^ lane)
+                k += 2
+            if k < rows:
+                h = _mix64(h ^ np.uint64(sig[i, base + k]))
+            out[i, j] = h
+    return out
+
+
+@njit(cache=True)
+def _all_pairs_kernel(order, starts, sizes, total):
+    """Packed ``i << 32 | j`` for every pair inside each run; runs list ids in ascending order."""
+    out = np.empty(total, dtype=np.uint64)
+    shift = np.uint64(32)
+    k = 0
+    for q in range(starts.size):
+        s = starts[q]
+        m = sizes[q]
+        for a in range(m):
+            hi = np.uint64(order[s + a]) << shift
+            for c in range(a + 1, m):
+                out[k] = hi | np.uint64(order[s + c])
+                k += 1
+    return out
+
+
+@njit(cache=True)
+def _star_edges_kernel(order, starts, sizes, pos, total):
+    """Packed ``rep << 32 | d`` for every non-representative member ``d`` of each run."""
+    out = np.empty(total, dtype=np.uint64)
+    shift = np.uint64(32)
+    k = 0
+    for q in range(starts.size):
+        s = starts[q]
+        m = sizes[q]
+        rep = order[s]
+        best = pos[rep]
+        for a in range(1, m):
+            d = order[s + a]
+            if pos[d] < best:
+                best = pos[d]
+                rep = d
+        hi = np.uint64(rep) << shift
+        for a in range(m):
+            d = order[s + a]
+            if d != rep:
+                out[k] = hi | np.uint64(d)
+                k += 1
+    return out
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if int(value) < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {int(value)}")
+    return int(value)
+
+
+def _check_inputs(signatures: object, bands: object, rows: object) -> tuple[np.ndarray, int, int]:
+    if not isinstance(signatures, np.ndarray) or signatures.ndim != 2:
+        shape = getattr(signatures, "shape", type(signatures).__name__)
+        raise ValueError(f"signatures must be a 2-D uint32 array (n, num_perm), got {shape}")
+    if signatures.dtype != np.uint32:
+        raise ValueError(f"signatures must have dtype uint32, got {signatures.dtype}")
+    n, num_perm = signatures.shape
+    if n > _MAX_DOCS:
+        raise ValueError(f"signatures must have at most {_MAX_DOCS} rows (documents), got {n}")
+    b = _check_positive_int("bands", bands)
+    r = _check_positive_int("rows", rows)
+    if b * r > num_perm:
+        raise ValueError(
+            f"bands * rows must be in 1..{num_perm} (the signature length), got {b} * {r} = {b * r}"
+        )
+    return np.ascontiguousarray(signatures), b, r
+
+
+def _rank_positions(rank: object, n: int) -> np.ndarray:
+    """Position of each document in (rank, index) order: a total order, ties to the smaller id."""
+    if rank is None:
+        return np.arange(n, dtype=np.int64)
+    arr = np.asarray(rank)
+    if arr.shape != (n,):
+        raise ValueError(f"rank must have shape ({n},) (one value per document), got {arr.shape}")
+    if arr.dtype.kind not in "iuf":
+        raise ValueError(f"rank must be an integer or float array, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError("rank must not contain NaN, got NaN at index "
+                         f"{int(np.flatnonzero(np.isnan(arr))[0])}")
+    order = np.lexsort((np.arange(n), arr))
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n, dtype=np.int64)
+    return pos
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """One 64-bit hash per band per document.
+
+    Band ``j`` of document ``i`` is ``signatures[i, j*rows : (j+1)*rows]``; its hash is the chain
+    ``h = mix64(h ^ lane)`` over 64-bit lanes of two values each, started from the band's key
+    ``mix64((j + 1) * 0x9E3779B97F4A7C15)`` (the module docstring gives the exact definition).
+    Equal bands give equal hashes; different bands collide with probability about ``2**-64``
+    (never for ``rows <= 2``, where the hash is a bijection of the band).
+
+    Args:
+        signatures: ``uint32`` array ``(n, num_perm)``, one MinHash signature per row.
+        bands: number of bands ``b >= 1``.
+        rows: values per band ``r >= 1``; ``b * r <= num_perm`` (the first ``b * r`` columns
+            are used).
+
+    Returns:
+        ``uint64`` array ``(n, bands)``.
+
+    Complexity: O(n · b · r) time, O(n · b) memory.
+
+    Raises:
+        ValueError: ``signatures`` not a 2-D uint32 array, or ``bands`` / ``rows`` not integers
+            ``>= 1`` with ``bands * rows <= num_perm``.
+
+    Example:
+        >>> sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9]], dtype=np.uint32)
+        >>> h = band_hashes(sig, bands=2, rows=2)
+        >>> h.shape, h.dtype.name, bool(h[0, 0] == h[1, 0]), bool(h[0, 1] == h[1, 1])
+        ((2, 2), 'uint64', True, False)
+    """
+    sig, b, r = _check_inputs(signatures, bands, rows)
+    out = np.empty((sig.shape[0], b), dtype=np.uint64)
+    return _band_hash_kernel(sig, 0, b, r, out)
+
+
+def _band_runs(column: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable sort of one band's hashes; (order, run starts, run sizes) for runs >= min_size."""
+    # Stable: within a run of equal hashes, document ids stay ascending.
+    order = np.argsort(column, kind="stable")
+    n = column.size
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return order.astype(np.int64), empty, empty
+    h = column[order]
+    starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1]))).astype(np.int64)
+    sizes = np.diff(np.append(starts, n)).astype(np.int64)
+    keep = sizes >= min_size
+    return order.astype(np.int64), starts[keep], sizes[keep]
+
+
+class BandBuckets(NamedTuple):
+    """Buckets of documents with equal band hash, as CSR over all bands.
+
+    Bucket ``q`` belongs to band ``band[q]`` and holds documents
+    ``members[offsets[q]:offsets[q + 1]]`` (ascending ids). Buckets are ordered by band, then by
+    band hash.
+    """
+
+    band: np.ndarray  # int64 (m,)
+    offsets: np.ndarray  # int64 (m + 1,)
+    members: np.ndarray  # int64 (offsets[-1],)
+
+
+def band_buckets(
+    signatures: np.ndarray, bands: int, rows: int, *, min_size: int = 2
+) -> BandBuckets:
+    """Group documents whose band hashes are equal, band by band.
+
+    For each band ``j``, documents are sorted by their band hash (stable, so ties keep ascending
+    ids) and each run of equal hashes of at least ``min_size`` documents is one bucket.
+
+    Args:
+        signatures: ``uint32`` array ``(n, num_perm)``.
+        bands: number of bands ``b >= 1``.
+        rows: values per band ``r >= 1``; ``b * r <= num_perm``.
+        min_size: smallest bucket to report, ``>= 1``; the default 2 drops singletons, which make
+            no candidates.
+
+    Returns:
+        A :class:`BandBuckets` ``(band, offsets, members)``.
+
+    Complexity: O(n · b · (r + log n)) time; O(n · b) memory for the output at most.
+
+    Raises:
+        ValueError: as :func:`band_hashes`, or ``min_size < 1``.
+
+    Example:
+        >>> sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 3, 4]], dtype=np.uint32)
+        >>> bb = band_buckets(sig, bands=2, rows=2)
+        >>> [(int(j), bb.members[a:z].tolist())
+        ...  for j, a, z in zip(bb.band, bb.offsets[:-1], bb.offsets[1:])]
+        [(0, [0, 1]), (1, [0, 2])]
+    """
+    sig, b, r = _check_inputs(signatures, bands, rows)
+    min_size = _check_positive_int("min_size", min_size)
+    n = sig.shape[0]
+    col = np.empty((n, 1), dtype=np.uint64)
+    band_ids, sizes_all, members = [], [], []
+    for j in range(b):
+        _band_hash_kernel(sig, j, j + 1, r, col)
+        order, starts, sizes = _band_runs(col[:, 0], min_size)
+        band_ids.append(np.full(starts.size, j, dtype=np.int64))
+        sizes_all.append(sizes)
+        # Sorted positions of the kept runs, concatenated: starts[q] + (0 .. sizes[q] - 1).
+        # Output slot k of run q is k = out_start[q] + i, so its position is
+        # k + (starts[q] - out_start[q]); one repeat and one arange, no Python loop over runs.
+        out_start = np.cumsum(sizes) - sizes
+        shift = np.repeat(starts - out_start, sizes)
+        members.append(order[shift + np.arange(shift.size, dtype=np.int64)])
+    sizes_cat = np.concatenate(sizes_all) if sizes_all else np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(sizes_cat.size + 1, dtype=np.int64)
+    np.cumsum(sizes_cat, out=offsets[1:])
+    return BandBuckets(
+        band=np.concatenate(band_ids),
+        offsets=offsets,
+        members=np.concatenate(members).astype(np.int64, copy=False),
+    )
+
+
+def candidate_pairs(
+    signatures: np.ndarray,
+    bands: int,
+    rows: int,
+    *,
+    rank: np.ndarray | None = None,
+    mode: str = "all",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs: documents equal on all ``rows`` values of at least one of ``bands`` bands.
+
+    A pair of Jaccard similarity ``s`` is returned (in ``"all"`` mode) with probability
+    ``1 - (1 - s**rows)**bands``.
+
+    ``mode="all"``
+        Every candidate pair ``(i, j)`` with ``i < j`` exactly once, however many bands it shares,
+        sorted by ``(i, j)``. Output-sized: a bucket of ``m`` documents gives ``m (m - 1) / 2``
+        pairs.
+    ``mode="star"``
+        For every bucket, an edge ``(rep, d)`` from its representative ``rep`` (the member with the
+        smallest ``rank``, ties to the smaller index) to each other member ``d``; edges
+        deduplicated across bands and sorted by ``(rep, d)``. ``m - 1`` edges per bucket, at most
+        ``n · bands`` in all. The connected components equal those of ``"all"`` (proof in the
+        module docstring), so grouping can use this at linear cost even for huge buckets.
+
+    Band hashes stand in for band values: a 64-bit collision (probability about ``2**-64`` per
+    pair and band, impossible for ``rows <= 2``) can add a spurious candidate, never drop one, and
+    exact verification removes it.
+
+    Args:
+        signatures: ``uint32`` array ``(n, num_perm)``, ``n <= 2**32``.
+        bands: number of bands ``b >= 1``.
+        rows: values per band ``r >= 1``; ``b * r <= num_perm``.
+        rank: optional integer or float array ``(n,)``, e.g. the time order of the documents;
+            lower rank is preferred as representative. Default: the document index. Ignored by
+            ``"all"`` (but still validated).
+        mode: ``"all"`` or ``"star"``.
+
+    Returns:
+        ``(left, right)``: two ``int64`` arrays of equal length; ``left < right`` in ``"all"``
+        mode, ``left`` the representative in ``"star"`` mode.
+
+    Complexity: O(n · b · (r + log n)) plus O(E log E) to deduplicate the E emitted pairs
+    (E = Σ over buckets of m(m-1)/2 for ``"all"``, of m - 1 ≤ n · b for ``"star"``).
+
+    Raises:
+        ValueError: as :func:`band_hashes`; an unknown ``mode``; a ``rank`` of the wrong shape,
+            a non-numeric dtype, or with NaN.
+
+    Example:
+        >>> sig = np.array([[1, 2], [1, 2], [1, 2], [3, 4]], dtype=np.uint32)
+        >>> [a.tolist() for a in candidate_pairs(sig, bands=1, rows=2)]
+        [[0, 0, 1], [1, 2, 2]]
+        >>> star = candidate_pairs(sig, 1, 2, mode="star", rank=np.array([5, 1, 9, 0]))
+        >>> [a.tolist() for a in star]
+        [[1, 1], [0, 2]]
+    """
+    sig, b, r = _check_inputs(signatures, bands, rows)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    n = sig.shape[0]
+    pos = _rank_positions(rank, n)
+    col = np.empty((n, 1), dtype=np.uint64)
+    chunks = []
+    for j in range(b):
+        _band_hash_kernel(sig, j, j + 1, r, col)
+        order, starts, sizes = _band_runs(col[:, 0], 2)
+        if starts.size == 0:
+            continue
+        if mode == "all":
+            total = int(np.sum(sizes * (sizes - 1) // 2))
+            packed = _all_pairs_kernel(order, starts, sizes, total)
+        else:
+            total = int(np.sum(sizes - 1))
+            packed = _star_edges_kernel(order, starts, sizes, pos, total)
+        # Deduplicating per band first keeps the final merge no larger than the distinct pairs.
+        chunks.append(np.unique(packed))
+    if not chunks:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy()
+    packed = np.unique(np.concatenate(chunks)) if len(chunks) > 1 else chunks[0]
+    left = (packed >> np.uint64(32)).astype(np.int64)
+    right = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return left, right
