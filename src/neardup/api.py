@@ -1,0 +1,154 @@
+"""The Python API: the same operations as the command line, on strings, lists, numpy arrays and
+pandas / Arrow tables.
+
+Example:
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"id": ["a", "b", "c"],
+    ...                    "text": ["the cat sat on the mat today", "The cat sat on the mat, today!",
+    ...                             "something else entirely here"]})
+    >>> dedup(df, workers=1)[["id", "duplicate_id", "is_original"]].to_dict("list")
+    {'id': ['a', 'b', 'c'], 'duplicate_id': ['a', 'a', 'c'], 'is_original': [True, False, True]}
+    >>> fingerprint(["the cat sat on the mat"], workers=1).dtype
+    dtype('uint64')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from neardup.engines.local import fingerprint_texts, signatures_parallel
+from neardup.groups import connected_components, document_order, originals_of
+from neardup.pipeline import Settings, find_groups
+
+
+def _texts(data, column: str | None) -> list[str]:
+    """A list of str from a str, sequence, numpy array, pandas Series/DataFrame or Arrow data."""
+    if isinstance(data, str):
+        return [data]
+    if hasattr(data, "column_names") and hasattr(data, "column"):  # pyarrow.Table
+        return data.column(column or "text").to_pylist()
+    if hasattr(data, "to_pylist"):  # pyarrow Array / ChunkedArray
+        return data.to_pylist()
+    if hasattr(data, "columns") and hasattr(data, "iloc"):  # pandas.DataFrame
+        return data[column or "text"].tolist()
+    if hasattr(data, "tolist"):  # numpy array, pandas Series
+        return list(data.tolist())
+    return list(data)
+
+
+def _check_texts(texts: list) -> list[str]:
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"text #{i} must be a str; got {type(text).__name__}: {text!r:.60}")
+    return texts
+
+
+def fingerprint(
+    data,
+    *,
+    column: str | None = None,
+    method: str = "simhash",
+    shingle: str = "word:3",
+    num_perm: int = 128,
+    hash_name: str = "xxh",
+    weights: str = "set",
+    seed: int = 1,
+    workers: int | None = None,
+) -> np.ndarray:
+    """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]).
+
+    ``data`` is a str, a sequence of str, a numpy array, a pandas Series, a DataFrame or Arrow
+    table (``column``, default "text") or an Arrow array. ``workers`` None = all cores.
+    Cost: O(total bytes) plus O(shingles × 64) (SimHash) or O(shingles × num_perm) (MinHash).
+    """
+    texts = _check_texts(_texts(data, column))
+    return fingerprint_texts(texts, method=method, shingle=shingle, num_perm=num_perm,
+                             hash_name=hash_name, weights=weights, seed=seed, workers=workers)
+
+
+def pairs_from_fingerprints(
+    fingerprints: np.ndarray, hamming_k: int = 3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair (i < j) of fingerprints within ``hamming_k`` bits, each once, with its distance.
+
+    Identical fingerprints are pairs at distance 0. See :func:`neardup.candidates.tables.hamming_pairs`.
+
+    Example:
+        >>> a, b, d = pairs_from_fingerprints(np.array([0, 1, 0, 2**63], dtype=np.uint64), 1)
+        >>> list(zip(a.tolist(), b.tolist(), d.tolist()))
+        [(0, 1, 1), (0, 2, 0), (0, 3, 1), (1, 2, 1), (2, 3, 1)]
+    """
+    from neardup.candidates.tables import hamming_pairs
+
+    return hamming_pairs(np.asarray(fingerprints, dtype=np.uint64), hamming_k)
+
+
+def groups_from_pairs(
+    n: int, a: np.ndarray, b: np.ndarray, timestamps: np.ndarray | None = None
+) -> np.ndarray:
+    """The original (index) of every document's group: connected components of the pairs, the
+    earliest document (smallest timestamp, then index) being the original. O(n + pairs).
+
+    Example:
+        >>> groups_from_pairs(4, np.array([0, 2]), np.array([1, 3]), np.array([5, 1, 0, 0])).tolist()
+        [1, 1, 2, 2]
+    """
+    stamps = np.zeros(n, dtype=np.int64) if timestamps is None else np.asarray(timestamps, np.int64)
+    labels = connected_components(n, np.asarray(a, np.int64), np.asarray(b, np.int64))
+    return originals_of(labels, document_order(stamps))
+
+
+def dedup(
+    data,
+    *,
+    text_column: str = "text",
+    id_column: str | None = "id",
+    time_column: str | None = None,
+    workers: int | None = None,
+    **options,
+):
+    """The whole job on a table: one row per document with its group.
+
+    ``data``: a pandas DataFrame or Arrow table (or a sequence of texts, IDs = positions).
+    ``options``: any :class:`neardup.pipeline.Settings` field (``method``, ``hamming_k``,
+    ``threshold``, ``shingle``, ``grouping``, ``verify`` …). ``time_column`` holds numbers (seconds)
+    or datetimes; the earliest document of a group is its original.
+
+    Returns a pandas DataFrame with columns ``id, duplicate_id, original_id, is_original,
+    group_size`` in input order.
+    """
+    import pandas as pd
+
+    settings = Settings(**options)
+    if hasattr(data, "to_pandas") and not hasattr(data, "iloc"):
+        data = data.to_pandas()
+    if hasattr(data, "iloc"):
+        texts = _check_texts(data[text_column].tolist())
+        ids = data[id_column].astype(str).tolist() if id_column and id_column in data else [
+            str(i) for i in range(len(texts))
+        ]
+        if time_column:
+            column = data[time_column]
+            if pd.api.types.is_datetime64_any_dtype(column):
+                stamps = column.astype("datetime64[us]").astype(np.int64).to_numpy()
+            else:
+                stamps = (column.astype(np.float64).to_numpy() * 1e6).astype(np.int64)
+        else:
+            stamps = np.zeros(len(texts), dtype=np.int64)
+    else:
+        texts = _check_texts(_texts(data, None))
+        ids = [str(i) for i in range(len(texts))]
+        stamps = np.zeros(len(texts), dtype=np.int64)
+    sig = signatures_parallel(texts, settings, workers)
+    groups = find_groups(sig, stamps, settings)
+    id_array = np.asarray(ids, dtype=object)
+    original_ids = id_array[groups.original]
+    return pd.DataFrame({
+        "id": id_array,
+        "duplicate_id": original_ids,
+        "original_id": original_ids,
+        "is_original": groups.is_original,
+        "group_size": groups.group_size,
+    })

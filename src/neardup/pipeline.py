@@ -1,0 +1,387 @@
+"""The dedup job as stages: pure functions over numpy arrays, shared by every engine.
+
+    texts ──signatures()──▶ Signatures ──find_groups()──▶ Groups (+ pairs)
+
+1. :func:`signatures` — per batch of texts: content fingerprints (exact duplicates), SimHash
+   fingerprints or MinHash signatures, and, when verification needs them, the sorted shingle sets.
+2. :func:`find_groups` — over the whole collection:
+
+   a. **exact duplicates**: documents with the same normalised text (same 128-bit content
+      fingerprint) collapse to one representative, the earliest of them;
+   b. **candidates** among representatives: for SimHash every pair of distinct fingerprints within
+      ``hamming_k`` bits (Manku permutation tables, exact) plus identical fingerprints; for MinHash
+      documents equal on at least one LSH band. Buckets of identical keys are linked as a star to
+      their earliest member, so a template repeated n times costs O(n), not O(n²);
+   c. **verification**: candidate pairs are checked with the exact Jaccard of their shingle sets
+      (``verify``); MinHash without verification accepts a candidate when its MinHash estimate
+      reaches ``threshold``;
+   d. **groups** by the grouping rule (:mod:`neardup.groups`): ``components`` (transitive) or
+      ``center`` (no chaining), the original of a group being its earliest document (ties: input
+      order);
+   e. **pairs** to report: an edge from each group's original to every other member
+      (``pairs="original"``), or every near-duplicate pair (``pairs="all"``, output-sized).
+
+Example:
+    >>> s = Settings(method="simhash", hamming_k=3)
+    >>> sig = signatures(["a b c d e", "A b, c d e!", "x y z"], s)
+    >>> g = find_groups(sig, np.zeros(3, dtype=np.int64), s)
+    >>> g.original.tolist(), g.group_size.tolist()
+    ([0, 0, 2], [2, 2, 1])
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from neardup.candidates.bands import candidate_pairs
+from neardup.candidates.tables import distinct_hamming_pairs, hamming_pairs
+from neardup.groups import center_groups, connected_components, document_order, originals_of
+from neardup.lsh import optimal_params
+from neardup.minhash import check_num_perm, jaccard_estimate, minhash_from_features
+from neardup.simhash import WEIGHTS, hamming_distance, simhash_from_features
+from neardup.text import Shingling, hash_features, shingle_sets
+from neardup.verify import jaccard_pairs, parse_verify
+
+METHODS = ("simhash", "minhash")
+GROUPINGS = ("components", "center")
+PAIR_MODES = ("original", "all")
+MAX_HAMMING_K = 32
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every option of a dedup run; validated on creation.
+
+    Attributes:
+        method: "simhash" (64-bit fingerprints, Hamming distance) or "minhash" (LSH bands).
+        shingle: "word:k" or "char:k" (see :mod:`neardup.text`).
+        hash_name: feature hash, "xxh" (XXH64) or "md5" (upper 64 bits of MD5).
+        weights: SimHash feature weights, "set" or "tf".
+        num_perm: MinHash permutations.
+        seed: MinHash seed.
+        hamming_k: SimHash near-duplicate distance, in bits (0..32).
+        threshold: MinHash Jaccard threshold in (0, 1); also picks the LSH bands.
+        bands, rows: force the LSH banding (both or neither); default: tuned for ``threshold``.
+        verify: exact Jaccard threshold for candidates, or None. "auto" = ``threshold`` for
+            MinHash, None for SimHash.
+        grouping: "components" or "center".
+        pairs: "original" or "all".
+    """
+
+    method: str = "simhash"
+    shingle: str = "word:3"
+    hash_name: str = "xxh"
+    weights: str = "set"
+    num_perm: int = 128
+    seed: int = 1
+    hamming_k: int = 3
+    threshold: float = 0.8
+    bands: int | None = None
+    rows: int | None = None
+    verify: float | str | None = "auto"
+    grouping: str = "components"
+    pairs: str = "original"
+
+    def __post_init__(self) -> None:
+        _choice("method", self.method, METHODS)
+        _choice("grouping", self.grouping, GROUPINGS)
+        _choice("pairs", self.pairs, PAIR_MODES)
+        _choice("weights", self.weights, WEIGHTS)
+        object.__setattr__(self, "shingle", str(Shingling.parse(self.shingle)))
+        check_num_perm(self.num_perm)
+        if not 0 <= self.hamming_k <= MAX_HAMMING_K:
+            raise ValueError(f"hamming_k must be in 0..{MAX_HAMMING_K}; got {self.hamming_k}")
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"threshold must be in (0, 1); got {self.threshold}")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("bands and rows must be given together")
+        if self.bands is not None and not (
+            self.bands >= 1 and self.rows >= 1 and self.bands * self.rows <= self.num_perm
+        ):
+            raise ValueError(
+                f"bands × rows must be in 1..num_perm ({self.num_perm}); "
+                f"got bands={self.bands}, rows={self.rows}"
+            )
+        if self.verify == "auto":
+            verify = self.threshold if self.method == "minhash" else None
+        elif isinstance(self.verify, str) or self.verify is None:
+            verify = parse_verify(self.verify)
+        else:
+            verify = float(self.verify)
+            if not 0.0 < verify <= 1.0:
+                raise ValueError(f"verify threshold must be in (0, 1]; got {verify}")
+        object.__setattr__(self, "verify", verify)
+
+    @property
+    def needs_sets(self) -> bool:
+        """Whether the run keeps shingle sets (for exact Jaccard)."""
+        return self.verify is not None
+
+    def banding(self) -> tuple[int, int]:
+        """The (bands, rows) of the MinHash LSH: forced, or tuned for ``threshold``."""
+        if self.bands is not None:
+            return self.bands, self.rows
+        params = optimal_params(self.threshold, self.num_perm)
+        return params.bands, params.rows
+
+    def replace(self, **changes) -> Settings:
+        """A copy with some options changed (validated again)."""
+        return replace(self, **changes)
+
+
+def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
+
+
+@dataclass
+class Signatures:
+    """What stage 1 computes for a batch of documents (all arrays have n rows).
+
+    Attributes:
+        content: uint64[n, 2] content fingerprints of the normalised texts.
+        signature: uint64[n] SimHash fingerprints or uint32[n, num_perm] MinHash signatures.
+        empty: bool[n], documents without any letter or number.
+        text_bytes: int64[n], UTF-8 size of each text.
+        set_offsets, set_hashes: sorted distinct shingle hashes (CSR) when kept, else None.
+    """
+
+    content: np.ndarray
+    signature: np.ndarray
+    empty: np.ndarray
+    text_bytes: np.ndarray
+    set_offsets: np.ndarray | None = None
+    set_hashes: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.content.shape[0]
+
+    @classmethod
+    def concat(cls, parts: list[Signatures], settings: Settings) -> Signatures:
+        """Join batches in order (one copy of every array). O(total size)."""
+        if not parts:
+            return signatures([], settings)
+        sets = parts[0].set_offsets is not None
+        set_offsets = set_hashes = None
+        if sets:
+            ends = np.cumsum([p.set_hashes.shape[0] for p in parts])
+            starts = np.concatenate([[0], ends[:-1]])
+            set_offsets = np.concatenate(
+                [p.set_offsets[:-1] + s for p, s in zip(parts, starts)] + [ends[-1:]]
+            ).astype(np.int64)
+            set_hashes = np.concatenate([p.set_hashes for p in parts])
+        return cls(
+            content=np.concatenate([p.content for p in parts]),
+            signature=np.concatenate([p.signature for p in parts]),
+            empty=np.concatenate([p.empty for p in parts]),
+            text_bytes=np.concatenate([p.text_bytes for p in parts]),
+            set_offsets=set_offsets,
+            set_hashes=set_hashes,
+        )
+
+
+def signatures(texts: list[str], settings: Settings) -> Signatures:
+    """Stage 1 for one batch: features, signatures and (when needed) shingle sets.
+
+    Cost: O(total bytes) for the features, plus O(shingles × 64) for SimHash or
+    O(shingles × num_perm) for MinHash.
+    """
+    features = hash_features(list(texts), settings.shingle, settings.hash_name)
+    if settings.method == "simhash":
+        signature = simhash_from_features(features, settings.weights)
+    else:
+        signature = minhash_from_features(features, settings.num_perm, settings.seed)
+    result = Signatures(features.content, signature, features.empty, features.text_bytes)
+    if settings.needs_sets:
+        result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)
+    return result
+
+
+@dataclass
+class Groups:
+    """What stage 2 decides, per document (index = input position) and per reported pair.
+
+    Attributes:
+        original: int64[n], index of the original of each document's group.
+        is_original: bool[n].
+        group_size: int64[n], members of each document's group.
+        pair_a, pair_b: int64 indices of reported pairs (``pair_a`` is the original in
+            ``pairs="original"`` mode; ``pair_a < pair_b`` in ``pairs="all"`` mode).
+        pair_value: uint8 Hamming distances (SimHash) or float64 Jaccard (MinHash).
+        stats: counts and seconds per stage.
+    """
+
+    original: np.ndarray
+    is_original: np.ndarray
+    group_size: np.ndarray
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    pair_value: np.ndarray
+    stats: dict = field(default_factory=dict)
+
+
+def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """For each document, the earliest document with the same content fingerprint.
+
+    Cost: O(n log n). Example:
+        >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
+        >>> content_representatives(c, np.array([2, 0, 1])).tolist()
+        [2, 1, 2]
+    """
+    n = content.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((rank, content[:, 1], content[:, 0]))
+    sorted_content = content[order]
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = np.any(sorted_content[1:] != sorted_content[:-1], axis=1)
+    run_id = np.cumsum(new_run) - 1
+    run_head = order[new_run]
+    rep = np.empty(n, dtype=np.int64)
+    rep[order] = run_head[run_id]
+    return rep
+
+
+def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal keys: (distinct keys, index of each key's earliest holder, inverse)."""
+    values, inverse = np.unique(keys, return_inverse=True)
+    order = np.lexsort((rank, inverse))
+    first = np.ones(order.shape[0], dtype=bool)
+    first[1:] = inverse[order][1:] != inverse[order][:-1]
+    head = order[first]
+    return values, head, inverse
+
+
+class _Relation:
+    """The near-duplicate relation of a run, vectorised over index arrays."""
+
+    def __init__(self, sig: Signatures, settings: Settings):
+        self.sig = sig
+        self.settings = settings
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Hamming distance (SimHash) or Jaccard — exact when sets are kept (MinHash)."""
+        if self.settings.method == "simhash":
+            return hamming_distance(self.sig.signature[a], self.sig.signature[b])
+        if self.sig.set_offsets is not None:
+            return jaccard_pairs(self.sig.set_offsets, self.sig.set_hashes, a, b)
+        return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        s = self.settings
+        if s.method == "simhash":
+            ok = hamming_distance(self.sig.signature[a], self.sig.signature[b]) <= s.hamming_k
+        else:
+            ok = np.ones(a.shape[0], dtype=bool)
+            if s.verify is None:
+                ok &= jaccard_estimate(self.sig.signature[a], self.sig.signature[b]) >= s.threshold
+        if s.verify is not None:
+            ok &= jaccard_pairs(self.sig.set_offsets, self.sig.set_hashes, a, b) >= s.verify
+        return ok
+
+
+def candidate_edges(
+    sig: Signatures, reps: np.ndarray, rank: np.ndarray, settings: Settings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 2b: candidate pairs among the representatives ``reps`` (document indices)."""
+    if reps.shape[0] == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    if settings.method == "simhash":
+        values, head, inverse = _bucket_star(sig.signature[reps], rank[reps])
+        members = np.flatnonzero(head[inverse] != np.arange(reps.shape[0]))
+        va, vb, _ = distinct_hamming_pairs(values, settings.hamming_k)
+        a = np.concatenate([head[inverse[members]], head[va]])
+        b = np.concatenate([members, head[vb]])
+    else:
+        bands, rows = settings.banding()
+        a, b = candidate_pairs(sig.signature[reps], bands, rows, rank=rank[reps], mode="star")
+    return reps[a].astype(np.int64), reps[b].astype(np.int64)
+
+
+def all_pairs(sig: Signatures, settings: Settings, relation: _Relation) -> tuple[np.ndarray, np.ndarray]:
+    """Every near-duplicate pair (i < j) of the collection, each once. Output-sized cost."""
+    if settings.method == "simhash":
+        a, b, _ = hamming_pairs(sig.signature, settings.hamming_k)
+    else:
+        bands, rows = settings.banding()
+        a, b = candidate_pairs(sig.signature, bands, rows, mode="all")
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    keep = relation(a, b) if a.shape[0] else np.zeros(0, dtype=bool)
+    return a[keep], b[keep]
+
+
+def find_groups(sig: Signatures, timestamps: np.ndarray, settings: Settings) -> Groups:
+    """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
+
+    ``timestamps`` is an int64 ordering key per document (smaller = earlier).
+    Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
+    O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
+    """
+    n = len(sig)
+    timestamps = np.asarray(timestamps, dtype=np.int64)
+    if timestamps.shape[0] != n:
+        raise ValueError(f"timestamps must have one value per document ({n}); got {timestamps.shape[0]}")
+    stats: dict = {"documents": n, "seconds": {}}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stats["seconds"][name] = now - clock
+        clock = now
+
+    rank = document_order(timestamps)
+    rep_of = content_representatives(sig.content, rank)
+    index = np.arange(n, dtype=np.int64)
+    reps = np.flatnonzero(rep_of == index)
+    dup_members = np.flatnonzero(rep_of != index)
+    stats["exact_duplicates"] = int(dup_members.shape[0])
+    lap("exact_duplicates")
+
+    cand_a, cand_b = candidate_edges(sig, reps, rank, settings)
+    stats["candidates"] = int(cand_a.shape[0])
+    lap("candidates")
+
+    relation = _Relation(sig, settings)
+    if settings.method == "minhash" or settings.verify is not None:
+        accepted = relation(cand_a, cand_b) if cand_a.shape[0] else np.zeros(0, dtype=bool)
+        cand_a, cand_b = cand_a[accepted], cand_b[accepted]
+    stats["rejected"] = stats["candidates"] - int(cand_a.shape[0])
+    lap("verify")
+
+    edge_a = np.concatenate([cand_a, rep_of[dup_members]])
+    edge_b = np.concatenate([cand_b, dup_members])
+    labels = connected_components(n, edge_a, edge_b)
+    if settings.grouping == "components":
+        original = originals_of(labels, rank)
+    else:
+        original = center_groups(labels, rank, relation)
+    original = np.asarray(original, dtype=np.int64)
+    is_original = original == index
+    group_size = np.bincount(original, minlength=n)[original].astype(np.int64)
+    lap("groups")
+
+    if settings.pairs == "original":
+        pair_b = np.flatnonzero(~is_original)
+        pair_a = original[pair_b]
+    else:
+        pair_a, pair_b = all_pairs(sig, settings, relation)
+    pair_value = relation.similarity(pair_a, pair_b) if pair_a.shape[0] else (
+        np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64)
+    )
+    lap("pairs")
+
+    groups = int(is_original.sum())
+    stats.update(
+        pairs=int(pair_a.shape[0]),
+        groups=groups,
+        duplicates_removed=n - groups,
+        largest_group=int(group_size.max()) if n else 0,
+        empty_documents=int(sig.empty.sum()),
+    )
+    return Groups(original, is_original, group_size, pair_a, pair_b, pair_value, stats)

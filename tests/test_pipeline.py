@@ -1,0 +1,171 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.engines.local import signatures_parallel
+from neardup.pipeline import Settings, Signatures, find_groups, signatures
+from neardup.simhash import hamming_distance
+from neardup.verify import jaccard_pairs
+
+
+def fingerprint_signatures(fps, content=None):
+    fps = np.asarray(fps, dtype=np.uint64)
+    n = fps.shape[0]
+    if content is None:  # every document distinct unless told otherwise
+        content = np.stack([np.arange(n, dtype=np.uint64), np.ones(n, dtype=np.uint64)], axis=1)
+    return Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
+
+
+def stamps(n):
+    return np.zeros(n, dtype=np.int64)
+
+
+def test_chain_components_versus_center():
+    # A≈B (2 bits), B≈C (2 bits), A≉C (4 bits) with k = 2.
+    sig = fingerprint_signatures([0b0000, 0b0011, 0b1111])
+    components = find_groups(sig, stamps(3), Settings(hamming_k=2))
+    assert components.original.tolist() == [0, 0, 0]
+    center = find_groups(sig, stamps(3), Settings(hamming_k=2, grouping="center"))
+    assert center.original.tolist() == [0, 0, 2]
+    assert center.group_size.tolist() == [2, 2, 1]
+
+
+def test_original_is_earliest_then_input_order():
+    sig = fingerprint_signatures([7, 7, 7, 1 << 40])
+    groups = find_groups(sig, np.array([50, 10, 10, 0]), Settings(hamming_k=0))
+    assert groups.original.tolist() == [1, 1, 1, 3]
+    assert groups.is_original.tolist() == [False, True, False, True]
+    # Default pairs: an edge from the original to each other member.
+    assert list(zip(groups.pair_a.tolist(), groups.pair_b.tolist())) == [(1, 0), (1, 2)]
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=60), st.integers(0, 6),
+       st.randoms(use_true_random=False))
+def test_all_pairs_equal_brute_force(values, k, rnd):
+    # Plant near copies so that pairs exist at every distance.
+    fps = list(values)
+    for v in values[:10]:
+        flipped = v
+        for bit in rnd.sample(range(64), rnd.randint(0, k + 1)):
+            flipped ^= 1 << bit
+        fps.append(flipped)
+    sig = fingerprint_signatures(fps)
+    groups = find_groups(sig, stamps(len(fps)), Settings(hamming_k=k, pairs="all"))
+    arr = np.asarray(fps, dtype=np.uint64)
+    dist = hamming_distance(arr[:, None], arr[None, :])
+    i, j = np.nonzero(np.triu(dist <= k, 1))
+    assert sorted(zip(groups.pair_a.tolist(), groups.pair_b.tolist())) == sorted(zip(i.tolist(), j.tolist()))
+    assert (groups.pair_value == dist[groups.pair_a, groups.pair_b]).all()
+    # Components of the pairs are the groups.
+    assert (groups.original[groups.pair_a] == groups.original[groups.pair_b]).all()
+
+
+def test_every_document_once_and_group_sizes_consistent():
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**63, size=50, dtype=np.int64).astype(np.uint64)
+    fps = np.concatenate([base, base ^ np.uint64(1), base[:10]])
+    groups = find_groups(fingerprint_signatures(fps), stamps(fps.shape[0]), Settings(hamming_k=1))
+    n = fps.shape[0]
+    assert groups.original.shape == (n,)
+    counts = np.bincount(groups.original, minlength=n)
+    assert (groups.group_size == counts[groups.original]).all()
+    assert groups.is_original.sum() == np.unique(groups.original).shape[0]
+
+
+def test_hot_template_is_linear_not_quadratic():
+    n = 20_000
+    texts = ["Congratulations on your new blog! Start writing today."] * n + ["a different text here"]
+    s = Settings()
+    sig = signatures(texts, s)
+    groups = find_groups(sig, stamps(n + 1), s)
+    assert groups.stats["exact_duplicates"] == n - 1
+    assert groups.group_size[0] == n and groups.group_size[-1] == 1
+    assert groups.pair_a.shape[0] == n - 1  # edges to the original, not n² pairs
+
+
+def near_duplicate_texts():
+    words = [f"w{i}" for i in range(400)]
+    a = " ".join(words[:120])
+    b = a.replace("w60 ", "changed ")
+    c = " ".join(words[200:320])
+    d = "\n".join(c.split(" ")).upper()  # same text re-wrapped and re-cased
+    return [a, b, c, d, " ".join(words[330:400])]
+
+
+@pytest.mark.parametrize("method", ["simhash", "minhash"])
+@pytest.mark.parametrize("grouping", ["components", "center"])
+def test_text_dedup_both_methods(method, grouping):
+    texts = near_duplicate_texts()
+    s = Settings(method=method, grouping=grouping, hamming_k=6, threshold=0.8)
+    groups = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    assert groups.original.tolist() == [0, 0, 2, 2, 4]
+
+
+def test_minhash_verification_rejects_and_counts():
+    texts = near_duplicate_texts()
+    s = Settings(method="minhash", threshold=0.8, bands=64, rows=1)  # loose bands: many candidates
+    groups = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    assert groups.stats["candidates"] >= groups.stats["rejected"] >= 0
+    sig = signatures(texts, s)
+    assert (jaccard_pairs(sig.set_offsets, sig.set_hashes, groups.pair_a, groups.pair_b) >= 0.8).all()
+
+
+def test_simhash_with_verification_is_stricter():
+    texts = near_duplicate_texts()
+    loose = Settings(hamming_k=20)
+    strict = Settings(hamming_k=20, verify="jaccard:0.99")
+    g_loose = find_groups(signatures(texts, loose), stamps(5), loose)
+    g_strict = find_groups(signatures(texts, strict), stamps(5), strict)
+    assert g_strict.stats["rejected"] > 0
+    assert g_strict.original.tolist() == [0, 1, 2, 2, 4]  # the re-wrapped copy is identical
+    assert g_loose.stats["groups"] <= g_strict.stats["groups"]
+
+
+def test_workers_do_not_change_results():
+    texts = near_duplicate_texts() * 900  # several batches
+    for method in ("simhash", "minhash"):
+        s = Settings(method=method)
+        one = signatures_parallel(texts, s, workers=1)
+        two = signatures_parallel(texts, s, workers=2)
+        assert np.array_equal(one.signature, two.signature)
+        assert np.array_equal(one.content, two.content)
+        assert np.array_equal(one.set_offsets, two.set_offsets) if s.needs_sets else True
+
+
+def test_shuffled_input_gives_the_same_groups():
+    texts = near_duplicate_texts() * 3
+    ids = [f"d{i}" for i in range(len(texts))]
+    times = np.arange(len(texts)) * 7 % 11
+    s = Settings(hamming_k=6)
+
+    def groups_by_id(order):
+        t = [texts[i] for i in order]
+        g = find_groups(signatures(t, s), times[order], s)
+        return {ids[order[i]]: ids[order[g.original[i]]] for i in range(len(order))}
+
+    order = np.arange(len(texts))
+    shuffled = np.random.default_rng(1).permutation(len(texts))
+    assert groups_by_id(order) == groups_by_id(shuffled)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(method="lsh"), "method"),
+    (dict(grouping="star"), "grouping"),
+    (dict(hamming_k=40), "hamming_k"),
+    (dict(threshold=1.5), "threshold"),
+    (dict(bands=4), "together"),
+    (dict(bands=100, rows=2), "num_perm"),
+    (dict(verify="cosine:0.3"), "verify"),
+    (dict(pairs="some"), "pairs"),
+])
+def test_settings_validation(bad, match):
+    with pytest.raises(ValueError, match=match):
+        Settings(**bad)
+
+
+def test_verify_defaults():
+    assert Settings(method="minhash", threshold=0.7).verify == 0.7
+    assert Settings(method="simhash").verify is None
+    assert Settings(method="minhash", verify="none").verify is None
