@@ -1,0 +1,478 @@
+"""The ``neardup`` command: parses options, calls the API, shows progress and a summary."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from neardup import __version__
+from neardup.hashing import HASH_NAMES
+from neardup.io import (
+    InputError,
+    format_fingerprints,
+    read_documents,
+    read_fingerprints,
+    write_records,
+    write_table,
+)
+from neardup.pipeline import GROUPINGS, METHODS, PAIR_MODES, Settings, Signatures, find_groups
+from neardup.simhash import WEIGHTS
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Reporter:
+    """Progress on stderr (only on a terminal, unless quiet) and the end-of-run summary."""
+
+    def __init__(self, quiet: bool):
+        from rich.console import Console
+
+        self.quiet = quiet
+        self.console = Console(stderr=True, highlight=False)
+        self.started = time.perf_counter()
+        self.docs = 0
+        self.bytes = 0
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> Reporter:
+        if not self.quiet and self.console.is_terminal:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TextColumn("{task.fields[docs]:,} docs  {task.fields[mb]:.1f} MB  {task.fields[rate]:.1f} MB/s"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("reading", docs=0, mb=0.0, rate=0.0)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def stage(self, name: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=name)
+
+    def batch(self, batch) -> None:
+        self.docs += len(batch.ids)
+        self.bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
+        if self._progress is not None:
+            elapsed = max(time.perf_counter() - self.started, 1e-9)
+            mb = self.bytes / 1e6
+            self._progress.update(self._task, docs=self.docs, mb=mb, rate=mb / elapsed)
+
+    def summary(self, rows: list[tuple[str, object]]) -> None:
+        if self.quiet:
+            return
+        width = max(len(k) for k, _ in rows)
+        for key, value in rows:
+            if isinstance(value, float):
+                value = f"{value:,.3f}"
+            elif isinstance(value, int):
+                value = f"{value:,}"
+            self.console.print(f"{key:<{width}}  {value}", soft_wrap=True)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"neardup: error: {message}", err=True)
+    sys.exit(1)
+
+
+def handle_errors(command):
+    """Turn bad input and bad options into one clear line and exit status 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except InputError as error:
+            _fail(str(error))
+        except (ValueError, OSError) as error:
+            _fail(str(error))
+
+    return wrapper
+
+
+def input_options(command):
+    """Options for reading documents, shared by the commands that read them."""
+    options = [
+        click.option("--id-field", default="id", show_default=True, help="Field holding the document ID."),
+        click.option("--text-field", default="text", show_default=True, help="Field holding the text."),
+        click.option(
+            "--time-field", default=None,
+            help="Field holding the timestamp (seconds since epoch or ISO 8601); the earliest "
+            "document of a group is its original. Default: input order.",
+        ),
+        click.option(
+            "--input-format", type=click.Choice(["jsonl", "csv", "tsv", "parquet", "txt"]), default=None,
+            help="Input format; default from each file's extension (JSONL for stdin).",
+        ),
+        click.option(
+            "--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+            help="On a bad row: stop with an error naming file, line and field, or skip and count it.",
+        ),
+        click.option("--workers", type=int, default=0, show_default=True, help="Worker processes (0 = all cores)."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def signature_options(command):
+    """Options that define features and signatures."""
+    options = [
+        click.option("--method", type=click.Choice(METHODS), default="simhash", show_default=True,
+                     help="SimHash fingerprints (Hamming distance) or MinHash signatures (Jaccard)."),
+        click.option("--shingle", default="word:3", show_default=True,
+                     help="Features: word:K (K-word shingles) or char:K (K characters, spaces removed)."),
+        click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True,
+                     help="Feature hash: XXH64, or the upper 64 bits of MD5."),
+        click.option("--weights", type=click.Choice(WEIGHTS), default="set", show_default=True,
+                     help="SimHash weights: 1 per distinct shingle, or term frequency."),
+        click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations."),
+        click.option("--seed", type=int, default=1, show_default=True, help="MinHash seed."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False):
+    return read_documents(
+        list(inputs), id_field=id_field, text_field=text_field, time_field=time_field,
+        input_format=input_format, on_error=on_error, keep_records=keep_records,
+    )
+
+
+def _raw_timestamp_column(raw: list) -> list[str]:
+    return ["" if value is None else str(value) for value in raw]
+
+
+def _signature_column(signature: np.ndarray) -> list[str]:
+    if signature.ndim == 1:
+        return format_fingerprints(signature)
+    # A MinHash signature as one string: num_perm × 8 hex digits, values big-endian.
+    return [row.tobytes().hex() for row in signature.astype(">u4")]
+
+
+def _read_summary(reporter: Reporter, stats, elapsed: float, empty: int) -> list[tuple[str, object]]:
+    mb = stats.bytes / 1e6
+    rows = [
+        ("documents", stats.documents),
+        ("bytes", stats.bytes),
+        ("empty documents", empty),
+        ("skipped rows", stats.skipped),
+    ]
+    for reason, count in sorted(stats.skipped_reasons.items()):
+        rows.append((f"  skipped: {reason}", count))
+    rows += [("seconds", elapsed), ("MB/s", mb / elapsed if elapsed > 0 else 0.0)]
+    return rows
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="neardup")
+def main() -> None:
+    """neardup: find near-duplicate documents, give each group one duplicate ID and name its
+    original (the earliest document).
+
+    \b
+    Start with:
+      neardup dedup docs.jsonl -o groups.tsv        # groups of near-duplicates
+      neardup fingerprint docs.jsonl -o fps.tsv     # id, SimHash, timestamp rows
+      neardup compare a.txt b.txt                   # every similarity measure for two texts
+      neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
+    """
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, help="Output file (.tsv .csv .jsonl .parquet, - = stdout).")
+@signature_options
+@input_options
+@handle_errors
+def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, seed,
+                id_field, text_field, time_field, input_format, on_error, workers, quiet):
+    """Fingerprint every document: one row per document, in input order.
+
+    For SimHash a .tsv output has exactly the rows of the batch job's input,
+    `document ID <TAB> fingerprint (16 hex digits) <TAB> timestamp`, without a header.
+    MinHash signatures are written as num_perm × 8 hex digits.
+
+    \b
+    Examples:
+      neardup fingerprint docs.jsonl -o fps.tsv --time-field ts
+      neardup fingerprint corpus/ -o fps.parquet --shingle char:5
+      neardup fingerprint docs.jsonl.gz -o - --method minhash --num-perm 64
+    """
+    from neardup.engines.local import LocalEngine
+
+    settings = Settings(method=method, shingle=shingle, hash_name=hash_name, weights=weights,
+                        num_perm=num_perm, seed=seed, verify=None)
+    reader = _reader(inputs, id_field, text_field, time_field, input_format, on_error)
+    with Reporter(quiet) as reporter:
+        collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
+        reporter.stage("writing")
+        columns = {
+            "id": collection.ids,
+            "fingerprint" if method == "simhash" else "signature": _signature_column(
+                collection.signatures.signature
+            ),
+            "timestamp": _raw_timestamp_column(collection.raw_timestamps),
+        }
+        is_seed_tsv = output != "-" and Path(output).suffix == ".tsv" or output == "-"
+        write_table(output, columns, header=not is_seed_tsv)
+    elapsed = time.perf_counter() - reporter.started
+    reporter.summary(_read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())))
+
+
+def _groups_columns(ids: list[str], groups) -> dict:
+    id_array = np.asarray(ids, dtype=object)
+    original_ids = id_array[groups.original]
+    return {
+        "id": ids,
+        "duplicate_id": original_ids,
+        "original_id": original_ids,
+        "is_original": groups.is_original,
+        "group_size": groups.group_size,
+    }
+
+
+def _pairs_columns(ids: list[str], groups, method: str) -> dict:
+    id_array = np.asarray(ids, dtype=object)
+    name = "distance" if method == "simhash" else "similarity"
+    values = groups.pair_value
+    if method != "simhash":
+        values = np.round(values.astype(np.float64), 6)
+    return {"id_a": id_array[groups.pair_a], "id_b": id_array[groups.pair_b], name: values}
+
+
+def _groups_summary(groups) -> list[tuple[str, object]]:
+    stats = groups.stats
+    rows = [
+        ("exact duplicates", stats["exact_duplicates"]),
+        ("candidate pairs", stats["candidates"]),
+        ("rejected by verification", stats["rejected"]),
+        ("pairs written", stats["pairs"]),
+        ("groups", stats["groups"]),
+        ("largest group", stats["largest_group"]),
+        ("documents removed", stats["duplicates_removed"]),
+    ]
+    rows += [(f"seconds: {stage}", seconds) for stage, seconds in stats["seconds"].items()]
+    return rows
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, help="GROUPS file: one row per input document.")
+@signature_options
+@click.option("-k", "--hamming-k", type=int, default=3, show_default=True,
+              help="SimHash: near-duplicates differ in at most this many of 64 bits.")
+@click.option("--threshold", type=float, default=0.8, show_default=True,
+              help="MinHash: Jaccard threshold (picks the LSH bands; verification threshold).")
+@click.option("--bands", type=int, default=None, help="MinHash: force the number of LSH bands (with --rows).")
+@click.option("--rows", type=int, default=None, help="MinHash: force the rows per band (with --bands).")
+@click.option("--verify", default="auto", show_default=True,
+              help="Check candidates with the exact Jaccard of their shingle sets: jaccard:T or none. "
+              "auto = jaccard:THRESHOLD for MinHash, none for SimHash.")
+@click.option("--grouping", type=click.Choice(GROUPINGS), default="components", show_default=True,
+              help="components: transitive groups; center: each member is a near-duplicate of its original.")
+@click.option("--pairs", "pairs_mode", type=click.Choice(PAIR_MODES), default="original", show_default=True,
+              help="Pairs to write: an edge from each original to its members, or every near-duplicate pair.")
+@click.option("--pairs-out", default=None, help="Also write PAIRS: id_a, id_b, distance|similarity.")
+@click.option("--keep", default=None, help="Also write the originals (the deduplicated corpus) with all their fields.")
+@input_options
+@handle_errors
+def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
+          bands, rows, verify, grouping, pairs_mode, pairs_out, keep,
+          id_field, text_field, time_field, input_format, on_error, workers, quiet):
+    """Find every group of near-duplicates; give each a duplicate ID and name its original.
+
+    GROUPS has one row per input document, in input order:
+    id, duplicate_id, original_id, is_original, group_size (duplicate_id = original_id, the ID of
+    the group's earliest document).
+
+    \b
+    Examples:
+      neardup dedup docs.jsonl -o groups.tsv --time-field ts
+      neardup dedup docs.jsonl -o groups.tsv -k 4 --pairs-out pairs.tsv --keep unique.jsonl
+      neardup dedup docs.jsonl -o groups.parquet --method minhash --threshold 0.7
+    """
+    from neardup.engines.local import LocalEngine
+
+    settings = Settings(
+        method=method, shingle=shingle, hash_name=hash_name, weights=weights, num_perm=num_perm,
+        seed=seed, hamming_k=hamming_k, threshold=threshold, bands=bands, rows=rows,
+        verify=verify, grouping=grouping, pairs=pairs_mode,
+    )
+    reader = _reader(inputs, id_field, text_field, time_field, input_format, on_error,
+                     keep_records=keep is not None)
+    engine = LocalEngine(workers)
+    with Reporter(quiet) as reporter:
+        read_start = time.perf_counter()
+        collection = engine.collect(reader, settings, on_batch=reporter.batch)
+        read_seconds = time.perf_counter() - read_start
+        reporter.stage("grouping")
+        groups = engine.dedup(collection, settings)
+        reporter.stage("writing")
+        write_table(output, _groups_columns(collection.ids, groups))
+        if pairs_out:
+            write_table(pairs_out, _pairs_columns(collection.ids, groups, method))
+        if keep:
+            write_records(keep, [r for r, o in zip(collection.records, groups.is_original) if o])
+    elapsed = time.perf_counter() - reporter.started
+    rows_out = _read_summary(reporter, reader.stats, elapsed, groups.stats["empty_documents"])
+    rows_out.insert(-2, ("seconds: read + signatures", read_seconds))
+    reporter.summary(rows_out + _groups_summary(groups))
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("fingerprints", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, help="PAIRS file: id_a, id_b, distance.")
+@click.option("-k", "--hamming-k", type=int, default=3, show_default=True, help="Maximum Hamming distance.")
+@click.option("--pairs", "pairs_mode", type=click.Choice(PAIR_MODES), default="all", show_default=True,
+              help="Every pair within k (default), or an edge from each group's original to its members.")
+@click.option("--grouping", type=click.Choice(GROUPINGS), default="components", show_default=True,
+              help="Grouping rule for --groups-out.")
+@click.option("--groups-out", default=None, help="Also write GROUPS (one row per fingerprint).")
+@click.option("--fingerprint-format", type=click.Choice(["auto", "hex", "dec"]), default="auto",
+              show_default=True, help="How fingerprints are written in the input.")
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+              help="On a bad row: stop with an error, or skip and count it.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary.")
+@handle_errors
+def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fingerprint_format,
+          on_error, quiet):
+    """All pairs of fingerprints within Hamming distance k (the batch job's map-reduce step).
+
+    Input rows: `document ID <TAB> fingerprint <TAB> timestamp` (fingerprints from any system,
+    16 hex digits or decimal; the timestamp column is optional). Identical fingerprints are
+    pairs at distance 0.
+
+    \b
+    Examples:
+      neardup pairs fps.tsv -k 3 -o pairs.tsv
+      neardup pairs fps.tsv -k 4 -o pairs.tsv --groups-out groups.tsv
+    """
+    settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
+                        pairs=pairs_mode)
+    with Reporter(quiet) as reporter:
+        table = read_fingerprints(list(fingerprints), on_error=on_error,
+                                  fingerprint_format=fingerprint_format)
+        fps = np.asarray(table.fingerprints, dtype=np.uint64)
+        n = fps.shape[0]
+        # Without texts, identical fingerprints play the part of identical contents.
+        content = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
+        sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
+        groups = find_groups(sig, table.timestamps, settings)
+        write_table(output, _pairs_columns(table.ids, groups, "simhash"))
+        if groups_out:
+            write_table(groups_out, _groups_columns(table.ids, groups))
+    elapsed = time.perf_counter() - reporter.started
+    reporter.summary([("fingerprints", n), ("skipped rows", table.stats.skipped), ("seconds", elapsed)]
+                     + _groups_summary(groups))
+
+
+def _text_argument(value: str) -> str:
+    path = Path(value)
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    return value
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("a")
+@click.argument("b")
+@click.option("--unit", type=click.Choice(["char", "word", "jamo", "syllable"]), default="word",
+              show_default=True, help="Unit of edit distance, LCS and cosine.")
+@click.option("--shingle", default="word:3", show_default=True, help="Shingles for Jaccard, SimHash, MinHash.")
+@click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations.")
+@click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@handle_errors
+def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
+    """Every similarity measure between two texts (file paths or literal strings).
+
+    \b
+    Examples:
+      neardup compare a.txt b.txt
+      neardup compare "the cat sat on the mat" "the cat sat on a mat" --unit char
+    """
+    from neardup.similarity import compare as compare_texts
+
+    result = compare_texts(_text_argument(a), _text_argument(b), unit=unit, shingle=shingle,
+                           num_perm=num_perm, hash_name=hash_name)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"unit={unit}  shingle={shingle}  num_perm={num_perm}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key, value in result.items():
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    Console().print(table)
+
+
+@main.command(context_settings=CONTEXT)
+@click.option("--threshold", type=float, default=0.8, show_default=True, help="Jaccard threshold s.")
+@click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations.")
+@click.option("--fp-weight", type=float, default=0.5, show_default=True, help="Weight of false positives.")
+@click.option("--fn-weight", type=float, default=0.5, show_default=True, help="Weight of false negatives.")
+@click.option("--plot", default=None, help="Write the S-curve p(s) = 1 − (1 − s^r)^b as a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@handle_errors
+def tune(threshold, num_perm, fp_weight, fn_weight, plot, as_json):
+    """Choose LSH bands b and rows r for a Jaccard threshold and num_perm.
+
+    Minimises fp_weight · ∫₀ˢ p(t) dt + fn_weight · ∫ₛ¹ (1 − p(t)) dt with
+    p(t) = 1 − (1 − t^r)^b, and prints the candidate probability at several similarities.
+
+    \b
+    Examples:
+      neardup tune --threshold 0.8 --num-perm 128
+      neardup tune --threshold 0.5 --num-perm 256 --plot curve.png
+    """
+    from neardup.lsh import candidate_probability, optimal_params, plot_s_curve
+
+    params = optimal_params(threshold, num_perm, fp_weight=fp_weight, fn_weight=fn_weight)
+    sims = [round(x, 2) for x in np.arange(0.1, 1.0, 0.1)] + [threshold]
+    sims = sorted(set(sims))
+    probs = candidate_probability(np.asarray(sims), params.bands, params.rows)
+    if plot:
+        plot_s_curve(params.bands, params.rows, plot, threshold=threshold)
+    if as_json:
+        click.echo(json.dumps({
+            "threshold": threshold, "num_perm": num_perm, "bands": params.bands, "rows": params.rows,
+            "approx_threshold": params.approx_threshold, "fp_area": params.fp_area,
+            "fn_area": params.fn_area,
+            "candidate_probability": {str(s): float(p) for s, p in zip(sims, probs)},
+        }, indent=2))
+        return
+    click.echo(f"threshold {threshold}, num_perm {num_perm}: bands b = {params.bands}, rows r = {params.rows} "
+               f"(uses {params.bands * params.rows} values; (1/b)^(1/r) = {params.approx_threshold:.3f})")
+    click.echo(f"false-positive area {params.fp_area:.5f}, false-negative area {params.fn_area:.5f}")
+    click.echo(f"{'similarity':>10}  {'P(candidate)':>12}  {'P(missed)':>10}")
+    for s, p in zip(sims, probs):
+        marker = "  ← threshold" if s == threshold else ""
+        click.echo(f"{s:>10.2f}  {p:>12.5f}  {1 - p:>10.5f}{marker}")
+    if plot:
+        click.echo(f"S-curve written to {plot}")
+
+
+if __name__ == "__main__":
+    main()

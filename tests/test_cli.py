@@ -1,0 +1,265 @@
+"""End-to-end tests of the `neardup` command."""
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import zstandard
+from click.testing import CliRunner
+
+from neardup.cli import main
+from neardup.simhash import simhash
+
+KOREAN = ("고대 전쟁 실시간 전략 게임 짧게 말하면 게이머가 서구 문명의 역사를 재현하거나 다시 만들 수 있도록 "
+          "하는 역사 기반의 전쟁 경제 게임입니다 이 프로젝트는 매우 야심찬 프로젝트로 최첨단 3D 그래픽 상세한 "
+          "아트웍 사운드 유연하고 강력한 맞춤형 게임 엔진을 다루고 있습니다 이 패키지는 게임에 필요한 데이터 "
+          "파일을 담고 있으며 설정 및 도구를 함께 제공합니다 자세한 내용은 프로젝트 누리집을 참고하십시오")
+ENGLISH = ("neardup fingerprints every document and finds all near duplicate pairs without comparing "
+           "every pair of documents then gives each group one duplicate id and names its original")
+DOCS = [
+    {"id": "en1", "text": ENGLISH, "ts": 20},
+    {"id": "en2", "text": ENGLISH.upper().replace(" ", "\n", 3) + "!", "ts": 10},   # re-wrapped copy, earlier
+    {"id": "ko1", "text": KOREAN, "ts": 5},
+    {"id": "ko2", "text": KOREAN + " 감사합니다", "ts": 6},                            # one added word
+    {"id": "other", "text": "a completely different short note about the weather", "ts": 1},
+    {"id": "empty", "text": "  ...  ", "ts": 2},
+]
+
+
+def run(*args, input=None):
+    result = CliRunner().invoke(main, [str(a) for a in args], input=input, catch_exceptions=False)
+    return result
+
+
+def write_jsonl(path, docs):
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return write_jsonl(tmp_path / "docs.jsonl", DOCS)
+
+
+def read_tsv(path, header=True):
+    return pd.read_csv(path, sep="\t", header=0 if header else None, dtype=str, keep_default_na=False)
+
+
+def test_fingerprint_tsv_is_the_seed_format(corpus, tmp_path):
+    out = tmp_path / "fps.tsv"
+    result = run("fingerprint", corpus, "-o", out, "--time-field", "ts", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert [r[0] for r in rows] == [d["id"] for d in DOCS]
+    expected = simhash([d["text"] for d in DOCS])
+    assert [int(r[1], 16) for r in rows] == expected.tolist()
+    assert all(len(r[1]) == 16 for r in rows)
+    assert [r[2] for r in rows] == [str(d["ts"]) for d in DOCS]
+    assert "empty documents" in result.output and "documents" in result.output
+
+
+def input_variants(tmp_path):
+    df = pd.DataFrame(DOCS)
+    paths = {}
+    paths["jsonl"] = write_jsonl(tmp_path / "d.jsonl", DOCS)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    paths["csv"] = tmp_path / "d.csv"
+    df.to_csv(tmp_path / "d.tsv", index=False, sep="\t")
+    paths["tsv"] = tmp_path / "d.tsv"
+    df.to_parquet(tmp_path / "d.parquet")
+    paths["parquet"] = tmp_path / "d.parquet"
+    raw = paths["jsonl"].read_bytes()
+    (tmp_path / "d.jsonl.gz").write_bytes(gzip.compress(raw))
+    paths["gz"] = tmp_path / "d.jsonl.gz"
+    (tmp_path / "d.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(raw))
+    paths["zst"] = tmp_path / "d.jsonl.zst"
+    return paths
+
+
+def test_every_input_format_gives_the_same_fingerprints(tmp_path):
+    outputs = {}
+    for name, path in input_variants(tmp_path).items():
+        out = tmp_path / f"out_{name}.tsv"
+        result = run("fingerprint", path, "-o", out, "--workers", "1", "-q")
+        assert result.exit_code == 0, (name, result.output)
+        outputs[name] = [line.split("\t")[:2] for line in out.read_text().splitlines()]
+    first = outputs["jsonl"]
+    assert all(rows == first for rows in outputs.values())
+
+
+def test_stdin_and_stdout(corpus):
+    result = run("fingerprint", "-", "-o", "-", "--workers", "1", "-q", input=corpus.read_text())
+    assert result.exit_code == 0
+    assert [line.split("\t")[0] for line in result.output.splitlines()] == [d["id"] for d in DOCS]
+
+
+def test_text_directory(tmp_path):
+    folder = tmp_path / "texts"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text(ENGLISH)
+    (folder / "sub" / "b.txt").write_text(ENGLISH + " extra")
+    out = tmp_path / "g.tsv"
+    assert run("dedup", folder, "-o", out, "--workers", "1", "-q").exit_code == 0
+    groups = read_tsv(out)
+    assert groups["id"].tolist() == ["a.txt", "sub/b.txt"]
+
+
+@pytest.mark.parametrize("ext", ["jsonl", "csv", "parquet"])
+def test_fingerprint_output_formats(corpus, tmp_path, ext):
+    out = tmp_path / f"fps.{ext}"
+    assert run("fingerprint", corpus, "-o", out, "--workers", "1", "-q").exit_code == 0
+    if ext == "parquet":
+        table = pd.read_parquet(out)
+    elif ext == "csv":
+        table = pd.read_csv(out, dtype=str, keep_default_na=False)
+    else:
+        table = pd.read_json(out, lines=True, dtype=False)
+    assert list(table.columns) == ["id", "fingerprint", "timestamp"]
+    assert table["id"].astype(str).tolist() == [d["id"] for d in DOCS]
+
+
+def test_minhash_signatures_written_as_hex(corpus, tmp_path):
+    out = tmp_path / "sig.jsonl"
+    assert run("fingerprint", corpus, "-o", out, "--method", "minhash", "--num-perm", "16",
+               "--workers", "1", "-q").exit_code == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(len(r["signature"]) == 16 * 8 for r in rows)
+
+
+def test_output_is_byte_identical_across_runs_and_workers(corpus, tmp_path):
+    big = write_jsonl(tmp_path / "big.jsonl", [
+        {"id": f"{d['id']}-{i}", "text": d["text"] + f" copy {i % 7}", "ts": i} for i in range(700) for d in DOCS
+    ])
+    outs = []
+    for workers in ("1", "2", "2"):
+        out = tmp_path / f"groups{len(outs)}.tsv"
+        pairs = tmp_path / f"pairs{len(outs)}.tsv"
+        assert run("dedup", big, "-o", out, "--pairs-out", pairs, "--time-field", "ts",
+                   "--workers", workers, "-q").exit_code == 0
+        outs.append((out.read_bytes(), pairs.read_bytes()))
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_dedup_groups_and_originals(corpus, tmp_path):
+    out, pairs, keep = tmp_path / "g.tsv", tmp_path / "p.tsv", tmp_path / "keep.jsonl"
+    result = run("dedup", corpus, "-o", out, "--time-field", "ts", "-k", "6", "--pairs-out", pairs,
+                 "--keep", keep, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    groups = read_tsv(out)
+    assert list(groups.columns) == ["id", "duplicate_id", "original_id", "is_original", "group_size"]
+    assert groups["id"].tolist() == [d["id"] for d in DOCS]
+    by_id = dict(zip(groups["id"], groups["original_id"]))
+    assert by_id["en1"] == by_id["en2"] == "en2"          # the earlier copy is the original
+    assert by_id["ko1"] == by_id["ko2"] == "ko1"
+    assert by_id["other"] == "other" and by_id["empty"] == "empty"
+    assert (groups["duplicate_id"] == groups["original_id"]).all()
+    pair_rows = read_tsv(pairs)
+    assert set(zip(pair_rows["id_a"], pair_rows["id_b"])) == {("en2", "en1"), ("ko1", "ko2")}
+    kept = [json.loads(line) for line in keep.read_text().splitlines()]
+    assert [k["id"] for k in kept] == ["en2", "ko1", "other", "empty"]
+    assert kept[0] == DOCS[1]  # every field of the original row
+    assert "groups" in result.output and "largest group" in result.output
+
+
+def test_dedup_minhash_and_center(corpus, tmp_path):
+    out = tmp_path / "g.tsv"
+    result = run("dedup", corpus, "-o", out, "--method", "minhash", "--threshold", "0.5",
+                 "--grouping", "center", "--workers", "1", "-q")
+    assert result.exit_code == 0, result.output
+    by_id = dict(zip(*read_tsv(out)[["id", "original_id"]].T.values))
+    assert by_id["en2"] == "en1" and by_id["ko2"] == "ko1"
+
+
+def test_pairs_command_from_fingerprint_rows(tmp_path):
+    rows = ["a\t0000000000000000\t3", "b\t0000000000000003\t1", "c\tffffffffffffffff\t2",
+            "d\t0000000000000000\t9", "e\t18446744073709551615\t0"]  # e is c, in decimal
+    (tmp_path / "fps.tsv").write_text("\n".join(rows) + "\n")
+    out, groups = tmp_path / "pairs.tsv", tmp_path / "groups.tsv"
+    result = run("pairs", tmp_path / "fps.tsv", "-k", "2", "-o", out, "--groups-out", groups)
+    assert result.exit_code == 0, result.output
+    pairs = read_tsv(out)
+    assert sorted(zip(pairs["id_a"], pairs["id_b"], pairs["distance"])) == [
+        ("a", "b", "2"), ("a", "d", "0"), ("b", "d", "2"), ("c", "e", "0")]
+    g = read_tsv(groups)
+    assert dict(zip(g["id"], g["original_id"])) == {"a": "b", "b": "b", "c": "e", "d": "b", "e": "e"}
+
+
+BAD_CASES = [
+    ('{"id": "x", "text": "fine"}\n{"id": "y", "text": "broken\n', "line 2", "malformed JSON"),
+    ('{"id": "x", "text": "fine"}\n{"id": "y"}\n', "line 2", "text"),
+    ('{"text": "no id"}\n', "line 1", "id"),
+    ('{"id": "x", "text": "a"}\n{"id": "x", "text": "b"}\n', "line 2", "duplicate"),
+]
+
+
+@pytest.mark.parametrize("content, line, word", BAD_CASES)
+def test_bad_input_names_file_line_and_field(tmp_path, content, line, word):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    result = run("dedup", path, "-o", tmp_path / "g.tsv", "--workers", "1")
+    assert result.exit_code == 1
+    assert "bad.jsonl" in result.output and line in result.output and word in result.output
+    assert not (tmp_path / "g.tsv").exists()
+
+
+def test_invalid_utf8_is_reported(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"id": "x", "text": "ok"}\n{"id": "y", "text": "\xff\xfe"}\n')
+    result = run("fingerprint", path, "-o", tmp_path / "f.tsv", "--workers", "1")
+    assert result.exit_code == 1 and "line 2" in result.output and "UTF-8" in result.output
+
+
+def test_skip_bad_rows_when_asked(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"id": "x", "text": "one two three"}\n{oops\n{"id": "y"}\n'
+                     b'{"id": "z", "text": "\xff"}\n{"id": "x", "text": "dup"}\n{"id": "w", "text": "four"}\n')
+    out = tmp_path / "g.tsv"
+    result = run("dedup", path, "-o", out, "--on-error", "skip", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    assert read_tsv(out)["id"].tolist() == ["x", "w"]
+    assert "skipped rows" in result.output and "4" in result.output
+
+
+def test_missing_input_file(tmp_path):
+    result = run("dedup", tmp_path / "nope.jsonl", "-o", tmp_path / "g.tsv")
+    assert result.exit_code == 1 and "nope.jsonl" in result.output
+
+
+def test_bad_option_values(corpus, tmp_path):
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "-k", "99")
+    assert result.exit_code == 1 and "hamming_k" in result.output
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--shingle", "line:2")
+    assert result.exit_code == 1 and "shingle" in result.output
+
+
+def test_compare_command():
+    result = run("compare", "the cat sat on the mat", "the cat sat on a mat", "--json")
+    assert result.exit_code == 0
+    values = json.loads(result.output)
+    assert values["levenshtein"] == 1 and 0 < values["jaccard"] < 1
+    table = run("compare", "한국어 문장입니다", "한국어 문장이다", "--unit", "jamo")
+    assert table.exit_code == 0 and "levenshtein" in table.output
+
+
+def test_compare_reads_files(tmp_path):
+    (tmp_path / "a.txt").write_text(ENGLISH)
+    result = run("compare", tmp_path / "a.txt", ENGLISH, "--json")
+    assert json.loads(result.output)["jaccard"] == 1.0
+
+
+def test_tune_command(tmp_path):
+    result = run("tune", "--threshold", "0.8", "--num-perm", "128", "--json")
+    assert result.exit_code == 0
+    values = json.loads(result.output)
+    assert values["bands"] * values["rows"] <= 128
+    plot = tmp_path / "curve.png"
+    assert run("tune", "--plot", plot).exit_code == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_help_has_examples():
+    for command in ("dedup", "fingerprint", "pairs", "compare", "tune"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Example" in result.output
