@@ -1,0 +1,438 @@
+"""Tests for neardup.candidates.tables: exactness against brute force over all N^2 pairs."""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.candidates import tables
+from neardup.candidates.tables import (
+    TablePlan,
+    collapse_identical,
+    distinct_hamming_pairs,
+    hamming_pairs,
+    plan_tables,
+)
+
+ALL_ONES = (1 << 64) - 1
+_BYTE_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
+
+
+def popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64, by byte look-up (independent of the code under test)."""
+    x = np.ascontiguousarray(x, dtype=np.uint64)
+    return _BYTE_POPCOUNT[x.view(np.uint8)].reshape(x.shape + (8,)).sum(axis=-1)
+
+
+def brute_force(fp: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair i < j with popcount(fp[i] ^ fp[j]) <= k, in (i, j) order."""
+    fp = np.asarray(fp, dtype=np.uint64)
+    dist = popcount(fp[:, None] ^ fp[None, :])
+    i, j = np.nonzero(np.triu(dist <= k, 1))
+    return i.astype(np.int64), j.astype(np.int64), dist[i, j].astype(np.uint8)
+
+
+def assert_same(got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) -> None:
+    i, j, d = got
+    assert i.dtype == np.int64 and j.dtype == np.int64 and d.dtype == np.uint8
+    assert i.shape == j.shape == d.shape
+    assert np.array_equal(i, want[0])
+    assert np.array_equal(j, want[1])
+    assert np.array_equal(d, want[2])
+
+
+def check(fp: np.ndarray, k: int, **kwargs: object) -> tuple[np.ndarray, ...]:
+    got = hamming_pairs(fp, k, **kwargs)  # type: ignore[arg-type]
+    assert_same(got, brute_force(fp, k))
+    return got
+
+
+def mask_of(bits: list[int] | tuple[int, ...] | set[int]) -> int:
+    return sum(1 << int(b) for b in set(int(b) for b in bits))
+
+
+@st.composite
+def clustered_fingerprints(draw: st.DrawFn, max_size: int = 300) -> np.ndarray:
+    """Random fingerprints, near copies of a few bases (up to 10 flipped bits) and duplicates."""
+    n = draw(st.integers(0, max_size))
+    seed = draw(st.integers(0, 2**32 - 1))
+    num_bases = draw(st.integers(1, 6))
+    max_flips = draw(st.integers(0, 10))
+    rng = np.random.default_rng(seed)
+    bases = rng.integers(0, 2**64, size=num_bases, dtype=np.uint64, endpoint=False)
+    kind = rng.integers(0, 4, size=n)
+    fp = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)  # kind 0: random
+    near = bases[rng.integers(0, num_bases, size=n)]
+    for _ in range(max_flips):
+        flip = rng.random(n) < 0.5
+        near[flip] ^= np.uint64(1) << rng.integers(0, 64, size=n).astype(np.uint64)[flip]
+    fp[kind > 0] = near[kind > 0]
+    dup = (kind == 3) & (np.arange(n) > 0)  # kind 3: copy of an earlier fingerprint
+    fp[dup] = fp[(rng.random(n) * np.maximum(np.arange(n), 1)).astype(np.int64)][dup]
+    return fp
+
+
+# --------------------------------------------------------------------------------------------
+# hamming_pairs against brute force
+# --------------------------------------------------------------------------------------------
+
+
+@settings(deadline=None, max_examples=150)
+@given(fp=clustered_fingerprints(), k=st.integers(0, 8))
+def test_matches_brute_force(fp: np.ndarray, k: int) -> None:
+    check(fp, k)
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    fp=clustered_fingerprints(max_size=200),
+    k=st.integers(0, 6),
+    max_group=st.sampled_from([2, 3, 4, 7]),
+)
+def test_tiny_max_group_matches_brute_force(fp: np.ndarray, k: int, max_group: int) -> None:
+    check(fp, k, max_group=max_group)
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 300),
+    free_bits=st.integers(1, 14),
+    k=st.integers(0, 6),
+    max_group=st.sampled_from([2, 4, 16]),
+    clusters=st.integers(1, 3),
+    offset=st.sampled_from([0, 0, 64]) | st.integers(0, 64),
+)
+def test_dense_clusters_recursion(
+    seed: int, n: int, free_bits: int, k: int, max_group: int, clusters: int, offset: int
+) -> None:
+    """Dense clusters: fingerprints equal except in one window of ``free_bits`` bits (the
+    lowest bits for offset 0, the highest for offset 64), so prefix groups are large."""
+    rng = np.random.default_rng(seed)
+    shift = np.uint64(min(offset, 64 - free_bits))
+    window = np.uint64((1 << free_bits) - 1) << shift
+    bases = rng.integers(0, 2**64, size=clusters, dtype=np.uint64, endpoint=False)
+    low = rng.integers(0, 1 << free_bits, size=n).astype(np.uint64) << shift
+    fp = (bases[rng.integers(0, clusters, size=n)] & ~window) | low
+    check(fp, k, max_group=max_group)
+
+
+@settings(deadline=None, max_examples=40)
+@given(fp=clustered_fingerprints(max_size=150), k=st.integers(1, 5), data=st.data())
+def test_forced_plans_agree(fp: np.ndarray, k: int, data: st.DataObject) -> None:
+    want = brute_force(fp, k)
+    nd = np.unique(fp).size
+    max_group = data.draw(st.sampled_from([3, 4096]))
+    for c in (1, 2, 3):
+        plan = plan_tables(nd, k, prefix_blocks=c)
+        assert_same(hamming_pairs(fp, k, plan=plan, max_group=max_group), want)
+    extra = data.draw(st.integers(1, 3))
+    plan = plan_tables(nd, k, prefix_blocks=1, blocks=k + 1 + extra)
+    assert_same(hamming_pairs(fp, k, plan=plan, max_group=max_group), want)
+
+
+def boundary_bits(plan: TablePlan) -> list[int]:
+    """First and last bit of every block, and bits 0 and 63."""
+    bits = {0, 63}
+    for start, width in plan.blocks:
+        bits.update((start, start + width - 1))
+    return sorted(bits)
+
+
+@pytest.mark.parametrize("k", range(0, 9))
+@pytest.mark.parametrize("prefix_blocks", [None, 1, 2, 3])
+@pytest.mark.parametrize("max_group", [2, 4096])
+def test_planted_at_block_boundaries(k: int, prefix_blocks: int | None, max_group: int) -> None:
+    """Pairs at every distance 0..k+1 from a base, differing exactly at block edges, at the
+    ends of the word, and all inside one block."""
+    rng = np.random.default_rng(1000 * k + (prefix_blocks or 0))
+    plan = plan_tables(64, k, prefix_blocks=prefix_blocks)
+    edges = boundary_bits(plan)
+    first_start, first_width = plan.blocks[0]
+    last_start, last_width = plan.blocks[-1]
+    base = int(rng.integers(0, 2**64, dtype=np.uint64, endpoint=False))
+    masks = [0, 0]  # the base twice: an identical pair
+    for d in range(0, k + 2):
+        for _ in range(6):
+            masks.append(mask_of(rng.choice(edges, size=min(d, len(edges)), replace=False)))
+        inside = list(range(first_start, first_start + first_width))
+        masks.append(mask_of(inside[:d]))
+        masks.append(mask_of(inside[-d:] if d else []))
+        inside = list(range(last_start, last_start + last_width))
+        masks.append(mask_of(rng.choice(inside, size=min(d, len(inside)), replace=False)))
+        masks.append(mask_of([0, 63][:d] + list(range(1, max(d - 2, 0) + 1))))
+    fp = np.array([base ^ m for m in masks], dtype=np.uint64)
+    fp = np.concatenate([fp, rng.integers(0, 2**64, size=20, dtype=np.uint64, endpoint=False)])
+    nd = np.unique(fp).size
+    forced = plan_tables(nd, k, prefix_blocks=prefix_blocks) if prefix_blocks else None
+    i, j, d = check(fp, k, plan=forced, max_group=max_group)
+    # Each planted distance up to k is present.
+    assert set(range(0, k + 1)) <= set(d.tolist())
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    k=st.integers(0, 8),
+    prefix_blocks=st.sampled_from([None, 1, 2, 3]),
+    diffs=st.lists(st.lists(st.integers(0, 63), max_size=10), min_size=1, max_size=40),
+    edge_only=st.booleans(),
+    base=st.integers(0, ALL_ONES),
+)
+def test_planted_hypothesis(
+    k: int,
+    prefix_blocks: int | None,
+    diffs: list[list[int]],
+    edge_only: bool,
+    base: int,
+) -> None:
+    plan = plan_tables(len(diffs) + 1, k, prefix_blocks=prefix_blocks)
+    edges = boundary_bits(plan)
+    if edge_only:
+        diffs = [[edges[b % len(edges)] for b in bits] for bits in diffs]
+    fp = np.array([base] + [base ^ mask_of(bits) for bits in diffs], dtype=np.uint64)
+    check(fp, k, plan=plan_tables(np.unique(fp).size, k, prefix_blocks=prefix_blocks))
+    check(fp, k, max_group=2)
+
+
+def test_many_identical_fingerprints() -> None:
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2**64, size=3, dtype=np.uint64, endpoint=False)
+    fp = np.concatenate(
+        [
+            np.full(400, base[0]),
+            np.full(50, base[1]),
+            np.full(30, base[1] ^ np.uint64(0b101)),  # distance 2 from base[1]
+            np.full(20, base[0] ^ np.uint64(1 << 63)),  # distance 1 from base[0]
+            base[2:],
+        ]
+    ).astype(np.uint64)
+    fp = fp[rng.permutation(fp.size)]
+    i, _, d = check(fp, 2)
+    expected = math.comb(400, 2) + math.comb(50, 2) + math.comb(30, 2) + 50 * 30 + 400 * 20
+    expected += math.comb(20, 2)
+    assert i.size == expected
+    assert int((d == 0).sum()) == math.comb(400, 2) + math.comb(50, 2) + math.comb(30, 2) + 190
+
+
+def test_k0_is_exact_match() -> None:
+    fp = np.array([5, 4, 5, 5, 1 << 63, 4, 7], dtype=np.uint64)
+    i, j, d = hamming_pairs(fp, 0)
+    assert list(zip(i.tolist(), j.tolist())) == [(0, 2), (0, 3), (1, 5), (2, 3)]
+    assert d.tolist() == [0, 0, 0, 0]
+    assert plan_tables(fp.size, 0).num_tables == 1
+
+
+def test_large_k() -> None:
+    rng = np.random.default_rng(3)
+    fp = rng.integers(0, 2**64, size=120, dtype=np.uint64, endpoint=False)
+    fp[60:] = fp[:60] ^ (rng.integers(0, 2**64, size=60, dtype=np.uint64) & fp[:60])
+    for k in (16, 24, 32):
+        check(fp, k)
+        check(fp, k, max_group=2)
+
+
+def test_recursion_is_exercised(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = tables._search_group
+
+    def spy(group, *args):  # type: ignore[no-untyped-def]
+        calls.append(group.size)
+        return real(group, *args)
+
+    monkeypatch.setattr(tables, "_search_group", spy)
+    rng = np.random.default_rng(5)
+    fp = (np.uint64(0xABCDEF) << np.uint64(40)) | rng.integers(0, 1 << 12, 250).astype(np.uint64)
+    check(fp, 3, max_group=4)
+    assert calls and max(calls) > 4
+
+
+def test_empty_and_tiny_inputs() -> None:
+    for n in (0, 1):
+        i, j, d = hamming_pairs(np.zeros(n, dtype=np.uint64), 3)
+        assert i.size == j.size == d.size == 0
+        assert i.dtype == np.int64 and d.dtype == np.uint8
+    assert_same(hamming_pairs(np.array([0, 0], dtype=np.uint64), 0), brute_force([0, 0], 0))
+    assert_same(hamming_pairs([0, ALL_ONES, 3], 2), brute_force([0, ALL_ONES, 3], 2))
+
+
+def test_deterministic() -> None:
+    rng = np.random.default_rng(11)
+    fp = rng.integers(0, 1 << 10, size=300).astype(np.uint64) * np.uint64(0x100000001)
+    first = hamming_pairs(fp, 4, max_group=8)
+    second = hamming_pairs(fp.copy(), 4, max_group=8)
+    for a, b in zip(first, second):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_input_not_modified() -> None:
+    fp = np.array([3, 1, 2, 3], dtype=np.uint64)
+    before = fp.copy()
+    hamming_pairs(fp, 2)
+    distinct_hamming_pairs(np.array([3, 1, 2], dtype=np.uint64), 2)
+    assert np.array_equal(fp, before)
+
+
+# --------------------------------------------------------------------------------------------
+# distinct_hamming_pairs, collapse_identical
+# --------------------------------------------------------------------------------------------
+
+
+@settings(deadline=None, max_examples=60)
+@given(fp=clustered_fingerprints(), k=st.integers(0, 8), max_group=st.sampled_from([2, 4096]))
+def test_distinct_matches_brute_force(fp: np.ndarray, k: int, max_group: int) -> None:
+    _, first = np.unique(fp, return_index=True)
+    values = fp[np.sort(first)]  # distinct, in input (unsorted) order
+    assert_same(distinct_hamming_pairs(values, k, max_group=max_group), brute_force(values, k))
+
+
+def test_distinct_rejects_duplicates() -> None:
+    with pytest.raises(ValueError, match="values must be distinct, got 5"):
+        distinct_hamming_pairs(np.array([5, 1, 5], dtype=np.uint64), 1)
+
+
+@settings(deadline=None, max_examples=60)
+@given(fp=clustered_fingerprints())
+def test_collapse_identical_matches_unique(fp: np.ndarray) -> None:
+    values, inverse, counts = collapse_identical(fp)
+    want = np.unique(fp, return_inverse=True, return_counts=True)
+    assert np.array_equal(values, want[0])
+    assert np.array_equal(inverse, want[1].reshape(-1))
+    assert np.array_equal(counts, want[2])
+    assert values.dtype == np.uint64 and inverse.dtype == np.int64 and counts.dtype == np.int64
+
+
+# --------------------------------------------------------------------------------------------
+# Plans
+# --------------------------------------------------------------------------------------------
+
+
+def check_plan(plan: TablePlan, k: int) -> None:
+    num_blocks = len(plan.blocks)
+    c = plan.prefix_blocks
+    assert plan.hamming_k == k
+    assert num_blocks >= k + c
+    # Blocks partition the 64 bits exactly, as evenly as possible.
+    block_masks = [((1 << w) - 1) << s for s, w in plan.blocks]
+    assert sum(w for _, w in plan.blocks) == 64
+    assert sum(block_masks) == ALL_ONES
+    assert all(a & b == 0 for a, b in combinations(block_masks, 2))
+    widths = [w for _, w in plan.blocks]
+    assert max(widths) - min(widths) <= 1
+    # Tables: all C(B, c) combinations; masks and prefix widths agree.
+    assert plan.num_tables == math.comb(num_blocks, c)
+    assert plan.tables == tuple(combinations(range(num_blocks), c))
+    masks = plan.masks
+    assert masks.dtype == np.uint64 and masks.shape == (plan.num_tables,)
+    for t, table in enumerate(plan.tables):
+        assert int(masks[t]) == sum(block_masks[b] for b in table)
+    assert plan.prefix_bits == min(popcount(masks).tolist())
+
+
+@settings(deadline=None, max_examples=100)
+@given(n=st.integers(0, 10**12), k=st.integers(0, 32))
+def test_auto_plan_properties(n: int, k: int) -> None:
+    plan = plan_tables(n, k)
+    check_plan(plan, k)
+    assert len(plan.blocks) == k + plan.prefix_blocks
+    assert plan.num_tables <= 200
+
+
+@settings(deadline=None, max_examples=100)
+@given(k=st.integers(0, 12), c=st.integers(1, 4), extra=st.integers(0, 2), data=st.data())
+def test_pigeonhole(k: int, c: int, extra: int, data: st.DataObject) -> None:
+    """Any XOR of at most k bits leaves the whole prefix of some table untouched."""
+    plan = plan_tables(10, k, prefix_blocks=c, blocks=k + c + extra)
+    check_plan(plan, k)
+    masks = [int(m) for m in plan.masks]
+    edges = boundary_bits(plan)
+    for _ in range(20):
+        bits = data.draw(
+            st.lists(st.integers(0, 63) | st.sampled_from(edges), max_size=k, unique=True)
+        )
+        diff = mask_of(bits)
+        assert any(diff & m == 0 for m in masks)
+
+
+def test_auto_plan_documented_choices() -> None:
+    p6 = plan_tables(10**6, 3)
+    assert (p6.prefix_blocks, len(p6.blocks), p6.num_tables, p6.prefix_bits) == (1, 4, 4, 16)
+    p7 = plan_tables(10**7, 3)
+    assert (p7.prefix_blocks, len(p7.blocks), p7.num_tables, p7.prefix_bits) == (2, 5, 10, 25)
+    p9 = plan_tables(10**9, 3)
+    assert (p9.prefix_blocks, p9.num_tables, p9.prefix_bits) == (2, 10, 25)
+    p0 = plan_tables(10**9, 0)
+    assert p0.blocks == ((0, 64),) and p0.tables == ((0,),)
+    assert int(p0.masks[0]) == ALL_ONES
+    assert plan_tables(10**6, 4, prefix_blocks=1).blocks == (
+        (51, 13),
+        (38, 13),
+        (25, 13),
+        (12, 13),
+        (0, 12),
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((100, 33), {}, r"hamming_k must be in 0\.\.32, got 33"),
+        ((100, -1), {}, r"hamming_k must be in 0\.\.32, got -1"),
+        ((100, 2.5), {}, r"hamming_k must be an integer in 0\.\.32, got 2\.5"),
+        ((100, True), {}, r"hamming_k must be an integer"),
+        ((-1, 3), {}, r"n must be an integer >= 0, got -1"),
+        ((100, 3), {"prefix_blocks": 0}, r"prefix_blocks must be in 1\.\.61 .*got 0"),
+        ((100, 3), {"prefix_blocks": 62}, r"prefix_blocks must be in 1\.\.61 .*got 62"),
+        ((100, 3), {"blocks": 3}, r"blocks must be in 4\.\.64 .*got 3"),
+        ((100, 3), {"blocks": 65}, r"blocks must be in 4\.\.64 .*got 65"),
+        ((100, 3), {"blocks": 4, "prefix_blocks": 2}, r"blocks must be in 5\.\.64 .*got 4"),
+        ((100, 0), {"blocks": 64, "prefix_blocks": 32}, r"number of tables must be in 1\.\.10000"),
+    ],
+)
+def test_plan_tables_validation(args: tuple, kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        plan_tables(*args, **kwargs)
+
+
+def test_forced_plan_shapes() -> None:
+    plan = plan_tables(100, 3, blocks=6)
+    assert (len(plan.blocks), plan.prefix_blocks, plan.num_tables) == (6, 3, 20)
+    plan = plan_tables(100, 3, blocks=7, prefix_blocks=2)
+    assert (len(plan.blocks), plan.prefix_blocks, plan.num_tables) == (7, 2, 21)
+    check_plan(plan, 3)
+
+
+def test_table_plan_validation() -> None:
+    good = plan_tables(100, 1, prefix_blocks=1)
+    with pytest.raises(ValueError, match="blocks must"):
+        TablePlan(1, ((32, 32), (0, 31)), 1, ((0,), (1,)))  # bit 31 missing
+    with pytest.raises(ValueError, match="blocks must"):
+        TablePlan(1, ((0, 32), (32, 32)), 1, ((0,), (1,)))  # least significant first
+    with pytest.raises(ValueError, match="prefix_blocks must be in 1..1"):
+        TablePlan(1, good.blocks, 2, ((0, 1),))
+    with pytest.raises(ValueError, match="tables must be all C"):
+        TablePlan(1, good.blocks, 1, ((0,),))
+    assert TablePlan(1, good.blocks, 1, ((0,), (1,))) == good
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: hamming_pairs(np.array([1, 2], dtype=np.int64), 1), "dtype uint64, got int64"),
+        (lambda: hamming_pairs(np.zeros((2, 2), dtype=np.uint64), 1), "must be 1-D"),
+        (lambda: hamming_pairs(np.zeros(3, dtype=np.uint64), 40), r"0\.\.32, got 40"),
+        (lambda: hamming_pairs(np.zeros(3, dtype=np.uint64), 1, max_group=1), ">= 2, got 1"),
+        (
+            lambda: hamming_pairs(np.zeros(3, dtype=np.uint64), 1, plan=plan_tables(3, 2)),
+            "plan.hamming_k must equal hamming_k=1, got 2",
+        ),
+        (lambda: distinct_hamming_pairs(np.zeros(3, dtype=np.float64), 1), "dtype uint64"),
+    ],
+)
+def test_search_validation(call, match: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=match):
+        call()
