@@ -474,5 +474,12 @@ def tune(threshold, num_perm, fp_weight, fn_weight, plot, as_json):
         click.echo(f"S-curve written to {plot}")
 
 
+# Commands defined in neardup.commands import this module's helpers, so they are attached last.
+from neardup.commands.quality import evaluate as _evaluate  # noqa: E402
+from neardup.commands.quality import sweep as _sweep  # noqa: E402
+
+main.add_command(_evaluate)
+main.add_command(_sweep)
+
 if __name__ == "__main__":
     main()
