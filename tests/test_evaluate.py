@@ -519,3 +519,12 @@ def test_sweep_command(files, corpus):
 
     bad = invoke(sweep_command, docs, "--truth", clusters_file, "--values", "1,x", "-q")
     assert bad.exit_code == 1 and "values must be comma-separated integers" in bad.output
+
+
+def test_labelling_sheet_with_unlabelled_rows(tmp_path):
+    from neardup.evaluate import read_truth
+
+    sheet = tmp_path / "sheet.tsv"
+    sheet.write_text("id_a\tid_b\tdistance\tlabel\na\tb\t3\t1\na\tc\t9\t\nb\tc\t4\t0\n")
+    truth = read_truth(sheet)
+    assert truth.id_a.tolist() == ["a", "b"] and truth.positive.tolist() == [True, False]

@@ -478,8 +478,12 @@ def tune(threshold, num_perm, fp_weight, fn_weight, plot, as_json):
 from neardup.commands.quality import evaluate as _evaluate  # noqa: E402
 from neardup.commands.quality import sweep as _sweep  # noqa: E402
 
-main.add_command(_evaluate)
-main.add_command(_sweep)
+from neardup.commands.labelling import generate as _generate  # noqa: E402
+from neardup.commands.labelling import label as _label  # noqa: E402
+from neardup.commands.labelling import sample as _sample  # noqa: E402
+
+for _command in (_evaluate, _sweep, _generate, _sample, _label):
+    main.add_command(_command)
 
 if __name__ == "__main__":
     main()

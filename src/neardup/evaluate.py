@@ -800,7 +800,9 @@ def read_truth(
     ignored) or clusters (``id``, ``cluster``), told apart by the columns.
 
     ``positive_labels`` (labelled pairs only) names the positive labels when labels are
-    categories, e.g. ``"cut,light"``. See :meth:`PairTruth.from_arrays`. Cost: O(file size).
+    categories, e.g. ``"cut,light"``. Rows with an empty label (pairs of a labelling sheet not
+    labelled yet, or skipped) are left out. See :meth:`PairTruth.from_arrays`.
+    Cost: O(file size).
 
     Example:
         >>> import tempfile, pathlib
@@ -815,6 +817,9 @@ def read_truth(
     columns = set(frame.columns)
     if {"id_a", "id_b"} <= columns:
         _require(frame, path, ["label"])
+        # A labelling sheet keeps the pairs not labelled yet (or skipped) with an empty label.
+        label_text = frame["label"].astype("string").str.strip()
+        frame = frame[label_text.notna() & (label_text != "")].reset_index(drop=True)
         category = _column(frame, path, "category", fmt) if "category" in columns else None
         try:
             return PairTruth.from_arrays(
