@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from neardup.candidates.bands import candidate_pairs
-from neardup.candidates.tables import distinct_hamming_pairs, hamming_pairs
+from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
 from neardup.groups import center_groups, connected_components, document_order, originals_of
 from neardup.lsh import optimal_params
 from neardup.minhash import check_num_perm, jaccard_estimate, minhash_from_features
@@ -247,7 +247,7 @@ def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray
 
 def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group equal keys: (distinct keys, index of each key's earliest holder, inverse)."""
-    values, inverse = np.unique(keys, return_inverse=True)
+    values, inverse, _ = collapse_identical(keys)
     order = np.lexsort((rank, inverse))
     first = np.ones(order.shape[0], dtype=bool)
     first[1:] = inverse[order][1:] != inverse[order][:-1]

@@ -315,6 +315,14 @@ def band_buckets(
     )
 
 
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    # np.unique of numpy 2.x takes a hash-based path for integers that is ~15x slower here.
+    values = np.sort(values)
+    keep = np.ones(values.shape[0], dtype=bool)
+    keep[1:] = values[1:] != values[:-1]
+    return values[keep]
+
+
 def candidate_pairs(
     signatures: np.ndarray,
     bands: int,
@@ -390,11 +398,11 @@ def candidate_pairs(
             total = int(np.sum(sizes - 1))
             packed = _star_edges_kernel(order, starts, sizes, pos, total)
         # Deduplicating per band first keeps the final merge no larger than the distinct pairs.
-        chunks.append(np.unique(packed))
+        chunks.append(_sorted_distinct(packed))
     if not chunks:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
-    packed = np.unique(np.concatenate(chunks)) if len(chunks) > 1 else chunks[0]
+    packed = _sorted_distinct(np.concatenate(chunks)) if len(chunks) > 1 else chunks[0]
     left = (packed >> np.uint64(32)).astype(np.int64)
     right = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
     return left, right
