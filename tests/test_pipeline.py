@@ -169,3 +169,25 @@ def test_verify_defaults():
     assert Settings(method="minhash", threshold=0.7).verify == 0.7
     assert Settings(method="simhash").verify is None
     assert Settings(method="minhash", verify="none").verify is None
+
+
+def test_sets_built_from_texts_equal_sets_kept_in_signatures():
+    texts = near_duplicate_texts() * 2
+    s = Settings(method="minhash", shingle="char:5", threshold=0.7)
+    kept = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    lazy_sig = signatures(texts, s, keep_sets=False)
+    assert lazy_sig.set_offsets is None
+    lazy = find_groups(lazy_sig, stamps(len(texts)), s, texts)
+    assert np.array_equal(kept.original, lazy.original)
+    assert np.array_equal(kept.pair_value, lazy.pair_value)
+    with pytest.raises(ValueError, match="texts"):
+        find_groups(lazy_sig, stamps(len(texts)), s)
+
+
+def test_banding_favours_recall_when_verified():
+    verified = Settings(method="minhash", threshold=0.7)
+    unverified = Settings(method="minhash", threshold=0.7, verify="none")
+    from neardup.lsh import candidate_probability
+
+    assert candidate_probability(0.75, *verified.banding()) > 0.95
+    assert candidate_probability(0.75, *verified.banding()) > candidate_probability(0.75, *unverified.banding())

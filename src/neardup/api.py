@@ -20,7 +20,7 @@ import numpy as np
 
 from neardup.engines.local import fingerprint_texts, signatures_parallel
 from neardup.groups import connected_components, document_order, originals_of
-from neardup.pipeline import Settings, find_groups
+from neardup.pipeline import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings, find_groups
 
 
 def _texts(data, column: str | None) -> list[str]:
@@ -113,7 +113,8 @@ def dedup(
 
     ``data``: a pandas DataFrame or Arrow table (or a sequence of texts, IDs = positions).
     ``options``: any :class:`neardup.pipeline.Settings` field (``method``, ``hamming_k``,
-    ``threshold``, ``shingle``, ``grouping``, ``verify`` …). ``time_column`` holds numbers (seconds)
+    ``threshold``, ``shingle``, ``grouping``, ``verify`` …); the defaults are those of
+    ``neardup dedup``: MinHash over ``char:5`` shingles, verified at Jaccard ≥ 0.7. ``time_column`` holds numbers (seconds)
     or datetimes; the earliest document of a group is its original.
 
     Returns a pandas DataFrame with columns ``id, duplicate_id, original_id, is_original,
@@ -121,7 +122,8 @@ def dedup(
     """
     import pandas as pd
 
-    settings = Settings(**options)
+    defaults = {"method": DEFAULT_METHOD, "shingle": DEFAULT_SHINGLE, "threshold": DEFAULT_THRESHOLD}
+    settings = Settings(**{**defaults, **options})
     if hasattr(data, "to_pandas") and not hasattr(data, "iloc"):
         data = data.to_pandas()
     if hasattr(data, "iloc"):
@@ -141,8 +143,8 @@ def dedup(
         texts = _check_texts(_texts(data, None))
         ids = [str(i) for i in range(len(texts))]
         stamps = np.zeros(len(texts), dtype=np.int64)
-    sig = signatures_parallel(texts, settings, workers)
-    groups = find_groups(sig, stamps, settings)
+    sig = signatures_parallel(texts, settings, workers, keep_sets=False)
+    groups = find_groups(sig, stamps, settings, texts)
     id_array = np.asarray(ids, dtype=object)
     original_ids = id_array[groups.original]
     return pd.DataFrame({

@@ -21,7 +21,17 @@ from neardup.io import (
     write_records,
     write_table,
 )
-from neardup.pipeline import GROUPINGS, METHODS, PAIR_MODES, Settings, Signatures, find_groups
+from neardup.pipeline import (
+    DEFAULT_METHOD,
+    DEFAULT_SHINGLE,
+    DEFAULT_THRESHOLD,
+    GROUPINGS,
+    METHODS,
+    PAIR_MODES,
+    Settings,
+    Signatures,
+    find_groups,
+)
 from neardup.simhash import WEIGHTS
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -131,23 +141,32 @@ def input_options(command):
     return command
 
 
-def signature_options(command):
-    """Options that define features and signatures."""
-    options = [
-        click.option("--method", type=click.Choice(METHODS), default="simhash", show_default=True,
-                     help="SimHash fingerprints (Hamming distance) or MinHash signatures (Jaccard)."),
-        click.option("--shingle", default="word:3", show_default=True,
-                     help="Features: word:K (K-word shingles) or char:K (K characters, spaces removed)."),
-        click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True,
-                     help="Feature hash: XXH64, or the upper 64 bits of MD5."),
-        click.option("--weights", type=click.Choice(WEIGHTS), default="set", show_default=True,
-                     help="SimHash weights: 1 per distinct shingle, or term frequency."),
-        click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations."),
-        click.option("--seed", type=int, default=1, show_default=True, help="MinHash seed."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+def signature_options_for(method: str = "simhash", shingle: str = "word:3"):
+    """Options that define features and signatures, with a command's own defaults."""
+
+    def decorate(command):
+        options = [
+            click.option("--method", type=click.Choice(METHODS), default=method, show_default=True,
+                         help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
+                         "(Hamming distance, permutation tables)."),
+            click.option("--shingle", default=shingle, show_default=True,
+                         help="Features: word:K (K-word shingles) or char:K (K characters, spaces removed)."),
+            click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True,
+                         help="Feature hash: XXH64, or the upper 64 bits of MD5."),
+            click.option("--weights", type=click.Choice(WEIGHTS), default="set", show_default=True,
+                         help="SimHash weights: 1 per distinct shingle, or term frequency."),
+            click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations."),
+            click.option("--seed", type=int, default=1, show_default=True, help="MinHash seed."),
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+# The seed's fingerprint rows: SimHash over word trigrams.
+signature_options = signature_options_for("simhash", "word:3")
 
 
 def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False):
@@ -277,10 +296,10 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @main.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="GROUPS file: one row per input document.")
-@signature_options
+@signature_options_for(DEFAULT_METHOD, DEFAULT_SHINGLE)
 @click.option("-k", "--hamming-k", type=int, default=3, show_default=True,
               help="SimHash: near-duplicates differ in at most this many of 64 bits.")
-@click.option("--threshold", type=float, default=0.8, show_default=True,
+@click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
               help="MinHash: Jaccard threshold (picks the LSH bands; verification threshold).")
 @click.option("--bands", type=int, default=None, help="MinHash: force the number of LSH bands (with --rows).")
 @click.option("--rows", type=int, default=None, help="MinHash: force the rows per band (with --bands).")

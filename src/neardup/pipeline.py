@@ -49,6 +49,11 @@ METHODS = ("simhash", "minhash")
 GROUPINGS = ("components", "center")
 PAIR_MODES = ("original", "all")
 MAX_HAMMING_K = 32
+FN_WEIGHT = 0.9
+# The defaults of `neardup dedup` and `neardup.dedup`, chosen by measurement (README, "Quality").
+DEFAULT_METHOD = "minhash"
+DEFAULT_SHINGLE = "char:5"
+DEFAULT_THRESHOLD = 0.7
 
 
 @dataclass(frozen=True)
@@ -121,10 +126,15 @@ class Settings:
         return self.verify is not None
 
     def banding(self) -> tuple[int, int]:
-        """The (bands, rows) of the MinHash LSH: forced, or tuned for ``threshold``."""
+        """The (bands, rows) of the MinHash LSH: forced, or tuned for ``threshold``.
+
+        With verification the exact Jaccard check removes false candidates, so the tuning
+        weighs a missed pair 9 times a false candidate (``FN_WEIGHT``); without, equally.
+        """
         if self.bands is not None:
             return self.bands, self.rows
-        params = optimal_params(self.threshold, self.num_perm)
+        fn_weight = FN_WEIGHT if self.verify is not None else 0.5
+        params = optimal_params(self.threshold, self.num_perm, fp_weight=1 - fn_weight, fn_weight=fn_weight)
         return params.bands, params.rows
 
     def replace(self, **changes) -> Settings:
@@ -183,11 +193,13 @@ class Signatures:
         )
 
 
-def signatures(texts: list[str], settings: Settings) -> Signatures:
-    """Stage 1 for one batch: features, signatures and (when needed) shingle sets.
+def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = None) -> Signatures:
+    """Stage 1 for one batch: features, signatures and (``keep_sets``) shingle sets.
 
+    ``keep_sets`` defaults to ``settings.needs_sets``. An engine that keeps the texts passes
+    False: :func:`find_groups` then builds the sets of the few documents that have candidates.
     Cost: O(total bytes) for the features, plus O(shingles × 64) for SimHash or
-    O(shingles × num_perm) for MinHash.
+    O(shingles × num_perm) for MinHash, plus a per-document sort for the sets.
     """
     features = hash_features(list(texts), settings.shingle, settings.hash_name)
     if settings.method == "simhash":
@@ -195,7 +207,7 @@ def signatures(texts: list[str], settings: Settings) -> Signatures:
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
     result = Signatures(features.content, signature, features.empty, features.text_bytes)
-    if settings.needs_sets:
+    if settings.needs_sets if keep_sets is None else keep_sets:
         result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)
     return result
 
@@ -253,6 +265,31 @@ def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.nda
     first[1:] = inverse[order][1:] != inverse[order][:-1]
     head = order[first]
     return values, head, inverse
+
+
+def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle sets (CSR over all ``len(texts)`` documents) holding only the documents
+    ``indices``; every other document has an empty range. O(bytes of those documents).
+
+    Example:
+        >>> o, h = sets_for(["a b c d", "x y z w", "a b c e"], np.array([2, 0]), Settings(shingle="word:3"))
+        >>> np.diff(o).tolist()
+        [2, 0, 2]
+    """
+    n = len(texts)
+    chosen = np.sort(np.asarray(indices, dtype=np.int64))
+    if chosen.shape[0]:
+        keep = np.ones(chosen.shape[0], dtype=bool)
+        keep[1:] = chosen[1:] != chosen[:-1]
+        chosen = chosen[keep]
+    features = hash_features([texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name)
+    set_offsets, set_hashes, _ = shingle_sets(features.offsets, features.hashes)
+    sizes = np.zeros(n, dtype=np.int64)
+    sizes[chosen] = np.diff(set_offsets)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    # ``chosen`` is ascending, so the sets are already in document order.
+    return offsets, set_hashes
 
 
 class _Relation:
@@ -315,10 +352,14 @@ def all_pairs(sig: Signatures, settings: Settings, relation: _Relation) -> tuple
     return a[keep], b[keep]
 
 
-def find_groups(sig: Signatures, timestamps: np.ndarray, settings: Settings) -> Groups:
+def find_groups(
+    sig: Signatures, timestamps: np.ndarray, settings: Settings, texts: list[str] | None = None
+) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
-    ``timestamps`` is an int64 ordering key per document (smaller = earlier).
+    ``timestamps`` is an int64 ordering key per document (smaller = earlier). When verification
+    needs shingle sets that ``sig`` does not hold, they are built from ``texts`` for the
+    documents that have a candidate (or an exact duplicate) only.
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -346,6 +387,20 @@ def find_groups(sig: Signatures, timestamps: np.ndarray, settings: Settings) -> 
     cand_a, cand_b = candidate_edges(sig, reps, rank, settings)
     stats["candidates"] = int(cand_a.shape[0])
     lap("candidates")
+
+    if settings.needs_sets and sig.set_offsets is None:
+        if texts is None:
+            raise ValueError(
+                "verification needs shingle sets: pass the texts, or signatures computed with keep_sets=True"
+            )
+        # Every comparison happens inside a candidate component: only its members need sets.
+        linked = connected_components(
+            n, np.concatenate([cand_a, rep_of[dup_members]]), np.concatenate([cand_b, dup_members])
+        )
+        in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
+        sig = replace(sig)
+        sig.set_offsets, sig.set_hashes = sets_for(texts, in_group, settings)
+        lap("shingle_sets")
 
     relation = _Relation(sig, settings)
     if settings.method == "minhash" or settings.verify is not None:

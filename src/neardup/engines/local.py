@@ -68,12 +68,13 @@ def ordered_map(
             yield head, future.result()
 
 
-def _sign_texts(texts: list[str], settings: Settings) -> Signatures:
-    return signatures(texts, settings)
+def _sign_texts(texts: list[str], settings: Settings, keep_sets: bool | None) -> Signatures:
+    return signatures(texts, settings, keep_sets)
 
 
 def _sign_batch(batch, settings: Settings) -> Signatures:
-    return signatures(batch.texts, settings)
+    # The collection keeps the texts, so find_groups builds only the sets it needs.
+    return signatures(batch.texts, settings, keep_sets=False)
 
 
 def _warm_up(settings: Settings) -> None:
@@ -81,13 +82,16 @@ def _warm_up(settings: Settings) -> None:
     signatures(["warm up text for the kernels"], settings)
 
 
-def signatures_parallel(texts: list[str], settings: Settings, workers: int | None = None) -> Signatures:
+def signatures_parallel(
+    texts: list[str], settings: Settings, workers: int | None = None, keep_sets: bool | None = None
+) -> Signatures:
     """Stage 1 over a list of texts, in batches of ``BATCH_SIZE`` spread over ``workers``
-    processes (None = all cores); identical for any number of workers."""
+    processes (None = all cores); identical for any number of workers. ``keep_sets`` as in
+    :func:`neardup.pipeline.signatures`."""
     workers = check_workers(workers)
     _warm_up(settings)
     chunks = [texts[i : i + BATCH_SIZE] for i in range(0, len(texts), BATCH_SIZE)]
-    parts = [sig for _, sig in ordered_map(_sign_texts, chunks, workers, settings)]
+    parts = [sig for _, sig in ordered_map(_sign_texts, chunks, workers, settings, keep_sets)]
     return Signatures.concat(parts, settings)
 
 
@@ -119,6 +123,7 @@ class Collection:
     raw_timestamps: list
     records: list | None
     signatures: Signatures
+    texts: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -140,6 +145,7 @@ class LocalEngine:
     ) -> Collection:
         """Stage 1 over a stream of document batches (see :mod:`neardup.io`)."""
         _warm_up(settings)
+        texts: list[str] | None = [] if settings.needs_sets else None
         ids: list[str] = []
         timestamps: list[np.ndarray] = []
         raw: list = []
@@ -147,6 +153,8 @@ class LocalEngine:
         parts: list[Signatures] = []
         for batch, sig in ordered_map(_sign_batch, batches, self.workers, settings):
             ids.extend(batch.ids)
+            if texts is not None:
+                texts.extend(batch.texts)
             timestamps.append(np.asarray(batch.timestamps, dtype=np.int64))
             raw.extend(batch.raw_timestamps)
             if batch.records is not None:
@@ -157,8 +165,8 @@ class LocalEngine:
             if on_batch is not None:
                 on_batch(batch)
         stamps = np.concatenate(timestamps) if timestamps else np.zeros(0, dtype=np.int64)
-        return Collection(ids, stamps, raw, records, Signatures.concat(parts, settings))
+        return Collection(ids, stamps, raw, records, Signatures.concat(parts, settings), texts)
 
     def dedup(self, collection: Collection, settings: Settings) -> Groups:
         """Stage 2 over a collection."""
-        return find_groups(collection.signatures, collection.timestamps, settings)
+        return find_groups(collection.signatures, collection.timestamps, settings, collection.texts)
