@@ -377,6 +377,7 @@ def sweep(
             reader,
             quality.sweep_signature_settings(base, swept, truth_data),
             on_batch=reporter.batch,
+            keep_sets=True,
         )
 
         def progress(s: Settings) -> None:

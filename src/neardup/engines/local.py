@@ -72,9 +72,8 @@ def _sign_texts(texts: list[str], settings: Settings, keep_sets: bool | None) ->
     return signatures(texts, settings, keep_sets)
 
 
-def _sign_batch(batch, settings: Settings) -> Signatures:
-    # The collection keeps the texts, so find_groups builds only the sets it needs.
-    return signatures(batch.texts, settings, keep_sets=False)
+def _sign_batch(batch, settings: Settings, keep_sets: bool) -> Signatures:
+    return signatures(batch.texts, settings, keep_sets)
 
 
 def _warm_up(settings: Settings) -> None:
@@ -142,16 +141,23 @@ class LocalEngine:
         batches: Iterable,
         settings: Settings,
         on_batch: Callable[[object], None] | None = None,
+        keep_sets: bool = False,
     ) -> Collection:
-        """Stage 1 over a stream of document batches (see :mod:`neardup.io`)."""
+        """Stage 1 over a stream of document batches (see :mod:`neardup.io`).
+
+        When verification needs shingle sets, the collection keeps the texts and
+        :func:`neardup.pipeline.find_groups` builds the sets of the few documents with candidates;
+        ``keep_sets=True`` computes every document's set instead (for repeated runs over the
+        same signatures, as a sweep does).
+        """
         _warm_up(settings)
-        texts: list[str] | None = [] if settings.needs_sets else None
+        texts: list[str] | None = [] if settings.needs_sets and not keep_sets else None
         ids: list[str] = []
         timestamps: list[np.ndarray] = []
         raw: list = []
         records: list | None = None
         parts: list[Signatures] = []
-        for batch, sig in ordered_map(_sign_batch, batches, self.workers, settings):
+        for batch, sig in ordered_map(_sign_batch, batches, self.workers, settings, keep_sets):
             ids.extend(batch.ids)
             if texts is not None:
                 texts.extend(batch.texts)
