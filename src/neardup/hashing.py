@@ -24,8 +24,12 @@ Example:
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
 HASH_NAMES = ("xxh", "md5")
 XXH, MD5 = 0, 1
@@ -53,20 +57,88 @@ def _rotl(x, r):
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
-@njit(inline="always")
-def _read64(buf, i):
-    v = np.uint64(0)
-    for j in range(8):
-        v |= np.uint64(buf[i + j]) << np.uint64(8 * j)
-    return v
+def _unaligned_load(bits):
+    """An intrinsic ``(buf, i) -> uint`` reading ``bits / 8`` bytes at ``buf[i]`` in one load.
+
+    XXH64 reads its input as little-endian words at any byte offset; assembling them byte by
+    byte costs 8 loads, shifts and ors per word, where the hardware does one unaligned load.
+    Only used for C-contiguous uint8 arrays on little-endian hosts (see ``_read64``).
+    """
+    result = types.uint64 if bits == 64 else types.uint32
+
+    @intrinsic
+    def load(typingctx, buf, i):
+        if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and buf.ndim == 1):
+            return None
+        if not isinstance(i, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            index = context.cast(builder, args[1], signature.args[1], types.intp)
+            pointer = builder.bitcast(
+                builder.gep(array.data, [index]), ir.IntType(bits).as_pointer()
+            )
+            return builder.load(pointer, align=1)
+
+        return result(buf, i), codegen
+
+    return load
 
 
-@njit(inline="always")
-def _read32(buf, i):
-    v = np.uint64(0)
-    for j in range(4):
-        v |= np.uint64(buf[i + j]) << np.uint64(8 * j)
-    return v
+_load64 = _unaligned_load(64)
+_load32 = _unaligned_load(32)
+_FAST_LOADS = sys.byteorder == "little"
+
+
+def _read64(buf, i):  # pragma: no cover - replaced by the overload below inside numba
+    raise NotImplementedError
+
+
+def _read32(buf, i):  # pragma: no cover - replaced by the overload below inside numba
+    raise NotImplementedError
+
+
+def _bytewise64(buf, i):
+    return (
+        np.uint64(buf[i])
+        | (np.uint64(buf[i + 1]) << np.uint64(8))
+        | (np.uint64(buf[i + 2]) << np.uint64(16))
+        | (np.uint64(buf[i + 3]) << np.uint64(24))
+        | (np.uint64(buf[i + 4]) << np.uint64(32))
+        | (np.uint64(buf[i + 5]) << np.uint64(40))
+        | (np.uint64(buf[i + 6]) << np.uint64(48))
+        | (np.uint64(buf[i + 7]) << np.uint64(56))
+    )
+
+
+def _bytewise32(buf, i):
+    return (
+        np.uint64(buf[i])
+        | (np.uint64(buf[i + 1]) << np.uint64(8))
+        | (np.uint64(buf[i + 2]) << np.uint64(16))
+        | (np.uint64(buf[i + 3]) << np.uint64(24))
+    )
+
+
+def _fast_ok(buf):
+    return _FAST_LOADS and isinstance(buf, types.Array) and buf.layout == "C"
+
+
+@overload(_read64, inline="always")
+def _read64_impl(buf, i):
+    """Little-endian uint64 at buf[i:i + 8]."""
+    if _fast_ok(buf):
+        return lambda buf, i: _load64(buf, i)
+    return _bytewise64
+
+
+@overload(_read32, inline="always")
+def _read32_impl(buf, i):
+    """Little-endian uint32 at buf[i:i + 4], widened to uint64."""
+    if _fast_ok(buf):
+        return lambda buf, i: np.uint64(_load32(buf, i))
+    return _bytewise32
 
 
 @njit(inline="always")
@@ -81,9 +153,8 @@ def _xxh_merge(acc, val):
     return acc * _P1 + _P4
 
 
-@njit(cache=True)
-def xxh64_slice(buf, start, end, seed):
-    """XXH64 of ``buf[start:end]`` (uint8 array) with a uint64 ``seed``. O(end - start)."""
+def _xxh64(buf, start, end, seed):
+    """XXH64 of ``buf[start:end]`` with a uint64 ``seed`` (compiled below, to be inlined)."""
     length = end - start
     i = start
     if length >= 32:
@@ -124,6 +195,69 @@ def xxh64_slice(buf, start, end, seed):
     h = h * _P3
     h = h ^ (h >> np.uint64(32))
     return h
+
+
+# The kernels that hash many slices inline this copy into their loops.
+_xxh64_inline = njit(inline="always")(_xxh64)
+
+
+@njit(inline="always")
+def _pick(cond, a, b):
+    """``a if cond else b`` for uint64 values, without a branch."""
+    mask = np.uint64(0) - np.uint64(cond)
+    return (a & mask) | (b & ~mask)
+
+
+@njit(inline="always")
+def _xxh64_tail(h, buf, i, rest):
+    """The XXH64 steps over the last ``rest`` (< 32) bytes at ``buf[i]``, without branches
+    (reads 31 bytes from ``i`` whatever ``rest`` is)."""
+    lanes = rest >> np.uint64(3)
+    for r in range(3):
+        step = _rotl(h ^ _xxh_round(np.uint64(0), _read64(buf, i + 8 * r)), 27) * _P1 + _P4
+        h = _pick(np.uint64(r) < lanes, step, h)
+    i = i + np.int64(lanes << np.uint64(3))
+    has4 = (rest >> np.uint64(2)) & np.uint64(1)
+    step = _rotl(h ^ (_read32(buf, i) * _P1), 23) * _P2 + _P3
+    h = _pick(has4, step, h)
+    i += np.int64(has4 << np.uint64(2))
+    bytes_left = rest & np.uint64(3)
+    for r in range(3):
+        step = _rotl(h ^ (np.uint64(buf[np.uint64(i + r)]) * _P5), 11) * _P1
+        h = _pick(np.uint64(r) < bytes_left, step, h)
+    h = h ^ (h >> np.uint64(33))
+    h = h * _P2
+    h = h ^ (h >> np.uint64(29))
+    h = h * _P3
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(inline="always")
+def _xxh64_short(buf, start, end):
+    """XXH64 (seed 0) of ``buf[start:end]`` for ``end - start < 32``, without branches.
+
+    Requires ``start + 32 <= len(buf)``: it reads up to 32 bytes from ``start`` and keeps only
+    the rounds that the length calls for. Feature slices are mostly 5–40 bytes of random
+    length, so the branches of :func:`_xxh64`'s tail would be mispredicted on most calls; this
+    form does a little more arithmetic and lets the CPU overlap consecutive hashes.
+    """
+    length = np.uint64(end - start)
+    return _xxh64_tail(_P5 + length, buf, start, length)
+
+
+@njit(inline="always")
+def _xxh64_padded(buf, start, end):
+    """XXH64 (seed 0) of ``buf[start:end]``: the branch-free form when there are 32 readable
+    bytes from ``start`` and the slice is shorter than 32 bytes, else the general one."""
+    if end - start < 32 and start + 32 <= buf.shape[0]:
+        return _xxh64_short(buf, start, end)
+    return _xxh64_inline(buf, start, end, np.uint64(0))
+
+
+@njit(cache=True)
+def xxh64_slice(buf, start, end, seed):
+    """XXH64 of ``buf[start:end]`` (uint8 array) with a uint64 ``seed``. O(end - start)."""
+    return _xxh64_inline(buf, start, end, seed)
 
 
 # MD5 per-round shift amounts and sine-derived constants (RFC 1321, section 3.4).
@@ -209,15 +343,19 @@ def md5_64_slice(buf, start, end, s_table, k_table):
 def hash_slice(buf, start, end, code, s_table, k_table):
     """Feature hash of ``buf[start:end]``: XXH64 seed 0 (``code`` 0) or MD5-64 (``code`` 1)."""
     if code == 0:
-        return xxh64_slice(buf, start, end, np.uint64(0))
+        return _xxh64_inline(buf, start, end, np.uint64(0))
     return md5_64_slice(buf, start, end, s_table, k_table)
 
 
 @njit(cache=True)
 def _hash_slices(buf, starts, ends, code, s_table, k_table):
     out = np.empty(starts.shape[0], dtype=np.uint64)
-    for i in range(starts.shape[0]):
-        out[i] = hash_slice(buf, starts[i], ends[i], code, s_table, k_table)
+    if code == 0:
+        for i in range(starts.shape[0]):
+            out[i] = _xxh64_inline(buf, starts[i], ends[i], np.uint64(0))
+    else:
+        for i in range(starts.shape[0]):
+            out[i] = md5_64_slice(buf, starts[i], ends[i], s_table, k_table)
     return out
 
 

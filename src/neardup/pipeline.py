@@ -155,7 +155,7 @@ class Signatures:
         content: uint64[n, 2] content fingerprints of the normalised texts.
         signature: uint64[n] SimHash fingerprints or uint32[n, num_perm] MinHash signatures.
         empty: bool[n], documents without any letter or number.
-        text_bytes: int64[n], UTF-8 size of each text.
+        text_bytes: int64[n], UTF-8 size of each text after NFKC and case folding.
         set_offsets, set_hashes: sorted distinct shingle hashes (CSR) when kept, else None.
     """
 

@@ -22,7 +22,10 @@ values of :mod:`neardup.simhash` and :mod:`neardup.minhash`.
 
 Each shingle is hashed (:mod:`neardup.hashing`) over its UTF-8 bytes. A batch of documents becomes
 CSR arrays: ``offsets`` (int64, n + 1) and ``hashes`` (uint64, the shingles in document order,
-repeats included). All the work after step 1 runs in numba kernels over one byte buffer.
+repeats included). All the work runs in numba kernels over one buffer per batch; step 1 is a
+per-code-point table lookup there, except for the rare texts where folding depends on context
+(a code point that could compose with a neighbour, e.g. Hangul compatibility jamo), which take
+Python's ``unicodedata`` first. Both routes give the same bytes.
 
 Example:
     >>> normalize("SimHash 계산 방법을, 간단히 정리하면!")
@@ -40,9 +43,18 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from neardup.hashing import _MD5_K, _MD5_S, hash_code, hash_slice, xxh64_slice
+from neardup.hashing import (
+    _MD5_K,
+    _MD5_S,
+    _xxh64_padded,
+    hash_code,
+    md5_64_slice,
+    xxh64_slice,
+)
 
 SHINGLE_UNITS = ("word", "char")
+# Zero bytes after the canonical text, so that short features hash without a bounds branch.
+_PAD = 32
 MAX_SHINGLE_SIZE = 64
 # Seeds of the two halves of the 128-bit content fingerprint (XXH64 of the canonical text).
 CONTENT_SEEDS = (0, 0x9E3779B97F4A7C15)
@@ -121,6 +133,129 @@ def _utf8_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
+# Hangul jamo: the conjoining ones compose algorithmically with their neighbours; the simple
+# path below leaves every jamo block to the Python fold.
+_JAMO_RANGES = ((0x1100, 0x1200), (0xA960, 0xA980), (0xD7B0, 0xD800))
+@lru_cache(maxsize=1)
+def _fold_table() -> np.ndarray:
+    """int64 table over all code points for the compiled fold (step 1 plus step 2's test).
+
+    Terms: a code point c is *clean* when its combining class is 0, it is no Hangul jamo, and
+    neither c nor the first code point of NFKD(c) can be the second half of a canonical
+    composition: nothing before it can reorder or compose with it. It is *stable* when it is
+    clean and NFKC(c) = c. NFKC of a string of clean code points is the concatenation of NFKC of
+    each, and a string of stable code points is its own NFKC. So where ``e = casefold(NFKC(c))``
+    is made of stable code points for every c of a text, ``fold(text)`` is the concatenation
+    of the ``e``: a lookup per code point (Python's ``casefold`` works code point by code point).
+
+    The entry of such a c (*simple*) whose ``e`` is all letters, marks and numbers (at most 4
+    UTF-8 bytes) packs the bytes of ``e`` (bits 0–31, first byte lowest), their count (bits 32–34)
+    and 1 in bit 40; when ``e`` is all separators (at most 7 bytes) it holds the count only. It is
+    ``-1`` for every other code point: a text with one takes the Python :func:`fold`.
+    Built once per process (about 0.5 s).
+    """
+    tokens = token_table()
+    combining = unicodedata.combining
+    normalize_ = unicodedata.normalize
+    categories = map(unicodedata.category, map(chr, range(0x110000)))
+    assigned = [cp for cp, cat in enumerate(categories) if cat not in ("Cn", "Co", "Cs")]
+    decompositions = [unicodedata.decomposition(chr(cp)) for cp in assigned]
+    # Second halves of canonical pairs; Hangul vowels and trailing consonants compose by rule.
+    seconds = {cp for lo, hi in ((0x1161, 0x1176), (0x11A8, 0x11C3)) for cp in range(lo, hi)}
+    for parts in map(str.split, decompositions):
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            seconds.add(int(parts[1], 16))
+    jamo = {cp for lo, hi in _JAMO_RANGES for cp in range(lo, hi)}
+
+    def clean(ch: str) -> bool:
+        if ord(ch) in seconds or ord(ch) in jamo or combining(ch) != 0:
+            return False
+        first = normalize_("NFKD", ch)[0]
+        return ord(first) not in seconds and combining(first) == 0
+
+    def stable(ch: str) -> bool:
+        return clean(ch) and normalize_("NFKC", ch) == ch
+
+    # Unassigned and private-use code points fold to themselves and are separators.
+    table = np.empty(0x110000, dtype=np.int64)
+    for lo in range(0, 0x110000, 0x10000):  # by plane: small temporaries
+        table[lo : lo + 0x10000] = _utf8_packed(np.arange(lo, lo + 0x10000, dtype=np.int64))
+    table[0xD800:0xE000] = -1
+    for cp, decomposition in zip(assigned, decompositions):
+        ch = chr(cp)
+        if (
+            not decomposition
+            and cp not in seconds
+            and cp not in jamo
+            and not combining(ch)
+            and ch.casefold() == ch
+        ):
+            # Most code points (CJK, Hangul syllables, ...): no decomposition (a Hangul
+            # syllable's decomposes to a leading consonant first, and recomposes), no case.
+            table[cp] |= int(tokens[cp]) << 40
+            continue
+        folded = normalize_("NFKC", ch).casefold()
+        entry = -1
+        if folded and clean(ch) and all(stable(x) for x in folded):
+            data = folded.encode("utf-8")
+            kinds = {int(tokens[ord(x)]) for x in folded}
+            if kinds == {1} and len(data) <= 4:
+                entry = int.from_bytes(data, "little") | (len(data) << 32) | (1 << 40)
+            elif kinds == {0} and len(data) <= 7:
+                entry = len(data) << 32
+        table[cp] = entry
+    return table
+
+
+def _utf8_packed(cp: np.ndarray) -> np.ndarray:
+    """UTF-8 bytes of code points (int64 array) packed first byte lowest, count in bits 32–34."""
+    c = cp.astype(np.int64)
+    one = c
+    two = (0xC0 | (c >> 6)) | ((0x80 | (c & 0x3F)) << 8)
+    three = (0xE0 | (c >> 12)) | ((0x80 | ((c >> 6) & 0x3F)) << 8) | ((0x80 | (c & 0x3F)) << 16)
+    four = (
+        (0xF0 | (c >> 18))
+        | ((0x80 | ((c >> 12) & 0x3F)) << 8)
+        | ((0x80 | ((c >> 6) & 0x3F)) << 16)
+        | ((0x80 | (c & 0x3F)) << 24)
+    )
+    return np.select(
+        [c < 0x80, c < 0x800, c < 0x10000],
+        [one | (1 << 32), two | (2 << 32), three | (3 << 32)],
+        four | (4 << 32),
+    )
+
+
+def _encode_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The texts as code units for :func:`_fold_canonicalize`.
+
+    ASCII texts are joined and copied as bytes, the others joined as UTF-16 code units (both
+    close to a memory copy). A text with a lone surrogate, which UTF-16 cannot carry, is left to
+    the Python fold. Returns ``(ascii_buf uint8, wide_buf uint16, kinds int8[n], lengths int64[n])``:
+    kind 0 (ASCII), 1 (UTF-16) or 2 (Python fold); each buffer holds its texts in input order,
+    ``lengths`` counts code points.
+    """
+    is_ascii = [t.isascii() for t in texts]
+    narrow = [t for t, a in zip(texts, is_ascii) if a]
+    wide = [t for t, a in zip(texts, is_ascii) if not a]
+    kinds = np.logical_not(np.fromiter(is_ascii, dtype=np.bool_, count=len(texts))).view(np.int8)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    try:
+        wide_bytes = "".join(wide).encode("utf-16-le")
+    except UnicodeEncodeError:
+        # Some text has a lone surrogate: encode one by one and leave those to Python.
+        parts = []
+        for i in np.flatnonzero(kinds):
+            try:
+                parts.append(texts[i].encode("utf-16-le"))
+            except UnicodeEncodeError:
+                kinds[i] = 2
+        wide_bytes = b"".join(parts)
+    ascii_buf = np.frombuffer("".join(narrow).encode("ascii"), dtype=np.uint8)
+    wide_buf = np.frombuffer(wide_bytes, dtype="<u2").astype(np.uint16, copy=False)
+    return ascii_buf, wide_buf, kinds, lengths
+
+
 @njit(inline="always")
 def _decode(buf, i):
     """(code point, byte length) of the UTF-8 sequence at buf[i]."""
@@ -172,10 +307,150 @@ def _canonicalize(buf, offsets, table):
     return out[:o], out_offsets
 
 
+@njit(inline="always")
+def _emit(entry, out, o, prev_token, started):
+    """Append one folded code point (a :func:`_fold_table` entry) to the canonical text.
+
+    Branch-free: a space and four bytes are always written and the position advances only over
+    what counts (the output buffer has slack for that). A space goes before a token that follows
+    a separator, once something was written. Returns (position, is token, started).
+    """
+    token = (entry >> 40) & 1
+    space = token & (1 - prev_token) & started
+    # Unsigned indices: numba then skips the negative-index wraparound on every store.
+    out[np.uint64(o)] = 32
+    p = o + space
+    q = np.uint64(p)
+    out[q] = entry & 0xFF
+    out[q + np.uint64(1)] = (entry >> 8) & 0xFF
+    out[q + np.uint64(2)] = (entry >> 16) & 0xFF
+    out[q + np.uint64(3)] = (entry >> 24) & 0xFF
+    return p + token * ((entry >> 32) & 7), token, started | token
+
+
+@njit(cache=True)
+def _fold_canonicalize(ascii_buf, wide_buf, kinds, lengths, table):
+    """Steps 1–3 for the texts whose code points are all simple (see :func:`_fold_table`).
+
+    Returns (canonical bytes, offsets int64[n + 1], folded UTF-8 bytes int64[n], python bool[n]);
+    a text with ``python[i]`` set (kind 2, or a code point that is not simple) gets no bytes here.
+    """
+    n = kinds.shape[0]
+    # Folding never lengthens ASCII; a UTF-16 unit becomes at most 4 bytes (plus a space).
+    out = np.empty(ascii_buf.shape[0] + 5 * wide_buf.shape[0] + _PAD + 8, dtype=np.uint8)
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    folded_bytes = np.zeros(n, dtype=np.int64)
+    python = np.zeros(n, dtype=np.bool_)
+    o = 0
+    a = 0  # next text's start in ascii_buf
+    w = 0  # next text's start in wide_buf
+    for d in range(n):
+        doc_start = o
+        prev_token = np.int64(1)
+        started = np.int64(0)
+        if kinds[d] == 0:
+            for i in range(a, a + lengths[d]):
+                entry = table[ascii_buf[np.uint64(i)]]
+                o, prev_token, started = _emit(entry, out, o, prev_token, started)
+            a += lengths[d]
+            folded_bytes[d] = lengths[d]
+        elif kinds[d] == 1:
+            size = 0
+            i = w
+            # A text's code points, each one or two units (a pair).
+            for _ in range(lengths[d]):
+                cp = np.int64(wide_buf[np.uint64(i)])
+                i += 1
+                if 0xD800 <= cp < 0xDC00:
+                    # A pair (the encoder was strict, so a high surrogate is never alone).
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (np.int64(wide_buf[i]) - 0xDC00)
+                    i += 1
+                entry = table[np.uint64(cp)]
+                if entry < 0:
+                    python[d] = True
+                    break
+                size += (entry >> 32) & 7
+                o, prev_token, started = _emit(entry, out, o, prev_token, started)
+            if python[d]:
+                o = doc_start
+                # Skip the rest of the text's units to find the next text.
+                i = w
+                for _ in range(lengths[d]):
+                    cp = np.int64(wide_buf[i])
+                    i += 1 + np.int64(0xD800 <= cp < 0xDC00)
+            else:
+                folded_bytes[d] = size
+            w = i
+        else:
+            python[d] = True
+        out_offsets[d + 1] = o
+    out[o : o + _PAD] = 0
+    return out[: o + _PAD], out_offsets, folded_bytes, python
+
+
+@njit(inline="always")
+def _copy(src, lo, hi, dst, o):
+    """dst[o:o + hi - lo] = src[lo:hi] (a plain loop: numba's slice assignment checks for
+    overlap and can copy twice)."""
+    for k in range(hi - lo):
+        dst[np.uint64(o + k)] = src[np.uint64(lo + k)]
+    return o + hi - lo
+
+
+@njit(cache=True)
+def _splice(canon, offsets, folded_bytes, python, slow_canon, slow_offsets, slow_bytes):
+    """Put the Python-folded texts' canonical bytes (in order) into the gaps left for them."""
+    n = offsets.shape[0] - 1
+    out = np.empty(offsets[n] + slow_offsets[-1] + _PAD, dtype=np.uint8)
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    sizes = folded_bytes.copy()
+    o = 0
+    k = 0
+    d = 0
+    while d < n:
+        if python[d]:
+            o = _copy(slow_canon, slow_offsets[k], slow_offsets[k + 1], out, o)
+            sizes[d] = slow_bytes[k]
+            k += 1
+            out_offsets[d + 1] = o
+            d += 1
+            continue
+        # A run of texts folded by the kernel is one contiguous block of its output.
+        first = d
+        while d < n and not python[d]:
+            d += 1
+        base = o - offsets[first]
+        o = _copy(canon, offsets[first], offsets[d], out, o)
+        for j in range(first, d):
+            out_offsets[j + 1] = offsets[j + 1] + base
+    out[o:] = 0
+    return out, out_offsets, sizes
+
+
+def _canonical(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(canonical bytes, offsets int64[n + 1], folded UTF-8 bytes int64[n]) of many texts.
+
+    The bytes end with ``_PAD`` zero bytes after ``offsets[n]`` (see :func:`_xxh64_padded`).
+
+    Texts of simple code points (nearly all text) are folded by :func:`_fold_canonicalize`; the
+    rest take :func:`fold` and :func:`_canonicalize`. Both give the same bytes.
+    """
+    canon, offsets, folded_bytes, python = _fold_canonicalize(
+        *_encode_batch(texts), _fold_table()
+    )
+    if not python.any():
+        return canon, offsets, folded_bytes
+    slow_buf, slow_raw = _utf8_batch([texts[i] for i in np.flatnonzero(python)])
+    slow_canon, slow_offsets = _canonicalize(slow_buf, slow_raw, token_table())
+    return _splice(
+        canon, offsets, folded_bytes, python, slow_canon, slow_offsets, np.diff(slow_raw)
+    )
+
+
 def canonical_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Canonical UTF-8 bytes of many texts: (buffer uint8, offsets int64[n+1]). O(total bytes)."""
-    buf, offsets = _utf8_batch(texts)
-    return _canonicalize(buf, offsets, token_table())
+    canon, offsets, _ = _canonical(list(texts))
+    return canon[: offsets[-1]], offsets
 
 
 def normalize(text: str) -> str:
@@ -223,75 +498,111 @@ def shingles(text: str, shingle: str | Shingling = "word:3") -> list[str]:
 
 
 @njit(cache=True)
-def _unit_bounds(canon, start, end, word, starts, ends):
-    """Fill starts/ends with the byte bounds of the document's units; return their count."""
-    count = 0
-    i = start
-    if word:
-        while i < end:
-            j = i
-            while j < end and canon[j] != 32:
-                j += 1
-            starts[count] = i
-            ends[count] = j
-            count += 1
-            i = j + 1
-    else:
-        while i < end:
-            cp, width = _decode(canon, i)
-            if cp != 32:
-                starts[count] = i
-                ends[count] = i + width
-                count += 1
-            i += width
-    return count
+def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
+    """word:size shingles: in the canonical text words are split by exactly one space, so a
+    shingle is the slice from its first word's start to its last word's end."""
+    n = offsets.shape[0] - 1
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    max_len = 0
+    for d in range(n):
+        count = 0
+        if offsets[d + 1] > offsets[d]:
+            spaces = 0
+            for i in range(offsets[d], offsets[d + 1]):
+                spaces += np.int64(canon[np.uint64(i)] == 32)
+            count = max(spaces + 1 - size + 1, 1)
+        out_offsets[d + 1] = out_offsets[d] + count
+        max_len = max(max_len, offsets[d + 1] - offsets[d])
+    hashes = np.empty(out_offsets[n], dtype=np.uint64)
+    # ends[w + 1] is the end of word w of the current text, which starts at ends[w] + 1.
+    ends = np.empty(max_len + 2, dtype=np.int64)
+    for d in range(n):
+        lo = offsets[d]
+        hi = offsets[d + 1]
+        o = out_offsets[d]
+        count = out_offsets[d + 1] - o
+        if count == 0:
+            continue
+        if count == 1:
+            # At most `size` words: the shingle is the whole text.
+            if code == 0:
+                hashes[o] = _xxh64_padded(canon, lo, hi)
+            else:
+                hashes[o] = md5_64_slice(canon, lo, hi, s_table, k_table)
+            continue
+        # Branch-free word split: every position is written, the count moves on at spaces.
+        ends[0] = lo - 1
+        words = 1
+        for j in range(lo, hi):
+            ends[np.uint64(words)] = j
+            words += np.int64(canon[np.uint64(j)] == 32)
+        ends[words] = hi
+        if code == 0:
+            for i in range(count):
+                hashes[o + i] = _xxh64_padded(
+                    canon, ends[np.uint64(i)] + 1, ends[np.uint64(i + size)]
+                )
+        else:
+            for i in range(count):
+                hashes[o + i] = md5_64_slice(canon, ends[i] + 1, ends[i + size], s_table, k_table)
+    return out_offsets, hashes
 
 
 @njit(cache=True)
-def _hash_units(canon, starts, ends, first, last, word, scratch, code, s_table, k_table):
-    """Hash the shingle made of units first..last (inclusive)."""
-    if word:
-        # Words are separated by exactly one space in the canonical text: the shingle is a slice.
-        return hash_slice(canon, starts[first], ends[last], code, s_table, k_table)
-    n = 0
-    for u in range(first, last + 1):
-        for b in range(starts[u], ends[u]):
-            scratch[n] = canon[b]
-            n += 1
-    return hash_slice(scratch, 0, n, code, s_table, k_table)
+def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
+    """char:size shingles: each text's bytes with the spaces removed are copied once, so a
+    shingle is a slice of that copy from one code point's start to another's."""
+    n = offsets.shape[0] - 1
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    max_len = 0
+    for d in range(n):
+        units = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            b = canon[np.uint64(i)]
+            units += np.int64((b & 0xC0) != 0x80) & np.int64(b != 32)
+        out_offsets[d + 1] = out_offsets[d] + (0 if units == 0 else max(units - size + 1, 1))
+        max_len = max(max_len, offsets[d + 1] - offsets[d])
+    hashes = np.empty(out_offsets[n], dtype=np.uint64)
+    # Slack after the packed text, for _xxh64_padded; what it holds does not matter.
+    packed = np.zeros(max_len + _PAD, dtype=np.uint8)
+    starts = np.empty(max(max_len, size) + 1, dtype=np.int64)
+    for d in range(n):
+        o = out_offsets[d]
+        count = out_offsets[d + 1] - o
+        if count == 0:
+            continue
+        m = 0
+        units = 0
+        # Branch-free: every byte is written and recorded, the counts move on when it counts
+        # (a space is overwritten, a continuation byte's start by the next lead byte's).
+        for i in range(offsets[d], offsets[d + 1]):
+            b = canon[np.uint64(i)]
+            keep = np.int64(b != 32)
+            packed[np.uint64(m)] = b
+            starts[np.uint64(units)] = m
+            units += keep & np.int64((b & 0xC0) != 0x80)
+            m += keep
+        starts[units] = m
+        if units < size:
+            starts[size] = m
+        if code == 0:
+            for i in range(count):
+                hashes[o + i] = _xxh64_padded(
+                    packed, starts[np.uint64(i)], starts[np.uint64(i + size)]
+                )
+        else:
+            for i in range(count):
+                hashes[o + i] = md5_64_slice(
+                    packed, starts[i], starts[i + size], s_table, k_table
+                )
+    return out_offsets, hashes
 
 
 @njit(cache=True)
 def _shingle_hashes(canon, offsets, word, size, code, s_table, k_table):
-    n = offsets.shape[0] - 1
-    max_len = 0
-    for d in range(n):
-        max_len = max(max_len, offsets[d + 1] - offsets[d])
-    starts = np.empty(max_len + 1, dtype=np.int64)
-    ends = np.empty(max_len + 1, dtype=np.int64)
-    scratch = np.empty(max(max_len, 1), dtype=np.uint8)
-    counts = np.empty(n, dtype=np.int64)
-    # Pass 1: shingle counts, so the output is allocated once.
-    for d in range(n):
-        units = _unit_bounds(canon, offsets[d], offsets[d + 1], word, starts, ends)
-        counts[d] = 0 if units == 0 else max(units - size + 1, 1)
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
-    for d in range(n):
-        out_offsets[d + 1] = out_offsets[d] + counts[d]
-    hashes = np.empty(out_offsets[n], dtype=np.uint64)
-    for d in range(n):
-        units = _unit_bounds(canon, offsets[d], offsets[d + 1], word, starts, ends)
-        o = out_offsets[d]
-        if units == 0:
-            continue
-        if units < size:
-            hashes[o] = _hash_units(canon, starts, ends, 0, units - 1, word, scratch, code, s_table, k_table)
-            continue
-        for i in range(units - size + 1):
-            hashes[o + i] = _hash_units(
-                canon, starts, ends, i, i + size - 1, word, scratch, code, s_table, k_table
-            )
-    return out_offsets, hashes
+    if word:
+        return _word_shingle_hashes(canon, offsets, size, code, s_table, k_table)
+    return _char_shingle_hashes(canon, offsets, size, code, s_table, k_table)
 
 
 @njit(cache=True)
@@ -313,7 +624,8 @@ class Features:
         hashes: uint64 shingle hashes in document order, repeats included.
         content: uint64[n, 2], the 128-bit content fingerprint (XXH64 of the canonical text with
             the two seeds of ``CONTENT_SEEDS``): equal for texts that normalise to the same text.
-        text_bytes: UTF-8 bytes of each input text (int64[n]).
+        text_bytes: UTF-8 bytes of each text after NFKC and case folding (int64[n]; within a
+            few per cent of the input size, used for throughput figures).
     """
 
     offsets: np.ndarray
@@ -335,7 +647,8 @@ def hash_features(
 ) -> Features:
     """Hash the shingles of many texts (see the module docstring for the rules).
 
-    Cost: O(total bytes × shingle size) in compiled code, plus one C-level Unicode fold per text.
+    Cost: O(total bytes × shingle size) in compiled code (plus a C-level Unicode fold for the
+    rare texts that need one, see the module docstring).
 
     Example:
         >>> f = hash_features(["a b c d", ""], "word:3")
@@ -347,12 +660,11 @@ def hash_features(
     """
     spec = Shingling.parse(shingle)
     code = hash_code(hash_name)
-    buf, raw_offsets = _utf8_batch(list(texts))
-    canon, offsets = _canonicalize(buf, raw_offsets, token_table())
+    canon, offsets, text_bytes = _canonical(list(texts))
     feat_offsets, hashes = _shingle_hashes(
         canon, offsets, spec.unit == "word", spec.size, code, _MD5_S, _MD5_K
     )
-    return Features(feat_offsets, hashes, _content_hashes(canon, offsets), np.diff(raw_offsets))
+    return Features(feat_offsets, hashes, _content_hashes(canon, offsets), text_bytes)
 
 
 @njit(cache=True)
