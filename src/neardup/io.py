@@ -592,6 +592,63 @@ def _decoded_lines(fh: IO[bytes], path: str, bad_lines: list[int]) -> Iterator[s
         yield s
 
 
+def _delimited_rows(src: _Source, rows, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` of a CSV or TSV source: its header first, then each well-formed row.
+
+    A row the csv module cannot parse, that holds invalid UTF-8, or whose field count differs
+    from the header's goes to ``rows.bad`` (which raises or counts it) with the line where it
+    starts; blank lines are skipped; an empty file yields nothing. O(size of the file).
+    """
+    path = src.display
+    kind = "TSV" if delimiter == "\t" else "CSV"
+    _raise_csv_limit()
+    with _open_input(src) as fh:
+        bad_lines: list[int] = []
+        reader = csv.reader(_decoded_lines(fh, path, bad_lines), delimiter=delimiter)
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise InputError(path, 1, None, f"malformed {kind} header", str(e)) from e
+        if bad_lines:
+            raise InputError(path, bad_lines[0], None, "invalid UTF-8", "in the header")
+        yield 1, header
+        width = len(header)
+        end = reader.line_num
+        while True:
+            start = end + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                end = reader.line_num
+                rows.bad(path, start, None, f"malformed {kind} row", str(e))
+                continue
+            end = reader.line_num
+            if bad_lines:
+                # Drop the record if any of its physical lines failed to decode.
+                first_bad = bad_lines[0]
+                while bad_lines and bad_lines[0] <= end:
+                    bad_lines.pop(0)
+                if first_bad <= end:
+                    rows.bad(path, first_bad, None, "invalid UTF-8")
+                    continue
+            if not row:
+                continue  # blank line
+            if len(row) != width:
+                rows.bad(
+                    path,
+                    start,
+                    None,
+                    f"malformed {kind} row",
+                    f"expected {width} fields as in the header, got {len(row)}",
+                )
+                continue
+            yield start, row
+
+
 @contextmanager
 def _open_parquet(src: _Source) -> Iterator[pq.ParquetFile]:
     try:
@@ -940,76 +997,34 @@ class DocumentReader:
 
     def _read_delimited(self, src: _Source) -> Iterator[DocumentBatch]:
         path = src.display
-        rows = self._rows
-        rows.start_file(path)
-        _raise_csv_limit()
-        kind = src.fmt.upper()
-        with _open_input(src) as fh:
-            bad_lines: list[int] = []
-            reader = csv.reader(
-                _decoded_lines(fh, path, bad_lines), delimiter="\t" if src.fmt == "tsv" else ","
+        self._rows.start_file(path)
+        lines = _delimited_rows(src, self._rows, "\t" if src.fmt == "tsv" else ",")
+        header = next(lines, (1, None))[1]
+        if header is None:
+            return  # an empty file holds no documents
+        columns = {}
+        for i, name in enumerate(header):
+            columns.setdefault(name, i)
+        wanted = [self._id_field, self._text_field]
+        if self._time_field is not None:
+            wanted.append(self._time_field)
+        for name in wanted:
+            if name not in columns:
+                raise _missing_column(path, name, header, "line")
+        i_id, i_text = columns[self._id_field], columns[self._text_field]
+        i_time = columns[self._time_field] if self._time_field is not None else None
+        keep, batch_size, add = self._keep, self._batch_size, self._add
+        for start, row in lines:
+            add(
+                path,
+                start,
+                row[i_id],
+                row[i_text],
+                row[i_time] if i_time is not None else None,
+                dict(zip(header, row)) if keep else None,
             )
-            try:
-                header = next(reader)
-            except StopIteration:
-                return  # an empty file holds no documents
-            except csv.Error as e:
-                raise InputError(path, 1, None, f"malformed {kind} header", str(e)) from e
-            if bad_lines:
-                raise InputError(path, bad_lines[0], None, "invalid UTF-8", "in the header")
-            columns = {}
-            for i, name in enumerate(header):
-                columns.setdefault(name, i)
-            wanted = [self._id_field, self._text_field]
-            if self._time_field is not None:
-                wanted.append(self._time_field)
-            for name in wanted:
-                if name not in columns:
-                    raise _missing_column(path, name, header, "line")
-            i_id, i_text = columns[self._id_field], columns[self._text_field]
-            i_time = columns[self._time_field] if self._time_field is not None else None
-            width = len(header)
-            keep, batch_size, add = self._keep, self._batch_size, self._add
-            end = reader.line_num
-            while True:
-                start = end + 1
-                try:
-                    row = next(reader)
-                except StopIteration:
-                    break
-                except csv.Error as e:
-                    end = reader.line_num
-                    rows.bad(path, start, None, f"malformed {kind} row", str(e))
-                    continue
-                end = reader.line_num
-                if bad_lines:
-                    first_bad = bad_lines[0]
-                    while bad_lines and bad_lines[0] <= end:
-                        bad_lines.pop(0)
-                    if first_bad <= end:
-                        rows.bad(path, first_bad, None, "invalid UTF-8")
-                        continue
-                if not row:
-                    continue  # blank line
-                if len(row) != width:
-                    rows.bad(
-                        path,
-                        start,
-                        None,
-                        f"malformed {kind} row",
-                        f"expected {width} fields as in the header, got {len(row)}",
-                    )
-                    continue
-                add(
-                    path,
-                    start,
-                    row[i_id],
-                    row[i_text],
-                    row[i_time] if i_time is not None else None,
-                    dict(zip(header, row)) if keep else None,
-                )
-                if len(self._ids) >= batch_size:
-                    yield self._flush()
+            if len(self._ids) >= batch_size:
+                yield self._flush()
 
     def _read_parquet(self, src: _Source) -> Iterator[DocumentBatch]:
         path = src.display
@@ -1305,59 +1320,20 @@ class _FingerprintCollector:
 
     def read_csv(self, src: _Source) -> None:
         path = src.display
-        rows = self.rows
-        rows.start_file(path)
-        _raise_csv_limit()
-        with _open_input(src) as fh:
-            bad_lines: list[int] = []
-            reader = csv.reader(_decoded_lines(fh, path, bad_lines))
-            try:
-                header = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                raise InputError(path, 1, None, "malformed CSV header", str(e)) from e
-            if bad_lines:
-                raise InputError(path, bad_lines[0], None, "invalid UTF-8", "in the header")
-            for name in ("id", "fingerprint"):
-                if name not in header:
-                    raise _missing_column(path, name, header, "line")
-            i_id, i_fp = header.index("id"), header.index("fingerprint")
-            i_time = header.index("timestamp") if "timestamp" in header else None
-            width = len(header)
-            end = reader.line_num
-            while True:
-                start = end + 1
-                try:
-                    row = next(reader)
-                except StopIteration:
-                    break
-                except csv.Error as e:
-                    end = reader.line_num
-                    rows.bad(path, start, None, "malformed CSV row", str(e))
-                    continue
-                end = reader.line_num
-                if bad_lines:
-                    first_bad = bad_lines[0]
-                    while bad_lines and bad_lines[0] <= end:
-                        bad_lines.pop(0)
-                    if first_bad <= end:
-                        rows.bad(path, first_bad, None, "invalid UTF-8")
-                        continue
-                if not row:
-                    continue
-                if len(row) != width:
-                    rows.bad(
-                        path,
-                        start,
-                        None,
-                        "malformed CSV row",
-                        f"expected {width} fields as in the header, got {len(row)}",
-                    )
-                    continue
-                self.add(
-                    path, start, row[i_id], row[i_fp], row[i_time] if i_time is not None else None
-                )
+        self.rows.start_file(path)
+        lines = _delimited_rows(src, self.rows, ",")
+        header = next(lines, (1, None))[1]
+        if header is None:
+            return
+        for name in ("id", "fingerprint"):
+            if name not in header:
+                raise _missing_column(path, name, header, "line")
+        i_id, i_fp = header.index("id"), header.index("fingerprint")
+        i_time = header.index("timestamp") if "timestamp" in header else None
+        for start, row in lines:
+            self.add(
+                path, start, row[i_id], row[i_fp], row[i_time] if i_time is not None else None
+            )
 
     def read_parquet(self, src: _Source) -> None:
         path = src.display

@@ -324,8 +324,8 @@ def _ctpop(typingctx, x):
 
 
 @njit(cache=True)
-def _popcount64(x: np.uint64) -> int:
-    """Number of set bits of a uint64."""
+def popcount64(x: np.uint64) -> int:
+    """Number of set bits of a uint64 (one POPCNT instruction; callable from numba code only)."""
     return np.int64(_ctpop(np.uint64(x)))
 
 
@@ -418,7 +418,7 @@ def _count_within(values, s, e, hamming_k, excl):
         x = values[i]
         for j in range(i + 1, e):
             d = x ^ values[j]
-            if _popcount64(d) <= hamming_k and not _excluded(d, excl):
+            if popcount64(d) <= hamming_k and not _excluded(d, excl):
                 c += 1
     return c
 
@@ -431,7 +431,7 @@ def _emit_within(values, s, e, hamming_k, excl, xa, xb, dist, m):
         x = values[i]
         for j in range(i + 1, e):
             d = x ^ values[j]
-            pc = _popcount64(d)
+            pc = popcount64(d)
             if pc <= hamming_k and not _excluded(d, excl):
                 xa[m] = x
                 xb[m] = values[j]

@@ -1,0 +1,694 @@
+"""``neardup index ...`` (a persistent near-duplicate index on disk) and ``neardup serve`` (its
+HTTP service). See :mod:`neardup.index.store` for the grouping rules and durability."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+import numpy as np
+
+from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
+from neardup.hashing import HASH_NAMES
+from neardup.index.store import DEFAULT_LIMIT, MAX_LIMIT, NearDupIndex
+from neardup.io import read_documents, read_fingerprints, write_table
+from neardup.pipeline import Settings, signatures
+from neardup.simhash import WEIGHTS
+
+_FP_FORMATS = click.Choice(["auto", "hex", "dec"])
+
+
+def _dir_option(command):
+    return click.option(
+        "-d", "--dir", "directory", required=True, metavar="DIR", help="The index directory."
+    )(command)
+
+
+def _source_options(command):
+    options = [
+        click.option(
+            "--fingerprints",
+            "from_fingerprints",
+            is_flag=True,
+            help="INPUTS hold fingerprint rows (`id <TAB> fingerprint <TAB> timestamp`, as "
+            "`neardup fingerprint` writes them) instead of documents.",
+        ),
+        click.option(
+            "--fingerprint-format",
+            type=_FP_FORMATS,
+            default="auto",
+            show_default=True,
+            help="With --fingerprints: how fingerprints are written.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _settings_options(command):
+    options = [
+        click.option(
+            "-k",
+            "--hamming-k",
+            type=int,
+            default=3,
+            show_default=True,
+            help="Near-duplicates differ in at most this many of 64 bits (fixed for the index).",
+        ),
+        click.option(
+            "--shingle",
+            default="word:3",
+            show_default=True,
+            help="Features: word:K or char:K (fixed for the index).",
+        ),
+        click.option(
+            "--hash",
+            "hash_name",
+            type=click.Choice(HASH_NAMES),
+            default="xxh",
+            show_default=True,
+            help="Feature hash (fixed for the index).",
+        ),
+        click.option(
+            "--weights",
+            type=click.Choice(WEIGHTS),
+            default="set",
+            show_default=True,
+            help="SimHash weights (fixed for the index).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _fingerprint_batch(batch, settings: Settings) -> np.ndarray:
+    return signatures(batch.texts, settings).signature
+
+
+def _batches(
+    index: NearDupIndex,
+    inputs,
+    from_fingerprints,
+    fingerprint_format,
+    id_field,
+    text_field,
+    time_field,
+    input_format,
+    on_error,
+    workers,
+    reporter,
+):
+    """(ids, uint64 fingerprints, int64 µs timestamps) per input batch, in input order."""
+    if from_fingerprints:
+        table = read_fingerprints(
+            list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
+        )
+        step = 10_000
+        for start in range(0, len(table), step):
+            stop = min(len(table), start + step)
+            yield (
+                table.ids[start:stop],
+                table.fingerprints[start:stop],
+                table.timestamps[start:stop],
+            )
+        return
+    from neardup.engines.local import check_workers, ordered_map
+
+    reader = read_documents(
+        list(inputs),
+        id_field=id_field,
+        text_field=text_field,
+        time_field=time_field,
+        input_format=input_format,
+        on_error=on_error,
+    )
+    for batch, fps in ordered_map(
+        _fingerprint_batch, reader, check_workers(workers), index.settings
+    ):
+        reporter.batch(batch)
+        yield batch.ids, fps, batch.timestamps
+
+
+def _result_columns(results) -> dict:
+    return {
+        "id": [r.id for r in results],
+        "status": [r.status for r in results],
+        "duplicate_id": [r.duplicate_id for r in results],
+        "original_id": [r.original_id for r in results],
+        "match_count": [r.match_count for r in results],
+        "nearest_id": [r.matches[0].id if r.matches else None for r in results],
+        "distance": [r.matches[0].distance if r.matches else None for r in results],
+    }
+
+
+@click.group("index", context_settings=CONTEXT)
+def index() -> None:
+    """A persistent near-duplicate index for crawlers: add pages and learn at once whether a
+    near-duplicate is already stored.
+
+    The index keeps exactly the groups of `neardup dedup --method simhash --grouping
+    components` (same -k, --shingle, --hash, --weights) over the documents it holds (duplicate
+    ID = the ID of the group's earliest document). Records are in SQLite (a crash never loses
+    an acknowledged add); the Manku tables are in memory.
+
+    \b
+    Start with:
+      neardup index build docs.jsonl -d crawl.idx --time-field ts
+      neardup index add new.jsonl -d crawl.idx -o decisions.tsv
+      neardup index query -d crawl.idx "text of a page"
+      neardup serve -d crawl.idx --port 8000
+    """
+
+
+@index.command(context_settings=CONTEXT)
+@_dir_option
+@_settings_options
+@handle_errors
+def create(directory, hamming_k, shingle, hash_name, weights):
+    """Create an empty index (settings fixed from now on).
+
+    \b
+    Example:
+      neardup index create -d crawl.idx -k 3 --shingle word:3
+    """
+    NearDupIndex.create(
+        directory, hamming_k=hamming_k, shingle=shingle, hash_name=hash_name, weights=weights
+    ).close()
+    click.echo(
+        f"created {directory} (hamming_k={hamming_k}, shingle={shingle}, "
+        f"hash={hash_name}, weights={weights})",
+        err=True,
+    )
+
+
+@index.command(context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True)
+@_dir_option
+@_source_options
+@_settings_options
+@click.option("--force", is_flag=True, help="Replace an existing index at DIR.")
+@input_options
+@handle_errors
+def build(
+    inputs,
+    directory,
+    from_fingerprints,
+    fingerprint_format,
+    hamming_k,
+    shingle,
+    hash_name,
+    weights,
+    force,
+    id_field,
+    text_field,
+    time_field,
+    input_format,
+    on_error,
+    workers,
+    quiet,
+):
+    """Build an index from a corpus in one pass (same groups as `neardup dedup --method simhash`).
+
+    INPUTS are documents (JSONL, CSV, TSV, Parquet, a directory of .txt files) or, with
+    --fingerprints, fingerprint rows. The index is written beside DIR and renamed into place
+    when complete.
+
+    \b
+    Examples:
+      neardup index build docs.jsonl -d crawl.idx --time-field ts -k 3
+      neardup index build fps.tsv --fingerprints -d crawl.idx
+    """
+    from neardup.engines.local import LocalEngine
+
+    settings = Settings(
+        method="simhash",
+        hamming_k=hamming_k,
+        shingle=shingle,
+        hash_name=hash_name,
+        weights=weights,
+        verify=None,
+    )
+    with Reporter(quiet) as reporter:
+        if from_fingerprints:
+            table = read_fingerprints(
+                list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
+            )
+            ids, stamps, sig, fps = table.ids, table.timestamps, None, table.fingerprints
+            skipped = table.stats.skipped
+        else:
+            reader = read_documents(
+                list(inputs),
+                id_field=id_field,
+                text_field=text_field,
+                time_field=time_field,
+                input_format=input_format,
+                on_error=on_error,
+            )
+            collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
+            ids, stamps, sig, fps = (
+                collection.ids,
+                collection.timestamps,
+                collection.signatures,
+                None,
+            )
+            skipped = reader.stats.skipped
+        reporter.stage("building")
+        idx = NearDupIndex.build(
+            directory,
+            ids,
+            fingerprints=fps,
+            signatures_=sig,
+            timestamps_us=stamps,
+            hamming_k=hamming_k,
+            shingle=shingle,
+            hash_name=hash_name,
+            weights=weights,
+            overwrite=force,
+        )
+        stats = idx.stats()
+        idx.close()
+    elapsed = time.perf_counter() - reporter.started
+    reporter.summary(
+        [
+            ("documents", stats["documents"]),
+            ("skipped rows", skipped),
+            ("groups", stats["groups"]),
+            ("duplicates", stats["duplicates"]),
+            ("largest group", stats["largest_group"]),
+            ("tables", f"{stats['tables']} ({stats['prefix_bits']}-bit prefixes)"),
+            ("memory bytes / document", stats["bytes_per_document"] or 0.0),
+            ("seconds", elapsed),
+        ]
+    )
+
+
+@index.command(context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True)
+@_dir_option
+@_source_options
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Also write one row per document: id, status, duplicate_id, original_id, "
+    "match_count, nearest_id, distance.",
+)
+@click.option(
+    "--if-exists",
+    type=click.Choice(["error", "skip"]),
+    default="error",
+    show_default=True,
+    help="An ID already in the index: stop with an error, or skip it.",
+)
+@click.option(
+    "--synchronous",
+    type=click.Choice(["normal", "full"]),
+    default="normal",
+    show_default=True,
+    help="normal: an add survives a crash of the process; full: also power loss (fsync).",
+)
+@input_options
+@handle_errors
+def add(
+    inputs,
+    directory,
+    from_fingerprints,
+    fingerprint_format,
+    output,
+    if_exists,
+    synchronous,
+    id_field,
+    text_field,
+    time_field,
+    input_format,
+    on_error,
+    workers,
+    quiet,
+):
+    """Add documents to an index, incrementally (no rebuild); each one is new or a duplicate.
+
+    Documents are added in input order, each batch of up to 10,000 in one transaction; a
+    document older than its group's original becomes the new original (the group's
+    duplicate ID changes with it).
+
+    \b
+    Examples:
+      neardup index add today.jsonl -d crawl.idx --time-field fetched -o decisions.tsv
+      neardup index add more-fps.tsv --fingerprints -d crawl.idx --if-exists skip
+    """
+    results = []
+    counts = {"new": 0, "duplicate": 0, "exists": 0}
+    with Reporter(quiet) as reporter, NearDupIndex(directory, synchronous=synchronous) as idx:
+        try:
+            for ids, fps, stamps in _batches(
+                idx,
+                inputs,
+                from_fingerprints,
+                fingerprint_format,
+                id_field,
+                text_field,
+                time_field,
+                input_format,
+                on_error,
+                workers,
+                reporter,
+            ):
+                batch_results = idx.add_arrays(ids, fps, stamps, if_exists=if_exists, limit=1)
+                for r in batch_results:
+                    counts[r.status] += 1
+                if output:
+                    results.extend(batch_results)
+        except (ValueError, OSError) as error:
+            done = counts["new"] + counts["duplicate"]
+            raise type(error)(f"{error} ({done:,} documents were added before it)") from None
+        reporter.stage("writing")
+        if output:
+            write_table(output, _result_columns(results))
+        total = len(idx)
+    elapsed = time.perf_counter() - reporter.started
+    added = counts["new"] + counts["duplicate"]
+    reporter.summary(
+        [
+            ("added", added),
+            ("  new", counts["new"]),
+            ("  duplicates", counts["duplicate"]),
+            ("skipped (already stored)", counts["exists"]),
+            ("documents in index", total),
+            ("seconds", elapsed),
+            ("documents / s", added / elapsed if elapsed > 0 else 0.0),
+        ]
+    )
+
+
+def _print_query(result, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        return
+    head = f"{result.status}  fingerprint {result.fingerprint:016x}  matches {result.match_count}"
+    if result.duplicate_id is not None:
+        head += f"  duplicate_id {result.duplicate_id}  original_id {result.original_id}"
+    click.echo(head)
+    if result.matches:
+        click.echo("distance\tid\tduplicate_id\toriginal_id")
+        for m in result.matches:
+            click.echo(f"{m.distance}\t{m.id}\t{m.duplicate_id}\t{m.original_id}")
+
+
+@index.command(context_settings=CONTEXT)
+@click.argument("text", required=False)
+@_dir_option
+@click.option(
+    "--fingerprint", default=None, help="Query a fingerprint (16 hex digits, 0x-hex or decimal)."
+)
+@click.option(
+    "--file",
+    "text_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Query the text of a file.",
+)
+@click.option(
+    "-k",
+    "--hamming-k",
+    type=int,
+    default=None,
+    help="Largest distance, at most the index's (default: the index's).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(0, MAX_LIMIT),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Matches to list.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def query(text, directory, fingerprint, text_file, hamming_k, limit, as_json):
+    """Stored near-duplicates of one text (TEXT, --file, or - for stdin) or fingerprint.
+
+    Matches are ordered by distance, then ID, each with its group's duplicate ID and original.
+    Opens the index read-only, so it works while a writer (e.g. `neardup serve`) has it open.
+
+    \b
+    Examples:
+      neardup index query -d crawl.idx "the text of a fetched page"
+      neardup index query -d crawl.idx --fingerprint 3fa2c0d19b7e4410 -k 2 --json
+      curl -s https://example.org | neardup index query -d crawl.idx -
+    """
+    given = [x is not None for x in (text, fingerprint, text_file)]
+    if sum(given) != 1:
+        raise ValueError("give exactly one of TEXT, --fingerprint and --file")
+    if text == "-":
+        text = sys.stdin.read()
+    elif text_file is not None:
+        with open(text_file, encoding="utf-8") as fh:
+            text = fh.read()
+    with NearDupIndex(directory, readonly=True) as idx:
+        result = idx.query(text, fingerprint=fingerprint, hamming_k=hamming_k, limit=limit)
+    _print_query(result, as_json)
+
+
+@index.command("query-batch", context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True)
+@_dir_option
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    help="One row per probe: id, status, duplicate_id, original_id, match_count, nearest_id, "
+    "distance.",
+)
+@click.option(
+    "--matches-out",
+    default=None,
+    help="Also write one row per listed match: id, match_id, distance, duplicate_id, original_id.",
+)
+@_source_options
+@click.option(
+    "-k",
+    "--hamming-k",
+    type=int,
+    default=None,
+    help="Largest distance, at most the index's (default: the index's).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(0, MAX_LIMIT),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Matches listed per probe (for --matches-out).",
+)
+@input_options
+@handle_errors
+def query_batch(
+    inputs,
+    directory,
+    output,
+    matches_out,
+    from_fingerprints,
+    fingerprint_format,
+    hamming_k,
+    limit,
+    id_field,
+    text_field,
+    time_field,
+    input_format,
+    on_error,
+    workers,
+    quiet,
+):
+    """Check many documents (or fingerprints) against the index at once; nothing is stored.
+
+    \b
+    Examples:
+      neardup index query-batch fetched.jsonl -d crawl.idx -o decisions.tsv
+      neardup index query-batch fps.tsv --fingerprints -d crawl.idx -o out.tsv --matches-out m.tsv
+    """
+    results = []
+    with Reporter(quiet) as reporter, NearDupIndex(directory, readonly=True) as idx:
+        for ids, fps, _ in _batches(
+            idx,
+            inputs,
+            from_fingerprints,
+            fingerprint_format,
+            id_field,
+            text_field,
+            time_field,
+            input_format,
+            on_error,
+            workers,
+            reporter,
+        ):
+            results.extend(
+                idx.query_many(fingerprints=fps, ids=ids, hamming_k=hamming_k, limit=limit)
+            )
+        reporter.stage("writing")
+        write_table(output, _result_columns(results))
+        if matches_out:
+            rows = [(r.id, m) for r in results for m in r.matches]
+            write_table(
+                matches_out,
+                {
+                    "id": [q for q, _ in rows],
+                    "match_id": [m.id for _, m in rows],
+                    "distance": [m.distance for _, m in rows],
+                    "duplicate_id": [m.duplicate_id for _, m in rows],
+                    "original_id": [m.original_id for _, m in rows],
+                },
+            )
+    elapsed = time.perf_counter() - reporter.started
+    dups = sum(r.status == "duplicate" for r in results)
+    reporter.summary(
+        [
+            ("probes", len(results)),
+            ("with a near-duplicate", dups),
+            ("new", len(results) - dups),
+            ("seconds", elapsed),
+        ]
+    )
+
+
+@index.command(context_settings=CONTEXT)
+@click.argument("ids", nargs=-1)
+@_dir_option
+@click.option(
+    "--ids-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Also remove the IDs listed in this file, one per line.",
+)
+@handle_errors
+def remove(ids, directory, ids_file):
+    """Remove documents by ID (one transaction). Groups are re-checked: a new original where
+    the original left, a split where the removed document was the only link.
+
+    \b
+    Examples:
+      neardup index remove -d crawl.idx page-17 page-42
+      neardup index remove -d crawl.idx --ids-file gone.txt
+    """
+    wanted = list(ids)
+    if ids_file:
+        with open(ids_file, encoding="utf-8") as fh:
+            wanted += [line.rstrip("\r\n") for line in fh if line.strip()]
+    if not wanted:
+        raise ValueError("give the IDs to remove (arguments or --ids-file)")
+    with NearDupIndex(directory) as idx:
+        removed = idx.remove_many(wanted)
+    click.echo(f"removed {removed} of {len(wanted)} documents", err=True)
+
+
+@index.command(context_settings=CONTEXT)
+@_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def stats(directory, as_json):
+    """Documents, groups, settings, table plan, memory and open time of an index.
+
+    \b
+    Example:
+      neardup index stats -d crawl.idx --json
+    """
+    with NearDupIndex(directory, readonly=True) as idx:
+        data = idx.stats()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        click.echo(
+            f"{key:<{width}}  {value:,}"
+            if isinstance(value, int) and not isinstance(value, bool)
+            else f"{key:<{width}}  {value}"
+        )
+
+
+@click.command(context_settings=CONTEXT)
+@_dir_option
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback unless told otherwise).",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--token",
+    envvar="NEARDUP_TOKEN",
+    default=None,
+    help="Require `Authorization: Bearer TOKEN` on /v1 requests (or set NEARDUP_TOKEN).",
+)
+@click.option(
+    "--read-only",
+    "readonly",
+    is_flag=True,
+    help="Serve queries only, next to another process that writes the index.",
+)
+@click.option(
+    "--synchronous",
+    type=click.Choice(["normal", "full"]),
+    default="normal",
+    show_default=True,
+    help="normal: an acknowledged add survives a crash of the process; full: also power loss.",
+)
+@click.option(
+    "--max-batch",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    help="Most documents per request (more: 413).",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(1024, 1 << 30),
+    default=8 * 1024 * 1024,
+    show_default=True,
+    help="Largest request body (more: 413).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+)
+@handle_errors
+def serve(
+    directory, host, port, token, readonly, synchronous, max_batch, max_body_bytes, log_level
+):
+    """Serve an index over HTTP (JSON API; OpenAPI docs at /docs).
+
+    \b
+    POST /v1/documents   add one {id, text|fingerprint, timestamp} or {"documents": [...]}
+    POST /v1/query       the same probe, nothing stored
+    GET/DELETE /v1/documents/{id}, GET /v1/stats, GET /healthz
+
+    \b
+    Examples:
+      neardup serve -d crawl.idx
+      NEARDUP_TOKEN=s3cret neardup serve -d crawl.idx --port 8080
+    """
+    from neardup.index.service import _is_loopback
+    from neardup.index.service import serve as run
+
+    if not _is_loopback(host) and not token:
+        click.echo(
+            f"neardup: warning: serving on {host} without --token: anyone who can reach "
+            "it may add and remove documents",
+            err=True,
+        )
+    click.echo(f"serving {directory} on http://{host}:{port} (docs: /docs)", err=True)
+    run(
+        directory,
+        host=host,
+        port=port,
+        token=token,
+        readonly=readonly,
+        synchronous=synchronous,
+        max_batch=max_batch,
+        max_body_bytes=max_body_bytes,
+        log_level=log_level,
+    )
