@@ -102,3 +102,23 @@ def test_shingle_spec_defaults():
     assert Shingling.parse("word") == Shingling("word", 3)
     assert Shingling.parse("char") == Shingling("char", 5)
     assert str(Shingling.parse(" char:7 ")) == "char:7"
+
+
+def test_code_point_tables_cached_on_disk_equal_a_fresh_build(tmp_path, monkeypatch):
+    from neardup import text as text_module
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    for table in (text_module.token_table, text_module._fold_table):
+        fresh = table.__wrapped__.__wrapped__()  # below the process and disk caches
+        table.cache_clear()
+        built = table()  # no file yet: builds and writes it
+        (path,) = tmp_path.glob(f"text.{table.__wrapped__.__name__}-*.npy")
+        table.cache_clear()
+        loaded = table()  # from the file
+        path.write_bytes(b"not a table")
+        table.cache_clear()
+        rebuilt = table()  # a damaged file is built again
+        table.cache_clear()
+        for got in (built, loaded, rebuilt):
+            np.testing.assert_array_equal(got, fresh)
+            assert got.dtype == fresh.dtype
