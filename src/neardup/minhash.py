@@ -63,7 +63,7 @@ def coefficients(num_perm: int, seed: int = DEFAULT_SEED) -> tuple[np.ndarray, n
     return a, b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _minhash_kernel(offsets, hashes, a, b):
     n = offsets.shape[0] - 1
     num_perm = a.shape[0]

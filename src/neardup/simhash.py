@@ -55,7 +55,7 @@ def _flush(lanes, ones):
         lanes[k] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _simhash_kernel(offsets, hashes, distinct, byte_lanes):
     """SimHash of each document's features, each distinct one once (``distinct``, the ``"set"``
     weights) or every occurrence once (``"tf"``: a shingle seen c times adds c times).

@@ -320,7 +320,7 @@ def _decode(buf, i):
     ), 4
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _canonicalize(buf, offsets, table):
     """Steps 2–3 of normalisation for every document: separators → one space, trimmed."""
     n = offsets.shape[0] - 1
@@ -370,7 +370,7 @@ def _emit(entry, out, o, prev_token, started):
     return p + token * ((entry >> 32) & 7), token, started | token
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fold_canonicalize(ascii_buf, wide_buf, kinds, lengths, table):
     """Steps 1–3 for the texts whose code points are all simple (see :func:`_fold_table`).
 
@@ -439,7 +439,7 @@ def _copy(src, lo, hi, dst, o):
     return o + hi - lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _splice(canon, offsets, folded_bytes, python, slow_canon, slow_offsets, slow_bytes):
     """Put the Python-folded texts' canonical bytes (in order) into the gaps left for them."""
     n = offsets.shape[0] - 1
@@ -539,7 +539,7 @@ def shingles(text: str, shingle: str | Shingling = "word:3") -> list[str]:
     return [joiner.join(units[i : i + spec.size]) for i in range(len(units) - spec.size + 1)]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
     """word:size shingles: in the canonical text words are split by exactly one space, so a
     shingle is the slice from its first word's start to its last word's end."""
@@ -590,7 +590,7 @@ def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
     return out_offsets, hashes
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
     """char:size shingles: each text's bytes with the spaces removed are copied once, so a
     shingle is a slice of that copy from one code point's start to another's."""
@@ -640,14 +640,14 @@ def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
     return out_offsets, hashes
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shingle_hashes(canon, offsets, word, size, code, s_table, k_table):
     if word:
         return _word_shingle_hashes(canon, offsets, size, code, s_table, k_table)
     return _char_shingle_hashes(canon, offsets, size, code, s_table, k_table)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _content_hashes(canon, offsets):
     n = offsets.shape[0] - 1
     out = np.empty((n, 2), dtype=np.uint64)
@@ -709,7 +709,7 @@ def hash_features(
     return Features(feat_offsets, hashes, _content_hashes(canon, offsets), text_bytes)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sorted_sets(offsets, hashes):
     n = offsets.shape[0] - 1
     out = np.empty_like(hashes)
