@@ -677,8 +677,7 @@ def markdown(res: dict, args, info: dict) -> str:
             (f"Read the JSONL file ({cli[0]['file_bytes'] / 1e6:.0f} MB), write GROUPS (TSV); "
             f"one warm-up run, then best of {args.repeat}. MB/s = MB of UTF-8 text (the run "
             "summary's `bytes`) per wall second. Peak RSS: the process tree polled every 10 ms "
-            "(sum of parent and workers; forked workers share pages with the parent, so the sum "
-            "overstates) and its largest process. `of which pipeline s`: the run summary's own "
+            "(sum of its processes) and its largest process. `of which pipeline s`: the run summary's own "
             "`seconds` (reading, signatures, grouping); the rest of the wall time is starting "
             "the interpreter, importing numpy / numba / pandas / pyarrow, loading the cached "
             "kernels and writing the output. Target: ≤ 5 s for the SimHash run."),

@@ -264,7 +264,7 @@ def markdown(results: dict, args: argparse.Namespace, info: dict) -> str:
         "Korean-like, 50–800 words; `benchmarks/corpus.py`). Word 3-gram shingles everywhere; "
         "every time includes tokenising and normalisation. Best of up to "
         f"{args.repeat} runs per row. Peak RSS is the measuring process's (documents loaded "
-        "included); with several workers, parent + workers × the largest worker.",
+        "included; the workers are threads of that process).",
         "",
         f"Machine: {info['cpu']}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         + ", ".join(f"{k} {v}" for k, v in sorted(info["versions"].items()))
