@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import sys
 import time
@@ -133,7 +134,7 @@ def input_options(command):
             "--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
             help="On a bad row: stop with an error naming file, line and field, or skip and count it.",
         ),
-        click.option("--workers", type=int, default=0, show_default=True, help="Worker processes (0 = all cores)."),
+        click.option("--workers", type=int, default=0, show_default=True, help="Worker threads (0 = all cores)."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary."),
     ]
     for option in reversed(options):
@@ -201,7 +202,34 @@ def _read_summary(reporter: Reporter, stats, elapsed: float, empty: int) -> list
     return rows
 
 
-@click.group(context_settings=CONTEXT)
+class _CommandGroup(click.Group):
+    """The top-level group; commands kept in :mod:`neardup.commands` load when first used.
+
+    Those modules import this one's helpers, so importing them here would be circular; loading
+    on use also keeps ``neardup --help`` and the small commands quick to start.
+    """
+
+    LAZY = {
+        "evaluate": "neardup.commands.quality:evaluate",
+        "sweep": "neardup.commands.quality:sweep",
+        "generate": "neardup.commands.labelling:generate",
+        "sample": "neardup.commands.labelling:sample",
+        "label": "neardup.commands.labelling:label",
+        "index": "neardup.commands.index:index",
+        "serve": "neardup.commands.index:serve",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY:
+            module, attribute = self.LAZY[name].split(":")
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_CommandGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="neardup")
 def main() -> None:
     """neardup: find near-duplicate documents, give each group one duplicate ID and name its
@@ -312,10 +340,17 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
               help="Pairs to write: an edge from each original to its members, or every near-duplicate pair.")
 @click.option("--pairs-out", default=None, help="Also write PAIRS: id_a, id_b, distance|similarity.")
 @click.option("--keep", default=None, help="Also write the originals (the deduplicated corpus) with all their fields.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="local: the cores of this machine; spark: Apache Spark (pip install 'neardup[spark]'), "
+              "same output. With spark, inputs may be directories or globs on any file system Spark "
+              "reads, and an output that is not a .tsv/.csv/.jsonl/.parquet file is a Parquet directory.")
+@click.option("--spark-master", default=None,
+              help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
+              "under spark-submit, its --master.")
 @input_options
 @handle_errors
 def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
-          bands, rows, verify, grouping, pairs_mode, pairs_out, keep,
+          bands, rows, verify, grouping, pairs_mode, pairs_out, keep, engine, spark_master,
           id_field, text_field, time_field, input_format, on_error, workers, quiet):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
@@ -328,6 +363,7 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
       neardup dedup docs.jsonl -o groups.tsv --time-field ts
       neardup dedup docs.jsonl -o groups.tsv -k 4 --pairs-out pairs.tsv --keep unique.jsonl
       neardup dedup docs.jsonl -o groups.parquet --method minhash --threshold 0.7
+      neardup dedup 'corpus/*.jsonl' -o groups.tsv --engine spark --spark-master 'local[*]'
     """
     from neardup.engines.local import LocalEngine
 
@@ -336,6 +372,21 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
         seed=seed, hamming_k=hamming_k, threshold=threshold, bands=bands, rows=rows,
         verify=verify, grouping=grouping, pairs=pairs_mode,
     )
+    if engine == "spark":
+        from neardup.engines import spark as spark_engine
+
+        if not spark_engine.HAVE_PYSPARK:
+            _fail(spark_engine.INSTALL_HINT)
+        with Reporter(quiet) as reporter:
+            reporter.stage("running on Spark")
+            result, stats = spark_engine.run_dedup(
+                spark_engine.spark_session(spark_master), inputs, output, settings,
+                pairs_out=pairs_out, keep=keep, id_field=id_field, text_field=text_field,
+                time_field=time_field, input_format=input_format, on_error=on_error)
+        elapsed = time.perf_counter() - reporter.started
+        reporter.summary(_read_summary(reporter, stats, elapsed, result.stats["empty_documents"])
+                         + _groups_summary(result))
+        return
     reader = _reader(inputs, id_field, text_field, time_field, input_format, on_error,
                      keep_records=keep is not None)
     engine = LocalEngine(workers)
@@ -371,9 +422,13 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
               help="On a bad row: stop with an error, or skip and count it.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="local: this machine; spark: Apache Spark (pip install 'neardup[spark]'), same output.")
+@click.option("--spark-master", default=None,
+              help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn.")
 @handle_errors
 def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fingerprint_format,
-          on_error, quiet):
+          on_error, quiet, engine, spark_master):
     """All pairs of fingerprints within Hamming distance k (the batch job's map-reduce step).
 
     Input rows: `document ID <TAB> fingerprint <TAB> timestamp` (fingerprints from any system,
@@ -387,6 +442,19 @@ def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fin
     """
     settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
                         pairs=pairs_mode)
+    if engine == "spark":
+        from neardup.engines import spark as spark_engine
+
+        if not spark_engine.HAVE_PYSPARK:
+            _fail(spark_engine.INSTALL_HINT)
+        with Reporter(quiet) as reporter:
+            result, stats = spark_engine.run_pairs(
+                spark_engine.spark_session(spark_master), fingerprints, output, settings,
+                groups_out=groups_out, fingerprint_format=fingerprint_format, on_error=on_error)
+        elapsed = time.perf_counter() - reporter.started
+        reporter.summary([("fingerprints", stats.documents), ("skipped rows", stats.skipped),
+                          ("seconds", elapsed)] + _groups_summary(result))
+        return
     with Reporter(quiet) as reporter:
         table = read_fingerprints(list(fingerprints), on_error=on_error,
                                   fingerprint_format=fingerprint_format)
@@ -492,17 +560,6 @@ def tune(threshold, num_perm, fp_weight, fn_weight, plot, as_json):
     if plot:
         click.echo(f"S-curve written to {plot}")
 
-
-# Commands defined in neardup.commands import this module's helpers, so they are attached last.
-from neardup.commands.quality import evaluate as _evaluate  # noqa: E402
-from neardup.commands.quality import sweep as _sweep  # noqa: E402
-
-from neardup.commands.labelling import generate as _generate  # noqa: E402
-from neardup.commands.labelling import label as _label  # noqa: E402
-from neardup.commands.labelling import sample as _sample  # noqa: E402
-
-for _command in (_evaluate, _sweep, _generate, _sample, _label):
-    main.add_command(_command)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,359 @@
+"""The Spark engine gives exactly the local engine's results (groups, pairs, bytes of the files).
+
+Every Spark test shares one local session (``spark`` fixture in conftest.py) and is skipped when
+pyspark or Java is missing; the pure helpers are tested without Spark.
+"""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings as hyp_settings, strategies as st
+
+import neardup.engines.spark as spark_engine
+from neardup.candidates.tables import plan_tables
+from neardup.cli import _groups_columns, _pairs_columns, main
+from neardup.groups import connected_components
+from neardup.io import InputError, read_documents, write_table
+from neardup.pipeline import Settings, find_groups, signatures
+from neardup.engines.spark import (
+    SparkEngine,
+    _Job,
+    dedup_dataframe,
+    first_shared_table,
+    read_documents_spark,
+    write_result,
+)
+
+VOCAB = [f"w{i}" for i in range(4000)]
+TEMPLATE = ("dear customer thank you for your order number {} this message confirms that your "
+            "subscription has been renewed and will remain active for the next twelve months if you "
+            "did not request this renewal please contact our support team within fourteen days")
+
+
+def make_docs(n, seed=0, templates=0, variants=0):
+    """(id, text, ts) rows: originals, exact copies (case / punctuation changed), one-word edits of
+    recent documents (so edits of edits form chains), and optionally a hot template."""
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n):
+        r = rng.random()
+        if docs and r < 0.12:
+            src = docs[int(rng.integers(len(docs)))][1]
+            text = src.upper() if rng.random() < 0.5 else src + " !"
+        elif docs and r < 0.40:
+            words = docs[int(rng.integers(max(0, len(docs) - 30), len(docs)))][1].lower().split()
+            words[int(rng.integers(len(words)))] = VOCAB[int(rng.integers(len(VOCAB)))]
+            text = " ".join(words)
+        else:
+            size = int(rng.integers(60, 140))
+            text = " ".join(VOCAB[k] for k in rng.integers(0, len(VOCAB), size=size))
+        docs.append((f"d{i}", text, int(rng.integers(0, 40))))
+    docs += [(f"t{i}", TEMPLATE.format(7), int(rng.integers(0, 40))) for i in range(templates)]
+    docs += [(f"v{i}", TEMPLATE.format(1000 + i), int(rng.integers(0, 40))) for i in range(variants)]
+    order = rng.permutation(len(docs))
+    return [docs[i] for i in order]
+
+
+def local_files(docs, settings, tmp_path):
+    """GROUPS and PAIRS of the local pipeline, written as `neardup dedup` writes them."""
+    texts = [d[1] for d in docs]
+    sig = signatures(texts, settings, keep_sets=False)
+    groups = find_groups(sig, np.array([d[2] * 1_000_000 for d in docs]), settings, texts)
+    ids = [d[0] for d in docs]
+    write_table(tmp_path / "groups_local.tsv", _groups_columns(ids, groups))
+    write_table(tmp_path / "pairs_local.tsv", _pairs_columns(ids, groups, settings.method))
+    return groups
+
+
+def spark_files(result, settings, tmp_path):
+    try:
+        write_result(result, settings, str(tmp_path / "groups_spark.tsv"), str(tmp_path / "pairs_spark.tsv"))
+    finally:
+        result.release()
+
+
+def same_bytes(tmp_path):
+    for name in ("groups", "pairs"):
+        local = (tmp_path / f"{name}_local.tsv").read_bytes()
+        spark = (tmp_path / f"{name}_spark.tsv").read_bytes()
+        assert spark == local, f"{name} differs"
+
+
+def docs_frame(spark, docs, partitions):
+    rows = [(i, d[0], d[1], d[2]) for i, d in enumerate(docs)]
+    return spark.createDataFrame(rows, "p long, id string, text string, ts long").repartition(partitions)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_docs(1500, seed=7)
+
+
+# ------------------------------------------------------------------------------------------
+# parity with the local engine
+
+
+@pytest.mark.parametrize(
+    "method, grouping, pairs, partitions, adaptive",
+    [
+        ("simhash", "components", "original", 1, False),
+        ("simhash", "center", "all", 3, False),
+        ("minhash", "components", "all", 7, True),
+        ("minhash", "center", "original", 3, False),
+    ],
+)
+def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, grouping, pairs, partitions,
+                                        adaptive):
+    # The input's partitions and the engine's shuffle partitions vary together; one case runs
+    # with adaptive query execution, which re-plans joins and coalesces partitions at run time.
+    settings = Settings(method=method, grouping=grouping, pairs=pairs, shingle="word:3", hamming_k=4,
+                        threshold=0.7)
+    groups = local_files(corpus, settings, tmp_path)
+    assert groups.stats["candidates"] > 50 and groups.stats["exact_duplicates"] > 50
+    spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+    try:
+        result = dedup_dataframe(docs_frame(spark, corpus, partitions), settings, "id", "text", "ts",
+                                 position_col="p", partitions=partitions)
+        spark_files(result, settings, tmp_path)
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
+    same_bytes(tmp_path)
+    for key in ("documents", "exact_duplicates", "candidates", "rejected", "pairs", "groups",
+                "largest_group", "duplicates_removed", "empty_documents"):
+        assert result.stats[key] == groups.stats[key], key
+
+
+@pytest.mark.parametrize("method, grouping", [("simhash", "center"), ("minhash", "components")])
+def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping):
+    # 5,000 copies of one template and 300 one-slot variants of it: with a low skew threshold the
+    # hot keys are split (table prefixes, LSH buckets, joins on the template's representative)
+    # and the large center component goes through distributed rounds.
+    docs = make_docs(300, seed=3, templates=5000, variants=300)
+    settings = Settings(method=method, grouping=grouping, pairs="original", shingle="word:3",
+                        hamming_k=6, threshold=0.7)
+    groups = local_files(docs, settings, tmp_path)
+    assert groups.stats["largest_group"] >= 5000
+    result = dedup_dataframe(docs_frame(spark, docs, 3), settings, "id", "text", "ts", position_col="p",
+                             partitions=3, skew_threshold=100, center_local_max=40)
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    if method == "simhash":
+        assert result.stats["split_keys"] > 0
+    if grouping == "center":
+        assert result.stats["center_rounds"] > 0
+
+
+def test_salted_lookup_and_split_cells(spark):
+    job = _Job(SparkEngine(spark, partitions=3, skew_threshold=10), Settings())
+    job.skewed = True
+    left = spark.createDataFrame([(i % 3 if i < 90 else i, i) for i in range(120)], "k long, v long")
+    right = spark.createDataFrame([(k, k * 10) for k in range(0, 120, 2)], "k long, w long")
+    for how in ("inner", "left"):
+        got = sorted(map(tuple, job.lookup(left, right, ["k"], how).select("k", "v", "w").collect()))
+        want = sorted(map(tuple, left.join(right, ["k"], how).select("k", "v", "w").collect()))
+        assert got == want
+    # Every pair of rows of a hot key meets in exactly one cell.
+    rows = spark.createDataFrame([(0, i) for i in range(40)] + [(1, 100)], "key long, val long")
+    cells = job.split_cells(rows, ["key"], "val").where("key = 0").toPandas()
+    job.release()
+    assert cells["S"].iloc[0] == 8 and job.stats["split_keys"] == 1
+    meet = Counter()
+    for _, cell in cells.groupby(["lo", "hi"]):
+        vals = cell["val"].tolist()
+        blk = dict(zip(cell["val"], cell["blk"]))
+        for i, x in enumerate(vals):
+            for y in vals[i + 1:]:
+                if cell["lo"].iloc[0] == cell["hi"].iloc[0] or blk[x] != blk[y]:
+                    meet[min(x, y), max(x, y)] += 1
+    assert len(meet) == 40 * 39 // 2 and set(meet.values()) == {1}
+
+
+def test_connected_components_match_union_find(spark):
+    rng = np.random.default_rng(1)
+    n = 400
+    a = [int(x) for x in rng.integers(0, n, 150)]
+    b = [int(x) for x in rng.integers(0, n, 150)]
+    a += list(range(200, 260))  # a long chain
+    b += list(range(201, 261))
+    a += [5] * 80  # a hub with many neighbours (a hot key)
+    b += [int(x) for x in rng.integers(0, n, 80)]
+    expected = connected_components(n, np.array(a), np.array(b))
+    job = _Job(SparkEngine(spark, partitions=3, skew_threshold=20), Settings())
+    job.skewed = True
+    edges = spark.createDataFrame(list(zip(a, b)), "a long, b long")
+    nodes = spark.createDataFrame([(i, 0) for i in range(n)], "pos long, ts long")
+    labels = job.components(edges, nodes, len(a)).orderBy("pos").toPandas()
+    job.release()
+    assert labels["label"].tolist() == expected.tolist()
+
+
+# ------------------------------------------------------------------------------------------
+# the command line
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path):
+    docs = make_docs(800, seed=11)
+    rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs]
+    rows[3]["ts"] = "1970-01-01T00:00:05Z"
+    first = write_jsonl(tmp_path / "a.jsonl", rows[:500])
+    second = write_jsonl(tmp_path / "b.jsonl", rows[500:])
+    outputs = {}
+    for engine in ("local", "spark"):
+        out = {k: tmp_path / f"{k}_{engine}.{ext}" for k, ext in
+               (("groups", "tsv"), ("pairs", "tsv"), ("kept", "jsonl"))}
+        result = run("dedup", first, second, "-o", out["groups"], "--pairs-out", out["pairs"],
+                     "--keep", out["kept"], "--time-field", "ts", "--engine", engine, "--workers", "1")
+        assert result.exit_code == 0, result.output
+        assert "groups" in result.output
+        outputs[engine] = {k: p.read_bytes() for k, p in out.items()}
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["local"]["pairs"].count(b"\n") > 50
+
+
+def test_cli_pairs_spark_matches_local(spark, tmp_path):
+    docs = make_docs(600, seed=5)
+    write_jsonl(tmp_path / "docs.jsonl", [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs])
+    assert run("fingerprint", tmp_path / "docs.jsonl", "-o", tmp_path / "fps.tsv", "--time-field", "ts",
+               "--workers", "1").exit_code == 0
+    outputs = {}
+    for engine in ("local", "spark"):
+        pairs_out, groups_out = tmp_path / f"pairs_{engine}.tsv", tmp_path / f"groups_{engine}.tsv"
+        result = run("pairs", tmp_path / "fps.tsv", "-k", "4", "-o", pairs_out, "--groups-out", groups_out,
+                     "--grouping", "center", "--engine", engine, "-q")
+        assert result.exit_code == 0, result.output
+        outputs[engine] = (pairs_out.read_bytes(), groups_out.read_bytes())
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["local"][0].count(b"\n") > 20
+
+
+def test_cli_reports_missing_pyspark(tmp_path, monkeypatch):
+    monkeypatch.setattr(spark_engine, "HAVE_PYSPARK", False)
+    path = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "text": "x y z"}])
+    result = CliRunner().invoke(main, ["dedup", str(path), "-o", str(tmp_path / "g.tsv"), "--engine", "spark"])
+    assert result.exit_code == 1
+    assert "pip install 'neardup[spark]'" in result.output
+
+
+def test_module_entry_point_is_the_cli_with_the_spark_engine(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        spark_engine.main(["dedup", "--help"])
+    assert exit_info.value.code == 0
+    assert "--spark-master" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------
+# bad input: the local reader's messages and counts
+
+
+BAD_ROWS = [
+    '{"id": "a", "text": "one two three four", "ts": 1}',
+    '{"id": "b", "text": null, "ts": 2}',
+    '{"id": "c", "text": "five six seven", "ts": 3}',
+    '{"id": "a", "text": "a repeated id", "ts": 4}',
+    '{"id": "e", "text": "eight nine", "ts": "yesterday"}',
+    '{"id": "f", "text": "ten eleven',
+    '[1, 2]',
+    '',
+    '{"id": "g", "text": 12, "ts": 5}',
+    '{"id": 7, "text": "an integer id", "ts": 6}',
+    '{"text": "no id", "ts": 7}',
+    '{"id": "b", "text": "b again, now valid", "ts": 8}',
+]
+
+
+def test_bad_rows_raise_the_local_readers_error(spark, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as local:
+        read_documents([str(path)], time_field="ts").read_all()
+    with pytest.raises(InputError) as remote:
+        read_documents_spark(spark, [str(path)], time_field="ts")
+    assert str(remote.value) == str(local.value)
+    assert "line 2" in str(local.value) and "'text'" in str(local.value)
+
+
+def test_bad_rows_skipped_and_counted_as_the_local_reader_does(spark, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
+    reader = read_documents([str(path)], time_field="ts", on_error="skip")
+    batch = reader.read_all()
+    docs, stats, _ = read_documents_spark(spark, [str(path)], time_field="ts", on_error="skip")
+    got = docs.orderBy("pos").toPandas()
+    docs.unpersist()
+    assert got["id"].tolist() == batch.ids
+    assert got["ts"].tolist() == batch.timestamps.tolist()
+    assert Counter(stats.skipped_reasons) == Counter(reader.stats.skipped_reasons)
+    assert (stats.documents, stats.skipped, stats.bytes) == (
+        reader.stats.documents, reader.stats.skipped, reader.stats.bytes)
+
+
+def test_duplicate_id_names_both_places(spark, tmp_path):
+    path = tmp_path / "dup.jsonl"
+    write_jsonl(path, [{"id": "x", "text": "a b c"}, {"id": "y", "text": "d e f"}, {"id": "x", "text": "g"}])
+    with pytest.raises(InputError) as local:
+        read_documents([str(path)]).read_all()
+    with pytest.raises(InputError) as remote:
+        read_documents_spark(spark, [str(path)])
+    assert str(remote.value) == str(local.value)
+    assert "first seen at" in str(remote.value)
+
+
+def test_missing_column_and_missing_file(spark, tmp_path):
+    path = tmp_path / "docs.csv"
+    pd.DataFrame({"key": ["a"], "text": ["x y z"]}).to_csv(path, index=False)
+    with pytest.raises(InputError) as local:
+        read_documents([str(path)]).read_all()
+    with pytest.raises(InputError) as remote:
+        read_documents_spark(spark, [str(path)])
+    assert str(remote.value) == str(local.value)
+    with pytest.raises(FileNotFoundError):
+        read_documents_spark(spark, [str(tmp_path / "nope.jsonl")])
+
+
+def test_dataframe_null_text_is_reported(spark):
+    df = spark.createDataFrame([("a", "x y z"), ("b", None)], "id string, text string")
+    with pytest.raises(InputError, match="<DataFrame>, row 2: missing field 'text'"):
+        dedup_dataframe(df.coalesce(1), Settings())
+
+
+# ------------------------------------------------------------------------------------------
+# the first-table rule (no Spark needed)
+
+
+@hyp_settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(0, 6),
+    pairs=st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), min_size=1, max_size=30),
+)
+def test_first_shared_table_is_the_first_agreeing_prefix(k, pairs):
+    plan = plan_tables(1000, k)
+    a = np.array([p[0] for p in pairs], dtype=np.uint64)
+    b = np.array([p[1] for p in pairs], dtype=np.uint64)
+    got = first_shared_table(a, b, plan.masks)
+    for i, (x, y) in enumerate(pairs):
+        agree = [t for t, m in enumerate(plan.masks.tolist()) if (x ^ y) & m == 0]
+        assert got[i] == (agree[0] if agree else -1)
+
+
+@hyp_settings(max_examples=60, deadline=None)
+@given(k=st.integers(0, 6), x=st.integers(0, 2**64 - 1), flips=st.lists(st.integers(0, 63), max_size=6))
+def test_every_pair_within_k_has_a_first_table(k, x, flips):
+    y = x
+    for bit in flips[:k]:
+        y ^= 1 << bit
+    plan = plan_tables(10**6, k)
+    got = first_shared_table(np.array([x], np.uint64), np.array([y], np.uint64), plan.masks)
+    assert 0 <= got[0] < plan.num_tables
