@@ -84,7 +84,6 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
