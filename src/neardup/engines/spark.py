@@ -715,12 +715,11 @@ class _Job:
             sc.setLocalProperty("spark.jobGroup.id", self._caller_group)
 
     def keep(self, df: DataFrame) -> DataFrame:
-        """Persist ``df`` (memory, spilling to disk) for the stages that read it again; it is
-        computed once, by the first job that needs it. Only deterministic tables are kept this
-        way: if Spark evicts a block it recomputes it, with the same rows."""
-        df = df.persist()
-        self._held.append(df)
-        return df
+        """Materialise ``df`` for the stages that read it again, as a table with a short plan
+        (:meth:`cp`). Persisting alone would keep each stored table's whole plan inside the
+        plans that read it; tables read twice by the next stage then make plans grow
+        exponentially with the stages, and printing them for the UI exhausts the driver."""
+        return self.cp(df)
 
     def release(self, *frames: DataFrame, keep: Sequence[DataFrame] = ()) -> None:
         """Free the storage of ``frames`` (all held tables if none are named) except ``keep``.
