@@ -216,6 +216,7 @@ class _CommandGroup(click.Group):
         "sample": "neardup.commands.labelling:sample",
         "label": "neardup.commands.labelling:label",
         "index": "neardup.commands.index:index",
+        "report": "neardup.commands.report:report",
         "serve": "neardup.commands.index:serve",
     }
 
@@ -340,6 +341,8 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
               help="Pairs to write: an edge from each original to its members, or every near-duplicate pair.")
 @click.option("--pairs-out", default=None, help="Also write PAIRS: id_a, id_b, distance|similarity.")
 @click.option("--keep", default=None, help="Also write the originals (the deduplicated corpus) with all their fields.")
+@click.option("--report", "report_out", default=None,
+              help="Also write a self-contained HTML report of the run (see `neardup report`).")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="local: the cores of this machine; spark: Apache Spark (pip install 'neardup[spark]'), "
               "same output. With spark, inputs may be directories or globs on any file system Spark "
@@ -350,8 +353,8 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @input_options
 @handle_errors
 def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
-          bands, rows, verify, grouping, pairs_mode, pairs_out, keep, engine, spark_master,
-          id_field, text_field, time_field, input_format, on_error, workers, quiet):
+          bands, rows, verify, grouping, pairs_mode, pairs_out, keep, report_out, engine,
+          spark_master, id_field, text_field, time_field, input_format, on_error, workers, quiet):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
     GROUPS has one row per input document, in input order:
@@ -363,6 +366,7 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
       neardup dedup docs.jsonl -o groups.tsv --time-field ts
       neardup dedup docs.jsonl -o groups.tsv -k 4 --pairs-out pairs.tsv --keep unique.jsonl
       neardup dedup docs.jsonl -o groups.parquet --method minhash --threshold 0.7
+      neardup dedup docs.jsonl -o groups.tsv --report report.html
       neardup dedup 'corpus/*.jsonl' -o groups.tsv --engine spark --spark-master 'local[*]'
     """
     from neardup.engines.local import LocalEngine
@@ -377,6 +381,9 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
 
         if not spark_engine.HAVE_PYSPARK:
             _fail(spark_engine.INSTALL_HINT)
+        if report_out:
+            raise ValueError("--report works with the local engine; with --engine spark, run "
+                             "`neardup report` on the written GROUPS and PAIRS files")
         with Reporter(quiet) as reporter:
             reporter.stage("running on Spark")
             result, stats = spark_engine.run_dedup(
@@ -402,10 +409,43 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
             write_table(pairs_out, _pairs_columns(collection.ids, groups, method))
         if keep:
             write_records(keep, [r for r, o in zip(collection.records, groups.is_original) if o])
+        if report_out:
+            reporter.stage("report")
+            _write_run_report(report_out, collection, groups, settings, read_seconds,
+                              reader_options=dict(id_field=id_field, text_field=text_field,
+                                                  time_field=time_field, input_format=input_format,
+                                                  on_error=on_error), inputs=inputs)
     elapsed = time.perf_counter() - reporter.started
     rows_out = _read_summary(reporter, reader.stats, elapsed, groups.stats["empty_documents"])
     rows_out.insert(-2, ("seconds: read + signatures", read_seconds))
     reporter.summary(rows_out + _groups_summary(groups))
+
+
+def _write_run_report(path, collection, groups, settings, read_seconds, reader_options, inputs):
+    """``dedup --report``: the page of :mod:`neardup.report` from the run in memory. Texts come
+    from the collection when it kept them, else from a second read of the inputs."""
+    import dataclasses
+
+    from neardup import report as html_report
+    from neardup.commands.report import texts_by_position, write_report
+
+    simhash = settings.method == "simhash"
+    stats = {k: v for k, v in groups.stats.items() if not isinstance(v, dict)}
+    stats["seconds"] = {"read + signatures": read_seconds, **groups.stats.get("seconds", {})}
+    run = html_report.RunData(
+        ids=np.asarray(collection.ids, dtype=object), original=groups.original,
+        pair_a=groups.pair_a, pair_b=groups.pair_b,
+        pair_value=np.asarray(groups.pair_value, dtype=np.float64),
+        value_name="distance" if simhash else "similarity",
+        threshold=settings.hamming_k if simhash else settings.threshold,
+        settings=dataclasses.asdict(settings), stats=stats,
+    )
+    positions = html_report.select(run).positions()
+    if collection.texts is not None:
+        texts = {p: collection.texts[p] for p in positions}
+    else:
+        texts = texts_by_position(inputs, positions, collection.ids, **reader_options)
+    write_report(path, run, texts, "neardup report")
 
 
 @main.command(context_settings=CONTEXT)

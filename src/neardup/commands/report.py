@@ -1,0 +1,115 @@
+"""``neardup report``: the HTML report of a finished run, from its GROUPS and PAIRS files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from neardup import report as html_report
+from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
+from neardup.evaluate import read_table
+from neardup.io import InputError, read_documents
+from neardup.pipeline import DEFAULT_THRESHOLD
+
+
+def texts_by_position(
+    inputs, positions: list[int], ids, *, id_field, text_field, time_field, input_format,
+    on_error, reporter: Reporter | None = None,
+) -> dict[int, str]:
+    """The texts at ``positions`` of the documents read from ``inputs``, checked against the
+    run's IDs (``ids`` in input order): a report of other inputs than the run's is an error.
+    Streams the inputs once; keeps only the wanted texts. O(input size)."""
+    wanted = set(positions)
+    found: dict[int, str] = {}
+    reader = read_documents(list(inputs), id_field=id_field, text_field=text_field,
+                            time_field=time_field, input_format=input_format, on_error=on_error)
+    for batch in reader:
+        if reporter is not None:
+            reporter.batch(batch)
+        for position, ident, text in zip(batch.positions.tolist(), batch.ids, batch.texts):
+            if position >= len(ids) or ids[position] != ident:
+                expected = ids[position] if position < len(ids) else "nothing (GROUPS is shorter)"
+                raise ValueError(
+                    f"the inputs do not match GROUPS: document {position + 1} is {ident!r} in "
+                    f"the inputs and {expected!r} in GROUPS; give the run's inputs and options")
+            if position in wanted:
+                found[position] = text
+    return found
+
+
+def write_report(path: str, run: html_report.RunData, texts: dict[int, str], title: str,
+                 **limits) -> int:
+    """Render and write the page (UTF-8, atomically); returns its size in bytes."""
+    page = html_report.render(run, texts, title, **limits).encode("utf-8")
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_bytes(page)
+    temporary.replace(target)
+    return len(page)
+
+
+def _pairs(path: str | None):
+    if path is None:
+        return ((), ()), (), "similarity"
+    frame = read_table(path)
+    name = next((c for c in ("similarity", "distance") if c in frame.columns), None)
+    missing = [c for c in ("id_a", "id_b") if c not in frame.columns]
+    if name is None or missing:
+        raise InputError(path, None, None, "not a PAIRS file",
+                         "expected columns id_a, id_b and similarity or distance")
+    return ((frame["id_a"].tolist(), frame["id_b"].tolist()),
+            frame[name].astype(float).tolist(), name)
+
+
+@click.command("report", context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--groups", "groups_path", required=True, help="The run's GROUPS file.")
+@click.option("--pairs", "pairs_path", default=None, help="The run's PAIRS file (--pairs-out).")
+@click.option("-o", "--output", required=True, help="The HTML file to write.")
+@click.option("--threshold", type=float, default=None,
+              help="The run's Jaccard threshold or Hamming k, marked on the chart. Default: "
+              f"{DEFAULT_THRESHOLD} for similarities; none for distances.")
+@click.option("--title", default="neardup report", show_default=True)
+@click.option("--max-groups", type=click.IntRange(0), default=html_report.MAX_GROUPS,
+              show_default=True, help="Largest groups shown.")
+@click.option("--max-pairs", type=click.IntRange(0), default=html_report.MAX_PAIRS,
+              show_default=True, help="Borderline pairs shown.")
+@input_options
+@handle_errors
+def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups, max_pairs,
+           id_field, text_field, time_field, input_format, on_error, workers, quiet):
+    """Write a self-contained HTML page showing what a dedup run decided.
+
+    INPUTS are the run's documents (read again for the texts that the page shows), with the
+    run's input options. The page: summary, charts of group sizes and pair values, the largest
+    groups and the borderline pairs with word diffs against the original, and a document
+    finder. `neardup dedup ... --report report.html` writes the same page with the run's
+    settings and timings.
+
+    \b
+    Example:
+      neardup dedup docs.jsonl -o groups.tsv --pairs-out pairs.tsv
+      neardup report docs.jsonl --groups groups.tsv --pairs pairs.tsv -o report.html
+    """
+    groups = read_table(groups_path)
+    missing = [c for c in ("id", "original_id") if c not in groups.columns]
+    if missing:
+        raise InputError(groups_path, None, None, "not a GROUPS file",
+                         f"missing column(s) {', '.join(missing)}")
+    pair_ids, values, name = _pairs(pairs_path)
+    if threshold is None and name == "similarity":
+        threshold = DEFAULT_THRESHOLD
+    ids = groups["id"].tolist()
+    run = html_report.RunData.from_columns(ids, groups["original_id"].tolist(), pair_ids, values,
+                                           name, threshold)
+    chosen = html_report.select(run, max_groups=max_groups, max_pairs=max_pairs)
+    with Reporter(quiet) as reporter:
+        texts = texts_by_position(
+            inputs, chosen.positions(), ids, id_field=id_field, text_field=text_field,
+            time_field=time_field, input_format=input_format, on_error=on_error,
+            reporter=reporter)
+        size = write_report(output, run, texts, title, max_groups=max_groups,
+                            max_pairs=max_pairs)
+    if not quiet:
+        click.echo(f"report written to {output} ({size / 1e6:.2f} MB)", err=True)
