@@ -262,3 +262,38 @@ def test_help_has_examples():
     for command in ("dedup", "fingerprint", "pairs", "compare", "tune"):
         result = run(command, "--help")
         assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_idf_weights_save_the_table_with_the_run_and_reuse_it(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    rows = [{"id": str(i), "text": f"common words everywhere plus rare{i} token{i % 3}"}
+            for i in range(30)]
+    docs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first, second = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    options = ["--method", "simhash", "--shingle", "word:1", "--weights", "idf", "-q"]
+    result = run("dedup", str(docs), "-o", str(first), *options)
+    assert result.exit_code == 0, result.output
+    table = tmp_path / "a.tsv.idf.parquet"
+    assert table.exists()
+    result = run("dedup", str(docs), "-o", str(second), *options, "--idf-in", str(table))
+    assert result.exit_code == 0, result.output
+    assert first.read_bytes() == second.read_bytes()
+    fps = tmp_path / "fps.tsv"
+    result = run("fingerprint", str(docs), "-o", str(fps), "--shingle", "word:1", "--weights",
+                 "idf", "--idf-in", str(table), "-q")
+    assert result.exit_code == 0, result.output
+    assert len(fps.read_text().splitlines()) == 30
+
+
+def test_idf_errors(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "a", "text": "x y"}\n')
+    out = str(tmp_path / "g.tsv")
+    result = run("dedup", "-", "-o", out, "--method", "simhash", "--weights", "idf",
+                 input='{"id": "a", "text": "x y"}\n')
+    assert result.exit_code == 1 and "standard input" in result.output
+    result = run("dedup", str(docs), "-o", out, "--idf-in", "t.parquet")
+    assert result.exit_code == 1 and "--weights idf" in result.output
+    result = run("dedup", str(docs), "-o", out, "--method", "simhash", "--weights", "idf",
+                 "--engine", "spark")
+    assert result.exit_code == 1 and "--idf-in" in result.output

@@ -122,3 +122,60 @@ def test_code_point_tables_cached_on_disk_equal_a_fresh_build(tmp_path, monkeypa
         for got in (built, loaded, rebuilt):
             np.testing.assert_array_equal(got, fresh)
             assert got.dtype == fresh.dtype
+
+
+# ---------------------------------------------------------------- multiset and stop-word shingles
+
+words_en = st.lists(st.sampled_from(["the", "a", "cat", "sat", "on", "mat", "and", "dog"]),
+                    min_size=0, max_size=30).map(" ".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(words_en, words_en, st.sampled_from(["word:1", "word:2", "char:3"]))
+def test_multiset_jaccard_equals_brute_force(a, b, base):
+    from collections import Counter
+
+    spec = base + ":multiset"
+    ha, hb = hash_features([a], spec).hashes, hash_features([b], spec).hashes
+    ca, cb = Counter(shingles(a, base)), Counter(shingles(b, base))
+    assert len(set(ha.tolist())) == sum(ca.values())  # every repeat is a feature of its own
+    union = np.union1d(ha, hb).shape[0]
+    got = np.intersect1d(ha, hb).shape[0] / union if union else 1.0
+    multiset_union = sum((ca | cb).values())
+    expected = sum((ca & cb).values()) / multiset_union if multiset_union else 1.0
+    assert got == pytest.approx(expected)
+
+
+def test_multiset_keeps_first_occurrences_and_set_specs_are_unchanged():
+    plain = hash_features(["a b a b a"], "word:1")
+    multi = hash_features(["a b a b a"], "word:1:multiset")
+    assert multi.hashes[:2].tolist() == plain.hashes[:2].tolist()
+    assert len(set(multi.hashes.tolist())) == 5 and len(set(plain.hashes.tolist())) == 2
+    assert str(Shingling.parse("word:3")) == "word:3"
+    with pytest.raises(ValueError, match="multiset"):
+        Shingling.parse("word:3:bag")
+
+
+korean_or_english = st.lists(
+    st.sampled_from(["the", "of", "cat", "runs", "그리고", "학교에", "갔다", "및", "것", "집"]),
+    min_size=0, max_size=25).map(" ".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(korean_or_english, st.integers(1, 4))
+def test_stopword_shingles_equal_a_python_filter(text, k):
+    from neardup.text import stop_words
+
+    stops = set(stop_words())
+    words = normalize(text).split()
+    spec = f"stopword:{k}"
+    if not words:
+        expected = []
+    elif len(words) < k:
+        expected = [" ".join(words)]
+    else:
+        grams = [(w, " ".join(words[i:i + k])) for i, w in enumerate(words[:len(words) - k + 1])]
+        anchored = [g for w, g in grams if w in stops]
+        expected = anchored or [g for _, g in grams]
+    assert shingles(text, spec) == expected
+    assert hash_features([text], spec).hashes.tolist() == hash_strings(expected).tolist()

@@ -151,11 +151,14 @@ def signature_options_for(method: str = "simhash", shingle: str = "word:3"):
                          help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
                          "(Hamming distance, permutation tables)."),
             click.option("--shingle", default=shingle, show_default=True,
-                         help="Features: word:K (K-word shingles) or char:K (K characters, spaces removed)."),
+                         help="Features: word:K (K-word shingles), char:K (K characters, spaces removed) or "
+                         "stopword:K (word K-grams starting with a stop word); add :multiset to "
+                         "count repeats."),
             click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True,
                          help="Feature hash: XXH64, or the upper 64 bits of MD5."),
             click.option("--weights", type=click.Choice(WEIGHTS), default="set", show_default=True,
-                         help="SimHash weights: 1 per distinct shingle, or term frequency."),
+                         help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
+                         "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out)."),
             click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations."),
             click.option("--seed", type=int, default=1, show_default=True, help="MinHash seed."),
         ]
@@ -168,6 +171,49 @@ def signature_options_for(method: str = "simhash", shingle: str = "word:3"):
 
 # The seed's fingerprint rows: SimHash over word trigrams.
 signature_options = signature_options_for("simhash", "word:3")
+
+
+def idf_options(command):
+    """--idf-in / --idf-out, for the commands that take --weights idf."""
+    options = [
+        click.option("--idf-in", default=None,
+                     help="With --weights idf: the IDF table to use (saved by an earlier run), "
+                     "instead of computing it from INPUTS."),
+        click.option("--idf-out", default=None,
+                     help="With --weights idf: where to save the IDF table computed from INPUTS "
+                     "[default: OUTPUT.idf.parquet]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, reader_args,
+               reporter):
+    """The IDF table of ``--weights idf``: loaded from ``--idf-in``, or computed from the inputs
+    in a first pass and saved (``--idf-out``, else next to the output) with the run."""
+    from neardup.idf import IdfTable
+    from neardup.text import hash_features
+
+    if weights != "idf":
+        if idf_in or idf_out:
+            raise ValueError("--idf-in and --idf-out go with --weights idf")
+        return None
+    if idf_in:
+        table = IdfTable.load(idf_in)
+        table.check(shingle, hash_name)
+        return table
+    if "-" in inputs:
+        raise ValueError("--weights idf reads the inputs twice (the IDF table first), which "
+                         "standard input cannot do: give files, or a table with --idf-in")
+    reporter.stage("IDF table (first pass)")
+    reader = _reader(inputs, **reader_args)
+    table = IdfTable.from_features(
+        (hash_features(batch.texts, shingle, hash_name) for batch in reader), shingle, hash_name)
+    path = idf_out or (None if output == "-" else f"{output}.idf.parquet")
+    if path:
+        table.save(path)
+    return table
 
 
 def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False):
@@ -249,10 +295,11 @@ def main() -> None:
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="Output file (.tsv .csv .jsonl .parquet, - = stdout).")
 @signature_options
+@idf_options
 @input_options
 @handle_errors
-def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, seed,
-                id_field, text_field, time_field, input_format, on_error, workers, quiet):
+def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, seed, idf_in,
+                idf_out, id_field, text_field, time_field, input_format, on_error, workers, quiet):
     """Fingerprint every document: one row per document, in input order.
 
     For SimHash a .tsv output has exactly the rows of the batch job's input,
@@ -264,13 +311,18 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
       neardup fingerprint docs.jsonl -o fps.tsv --time-field ts
       neardup fingerprint corpus/ -o fps.parquet --shingle char:5
       neardup fingerprint docs.jsonl.gz -o - --method minhash --num-perm 64
+      neardup fingerprint docs.jsonl -o fps.tsv --shingle word:1 --weights idf
     """
     from neardup.engines.local import LocalEngine
 
-    settings = Settings(method=method, shingle=shingle, hash_name=hash_name, weights=weights,
-                        num_perm=num_perm, seed=seed, verify=None)
-    reader = _reader(inputs, id_field, text_field, time_field, input_format, on_error)
+    reader_args = dict(id_field=id_field, text_field=text_field, time_field=time_field,
+                       input_format=input_format, on_error=on_error)
+    reader = _reader(inputs, **reader_args)
     with Reporter(quiet) as reporter:
+        idf = _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs,
+                         reader_args, reporter)
+        settings = Settings(method=method, shingle=shingle, hash_name=hash_name, weights=weights,
+                            num_perm=num_perm, seed=seed, verify=None, idf=idf)
         collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
         reporter.stage("writing")
         columns = {
@@ -350,11 +402,13 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @click.option("--spark-master", default=None,
               help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
               "under spark-submit, its --master.")
+@idf_options
 @input_options
 @handle_errors
 def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
           bands, rows, verify, grouping, pairs_mode, pairs_out, keep, report_out, engine,
-          spark_master, id_field, text_field, time_field, input_format, on_error, workers, quiet):
+          spark_master, idf_in, idf_out, id_field, text_field, time_field, input_format, on_error,
+          workers, quiet):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
     GROUPS has one row per input document, in input order:
@@ -371,10 +425,18 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     """
     from neardup.engines.local import LocalEngine
 
+    reader_args = dict(id_field=id_field, text_field=text_field, time_field=time_field,
+                       input_format=input_format, on_error=on_error)
+    if engine == "spark" and weights == "idf" and not idf_in:
+        raise ValueError("with --engine spark, --weights idf takes a saved table (--idf-in); "
+                         "make one with `neardup fingerprint ... --weights idf --idf-out FILE`")
+    with Reporter(True) as silent:
+        idf = _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs,
+                         reader_args, silent)
     settings = Settings(
         method=method, shingle=shingle, hash_name=hash_name, weights=weights, num_perm=num_perm,
         seed=seed, hamming_k=hamming_k, threshold=threshold, bands=bands, rows=rows,
-        verify=verify, grouping=grouping, pairs=pairs_mode,
+        verify=verify, grouping=grouping, pairs=pairs_mode, idf=idf,
     )
     if engine == "spark":
         from neardup.engines import spark as spark_engine

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,9 @@ class Settings:
         method: "simhash" (64-bit fingerprints, Hamming distance) or "minhash" (LSH bands).
         shingle: "word:k" or "char:k" (see :mod:`neardup.text`).
         hash_name: feature hash, "xxh" (XXH64) or "md5" (upper 64 bits of MD5).
-        weights: SimHash feature weights, "set" or "tf".
+        weights: SimHash feature weights, "set", "tf" or "idf" (with ``idf``).
+        idf: the :class:`neardup.idf.IdfTable` of ``weights="idf"`` (made with the same
+            ``shingle`` and ``hash_name``), else None.
         num_perm: MinHash permutations.
         seed: MinHash seed.
         hamming_k: SimHash near-duplicate distance, in bits (0..32).
@@ -89,6 +92,7 @@ class Settings:
     verify: float | str | None = "auto"
     grouping: str = "components"
     pairs: str = "original"
+    idf: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _choice("method", self.method, METHODS)
@@ -119,6 +123,15 @@ class Settings:
             if not 0.0 < verify <= 1.0:
                 raise ValueError(f"verify threshold must be in (0, 1]; got {verify}")
         object.__setattr__(self, "verify", verify)
+        if self.weights == "idf":
+            if self.method != "simhash":
+                raise ValueError("weights='idf' applies to SimHash (method='simhash')")
+            if self.idf is None:
+                raise ValueError("weights='idf' needs an IDF table: idf=IdfTable(...) "
+                                 "(neardup.idf), or --idf-in FILE on the command line")
+            self.idf.check(self.shingle, self.hash_name)
+        elif self.idf is not None:
+            raise ValueError(f"an IDF table is used only with weights='idf'; got {self.weights!r}")
 
     @property
     def needs_sets(self) -> bool:
@@ -203,7 +216,7 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
     """
     features = hash_features(list(texts), settings.shingle, settings.hash_name)
     if settings.method == "simhash":
-        signature = simhash_from_features(features, settings.weights)
+        signature = simhash_from_features(features, settings.weights, settings.idf)
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
     result = Signatures(features.content, signature, features.empty, features.text_bytes)

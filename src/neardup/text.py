@@ -55,10 +55,11 @@ from neardup.hashing import (
     _xxh64_padded,
     hash_code,
     md5_64_slice,
+    splitmix64,
     xxh64_slice,
 )
 
-SHINGLE_UNITS = ("word", "char")
+SHINGLE_UNITS = ("word", "char", "stopword")
 # Zero bytes after the canonical text, so that short features hash without a bounds branch.
 _PAD = 32
 MAX_SHINGLE_SIZE = 64
@@ -68,17 +69,24 @@ CONTENT_SEEDS = (0, 0x9E3779B97F4A7C15)
 
 @dataclass(frozen=True)
 class Shingling:
-    """How a document becomes features: ``unit`` ("word" or "char") k-grams of ``size`` units.
+    """How a document becomes features: ``unit`` k-grams of ``size`` units, as a set or multiset.
+
+    Units: ``word`` (words), ``char`` (characters, spaces removed) and ``stopword`` (word
+    k-grams whose first word is a stop word, see :func:`stop_words`). With ``multiset``, the
+    j-th repeat of a shingle in a document (j ≥ 1) becomes a feature of its own (see
+    :func:`multiset_hashes`), so set measures over the features become multiset measures:
+    Jaccard = Σ min(count) / Σ max(count).
 
     Example:
         >>> Shingling.parse("char:5")
-        Shingling(unit='char', size=5)
-        >>> str(Shingling("word", 3))
-        'word:3'
+        Shingling(unit='char', size=5, multiset=False)
+        >>> str(Shingling.parse("word:3:multiset"))
+        'word:3:multiset'
     """
 
     unit: str = "word"
     size: int = 3
+    multiset: bool = False
 
     def __post_init__(self) -> None:
         if self.unit not in SHINGLE_UNITS:
@@ -90,20 +98,27 @@ class Shingling:
 
     @classmethod
     def parse(cls, spec: str | Shingling) -> Shingling:
-        """Parse ``"word:3"`` / ``"char:5"`` (``"word"`` alone means size 3, ``"char"`` size 5)."""
+        """Parse ``"word:3"``, ``"char:5"``, ``"stopword:3"``, with an optional ``":multiset"``
+        (a unit alone means size 3, or 5 for ``char``)."""
         if isinstance(spec, Shingling):
             return spec
-        unit, _, size = str(spec).strip().partition(":")
+        unit, _, rest = str(spec).strip().partition(":")
+        size, _, kind = rest.partition(":")
+        if kind not in ("", "set", "multiset"):
+            raise ValueError(
+                f"shingle must look like word:3, char:5 or stopword:3, optionally with :multiset; "
+                f"got {spec!r}"
+            )
         if not size:
-            return cls(unit, 3 if unit == "word" else 5)
+            return cls(unit, 5 if unit == "char" else 3, kind == "multiset")
         try:
             size_value = int(size)
         except ValueError:
             raise ValueError(f"shingle must look like word:3 or char:5; got {spec!r}") from None
-        return cls(unit, size_value)
+        return cls(unit, size_value, kind == "multiset")
 
     def __str__(self) -> str:
-        return f"{self.unit}:{self.size}"
+        return f"{self.unit}:{self.size}" + (":multiset" if self.multiset else "")
 
 
 def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
@@ -528,15 +543,20 @@ def shingles(text: str, shingle: str | Shingling = "word:3") -> list[str]:
     """
     spec = Shingling.parse(shingle)
     canonical = normalize(text)
-    if spec.unit == "word":
-        units, joiner = canonical.split(), " "
-    else:
+    if spec.unit == "char":
         units, joiner = list(canonical.replace(" ", "")), ""
+    else:
+        units, joiner = canonical.split(), " "
     if not units:
         return []
     if len(units) < spec.size:
         return [joiner.join(units)]
-    return [joiner.join(units[i : i + spec.size]) for i in range(len(units) - spec.size + 1)]
+    starts = range(len(units) - spec.size + 1)
+    if spec.unit == "stopword":
+        stops = set(stop_words())
+        anchored = [i for i in starts if units[i] in stops]
+        starts = anchored or starts
+    return [joiner.join(units[i : i + spec.size]) for i in starts]
 
 
 @njit(cache=True, nogil=True)
@@ -704,9 +724,90 @@ def hash_features(
     code = hash_code(hash_name)
     canon, offsets, text_bytes = _canonical(list(texts))
     feat_offsets, hashes = _shingle_hashes(
-        canon, offsets, spec.unit == "word", spec.size, code, _MD5_S, _MD5_K
+        canon, offsets, spec.unit != "char", spec.size, code, _MD5_S, _MD5_K
     )
+    if spec.unit == "stopword":
+        word_offsets, word_hashes = _shingle_hashes(canon, offsets, True, 1, code, _MD5_S, _MD5_K)
+        feat_offsets, hashes = _anchored(
+            feat_offsets, hashes, word_offsets, np.isin(word_hashes, stop_word_hashes(code))
+        )
+    if spec.multiset:
+        hashes = multiset_hashes(feat_offsets, hashes)
     return Features(feat_offsets, hashes, _content_hashes(canon, offsets), text_bytes)
+
+
+@lru_cache(maxsize=4)
+def stop_words() -> tuple[str, ...]:
+    """The built-in stop words of ``stopword:k`` shingles: English and Korean, normalised.
+
+    Both lists are used together (their words do not collide), so mixed corpora need no
+    language detection. The lists are ``neardup/data/stopwords_en.txt`` and ``_ko.txt``.
+
+    Example:
+        >>> "the" in stop_words() and "그리고" in stop_words()
+        True
+    """
+    words: set[str] = set()
+    for name in ("stopwords_en.txt", "stopwords_ko.txt"):
+        for line in (Path(__file__).parent / "data" / name).read_text("utf-8").splitlines():
+            if line.strip() and not line.startswith("#"):
+                words.add(normalize(line))
+    return tuple(sorted(words))
+
+
+@lru_cache(maxsize=4)
+def stop_word_hashes(code: int) -> np.ndarray:
+    """Sorted uint64 hashes of :func:`stop_words` with the feature hash ``code``."""
+    canon, offsets, _ = _canonical(list(stop_words()))
+    _, hashes = _shingle_hashes(canon, offsets, True, 1, code, _MD5_S, _MD5_K)
+    return np.unique(hashes)
+
+
+def _anchored(offsets, hashes, word_offsets, is_stop) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the word k-grams whose first word is a stop word (k-gram j of a document starts at
+    its word j); a document with none keeps all its k-grams, so it still has features."""
+    n = offsets.shape[0] - 1
+    counts = np.diff(offsets)
+    doc = np.repeat(np.arange(n), counts)
+    first_word = word_offsets[doc] + (np.arange(hashes.shape[0]) - offsets[doc])
+    keep = is_stop[first_word]
+    kept_per_doc = np.bincount(doc, weights=keep, minlength=n).astype(np.int64)
+    keep |= (kept_per_doc == 0)[doc]
+    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc[keep], minlength=n), out=new_offsets[1:])
+    return new_offsets, hashes[keep]
+
+
+@njit(cache=True, nogil=True)
+def _multiset_kernel(offsets, hashes):
+    out = hashes.copy()
+    for d in range(offsets.shape[0] - 1):
+        lo = offsets[d]
+        order = np.argsort(hashes[lo : offsets[d + 1]], kind="mergesort") + lo
+        repeat = 0
+        for i in range(1, order.shape[0]):
+            if hashes[order[i]] == hashes[order[i - 1]]:
+                repeat += 1
+                out[order[i]] = splitmix64(hashes[order[i]] ^ splitmix64(np.uint64(repeat)))
+            else:
+                repeat = 0
+    return out
+
+
+def multiset_hashes(offsets: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Shingle hashes with repeats made distinct: the j-th repeat (j ≥ 1, in document order) of
+    hash h in a document becomes ``splitmix64(h XOR splitmix64(j))``; first occurrences keep
+    their hash. The set of the result is then the multiset of the input, so set Jaccard of
+    two documents equals their multiset Jaccard Σ min / Σ max (up to 64-bit collisions).
+    O(total shingles × log shingles per document).
+
+    Example:
+        >>> h = np.array([5, 5, 7], dtype=np.uint64)
+        >>> m = multiset_hashes(np.array([0, 3]), h)
+        >>> int(m[0]) == 5 and int(m[1]) != 5 and int(m[2]) == 7
+        True
+    """
+    return _multiset_kernel(np.asarray(offsets, dtype=np.int64), np.asarray(hashes, dtype=np.uint64))
 
 
 @njit(cache=True, nogil=True)

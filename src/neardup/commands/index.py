@@ -74,7 +74,8 @@ def _settings_options(command):
         ),
         click.option(
             "--weights",
-            type=click.Choice(WEIGHTS),
+            # An index stores no IDF table, so its fingerprints use fixed weights.
+            type=click.Choice([w for w in WEIGHTS if w != "idf"]),
             default="set",
             show_default=True,
             help="SimHash weights (fixed for the index).",
