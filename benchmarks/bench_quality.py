@@ -7,11 +7,13 @@ Datasets (``--data-dir``, default ``shared/data``; every one run with every tool
   ``benchmarks/.data/synth/``. Light edits are positives; heavy edits and the shared-template
   pairs are negatives; per-edit-type recall (and false-positive rate) is reported.
 * ``clough_stevenson``: answers vs. their source; positives ``cut`` and ``light``.
+* ``pan13_passages``: PAN13 text-alignment plagiarism cases cut out at their offsets; verbatim
+  copies (1) against random word edits, translation chains and summaries (0), per sub-corpus.
 * ``korean_question_pair``: same question (1) or not (0).
 * ``mrpc``: paraphrase (1) or not (0); negatives chosen for lexical overlap.
 * ``korsts``: graded similarity 0–5 mapped to labels: score ≥ 4.5 → 1, score ≤ 2 → 0, others
   left out (the dataset's README gives no mapping; this one is the benchmark's choice).
-* ``debian_descriptions_en`` (no labels): predicted pairs and groups per tool, and the share of a
+* ``debian_descriptions_en`` and ``debian_descriptions_ko`` (no labels): predicted pairs and groups per tool, and the share of a
   random sample of each tool's pairs that meet rule 2 of ``NEAR_DUPLICATE.md`` (at least 80 % of
   the longer text's words kept in order, :func:`neardup.synth.words_kept`).
 
@@ -58,8 +60,9 @@ REPO = HERE.parent
 DEFAULT_OUT = HERE / "results" / "quality.md"
 SYNTH_DIR = HERE / ".data" / "synth"
 NEARDUP_CLI = Path(sys.executable).with_name("neardup")
-DATASETS = ("synth", "clough_stevenson", "korean_question_pair", "mrpc", "korsts",
-            "debian_descriptions_en")
+DATASETS = ("synth", "clough_stevenson", "pan13_passages", "korean_question_pair", "mrpc",
+            "korsts", "debian_descriptions_en", "debian_descriptions_ko")
+PAN13_PASSAGES = Path("pan13_text_alignment") / "passages"
 NUM_PERM = 128
 PEER_THRESHOLD = 0.8
 RENSA_BANDS = 16
@@ -289,6 +292,12 @@ def load_truth(name: str, data_dir: Path, synth_pairs: Path | None):
         return read_truth(folder / "pairs.tsv", "cut,light"), "cut, light = 1; heavy, non = 0"
     if name == "mrpc":
         return read_truth(folder / "pairs.tsv"), "paraphrase = 1, not = 0"
+    if name == "pan13_passages":
+        frame = read_table(data_dir / PAN13_PASSAGES / "pairs.tsv")
+        kind = frame["label"].to_numpy()
+        label = np.where(kind == "no-obfuscation", 1, 0)
+        return (PairTruth.from_arrays(frame["id_a"], frame["id_b"], label, category=kind),
+                "verbatim copy (no-obfuscation) = 1; random edits, translation, summary = 0")
     if name == "korean_question_pair":
         frame = read_table(folder / "pairs.tsv")
         docs = dict(zip(*read_docs(str(folder / "docs.jsonl"))))
@@ -405,6 +414,11 @@ ABOUT = {
     "mrpc": "sentence *paraphrase* labels; negatives were chosen for lexical overlap. A "
             "paraphrase in other words is not a near-duplicate (rule 3), so recall here is not a "
             "goal; precision shows how often lexically close non-paraphrases are merged.",
+    "pan13_passages": "plagiarism cases cut out of PAN13 text-alignment documents at their "
+                      "offsets: the passage pairs of the verbatim sub-corpus are copies (word "
+                      "3-gram Jaccard 1.0); random word edits (0.17), machine-translation chains "
+                      "(0.17) and human summaries (0.05) are rewritten texts, not near-duplicates "
+                      "(rule 3), so here they are the negatives.",
     "korsts": "graded *semantic* similarity of machine-translated sentence pairs; even score-5 "
               "pairs are mostly rewordings (mean char-5 Jaccard 0.30), so recall is not a goal.",
 }
@@ -580,8 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_quality_") as tmp:
         for name in names:
             print(f"{name}:", file=sys.stderr, flush=True)
-            docs_path = (SYNTH_DIR / "docs.jsonl" if name == "synth"
-                         else args.data_dir / name / "docs.jsonl")
+            folder = {"synth": SYNTH_DIR, "pan13_passages": args.data_dir / PAN13_PASSAGES}.get(
+                name, args.data_dir / name)
+            docs_path = folder / "docs.jsonl"
             ids_list, texts = read_docs(str(docs_path))
             ids = np.asarray(ids_list, dtype=object)
             truth, note = load_truth(name, args.data_dir, synth_pairs)
