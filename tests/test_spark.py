@@ -357,3 +357,30 @@ def test_every_pair_within_k_has_a_first_table(k, x, flips):
     plan = plan_tables(10**6, k)
     got = first_shared_table(np.array([x], np.uint64), np.array([y], np.uint64), plan.masks)
     assert 0 <= got[0] < plan.num_tables
+
+
+def test_globs_of_parquet_and_csv_in_a_parquet_directory_out(spark, tmp_path):
+    # Spark reads a glob of Parquet parts and a CSV file; the local engine reads the same files
+    # named one by one, in the order the glob gives them (sorted paths). GROUPS go to a Parquet
+    # directory (a path without a file extension) and must hold the local rows.
+    docs = make_docs(600, seed=3)
+    frame = pd.DataFrame({"id": [d[0] for d in docs], "text": [d[1] for d in docs],
+                          "ts": [d[2] for d in docs]})
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    frame.iloc[:250].to_parquet(parts / "part-0.parquet", index=False)
+    frame.iloc[250:400].to_parquet(parts / "part-1.parquet", index=False)
+    frame.iloc[400:].to_csv(tmp_path / "rest.csv", index=False)
+    local_out, spark_out = tmp_path / "local.tsv", tmp_path / "groups_dir"
+    files = [parts / "part-0.parquet", parts / "part-1.parquet", tmp_path / "rest.csv"]
+    assert run("dedup", *files, "-o", local_out, "--time-field", "ts", "--method", "simhash",
+               "-k", "4", "-q").exit_code == 0
+    result = run("dedup", parts / "*.parquet", tmp_path / "rest.csv", "-o", spark_out,
+                 "--time-field", "ts", "--method", "simhash", "-k", "4", "--engine", "spark", "-q")
+    assert result.exit_code == 0, result.output
+    got = pd.read_parquet(spark_out)  # part files in name order hold the rows in input order
+    expected = pd.read_csv(local_out, sep="\t", dtype=str, keep_default_na=False)
+    assert got["id"].tolist() == expected["id"].tolist()
+    assert got["duplicate_id"].tolist() == expected["duplicate_id"].tolist()
+    assert got["group_size"].astype(str).tolist() == expected["group_size"].tolist()
+    assert (got["group_size"] > 1).sum() > 20

@@ -172,7 +172,8 @@ def spark_session(
 
     ``master=None`` keeps the master of an existing session or of ``spark-submit`` and means
     ``local[*]`` otherwise. For local masters, Python workers run this interpreter (unless
-    ``PYSPARK_PYTHON`` says otherwise), so they see the same installed ``neardup``.
+    ``PYSPARK_PYTHON`` says otherwise), so they see the same installed ``neardup``, and the
+    driver binds to 127.0.0.1 (unless ``SPARK_LOCAL_IP`` or ``config`` say otherwise).
     Cost: a few seconds to start the JVM the first time.
 
     Example:
@@ -183,11 +184,17 @@ def spark_session(
     launched_by_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     if master is None and not launched_by_submit and SparkSession.getActiveSession() is None:
         master = "local[*]"
-    if master is not None and master.startswith("local"):
+    local = master is not None and master.startswith("local")
+    if local:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # A local run serves nobody else: its driver and UI listen on the loopback interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
+    if local:
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+            "spark.driver.host", "127.0.0.1")
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
