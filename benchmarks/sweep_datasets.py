@@ -17,7 +17,6 @@ are the negatives, with the sub-corpus as the category.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import SYNTH_DIR, load_truth, make_synth
+from bench_quality import SYNTH_DIR, load_truth, make_synth, read_docs
 
 from neardup import evaluate as quality
 from neardup.engines.local import signatures_parallel
@@ -42,16 +41,6 @@ DATASETS = ("synth", "clough_stevenson", "pan13_passages", "korean_question_pair
 CONFIGS = (("minhash", "char:5"), ("minhash", "word:3"), ("simhash", "char:5"), ("simhash", "word:3"))
 
 
-def read_docs(path: Path) -> tuple[list[str], list[str]]:
-    ids, texts = [], []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            ids.append(str(row["id"]))
-            texts.append(row["text"])
-    return ids, texts
-
-
 def pan13_truth(folder: Path):
     frame = quality.read_table(folder / "pairs.tsv")
     label = np.where(frame["label"].to_numpy() == "no-obfuscation", 1, 0)
@@ -62,14 +51,14 @@ def pan13_truth(folder: Path):
 def dataset(name: str, data_dir: Path):
     if name == "pan13_passages":
         folder = data_dir / "pan13_text_alignment" / "passages"
-        return read_docs(folder / "docs.jsonl"), pan13_truth(folder)
+        return read_docs(str(folder / "docs.jsonl")), pan13_truth(folder)
     if name == "synth":
         if not (SYNTH_DIR / "pairs.tsv").is_file():
             make_synth(data_dir, SYNTH_DIR)
         truth, _ = load_truth(name, data_dir, SYNTH_DIR / "pairs.tsv")
-        return read_docs(SYNTH_DIR / "docs.jsonl"), truth
+        return read_docs(str(SYNTH_DIR / "docs.jsonl")), truth
     truth, _ = load_truth(name, data_dir, None)
-    return read_docs(data_dir / name / "docs.jsonl"), truth
+    return read_docs(str(data_dir / name / "docs.jsonl")), truth
 
 
 def fmt(e) -> str:

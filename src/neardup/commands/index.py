@@ -86,6 +86,19 @@ def _settings_options(command):
     return command
 
 
+def _probe_options(limit_help: str):
+    """-k and --limit of the commands that probe the index."""
+
+    def decorate(command):
+        command = click.option("--limit", type=click.IntRange(0, MAX_LIMIT), default=DEFAULT_LIMIT,
+                               show_default=True, help=limit_help)(command)
+        return click.option("-k", "--hamming-k", type=int, default=None,
+                            help="Largest distance, at most the index's (default: the index's).",
+                            )(command)
+
+    return decorate
+
+
 def _fingerprint_batch(batch, settings: Settings) -> np.ndarray:
     return signatures(batch.texts, settings).signature
 
@@ -412,20 +425,7 @@ def _print_query(result, as_json: bool) -> None:
     default=None,
     help="Query the text of a file.",
 )
-@click.option(
-    "-k",
-    "--hamming-k",
-    type=int,
-    default=None,
-    help="Largest distance, at most the index's (default: the index's).",
-)
-@click.option(
-    "--limit",
-    type=click.IntRange(0, MAX_LIMIT),
-    default=DEFAULT_LIMIT,
-    show_default=True,
-    help="Matches to list.",
-)
+@_probe_options("Matches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def query(text, directory, fingerprint, text_file, hamming_k, limit, as_json):
@@ -469,20 +469,7 @@ def query(text, directory, fingerprint, text_file, hamming_k, limit, as_json):
     help="Also write one row per listed match: id, match_id, distance, duplicate_id, original_id.",
 )
 @_source_options
-@click.option(
-    "-k",
-    "--hamming-k",
-    type=int,
-    default=None,
-    help="Largest distance, at most the index's (default: the index's).",
-)
-@click.option(
-    "--limit",
-    type=click.IntRange(0, MAX_LIMIT),
-    default=DEFAULT_LIMIT,
-    show_default=True,
-    help="Matches listed per probe (for --matches-out).",
-)
+@_probe_options("Matches listed per probe (for --matches-out).")
 @input_options
 @handle_errors
 def query_batch(
