@@ -293,3 +293,17 @@ def test_real_server_on_loopback(index):
         server.should_exit = True
         thread.join(20)
     assert not thread.is_alive()
+
+
+def test_serve_without_the_service_extra_says_how_to_install_it(tmp_path, monkeypatch):
+    import sys
+
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    monkeypatch.delitem(sys.modules, "neardup.index.service", raising=False)
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # import fastapi now raises ImportError
+    result = CliRunner().invoke(main, ["serve", "-d", str(tmp_path / "idx")])
+    assert result.exit_code == 1
+    assert "pip install 'neardup[service]'" in result.output

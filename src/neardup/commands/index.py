@@ -659,8 +659,12 @@ def serve(
       neardup serve -d crawl.idx
       NEARDUP_TOKEN=s3cret neardup serve -d crawl.idx --port 8080
     """
-    from neardup.index.service import _is_loopback
-    from neardup.index.service import serve as run
+    try:
+        from neardup.index.service import _is_loopback
+        from neardup.index.service import serve as run
+    except ImportError as error:
+        raise ValueError(f"neardup serve needs FastAPI and uvicorn ({error.name} is missing): "
+                         "pip install 'neardup[service]'") from None
 
     if not _is_loopback(host) and not token:
         click.echo(
