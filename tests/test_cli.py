@@ -297,3 +297,39 @@ def test_idf_errors(tmp_path):
     result = run("dedup", str(docs), "-o", out, "--method", "simhash", "--weights", "idf",
                  "--engine", "spark")
     assert result.exit_code == 1 and "--idf-in" in result.output
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("word:3:ko", "stopword:3[:auto|en|ko|FILE]"),
+    ("word:3:bag", "optionally with :multiset"),
+    ("stopword:3:nowhere.txt", "auto, en, ko or a readable file"),
+    ("stopword:0", "shingle size must be in 1..64"),
+])
+def test_bad_feature_options_fail_with_the_valid_forms(corpus, tmp_path, spec, message):
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--shingle", spec)
+    assert result.exit_code == 1 and message in result.output, result.output
+
+
+def test_feature_options_on_the_command_line_equal_the_api(corpus, tmp_path):
+    from neardup.api import fingerprint as api_fingerprint
+
+    stops = tmp_path / "stops.txt"
+    stops.write_text("every\nthe\n이\n", encoding="utf-8")
+    texts = [d["text"] for d in DOCS]
+    for spec in ("word:3:multiset", "stopword:3:ko", f"stopword:2:{stops}:multiset"):
+        out = tmp_path / "fps.tsv"
+        result = run("fingerprint", corpus, "-o", out, "--shingle", spec, "-q")
+        assert result.exit_code == 0, result.output
+        got = [int(line.split("\t")[1], 16) for line in out.read_text().splitlines()]
+        assert got == api_fingerprint(texts, shingle=spec, workers=1).tolist()
+
+
+def test_an_idf_table_is_tied_to_its_shingling(tmp_path):
+    docs = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    options = ["--method", "simhash", "--weights", "idf", "-q"]
+    result = run("fingerprint", docs, "-o", tmp_path / "a.tsv", "--shingle", "stopword:2:en",
+                 *options, "--idf-out", tmp_path / "t.parquet")
+    assert result.exit_code == 0, result.output
+    result = run("fingerprint", docs, "-o", tmp_path / "b.tsv", "--shingle", "stopword:2:ko",
+                 *options, "--idf-in", tmp_path / "t.parquet")
+    assert result.exit_code == 1 and "--shingle stopword:2:en" in result.output

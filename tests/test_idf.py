@@ -27,17 +27,36 @@ def test_document_frequencies_and_weights_match_a_direct_count():
     where = np.searchsorted(t.hashes, features)
     assert t.df[where].tolist() == expected_df
     assert t.documents == len(TEXTS)
-    expected = [math.log((1 + len(TEXTS)) / (1 + df)) + 1 for df in expected_df]
-    assert t.weights(features).tolist() == pytest.approx(expected)
+    # The documented formula, computed directly (Python floats, round half to even).
+    expected = [round((math.log((1 + len(TEXTS)) / (1 + df)) + 1) * 2**16) for df in expected_df]
+    assert t.weights(features).tolist() == expected
+    assert t.weights(features).dtype == np.int64
     unseen = hash_features(["zebra"], "word:1").hashes
-    assert t.weights(unseen).tolist() == pytest.approx([math.log(1 + len(TEXTS)) + 1])
+    assert t.weights(unseen).tolist() == [round((math.log(1 + len(TEXTS)) + 1) * 2**16)]
+    assert t.unseen == round((math.log(1 + len(TEXTS)) + 1) * 2**16)
 
 
 def test_batching_does_not_change_the_table(tmp_path):
     assert table(batches=1) == table(batches=3)
+    assert IdfTable.from_texts(TEXTS) == table()
     path = tmp_path / "idf.parquet"
     table().save(path)
     assert IdfTable.load(path) == table()
+    again = tmp_path / "again.parquet"
+    IdfTable.load(path).save(again)
+    assert again.read_bytes() == path.read_bytes()
+
+
+def test_a_loaded_table_uses_its_stored_weights(tmp_path):
+    # The stored integers, not a recomputation, weigh the features: a table moved to another
+    # machine gives the same fingerprints whatever that machine's logarithm rounds to.
+    t = table()
+    bumped = IdfTable(t.hashes, t.df, t.documents, t.shingle, t.hash_name, t.weight * 3, 7)
+    path = tmp_path / "idf.parquet"
+    bumped.save(path)
+    loaded = IdfTable.load(path)
+    assert loaded.weight.tolist() == (t.weight * 3).tolist() and loaded.unseen == 7
+    assert loaded == bumped and loaded != t
 
 
 def test_weighted_simhash_equals_a_numpy_reference():

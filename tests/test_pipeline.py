@@ -191,3 +191,48 @@ def test_banding_favours_recall_when_verified():
 
     assert candidate_probability(0.75, *verified.banding()) > 0.95
     assert candidate_probability(0.75, *verified.banding()) > candidate_probability(0.75, *unverified.banding())
+
+
+# ------------------------------------------------------------------------ feature options
+
+REPEATED = [
+    "buy now buy now buy now limited offer for our readers",
+    "buy now limited offer for our readers",
+    "a different page about gardening and the weather in spring",
+]
+
+
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_multiset_verification_is_multiset_jaccard(method):
+    # word:2 sets: document 1's 6 shingles are 6 of document 0's 7, Jaccard 6/7; as multisets
+    # the repeats count ("buy now" 3 times, "now buy" twice): (1 + 5) / (3 + 2 + 5) = 0.6.
+    from collections import Counter
+
+    from neardup.text import shingles
+
+    for spec, expected_pair in (("word:2", True), ("word:2:multiset", False)):
+        s = Settings(method=method, shingle=spec, threshold=0.6, hamming_k=32,
+                     verify=0.8, pairs="all")
+        groups = find_groups(signatures(REPEATED, s), stamps(3), s, REPEATED)
+        assert (groups.original[1] == 0) == expected_pair, spec
+    ca, cb = Counter(shingles(REPEATED[0], "word:2")), Counter(shingles(REPEATED[1], "word:2"))
+    brute = sum((ca & cb).values()) / sum((ca | cb).values())
+    s = Settings(method=method, shingle="word:2:multiset", threshold=0.5, hamming_k=32,
+                 verify=0.5, pairs="all")
+    groups = find_groups(signatures(REPEATED, s), stamps(3), s, REPEATED)
+    assert brute == pytest.approx(0.6) and groups.original[1] == 0
+    if method == "minhash":  # MinHash reports the verified (exact) Jaccard
+        (value,) = groups.pair_value[(groups.pair_a == 0) & (groups.pair_b == 1)]
+        assert value == pytest.approx(brute)
+
+
+def test_feature_options_flow_through_settings_and_workers():
+    texts = near_duplicate_texts() * 3
+    for spec in ("word:3:multiset", "stopword:2:en", "stopword:3:ko:multiset"):
+        s = Settings(method="simhash", shingle=spec)
+        assert s.shingle == spec
+        one = signatures_parallel(texts, s, workers=1).signature
+        two = signatures_parallel(texts, s, workers=2).signature
+        assert one.tolist() == two.tolist()
+    with pytest.raises(ValueError, match="stopword"):
+        Settings(shingle="word:3:ko")

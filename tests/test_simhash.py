@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.hashing import hash_strings
 from neardup.simhash import EMPTY_FINGERPRINT, hamming_distance, simhash, simhash_from_features
 from neardup.text import hash_features, shingles
-from neardup.hashing import hash_strings
 
 # Stored fingerprints are compared across versions: these values must never change.
 VECTORS = [
@@ -70,3 +70,34 @@ def test_hamming_distance_vectorised():
 def test_bad_weights():
     with pytest.raises(ValueError, match="weights"):
         simhash_from_features(hash_features(["x"]), "idf")
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "가", "나", "the", "of"]), max_size=12)
+                .map(" ".join), min_size=1, max_size=8),
+       st.sampled_from(["word:1", "word:2", "stopword:1"]))
+def test_idf_weighted_simhash_equals_the_plain_definition(corpus, spec):
+    import math
+
+    from neardup.idf import IdfTable
+
+    table = IdfTable.from_texts(corpus, spec)
+    docs = [set(shingles(text, spec)) for text in corpus]
+    got = simhash(corpus, spec, weights="idf", idf=table).tolist()
+    for d, features in enumerate(docs):
+        counters = [0] * 64
+        for feature in features:
+            df = sum(feature in other for other in docs)
+            w = round((math.log((1 + len(corpus)) / (1 + df)) + 1) * 2**16)
+            (h,) = hash_strings([feature]).tolist()
+            for bit in range(64):
+                counters[bit] += w if (h >> bit) & 1 else -w
+        assert got[d] == sum(1 << bit for bit in range(64) if counters[bit] >= 0)
+
+
+def test_multiset_simhash_sees_repeats():
+    once, thrice = "alpha beta gamma", "alpha beta gamma alpha beta gamma alpha beta gamma"
+    plain = simhash([once, thrice], "word:1")
+    multi = simhash([once, thrice], "word:1:multiset")
+    assert plain[0] == plain[1] and multi[0] != multi[1]
+    assert multi[0] == plain[0]  # first occurrences keep their hash

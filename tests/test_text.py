@@ -126,12 +126,14 @@ def test_code_point_tables_cached_on_disk_equal_a_fresh_build(tmp_path, monkeypa
 
 # ---------------------------------------------------------------- multiset and stop-word shingles
 
-words_en = st.lists(st.sampled_from(["the", "a", "cat", "sat", "on", "mat", "and", "dog"]),
-                    min_size=0, max_size=30).map(" ".join)
+repeating_words = st.lists(
+    st.sampled_from(["the", "a", "cat", "sat", "on", "mat", "and", "dog", "그리고", "학교에", "집"]),
+    min_size=0, max_size=30).map(" ".join)
 
 
-@settings(max_examples=80, deadline=None)
-@given(words_en, words_en, st.sampled_from(["word:1", "word:2", "char:3"]))
+@settings(max_examples=120, deadline=None)
+@given(repeating_words, repeating_words,
+       st.sampled_from(["word:1", "word:2", "char:3", "stopword:2"]))
 def test_multiset_jaccard_equals_brute_force(a, b, base):
     from collections import Counter
 
@@ -156,26 +158,87 @@ def test_multiset_keeps_first_occurrences_and_set_specs_are_unchanged():
         Shingling.parse("word:3:bag")
 
 
-korean_or_english = st.lists(
-    st.sampled_from(["the", "of", "cat", "runs", "그리고", "학교에", "갔다", "및", "것", "집"]),
-    min_size=0, max_size=25).map(" ".join)
+ENGLISH_WORDS = ["the", "of", "and", "cat", "runs", "fast", "The,", "OF"]
+KOREAN_WORDS = ["그리고", "및", "것", "수", "학교에", "갔다", "집", "이", "등", "그런데"]
 
 
-@settings(max_examples=80, deadline=None)
-@given(korean_or_english, st.integers(1, 4))
-def test_stopword_shingles_equal_a_python_filter(text, k):
+def brute_force_stopword_shingles(text, k, stops):
+    """The definition of stopword:k, in plain Python."""
+    words = normalize(text).split()
+    if not words:
+        return []
+    if len(words) < k:
+        return [" ".join(words)]
+    grams = [(w, " ".join(words[i:i + k])) for i, w in enumerate(words[:len(words) - k + 1])]
+    anchored = [g for w, g in grams if w in stops]
+    return anchored or [g for _, g in grams]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.sampled_from(ENGLISH_WORDS + KOREAN_WORDS), max_size=25).map(" ".join),
+       st.integers(1, 4), st.sampled_from(["auto", "en", "ko"]))
+def test_stopword_shingles_equal_a_python_filter(text, k, source):
     from neardup.text import stop_words
 
-    stops = set(stop_words())
-    words = normalize(text).split()
-    spec = f"stopword:{k}"
-    if not words:
-        expected = []
-    elif len(words) < k:
-        expected = [" ".join(words)]
-    else:
-        grams = [(w, " ".join(words[i:i + k])) for i, w in enumerate(words[:len(words) - k + 1])]
-        anchored = [g for w, g in grams if w in stops]
-        expected = anchored or [g for _, g in grams]
+    stops = set(stop_words(source))
+    expected = brute_force_stopword_shingles(text, k, stops)
+    spec = f"stopword:{k}:{source}"
     assert shingles(text, spec) == expected
     assert hash_features([text], spec).hashes.tolist() == hash_strings(expected).tolist()
+    # A batch gives every document the features it gets alone.
+    batch = hash_features([text, "the cat", text], spec)
+    assert batch.hashes[batch.offsets[2]:].tolist() == hash_strings(expected).tolist()
+
+
+def test_stop_word_lists():
+    from neardup.text import stop_words
+
+    en, ko, both = set(stop_words("en")), set(stop_words("ko")), set(stop_words("auto"))
+    assert {"the", "of", "and"} <= en and {"그리고", "및", "것"} <= ko
+    assert both == en | ko and not en & ko
+    assert all(w == normalize(w) and " " not in w for w in both)
+
+
+def test_stop_word_file(tmp_path):
+    path = tmp_path / "stops.txt"
+    path.write_text("# my list\nCAT\n\nrun\n", encoding="utf-8")
+    spec = f"stopword:2:{path}"
+    assert str(Shingling.parse(spec)) == spec
+    assert shingles("the cat runs fast the dog", spec) == ["cat runs"]
+    path.write_text("dog\n", encoding="utf-8")  # an edited file is read again
+    assert shingles("the cat runs fast, dog bites", spec) == ["dog bites"]
+    path.write_text("# nothing\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no word"):
+        hash_features(["a b"], spec)
+    path.write_text("two words\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="more than one word"):
+        hash_features(["a b"], spec)
+    with pytest.raises(ValueError, match="auto, en, ko or a readable file"):
+        hash_features(["a b"], f"stopword:2:{tmp_path / 'missing.txt'}")
+
+
+def test_without_an_anchor_a_document_keeps_all_its_shingles():
+    assert shingles("alpha beta gamma delta", "stopword:2") == shingles("alpha beta gamma delta",
+                                                                         "word:2")
+    f = hash_features(["alpha beta gamma", "the alpha beta", ""], "stopword:2")
+    assert np.diff(f.offsets).tolist() == [2, 1, 0]
+
+
+@pytest.mark.parametrize("spec, parsed", [
+    ("stopword:3", Shingling("stopword", 3, False, "auto")),
+    ("stopword:3:ko", Shingling("stopword", 3, False, "ko")),
+    ("stopword:2:en:multiset", Shingling("stopword", 2, True, "en")),
+    ("stopword:4:set", Shingling("stopword", 4, False, "auto")),
+    ("word:3:set", Shingling("word", 3)),
+    ("char:4:multiset", Shingling("char", 4, True)),
+])
+def test_feature_option_specs(spec, parsed):
+    assert Shingling.parse(spec) == parsed
+    assert Shingling.parse(str(parsed)) == parsed
+
+
+@pytest.mark.parametrize("spec", ["word:3:en", "char:5:ko", "word:3:bag", "stopword:3:set:multiset",
+                                  "word:3:multiset:set"])
+def test_bad_feature_option_specs(spec):
+    with pytest.raises(ValueError, match="stopword:3"):
+        Shingling.parse(spec)

@@ -14,12 +14,17 @@ Example:
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from neardup.engines.local import fingerprint_texts, signatures_parallel
 from neardup.groups import connected_components, document_order, originals_of
-from neardup.pipeline import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings, find_groups
+from neardup.pipeline import (
+    DEFAULT_METHOD,
+    DEFAULT_SHINGLE,
+    DEFAULT_THRESHOLD,
+    Settings,
+    find_groups,
+)
 
 
 def _texts(data, column: str | None) -> list[str]:
@@ -55,16 +60,29 @@ def fingerprint(
     weights: str = "set",
     seed: int = 1,
     workers: int | None = None,
+    idf=None,
 ) -> np.ndarray:
     """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]).
 
     ``data`` is a str, a sequence of str, a numpy array, a pandas Series, a DataFrame or Arrow
     table (``column``, default "text") or an Arrow array. ``workers`` None = all cores.
+    ``shingle`` takes the feature options of :class:`neardup.text.Shingling` (``word:3:multiset``,
+    ``stopword:3:ko`` …). ``weights="idf"`` needs ``idf``, a :class:`neardup.idf.IdfTable` made
+    with the same ``shingle`` and ``hash_name`` (``IdfTable.from_texts(corpus, shingle)``, or
+    ``IdfTable.load(path)`` to reuse a saved one).
     Cost: O(total bytes) plus O(shingles × 64) (SimHash) or O(shingles × num_perm) (MinHash).
+
+    Example:
+        >>> from neardup.idf import IdfTable
+        >>> corpus = ["the cat sat on the mat", "the dog sat on the log"]
+        >>> table = IdfTable.from_texts(corpus, "word:1")
+        >>> fingerprint(corpus, shingle="word:1", weights="idf", idf=table, workers=1).shape
+        (2,)
     """
     texts = _check_texts(_texts(data, column))
     return fingerprint_texts(texts, method=method, shingle=shingle, num_perm=num_perm,
-                             hash_name=hash_name, weights=weights, seed=seed, workers=workers)
+                             hash_name=hash_name, weights=weights, seed=seed, workers=workers,
+                             idf=idf)
 
 
 def pairs_from_fingerprints(

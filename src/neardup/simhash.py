@@ -10,8 +10,9 @@ are near-duplicates when their fingerprints differ in at most ``hamming_k`` bits
 
 Weights: ``"set"`` (default) gives each distinct shingle weight 1; ``"tf"`` weights a shingle by
 how often it occurs in the document; ``"idf"`` gives each distinct shingle its inverse document
-frequency in a corpus (:mod:`neardup.idf`), so common features (boilerplate, a template's words)
-move the fingerprint less than rare ones. An empty document has all counters 0, so its fingerprint is
+frequency in a corpus (:mod:`neardup.idf`, in fixed point: integer units of 2^-16, summed
+exactly), so common features (boilerplate, a template's words) move the fingerprint less than
+rare ones. An empty document has all counters 0, so its fingerprint is
 ``EMPTY_FINGERPRINT`` = 0xFFFFFFFFFFFFFFFF.
 
 Example:
@@ -123,37 +124,41 @@ def _simhash_kernel(offsets, hashes, distinct, byte_lanes):
                 pending = 0
         if pending:
             _flush(lanes, ones)
-        # V_i = ones_i − (total − ones_i); bit i is set where V_i ≥ 0.
-        fp = np.uint64(0)
-        for bit in range(64):
-            if 2 * ones[bit] - total >= 0:
-                fp |= np.uint64(1) << np.uint64(bit)
-        out[d] = fp
+        out[d] = _sign_bits(ones, total)
     return out
+
+
+@njit(inline="always")
+def _sign_bits(ones, total):
+    """The fingerprint from the weight of the features with bit i set (``ones[i]``) and the
+    total weight: V_i = ones_i − (total − ones_i), bit i is 1 where V_i ≥ 0."""
+    fp = np.uint64(0)
+    for bit in range(64):
+        if 2 * ones[bit] - total >= 0:
+            fp |= np.uint64(1) << np.uint64(bit)
+    return fp
 
 
 @njit(cache=True, nogil=True)
 def _weighted_simhash_kernel(offsets, hashes, weights):
-    """SimHash with float64 weights per feature (each document's distinct features, in a fixed
-    order, so the sums and the fingerprint are the same on every machine)."""
+    """SimHash with an int64 weight per feature (each document's distinct features, the IDF
+    weights in fixed point). Integer sums are exact and do not depend on the order of the
+    features, so the fingerprint is the same on every machine; the sign rule is the one of
+    :func:`_simhash_kernel`. 64 multiply-adds per feature, without branches."""
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
-    v = np.zeros(64, dtype=np.float64)
+    ones = np.zeros(64, dtype=np.int64)
+    one = np.uint64(1)
     for d in range(n):
-        v[:] = 0.0
+        ones[:] = 0
+        total = 0
         for f in range(offsets[d], offsets[d + 1]):
             h = hashes[f]
             w = weights[f]
+            total += w
             for bit in range(64):
-                if (h >> np.uint64(bit)) & np.uint64(1):
-                    v[bit] += w
-                else:
-                    v[bit] -= w
-        fp = np.uint64(0)
-        for bit in range(64):
-            if v[bit] >= 0.0:
-                fp |= np.uint64(1) << np.uint64(bit)
-        out[d] = fp
+                ones[bit] += w * np.int64((h >> np.uint64(bit)) & one)
+        out[d] = _sign_bits(ones, total)
     return out
 
 
@@ -162,7 +167,15 @@ def simhash_from_features(features: Features, weights: str = "set", idf=None) ->
 
     ``idf`` (a :class:`neardup.idf.IdfTable`) is needed with ``weights="idf"``.
     Cost: O(total shingles) in compiled code (about 16 operations and one hash-set probe per
-    shingle; with IDF weights a per-document sort and 64 additions per distinct shingle).
+    shingle; with IDF weights a per-document sort, a binary search in the table and 64
+    multiply-adds per distinct shingle).
+
+    Example:
+        >>> from neardup.idf import IdfTable
+        >>> f = hash_features(["a b c", "a b d"], "word:1")
+        >>> table = IdfTable.from_features([f], "word:1", "xxh")
+        >>> simhash_from_features(f, "idf", table).shape
+        (2,)
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}; got {weights!r}")
@@ -179,15 +192,17 @@ def simhash(
     shingle: str | Shingling = "word:3",
     hash_name: str = "xxh",
     weights: str = "set",
+    idf=None,
 ) -> np.ndarray:
-    """SimHash fingerprints of texts, as uint64[n]. See the module docstring for the formula.
+    """SimHash fingerprints of texts, as uint64[n]. See the module docstring for the formula;
+    ``idf`` is the :class:`neardup.idf.IdfTable` of ``weights="idf"``.
 
     Example:
         >>> fp = simhash(["hello world again"])
         >>> fp.dtype, fp.shape
         (dtype('uint64'), (1,))
     """
-    return simhash_from_features(hash_features(list(texts), shingle, hash_name), weights)
+    return simhash_from_features(hash_features(list(texts), shingle, hash_name), weights, idf)
 
 
 def hamming_distance(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:

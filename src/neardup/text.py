@@ -15,6 +15,15 @@ Shingles are taken from the canonical text:
 ``char:k``
     k consecutive code points of the canonical text with the spaces removed, so that spacing
     errors and words broken across lines (common in Korean) do not change the features.
+``stopword:k[:LIST]``
+    the ``word:k`` shingles whose first word is a stop word (Theobald et al.'s SpotSigs idea,
+    seed 002's stop-word shingles for news pages): running prose is full of stop words, menus
+    and boilerplate are not, so the features come from the prose. ``LIST`` is ``auto`` (English
+    and Korean, the default), ``en``, ``ko`` or a file (:func:`stop_words`). A document with no
+    anchored shingle keeps all its ``word:k`` shingles, so it is never empty because of the list.
+``…:multiset``
+    after any of them: the j-th repeat of a shingle is a feature of its own
+    (:func:`multiset_hashes`), so set Jaccard over the features is multiset Jaccard.
 
 A document with fewer than k units has one shingle: all its units (joined as above). A document
 with no token at all is *empty*: it has no shingles and its signatures are the documented fixed
@@ -72,21 +81,30 @@ class Shingling:
     """How a document becomes features: ``unit`` k-grams of ``size`` units, as a set or multiset.
 
     Units: ``word`` (words), ``char`` (characters, spaces removed) and ``stopword`` (word
-    k-grams whose first word is a stop word, see :func:`stop_words`). With ``multiset``, the
-    j-th repeat of a shingle in a document (j ≥ 1) becomes a feature of its own (see
-    :func:`multiset_hashes`), so set measures over the features become multiset measures:
-    Jaccard = Σ min(count) / Σ max(count).
+    k-grams whose first word is in the stop-word list ``stopwords``, see :func:`stop_words`).
+    With ``multiset``, the j-th repeat of a shingle in a document (j ≥ 1) becomes a feature of
+    its own (see :func:`multiset_hashes`), so set measures over the features become multiset
+    measures: Jaccard = Σ min(count) / Σ max(count).
+
+    The text form, accepted everywhere a shingling is (``--shingle``, ``Settings.shingle``), is
+    ``UNIT:K``, then for ``stopword`` optionally ``:LIST`` (``auto``, ``en``, ``ko`` or the path
+    of a word list, see :func:`stop_words`; default ``auto``), then optionally ``:multiset``
+    (``:set`` is the default). A unit alone means size 3, or 5 for ``char``.
 
     Example:
         >>> Shingling.parse("char:5")
-        Shingling(unit='char', size=5, multiset=False)
+        Shingling(unit='char', size=5, multiset=False, stopwords=None)
         >>> str(Shingling.parse("word:3:multiset"))
         'word:3:multiset'
+        >>> s = Shingling.parse("stopword:4:ko:multiset")
+        >>> s.stopwords, s.multiset, str(Shingling.parse("stopword:4"))
+        ('ko', True, 'stopword:4')
     """
 
     unit: str = "word"
     size: int = 3
     multiset: bool = False
+    stopwords: str | None = None
 
     def __post_init__(self) -> None:
         if self.unit not in SHINGLE_UNITS:
@@ -95,30 +113,47 @@ class Shingling:
             )
         if not isinstance(self.size, int) or not 1 <= self.size <= MAX_SHINGLE_SIZE:
             raise ValueError(f"shingle size must be in 1..{MAX_SHINGLE_SIZE}; got {self.size!r}")
+        if self.unit == "stopword":
+            if not self.stopwords:
+                object.__setattr__(self, "stopwords", "auto")
+        elif self.stopwords is not None:
+            raise ValueError(
+                f"a stop-word list goes with stopword:K shingles only; got {self.unit}:{self.size} "
+                f"with list {self.stopwords!r}"
+            )
 
     @classmethod
     def parse(cls, spec: str | Shingling) -> Shingling:
-        """Parse ``"word:3"``, ``"char:5"``, ``"stopword:3"``, with an optional ``":multiset"``
-        (a unit alone means size 3, or 5 for ``char``)."""
+        """Parse the text form (see the class docstring); ValueError naming the valid forms."""
         if isinstance(spec, Shingling):
             return spec
-        unit, _, rest = str(spec).strip().partition(":")
-        size, _, kind = rest.partition(":")
-        if kind not in ("", "set", "multiset"):
+        text = str(spec).strip()
+        unit, _, rest = text.partition(":")
+        size, _, tail = rest.partition(":")
+        kind = ""
+        # The kind is the last part; a stop-word list before it may be a path holding ':'.
+        head, _, last = tail.rpartition(":")
+        if last in ("set", "multiset"):
+            kind, tail = last, head
+        if tail and unit != "stopword" or tail in ("set", "multiset"):
             raise ValueError(
-                f"shingle must look like word:3, char:5 or stopword:3, optionally with :multiset; "
-                f"got {spec!r}"
+                "shingle must look like word:3, char:5 or stopword:3[:auto|en|ko|FILE], "
+                f"optionally with :multiset; got {spec!r}"
             )
         if not size:
-            return cls(unit, 5 if unit == "char" else 3, kind == "multiset")
-        try:
-            size_value = int(size)
-        except ValueError:
-            raise ValueError(f"shingle must look like word:3 or char:5; got {spec!r}") from None
-        return cls(unit, size_value, kind == "multiset")
+            value = 5 if unit == "char" else 3
+        else:
+            try:
+                value = int(size)
+            except ValueError:
+                raise ValueError(
+                    f"shingle must look like word:3, char:5 or stopword:3; got {spec!r}"
+                ) from None
+        return cls(unit, value, kind == "multiset", tail or None)
 
     def __str__(self) -> str:
-        return f"{self.unit}:{self.size}" + (":multiset" if self.multiset else "")
+        lists = f":{self.stopwords}" if self.stopwords not in (None, "auto") else ""
+        return f"{self.unit}:{self.size}{lists}" + (":multiset" if self.multiset else "")
 
 
 def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
@@ -553,7 +588,7 @@ def shingles(text: str, shingle: str | Shingling = "word:3") -> list[str]:
         return [joiner.join(units)]
     starts = range(len(units) - spec.size + 1)
     if spec.unit == "stopword":
-        stops = set(stop_words())
+        stops = set(stop_words(spec.stopwords))
         anchored = [i for i in starts if units[i] in stops]
         starts = anchored or starts
     return [joiner.join(units[i : i + spec.size]) for i in starts]
@@ -728,39 +763,90 @@ def hash_features(
     )
     if spec.unit == "stopword":
         word_offsets, word_hashes = _shingle_hashes(canon, offsets, True, 1, code, _MD5_S, _MD5_K)
-        feat_offsets, hashes = _anchored(
-            feat_offsets, hashes, word_offsets, np.isin(word_hashes, stop_word_hashes(code))
-        )
+        is_stop = np.isin(word_hashes, stop_word_hashes(spec.stopwords, code))
+        feat_offsets, hashes = _anchored(feat_offsets, hashes, word_offsets, is_stop)
     if spec.multiset:
         hashes = multiset_hashes(feat_offsets, hashes)
     return Features(feat_offsets, hashes, _content_hashes(canon, offsets), text_bytes)
 
 
-@lru_cache(maxsize=4)
-def stop_words() -> tuple[str, ...]:
-    """The built-in stop words of ``stopword:k`` shingles: English and Korean, normalised.
+STOP_WORD_LISTS = ("auto", "en", "ko")
 
-    Both lists are used together (their words do not collide), so mixed corpora need no
-    language detection. The lists are ``neardup/data/stopwords_en.txt`` and ``_ko.txt``.
+
+def stop_words(source: str = "auto") -> tuple[str, ...]:
+    """The stop words of ``stopword:k`` shingles, normalised (:func:`normalize`) and sorted.
+
+    ``source``: ``en`` or ``ko`` (the built-in lists ``neardup/data/stopwords_en.txt`` and
+    ``stopwords_ko.txt``), ``auto`` (both: their words do not collide, so a mixed corpus needs no
+    language detection and a monolingual one gets the same shingles as with its own list), or
+    the path of a UTF-8 file with one word per line (``#`` starts a comment line; a file named
+    like a built-in list is given as ``./en``). A file is read again when its size or
+    modification time changes. O(size of the list).
+
+    Korean words are matched as whole eojeol (space-separated words): particles attached to a
+    noun do not make it an anchor (measured: anchoring on eojeol that end with a particle scored
+    lower than whole eojeol; docs/features.md).
 
     Example:
-        >>> "the" in stop_words() and "그리고" in stop_words()
+        >>> "the" in stop_words() and "그리고" in stop_words() and "그리고" not in stop_words("en")
         True
     """
-    words: set[str] = set()
-    for name in ("stopwords_en.txt", "stopwords_ko.txt"):
-        for line in (Path(__file__).parent / "data" / name).read_text("utf-8").splitlines():
-            if line.strip() and not line.startswith("#"):
-                words.add(normalize(line))
+    if source in STOP_WORD_LISTS:
+        return _built_in_stop_words(source)
+    try:
+        info = os.stat(source)
+    except (OSError, ValueError):
+        raise ValueError(
+            f"stop-word list must be one of {', '.join(STOP_WORD_LISTS)} or a readable file; "
+            f"got {source!r}"
+        ) from None
+    return _stop_word_file(source, info.st_size, info.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _built_in_stop_words(source: str) -> tuple[str, ...]:
+    names = ("en", "ko") if source == "auto" else (source,)
+    path = Path(__file__).parent / "data"
+    return _parse_stop_words(
+        "\n".join((path / f"stopwords_{name}.txt").read_text("utf-8") for name in names), source
+    )
+
+
+@lru_cache(maxsize=16)
+def _stop_word_file(path: str, size: int, mtime_ns: int) -> tuple[str, ...]:
+    # size and mtime_ns are part of the cache key only: an edited file is read again.
+    try:
+        content = Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"stop-word list {path!r} cannot be read: {error}") from None
+    return _parse_stop_words(content, path)
+
+
+def _parse_stop_words(content: str, source: str) -> tuple[str, ...]:
+    lines = [line for line in content.splitlines() if line.strip() and not line.startswith("#")]
+    words = {w for w in normalize_many(lines) if w}
+    if not words:
+        raise ValueError(f"stop-word list {source!r} holds no word")
+    for word in words:
+        if " " in word:
+            raise ValueError(
+                f"stop-word list {source!r}: {word!r} is more than one word after normalisation"
+            )
     return tuple(sorted(words))
 
 
-@lru_cache(maxsize=4)
-def stop_word_hashes(code: int) -> np.ndarray:
-    """Sorted uint64 hashes of :func:`stop_words` with the feature hash ``code``."""
-    canon, offsets, _ = _canonical(list(stop_words()))
+def stop_word_hashes(source: str, code: int) -> np.ndarray:
+    """Sorted uint64 hashes of :func:`stop_words` ``(source)`` with the feature hash ``code``."""
+    return _stop_word_hashes(stop_words(source), code)
+
+
+@lru_cache(maxsize=16)
+def _stop_word_hashes(words: tuple[str, ...], code: int) -> np.ndarray:
+    canon, offsets, _ = _canonical(list(words))
     _, hashes = _shingle_hashes(canon, offsets, True, 1, code, _MD5_S, _MD5_K)
-    return np.unique(hashes)
+    hashes = np.unique(hashes)
+    hashes.flags.writeable = False  # shared by every caller of the cache
+    return hashes
 
 
 def _anchored(offsets, hashes, word_offsets, is_stop) -> tuple[np.ndarray, np.ndarray]:

@@ -103,12 +103,13 @@ def fingerprint_texts(
     weights: str = "set",
     seed: int = 1,
     workers: int | None = None,
+    idf=None,
 ) -> np.ndarray:
     """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]) of texts,
-    computed by :func:`signatures_parallel`."""
+    computed by :func:`signatures_parallel`; ``idf`` is the table of ``weights="idf"``."""
     settings = Settings(
         method=method, shingle=shingle, num_perm=num_perm, hash_name=hash_name,
-        weights=weights, seed=seed, verify=None,
+        weights=weights, seed=seed, verify=None, idf=idf,
     )
     return signatures_parallel(texts, settings, workers).signature
 
