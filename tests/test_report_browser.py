@@ -1,9 +1,13 @@
 """The report in a real browser: headless Chromium (Debian's chromium + chromium-driver).
 
 Opens the page of a dedup run over the bundled sample from a file:// URL, checks that the
-summary, both charts and a known group with its diff are rendered, that the filter finds a
-document, and saves a screenshot: to ``$NEARDUP_ARTIFACTS`` when set, else to pytest's temporary
-directory. Skipped only when Chromium or its driver is not installed (`.ci/run` installs both).
+summary, both charts and known groups (English and Korean) with their diffs are rendered, that
+the filter finds a document and links to its group, and saves two screenshots, ``report.png``
+(the top: summary and charts) and ``report-filter.png`` (the filter's answer): to
+``$NEARDUP_ARTIFACTS`` when set, else to pytest's temporary directory. A second page, of Japanese
+and Chinese texts, checks their per-character diffs as the browser shows them. Skipped only when
+Chromium or its driver is not installed (`.ci/run` installs both, and CJK fonts for the
+screenshots).
 """
 
 import os
@@ -34,10 +38,12 @@ def browser(tmp_path_factory):
     options.binary_location = CHROMIUM
     profile = tmp_path_factory.mktemp("chromium-profile")
     # The flags keep Chromium from reaching for the network: no updates, sync or background
-    # requests, so the test runs the same on a machine without network access.
+    # requests, and no host name resolves (a file:// page needs none; Chromium still looks up
+    # Google's account and update hosts otherwise), so the test runs the same offline.
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
                  "--window-size=1200,1600", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     # An explicit driver path: Selenium then never tries to download one.
@@ -82,6 +88,18 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
     assert first.find_elements(By.CSS_SELECTOR, ".doc.diff ins")
     assert first.find_element(By.CSS_SELECTOR, ".doc.diff ins").is_displayed()
 
+    # A Korean group of the sample: OpenStack Aodh's packages, diffed word by word.
+    korean = browser.find_element(By.ID, "group-ko:aodh-api#6b8d05cc")
+    assert korean.find_element(By.TAG_NAME, "h3").text == "group of 8: original ko:aodh-api#6b8d05cc"
+    assert "알람" in korean.find_element(By.CSS_SELECTOR, ".doc.original").text
+    added = [e.text for e in korean.find_elements(By.CSS_SELECTOR, ".doc.diff ins")]
+    assert "알람 평가기" in added  # aodh-evaluator: "API 서버" became "알람 평가기"
+
+    folder = Path(os.environ.get("NEARDUP_ARTIFACTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    browser.execute_script("window.scrollTo(0, 0)")
+    assert browser.save_screenshot(str(folder / "report.png"))
+
     box = browser.find_element(By.ID, "filter")
     box.send_keys("apertium-en-gl")
     WebDriverWait(browser, 10).until(
@@ -89,6 +107,10 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
     matches = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#matches li")]
     assert any(m.startswith("apertium-en-gl") and "group of 32" in m for m in matches)
     assert "found" in browser.find_element(By.ID, "match-count").text
+    browser.execute_script("document.getElementById('find').scrollIntoView()")
+    assert browser.save_screenshot(str(folder / "report-filter.png"))
+    browser.find_element(By.CSS_SELECTOR, "#matches li a").click()
+    assert browser.current_url.endswith("#group-apertium-arg-cat%23231ba1a4")
 
     box.clear()
     box.send_keys("no-such-document-id")
@@ -96,8 +118,27 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
         lambda d: d.find_element(By.ID, "match-count").text.startswith("0 "))
     assert not browser.find_elements(By.CSS_SELECTOR, "#matches li")
 
-    folder = Path(os.environ.get("NEARDUP_ARTIFACTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    shot = folder / "report.png"
-    assert browser.save_screenshot(str(shot))
-    assert shot.stat().st_size > 10_000
+    for name in ("report.png", "report-filter.png"):
+        assert (folder / name).stat().st_size > 10_000
+
+
+def test_chinese_and_japanese_diffs_render_per_character(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from neardup.report import RunData, render
+
+    run = RunData.from_columns(["ja-1", "ja-2", "zh-1", "zh-2"], ["ja-1", "ja-1", "zh-1", "zh-1"],
+                               (["ja-1", "zh-1"], ["ja-2", "zh-2"]), [0.8, 0.75])
+    texts = {0: "東京は今日も晴れています。", 1: "東京は今日も雨が降っています。",
+             2: "北京今天天气很好。", 3: "北京今天天气不好。"}
+    page = tmp_path / "cjk.html"
+    page.write_text(render(run, texts, "近似重複 レポート"), encoding="utf-8")
+    browser.get(page.as_uri())
+    assert browser.title == "近似重複 レポート"
+    japanese = browser.find_element(By.ID, "group-ja-1")
+    assert japanese.find_element(By.CSS_SELECTOR, ".doc.original").text == texts[0]
+    assert [e.text for e in japanese.find_elements(By.CSS_SELECTOR, ".doc.diff del")] == ["晴れ"]
+    assert [e.text for e in japanese.find_elements(By.CSS_SELECTOR, ".doc.diff ins")] == ["雨が降っ"]
+    chinese = browser.find_element(By.ID, "group-zh-1")
+    assert [e.text for e in chinese.find_elements(By.CSS_SELECTOR, ".doc.diff del")] == ["很"]
+    assert [e.text for e in chinese.find_elements(By.CSS_SELECTOR, ".doc.diff ins")] == ["不"]

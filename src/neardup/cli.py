@@ -152,8 +152,9 @@ def signature_options_for(method: str = "simhash", shingle: str = "word:3"):
                          "(Hamming distance, permutation tables)."),
             click.option("--shingle", default=shingle, show_default=True,
                          help="Features: word:K (K-word shingles), char:K (K characters, spaces removed) or "
-                         "stopword:K (word K-grams starting with a stop word); add :multiset to "
-                         "count repeats."),
+                         "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
+                         "English and Korean, en, ko, or a file with one word a line); add :multiset "
+                         "to count repeats (word:3:multiset)."),
             click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True,
                          help="Feature hash: XXH64, or the upper 64 bits of MD5."),
             click.option("--weights", type=click.Choice(WEIGHTS), default="set", show_default=True,
@@ -315,8 +316,8 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     """
     from neardup.engines.local import LocalEngine
 
-    reader_args = dict(id_field=id_field, text_field=text_field, time_field=time_field,
-                       input_format=input_format, on_error=on_error)
+    reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
+                   "input_format": input_format, "on_error": on_error}
     reader = _reader(inputs, **reader_args)
     with Reporter(quiet) as reporter:
         idf = _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs,
@@ -425,8 +426,8 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     """
     from neardup.engines.local import LocalEngine
 
-    reader_args = dict(id_field=id_field, text_field=text_field, time_field=time_field,
-                       input_format=input_format, on_error=on_error)
+    reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
+                   "input_format": input_format, "on_error": on_error}
     if engine == "spark" and weights == "idf" and not idf_in:
         raise ValueError("with --engine spark, --weights idf takes a saved table (--idf-in); "
                          "make one with `neardup fingerprint ... --weights idf --idf-out FILE`")
@@ -474,9 +475,7 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
         if report_out:
             reporter.stage("report")
             _write_run_report(report_out, collection, groups, settings, read_seconds,
-                              reader_options=dict(id_field=id_field, text_field=text_field,
-                                                  time_field=time_field, input_format=input_format,
-                                                  on_error=on_error), inputs=inputs)
+                              reader_options=reader_args, inputs=inputs)
     elapsed = time.perf_counter() - reporter.started
     rows_out = _read_summary(reporter, reader.stats, elapsed, groups.stats["empty_documents"])
     rows_out.insert(-2, ("seconds: read + signatures", read_seconds))
@@ -486,8 +485,6 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
 def _write_run_report(path, collection, groups, settings, read_seconds, reader_options, inputs):
     """``dedup --report``: the page of :mod:`neardup.report` from the run in memory. Texts come
     from the collection when it kept them, else from a second read of the inputs."""
-    import dataclasses
-
     from neardup import report as html_report
     from neardup.commands.report import texts_by_position, write_report
 
@@ -499,8 +496,9 @@ def _write_run_report(path, collection, groups, settings, read_seconds, reader_o
         pair_a=groups.pair_a, pair_b=groups.pair_b,
         pair_value=np.asarray(groups.pair_value, dtype=np.float64),
         value_name="distance" if simhash else "similarity",
-        threshold=settings.hamming_k if simhash else settings.threshold,
-        settings=dataclasses.asdict(settings), stats=stats,
+        # MinHash pairs are accepted by their verified Jaccard when verification is on.
+        threshold=settings.hamming_k if simhash else (settings.verify or settings.threshold),
+        settings=html_report.describe_settings(settings), stats=stats,
     )
     positions = html_report.select(run).positions()
     if collection.texts is not None:

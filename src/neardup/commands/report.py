@@ -10,7 +10,7 @@ from neardup import report as html_report
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
 from neardup.evaluate import read_table
 from neardup.io import InputError, read_documents
-from neardup.pipeline import DEFAULT_THRESHOLD
+from neardup.pipeline import DEFAULT_THRESHOLD, Settings
 
 
 def texts_by_position(
@@ -68,9 +68,10 @@ def _pairs(path: str | None):
 @click.option("--pairs", "pairs_path", default=None, help="The run's PAIRS file (--pairs-out).")
 @click.option("-o", "--output", required=True, help="The HTML file to write.")
 @click.option("--threshold", type=float, default=None,
-              help="The run's Jaccard threshold or Hamming k, marked on the chart. Default: "
-              f"{DEFAULT_THRESHOLD} for similarities; none for distances.")
-@click.option("--title", default="neardup report", show_default=True)
+              help="The run's Jaccard threshold (similarities) or Hamming k (distances), marked "
+              f"on the chart. Default: dedup's, {DEFAULT_THRESHOLD} or {Settings().hamming_k}.")
+@click.option("--title", default="neardup report", show_default=True,
+              help="The page's title and heading.")
 @click.option("--max-groups", type=click.IntRange(0), default=html_report.MAX_GROUPS,
               show_default=True, help="Largest groups shown.")
 @click.option("--max-pairs", type=click.IntRange(0), default=html_report.MAX_PAIRS,
@@ -85,7 +86,8 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
     run's input options. The page: summary, charts of group sizes and pair values, the largest
     groups and the borderline pairs with word diffs against the original, and a document
     finder. `neardup dedup ... --report report.html` writes the same page with the run's
-    settings and timings.
+    settings and seconds per stage, which GROUPS and PAIRS files do not record; here give the
+    run's Jaccard threshold or Hamming k with --threshold when it was not the default.
 
     \b
     Example:
@@ -98,8 +100,8 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
         raise InputError(groups_path, None, None, "not a GROUPS file",
                          f"missing column(s) {', '.join(missing)}")
     pair_ids, values, name = _pairs(pairs_path)
-    if threshold is None and name == "similarity":
-        threshold = DEFAULT_THRESHOLD
+    if threshold is None:
+        threshold = DEFAULT_THRESHOLD if name == "similarity" else Settings().hamming_k
     ids = groups["id"].tolist()
     run = html_report.RunData.from_columns(ids, groups["original_id"].tolist(), pair_ids, values,
                                            name, threshold)
