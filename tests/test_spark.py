@@ -11,14 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings as hyp_settings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 import neardup.engines.spark as spark_engine
 from neardup.candidates.tables import plan_tables
 from neardup.cli import _groups_columns, _pairs_columns, main
-from neardup.groups import connected_components
-from neardup.io import InputError, read_documents, write_table
-from neardup.pipeline import Settings, find_groups, signatures
 from neardup.engines.spark import (
     SparkEngine,
     _Job,
@@ -27,6 +26,9 @@ from neardup.engines.spark import (
     read_documents_spark,
     write_result,
 )
+from neardup.groups import connected_components
+from neardup.io import InputError, read_documents, write_table
+from neardup.pipeline import Settings, find_groups, signatures
 
 VOCAB = [f"w{i}" for i in range(4000)]
 TEMPLATE = ("dear customer thank you for your order number {} this message confirms that your "
@@ -103,7 +105,7 @@ def corpus():
         ("simhash", "components", "original", 1, False),
         ("simhash", "center", "all", 3, False),
         ("minhash", "components", "all", 7, True),
-        ("minhash", "center", "original", 3, False),
+        ("minhash", "center", "original", 2, False),
     ],
 )
 def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, grouping, pairs, partitions,
@@ -127,18 +129,20 @@ def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, groupin
         assert result.stats[key] == groups.stats[key], key
 
 
-@pytest.mark.parametrize("method, grouping", [("simhash", "center"), ("minhash", "components")])
-def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping):
-    # 5,000 copies of one template and 300 one-slot variants of it: with a low skew threshold the
+@pytest.mark.parametrize("method, grouping, partitions",
+                         [("simhash", "center", 3), ("minhash", "components", 5)])
+def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitions):
+    # 3,000 copies of one template and 200 one-slot variants of it: with a low skew threshold the
     # hot keys are split (table prefixes, LSH buckets, joins on the template's representative)
     # and the large center component goes through distributed rounds.
-    docs = make_docs(300, seed=3, templates=5000, variants=300)
+    docs = make_docs(300, seed=3, templates=3000, variants=200)
     settings = Settings(method=method, grouping=grouping, pairs="original", shingle="word:3",
                         hamming_k=6, threshold=0.7)
     groups = local_files(docs, settings, tmp_path)
-    assert groups.stats["largest_group"] >= 5000
-    result = dedup_dataframe(docs_frame(spark, docs, 3), settings, "id", "text", "ts", position_col="p",
-                             partitions=3, skew_threshold=100, center_local_max=40)
+    assert groups.stats["largest_group"] >= 3000
+    result = dedup_dataframe(docs_frame(spark, docs, partitions), settings, "id", "text", "ts",
+                             position_col="p", partitions=partitions, skew_threshold=100,
+                             center_local_max=40)
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
     if method == "simhash":
@@ -191,6 +195,32 @@ def test_connected_components_match_union_find(spark):
     assert labels["label"].tolist() == expected.tolist()
 
 
+def test_dataframe_api_examples(spark):
+    # The module docstring's example: exact duplicates after case folding and punctuation.
+    df = spark.createDataFrame([("a", "the cat sat on the mat today"),
+                                ("b", "The cat sat on the mat, today!")], "id string, text string")
+    result = dedup_dataframe(df.coalesce(1), Settings(hamming_k=3))
+    assert [r.duplicate_id for r in result.groups.orderBy("pos").collect()] == ["a", "a"]
+    result.release()
+    # Fingerprints as longs (the uint64 bits, so the top bit makes a negative long) or hex text;
+    # the earliest by time is the original.
+    top = -(2**63)
+    fps = spark.createDataFrame(
+        [("p", top | 5, 3), ("q", top | 4, 1), ("r", 0xFF, 2), ("s", 0xFF, 5)],
+        "id string, fingerprint long, ts long")
+    result = spark_engine.pairs_dataframe(fps.coalesce(1), 1, time_col="ts")
+    pairs = sorted((p.id_a, p.id_b, p.distance) for p in result.pairs.collect())
+    groups = {g.id: g.original_id for g in result.groups.collect()}
+    result.release()
+    assert pairs == [("p", "q", 1), ("r", "s", 0)]
+    assert groups == {"p": "q", "q": "q", "r": "r", "s": "r"}
+    text_fps = spark.createDataFrame([("x", "00000000000000ff"), ("y", "00000000000000fe")],
+                                     "id string, fingerprint string")
+    result = spark_engine.pairs_dataframe(text_fps.coalesce(1), 1, pairs="original")
+    assert [(p.id_a, p.id_b, p.distance) for p in result.pairs.collect()] == [("x", "y", 1)]
+    result.release()
+
+
 # ------------------------------------------------------------------------------------------
 # the command line
 
@@ -205,9 +235,14 @@ def run(*args):
 
 
 def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path):
+    # Two inputs with a few bad rows among the good ones: skipped (and the rest deduplicated)
+    # exactly as the local engine does with --on-error skip.
     docs = make_docs(800, seed=11)
     rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs]
     rows[3]["ts"] = "1970-01-01T00:00:05Z"
+    rows[10]["text"] = None
+    rows[20]["ts"] = "yesterday"
+    rows[600]["id"] = rows[5]["id"]
     first = write_jsonl(tmp_path / "a.jsonl", rows[:500])
     second = write_jsonl(tmp_path / "b.jsonl", rows[500:])
     outputs = {}
@@ -215,12 +250,27 @@ def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path):
         out = {k: tmp_path / f"{k}_{engine}.{ext}" for k, ext in
                (("groups", "tsv"), ("pairs", "tsv"), ("kept", "jsonl"))}
         result = run("dedup", first, second, "-o", out["groups"], "--pairs-out", out["pairs"],
-                     "--keep", out["kept"], "--time-field", "ts", "--engine", engine, "--workers", "1")
+                     "--keep", out["kept"], "--time-field", "ts", "--engine", engine, "--workers", "1",
+                     "--on-error", "skip")
         assert result.exit_code == 0, result.output
         assert "groups" in result.output
         outputs[engine] = {k: p.read_bytes() for k, p in out.items()}
     assert outputs["spark"] == outputs["local"]
     assert outputs["local"]["pairs"].count(b"\n") > 50
+    assert outputs["local"]["groups"].count(b"\n") == 800 + 1 - 3  # header, 3 rows skipped
+
+
+def test_cli_dedup_bad_row_stops_both_engines_with_one_message(spark, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
+    messages = {}
+    for engine in ("local", "spark"):
+        result = CliRunner().invoke(main, ["dedup", str(path), "-o", str(tmp_path / f"{engine}.tsv"),
+                                           "--time-field", "ts", "--engine", engine])
+        assert result.exit_code == 1
+        messages[engine] = [line for line in result.output.splitlines() if "error" in line]
+    assert messages["spark"] == messages["local"]
+    assert "line 2" in messages["local"][0]
 
 
 def test_cli_pairs_spark_matches_local(spark, tmp_path):
@@ -292,7 +342,7 @@ def test_bad_rows_skipped_and_counted_as_the_local_reader_does(spark, tmp_path):
     batch = reader.read_all()
     docs, stats, _ = read_documents_spark(spark, [str(path)], time_field="ts", on_error="skip")
     got = docs.orderBy("pos").toPandas()
-    docs.unpersist()
+    spark_engine.unpersist(docs)
     assert got["id"].tolist() == batch.ids
     assert got["ts"].tolist() == batch.timestamps.tolist()
     assert Counter(stats.skipped_reasons) == Counter(reader.stats.skipped_reasons)

@@ -75,7 +75,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,7 @@ __all__ = [
     "run_dedup",
     "run_pairs",
     "spark_session",
+    "unpersist",
     "write_output",
     "write_result",
 ]
@@ -176,8 +177,9 @@ def spark_session(
     driver binds to 127.0.0.1 (unless ``SPARK_LOCAL_IP`` or ``config`` say otherwise).
     Cost: a few seconds to start the JVM the first time.
 
-    Example:
-        >>> spark = spark_session("local[2]", config={"spark.ui.enabled": "false"})  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        spark = spark_session("local[2]", config={"spark.ui.enabled": "false"})
     """
     require_pyspark()
     warnings.filterwarnings("ignore", message=_PANDAS_WARNING)
@@ -455,6 +457,21 @@ def _table_rows_task(
         )
 
 
+def _prefix_group_pairs(
+    fp: np.ndarray, rows: np.ndarray, table: int, masks: np.ndarray, hamming_k: int,
+    cross: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)`` of ``rows`` (indices into ``fp``) within ``hamming_k`` bits that table
+    ``table`` owns (:func:`first_shared_table`); with ``cross``, only pairs whose ``cross``
+    values differ (two sub-blocks of a split key). Returns (i, j, distance)."""
+    values = fp[rows]
+    ia, ib, dist = distinct_hamming_pairs(values, hamming_k)
+    keep = first_shared_table(values[ia], values[ib], masks) == table
+    if cross is not None:
+        keep &= cross[ia] != cross[ib]
+    return rows[ia[keep]], rows[ib[keep]], dist[keep].astype(np.int32)
+
+
 def _table_pairs_task(
     batches: Iterable[pa.RecordBatch], masks: np.ndarray, hamming_k: int
 ) -> Iterator[pa.RecordBatch]:
@@ -474,36 +491,25 @@ def _table_pairs_task(
         blk = _i64(chunk.column("blk"))
         fp = _u64(chunk.column("fp"))
         node = _i64(chunk.column("node"))
-        out_a, out_b, out_d = [], [], []
-
-        def search(rows: np.ndarray, table: int, cross: np.ndarray | None) -> None:
-            if rows.shape[0] < 2:
-                return
-            values = fp[rows]
-            ia, ib, dist = distinct_hamming_pairs(values, hamming_k)
-            keep = first_shared_table(values[ia], values[ib], masks) == table
-            if cross is not None:
-                keep &= cross[ia] != cross[ib]
-            out_a.append(node[rows[ia[keep]]])
-            out_b.append(node[rows[ib[keep]]])
-            out_d.append(dist[keep].astype(np.int32))
-
+        groups: list[tuple[np.ndarray, int, np.ndarray | None]] = []
         plain = np.flatnonzero(~split)
         for table in np.unique(t[plain]).tolist():
-            search(plain[t[plain] == table], table, None)
+            groups.append((plain[t[plain] == table], table, None))
         hot = np.flatnonzero(split)
         if hot.shape[0]:
             starts = _run_starts(t[hot], key[hot], lo[hot], hi[hot])
             for s, e in zip(starts.tolist(), np.append(starts[1:], hot.shape[0]).tolist()):
                 rows = hot[s:e]
                 r0 = rows[0]
-                search(rows, int(t[r0]), None if lo[r0] == hi[r0] else blk[rows])
-        if out_a:
+                groups.append((rows, int(t[r0]), None if lo[r0] == hi[r0] else blk[rows]))
+        found = [_prefix_group_pairs(fp, rows, table, masks, hamming_k, cross)
+                 for rows, table, cross in groups if rows.shape[0] >= 2]
+        if found:
             yield _batch(
                 {
-                    "a": pa.array(np.concatenate(out_a)),
-                    "b": pa.array(np.concatenate(out_b)),
-                    "dist": pa.array(np.concatenate(out_d)),
+                    "a": pa.array(node[np.concatenate([f[0] for f in found])]),
+                    "b": pa.array(node[np.concatenate([f[1] for f in found])]),
+                    "dist": pa.array(np.concatenate([f[2] for f in found])),
                 }
             )
 
@@ -572,6 +578,19 @@ def _round6_task(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[pa.
         yield _batch(columns)
 
 
+def unpersist(df: DataFrame) -> None:
+    """Free the executors' storage of ``df``, a table this module returned (e.g. the documents
+    of :func:`read_documents_spark`) or any persisted DataFrame. Tables this module stores are
+    checkpoints, which ``DataFrame.unpersist`` does not free. O(1) on the driver; ``df`` (and
+    anything computed from it) must not be read afterwards."""
+    stored = getattr(df, "_neardup_stored", None)
+    if stored is not None:
+        stored.unpersist(False)
+        df._neardup_stored = None
+    else:
+        df.unpersist()
+
+
 # =============================================================================================
 # Results
 # =============================================================================================
@@ -591,7 +610,14 @@ class SparkResult:
         pairs_order: the columns PAIRS is sorted by in the local engine's output.
     """
 
-    def __init__(self, groups, pairs, stats=None, pairs_order=("pos_b",), release=None):
+    def __init__(
+        self,
+        groups: DataFrame,
+        pairs: DataFrame,
+        stats: dict | None = None,
+        pairs_order: Sequence[str] = ("pos_b",),
+        release: Callable[[], None] | None = None,
+    ):
         self.groups, self.pairs = groups, pairs
         self.stats = stats if stats is not None else {}
         self.pairs_order = tuple(pairs_order)
@@ -600,7 +626,7 @@ class SparkResult:
     def hold(self, frames: Iterable[DataFrame]) -> None:
         """Also release ``frames`` (e.g. the input tables) in :meth:`release`."""
         frames = list(frames)
-        self._releases.append(lambda: [df.unpersist() for df in frames])
+        self._releases.append(lambda: [unpersist(df) for df in frames])
 
     def release(self) -> None:
         """Free the storage the results read; use ``groups`` and ``pairs`` before, not after."""
@@ -627,8 +653,9 @@ class SparkEngine:
         checkpoint: ``"local"`` (executors' storage; fast, not fault tolerant), ``"reliable"``
             (the checkpoint directory) or None (reliable when a checkpoint directory is set).
 
-    Example:
-        >>> engine = SparkEngine(spark_session("local[2]"), partitions=4)  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        engine = SparkEngine(spark_session("local[2]"), partitions=4)
     """
 
     name = "spark"
@@ -698,7 +725,6 @@ class _Job:
         self._clock = time.perf_counter()
         self.skewed = False  # set once the number of documents is known
         self._held: list[DataFrame] = []  # persisted or checkpointed tables of this run
-        self._checkpoints: dict[int, Any] = {}  # id(table) -> its checkpointed JVM RDD
 
     # ------------------------------------------------------------------ plumbing
 
@@ -737,11 +763,7 @@ class _Job:
         for df in targets:
             if id(df) in spared or not any(df is held for held in self._held):
                 continue
-            checkpointed = self._checkpoints.pop(id(df), None)
-            if checkpointed is not None:
-                checkpointed.unpersist(False)
-            else:
-                df.unpersist()
+            unpersist(df)
             self._held = [held for held in self._held if held is not df]
 
     def cp(self, df: DataFrame) -> DataFrame:
@@ -759,8 +781,10 @@ class _Job:
         jdf = done._jdf
         fresh = DataFrame(self.spark._jsparkSession.createDataFrame(jdf.javaRDD(), jdf.schema()),
                           self.spark)
+        # DataFrame.unpersist cannot reach the checkpointed rows under the fresh plan:
+        # unpersist() frees them through this handle.
+        fresh._neardup_stored = jdf.queryExecution().logical().rdd()
         self._held.append(fresh)
-        self._checkpoints[id(fresh)] = jdf.queryExecution().logical().rdd()
         return fresh
 
     def hot_keys(self, rows: DataFrame, keys: list[str], per_block: int) -> DataFrame:
@@ -1258,7 +1282,6 @@ def _rows_task(
     from neardup.io import _tsv_unescape
 
     fingerprints = kind.startswith("fp_")
-    id_field, text_field, time_field = names
     for batch in batches:
         n = batch.num_rows
         if n == 0:
@@ -1297,8 +1320,8 @@ def _rows_task(
                     continue
                 parts = s.split("\t")
                 if len(parts) not in (2, 3):
-                    early[i] = ("malformed row", "expected id<TAB>fingerprint[<TAB>timestamp], "
-                                f"got {len(parts)} fields")
+                    early[i] = ("malformed row", (
+                        f"expected id<TAB>fingerprint[<TAB>timestamp], got {len(parts)} fields"))
                     continue
                 if parts[1].strip() == "fingerprint":
                     blank[i] = True  # a header line
@@ -1418,8 +1441,9 @@ def _raise_first_bad(checked: DataFrame, dups: DataFrame, units: dict[int, str],
 # =============================================================================================
 
 
-def _check_columns(df: DataFrame, columns: dict[str, str | None]) -> None:
-    for param, col in columns.items():
+def _check_columns(df: DataFrame, columns: Sequence[str | None]) -> None:
+    """Raise the reader's ``InputError`` for a named column ``df`` lacks (None: not used)."""
+    for col in columns:
         if col is not None and col not in df.columns:
             raise InputError("<DataFrame>", None, col, f"missing field '{col}'",
                              f"no such column; columns are: {', '.join(df.columns)}", "row")
@@ -1480,19 +1504,19 @@ def dedup_dataframe(
     Cost: the local engine's work spread over the cluster, plus shuffles of
     O(documents × tables) rows (SimHash) or O(documents × bands) rows (MinHash).
 
-    Example:
-        >>> df = spark.createDataFrame([("a", "x y z w"), ("b", "x y z w")], "id string, text string")  # doctest: +SKIP
-        >>> r = dedup_dataframe(df, Settings())                                                          # doctest: +SKIP
-        >>> [(g.id, g.original_id) for g in r.groups.orderBy("pos").collect()]                           # doctest: +SKIP
-        [('a', 'a'), ('b', 'a')]
+    Example (needs a Spark session, so not run as a doctest)::
+
+        df = spark.createDataFrame([("a", "x y z w"), ("b", "x y z w")], "id string, text string")
+        r = dedup_dataframe(df, Settings())
+        [(g.id, g.original_id) for g in r.groups.orderBy("pos").collect()]
+        # [('a', 'a'), ('b', 'a')]
     """
     require_pyspark()
     if settings is None:
         settings = Settings(method=DEFAULT_METHOD, shingle=DEFAULT_SHINGLE, threshold=DEFAULT_THRESHOLD)
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
-    _check_columns(df, {"id_col": id_col, "text_col": text_col, "time_col": time_col,
-                        "position_col": position_col})
+    _check_columns(df, [id_col, text_col, time_col, position_col])
     engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold,
                          center_local_max=center_local_max)
     reader = _Job(engine, settings)
@@ -1526,16 +1550,16 @@ def pairs_dataframe(
     Spark and Java store them, or a hex / decimal string) and optionally a time. Identical
     fingerprints are pairs at distance 0. The same result as ``neardup pairs``.
 
-    Example:
-        >>> df = spark.createDataFrame([("a", 5), ("b", 4)], "id string, fingerprint long")  # doctest: +SKIP
-        >>> [(p.id_a, p.id_b, p.distance) for p in pairs_dataframe(df, 1).pairs.collect()]  # doctest: +SKIP
-        [('a', 'b', 1)]
+    Example (needs a Spark session, so not run as a doctest)::
+
+        df = spark.createDataFrame([("a", 5), ("b", 4)], "id string, fingerprint long")
+        [(p.id_a, p.id_b, p.distance) for p in pairs_dataframe(df, 1).pairs.collect()]
+        # [('a', 'b', 1)]
     """
     require_pyspark()
     settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
                         pairs=pairs)
-    _check_columns(df, {"id_col": id_col, "fingerprint_col": fingerprint_col,
-                        "time_col": time_col, "position_col": position_col})
+    _check_columns(df, [id_col, fingerprint_col, time_col, position_col])
     engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold)
     reader = _Job(engine, settings)
     checked, line_of = _dataframe_rows(
@@ -1558,14 +1582,13 @@ _FORMAT_OF_EXT = {"jsonl": "jsonl", "json": "jsonl", "ndjson": "jsonl", "csv": "
 
 
 def _local_path(uri: str) -> str:
-    return uri[5:] if uri.startswith("file:") else uri
+    return uri.removeprefix("file:")
 
 
 def _ext(name: str) -> str:
     lower = name.lower().rstrip("/")
     for suffix in (".gz", ".bz2", ".zst", ".zstd"):
-        if lower.endswith(suffix):
-            lower = lower[: -len(suffix)]
+        lower = lower.removesuffix(suffix)
     _, dot, ext = lower.rpartition(".")
     return ext if dot and "/" not in ext else ""
 
@@ -1615,14 +1638,14 @@ def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
                     .option("nullValue", _NULL_SENTINEL).csv(path))
         try:
             return spark.read.parquet(path)
-        except Exception as error:  # noqa: BLE001 - Spark's exception classes vary by version
+        except Exception as error:
             if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
                 raise
             raise InputError(path, None, None, "not a readable Parquet file",
                              str(error).splitlines()[0]) from None
     except InputError:
         raise
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
             raise FileNotFoundError(f"input not found: {path}") from None
         raise
@@ -1697,11 +1720,12 @@ def read_documents_spark(
     invalid UTF-8 and pad short CSV rows, so those two problems are not reported.
 
     Returns ``(docs, stats, records)``: ``docs`` with ``pos, id, text, ts, fp, nbytes``
-    (persisted: ``docs.unpersist()`` when done); ``records`` with ``pos, record`` (each input
+    (stored in the executors: :func:`unpersist` ``(docs)`` when done); ``records`` with ``pos, record`` (each input
     row as JSON text, computed lazily, for writing originals back).
 
-    Example:
-        >>> docs, stats, _ = read_documents_spark(spark, ["docs.jsonl"], time_field="ts")  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        docs, stats, _ = read_documents_spark(spark, ["docs.jsonl"], time_field="ts")
     """
     require_pyspark()
     for name, value in (("id_field", id_field), ("text_field", text_field)):
@@ -1774,10 +1798,11 @@ def read_fingerprints_spark(
     checks them. Paths may be files, directories (e.g. Hadoop ``part-*`` output) or globs.
 
     Returns ``(rows, stats)``: ``pos, id, fp`` (a long holding the uint64 bits) ``, ts`` (and
-    unused columns), persisted: ``rows.unpersist()`` when done.
+    unused columns), stored in the executors: :func:`unpersist` ``(rows)`` when done.
 
-    Example:
-        >>> rows, stats = read_fingerprints_spark(spark, ["fps.tsv"])  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        rows, stats = read_fingerprints_spark(spark, ["fps.tsv"])
     """
     require_pyspark()
     if fingerprint_format not in ("auto", "hex", "dec"):
@@ -1843,8 +1868,9 @@ def write_output(df: DataFrame, path: str, order: Sequence[str], columns: Sequen
     formats keep only ``chunk_rows`` rows in memory at a time; Parquet and compressed files
     gather the whole table first).
 
-    Example:
-        >>> write_output(result.groups, "groups.tsv", ["pos"], ["id", "duplicate_id"])  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        write_output(result.groups, "groups.tsv", ["pos"], ["id", "duplicate_id"])
     """
     ordered = df.orderBy(*order).select(*columns)
     single = _single_file_format(path)
@@ -1930,8 +1956,9 @@ def write_result(result: SparkResult, settings: Settings, groups_out: str | None
     """Write GROUPS (input order) and PAIRS (the local engine's order; MinHash similarities
     rounded to 6 digits) as ``neardup dedup`` writes them; see :func:`write_output`.
 
-    Example:
-        >>> write_result(result, settings, "groups.tsv", "pairs.tsv")  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        write_result(result, settings, "groups.tsv", "pairs.tsv")
     """
     if groups_out:
         write_output(result.groups, groups_out, ["pos"], GROUP_COLUMNS)
@@ -1961,8 +1988,9 @@ def run_dedup(
     Outputs naming a file (``.tsv``, ``.csv``, ``.jsonl``, ``.parquet``) are written as the
     local engine writes them; any other path becomes a Parquet directory written by Spark.
 
-    Example:
-        >>> run_dedup(spark, ["docs.jsonl"], "groups.tsv", Settings())  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        run_dedup(spark, ["docs.jsonl"], "groups.tsv", Settings())
     """
     docs, read_stats, raw = read_documents_spark(
         spark, inputs, id_field=id_field, text_field=text_field, time_field=time_field,
@@ -2009,8 +2037,9 @@ def run_pairs(
 ) -> tuple[SparkResult, ReadStats]:
     """``neardup pairs --engine spark``: PAIRS (and GROUPS) of precomputed fingerprints.
 
-    Example:
-        >>> run_pairs(spark, ["fps.tsv"], "pairs.tsv", Settings(hamming_k=3, pairs="all"))  # doctest: +SKIP
+    Example (needs a Spark session, so not run as a doctest)::
+
+        run_pairs(spark, ["fps.tsv"], "pairs.tsv", Settings(hamming_k=3, pairs="all"))
     """
     rows, stats = read_fingerprints_spark(spark, inputs, on_error=on_error,
                                           fingerprint_format=fingerprint_format)
