@@ -1,24 +1,28 @@
 """The Spark engine on local[2]: time per stage, shuffle sizes, skew, and the local engine.
 
-For each corpus size and method, three runs of ``neardup dedup`` on the same documents:
+For each corpus size and method, four runs of ``neardup dedup`` (GROUPS and PAIRS written to
+single TSV files), on the first ``--docs`` documents of the corpus (``plain``) and on a skewed
+copy of the same size (``skewed``):
 
-``local``    the local engine (the CLI, all cores), wall seconds;
+``local``    the local engine (the CLI in a subprocess, all cores), wall seconds;
 ``spark``    ``--engine spark`` through :func:`neardup.engines.spark.run_dedup` in one local[2]
-             session: seconds per stage (the run's own clock), shuffle bytes written per stage
-             (summed from Spark's monitoring REST API over the jobs the run tags
-             ``neardup:<stage>``), wall seconds, and whether GROUPS and PAIRS are
-             byte-identical to the local run's;
-``skewed``   the same on a skewed copy of the corpus of the same size: ``--skew-share`` of the
-             documents replaced by one text (one exact-duplicate group and, before the collapse,
-             one hot content key), plus the corpus's own hot template (one hot LSH bucket /
-             table prefix). The skew target: skewed wall time within 2x of the plain one.
+             session: wall seconds, seconds per stage (the run's own clock), shuffle bytes
+             written per stage (summed from Spark's monitoring REST API over the jobs the run
+             tags ``neardup:<stage>``), the longest single task, and whether GROUPS and PAIRS are
+             byte-identical to the local run's.
+
+The skewed copy replaces one document in every ``1 / --skew-share`` by, alternately, one fixed
+text (an exact-duplicate group: one hot content key) and a copy of one notice template with its
+slots (a name, a number, a date) filled at random (distinct texts that are near-duplicates of
+each other: a hot SimHash table prefix and hot LSH buckets that exact-duplicate collapsing does
+not remove). At 1M documents and the default share of 0.3, each holds 150,000 documents. The
+skew target: the skewed copy runs within 2x of the plain one.
 
 Spark binds to 127.0.0.1 only (``SPARK_LOCAL_IP``), its UI included, which the script reads
-for the shuffle sizes.
+for the shuffle sizes and task times.
 
-    python benchmarks/bench_spark.py --corpus benchmarks/.data/corpus_100k.jsonl --docs 100000
-    python benchmarks/bench_spark.py --corpus benchmarks/.data/corpus_1m.jsonl --docs 1000000 \\
-        --methods simhash --out benchmarks/results/spark_1m.md
+    python benchmarks/bench_spark.py --corpus benchmarks/.data/corpus_1m.jsonl \\
+        --docs 100000,1000000
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 METHODS = {
     "simhash": ["--method", "simhash", "--shingle", "word:3", "-k", "3"],
@@ -44,11 +49,15 @@ STAGES = ("signatures", "exact_duplicates", "candidates", "verify", "groups", "p
 
 
 def write_inputs(corpus: Path, docs: int, skew_share: float, folder: Path) -> dict[str, Path]:
-    """The first ``docs`` documents as is, and a skewed copy: every ``1 / skew_share``-th
-    document's text replaced by one fixed text (same IDs, same count)."""
-    plain, skewed = folder / "plain.jsonl", folder / "skewed.jsonl"
-    step = max(1, round(1 / skew_share)) if skew_share > 0 else 0
+    """The first ``docs`` documents as is, and the skewed copy (module docstring): same IDs,
+    timestamps and count. Raises ValueError if the corpus is shorter than ``docs``."""
+    from corpus import DEFAULT_DATA, Generator
+
+    templates = Generator(DEFAULT_DATA, seed=2)
+    plain, skewed = folder / f"plain_{docs}.jsonl", folder / f"skewed_{docs}.jsonl"
+    step = max(1, round(1 / skew_share))
     hot_text = None
+    written = 0
     with open(corpus, encoding="utf-8") as src, open(plain, "w", encoding="utf-8") as p, \
             open(skewed, "w", encoding="utf-8") as s:
         for i, line in enumerate(src):
@@ -58,13 +67,17 @@ def write_inputs(corpus: Path, docs: int, skew_share: float, folder: Path) -> di
             row = json.loads(line)
             if hot_text is None:
                 hot_text = row["text"]
-            if step and i % step == 0:
-                row["text"] = hot_text
+            if i % step == 0:
+                row["text"] = hot_text if (i // step) % 2 == 0 else templates.template("en")
             s.write(json.dumps(row, ensure_ascii=False) + "\n")
+            written += 1
+    if written < docs:
+        raise ValueError(f"--docs {docs} is more than the {written} documents of {corpus}")
     return {"plain": plain, "skewed": skewed}
 
 
 def local_run(path: Path, method: str, out: Path) -> float:
+    """Wall seconds of ``neardup dedup`` with the local engine (GROUPS and PAIRS to ``out``)."""
     cmd = [sys.executable, "-m", "neardup", "dedup", str(path), "-o", str(out / "groups.tsv"),
            "--pairs-out", str(out / "pairs.tsv"), "--time-field", "ts", "-q", *METHODS[method]]
     start = time.perf_counter()
@@ -72,29 +85,38 @@ def local_run(path: Path, method: str, out: Path) -> float:
     return time.perf_counter() - start
 
 
-def shuffle_bytes(ui: str, app: str, since_job: int) -> tuple[dict[str, int], int]:
-    """Shuffle bytes written per ``neardup:<stage>`` job group, for jobs after ``since_job``."""
-    def get(path: str):
-        with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/{path}", timeout=30) as r:
-            return json.load(r)
+def _rest(ui: str, app: str, path: str):
+    with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/{path}", timeout=60) as r:
+        return json.load(r)
 
-    stages = {s["stageId"]: s for s in get("stages?status=complete")}
+
+def stage_metrics(ui: str, app: str, since_job: int) -> tuple[dict[str, int], float, int]:
+    """For the jobs after ``since_job``: shuffle bytes written per ``neardup:<stage>`` job group
+    (``read`` for untagged jobs), the longest single task in seconds, and the last job id."""
+    stages = {s["stageId"]: s for s in _rest(ui, app, "stages?status=complete")}
     per_group: dict[str, int] = {}
+    longest = 0.0
     last = since_job
     seen: set[int] = set()
-    for job in get("jobs"):
+    for job in _rest(ui, app, "jobs"):
         last = max(last, job["jobId"])
         if job["jobId"] <= since_job:
             continue
         group = (job.get("jobGroup") or "").removeprefix("neardup:") or "read"
         for stage_id in job["stageIds"]:
-            if stage_id in stages and stage_id not in seen:  # skipped stages are not listed
-                seen.add(stage_id)
-                per_group[group] = per_group.get(group, 0) + stages[stage_id]["shuffleWriteBytes"]
-    return per_group, last
+            if stage_id not in stages or stage_id in seen:  # skipped stages are not listed
+                continue
+            seen.add(stage_id)
+            stage = stages[stage_id]
+            per_group[group] = per_group.get(group, 0) + stage["shuffleWriteBytes"]
+            summary = _rest(ui, app, f"stages/{stage_id}/{stage['attemptId']}/taskSummary"
+                                     "?quantiles=1.0")
+            longest = max(longest, summary["executorRunTime"][0] / 1000)
+    return per_group, longest, last
 
 
 def spark_run(spark, path: Path, method: str, out: Path, state: dict) -> dict:
+    """One ``run_dedup`` on ``path``: wall and stage seconds, shuffle bytes, longest task."""
     from neardup.engines.spark import run_dedup
     from neardup.pipeline import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
 
@@ -108,10 +130,12 @@ def spark_run(spark, path: Path, method: str, out: Path, state: dict) -> dict:
                           pairs_out=str(out / "pairs.tsv"), time_field="ts")
     wall = time.perf_counter() - start
     sc = spark.sparkContext
-    shuffles, state["last_job"] = shuffle_bytes(sc.uiWebUrl, sc.applicationId, state["last_job"])
+    shuffles, longest, state["last_job"] = stage_metrics(sc.uiWebUrl, sc.applicationId,
+                                                         state["last_job"])
     return {"wall": wall, "seconds": result.stats["seconds"], "shuffle": shuffles,
-            "candidates": result.stats["candidates"], "groups": result.stats["groups"],
-            "largest_group": result.stats["largest_group"]}
+            "longest_task": longest, "candidates": result.stats["candidates"],
+            "groups": result.stats["groups"], "largest_group": result.stats["largest_group"],
+            "split_keys": result.stats.get("split_keys", 0)}
 
 
 def same_files(a: Path, b: Path) -> bool:
@@ -125,15 +149,20 @@ def mb(n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, required=True, help="JSONL corpus (corpus.py)")
-    parser.add_argument("--docs", type=int, default=100_000, help="documents to take from it")
+    parser.add_argument("--docs", default="100000",
+                        help="comma-separated corpus sizes, each the first N documents")
     parser.add_argument("--methods", default="simhash,minhash")
     parser.add_argument("--skew-share", type=float, default=0.3,
-                        help="share of documents replaced by one text in the skewed copy")
+                        help="share of documents replaced in the skewed copy, in (0, 1)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=8, help="shuffle partitions")
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/spark.md"))
     args = parser.parse_args()
+    if not 0 < args.skew_share < 1:
+        parser.error(f"--skew-share must be in (0, 1); got {args.skew_share}")
+    sizes = [int(d) for d in args.docs.split(",")]
+    methods = args.methods.split(",")
 
     from neardup.engines.spark import spark_session
 
@@ -144,78 +173,91 @@ def main() -> None:
     })
     spark.sparkContext.setLogLevel("ERROR")
     state = {"last_job": -1}
-    rows = []
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        inputs = write_inputs(args.corpus, args.docs, args.skew_share, tmp)
-        size_mb = inputs["plain"].stat().st_size / 1e6
-        # One untimed run first: the JVM, the Python workers and the kernels start cold.
+        # One untimed run per method first: the JVM, the Python workers and the kernels start cold.
         warm = tmp / "warm.jsonl"
-        with open(inputs["plain"], encoding="utf-8") as src, open(warm, "w", encoding="utf-8") as w:
+        with open(args.corpus, encoding="utf-8") as src, open(warm, "w", encoding="utf-8") as w:
             w.writelines(line for _, line in zip(range(2_000), src))
-        for method in args.methods.split(","):
+        for method in methods:
             (tmp / f"warm-{method}").mkdir()
             spark_run(spark, warm, method, tmp / f"warm-{method}", state)
-        for method in args.methods.split(","):
-            for variant, path in inputs.items():
-                outs = {k: tmp / f"{method}-{variant}-{k}" for k in ("local", "spark")}
-                for o in outs.values():
-                    o.mkdir()
-                local_s = local_run(path, method, outs["local"])
-                print(f"{method} {variant}: local {local_s:.1f} s", flush=True)
-                r = spark_run(spark, path, method, outs["spark"], state)
-                r.update(method=method, variant=variant, local=local_s,
-                         identical=same_files(outs["local"], outs["spark"]))
-                print(f"{method} {variant}: spark {r['wall']:.1f} s, identical {r['identical']}",
-                      flush=True)
-                rows.append(r)
+        for docs in sizes:
+            inputs = write_inputs(args.corpus, docs, args.skew_share, tmp)
+            size_mb = inputs["plain"].stat().st_size / 1e6
+            for method in methods:
+                for variant, path in inputs.items():
+                    outs = {k: tmp / f"{docs}-{method}-{variant}-{k}" for k in ("local", "spark")}
+                    for o in outs.values():
+                        o.mkdir()
+                    local_s = local_run(path, method, outs["local"])
+                    r = spark_run(spark, path, method, outs["spark"], state)
+                    r.update(docs=docs, mb=size_mb, method=method, variant=variant, local=local_s,
+                             identical=same_files(outs["local"], outs["spark"]))
+                    print(f"{docs:,} {method} {variant}: local {local_s:.1f} s, spark "
+                          f"{r['wall']:.1f} s, identical {r['identical']}", flush=True)
+                    rows.append(r)
+                    for o in outs.values():
+                        for f in o.iterdir():
+                            f.unlink()
+            for p in inputs.values():
+                p.unlink()
+            write_report(args, rows)  # after every size, so a long run keeps what it measured
     spark.stop()
-    write_report(args, rows, size_mb)
 
 
-def write_report(args, rows: list[dict], size_mb: float) -> None:
+def write_report(args, rows: list[dict]) -> None:
+    share = args.skew_share
     lines = [
-        f"# Spark engine on {args.master}: {args.docs:,} documents",
+        f"# Spark engine on {args.master}",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; load average at the end "
-        f"{os.getloadavg()[0]:.1f}. Corpus: the first {args.docs:,} documents of "
-        f"`{args.corpus.name}` ({size_mb:,.0f} MB of JSONL); skewed copy: one text in every "
-        f"{round(1 / args.skew_share)} replaced by the same text ({args.skew_share:.0%} of the "
-        f"documents in one exact-duplicate group). One untimed warm-up run per method first. {args.partitions} shuffle partitions, driver "
-        f"memory {args.driver_memory}. simhash = `--method simhash --shingle word:3 -k 3`; "
-        "minhash = the defaults (MinHash-128 char:5, Jaccard 0.7, verified).",
+        (f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+         f"{platform.python_version()}; load average at the end {os.getloadavg()[0]:.1f}. "
+         f"Corpus: the first N documents of `{args.corpus.name}` (benchmarks/corpus.py). "
+         f"Skewed copy, same size: one document in every {round(1 / share)} replaced, "
+         "alternately, by one fixed text (one exact-duplicate group) and by a copy of one notice "
+         f"template with random slots (one cluster of distinct near-duplicates); {share / 2:.0%} "
+         f"of the documents each. One untimed warm-up run per method first. {args.partitions} "
+         f"shuffle partitions, driver memory {args.driver_memory}. "
+         "simhash = `--method simhash --shingle word:3 -k 3`; minhash = the defaults "
+         "(MinHash-128 char:5, Jaccard 0.7, verified). Wall times include reading the JSONL "
+         "input and writing GROUPS and PAIRS as single TSV files."),
         "",
-        (
-            "| method | corpus | local s | spark s | spark ÷ local | identical output | "
-            + " | ".join(f"{s} s" for s in STAGES)
-            + " | shuffle MB (written) | candidates | groups | largest group |"
-        ),
-        "|---|---|---:|---:|---:|---|" + "---:|" * len(STAGES) + "---:|---:|---:|---:|",
+        "| documents | method | corpus | local s | spark s | spark ÷ local | identical output | "
+        + " | ".join(f"{s} s" for s in STAGES)
+        + " | shuffle MB (written) | longest task s | candidates | groups | largest group |",
+        "|---:|---|---|---:|---:|---:|---|" + "---:|" * len(STAGES) + "---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         stage_s = " | ".join(f"{r['seconds'].get(s, 0):.1f}" for s in STAGES)
         lines.append(
-            f"| {r['method']} | {r['variant']} | {r['local']:.1f} | {r['wall']:.1f} | "
-            f"{r['wall'] / r['local']:.1f}× | {'yes' if r['identical'] else '**no**'} | "
-            f"{stage_s} | {mb(sum(r['shuffle'].values()))} | {r['candidates']:,} | "
+            f"| {r['docs']:,} | {r['method']} | {r['variant']} | {r['local']:.1f} | "
+            f"{r['wall']:.1f} | {r['wall'] / r['local']:.1f}× | "
+            f"{'yes' if r['identical'] else '**no**'} | {stage_s} | "
+            f"{mb(sum(r['shuffle'].values()))} | {r['longest_task']:.1f} | {r['candidates']:,} | "
             f"{r['groups']:,} | {r['largest_group']:,} |")
     lines += ["", ("Shuffle MB written per stage (Spark's REST API, jobs tagged by stage; `read` "
                    "= reading and checking the input):"), "",
-              "| method | corpus | " + " | ".join(("read", *STAGES)) + " |",
-              "|---|---|" + "---:|" * (len(STAGES) + 1)]
+              "| documents | method | corpus | " + " | ".join(("read", *STAGES)) + " |",
+              "|---:|---|---|" + "---:|" * (len(STAGES) + 1)]
     for r in rows:
-        lines.append(f"| {r['method']} | {r['variant']} | "
+        lines.append(f"| {r['docs']:,} | {r['method']} | {r['variant']} | "
                      + " | ".join(mb(r["shuffle"].get(s, 0)) for s in ("read", *STAGES)) + " |")
     lines += ["", "Skew: skewed ÷ plain Spark wall time (target ≤ 2×):", ""]
-    for method in dict.fromkeys(r["method"] for r in rows):
-        by = {r["variant"]: r for r in rows if r["method"] == method}
-        if {"plain", "skewed"} <= by.keys():
-            ratio = by["skewed"]["wall"] / by["plain"]["wall"]
-            lines.append(f"- {method}: {ratio:.2f}× ({'holds' if ratio <= 2 else '**fails**'})")
+    for docs in dict.fromkeys(r["docs"] for r in rows):
+        for method in dict.fromkeys(r["method"] for r in rows):
+            by = {r["variant"]: r for r in rows if r["method"] == method and r["docs"] == docs}
+            if {"plain", "skewed"} <= by.keys():
+                ratio = by["skewed"]["wall"] / by["plain"]["wall"]
+                lines.append(
+                    f"- {docs:,} {method}: {ratio:.2f}× ({'holds' if ratio <= 2 else '**fails**'}); "
+                    f"longest task {by['plain']['longest_task']:.1f} s plain, "
+                    f"{by['skewed']['longest_task']:.1f} s skewed; hot keys split: "
+                    f"{by['skewed']['split_keys']:,}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":
