@@ -45,14 +45,13 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import sys
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
 
 import numpy as np
@@ -166,7 +165,7 @@ def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
     """
 
     @lru_cache(maxsize=1)
-    @functools.wraps(build)
+    @wraps(build)
     def cached() -> np.ndarray:
         folder = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(__file__).parent / "__pycache__")
         digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]

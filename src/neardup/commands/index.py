@@ -12,7 +12,7 @@ import numpy as np
 
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
 from neardup.hashing import HASH_NAMES
-from neardup.index.store import DEFAULT_LIMIT, MAX_LIMIT, NearDupIndex
+from neardup.index.store import DEFAULT_LIMIT, MAX_LIMIT, NearDupIndex, index_settings
 from neardup.io import read_documents, read_fingerprints, write_table
 from neardup.pipeline import Settings, signatures
 from neardup.simhash import WEIGHTS
@@ -238,14 +238,7 @@ def build(
     """
     from neardup.engines.local import LocalEngine
 
-    settings = Settings(
-        method="simhash",
-        hamming_k=hamming_k,
-        shingle=shingle,
-        hash_name=hash_name,
-        weights=weights,
-        verify=None,
-    )
+    settings = index_settings(hamming_k, shingle, hash_name, weights)
     with Reporter(quiet) as reporter:
         if from_fingerprints:
             table = read_fingerprints(

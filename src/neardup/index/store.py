@@ -130,6 +130,7 @@ from neardup.pipeline import MAX_HAMMING_K, Settings, Signatures, find_groups, s
 
 __all__ = [
     "AddResult",
+    "index_settings",
     "DocumentExistsError",
     "IndexLockedError",
     "Match",
@@ -1067,6 +1068,13 @@ class _OpenInfo:
     extra: dict = field(default_factory=dict)
 
 
+def index_settings(hamming_k: int, shingle: str, hash_name: str, weights: str) -> Settings:
+    """The run settings an index fingerprints and groups with: SimHash, no verification,
+    connected components (the rules of ``dedup --method simhash --grouping components``)."""
+    return Settings(method="simhash", hamming_k=hamming_k, shingle=shingle, hash_name=hash_name,
+                    weights=weights, verify=None, grouping="components")
+
+
 class NearDupIndex:
     """A persistent near-duplicate index over SimHash fingerprints (see the module docstring).
 
@@ -1129,14 +1137,8 @@ class NearDupIndex:
                 raise ValueError(
                     f"{self.path}: index format version must be {FORMAT_VERSION}, got {version}"
                 )
-            self.settings = Settings(
-                method="simhash",
-                hamming_k=int(meta["hamming_k"]),
-                shingle=meta["shingle"],
-                hash_name=meta["hash_name"],
-                weights=meta["weights"],
-                verify=None,
-                grouping="components",
+            self.settings = index_settings(
+                int(meta["hamming_k"]), meta["shingle"], meta["hash_name"], meta["weights"]
             )
             self.created = meta.get("created", "")
             self._open_info = _OpenInfo()
@@ -1236,15 +1238,7 @@ class NearDupIndex:
             'x'
             >>> index.close()
         """
-        settings = Settings(
-            method="simhash",
-            hamming_k=hamming_k,
-            shingle=shingle,
-            hash_name=hash_name,
-            weights=weights,
-            verify=None,
-            grouping="components",
-        )
+        settings = index_settings(hamming_k, shingle, hash_name, weights)
         _check_synchronous(synchronous)
         ids = list(ids)
         n = len(ids)
