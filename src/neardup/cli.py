@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+import pyarrow as pa
 
 from neardup import __version__
 from neardup.hashing import HASH_NAMES
@@ -39,7 +40,11 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class Reporter:
-    """Progress on stderr (only on a terminal, unless quiet) and the end-of-run summary."""
+    """Progress on stderr (only on a terminal, unless quiet) and the end-of-run summary.
+
+    Each stage shows a bar when its total is known (bytes of the input files, documents to
+    re-read), with the share done, the rate and the time left; a spinner otherwise.
+    """
 
     def __init__(self, quiet: bool):
         from rich.console import Console
@@ -51,38 +56,72 @@ class Reporter:
         self.bytes = 0
         self._progress = None
         self._task = None
+        self._unit = "docs"
 
     def __enter__(self) -> Reporter:
         if not self.quiet and self.console.is_terminal:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TextColumn("{task.fields[docs]:,} docs  {task.fields[mb]:.1f} MB  {task.fields[rate]:.1f} MB/s"),
+                TextColumn("{task.description:<14}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[done]}"),
                 TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
                 console=self.console,
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("reading", docs=0, mb=0.0, rate=0.0)
+            self.stage("reading")
         return self
 
     def __exit__(self, *exc) -> None:
         if self._progress is not None:
             self._progress.stop()
 
-    def stage(self, name: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, description=name)
+    def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
+        """Start showing stage ``name`` (``total`` in ``unit`` when known: "B" or "docs")."""
+        if self._progress is None:
+            return
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+        self._unit = unit
+        self._task = self._progress.add_task(name, total=total, done="")
+
+    def advance(self, amount: int, docs: int | None = None) -> None:
+        """``amount`` more units of the current stage are done (``docs`` read so far)."""
+        unit_bytes = self._unit == "B"
+        if unit_bytes:
+            self.bytes += amount
+        if docs is not None:
+            self.docs = docs
+        if self._progress is None:
+            return
+        task = self._progress.tasks[-1]
+        elapsed = max(task.elapsed or 0.0, 1e-9)
+        completed = task.completed + amount
+        if unit_bytes:
+            done = f"{self.docs:,} docs  {completed / 1e6:,.0f} MB  {completed / 1e6 / elapsed:,.0f} MB/s"
+        else:
+            done = f"{completed:,.0f} docs  {completed / elapsed:,.0f}/s"
+        self._progress.update(self._task, advance=amount, done=done)
 
     def batch(self, batch) -> None:
-        self.docs += len(batch.ids)
-        self.bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
-        if self._progress is not None:
-            elapsed = max(time.perf_counter() - self.started, 1e-9)
-            mb = self.bytes / 1e6
-            self._progress.update(self._task, docs=self.docs, mb=mb, rate=mb / elapsed)
+        """A batch of documents was read (commands that keep the texts)."""
+        self.advance(sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
+                     if self._unit == "B" else len(batch.ids),
+                     docs=self.docs + len(batch.ids))
 
     def summary(self, rows: list[tuple[str, object]]) -> None:
         if self.quiet:
@@ -217,11 +256,16 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
     return table
 
 
-def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False):
+def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False,
+            spill_dir=None):
+    extra = {"spill_dir": spill_dir} if spill_dir is not None and _READER_SPILLS else {}
     return read_documents(
         list(inputs), id_field=id_field, text_field=text_field, time_field=time_field,
-        input_format=input_format, on_error=on_error, keep_records=keep_records,
+        input_format=input_format, on_error=on_error, keep_records=keep_records, **extra,
     )
+
+
+_READER_SPILLS = "spill_dir" in read_documents.__code__.co_varnames
 
 
 def _raw_timestamp_column(raw: list) -> list[str]:
@@ -339,9 +383,16 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     reporter.summary(_read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())))
 
 
-def _groups_columns(ids: list[str], groups) -> dict:
-    id_array = np.asarray(ids, dtype=object)
-    original_ids = id_array[groups.original]
+def _id_column(ids) -> pa.ChunkedArray:
+    if isinstance(ids, (pa.Array, pa.ChunkedArray)):
+        return ids if isinstance(ids, pa.ChunkedArray) else pa.chunked_array([ids])
+    return pa.chunked_array([pa.array(ids, type=pa.string())], type=pa.string())
+
+
+def _groups_columns(ids, groups) -> dict:
+    """GROUPS' columns; ``ids`` a list or an Arrow string column (taken by Arrow, not Python)."""
+    ids = _id_column(ids)
+    original_ids = ids.take(pa.array(groups.original))
     return {
         "id": ids,
         "duplicate_id": original_ids,
@@ -351,13 +402,14 @@ def _groups_columns(ids: list[str], groups) -> dict:
     }
 
 
-def _pairs_columns(ids: list[str], groups, method: str) -> dict:
-    id_array = np.asarray(ids, dtype=object)
+def _pairs_columns(ids, groups, method: str) -> dict:
+    ids = _id_column(ids)
     name = "distance" if method == "simhash" else "similarity"
     values = groups.pair_value
     if method != "simhash":
         values = np.round(values.astype(np.float64), 6)
-    return {"id_a": id_array[groups.pair_a], "id_b": id_array[groups.pair_b], name: values}
+    return {"id_a": ids.take(pa.array(groups.pair_a)), "id_b": ids.take(pa.array(groups.pair_b)),
+            name: values}
 
 
 def _groups_summary(groups) -> list[tuple[str, object]]:
@@ -403,13 +455,23 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @click.option("--spark-master", default=None,
               help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
               "under spark-submit, its --master.")
+@click.option("--memory-limit", default=None,
+              help="Local engine: memory the run may use, e.g. 4G, 512M or 40% (of RAM); what "
+              "exceeds it spills to --tmp-dir. Default: half of this machine's RAM.")
+@click.option("--tmp-dir", type=click.Path(file_okay=False), default=None,
+              help="Local engine: folder for spill files (default: the system's temp dir, "
+              "$TMPDIR). Removed when the run ends, fails or is interrupted.")
+@click.option("--resume", is_flag=True,
+              help="Local engine: keep completed stages in --tmp-dir if the run fails or is "
+              "interrupted, and continue from them when run again with --resume (refused if the "
+              "inputs or options changed).")
 @idf_options
 @input_options
 @handle_errors
 def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
           bands, rows, verify, grouping, pairs_mode, pairs_out, keep, report_out, engine,
-          spark_master, idf_in, idf_out, id_field, text_field, time_field, input_format, on_error,
-          workers, quiet):
+          spark_master, memory_limit, tmp_dir, resume, idf_in, idf_out, id_field, text_field,
+          time_field, input_format, on_error, workers, quiet):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
     GROUPS has one row per input document, in input order:
@@ -442,6 +504,11 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     if engine == "spark":
         from neardup.engines import spark as spark_engine
 
+        local_only = [flag for flag, value in (("--memory-limit", memory_limit),
+                      ("--tmp-dir", tmp_dir), ("--resume", resume)) if value]
+        if local_only:
+            raise ValueError(f"{', '.join(local_only)} apply to the local engine; Spark manages "
+                             "its own memory and spill (spark.executor.memory, spark.local.dir)")
         if not spark_engine.HAVE_PYSPARK:
             _fail(spark_engine.INSTALL_HINT)
         if report_out:
@@ -457,28 +524,48 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
         reporter.summary(_read_summary(reporter, stats, elapsed, result.stats["empty_documents"])
                          + _groups_summary(result))
         return
-    reader = _reader(inputs, id_field, text_field, time_field, input_format, on_error,
-                     keep_records=keep is not None)
-    engine = LocalEngine(workers)
-    with Reporter(quiet) as reporter:
-        read_start = time.perf_counter()
-        collection = engine.collect(reader, settings, on_batch=reporter.batch)
-        read_seconds = time.perf_counter() - read_start
-        reporter.stage("grouping")
-        groups = engine.dedup(collection, settings)
+    _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, reader_args,
+                     workers=workers, quiet=quiet, memory_limit=memory_limit, tmp_dir=tmp_dir,
+                     resume=resume)
+
+
+def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, reader_args, *,
+                     workers, quiet, memory_limit, tmp_dir, resume):
+    """``neardup dedup`` on the local engine: out of core, under ``memory_limit``."""
+    from neardup import __version__
+    from neardup.engines.outofcore import OutOfCoreDedup
+    from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
+
+    limit = parse_memory_limit(memory_limit)
+    if resume and "-" in inputs:
+        raise ValueError("--resume needs input files: standard input cannot be read again")
+    key = run_key(version=__version__, settings=repr(settings), reader=reader_args,
+                  inputs=input_identity(list(inputs)) if resume else list(inputs))
+    with WorkDir(tmp_dir, key, output, resume=resume) as work, Reporter(quiet) as reporter:
+
+        def reopen(records: bool):
+            return _reader(inputs, **reader_args, keep_records=records)
+
+        reader = _reader(inputs, **reader_args, spill_dir=str(work.path))
+        job = OutOfCoreDedup(reader, reopen, settings, work, limit, workers, progress=reporter)
+        collected = job.collect()
+        groups = job.group()
         reporter.stage("writing")
-        write_table(output, _groups_columns(collection.ids, groups))
+        write_table(output, _groups_columns(collected.ids, groups))
         if pairs_out:
-            write_table(pairs_out, _pairs_columns(collection.ids, groups, method))
+            write_table(pairs_out, _pairs_columns(collected.ids, groups, settings.method))
         if keep:
-            write_records(keep, [r for r, o in zip(collection.records, groups.is_original) if o])
+            originals = np.flatnonzero(groups.is_original)
+            reporter.stage("writing originals", int(originals.shape[0]))
+            write_records(keep, (record for batch in job.refetch(originals, records=True)
+                                 for record in batch.records))
         if report_out:
             reporter.stage("report")
-            _write_run_report(report_out, collection, groups, settings, read_seconds,
+            _write_run_report(report_out, collected, groups, settings, collected.seconds,
                               reader_options=reader_args, inputs=inputs)
     elapsed = time.perf_counter() - reporter.started
-    rows_out = _read_summary(reporter, reader.stats, elapsed, groups.stats["empty_documents"])
-    rows_out.insert(-2, ("seconds: read + signatures", read_seconds))
+    rows_out = _read_summary(reporter, collected.stats, elapsed, groups.stats["empty_documents"])
+    rows_out.insert(-2, ("seconds: read + signatures", collected.seconds))
     reporter.summary(rows_out + _groups_summary(groups))
 
 
@@ -491,8 +578,9 @@ def _write_run_report(path, collection, groups, settings, read_seconds, reader_o
     simhash = settings.method == "simhash"
     stats = {k: v for k, v in groups.stats.items() if not isinstance(v, dict)}
     stats["seconds"] = {"read + signatures": read_seconds, **groups.stats.get("seconds", {})}
+    ids = collection.ids
     run = html_report.RunData(
-        ids=np.asarray(collection.ids, dtype=object), original=groups.original,
+        ids=(ids.to_numpy() if isinstance(ids, pa.ChunkedArray) else np.asarray(ids, dtype=object)), original=groups.original,
         pair_a=groups.pair_a, pair_b=groups.pair_b,
         pair_value=np.asarray(groups.pair_value, dtype=np.float64),
         value_name="distance" if simhash else "similarity",
@@ -501,10 +589,10 @@ def _write_run_report(path, collection, groups, settings, read_seconds, reader_o
         settings=html_report.describe_settings(settings), stats=stats,
     )
     positions = html_report.select(run).positions()
-    if collection.texts is not None:
+    if getattr(collection, "texts", None) is not None:
         texts = {p: collection.texts[p] for p in positions}
     else:
-        texts = texts_by_position(inputs, positions, collection.ids, **reader_options)
+        texts = texts_by_position(inputs, positions, run.ids, **reader_options)
     write_report(path, run, texts, "neardup report")
 
 

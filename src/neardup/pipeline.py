@@ -31,13 +31,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from neardup.candidates.bands import candidate_pairs
+from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
 from neardup.groups import center_groups, connected_components, document_order, originals_of
 from neardup.lsh import optimal_params
@@ -333,10 +335,34 @@ class _Relation:
         return ok
 
 
+BandKeys = Callable[[], Iterable[np.ndarray]]
+"""A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
+all documents), e.g. read back from disk by an out-of-core run."""
+
+SetLoader = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""Builds shingle sets for some documents: given ascending document indices, returns CSR
+``(offsets int64[n + 1], hashes)`` over all n documents, empty for the others (:func:`sets_for`)."""
+
+
+def _band_columns_of(sig: Signatures, settings: Settings, subset: np.ndarray | None,
+                     band_keys: BandKeys | None) -> Iterable[np.ndarray]:
+    """The band hash columns of the documents ``subset`` (None = all), one band at a time."""
+    if band_keys is not None:
+        return (c if subset is None else np.asarray(c)[subset] for c in band_keys())
+    bands, rows = settings.banding()
+    signature = sig.signature if subset is None else sig.signature[subset]
+    return band_columns(signature, bands, rows)
+
+
 def candidate_edges(
-    sig: Signatures, reps: np.ndarray, rank: np.ndarray, settings: Settings
+    sig: Signatures, reps: np.ndarray, rank: np.ndarray, settings: Settings,
+    band_keys: BandKeys | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Stage 2b: candidate pairs among the representatives ``reps`` (document indices)."""
+    """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
+
+    MinHash reads its band hashes from ``band_keys`` when given, else computes them from
+    ``sig.signature``; the pairs are the same either way.
+    """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
@@ -347,18 +373,21 @@ def candidate_edges(
         a = np.concatenate([head[inverse[members]], head[va]])
         b = np.concatenate([members, head[vb]])
     else:
-        bands, rows = settings.banding()
-        a, b = candidate_pairs(sig.signature[reps], bands, rows, rank=rank[reps], mode="star")
+        positions = rank_positions(rank[reps], reps.shape[0])
+        a, b = pairs_from_band_columns(
+            _band_columns_of(sig, settings, reps, band_keys), "star", positions
+        )
     return reps[a].astype(np.int64), reps[b].astype(np.int64)
 
 
-def all_pairs(sig: Signatures, settings: Settings, relation: _Relation) -> tuple[np.ndarray, np.ndarray]:
+def all_pairs(
+    sig: Signatures, settings: Settings, relation: _Relation, band_keys: BandKeys | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Every near-duplicate pair (i < j) of the collection, each once. Output-sized cost."""
     if settings.method == "simhash":
         a, b, _ = hamming_pairs(sig.signature, settings.hamming_k)
     else:
-        bands, rows = settings.banding()
-        a, b = candidate_pairs(sig.signature, bands, rows, mode="all")
+        a, b = pairs_from_band_columns(_band_columns_of(sig, settings, None, band_keys), "all")
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     keep = relation(a, b) if a.shape[0] else np.zeros(0, dtype=bool)
@@ -366,13 +395,23 @@ def all_pairs(sig: Signatures, settings: Settings, relation: _Relation) -> tuple
 
 
 def find_groups(
-    sig: Signatures, timestamps: np.ndarray, settings: Settings, texts: list[str] | None = None
+    sig: Signatures,
+    timestamps: np.ndarray,
+    settings: Settings,
+    texts: list[str] | None = None,
+    *,
+    band_keys: BandKeys | None = None,
+    load_sets: SetLoader | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
     ``timestamps`` is an int64 ordering key per document (smaller = earlier). When verification
-    needs shingle sets that ``sig`` does not hold, they are built from ``texts`` for the
-    documents that have a candidate (or an exact duplicate) only.
+    needs shingle sets that ``sig`` does not hold, they are built for the documents that have a
+    candidate (or an exact duplicate) only: by ``load_sets`` when given (an out-of-core run
+    re-reads those texts), else from ``texts``. ``band_keys`` supplies MinHash band hashes
+    (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
+    it starts (for progress displays).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -383,11 +422,16 @@ def find_groups(
     stats: dict = {"documents": n, "seconds": {}}
     clock = time.perf_counter()
 
-    def lap(name: str) -> None:
+    def lap(name: str, following: str | None = None) -> None:
         nonlocal clock
         now = time.perf_counter()
         stats["seconds"][name] = now - clock
         clock = now
+        if on_stage is not None and following is not None:
+            on_stage(following)
+
+    if on_stage is not None:
+        on_stage("exact duplicates")
 
     rank = document_order(timestamps)
     rep_of = content_representatives(sig.content, rank)
@@ -395,32 +439,34 @@ def find_groups(
     reps = np.flatnonzero(rep_of == index)
     dup_members = np.flatnonzero(rep_of != index)
     stats["exact_duplicates"] = int(dup_members.shape[0])
-    lap("exact_duplicates")
+    lap("exact_duplicates", "candidates")
 
-    cand_a, cand_b = candidate_edges(sig, reps, rank, settings)
+    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys)
     stats["candidates"] = int(cand_a.shape[0])
-    lap("candidates")
+    lap("candidates", "shingle sets" if settings.needs_sets and sig.set_offsets is None else "verify")
 
     if settings.needs_sets and sig.set_offsets is None:
-        if texts is None:
-            raise ValueError(
-                "verification needs shingle sets: pass the texts, or signatures computed with keep_sets=True"
-            )
+        if load_sets is None:
+            if texts is None:
+                raise ValueError("verification needs shingle sets: pass the texts, a set "
+                                 "loader, or signatures computed with keep_sets=True")
+            load_sets = functools.partial(sets_for, texts, settings=settings)
         # Every comparison happens inside a candidate component: only its members need sets.
         linked = connected_components(
             n, np.concatenate([cand_a, rep_of[dup_members]]), np.concatenate([cand_b, dup_members])
         )
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         sig = replace(sig)
-        sig.set_offsets, sig.set_hashes = sets_for(texts, in_group, settings)
-        lap("shingle_sets")
+        sig.set_offsets, sig.set_hashes = load_sets(in_group)
+        stats["documents_verified"] = int(in_group.shape[0])
+        lap("shingle_sets", "verify")
 
     relation = _Relation(sig, settings)
     if settings.method == "minhash" or settings.verify is not None:
         accepted = relation(cand_a, cand_b) if cand_a.shape[0] else np.zeros(0, dtype=bool)
         cand_a, cand_b = cand_a[accepted], cand_b[accepted]
     stats["rejected"] = stats["candidates"] - int(cand_a.shape[0])
-    lap("verify")
+    lap("verify", "groups")
 
     edge_a = np.concatenate([cand_a, rep_of[dup_members]])
     edge_b = np.concatenate([cand_b, dup_members])
@@ -432,13 +478,13 @@ def find_groups(
     original = np.asarray(original, dtype=np.int64)
     is_original = original == index
     group_size = np.bincount(original, minlength=n)[original].astype(np.int64)
-    lap("groups")
+    lap("groups", "pairs")
 
     if settings.pairs == "original":
         pair_b = np.flatnonzero(~is_original)
         pair_a = original[pair_b]
     else:
-        pair_a, pair_b = all_pairs(sig, settings, relation)
+        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys)
     pair_value = relation.similarity(pair_a, pair_b) if pair_a.shape[0] else (
         np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64)
     )

@@ -52,12 +52,16 @@ Example:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-__all__ = ["BandBuckets", "band_hashes", "band_buckets", "candidate_pairs", "MODES"]
+__all__ = [
+    "BandBuckets", "band_columns", "band_hashes", "band_buckets", "candidate_pairs",
+    "pairs_from_band_columns", "rank_positions", "MODES",
+]
 
 #: The values of ``mode`` accepted by :func:`candidate_pairs`.
 MODES = ("all", "star")
@@ -175,8 +179,11 @@ def _check_inputs(signatures: object, bands: object, rows: object) -> tuple[np.n
     return np.ascontiguousarray(signatures), b, r
 
 
-def _rank_positions(rank: object, n: int) -> np.ndarray:
-    """Position of each document in (rank, index) order: a total order, ties to the smaller id."""
+def rank_positions(rank: object, n: int) -> np.ndarray:
+    """Position of each document in (rank, index) order: a total order, ties to the smaller id.
+
+    Validates ``rank`` (shape ``(n,)``, numeric, no NaN); None means the index. O(n log n).
+    """
     if rank is None:
         return np.arange(n, dtype=np.int64)
     arr = np.asarray(rank)
@@ -383,22 +390,62 @@ def candidate_pairs(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     n = sig.shape[0]
-    pos = _rank_positions(rank, n)
-    col = np.empty((n, 1), dtype=np.uint64)
-    chunks = []
+    pos = rank_positions(rank, n)
+    return pairs_from_band_columns(band_columns(sig, b, r), mode, pos)
+
+
+def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.ndarray]:
+    """The band hashes of :func:`band_hashes`, one ``uint64[n]`` column per band, computed
+    lazily so that only one column is in memory at a time. O(n · rows) per column.
+
+    Example:
+        >>> sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9]], dtype=np.uint32)
+        >>> [bool(c[0] == c[1]) for c in band_columns(sig, 2, 2)]
+        [True, False]
+    """
+    sig, b, r = _check_inputs(signatures, bands, rows)
+    col = np.empty((sig.shape[0], 1), dtype=np.uint64)
     for j in range(b):
         _band_hash_kernel(sig, j, j + 1, r, col)
-        order, starts, sizes = _band_runs(col[:, 0], 2)
+        yield col[:, 0]
+
+
+def pairs_from_band_columns(
+    columns: Iterable[np.ndarray], mode: str = "star", positions: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs from band-hash columns (each ``uint64[n]``), as :func:`candidate_pairs`.
+
+    The columns may come from memory (:func:`band_columns`) or be read back one at a time from
+    disk by an out-of-core run: only one column, its sort and the distinct pairs so far are held
+    at once. ``positions`` is the total order of the documents for ``"star"`` mode (int64[n],
+    position of each document in (rank, index) order; default: the index).
+
+    Complexity: O(n log n) per band plus O(E log E) for the E emitted pairs.
+
+    Example:
+        >>> cols = [np.array([7, 7, 5], dtype=np.uint64), np.array([1, 2, 2], dtype=np.uint64)]
+        >>> [a.tolist() for a in pairs_from_band_columns(cols, "all")]
+        [[0, 1], [1, 2]]
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    chunks = []
+    for column in columns:
+        n = column.shape[0]
+        if n > _MAX_DOCS:
+            raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
+        order, starts, sizes = _band_runs(np.asarray(column, dtype=np.uint64), 2)
         if starts.size == 0:
             continue
         if mode == "all":
             total = int(np.sum(sizes * (sizes - 1) // 2))
-            packed = _all_pairs_kernel(order, starts, sizes, total)
+            band_pairs = _all_pairs_kernel(order, starts, sizes, total)
         else:
+            pos = np.arange(n, dtype=np.int64) if positions is None else positions
             total = int(np.sum(sizes - 1))
-            packed = _star_edges_kernel(order, starts, sizes, pos, total)
+            band_pairs = _star_edges_kernel(order, starts, sizes, pos, total)
         # Deduplicating per band first keeps the final merge no larger than the distinct pairs.
-        chunks.append(_sorted_distinct(packed))
+        chunks.append(_sorted_distinct(band_pairs))
     if not chunks:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()

@@ -1,0 +1,319 @@
+"""The local engine's dedup job, out of core: memory bounded by a budget, not by the corpus.
+
+The texts are never all in memory. The job makes three passes over the inputs:
+
+1. **Read and sign** (every document, streamed in batches, signed by worker threads): per
+   document only fixed-width columns stay — the 128-bit content fingerprint, the timestamp
+   (int64 µs), the SimHash fingerprint, where the text lives in its input — and the IDs as an
+   Arrow string column. MinHash band hashes (``bands`` × 8 bytes a document) and, when the
+   MinHash estimate decides (no verification), the signatures go to
+   :class:`~neardup.engines.spill.SpillColumn` objects: in memory while the budget allows,
+   else appended to files in the run's work folder.
+2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
+   duplicates, candidates band by band (one band column in memory at a time), then the texts
+   of the documents that have a candidate are **read again** — only those, through their input
+   locations — and their shingle sets built by the compiled kernels in parallel batches, kept
+   in memory or spilled like the rest; verification, groups, pairs.
+3. **Write** GROUPS and PAIRS from the columns (Arrow ``take`` on the IDs), and ``--keep`` from
+   a third read of just the originals.
+
+Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
+whole collection in memory, whatever the budget and the number of workers (tests compare them).
+
+Memory: about ``60 + len(id)`` bytes a document in the fixed columns, plus the spillable part
+(``8 × bands`` bytes a document for MinHash band hashes, the shingle sets of the documents that
+have a candidate) up to half the budget, plus one band column's sort (``24 n`` bytes) and the
+candidate pairs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.candidates.bands import band_hashes
+from neardup.engines.local import _warm_up, check_workers, ordered_map
+from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
+from neardup.io import DocumentBatch, DocumentReader, ReadStats
+from neardup.pipeline import Groups, Settings, Signatures, find_groups, signatures
+from neardup.text import hash_features, shingle_sets
+
+#: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold.
+SPILL_SHARE = 0.5
+
+
+class Progress:
+    """What the job tells a progress display; this one shows nothing."""
+
+    def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
+        """A new stage starts; ``total`` in ``unit`` when known."""
+
+    def advance(self, amount: int, **fields) -> None:
+        """``amount`` more ``unit`` of the current stage are done."""
+
+
+@dataclass
+class Collected:
+    """What pass 1 keeps of the documents, in input order."""
+
+    ids: pa.ChunkedArray
+    timestamps: np.ndarray
+    locations: np.ndarray | None
+    signatures: Signatures
+    band_columns: list[SpillColumn] = field(default_factory=list)
+    stats: ReadStats = field(default_factory=ReadStats)
+    seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return self.timestamps.shape[0]
+
+    def band_keys(self) -> Iterator[np.ndarray]:
+        """Each band's hash column in turn (read back from disk when spilled)."""
+        for column in self.band_columns:
+            values = column.array()
+            yield np.array(values) if isinstance(values, np.memmap) else values
+
+
+def _sign_batch(batch: DocumentBatch, settings: Settings, banding: tuple[int, int] | None):
+    sig = signatures(batch.texts, settings, keep_sets=False)
+    keys = band_hashes(sig.signature, *banding) if banding is not None else None
+    return sig, keys
+
+
+class OutOfCoreDedup:
+    """One ``neardup dedup`` run on this machine under a memory budget.
+
+    Args:
+        reader: the inputs (a fresh :class:`neardup.io.DocumentReader`).
+        reopen: makes a new reader over the same inputs and options (``keep_records`` as
+            asked) for re-reading when the reader cannot fetch by location.
+        settings: the run's options.
+        work: the run's :class:`~neardup.engines.spill.WorkDir`.
+        memory_limit: bytes the run may use (see the module docstring for what counts).
+        workers: signing threads (None = all cores).
+        progress: a :class:`Progress` display.
+    """
+
+    def __init__(
+        self,
+        reader: DocumentReader,
+        reopen: Callable[[bool], DocumentReader],
+        settings: Settings,
+        work: WorkDir,
+        memory_limit: int,
+        workers: int | None = None,
+        progress: Progress | None = None,
+    ):
+        self.reader = reader
+        self.reopen = reopen
+        self.settings = settings
+        self.work = work
+        self.budget = MemoryBudget(int(memory_limit * SPILL_SHARE))
+        self.workers = check_workers(workers)
+        self.progress = progress or Progress()
+        self.collected: Collected | None = None
+
+    # -- pass 1 ------------------------------------------------------------------------------
+
+    def collect(self) -> Collected:
+        """Pass 1: read and sign every document, keeping the fixed-width columns."""
+        if self.work.completed("collect"):
+            self.collected = self._load_collected()
+            return self.collected
+        s = self.settings
+        started = time.perf_counter()
+        _warm_up(s)
+        minhash = s.method == "minhash"
+        banding = s.banding() if minhash else None
+        bands = [SpillColumn(self.work, f"band-{j}", np.uint64, self.budget)
+                 for j in range(banding[0])] if minhash else []
+        estimate = minhash and s.verify is None
+        sig_column = (SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
+                      if estimate else None)
+        ids, stamps, locations, content, empty, text_bytes, fps = [], [], [], [], [], [], []
+        self.progress.stage("reading", self.reader_total(), "B")
+        done_bytes = 0
+        for batch, (sig, keys) in ordered_map(_sign_batch, self.reader, self.workers, s, banding):
+            ids.append(pa.array(batch.ids, type=pa.large_string()))
+            stamps.append(np.asarray(batch.timestamps, dtype=np.int64))
+            where = getattr(batch, "locations", None)
+            if where is not None:
+                locations.append(np.asarray(where, dtype=np.int64))
+            content.append(sig.content)
+            empty.append(sig.empty)
+            text_bytes.append(sig.text_bytes)
+            if minhash:
+                for j, column in enumerate(bands):
+                    column.append(keys[:, j])
+                if sig_column is not None:
+                    sig_column.append(sig.signature)
+            else:
+                fps.append(sig.signature)
+            now_bytes = self.reader.stats.bytes
+            self.progress.advance(now_bytes - done_bytes, docs=self.reader.stats.documents)
+            done_bytes = now_bytes
+        n = sum(len(a) for a in ids)
+        if minhash:
+            signature = sig_column.array() if sig_column is not None else np.zeros((n, 0), np.uint32)
+        else:
+            signature = _cat(fps, np.uint64, (0,))
+        sig = Signatures(
+            content=_cat(content, np.uint64, (0, 2)),
+            signature=signature,
+            empty=_cat(empty, bool, (0,)),
+            text_bytes=_cat(text_bytes, np.int64, (0,)),
+        )
+        self.collected = Collected(
+            ids=pa.chunked_array(ids, type=pa.large_string()),
+            timestamps=_cat(stamps, np.int64, (0,)),
+            locations=_cat(locations, np.int64, (0, 2)) if len(locations) == len(ids) else None,
+            signatures=sig,
+            band_columns=bands,
+            stats=self.reader.stats,
+            seconds=time.perf_counter() - started,
+        )
+        if self.work.resume:
+            self._save_collected(sig_column)
+        return self.collected
+
+    def reader_total(self) -> int | None:
+        total = getattr(self.reader, "total_bytes", None)
+        return total() if callable(total) else None
+
+    def _save_collected(self, sig_column: SpillColumn | None) -> None:
+        c, w = self.collected, self.work
+        for name in ("content", "empty", "text_bytes"):
+            w.save(name, getattr(c.signatures, name))
+        w.save("timestamps", c.timestamps)
+        if c.locations is not None:
+            w.save("locations", c.locations)
+        if self.settings.method == "simhash":
+            w.save("fingerprints", c.signatures.signature)
+        for j, column in enumerate(c.band_columns + ([sig_column] if sig_column else [])):
+            w.save(f"spill-{j}", column.array())
+        with pa.OSFile(str(w.file("ids.arrow")), "wb") as sink:
+            with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
+                writer.write_table(pa.table({"id": c.ids}))
+        stats = c.stats
+        w.save_json("collect", {
+            "documents": stats.documents, "bytes": stats.bytes, "skipped": stats.skipped,
+            "skipped_reasons": dict(stats.skipped_reasons), "files": stats.files,
+            "seconds": c.seconds, "spill_columns": len(c.band_columns),
+        })
+        w.complete("collect")
+
+    def _load_collected(self) -> Collected:
+        w, s = self.work, self.settings
+        info = w.load_json("collect")
+        stats = ReadStats(documents=info["documents"], bytes=info["bytes"],
+                          skipped=info["skipped"], files=info["files"])
+        stats.skipped_reasons.update(info["skipped_reasons"])
+        with pa.memory_map(str(w.file("ids.arrow"))) as source:
+            ids = pa.ipc.open_file(source).read_all().column("id")
+        timestamps = w.load("timestamps")
+        n = timestamps.shape[0]
+        bands = []
+        for j in range(info["spill_columns"]):
+            column = SpillColumn(w, f"resumed-{j}", np.uint64, self.budget)
+            column.append(w.load(f"spill-{j}"))
+            bands.append(column)
+        if s.method == "simhash":
+            signature = w.load("fingerprints")
+        elif s.verify is None:
+            signature = w.load(f"spill-{info['spill_columns']}", mmap=True)
+        else:
+            signature = np.zeros((n, 0), np.uint32)
+        sig = Signatures(content=w.load("content"), signature=signature, empty=w.load("empty"),
+                         text_bytes=w.load("text_bytes"))
+        locations = w.load("locations") if w.file("locations.npy").exists() else None
+        return Collected(ids, timestamps, locations, sig, bands, stats, info["seconds"])
+
+    # -- pass 2 ------------------------------------------------------------------------------
+
+    def refetch(self, positions: np.ndarray, records: bool = False) -> Iterator[DocumentBatch]:
+        """The documents at ascending ``positions`` again, in order (texts, and the whole
+        records with ``records``): by location when the reader can, else by a new scan."""
+        c = self.collected
+        fetch = getattr(self.reader, "fetch", None)
+        if fetch is not None and c.locations is not None and not self.work.completed("collect"):
+            yield from fetch(positions, c.locations[positions], records=records)
+            return
+        wanted = np.zeros(len(c), dtype=bool)
+        wanted[positions] = True
+        for batch in self.reopen(records):
+            keep = wanted[batch.positions]
+            if keep.all():
+                yield batch
+            elif keep.any():
+                yield _subset(batch, np.flatnonzero(keep))
+
+    def load_sets(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shingle sets of the documents ``indices`` (ascending), CSR over all documents:
+        their texts re-read, hashed and sorted by worker threads, batch by batch."""
+        n = len(self.collected)
+        self.progress.stage("shingle sets", int(indices.shape[0]), "docs")
+        sizes = np.zeros(n, dtype=np.int64)
+        hashes = SpillColumn(self.work, "sets", np.uint64, self.budget)
+        batches = self.refetch(np.asarray(indices, dtype=np.int64))
+        for batch, (offsets, values) in ordered_map(_batch_sets, batches, self.workers,
+                                                    self.settings):
+            sizes[batch.positions] = np.diff(offsets)
+            hashes.append(values)
+            self.progress.advance(len(batch))
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return offsets, hashes.array()
+
+    def group(self) -> Groups:
+        """Pass 2: :func:`neardup.pipeline.find_groups` over the collected columns."""
+        c = self.collected
+        if self.work.completed("group"):
+            return self._load_groups()
+        groups = find_groups(
+            c.signatures, c.timestamps, self.settings,
+            band_keys=c.band_keys if c.band_columns else None,
+            load_sets=self.load_sets,
+            on_stage=self.progress.stage,
+        )
+        for column in c.band_columns:
+            column.release()
+        if self.work.resume:
+            for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value"):
+                self.work.save(name, getattr(groups, name))
+            self.work.save_json("group", groups.stats)
+            self.work.complete("group")
+        return groups
+
+    def _load_groups(self) -> Groups:
+        w = self.work
+        arrays = [w.load(name) for name in
+                  ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value")]
+        return Groups(*arrays, stats=w.load_json("group"))
+
+
+def _batch_sets(batch: DocumentBatch, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    features = hash_features(batch.texts, settings.shingle, settings.hash_name)
+    offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
+    return offsets, hashes
+
+
+def _subset(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:
+    pick = rows.tolist()
+    return DocumentBatch(
+        ids=[batch.ids[i] for i in pick],
+        texts=[batch.texts[i] for i in pick],
+        timestamps=batch.timestamps[rows],
+        raw_timestamps=[batch.raw_timestamps[i] for i in pick],
+        records=[batch.records[i] for i in pick] if batch.records is not None else None,
+        positions=batch.positions[rows],
+    )
+
+
+def _cat(parts: list[np.ndarray], dtype, empty_shape: tuple[int, ...]) -> np.ndarray:
+    if not parts:
+        return np.zeros(empty_shape, dtype=dtype)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]

@@ -1,0 +1,309 @@
+"""A run's work folder: spill files under a memory budget, stage checkpoints, cleanup.
+
+An out-of-core run keeps per document only fixed-width columns. Whatever would take more
+memory than the run's budget (``--memory-limit``) is appended to files in a folder of its own
+under ``--tmp-dir`` and read back later one column at a time (the seeds' map-reduce, on one
+machine: the band-hash columns are the map output, each band's sort is one reduce).
+
+The folder is removed when the run ends, fails or is interrupted. With ``resume=True`` its
+name is derived from the run's first output, it records which stages completed together with a
+key of the inputs and options, and a failed or interrupted run leaves it in place, so that the
+same command with ``--resume`` continues after the last completed stage (and refuses, clearly,
+when the inputs or options changed).
+
+Example:
+    >>> import tempfile
+    >>> budget = MemoryBudget(1 << 20)
+    >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="groups.tsv") as work:
+    ...     col = SpillColumn(work, "fps", np.uint64, budget)
+    ...     col.append(np.arange(3, dtype=np.uint64))
+    ...     col.array().tolist()
+    [0, 1, 2]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+#: Share of the machine's RAM that a run may use when ``--memory-limit`` is not given.
+DEFAULT_MEMORY_SHARE = 0.5
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def machine_memory() -> int:
+    """Bytes of RAM of this machine (physical pages × page size); 8 GiB if unknown."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def parse_memory_limit(value: str | int | None) -> int:
+    """``--memory-limit``: bytes from ``"2G"``, ``"512M"``, ``"1500000000"`` or ``"40%"`` (of the
+    machine's RAM); None = :data:`DEFAULT_MEMORY_SHARE` of the RAM. At least 1 MiB.
+
+    Example:
+        >>> parse_memory_limit("512M")
+        536870912
+    """
+    if value is None:
+        return int(machine_memory() * DEFAULT_MEMORY_SHARE)
+    if isinstance(value, int) and not isinstance(value, bool):
+        limit = value
+    else:
+        text = str(value).strip().lower()
+        try:
+            if text.endswith("%"):
+                share = float(text[:-1]) / 100
+                if not 0 < share <= 1:
+                    raise ValueError
+                limit = int(machine_memory() * share)
+            else:
+                unit = text[-1] if text and text[-1] in "bkmgt" else ""
+                number = text[: len(text) - len(unit)]
+                if unit != "b" and number.endswith("i"):  # 2Gi reads as 2G
+                    number = number[:-1]
+                limit = int(float(number) * _UNITS[unit])
+        except (ValueError, IndexError):
+            raise ValueError(
+                f"memory limit must be a size like 2G, 512M, 1500000000 or a share like 40%; "
+                f"got {value!r}"
+            ) from None
+    if limit < 1 << 20:
+        raise ValueError(f"memory limit must be at least 1M; got {value!r} ({limit} bytes)")
+    return limit
+
+
+class MemoryBudget:
+    """Bytes that spillable columns may still hold in memory (shared by a run's columns)."""
+
+    def __init__(self, limit: int):
+        self.limit = int(limit)
+        self.free = int(limit)
+
+    def take(self, nbytes: int) -> bool:
+        """Reserve ``nbytes`` if they fit; False (nothing reserved) if they do not."""
+        if nbytes <= self.free:
+            self.free -= nbytes
+            return True
+        return False
+
+    def give_back(self, nbytes: int) -> None:
+        self.free = min(self.limit, self.free + nbytes)
+
+
+def disk_error(error: OSError, path: Path | str) -> OSError:
+    """A one-line error for a failed write into the work folder (disk full, no permission)."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return OSError(error.errno, f"no space left on the device of the temp dir, writing {path}; "
+                       "free some space or point --tmp-dir to a larger disk")
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return OSError(error.errno, f"cannot write to the temp dir: {path} is not writable "
+                       "(choose another with --tmp-dir)")
+    return OSError(error.errno, f"writing {path} in the temp dir failed: {error.strerror or error}")
+
+
+@contextlib.contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Turn an OSError raised while writing ``path`` into :func:`disk_error`'s message."""
+    try:
+        yield
+    except OSError as error:
+        raise disk_error(error, path) from error
+
+
+def run_key(**parts: Any) -> str:
+    """A stable hex key of a run's inputs and options (JSON of ``parts``, SHA-256)."""
+    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
+
+
+def input_identity(paths: list[str]) -> list[tuple[str, int, int] | str]:
+    """What identifies the inputs for ``--resume``: (absolute path, size, mtime in ns) of each
+    file, every ``*.txt`` below a directory; ``-`` stays ``-`` (standard input cannot be
+    resumed)."""
+    out: list[tuple[str, int, int] | str] = []
+    for p in paths:
+        if str(p) == "-":
+            out.append("-")
+            continue
+        path = Path(p).resolve()
+        files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
+        for f in files:
+            st = f.stat()
+            out.append((str(f), st.st_size, st.st_mtime_ns))
+    return out
+
+
+class WorkDir:
+    """The work folder of one run, under ``tmp_dir``; a context manager that removes it.
+
+    Args:
+        tmp_dir: where to create it (None = the system's temp dir); must exist and be writable.
+        key: :func:`run_key` of the inputs and options.
+        name_hint: the run's first output path: with ``resume`` the folder is
+            ``neardup-run-<hash of its absolute path>``, so the same command finds it again.
+        resume: keep the folder when the run fails or is interrupted, and continue from its
+            completed stages when it exists with the same key.
+    """
+
+    def __init__(self, tmp_dir: str | Path | None, key: str, name_hint: str, resume: bool = False):
+        import tempfile
+
+        base = Path(tmp_dir) if tmp_dir is not None else Path(tempfile.gettempdir())
+        if not base.is_dir():
+            raise FileNotFoundError(f"temp dir {base} does not exist (--tmp-dir)")
+        if not os.access(base, os.W_OK | os.X_OK):
+            raise PermissionError(f"temp dir {base} is not writable (--tmp-dir)")
+        self.key = key
+        self.resume = resume
+        self.stages: list[str] = []
+        if resume and name_hint != "-":
+            tag = hashlib.sha256(str(Path(name_hint).resolve()).encode()).hexdigest()[:16]
+            self.path = base / f"neardup-run-{tag}"
+        else:
+            self.path = base / f"neardup-tmp-{secrets.token_hex(8)}"
+        self._created = False
+
+    def __enter__(self) -> WorkDir:
+        manifest = self.path / MANIFEST
+        if self.resume and manifest.exists():
+            try:
+                data = json.loads(manifest.read_text())
+            except (OSError, ValueError):
+                data = {}
+            if data.get("key") != self.key:
+                raise ValueError(
+                    f"--resume: {self.path} holds a run with other inputs or options; run the "
+                    "same command as before, or remove that folder to start again"
+                )
+            self.stages = list(data.get("stages", []))
+        else:
+            with writing(self.path):
+                self.path.mkdir(exist_ok=self.resume)
+                self._write_manifest()
+        self._created = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None or not self.resume:
+            self.remove()
+
+    def remove(self) -> None:
+        """Delete the folder and everything in it."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def _write_manifest(self) -> None:
+        target = self.path / MANIFEST
+        tmp = self.path / (MANIFEST + ".tmp")
+        with writing(target):
+            tmp.write_text(json.dumps({"key": self.key, "stages": self.stages}))
+            os.replace(tmp, target)
+
+    def completed(self, stage: str) -> bool:
+        """Whether ``stage`` completed in an earlier attempt of this run (``--resume``)."""
+        return stage in self.stages
+
+    def complete(self, stage: str) -> None:
+        """Record that ``stage`` completed: its files are final (only with ``resume``)."""
+        if self.resume and stage not in self.stages:
+            self.stages.append(stage)
+            self._write_manifest()
+
+    def save(self, name: str, array: np.ndarray) -> None:
+        """Store an array as ``name.npy`` (written under a temporary name, then renamed)."""
+        target = self.file(name + ".npy")
+        tmp = self.file(name + ".npy.tmp")
+        with writing(target):
+            with open(tmp, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+            os.replace(tmp, target)
+
+    def load(self, name: str, mmap: bool = False) -> np.ndarray:
+        """An array stored by :meth:`save` (memory-mapped with ``mmap``)."""
+        return np.load(self.file(name + ".npy"), mmap_mode="r" if mmap else None, allow_pickle=False)
+
+    def save_json(self, name: str, value: Any) -> None:
+        target = self.file(name + ".json")
+        with writing(target):
+            target.write_text(json.dumps(value))
+
+    def load_json(self, name: str) -> Any:
+        return json.loads(self.file(name + ".json").read_text())
+
+
+class SpillColumn:
+    """An append-only array (rows of ``width`` values) kept in memory while the shared budget
+    allows, then appended to a file of the work folder. :meth:`array` gives it back whole (a
+    read-only memory map when spilled). Appends cost O(rows); memory O(in-memory part)."""
+
+    def __init__(self, work: WorkDir, name: str, dtype, budget: MemoryBudget, width: int = 1):
+        self.work = work
+        self.path = work.file(name + ".bin")
+        self.dtype = np.dtype(dtype)
+        self.width = int(width)
+        self.budget = budget
+        self.rows = 0
+        self._parts: list[np.ndarray] = []
+        self._held = 0
+        self._file = None
+
+    @property
+    def spilled(self) -> bool:
+        """Whether the column went to disk."""
+        return self._file is not None or (self.rows > 0 and not self._parts)
+
+    def append(self, values: np.ndarray) -> None:
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        if self._file is None and self.budget.take(values.nbytes):
+            self._parts.append(values)
+            self._held += values.nbytes
+        else:
+            with writing(self.path):
+                if self._file is None:
+                    self._file = open(self.path, "wb")
+                    for part in self._parts:
+                        part.tofile(self._file)
+                    self.budget.give_back(self._held)
+                    self._parts, self._held = [], 0
+                values.tofile(self._file)
+        self.rows += values.shape[0]
+
+    def finish(self) -> None:
+        """Flush and close the file (if spilled)."""
+        if self._file is not None:
+            with writing(self.path):
+                self._file.close()
+            self._file = None
+
+    def array(self) -> np.ndarray:
+        """Everything appended, in order: ``(rows,)`` or ``(rows, width)``."""
+        self.finish()
+        shape = (self.rows,) if self.width == 1 else (self.rows, self.width)
+        if self._parts:
+            if len(self._parts) > 1:
+                self._parts = [np.concatenate(self._parts)]
+            return self._parts[0].reshape(shape)
+        if self.rows == 0:
+            return np.zeros(shape, dtype=self.dtype)
+        return np.memmap(self.path, dtype=self.dtype, mode="r", shape=shape)
+
+    def release(self) -> None:
+        """Drop the in-memory part and give its bytes back to the budget."""
+        self.budget.give_back(self._held)
+        self._parts, self._held = [], 0
