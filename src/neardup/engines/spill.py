@@ -28,6 +28,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -71,11 +72,10 @@ def parse_memory_limit(value: str | int | None) -> int:
                     raise ValueError
                 limit = int(machine_memory() * share)
             else:
-                unit = text[-1] if text and text[-1] in "bkmgt" else ""
-                number = text[: len(text) - len(unit)]
-                if unit != "b" and number.endswith("i"):  # 2Gi reads as 2G
-                    number = number[:-1]
-                limit = int(float(number) * _UNITS[unit])
+                match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?", text)
+                if match is None:
+                    raise ValueError
+                limit = int(float(match[1]) * _UNITS[match[2]])
         except (ValueError, IndexError):
             raise ValueError(
                 f"memory limit must be a size like 2G, 512M, 1500000000 or a share like 40%; "
@@ -105,14 +105,19 @@ class MemoryBudget:
 
 
 def disk_error(error: OSError, path: Path | str) -> OSError:
-    """A one-line error for a failed write into the work folder (disk full, no permission)."""
-    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return OSError(error.errno, f"no space left on the device of the temp dir, writing {path}; "
-                       "free some space or point --tmp-dir to a larger disk")
-    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return OSError(error.errno, f"cannot write to the temp dir: {path} is not writable "
-                       "(choose another with --tmp-dir)")
-    return OSError(error.errno, f"writing {path} in the temp dir failed: {error.strerror or error}")
+    """A one-line error for a failed write into the work folder (disk full, no permission);
+    its ``errno`` is the original one."""
+    code = error.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        message = (f"no space left on the device of the temp dir, writing {path}; free some "
+                   "space or point --tmp-dir to a larger disk")
+    elif code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        message = f"cannot write to the temp dir: {path} is not writable (choose another with --tmp-dir)"
+    else:
+        message = f"writing {path} in the temp dir failed: {error.strerror or error}"
+    result = OSError(message)
+    result.errno = code
+    return result
 
 
 @contextlib.contextmanager
@@ -247,6 +252,12 @@ class WorkDir:
         return json.loads(self.file(name + ".json").read_text())
 
 
+def _write(fh, values: np.ndarray) -> None:
+    # Through Python's write, not ndarray.tofile: a full disk then raises ENOSPC with its errno
+    # (tofile reports a short write without one).
+    fh.write(memoryview(values).cast("B"))
+
+
 class SpillColumn:
     """An append-only array (rows of ``width`` values) kept in memory while the shared budget
     allows, then appended to a file of the work folder. :meth:`array` gives it back whole (a
@@ -278,10 +289,10 @@ class SpillColumn:
                 if self._file is None:
                     self._file = open(self.path, "wb")
                     for part in self._parts:
-                        part.tofile(self._file)
+                        _write(self._file, part)
                     self.budget.give_back(self._held)
                     self._parts, self._held = [], 0
-                values.tofile(self._file)
+                _write(self._file, values)
         self.rows += values.shape[0]
 
     def finish(self) -> None:

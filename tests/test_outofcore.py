@@ -1,0 +1,266 @@
+"""The out-of-core dedup job: same bytes as the in-memory pipeline, whatever the budget; temp
+files gone after success, failure and interruption; disk-full errors; --resume."""
+
+import builtins
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import Reporter, main
+from neardup.engines import outofcore, spill
+from neardup.engines.outofcore import OutOfCoreDedup
+from neardup.engines.spill import (
+    MemoryBudget,
+    SpillColumn,
+    WorkDir,
+    parse_memory_limit,
+)
+from neardup.io import read_documents
+from neardup.pipeline import Settings, find_groups, signatures
+
+WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho "
+         "sigma tau upsilon phi chi psi omega 고대 전쟁 실시간 전략 게임 역사 기반 경제 프로젝트").split()
+
+
+def make_corpus(n: int = 600, seed: int = 7) -> list[dict]:
+    """Originals, exact copies, a hot template, chains of light edits and a few bad rows."""
+    rng = random.Random(seed)
+    docs: list[dict] = []
+    for i in range(n):
+        kind = rng.random()
+        if docs and kind < 0.15:  # exact copy (different spacing and case)
+            text = rng.choice(docs)["text"].upper().replace(" ", "  ")
+        elif docs and kind < 0.4:  # light edit of an earlier document: chains form
+            words = rng.choice(docs)["text"].split()
+            words[rng.randrange(len(words))] = rng.choice(WORDS)
+            text = " ".join(words)
+        elif kind < 0.55:  # one template, a slot filled
+            text = f"notice {rng.choice(WORDS)} the package " + " ".join(WORDS[:20])
+        else:
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 60)))
+        docs.append({"id": f"d{i}", "text": text, "ts": rng.randint(0, 50)})
+    return docs
+
+
+def write_jsonl(path, docs, bad_rows=False):
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs]
+    if bad_rows:
+        lines.insert(5, '{"id": "broken", "text": ')
+        lines.insert(50, json.dumps({"id": "d3", "text": "a duplicate id"}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    # 4,000 documents: enough for 1M of memory limit to spill band hashes and shingle sets.
+    return write_jsonl(tmp_path_factory.mktemp("ooc") / "docs.jsonl", make_corpus(4000), bad_rows=True)
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def outputs(tmp_path, tag):
+    return {name: tmp_path / f"{tag}.{name}" for name in ("groups.tsv", "pairs.tsv", "keep.jsonl")}
+
+
+def dedup(corpus, tmp_path, tag, *extra):
+    out = outputs(tmp_path, tag)
+    result = run("dedup", corpus, "-o", out["groups.tsv"], "--pairs-out", out["pairs.tsv"],
+                 "--keep", out["keep.jsonl"], "--time-field", "ts", "--on-error", "skip", "-q",
+                 *extra)
+    assert result.exit_code == 0, result.output
+    return {name: path.read_bytes() for name, path in out.items()}
+
+
+OPTION_SETS = [
+    (),
+    ("--grouping", "center"),
+    ("--pairs", "all"),
+    ("--verify", "none"),
+    ("--method", "simhash"),
+    ("--method", "simhash", "--grouping", "center", "--pairs", "all"),
+    ("--method", "simhash", "--verify", "jaccard:0.6"),
+]
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: " ".join(o) or "defaults")
+def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monkeypatch):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    spilled_files = []
+    finish = SpillColumn.finish
+
+    def record_spill(self):
+        if self.spilled:
+            spilled_files.append(self.path.name)
+        return finish(self)
+
+    monkeypatch.setattr(SpillColumn, "finish", record_spill)
+    roomy = dedup(corpus, tmp_path, "roomy", *options, "--workers", "1")
+    tight = dedup(corpus, tmp_path, "tight", *options, "--memory-limit", "1M", "--workers", "2",
+                  "--tmp-dir", spill_dir)
+    assert tight == roomy
+    # SimHash without verification keeps only fixed-width columns: nothing to spill.
+    if "simhash" not in options or "--verify" in options:
+        assert spilled_files, "the tight run must spill"
+    assert list(spill_dir.iterdir()) == []
+    assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
+
+
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+@pytest.mark.parametrize("batch_size", [1, 7, 10_000])
+def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, batch_size):
+    settings = Settings(method=method, shingle="char:5", threshold=0.7)
+    reader_args = dict(time_field="ts", on_error="skip")
+    everything = read_documents([corpus], **reader_args).read_all()
+    expected = find_groups(signatures(everything.texts, settings, keep_sets=True),
+                           everything.timestamps, settings)
+
+    def reopen(records):
+        return read_documents([corpus], batch_size=batch_size, keep_records=records, **reader_args)
+
+    with WorkDir(tmp_path, "key", "out") as work:
+        job = OutOfCoreDedup(reopen(False), reopen, settings, work, memory_limit=1 << 16, workers=2)
+        job.collect()
+        groups = job.group()
+        assert any(c.spilled for c in job.collected.band_columns) == (method == "minhash")
+    for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value"):
+        np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
+    assert job.collected.ids.to_pylist() == everything.ids
+
+
+def test_temp_dir_is_empty_after_a_failed_run(corpus, tmp_path):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    result = CliRunner().invoke(main, ["dedup", str(corpus), "-o", str(tmp_path / "g.tsv"),
+                                       "--tmp-dir", str(spill_dir), "--memory-limit", "1M"])
+    assert result.exit_code == 1
+    assert "line 6" in result.output  # the broken row, reported as before
+    assert list(spill_dir.iterdir()) == []
+    assert not (tmp_path / "g.tsv").exists()
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def _interrupt_at(stage_name, cls=outofcore.Progress):
+    original = cls.stage
+
+    def stage(self, name, total=None, unit="docs"):
+        if name == stage_name:
+            raise KeyboardInterrupt
+        return original(self, name, total, unit)
+
+    return stage
+
+
+def test_temp_dir_is_empty_after_an_interrupt(corpus, tmp_path, monkeypatch):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    monkeypatch.setattr(outofcore.Progress, "stage", _interrupt_at("verify"))
+    settings = Settings(method="minhash", shingle="char:5", threshold=0.7)
+
+    def reopen(records):
+        return read_documents([corpus], time_field="ts", on_error="skip", keep_records=records)
+
+    with pytest.raises(KeyboardInterrupt):
+        with WorkDir(spill_dir, "key", "out") as work:
+            job = OutOfCoreDedup(reopen(False), reopen, settings, work, memory_limit=1 << 16)
+            job.collect()
+            job.group()
+    assert list(spill_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_temp_disk_is_one_clear_error(corpus, tmp_path, monkeypatch):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+
+    def full_disk_open(path, mode="r", *args, **kwargs):
+        # /dev/full fails every write with ENOSPC, as a full disk does.
+        if "w" in mode and str(path).endswith(".bin"):
+            return builtins.open("/dev/full", mode, *args, **kwargs)
+        return builtins.open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(spill, "open", full_disk_open, raising=False)
+    result = CliRunner().invoke(main, ["dedup", str(corpus), "-o", str(tmp_path / "g.tsv"),
+                                       "--on-error", "skip", "--memory-limit", "1M",
+                                       "--tmp-dir", str(spill_dir)])
+    assert result.exit_code == 1
+    assert "no space left" in result.output and str(spill_dir) in result.output
+    assert "Traceback" not in result.output
+    assert list(spill_dir.iterdir()) == []
+    assert not (tmp_path / "g.tsv").exists()
+
+
+def test_unwritable_or_missing_temp_dir(corpus, tmp_path):
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--on-error", "skip",
+                 "--tmp-dir", tmp_path / "missing")
+    assert result.exit_code != 0
+    assert "missing" in result.output
+
+
+def test_resume_continues_after_an_interrupt_and_refuses_changed_options(corpus, tmp_path,
+                                                                         monkeypatch):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    clean = dedup(corpus, tmp_path, "clean")
+    args = ("--resume", "--tmp-dir", spill_dir, "--memory-limit", "1M")
+    out = outputs(tmp_path, "resumed")
+    command = ["dedup", str(corpus), "-o", str(out["groups.tsv"]), "--pairs-out",
+               str(out["pairs.tsv"]), "--keep", str(out["keep.jsonl"]), "--time-field", "ts",
+               "--on-error", "skip", "-q", *map(str, args)]
+    with monkeypatch.context() as m:
+        m.setattr(Reporter, "stage", _interrupt_at("verify", Reporter))
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1 and "Aborted" in result.output
+    kept = list(spill_dir.iterdir())
+    assert len(kept) == 1
+    assert json.loads((kept[0] / "manifest.json").read_text())["stages"] == ["collect"]
+
+    changed = CliRunner().invoke(main, command + ["--threshold", "0.8"])
+    assert changed.exit_code == 1 and "other inputs or options" in changed.output
+
+    # Pass 1 is not run again: signing fails if it is.
+    with monkeypatch.context() as m:
+        m.setattr(outofcore, "_sign_batch", None)
+        result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output
+    assert {name: p.read_bytes() for name, p in out.items()} == clean
+    assert list(spill_dir.iterdir()) == []
+
+
+def test_memory_limit_parsing():
+    assert parse_memory_limit("2G") == 2 << 30
+    assert parse_memory_limit("1.5m") == int(1.5 * (1 << 20))
+    assert parse_memory_limit("2Gi") == 2 << 30
+    assert 0 < parse_memory_limit("10%") < parse_memory_limit(None)
+    for bad in ("lots", "0%", "200%", "1K", "-5G"):
+        with pytest.raises(ValueError, match="memory limit"):
+            parse_memory_limit(bad)
+
+
+def test_spill_column_keeps_order_across_memory_and_disk(tmp_path):
+    with WorkDir(tmp_path, "k", "x") as work:
+        budget = MemoryBudget(100)
+        column = SpillColumn(work, "c", np.uint64, budget, width=2)
+        parts = [np.arange(i * 10, i * 10 + 10, dtype=np.uint64).reshape(5, 2) for i in range(4)]
+        for part in parts:
+            column.append(part)
+        assert column.spilled
+        np.testing.assert_array_equal(column.array(), np.concatenate(parts))
+        assert budget.free == 100  # the in-memory part went back when the column spilled
+
+
+def test_spark_refuses_local_only_options(corpus, tmp_path):
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--engine", "spark",
+                 "--memory-limit", "2G")
+    assert result.exit_code == 1
+    assert "--memory-limit" in result.output and "local engine" in result.output
