@@ -264,3 +264,45 @@ def test_spark_refuses_local_only_options(corpus, tmp_path):
                  "--memory-limit", "2G")
     assert result.exit_code == 1
     assert "--memory-limit" in result.output and "local engine" in result.output
+
+
+def test_work_folders_of_killed_runs_are_removed_by_the_next_run(corpus, tmp_path):
+    import subprocess
+    import sys
+
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    stale = spill_dir / "neardup-tmp-0123456789abcdef"
+    stale.mkdir()
+    (stale / "owner.pid").write_text(dead.stdout.strip())
+    (stale / "band-0.bin").write_bytes(b"x" * 100)
+    live = spill_dir / "neardup-tmp-fedcba9876543210"
+    live.mkdir()
+    (live / "owner.pid").write_text(str(os.getpid()))
+    dedup(corpus, tmp_path, "after", "--tmp-dir", spill_dir)
+    assert [p.name for p in spill_dir.iterdir()] == [live.name]
+
+
+def test_sigterm_removes_temp_files_and_partial_outputs(corpus, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=3))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(tmp_path / "g.tsv"),
+         "--memory-limit", "1M", "--tmp-dir", str(spill_dir), "-q", "--workers", "1"],
+        stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(spill_dir.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    assert process.returncode != 0
+    assert list(spill_dir.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "spill"]

@@ -17,6 +17,8 @@ from neardup import __version__
 from neardup.hashing import HASH_NAMES
 from neardup.io import (
     InputError,
+    check_outputs,
+    output_set,
     format_fingerprints,
     read_documents,
     read_fingerprints,
@@ -334,6 +336,16 @@ def main() -> None:
       neardup compare a.txt b.txt                   # every similarity measure for two texts
       neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
     """
+    _exit_cleanly_on_sigterm()
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    # A terminated run unwinds like Ctrl-C does, so temp files and partial outputs are removed.
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 @main.command(context_settings=CONTEXT)
@@ -537,6 +549,7 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
     from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
 
     limit = parse_memory_limit(memory_limit)
+    check_outputs([output, pairs_out, keep, report_out], inputs)
     if resume and "-" in inputs:
         raise ValueError("--resume needs input files: standard input cannot be read again")
     key = run_key(version=__version__, settings=repr(settings), reader=reader_args,
@@ -551,14 +564,15 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
         collected = job.collect()
         groups = job.group()
         reporter.stage("writing")
-        write_table(output, _groups_columns(collected.ids, groups))
-        if pairs_out:
-            write_table(pairs_out, _pairs_columns(collected.ids, groups, settings.method))
-        if keep:
-            originals = np.flatnonzero(groups.is_original)
-            reporter.stage("writing originals", int(originals.shape[0]))
-            write_records(keep, (record for batch in job.refetch(originals, records=True)
-                                 for record in batch.records))
+        with output_set():
+            write_table(output, _groups_columns(collected.ids, groups))
+            if pairs_out:
+                write_table(pairs_out, _pairs_columns(collected.ids, groups, settings.method))
+            if keep:
+                originals = np.flatnonzero(groups.is_original)
+                reporter.stage("writing originals", int(originals.shape[0]))
+                write_records(keep, _progress_records(
+                    job.refetch(originals, records=True), reporter))
         if report_out:
             reporter.stage("report")
             _write_run_report(report_out, collected, groups, settings, collected.seconds,
@@ -567,6 +581,12 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
     rows_out = _read_summary(reporter, collected.stats, elapsed, groups.stats["empty_documents"])
     rows_out.insert(-2, ("seconds: read + signatures", collected.seconds))
     reporter.summary(rows_out + _groups_summary(groups))
+
+
+def _progress_records(batches, reporter):
+    for batch in batches:
+        yield from batch.records
+        reporter.advance(len(batch.records))
 
 
 def _write_run_report(path, collection, groups, settings, read_seconds, reader_options, inputs):

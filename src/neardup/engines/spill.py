@@ -152,6 +152,22 @@ def input_identity(paths: list[str]) -> list[tuple[str, int, int] | str]:
     return out
 
 
+OWNER = "owner.pid"
+
+
+def _remove_dead_runs(base: Path) -> None:
+    """Remove the work folders that runs killed without a chance to clean up (kill -9, power
+    loss) left in ``base``: those whose owner process no longer exists on this machine."""
+    for folder in base.glob("neardup-tmp-*"):
+        try:
+            pid = int((folder / OWNER).read_text())
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # not ours to judge: unreadable, or another user's live process
+
+
 class WorkDir:
     """The work folder of one run, under ``tmp_dir``; a context manager that removes it.
 
@@ -196,8 +212,10 @@ class WorkDir:
                 )
             self.stages = list(data.get("stages", []))
         else:
+            _remove_dead_runs(self.path.parent)
             with writing(self.path):
                 self.path.mkdir(exist_ok=self.resume)
+                (self.path / OWNER).write_text(str(os.getpid()))
                 self._write_manifest()
         self._created = True
         return self
