@@ -44,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -53,6 +54,7 @@ import os
 import re
 import secrets
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -1459,6 +1461,86 @@ def _resolve_output(path: str | Path, output_format: str | None) -> tuple[str, s
     return target, fmt, compression  # type: ignore[return-value]
 
 
+_OUTPUT_SET = threading.local()
+
+
+@contextmanager
+def output_set() -> Iterator[None]:
+    """Commit the files written inside the block as one set.
+
+    Each output is still written under a temporary name beside its target, but the renames
+    into place wait until the block ends without error; on any error (or Ctrl-C) every
+    temporary file is removed. A run therefore leaves all its outputs or none of them.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> try:
+        ...     with output_set():
+        ...         write_table(d / "a.tsv", {"x": [1]})
+        ...         raise RuntimeError("the second output failed")
+        ... except RuntimeError:
+        ...     pass
+        >>> sorted(p.name for p in d.iterdir())
+        []
+    """
+    pending: list[tuple[str, str]] = []
+    outer = getattr(_OUTPUT_SET, "pending", None)
+    _OUTPUT_SET.pending = pending
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    finally:
+        _OUTPUT_SET.pending = outer
+    for tmp, target in pending:
+        os.replace(tmp, target)
+
+
+def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | Path]) -> None:
+    """Check, before any work, that each output can be written and overwrites no input.
+
+    Raises ``ValueError`` for an output that is one of the inputs (same file, or same path
+    before it exists) or that two outputs share, ``FileNotFoundError`` / ``NotADirectoryError`` /
+    ``IsADirectoryError`` / ``PermissionError`` naming the path otherwise. ``-`` and None are
+    skipped. O(number of paths).
+    """
+    sources = []
+    for p in inputs:
+        if str(p) != "-":
+            path = Path(p)
+            sources.append((path.resolve(), path.stat() if path.exists() else None))
+    seen: dict[Path, str] = {}
+    for out in outputs:
+        if out is None or str(out) == "-":
+            continue
+        target = Path(out)
+        resolved = target.resolve()
+        if resolved in seen:
+            raise ValueError(f"output {out} is given twice (also as {seen[resolved]})")
+        seen[resolved] = str(out)
+        st = target.stat() if target.exists() else None
+        for path, src in sources:
+            if resolved == path or (st is not None and src is not None
+                                    and (st.st_dev, st.st_ino) == (src.st_dev, src.st_ino)):
+                raise ValueError(f"output {out} is the input {path}: refusing to overwrite it")
+        if target.is_dir():
+            raise IsADirectoryError(f"output {out} is a directory")
+        parent = resolved.parent
+        for ancestor in (parent, *parent.parents):
+            if ancestor.exists():
+                if not ancestor.is_dir():
+                    raise NotADirectoryError(f"cannot write {out}: {ancestor} is a file, not a directory")
+                break
+        if not parent.is_dir():
+            raise FileNotFoundError(f"output directory {parent} does not exist (writing {out})")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PermissionError(f"output directory {parent} is not writable (writing {out})")
+
+
 @contextmanager
 def _atomic_output(target: str) -> Iterator[IO[bytes]]:
     """A binary file that appears under ``target`` only once completely written.
@@ -1496,13 +1578,17 @@ def _atomic_output(target: str) -> Iterator[IO[bytes]]:
         f.flush()
         os.fsync(f.fileno())
         f.close()
-        os.replace(tmp, target)
+        pending = getattr(_OUTPUT_SET, "pending", None)
+        if pending is None:
+            os.replace(tmp, target)
+        else:
+            pending.append((tmp, target))
     except BaseException:
-        f.close()
-        try:
+        # Closing can fail again (a full disk): the temporary file must go all the same.
+        with contextlib.suppress(OSError):
+            f.close()
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
