@@ -102,13 +102,26 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         return finish(self)
 
     monkeypatch.setattr(SpillColumn, "finish", record_spill)
+    set_blocks = []
+    build_sets = OutOfCoreDedup._sets
+
+    def record_block(self, docs):
+        set_blocks.append(docs.shape[0])
+        return build_sets(self, docs)
+
+    monkeypatch.setattr(OutOfCoreDedup, "_sets", record_block)
     roomy = dedup(corpus, tmp_path, "roomy", *options, "--workers", "1")
+    assert len(set_blocks) == ("--verify none" not in " ".join(options)
+                               and ("simhash" not in options or "--verify" in options))
+    set_blocks.clear()
     tight = dedup(corpus, tmp_path, "tight", *options, "--memory-limit", "1M", "--workers", "2",
                   "--tmp-dir", spill_dir)
     assert tight == roomy
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
-    if "simhash" not in options or "--verify" in options:
-        assert spilled_files, "the tight run must spill"
+    if "simhash" not in options:
+        assert spilled_files, "the tight run must spill its band hashes"
+    if "--verify none" not in " ".join(options) and ("simhash" not in options or "--verify" in options):
+        assert len(set_blocks) >= 2, "the tight run must build shingle sets block by block"
     assert list(spill_dir.iterdir()) == []
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 
@@ -241,7 +254,7 @@ def test_memory_limit_parsing():
     assert parse_memory_limit("2G") == 2 << 30
     assert parse_memory_limit("1.5m") == int(1.5 * (1 << 20))
     assert parse_memory_limit("2Gi") == 2 << 30
-    assert 0 < parse_memory_limit("10%") < parse_memory_limit(None)
+    assert 0 < parse_memory_limit("1%") < parse_memory_limit("40%")
     for bad in ("lots", "0%", "200%", "1K", "-5G"):
         with pytest.raises(ValueError, match="memory limit"):
             parse_memory_limit(bad)

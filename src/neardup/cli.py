@@ -259,11 +259,12 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
 
 
 def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False,
-            spill_dir=None):
+            spill_dir=None, batch_size=10_000):
     extra = {"spill_dir": spill_dir} if spill_dir is not None and _READER_SPILLS else {}
     return read_documents(
         list(inputs), id_field=id_field, text_field=text_field, time_field=time_field,
-        input_format=input_format, on_error=on_error, keep_records=keep_records, **extra,
+        input_format=input_format, on_error=on_error, keep_records=keep_records,
+        batch_size=batch_size, **extra,
     )
 
 
@@ -468,8 +469,9 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
               help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
               "under spark-submit, its --master.")
 @click.option("--memory-limit", default=None,
-              help="Local engine: memory the run may use, e.g. 4G, 512M or 40% (of RAM); what "
-              "exceeds it spills to --tmp-dir. Default: half of this machine's RAM.")
+              help="Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
+              "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
+              "that fit. Default: 1/16 of this machine's RAM, at least 256M.")
 @click.option("--tmp-dir", type=click.Path(file_okay=False), default=None,
               help="Local engine: folder for spill files (default: the system's temp dir, "
               "$TMPDIR). Removed when the run ends, fails or is interrupted.")
@@ -545,7 +547,7 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
                      workers, quiet, memory_limit, tmp_dir, resume):
     """``neardup dedup`` on the local engine: out of core, under ``memory_limit``."""
     from neardup import __version__
-    from neardup.engines.outofcore import OutOfCoreDedup
+    from neardup.engines.outofcore import BATCH_SIZE, OutOfCoreDedup
     from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
 
     limit = parse_memory_limit(memory_limit)
@@ -557,9 +559,9 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
     with WorkDir(tmp_dir, key, output, resume=resume) as work, Reporter(quiet) as reporter:
 
         def reopen(records: bool):
-            return _reader(inputs, **reader_args, keep_records=records)
+            return _reader(inputs, **reader_args, keep_records=records, batch_size=BATCH_SIZE)
 
-        reader = _reader(inputs, **reader_args, spill_dir=str(work.path))
+        reader = _reader(inputs, **reader_args, spill_dir=str(work.path), batch_size=BATCH_SIZE)
         job = OutOfCoreDedup(reader, reopen, settings, work, limit, workers, progress=reporter)
         collected = job.collect()
         groups = job.group()

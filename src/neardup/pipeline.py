@@ -172,6 +172,8 @@ class Signatures:
         empty: bool[n], documents without any letter or number.
         text_bytes: int64[n], UTF-8 size of each text after NFKC and case folding.
         set_offsets, set_hashes: sorted distinct shingle hashes (CSR) when kept, else None.
+        shingles: int64[n], shingles of each document, repeats included (an upper bound of its
+            set's size), or None.
     """
 
     content: np.ndarray
@@ -180,6 +182,7 @@ class Signatures:
     text_bytes: np.ndarray
     set_offsets: np.ndarray | None = None
     set_hashes: np.ndarray | None = None
+    shingles: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.content.shape[0]
@@ -205,6 +208,8 @@ class Signatures:
             text_bytes=np.concatenate([p.text_bytes for p in parts]),
             set_offsets=set_offsets,
             set_hashes=set_hashes,
+            shingles=(np.concatenate([p.shingles for p in parts])
+                      if all(p.shingles is not None for p in parts) else None),
         )
 
 
@@ -221,7 +226,8 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
         signature = simhash_from_features(features, settings.weights, settings.idf)
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
-    result = Signatures(features.content, signature, features.empty, features.text_bytes)
+    result = Signatures(features.content, signature, features.empty, features.text_bytes,
+                        shingles=np.diff(features.offsets))
     if settings.needs_sets if keep_sets is None else keep_sets:
         result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)
     return result
@@ -307,19 +313,29 @@ def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple
     return offsets, set_hashes
 
 
-class _Relation:
-    """The near-duplicate relation of a run, vectorised over index arrays."""
+PairJaccard = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""Exact Jaccard of the shingle sets of documents ``a[p]`` and ``b[p]`` (float64 per pair)."""
 
-    def __init__(self, sig: Signatures, settings: Settings):
+
+class _Relation:
+    """The near-duplicate relation of a run, vectorised over index arrays.
+
+    ``jaccard`` gives the exact Jaccard of pairs; default: from the sets ``sig`` holds.
+    """
+
+    def __init__(self, sig: Signatures, settings: Settings, jaccard: PairJaccard | None = None):
         self.sig = sig
         self.settings = settings
+        if jaccard is None and sig.set_offsets is not None:
+            jaccard = functools.partial(jaccard_pairs, sig.set_offsets, sig.set_hashes)
+        self.jaccard = jaccard
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Hamming distance (SimHash) or Jaccard — exact when sets are kept (MinHash)."""
         if self.settings.method == "simhash":
             return hamming_distance(self.sig.signature[a], self.sig.signature[b])
-        if self.sig.set_offsets is not None:
-            return jaccard_pairs(self.sig.set_offsets, self.sig.set_hashes, a, b)
+        if self.jaccard is not None:
+            return self.jaccard(a, b)
         return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -331,7 +347,7 @@ class _Relation:
             if s.verify is None:
                 ok &= jaccard_estimate(self.sig.signature[a], self.sig.signature[b]) >= s.threshold
         if s.verify is not None:
-            ok &= jaccard_pairs(self.sig.set_offsets, self.sig.set_hashes, a, b) >= s.verify
+            ok &= self.jaccard(a, b) >= s.verify
         return ok
 
 
@@ -339,9 +355,10 @@ BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
 all documents), e.g. read back from disk by an out-of-core run."""
 
-SetLoader = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""Builds shingle sets for some documents: given ascending document indices, returns CSR
-``(offsets int64[n + 1], hashes)`` over all n documents, empty for the others (:func:`sets_for`)."""
+SetSource = Callable[[np.ndarray, np.ndarray], PairJaccard]
+"""Exact Jaccard for an out-of-core run: called with the documents whose sets may be compared
+(ascending indices) and the candidate component of every document (int64[n]; every compared
+pair lies inside one component), it returns a :data:`PairJaccard` over those documents."""
 
 
 def _band_columns_of(sig: Signatures, settings: Settings, subset: np.ndarray | None,
@@ -401,15 +418,16 @@ def find_groups(
     texts: list[str] | None = None,
     *,
     band_keys: BandKeys | None = None,
-    load_sets: SetLoader | None = None,
+    set_source: SetSource | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
     ``timestamps`` is an int64 ordering key per document (smaller = earlier). When verification
-    needs shingle sets that ``sig`` does not hold, they are built for the documents that have a
-    candidate (or an exact duplicate) only: by ``load_sets`` when given (an out-of-core run
-    re-reads those texts), else from ``texts``. ``band_keys`` supplies MinHash band hashes
+    needs shingle sets that ``sig`` does not hold, only the documents that have a candidate
+    need them, and an exact duplicate shares its representative's set: ``set_source`` provides
+    them when given (an out-of-core run re-reads those texts), else they are built from
+    ``texts``. ``band_keys`` supplies MinHash band hashes
     (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
     it starts (for progress displays).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
@@ -445,23 +463,31 @@ def find_groups(
     stats["candidates"] = int(cand_a.shape[0])
     lap("candidates", "shingle sets" if settings.needs_sets and sig.set_offsets is None else "verify")
 
+    jaccard = None
     if settings.needs_sets and sig.set_offsets is None:
-        if load_sets is None:
-            if texts is None:
-                raise ValueError("verification needs shingle sets: pass the texts, a set "
-                                 "loader, or signatures computed with keep_sets=True")
-            load_sets = functools.partial(sets_for, texts, settings=settings)
-        # Every comparison happens inside a candidate component: only its members need sets.
+        if set_source is None and texts is None:
+            raise ValueError("verification needs shingle sets: pass the texts, a set source, "
+                             "or signatures computed with keep_sets=True")
+        # Every comparison happens inside a candidate component: only its members need sets,
+        # and exact duplicates (same normalised text) have their representative's set.
         linked = connected_components(
             n, np.concatenate([cand_a, rep_of[dup_members]]), np.concatenate([cand_b, dup_members])
         )
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
-        sig = replace(sig)
-        sig.set_offsets, sig.set_hashes = load_sets(in_group)
-        stats["documents_verified"] = int(in_group.shape[0])
+        compared = in_group[rep_of[in_group] == in_group]
+        if set_source is None:
+            offsets, hashes = sets_for(texts, compared, settings)
+            rep_jaccard = functools.partial(jaccard_pairs, offsets, hashes)
+        else:
+            rep_jaccard = set_source(compared, linked)
+
+        def jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return rep_jaccard(rep_of[a], rep_of[b])
+
+        stats["documents_verified"] = int(compared.shape[0])
         lap("shingle_sets", "verify")
 
-    relation = _Relation(sig, settings)
+    relation = _Relation(sig, settings, jaccard)
     if settings.method == "minhash" or settings.verify is not None:
         accepted = relation(cand_a, cand_b) if cand_a.shape[0] else np.zeros(0, dtype=bool)
         cand_a, cand_b = cand_a[accepted], cand_b[accepted]

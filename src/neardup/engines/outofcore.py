@@ -20,7 +20,7 @@ The texts are never all in memory. The job makes three passes over the inputs:
 Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
-Memory: about ``60 + len(id)`` bytes a document in the fixed columns, plus the spillable part
+Memory: about ``64 + len(id)`` bytes a document in the fixed columns, plus the spillable part
 (``8 × bands`` bytes a document for MinHash band hashes, the shingle sets of the documents that
 have a candidate) up to half the budget, plus one band column's sort (``24 n`` bytes) and the
 candidate pairs.
@@ -39,11 +39,15 @@ from neardup.candidates.bands import band_hashes
 from neardup.engines.local import _warm_up, check_workers, ordered_map
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
-from neardup.pipeline import Groups, Settings, Signatures, find_groups, signatures
+from neardup.pipeline import Groups, PairJaccard, Settings, Signatures, find_groups, signatures
 from neardup.text import hash_features, shingle_sets
+from neardup.verify import jaccard_pairs
 
 #: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold.
 SPILL_SHARE = 0.5
+#: Documents per batch read and signed: small enough that the ``2 × workers`` batches in flight
+#: (texts and their shingle hashes, about 10 bytes a character) stay far below the budget.
+BATCH_SIZE = 2_000
 
 
 class Progress:
@@ -134,7 +138,7 @@ class OutOfCoreDedup:
         estimate = minhash and s.verify is None
         sig_column = (SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
                       if estimate else None)
-        ids, stamps, locations, content, empty, text_bytes, fps = [], [], [], [], [], [], []
+        ids, stamps, locations, content, empty, text_bytes, fps, shingles = ([] for _ in range(8))
         self.progress.stage("reading", self.reader_total(), "B")
         done_bytes = 0
         for batch, (sig, keys) in ordered_map(_sign_batch, self.reader, self.workers, s, banding):
@@ -146,6 +150,7 @@ class OutOfCoreDedup:
             content.append(sig.content)
             empty.append(sig.empty)
             text_bytes.append(sig.text_bytes)
+            shingles.append(sig.shingles.astype(np.int32))
             if minhash:
                 for j, column in enumerate(bands):
                     column.append(keys[:, j])
@@ -166,6 +171,7 @@ class OutOfCoreDedup:
             signature=signature,
             empty=_cat(empty, bool, (0,)),
             text_bytes=_cat(text_bytes, np.int64, (0,)),
+            shingles=_cat(shingles, np.int32, (0,)),
         )
         self.collected = Collected(
             ids=pa.chunked_array(ids, type=pa.large_string()),
@@ -186,7 +192,7 @@ class OutOfCoreDedup:
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
-        for name in ("content", "empty", "text_bytes"):
+        for name in ("content", "empty", "text_bytes", "shingles"):
             w.save(name, getattr(c.signatures, name))
         w.save("timestamps", c.timestamps)
         if c.locations is not None:
@@ -228,7 +234,7 @@ class OutOfCoreDedup:
         else:
             signature = np.zeros((n, 0), np.uint32)
         sig = Signatures(content=w.load("content"), signature=signature, empty=w.load("empty"),
-                         text_bytes=w.load("text_bytes"))
+                         text_bytes=w.load("text_bytes"), shingles=w.load("shingles"))
         locations = w.load("locations") if w.file("locations.npy").exists() else None
         return Collected(ids, timestamps, locations, sig, bands, stats, info["seconds"])
 
@@ -251,22 +257,67 @@ class OutOfCoreDedup:
             elif keep.any():
                 yield _subset(batch, np.flatnonzero(keep))
 
-    def load_sets(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The shingle sets of the documents ``indices`` (ascending), CSR over all documents:
-        their texts re-read, hashed and sorted by worker threads, batch by batch."""
-        n = len(self.collected)
-        self.progress.stage("shingle sets", int(indices.shape[0]), "docs")
-        sizes = np.zeros(n, dtype=np.int64)
-        hashes = SpillColumn(self.work, "sets", np.uint64, self.budget)
-        batches = self.refetch(np.asarray(indices, dtype=np.int64))
-        for batch, (offsets, values) in ordered_map(_batch_sets, batches, self.workers,
-                                                    self.settings):
-            sizes[batch.positions] = np.diff(offsets)
-            hashes.append(values)
-            self.progress.advance(len(batch))
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        return offsets, hashes.array()
+    def _sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Shingle sets of the documents ``docs`` (ascending), CSR in that order: their texts
+        re-read, hashed and sorted by worker threads, batch by batch, into one array sized by
+        the shingle counts of pass 1 (so the block never exists twice in memory)."""
+        capacity = int(self.collected.signatures.shingles[docs].astype(np.int64).sum())
+        hashes = np.empty(capacity, dtype=np.uint64)
+        offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+        row, end = 0, 0
+        batches = self.refetch(docs)
+        for batch, (set_offsets, values) in ordered_map(_batch_sets, batches, self.workers,
+                                                        self.settings):
+            m = len(batch)
+            offsets[row + 1 : row + m + 1] = end + set_offsets[1:]
+            hashes[end : end + values.shape[0]] = values
+            row, end = row + m, end + values.shape[0]
+            self.progress.advance(m)
+        return offsets, hashes[:end]
+
+    def set_source(self, docs: np.ndarray, components: np.ndarray) -> PairJaccard:
+        """Exact Jaccard over the documents ``docs`` (see :data:`neardup.pipeline.SetSource`).
+
+        When their sets fit the budget (8 bytes a shingle; a set has at most as many hashes as
+        its text has shingles) they are built once and kept; otherwise every call works through the pairs in blocks of
+        whole candidate components, building the sets of one block at a time.
+        """
+        docs = np.asarray(docs, dtype=np.int64)
+        estimate = 8 * self.collected.signatures.shingles[docs].astype(np.int64)
+        limit = max(self.budget.limit, 1)
+        self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
+        if int(estimate.sum()) <= limit:
+            offsets, hashes = self._sets(docs)
+
+            def jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                return jaccard_pairs(offsets, hashes, np.searchsorted(docs, a),
+                                     np.searchsorted(docs, b))
+
+            return jaccard
+
+        labels, label_of_doc = np.unique(components[docs], return_inverse=True)
+        label_cost = np.bincount(label_of_doc, weights=estimate, minlength=labels.shape[0])
+
+        def blocked_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            out = np.empty(a.shape[0], dtype=np.float64)
+            if a.shape[0] == 0:
+                return out
+            pair_label = np.searchsorted(labels, components[a])
+            # Blocks of consecutive labels whose sets fit the budget (a larger one goes alone).
+            block_of_label = _blocks(label_cost, limit)
+            pair_block = block_of_label[pair_label]
+            order = np.argsort(pair_block, kind="stable")
+            bounds = np.flatnonzero(np.diff(pair_block[order])) + 1
+            for chunk in np.split(order, bounds):
+                block = block_of_label[pair_label[chunk[0]]]
+                block_docs = docs[block_of_label[label_of_doc] == block]
+                self.progress.stage("shingle sets", int(block_docs.shape[0]), "docs")
+                offsets, hashes = self._sets(block_docs)
+                out[chunk] = jaccard_pairs(offsets, hashes, np.searchsorted(block_docs, a[chunk]),
+                                           np.searchsorted(block_docs, b[chunk]))
+            return out
+
+        return blocked_jaccard
 
     def group(self) -> Groups:
         """Pass 2: :func:`neardup.pipeline.find_groups` over the collected columns."""
@@ -276,7 +327,7 @@ class OutOfCoreDedup:
         groups = find_groups(
             c.signatures, c.timestamps, self.settings,
             band_keys=c.band_keys if c.band_columns else None,
-            load_sets=self.load_sets,
+            set_source=self.set_source,
             on_stage=self.progress.stage,
         )
         for column in c.band_columns:
@@ -293,6 +344,19 @@ class OutOfCoreDedup:
         arrays = [w.load(name) for name in
                   ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value")]
         return Groups(*arrays, stats=w.load_json("group"))
+
+
+def _blocks(cost: np.ndarray, limit: int) -> np.ndarray:
+    """Block number of each item when consecutive items are packed into blocks of total
+    ``cost`` at most ``limit`` (an item over the limit makes a block alone). O(items)."""
+    block = np.empty(cost.shape[0], dtype=np.int64)
+    current, used = 0, 0.0
+    for i, c in enumerate(cost.tolist()):
+        if used > 0 and used + c > limit:
+            current, used = current + 1, 0.0
+        block[i] = current
+        used += c
+    return block
 
 
 def _batch_sets(batch: DocumentBatch, settings: Settings) -> tuple[np.ndarray, np.ndarray]:

@@ -38,8 +38,10 @@ from typing import Any
 import numpy as np
 
 MANIFEST = "manifest.json"
-#: Share of the machine's RAM that a run may use when ``--memory-limit`` is not given.
-DEFAULT_MEMORY_SHARE = 0.5
+#: Share of the machine's RAM that a run may use when ``--memory-limit`` is not given
+#: (1.5 GB on a 24 GB machine), and the least it takes by default.
+DEFAULT_MEMORY_SHARE = 1 / 16
+DEFAULT_MEMORY_FLOOR = 256 << 20
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -53,14 +55,15 @@ def machine_memory() -> int:
 
 def parse_memory_limit(value: str | int | None) -> int:
     """``--memory-limit``: bytes from ``"2G"``, ``"512M"``, ``"1500000000"`` or ``"40%"`` (of the
-    machine's RAM); None = :data:`DEFAULT_MEMORY_SHARE` of the RAM. At least 1 MiB.
+    machine's RAM); None = :data:`DEFAULT_MEMORY_SHARE` of the RAM, at least 256 MiB. At least
+    1 MiB.
 
     Example:
         >>> parse_memory_limit("512M")
         536870912
     """
     if value is None:
-        return int(machine_memory() * DEFAULT_MEMORY_SHARE)
+        return max(DEFAULT_MEMORY_FLOOR, int(machine_memory() * DEFAULT_MEMORY_SHARE))
     if isinstance(value, int) and not isinstance(value, bool):
         limit = value
     else:
