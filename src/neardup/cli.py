@@ -582,7 +582,11 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
     elapsed = time.perf_counter() - reporter.started
     rows_out = _read_summary(reporter, collected.stats, elapsed, groups.stats["empty_documents"])
     rows_out.insert(-2, ("seconds: read + signatures", collected.seconds))
-    reporter.summary(rows_out + _groups_summary(groups))
+    rows_out.insert(-2, ("MB/s: read + signatures", collected.stats.bytes / 1e6 / max(collected.seconds, 1e-9)))
+    figures = dict(job.figures)
+    figures["spilled MB"] = figures.pop("spilled bytes") / 1e6
+    reporter.summary(rows_out + _groups_summary(groups) + list(figures.items())
+                     + [("memory limit MB", limit / 1e6)])
 
 
 def _progress_records(batches, reporter):
