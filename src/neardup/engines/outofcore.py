@@ -257,12 +257,19 @@ class OutOfCoreDedup:
             return
         wanted = np.zeros(len(c), dtype=bool)
         wanted[positions] = True
+        found = 0
         for batch in self.reopen(records):
+            if batch.positions.shape[0] and batch.positions[-1] >= len(c):
+                break
             keep = wanted[batch.positions]
+            found += int(keep.sum())
             if keep.all():
                 yield batch
             elif keep.any():
                 yield _subset(batch, np.flatnonzero(keep))
+        if found != positions.shape[0]:
+            raise ValueError("the inputs changed while the run was reading them (documents "
+                             "differ from the first pass); run again on inputs that stay put")
 
     def _sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Shingle sets of the documents ``docs`` (ascending), CSR in that order: their texts
