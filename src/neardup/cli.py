@@ -375,6 +375,7 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
 
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
                    "input_format": input_format, "on_error": on_error}
+    check_outputs([output, idf_out], inputs)
     reader = _reader(inputs, **reader_args)
     with Reporter(quiet) as reporter:
         idf = _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs,
