@@ -86,6 +86,8 @@ OPTION_SETS = [
     ("--method", "simhash"),
     ("--method", "simhash", "--grouping", "center", "--pairs", "all"),
     ("--method", "simhash", "--verify", "jaccard:0.6"),
+    ("--verify", "lcs:0.8"),
+    ("--method", "simhash", "--verify", "lcs:0.9", "--pairs", "all", "--grouping", "center"),
 ]
 
 
@@ -120,16 +122,17 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"
-    if "--verify none" not in " ".join(options) and ("simhash" not in options or "--verify" in options):
+    if "--verify none" not in " ".join(options) and "simhash" not in options:
         assert len(set_blocks) >= 2, "the tight run must build shingle sets block by block"
     assert list(spill_dir.iterdir()) == []
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 
 
-@pytest.mark.parametrize("method", ["minhash", "simhash"])
+@pytest.mark.parametrize("method, verify", [("minhash", "auto"), ("simhash", "none"),
+                                            ("minhash", "lcs:0.8")])
 @pytest.mark.parametrize("batch_size", [1, 7, 10_000])
-def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, batch_size):
-    settings = Settings(method=method, shingle="char:5", threshold=0.7)
+def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batch_size):
+    settings = Settings(method=method, shingle="char:5", threshold=0.7, verify=verify)
     reader_args = dict(time_field="ts", on_error="skip")
     everything = read_documents([corpus], **reader_args).read_all()
     expected = find_groups(signatures(everything.texts, settings, keep_sets=True),

@@ -46,7 +46,7 @@ from neardup.lsh import optimal_params
 from neardup.minhash import check_num_perm, jaccard_estimate, minhash_from_features
 from neardup.simhash import WEIGHTS, hamming_distance, simhash_from_features
 from neardup.text import Shingling, hash_features, shingle_sets
-from neardup.verify import jaccard_pairs, parse_verify
+from neardup.verify import VERIFY_MEASURES, Verification, parse_verify
 
 METHODS = ("simhash", "minhash")
 GROUPINGS = ("components", "center")
@@ -75,8 +75,10 @@ class Settings:
         hamming_k: SimHash near-duplicate distance, in bits (0..32).
         threshold: MinHash Jaccard threshold in (0, 1); also picks the LSH bands.
         bands, rows: force the LSH banding (both or neither); default: tuned for ``threshold``.
-        verify: exact Jaccard threshold for candidates, or None. "auto" = ``threshold`` for
-            MinHash, None for SimHash.
+        verify: the verification threshold of candidates, or None; given as a number (exact
+            Jaccard) or a spec "jaccard:T" / "lcs:T" (:func:`neardup.verify.parse_verify`).
+            "auto" = ``threshold`` (Jaccard) for MinHash, None for SimHash.
+        verify_measure: "jaccard" or "lcs", set from the ``verify`` spec.
         grouping: "components" or "center".
         pairs: "original" or "all".
     """
@@ -95,6 +97,7 @@ class Settings:
     grouping: str = "components"
     pairs: str = "original"
     idf: Any = field(default=None, compare=False, repr=False)
+    verify_measure: str = "jaccard"
 
     def __post_init__(self) -> None:
         _choice("method", self.method, METHODS)
@@ -119,12 +122,16 @@ class Settings:
         if self.verify == "auto":
             verify = self.threshold if self.method == "minhash" else None
         elif isinstance(self.verify, str) or self.verify is None:
-            verify = parse_verify(self.verify)
+            parsed = parse_verify(self.verify)
+            verify = None if parsed is None else parsed.threshold
+            if parsed is not None:
+                object.__setattr__(self, "verify_measure", parsed.measure)
         else:
             verify = float(self.verify)
             if not 0.0 < verify <= 1.0:
                 raise ValueError(f"verify threshold must be in (0, 1]; got {verify}")
         object.__setattr__(self, "verify", verify)
+        _choice("verify_measure", self.verify_measure, VERIFY_MEASURES)
         if self.weights == "idf":
             if self.method != "simhash":
                 raise ValueError("weights='idf' applies to SimHash (method='simhash')")
@@ -137,8 +144,13 @@ class Settings:
 
     @property
     def needs_sets(self) -> bool:
-        """Whether the run keeps shingle sets (for exact Jaccard)."""
+        """Whether the run needs verification data (shingle sets or LCS units)."""
         return self.verify is not None
+
+    @property
+    def verification(self) -> Verification | None:
+        """The verification measure and threshold, or None."""
+        return None if self.verify is None else Verification(self.verify_measure, self.verify)
 
     def banding(self) -> tuple[int, int]:
         """The (bands, rows) of the MinHash LSH: forced, or tuned for ``threshold``.
@@ -229,7 +241,11 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
     result = Signatures(features.content, signature, features.empty, features.text_bytes,
                         shingles=np.diff(features.offsets))
     if settings.needs_sets if keep_sets is None else keep_sets:
-        result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)
+        if settings.verify_measure == "jaccard":
+            result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)
+        else:
+            result.set_offsets, result.set_hashes = settings.verification.prepare(
+                texts, settings.shingle, settings.hash_name)
     return result
 
 
@@ -289,8 +305,9 @@ def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-    """Shingle sets (CSR over all ``len(texts)`` documents) holding only the documents
-    ``indices``; every other document has an empty range. O(bytes of those documents).
+    """Verification data (CSR over all ``len(texts)`` documents: shingle sets, or LCS units with
+    ``verify="lcs:T"``) holding only the documents ``indices``; every other document has an
+    empty range. O(bytes of those documents).
 
     Example:
         >>> o, h = sets_for(["a b c d", "x y z w", "a b c e"], np.array([2, 0]), Settings(shingle="word:3"))
@@ -303,8 +320,8 @@ def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple
         keep = np.ones(chosen.shape[0], dtype=bool)
         keep[1:] = chosen[1:] != chosen[:-1]
         chosen = chosen[keep]
-    features = hash_features([texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name)
-    set_offsets, set_hashes, _ = shingle_sets(features.offsets, features.hashes)
+    set_offsets, set_hashes = _verification(settings).prepare(
+        [texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name)
     sizes = np.zeros(n, dtype=np.int64)
     sizes[chosen] = np.diff(set_offsets)
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -313,29 +330,37 @@ def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple
     return offsets, set_hashes
 
 
-PairJaccard = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""Exact Jaccard of the shingle sets of documents ``a[p]`` and ``b[p]`` (float64 per pair)."""
+def _verification(settings: Settings) -> Verification:
+    # Without a verify threshold, kept sets still serve exact Jaccard values (sweeps).
+    return settings.verification or Verification("jaccard", 1.0)
+
+
+PairSimilarity = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""The verification measure of documents ``a[p]`` and ``b[p]`` (float64 per pair)."""
 
 
 class _Relation:
     """The near-duplicate relation of a run, vectorised over index arrays.
 
-    ``jaccard`` gives the exact Jaccard of pairs; default: from the sets ``sig`` holds.
+    ``verified`` gives the verification measure of pairs (exact Jaccard or LCS resemblance);
+    default: from the verification data ``sig`` holds.
     """
 
-    def __init__(self, sig: Signatures, settings: Settings, jaccard: PairJaccard | None = None):
+    def __init__(self, sig: Signatures, settings: Settings, verified: PairSimilarity | None = None):
         self.sig = sig
         self.settings = settings
-        if jaccard is None and sig.set_offsets is not None:
-            jaccard = functools.partial(jaccard_pairs, sig.set_offsets, sig.set_hashes)
-        self.jaccard = jaccard
+        if verified is None and sig.set_offsets is not None:
+            verified = functools.partial(_verification(settings).similarity, sig.set_offsets,
+                                         sig.set_hashes)
+        self.verified = verified
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Hamming distance (SimHash) or Jaccard — exact when sets are kept (MinHash)."""
+        """Hamming distance (SimHash), or the verification measure when verified (exact
+        Jaccard or LCS resemblance), else the MinHash estimate of Jaccard."""
         if self.settings.method == "simhash":
             return hamming_distance(self.sig.signature[a], self.sig.signature[b])
-        if self.jaccard is not None:
-            return self.jaccard(a, b)
+        if self.verified is not None:
+            return self.verified(a, b)
         return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -347,7 +372,7 @@ class _Relation:
             if s.verify is None:
                 ok &= jaccard_estimate(self.sig.signature[a], self.sig.signature[b]) >= s.threshold
         if s.verify is not None:
-            ok &= self.jaccard(a, b) >= s.verify
+            ok &= self.verified(a, b) >= s.verify
         return ok
 
 
@@ -355,10 +380,10 @@ BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
 all documents), e.g. read back from disk by an out-of-core run."""
 
-SetSource = Callable[[np.ndarray, np.ndarray], PairJaccard]
-"""Exact Jaccard for an out-of-core run: called with the documents whose sets may be compared
+SetSource = Callable[[np.ndarray, np.ndarray], PairSimilarity]
+"""Verification for an out-of-core run: called with the documents whose data may be compared
 (ascending indices) and the candidate component of every document (int64[n]; every compared
-pair lies inside one component), it returns a :data:`PairJaccard` over those documents."""
+pair lies inside one component), it returns a :data:`PairSimilarity` over those documents."""
 
 
 def _band_columns_of(sig: Signatures, settings: Settings, subset: np.ndarray | None,
@@ -463,7 +488,7 @@ def find_groups(
     stats["candidates"] = int(cand_a.shape[0])
     lap("candidates", "shingle sets" if settings.needs_sets and sig.set_offsets is None else "verify")
 
-    jaccard = None
+    verified = None
     if settings.needs_sets and sig.set_offsets is None:
         if set_source is None and texts is None:
             raise ValueError("verification needs shingle sets: pass the texts, a set source, "
@@ -476,18 +501,18 @@ def find_groups(
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
         if set_source is None:
-            offsets, hashes = sets_for(texts, compared, settings)
-            rep_jaccard = functools.partial(jaccard_pairs, offsets, hashes)
+            offsets, values = sets_for(texts, compared, settings)
+            rep_verified = functools.partial(settings.verification.similarity, offsets, values)
         else:
-            rep_jaccard = set_source(compared, linked)
+            rep_verified = set_source(compared, linked)
 
-        def jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            return rep_jaccard(rep_of[a], rep_of[b])
+        def verified(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return rep_verified(rep_of[a], rep_of[b])
 
         stats["documents_verified"] = int(compared.shape[0])
         lap("shingle_sets", "verify")
 
-    relation = _Relation(sig, settings, jaccard)
+    relation = _Relation(sig, settings, verified)
     if settings.method == "minhash" or settings.verify is not None:
         accepted = relation(cand_a, cand_b) if cand_a.shape[0] else np.zeros(0, dtype=bool)
         cand_a, cand_b = cand_a[accepted], cand_b[accepted]

@@ -1,4 +1,9 @@
-"""Exact verification of candidate pairs: Jaccard of their shingle sets.
+"""Exact verification of candidate pairs: Jaccard of their shingle sets, or the order-aware LCS
+resemblance of :mod:`neardup.lcs` (the definition's rule 2).
+
+A :class:`Verification` names the measure and its threshold (``--verify jaccard:0.7``,
+``--verify lcs:0.8``); it builds each document's verification data as CSR (sorted distinct
+shingle hashes for Jaccard, unit sequences for LCS) and scores pairs over it.
 
 Candidate generation (permutation tables, LSH bands) is cheap but approximate; seed 000 pairs it
 with an expensive exact comparison on the candidates only. Each document's shingles are kept as a
@@ -16,13 +21,17 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
+from neardup.lcs import lcs_pairs, lcs_units
 from neardup.similarity import intersection_size
+from neardup.text import hash_features, shingle_sets
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _jaccard_pairs_kernel(offsets, hashes, a, b):
     out = np.empty(a.shape[0], dtype=np.float64)
     for p in range(a.shape[0]):
@@ -49,22 +58,71 @@ def jaccard_pairs(
     return _jaccard_pairs_kernel(set_offsets, set_hashes, a, b)
 
 
-def parse_verify(spec: str | None) -> float | None:
-    """Parse a ``--verify`` value: ``"jaccard:0.8"`` → 0.8, ``"none"``/``None`` → None.
+#: The measures of ``--verify``.
+VERIFY_MEASURES = ("jaccard", "lcs")
+#: The unit of ``lcs:T`` (see :mod:`neardup.lcs`): Hangul syllables and letters with the spaces
+#: removed, so that spacing errors and words broken across lines do not count.
+LCS_UNIT = "syllable"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How candidate pairs are verified: ``measure`` ("jaccard" or "lcs") at ``threshold``.
 
     Example:
-        >>> parse_verify("jaccard:0.75"), parse_verify("none")
-        (0.75, None)
+        >>> v = parse_verify("lcs:0.8")
+        >>> o, units = v.prepare(["a b c d e", "a b c d x"], "char:5", "xxh")
+        >>> v.similarity(o, units, np.array([0]), np.array([1])).tolist()
+        [0.8]
+    """
+
+    measure: str
+    threshold: float
+
+    def __str__(self) -> str:
+        return f"{self.measure}:{self.threshold:g}"
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per unit of the verification data (for memory budgets)."""
+        return 8 if self.measure == "jaccard" else 4
+
+    def prepare(self, texts: list[str], shingle: str, hash_name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each text's verification data, CSR ``(offsets int64[n + 1], values)``: its sorted
+        distinct shingle hashes (Jaccard) or its unit sequence (LCS). O(total bytes)."""
+        if self.measure == "lcs":
+            return lcs_units(texts, LCS_UNIT)
+        features = hash_features(texts, shingle, hash_name)
+        offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
+        return offsets, hashes
+
+    def similarity(self, offsets: np.ndarray, values: np.ndarray, a: np.ndarray,
+                   b: np.ndarray) -> np.ndarray:
+        """The measure of documents ``a[p]`` and ``b[p]`` over data from :meth:`prepare`."""
+        if self.measure == "lcs":
+            return lcs_pairs(offsets, values, a, b)
+        return jaccard_pairs(offsets, values, a, b)
+
+
+def parse_verify(spec: str | None) -> Verification | None:
+    """Parse a ``--verify`` value: ``"jaccard:T"`` or ``"lcs:T"`` with T in (0, 1], or
+    ``"none"``/``None`` (no verification).
+
+    Example:
+        >>> print(parse_verify("jaccard:0.75"), parse_verify("lcs:0.8"), parse_verify("none"))
+        jaccard:0.75 lcs:0.8 None
     """
     if spec is None or str(spec).strip().lower() in ("", "none", "off"):
         return None
     kind, _, value = str(spec).partition(":")
-    if kind.strip().lower() != "jaccard":
-        raise ValueError(f"verify must be 'none' or 'jaccard:T' with T in (0, 1]; got {spec!r}")
+    kind = kind.strip().lower()
+    usage = f"verify must be 'none', 'jaccard:T' or 'lcs:T' with T in (0, 1]; got {spec!r}"
+    if kind not in VERIFY_MEASURES:
+        raise ValueError(usage)
     try:
         threshold = float(value)
     except ValueError:
-        raise ValueError(f"verify must be 'none' or 'jaccard:T' with T in (0, 1]; got {spec!r}") from None
+        raise ValueError(usage) from None
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"verify threshold must be in (0, 1]; got {threshold}")
-    return threshold
+    return Verification(kind, threshold)

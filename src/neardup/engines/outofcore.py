@@ -39,9 +39,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.engines.local import _warm_up, check_workers, ordered_map
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
-from neardup.pipeline import Groups, PairJaccard, Settings, Signatures, find_groups, signatures
-from neardup.text import hash_features, shingle_sets
-from neardup.verify import jaccard_pairs
+from neardup.pipeline import Groups, PairSimilarity, Settings, Signatures, find_groups, signatures
 
 #: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold.
 SPILL_SHARE = 0.5
@@ -271,71 +269,80 @@ class OutOfCoreDedup:
             raise ValueError("the inputs changed while the run was reading them (documents "
                              "differ from the first pass); run again on inputs that stay put")
 
+    def _units(self, docs: np.ndarray) -> np.ndarray:
+        """An upper bound of each document's verification data, in values: its shingle count
+        (a set holds at most that many hashes) or, for LCS units, its UTF-8 size."""
+        sig = self.collected.signatures
+        counts = sig.shingles if self.settings.verify_measure == "jaccard" else sig.text_bytes
+        return counts[docs].astype(np.int64)
+
     def _sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Shingle sets of the documents ``docs`` (ascending), CSR in that order: their texts
-        re-read, hashed and sorted by worker threads, batch by batch, into one array sized by
-        the shingle counts of pass 1 (so the block never exists twice in memory)."""
+        """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
+        CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
+        into one array sized from pass 1 (so a block never exists twice in memory; pages past
+        the real size are never touched)."""
         started = time.perf_counter()
-        capacity = int(self.collected.signatures.shingles[docs].astype(np.int64).sum())
-        hashes = np.empty(capacity, dtype=np.uint64)
+        capacity = int(self._units(docs).sum())
+        values = None
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
         row, end = 0, 0
         batches = self.refetch(docs)
-        for batch, (set_offsets, values) in ordered_map(_batch_sets, batches, self.workers,
-                                                        self.settings):
+        for batch, (part_offsets, part) in ordered_map(_batch_sets, batches, self.workers,
+                                                       self.settings):
+            if values is None:
+                values = np.empty(capacity, dtype=part.dtype)
             m = len(batch)
-            offsets[row + 1 : row + m + 1] = end + set_offsets[1:]
-            hashes[end : end + values.shape[0]] = values
-            row, end = row + m, end + values.shape[0]
+            offsets[row + 1 : row + m + 1] = end + part_offsets[1:]
+            values[end : end + part.shape[0]] = part
+            row, end = row + m, end + part.shape[0]
             self.progress.advance(m)
         self.figures["documents re-read"] += int(docs.shape[0])
         self.figures["set blocks"] += 1
         self.figures["seconds: re-read + shingle sets"] += time.perf_counter() - started
-        return offsets, hashes[:end]
+        return offsets, (values[:end] if values is not None else np.zeros(0, np.uint64))
 
-    def set_source(self, docs: np.ndarray, components: np.ndarray) -> PairJaccard:
-        """Exact Jaccard over the documents ``docs`` (see :data:`neardup.pipeline.SetSource`).
+    def set_source(self, docs: np.ndarray, components: np.ndarray) -> PairSimilarity:
+        """The verification measure over the documents ``docs`` (see
+        :data:`neardup.pipeline.SetSource`).
 
-        When their sets fit the budget (8 bytes a shingle; a set has at most as many hashes as
-        its text has shingles) they are built once and kept; otherwise every call works through the pairs in blocks of
-        whole candidate components, building the sets of one block at a time.
+        When their data fit the budget (estimated from pass 1: :meth:`_units` values of the
+        measure's item size) they are built once and kept; otherwise every call works through
+        the pairs in blocks of whole candidate components, building one block's data at a time.
         """
         docs = np.asarray(docs, dtype=np.int64)
-        estimate = 8 * self.collected.signatures.shingles[docs].astype(np.int64)
+        verification = self.settings.verification
+        estimate = verification.itemsize * self._units(docs)
         limit = max(self.budget.limit, 1)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
         if int(estimate.sum()) <= limit:
-            offsets, hashes = self._sets(docs)
+            offsets, values = self._sets(docs)
 
-            def jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-                return jaccard_pairs(offsets, hashes, np.searchsorted(docs, a),
-                                     np.searchsorted(docs, b))
+            def verified(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                return verification.similarity(offsets, values, np.searchsorted(docs, a),
+                                               np.searchsorted(docs, b))
 
-            return jaccard
+            return verified
 
         labels, label_of_doc = np.unique(components[docs], return_inverse=True)
-        label_cost = np.bincount(label_of_doc, weights=estimate, minlength=labels.shape[0])
+        block_of_label = _blocks(np.bincount(label_of_doc, weights=estimate,
+                                             minlength=labels.shape[0]), limit)
+        block_of_doc = block_of_label[label_of_doc]
 
-        def blocked_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        def blocked(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
-            if a.shape[0] == 0:
-                return out
-            pair_label = np.searchsorted(labels, components[a])
-            # Blocks of consecutive labels whose sets fit the budget (a larger one goes alone).
-            block_of_label = _blocks(label_cost, limit)
-            pair_block = block_of_label[pair_label]
+            pair_block = block_of_label[np.searchsorted(labels, components[a])]
             order = np.argsort(pair_block, kind="stable")
             bounds = np.flatnonzero(np.diff(pair_block[order])) + 1
-            for chunk in np.split(order, bounds):
-                block = block_of_label[pair_label[chunk[0]]]
-                block_docs = docs[block_of_label[label_of_doc] == block]
+            for chunk in np.split(order, bounds) if a.shape[0] else []:
+                block_docs = docs[block_of_doc == pair_block[chunk[0]]]
                 self.progress.stage("shingle sets", int(block_docs.shape[0]), "docs")
-                offsets, hashes = self._sets(block_docs)
-                out[chunk] = jaccard_pairs(offsets, hashes, np.searchsorted(block_docs, a[chunk]),
-                                           np.searchsorted(block_docs, b[chunk]))
+                offsets, values = self._sets(block_docs)
+                out[chunk] = verification.similarity(
+                    offsets, values, np.searchsorted(block_docs, a[chunk]),
+                    np.searchsorted(block_docs, b[chunk]))
             return out
 
-        return blocked_jaccard
+        return blocked
 
     def group(self) -> Groups:
         """Pass 2: :func:`neardup.pipeline.find_groups` over the collected columns."""
@@ -378,9 +385,7 @@ def _blocks(cost: np.ndarray, limit: int) -> np.ndarray:
 
 
 def _batch_sets(batch: DocumentBatch, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-    features = hash_features(batch.texts, settings.shingle, settings.hash_name)
-    offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
-    return offsets, hashes
+    return settings.verification.prepare(batch.texts, settings.shingle, settings.hash_name)
 
 
 def _subset(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:

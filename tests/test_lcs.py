@@ -1,0 +1,162 @@
+"""The bit-parallel LCS kernel against the textbook dynamic program, and the unit sequences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.lcs import (
+    lcs_length_reference,
+    lcs_lengths,
+    lcs_pairs,
+    lcs_units,
+    resemblance_reference,
+)
+from neardup.text import hash_features, normalize
+
+
+def _csr(seqs, dtype=np.uint64):
+    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in seqs], out=offsets[1:])
+    codes = np.array([c for s in seqs for c in s], dtype=dtype)
+    return offsets, codes
+
+
+def _kernel(x, y, dtype=np.uint64):
+    offsets, codes = _csr([x, y], dtype)
+    length = int(lcs_lengths(offsets, codes, np.array([0]), np.array([1]))[0])
+    value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]))[0])
+    back = float(lcs_pairs(offsets, codes, np.array([1]), np.array([0]))[0])
+    return length, value, back
+
+
+def _check(x, y, dtype=np.uint64):
+    length, value, back = _kernel(x, y, dtype)
+    assert length == lcs_length_reference(x, y)
+    assert value == back  # symmetric
+    assert value == pytest.approx(resemblance_reference(x, y))
+    assert 0.0 <= value <= 1.0
+    assert length <= min(len(x), len(y))
+
+
+small = st.lists(st.integers(0, 3), max_size=200)
+wide = st.lists(st.integers(0, 2**64 - 1), max_size=150)
+hangul = st.lists(st.integers(0xAC00, 0xAC00 + 30), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(small, small)
+def test_small_alphabet(x, y):
+    _check(x, y)
+
+
+@settings(max_examples=200, deadline=None)
+@given(wide, wide)
+def test_huge_alphabet(x, y):
+    _check(x, y)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hangul, hangul)
+def test_korean_syllables_uint32(x, y):
+    _check(x, y, np.uint32)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=300), st.data())
+def test_light_edits(base, data):
+    """A sequence against an edited copy: the near-duplicate case, with long shared runs."""
+    other = list(base)
+    for _ in range(data.draw(st.integers(0, 6))):
+        op = data.draw(st.sampled_from(["ins", "del", "sub"]))
+        i = data.draw(st.integers(0, max(len(other) - 1, 0)))
+        value = data.draw(st.integers(0, 9))
+        if op == "ins":
+            other.insert(i, value)
+        elif other and op == "del":
+            del other[i]
+        elif other:
+            other[i] = value
+    _check(base, other)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 256, 300])
+@pytest.mark.parametrize("kind", ["equal", "all_same", "disjoint", "repeats", "shifted"])
+def test_word_boundaries(n, kind):
+    rng = np.random.default_rng(n)
+    if kind == "equal":
+        x = rng.integers(0, 50, n).tolist()
+        y = list(x)
+    elif kind == "all_same":
+        x, y = [7] * n, [7] * (n + 5)
+    elif kind == "disjoint":
+        x, y = list(range(n)), list(range(n, 2 * n + 3))
+    elif kind == "repeats":
+        x, y = [1, 2] * n, [2, 1, 1] * (n // 2 + 1)
+    else:
+        x = rng.integers(0, 3, n).tolist()
+        y = [9] + x[1:] + [4]
+    _check(x, y)
+    _check(x[: n // 2], y)
+
+
+def test_long_repeats_and_carries():
+    # All-ones patterns make the addition carry across every 64-bit word.
+    x = [0] * 1000
+    y = [1] * 10 + [0] * 500 + [1] * 10 + [0] * 700
+    _check(x, y)
+    x = [0, 1] * 400
+    y = [1, 0] * 300 + [0] * 100
+    _check(x, y)
+
+
+def test_empty_texts():
+    offsets, codes = lcs_units(["", "a b", "!!", "a b"], "word")
+    a = np.array([0, 0, 1, 1])
+    b = np.array([2, 1, 3, 0])
+    assert lcs_pairs(offsets, codes, a, b).tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert lcs_pairs(offsets, codes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).shape == (0,)
+
+
+def test_definition_examples():
+    ten = "one two three four five six seven eight nine ten"
+    one = ten.replace("five", "5!").replace("seven", "8")
+    o, c = lcs_units([ten, one, ten.replace("two", "x").replace("four", "y").replace("six", "z")], "word")
+    values = lcs_pairs(o, c, np.array([0, 0]), np.array([1, 2]))
+    assert values.tolist() == [0.8, 0.7]  # two changed words in ten: kept; three: not
+
+
+def test_units_follow_the_canonical_text():
+    texts = ["고대 전쟁 실시간\n전략 게임", "고대 전\n쟁 실시간전략 게임!", "Ａb,  C"]
+    o, c = lcs_units(texts, "syllable")
+    for d, text in enumerate(texts):
+        assert "".join(map(chr, c[o[d] : o[d + 1]])) == normalize(text).replace(" ", "")
+    # Spacing and a mid-word line break change no syllable.
+    assert lcs_pairs(o, c, np.array([0]), np.array([1])).tolist() == [1.0]
+    ow, cw = lcs_units(texts, "word")
+    f = hash_features(texts, "word:1")
+    assert ow.tolist() == f.offsets.tolist() and cw.tolist() == f.hashes.tolist()
+    assert lcs_pairs(ow, cw, np.array([0]), np.array([1]))[0] < 0.8
+    with pytest.raises(ValueError):
+        lcs_units(texts, "jamo")
+
+
+def test_many_pairs_match_one_by_one():
+    rng = np.random.default_rng(3)
+    seqs = [rng.integers(0, 6, rng.integers(0, 200)).tolist() for _ in range(30)]
+    offsets, codes = _csr(seqs)
+    a = rng.integers(0, 30, 200)
+    b = rng.integers(0, 30, 200)
+    got = lcs_pairs(offsets, codes, a, b)
+    want = [resemblance_reference(seqs[i], seqs[j]) for i, j in zip(a.tolist(), b.tolist())]
+    assert got == pytest.approx(want)
+
+
+def test_bad_input():
+    offsets, codes = _csr([[1, 2], [3]])
+    with pytest.raises(ValueError):
+        lcs_pairs(offsets, codes, np.array([0]), np.array([2]))
+    with pytest.raises(ValueError):
+        lcs_pairs(offsets, codes, np.array([0, 1]), np.array([1]))
