@@ -242,3 +242,22 @@ def test_feature_option_specs(spec, parsed):
 def test_bad_feature_option_specs(spec):
     with pytest.raises(ValueError, match="stopword:3"):
         Shingling.parse(spec)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 7),                         # tiny values: one bucket, many repeats
+    st.integers(2**64 - 8, 2**64 - 1),         # the top bucket
+    st.sampled_from([2**63, 2**63 + 1, 2**32]),
+), max_size=300), max_size=8))
+def test_shingle_sets_equal_numpy_unique(docs):
+    hashes = np.array([h for doc in docs for h in doc], dtype=np.uint64)
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(doc) for doc in docs], out=offsets[1:])
+    set_offsets, set_hashes, counts = shingle_sets(offsets, hashes)
+    for d in range(len(docs)):
+        values, times = np.unique(hashes[offsets[d]:offsets[d + 1]], return_counts=True)
+        part = slice(set_offsets[d], set_offsets[d + 1])
+        np.testing.assert_array_equal(set_hashes[part], values)
+        np.testing.assert_array_equal(counts[part], times)

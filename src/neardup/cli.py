@@ -260,15 +260,11 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
 
 def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False,
             spill_dir=None, batch_size=10_000):
-    extra = {"spill_dir": spill_dir} if spill_dir is not None and _READER_SPILLS else {}
     return read_documents(
         list(inputs), id_field=id_field, text_field=text_field, time_field=time_field,
         input_format=input_format, on_error=on_error, keep_records=keep_records,
-        batch_size=batch_size, **extra,
+        batch_size=batch_size, spill_dir=spill_dir,
     )
-
-
-_READER_SPILLS = "spill_dir" in read_documents.__code__.co_varnames
 
 
 def _raw_timestamp_column(raw: list) -> list[str]:

@@ -106,6 +106,9 @@ _FORMAT_ALIASES = {
 }
 _COMPRESSION_SUFFIXES = {"gz": "gzip", "zst": "zstd", "zstd": "zstd"}
 _STDIN_NAME = "<stdin>"
+# A document's location packs its input's index above a 48-bit row key (byte offset or row).
+_KEY_BITS = 48
+_KEY_MASK = (1 << _KEY_BITS) - 1
 
 # Rows of the same dict key pack (file index, line) into one int: 40 bits of line.
 _LINE_BITS = 40
@@ -205,6 +208,10 @@ class DocumentBatch:
         records: the full input rows (dicts with all their fields) when ``keep_records=True``,
             else None.
         positions: int64 global input position of each document (0..N-1 over all files).
+        locations: int64[n, 2], where each document is in its input: (index of the input in
+            the reader's list, row key), the row key being the byte offset of its line in the
+            (decompressed) stream for JSON Lines and its row number otherwise; see
+            :meth:`DocumentReader.fetch`. None when not recorded.
     """
 
     ids: list[str]
@@ -213,6 +220,7 @@ class DocumentBatch:
     raw_timestamps: list
     records: list[dict] | None
     positions: np.ndarray
+    locations: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -561,6 +569,27 @@ def _open_input(src: _Source) -> Iterator[IO[bytes]]:
             raw.close()
 
 
+def _lines_at(src: _Source, offsets: list[int]) -> Iterator[bytes]:
+    """The lines of a JSON Lines input that start at ``offsets`` (ascending byte offsets in
+    the decompressed stream)."""
+    with _open_input(src) as fh:
+        if src.compression is None:
+            for offset in offsets:
+                fh.seek(offset)
+                yield fh.readline()
+            return
+        position = 0
+        wanted = iter(offsets)
+        target = next(wanted, None)
+        for line in fh:
+            if position == target:
+                yield line
+                target = next(wanted, None)
+                if target is None:
+                    return
+            position += len(line)
+
+
 def _iter_lines(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, raw line) pairs; decompression failures become InputError."""
     n = 0
@@ -811,8 +840,12 @@ class DocumentReader:
         on_error: str,
         batch_size: int,
         keep_records: bool,
+        spill_dir: str | None = None,
     ) -> None:
         self._sources = sources
+        self._spill_dir = spill_dir
+        self._stdin_copy: str | None = None
+        self._where = 0
         self._id_field = id_field
         self._text_field = text_field
         self._time_field = time_field
@@ -863,6 +896,92 @@ class DocumentReader:
             positions=np.concatenate([b.positions for b in batches]),
         )
 
+    # -- reading again -------------------------------------------------------------------------
+
+    def total_bytes(self) -> int | None:
+        """Bytes of the input files on disk (compressed size for .gz/.zst; every ``*.txt`` of a
+        directory), for progress displays; None when standard input is one of them."""
+        total = 0
+        for src in self._sources:
+            if src.path == "-":
+                return None
+            if os.path.isdir(src.path):
+                total += sum(f.stat().st_size for f in Path(src.path).rglob("*.txt"))
+            else:
+                total += os.path.getsize(src.path)
+        return total
+
+    def can_fetch(self) -> bool:
+        """Whether :meth:`fetch` can read documents again by location: every input is JSON Lines
+        (from stdin only if it was copied to ``spill_dir`` while read)."""
+        return all(src.fmt == "jsonl" and (src.path != "-" or self._spill_dir is not None)
+                   for src in self._sources)
+
+    @contextmanager
+    def _stdin_spill(self, src: _Source) -> Iterator[IO[bytes] | None]:
+        if src.path != "-" or self._spill_dir is None:
+            yield None
+            return
+        self._stdin_copy = os.path.join(self._spill_dir, "stdin.jsonl")
+        with open(self._stdin_copy, "wb") as copy:
+            yield copy
+
+    def fetch(
+        self, positions: np.ndarray, locations: np.ndarray, *, records: bool = False
+    ) -> Iterator[DocumentBatch]:
+        """The documents at ``positions`` again, read through their ``locations`` (both from
+        the batches of a first pass; positions ascending), as batches with the same IDs, texts,
+        timestamps and (with ``records``) records. Rows are not validated again: they were in
+        the first pass.
+
+        Plain files are read with a seek per document (cheap where they are dense, thanks to
+        the read buffer); .gz/.zst inputs are decompressed again up to the last wanted line,
+        parsing only the wanted lines. Cost: O(bytes of the wanted lines) plus, for compressed
+        inputs, O(decompressed bytes up to the last one).
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.jsonl"
+            >>> _ = p.write_text('{"id": "a", "text": "x"}\\n\\n{"id": "b", "text": "y"}\\n')
+            >>> reader = read_documents([p])
+            >>> first = next(iter(reader))
+            >>> again = next(reader.fetch(first.positions[1:], first.locations[1:]))
+            >>> again.ids, again.texts
+            (['b'], ['y'])
+        """
+        if not self.can_fetch():
+            raise ValueError("fetch reads JSON Lines inputs again (standard input only when "
+                             "copied to spill_dir); read the other formats again instead")
+        positions = np.asarray(positions, dtype=np.int64)
+        locations = np.asarray(locations, dtype=np.int64).reshape(-1, 2)
+        for index in np.unique(locations[:, 0]).tolist():
+            rows = np.flatnonzero(locations[:, 0] == index)
+            src = self._sources[index]
+            if src.path == "-":
+                src = _Source(self._stdin_copy or "", src.display, "jsonl", None)
+            lines = _lines_at(src, locations[rows, 1].tolist())
+            for start in range(0, rows.shape[0], self._batch_size):
+                chunk = rows[start : start + self._batch_size]
+                yield self._parsed_batch(
+                    [next(lines) for _ in range(chunk.shape[0])], positions[chunk], records)
+
+    def _parsed_batch(self, lines: list[bytes], positions: np.ndarray,
+                      records: bool) -> DocumentBatch:
+        ids, texts, times, raw, kept = [], [], [], [], []
+        id_field, text_field, time_field = self._id_field, self._text_field, self._time_field
+        for line in lines:
+            obj = _parse_json_line(line.decode("utf-8").lstrip("\ufeff"))
+            ident = obj[id_field]
+            ids.append(ident if type(ident) is str else str(int(ident)))
+            texts.append(obj[text_field])
+            value = obj.get(time_field) if time_field is not None else None
+            times.append(0 if time_field is None else _time_to_us(value))
+            raw.append(value)
+            if records:
+                kept.append(obj)
+        return DocumentBatch(ids, texts, np.array(times, dtype=np.int64), raw,
+                             kept if records else None, positions)
+
     # -- batch assembly ------------------------------------------------------------------------
 
     def _reset(self) -> None:
@@ -871,9 +990,11 @@ class DocumentReader:
         self._times: list[int] = []
         self._raw: list[Any] = []
         self._records: list[dict] = []
+        self._locs: list[int] = []
 
     def _flush(self) -> DocumentBatch:
         n = len(self._ids)
+        packed = np.array(self._locs, dtype=np.int64)
         batch = DocumentBatch(
             ids=self._ids,
             texts=self._texts,
@@ -881,6 +1002,7 @@ class DocumentReader:
             raw_timestamps=self._raw,
             records=self._records if self._keep else None,
             positions=np.arange(self._position, self._position + n, dtype=np.int64),
+            locations=np.stack([packed >> _KEY_BITS, packed & _KEY_MASK], axis=1),
         )
         self._position += n
         self._reset()
@@ -935,6 +1057,7 @@ class DocumentReader:
         self._texts.append(text)
         self._times.append(time_us)
         self._raw.append(time_value)
+        self._locs.append(self._where)
         if self._keep:
             self._records.append(record)  # type: ignore[arg-type]
         stats = rows.stats
@@ -944,7 +1067,8 @@ class DocumentReader:
     # -- formats -------------------------------------------------------------------------------
 
     def _generate(self) -> Iterator[DocumentBatch]:
-        for src in self._sources:
+        for index, src in enumerate(self._sources):
+            self._source_base = index << _KEY_BITS
             if src.fmt == "jsonl":
                 yield from self._read_jsonl(src)
             elif src.fmt in ("csv", "tsv"):
@@ -962,8 +1086,13 @@ class DocumentReader:
         rows.start_file(path)
         id_field, text_field, time_field = self._id_field, self._text_field, self._time_field
         keep, batch_size, add = self._keep, self._batch_size, self._add
-        with _open_input(src) as fh:
+        base, offset = self._source_base, 0
+        with _open_input(src) as fh, self._stdin_spill(src) as copy:
             for n, raw in _iter_lines(fh, path):
+                self._where = base | offset
+                offset += len(raw)
+                if copy is not None:
+                    copy.write(raw)
                 if raw.isspace() or not raw:
                     continue
                 try:
@@ -1016,7 +1145,8 @@ class DocumentReader:
         i_id, i_text = columns[self._id_field], columns[self._text_field]
         i_time = columns[self._time_field] if self._time_field is not None else None
         keep, batch_size, add = self._keep, self._batch_size, self._add
-        for start, row in lines:
+        for row_number, (start, row) in enumerate(lines):
+            self._where = self._source_base | row_number
             add(
                 path,
                 start,
@@ -1056,6 +1186,7 @@ class DocumentReader:
                 records = rb.to_pylist() if keep else None
                 for k in range(rb.num_rows):
                     row += 1
+                    self._where = self._source_base | (row - 1)
                     add(path, row, ids[k], texts[k], times[k], records[k] if records else None)
                     if len(self._ids) >= batch_size:
                         yield self._flush()
@@ -1071,7 +1202,8 @@ class DocumentReader:
                     found.append(rel.replace(os.sep, "/"))
         found.sort()
         rows = self._rows
-        for rel in found:
+        for file_number, rel in enumerate(found):
+            self._where = self._source_base | file_number
             full = os.path.join(root, *rel.split("/"))
             rows.start_file(full)
             with open(full, "rb") as f:
@@ -1124,6 +1256,7 @@ def read_documents(
     on_error: str = "raise",
     batch_size: int = 10_000,
     keep_records: bool = False,
+    spill_dir: str | None = None,
 ) -> DocumentReader:
     """Stream documents from files, directories or stdin as :class:`DocumentBatch` objects.
 
@@ -1146,6 +1279,8 @@ def read_documents(
         batch_size: documents per batch (the last one may be smaller).
         keep_records: also return each input row as a dict with all its fields (CSV/TSV values
             are strings), for writing originals back with :func:`write_records`.
+        spill_dir: a folder where JSON Lines read from stdin are copied as they are read, so
+            that :meth:`DocumentReader.fetch` can read them again.
 
     CSV and TSV need a header row and are parsed with the :mod:`csv` module (RFC 4180 quoting;
     TSV is the same dialect with tabs, as pandas writes it; no backslash escapes). Lines are
@@ -1184,6 +1319,7 @@ def read_documents(
         on_error=on_error,
         batch_size=batch_size,
         keep_records=keep_records,
+        spill_dir=spill_dir,
     )
 
 

@@ -376,14 +376,44 @@ class _Relation:
         return ok
 
 
+class _MemoVerified:
+    """The verification measure of pairs through their exact-duplicate representatives,
+    remembering every value computed, so that a pair is measured once per run (the pairs
+    reported are mostly candidates already verified; an out-of-core run re-reads texts for
+    each pair it has to measure). Both measures are symmetric; a pair of one representative
+    (identical normalised texts) is 1.0 without measuring."""
+
+    def __init__(self, measure: PairSimilarity, rep_of: np.ndarray):
+        self.measure = measure
+        self.rep_of = rep_of
+        self.keys = np.zeros(0, dtype=np.uint64)
+        self.values = np.zeros(0, dtype=np.float64)
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        ra, rb = self.rep_of[a], self.rep_of[b]
+        out = np.ones(ra.shape[0], dtype=np.float64)
+        key = (np.minimum(ra, rb).astype(np.uint64) << np.uint64(32)) | np.maximum(ra, rb).astype(np.uint64)
+        at = np.minimum(np.searchsorted(self.keys, key), max(self.keys.shape[0] - 1, 0))
+        known = (self.keys[at] == key) if self.keys.shape[0] else np.zeros(key.shape[0], bool)
+        out[known] = self.values[at[known]]
+        need = (ra != rb) & ~known
+        if need.any():
+            new_keys, first = np.unique(key[need], return_index=True)
+            values = self.measure(ra[need][first], rb[need][first])
+            out[need] = values[np.searchsorted(new_keys, key[need])]
+            keys = np.concatenate([self.keys, new_keys])
+            order = np.argsort(keys, kind="stable")
+            self.keys, self.values = keys[order], np.concatenate([self.values, values])[order]
+        return out
+
+
 BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
 all documents), e.g. read back from disk by an out-of-core run."""
 
-SetSource = Callable[[np.ndarray, np.ndarray], PairSimilarity]
+SetSource = Callable[[np.ndarray], PairSimilarity]
 """Verification for an out-of-core run: called with the documents whose data may be compared
-(ascending indices) and the candidate component of every document (int64[n]; every compared
-pair lies inside one component), it returns a :data:`PairSimilarity` over those documents."""
+(ascending indices), it returns a :data:`PairSimilarity` over those documents."""
 
 
 def _band_columns_of(sig: Signatures, settings: Settings, subset: np.ndarray | None,
@@ -504,10 +534,9 @@ def find_groups(
             offsets, values = sets_for(texts, compared, settings)
             rep_verified = functools.partial(settings.verification.similarity, offsets, values)
         else:
-            rep_verified = set_source(compared, linked)
+            rep_verified = set_source(compared)
 
-        def verified(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            return rep_verified(rep_of[a], rep_of[b])
+        verified = _MemoVerified(rep_verified, rep_of)
 
         stats["documents_verified"] = int(compared.shape[0])
         lap("shingle_sets", "verify")

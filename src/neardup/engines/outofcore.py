@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from neardup.candidates.bands import band_hashes
 from neardup.engines.local import _warm_up, check_workers, ordered_map
@@ -140,7 +141,7 @@ class OutOfCoreDedup:
         sig_column = (SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
                       if estimate else None)
         ids, stamps, locations, content, empty, text_bytes, fps, shingles = ([] for _ in range(8))
-        self.progress.stage("reading", self.reader_total(), "B")
+        self.progress.stage("reading", self.reader.total_bytes(), "B")
         done_bytes = 0
         for batch, (sig, keys) in ordered_map(_sign_batch, self.reader, self.workers, s, banding):
             ids.append(pa.array(batch.ids, type=pa.large_string()))
@@ -191,9 +192,6 @@ class OutOfCoreDedup:
             self._save_collected(sig_column)
         return self.collected
 
-    def reader_total(self) -> int | None:
-        total = getattr(self.reader, "total_bytes", None)
-        return total() if callable(total) else None
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
@@ -249,9 +247,8 @@ class OutOfCoreDedup:
         """The documents at ascending ``positions`` again, in order (texts, and the whole
         records with ``records``): by location when the reader can, else by a new scan."""
         c = self.collected
-        fetch = getattr(self.reader, "fetch", None)
-        if fetch is not None and c.locations is not None and not self.work.completed("collect"):
-            yield from fetch(positions, c.locations[positions], records=records)
+        if c.locations is not None and self.reader.can_fetch():
+            yield from self.reader.fetch(positions, c.locations[positions], records=records)
             return
         wanted = np.zeros(len(c), dtype=bool)
         wanted[positions] = True
@@ -301,20 +298,22 @@ class OutOfCoreDedup:
         self.figures["seconds: re-read + shingle sets"] += time.perf_counter() - started
         return offsets, (values[:end] if values is not None else np.zeros(0, np.uint64))
 
-    def set_source(self, docs: np.ndarray, components: np.ndarray) -> PairSimilarity:
+    def set_source(self, docs: np.ndarray) -> PairSimilarity:
         """The verification measure over the documents ``docs`` (see
         :data:`neardup.pipeline.SetSource`).
 
         When their data fit the budget (estimated from pass 1: :meth:`_units` values of the
-        measure's item size) they are built once and kept; otherwise every call works through
-        the pairs in blocks of whole candidate components, building one block's data at a time.
+        measure's item size) they are built once and kept. Otherwise every call works through
+        its pairs in chunks, sorted by their first document (so that the hub of a star of
+        candidates is read once per chunk), each chunk holding the data of at most a budget's
+        worth of documents.
         """
         docs = np.asarray(docs, dtype=np.int64)
         verification = self.settings.verification
-        estimate = verification.itemsize * self._units(docs)
+        cost = verification.itemsize * self._units(docs)
         limit = max(self.budget.limit, 1)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
-        if int(estimate.sum()) <= limit:
+        if int(cost.sum()) <= limit:
             offsets, values = self._sets(docs)
 
             def verified(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -323,26 +322,31 @@ class OutOfCoreDedup:
 
             return verified
 
-        labels, label_of_doc = np.unique(components[docs], return_inverse=True)
-        block_of_label = _blocks(np.bincount(label_of_doc, weights=estimate,
-                                             minlength=labels.shape[0]), limit)
-        block_of_doc = block_of_label[label_of_doc]
-
-        def blocked(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        def chunked(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
-            pair_block = block_of_label[np.searchsorted(labels, components[a])]
-            order = np.argsort(pair_block, kind="stable")
-            bounds = np.flatnonzero(np.diff(pair_block[order])) + 1
-            for chunk in np.split(order, bounds) if a.shape[0] else []:
-                block_docs = docs[block_of_doc == pair_block[chunk[0]]]
-                self.progress.stage("shingle sets", int(block_docs.shape[0]), "docs")
-                offsets, values = self._sets(block_docs)
-                out[chunk] = verification.similarity(
-                    offsets, values, np.searchsorted(block_docs, a[chunk]),
-                    np.searchsorted(block_docs, b[chunk]))
+            if a.shape[0] == 0:
+                return out
+            order = np.lexsort((b, a))
+            a_sorted, b_sorted = a[order], b[order]
+            # Cost of a pair: its second document, plus its first when that starts a new run
+            # (a document repeated inside a chunk counts again: an overestimate, so safe).
+            pair_cost = cost[np.searchsorted(docs, b_sorted)].astype(np.float64)
+            new_first = np.ones(a.shape[0], dtype=bool)
+            new_first[1:] = a_sorted[1:] != a_sorted[:-1]
+            pair_cost[new_first] += cost[np.searchsorted(docs, a_sorted[new_first])]
+            chunk_of_pair = _blocks(pair_cost, limit)
+            bounds = np.flatnonzero(np.diff(chunk_of_pair)) + 1
+            for chunk in np.split(np.arange(a.shape[0]), bounds):
+                ca, cb = a_sorted[chunk], b_sorted[chunk]
+                chunk_docs = np.unique(np.concatenate([ca, cb]))
+                self.progress.stage("shingle sets", int(chunk_docs.shape[0]), "docs")
+                offsets, values = self._sets(chunk_docs)
+                out[order[chunk]] = verification.similarity(
+                    offsets, values, np.searchsorted(chunk_docs, ca),
+                    np.searchsorted(chunk_docs, cb))
             return out
 
-        return blocked
+        return chunked
 
     def group(self) -> Groups:
         """Pass 2: :func:`neardup.pipeline.find_groups` over the collected columns."""
@@ -372,15 +376,21 @@ class OutOfCoreDedup:
 
 
 def _blocks(cost: np.ndarray, limit: int) -> np.ndarray:
-    """Block number of each item when consecutive items are packed into blocks of total
-    ``cost`` at most ``limit`` (an item over the limit makes a block alone). O(items)."""
+    """Block number of each item when consecutive items are packed greedily into blocks of
+    total ``cost`` at most ``limit`` (an item over the limit makes a block alone). O(items)."""
+    return _blocks_kernel(np.asarray(cost, dtype=np.float64), float(limit))
+
+
+@njit(cache=True)
+def _blocks_kernel(cost, limit):
     block = np.empty(cost.shape[0], dtype=np.int64)
     current, used = 0, 0.0
-    for i, c in enumerate(cost.tolist()):
-        if used > 0 and used + c > limit:
-            current, used = current + 1, 0.0
+    for i in range(cost.shape[0]):
+        if used > 0 and used + cost[i] > limit:
+            current += 1
+            used = 0.0
         block[i] = current
-        used += c
+        used += cost[i]
     return block
 
 
