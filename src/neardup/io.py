@@ -846,6 +846,8 @@ class DocumentReader:
         self._spill_dir = spill_dir
         self._stdin_copy: str | None = None
         self._where = 0
+        self._consumed = 0
+        self._in_jsonl = False
         self._id_field = id_field
         self._text_field = text_field
         self._time_field = time_field
@@ -899,17 +901,17 @@ class DocumentReader:
     # -- reading again -------------------------------------------------------------------------
 
     def total_bytes(self) -> int | None:
-        """Bytes of the input files on disk (compressed size for .gz/.zst; every ``*.txt`` of a
-        directory), for progress displays; None when standard input is one of them."""
-        total = 0
-        for src in self._sources:
-            if src.path == "-":
-                return None
-            if os.path.isdir(src.path):
-                total += sum(f.stat().st_size for f in Path(src.path).rglob("*.txt"))
-            else:
-                total += os.path.getsize(src.path)
-        return total
+        """Bytes of the inputs when every one is an uncompressed JSON Lines file (what
+        :attr:`bytes_consumed` reaches at the end), else None. For progress displays."""
+        if any(src.fmt != "jsonl" or src.compression is not None or src.path == "-"
+               for src in self._sources):
+            return None
+        return sum(os.path.getsize(src.path) for src in self._sources)
+
+    @property
+    def bytes_consumed(self) -> int:
+        """Bytes of JSON Lines read so far (decompressed), over all inputs."""
+        return self._consumed + (self._where & _KEY_MASK if self._in_jsonl else 0)
 
     def can_fetch(self) -> bool:
         """Whether :meth:`fetch` can read documents again by location: every input is JSON Lines
@@ -1087,6 +1089,7 @@ class DocumentReader:
         id_field, text_field, time_field = self._id_field, self._text_field, self._time_field
         keep, batch_size, add = self._keep, self._batch_size, self._add
         base, offset = self._source_base, 0
+        self._in_jsonl = True
         with _open_input(src) as fh, self._stdin_spill(src) as copy:
             for n, raw in _iter_lines(fh, path):
                 self._where = base | offset
@@ -1125,6 +1128,8 @@ class DocumentReader:
                 )
                 if len(self._ids) >= batch_size:
                     yield self._flush()
+        self._consumed += offset
+        self._in_jsonl = False
 
     def _read_delimited(self, src: _Source) -> Iterator[DocumentBatch]:
         path = src.display

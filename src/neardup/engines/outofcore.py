@@ -141,7 +141,8 @@ class OutOfCoreDedup:
         sig_column = (SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
                       if estimate else None)
         ids, stamps, locations, content, empty, text_bytes, fps, shingles = ([] for _ in range(8))
-        self.progress.stage("reading", self.reader.total_bytes(), "B")
+        total = self.reader.total_bytes()
+        self.progress.stage("reading", total, "B")
         done_bytes = 0
         for batch, (sig, keys) in ordered_map(_sign_batch, self.reader, self.workers, s, banding):
             ids.append(pa.array(batch.ids, type=pa.large_string()))
@@ -160,7 +161,8 @@ class OutOfCoreDedup:
                     sig_column.append(sig.signature)
             else:
                 fps.append(sig.signature)
-            now_bytes = self.reader.stats.bytes
+            # Input bytes when the total is known (a true share of the work), else text bytes.
+            now_bytes = self.reader.bytes_consumed if total is not None else self.reader.stats.bytes
             self.progress.advance(now_bytes - done_bytes, docs=self.reader.stats.documents)
             done_bytes = now_bytes
         n = sum(len(a) for a in ids)
