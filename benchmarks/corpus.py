@@ -17,7 +17,17 @@ Planted duplicates (the rest are independent):
   words replaced, inserted or deleted, lines re-wrapped at another width, some punctuation or
   letter case changed;
 * ``--template-rate`` (default 2 %) are one hot template (a notice of about 120 words) with a few
-  slots filled in (a name, a number, a date), i.e. one large cluster of near-duplicates.
+  slots filled in (a name, a number, a date), i.e. one large cluster of near-duplicates;
+* ``--exact-rate`` (default 0) are verbatim copies of a recent document of any kind;
+* ``--real-rate`` (default 0) of the originals are real short texts: Debian package descriptions
+  (English or Korean, 5–200 words) taken verbatim from the source files;
+* with ``--chains``, edits and exact copies join the recent documents, so later edits can edit an
+  edit (chains of near-duplicates, as re-crawled pages drift).
+
+The duplicate-heavy corpora of the out-of-core benchmark (``bench_scale.py``) use, at 200k
+documents, ``--exact-rate 0.12 --near-dup-rate 0.35 --template-rate 0.02 --real-rate 0.45
+--chains``; ``--start`` shifts ids and timestamps so that shards generated in parallel
+concatenate into one corpus.
 
 Each JSONL line is ``{"id": "d0000000", "text": ..., "ts": <Unix seconds, int>}``; ``ts`` grows with
 the id (random gaps), so an edit is always newer than its source. ``--truth PATH`` also writes a TSV
@@ -107,6 +117,20 @@ class Generator:
         self.rng = np.random.default_rng(seed)
         self.vocab = {lang: build_vocab(data_dir / rel, lang) for lang, rel in SOURCES.items()}
         self.cdf = {lang: zipf_cdf(len(v)) for lang, v in self.vocab.items()}
+        self.data_dir = data_dir
+        self._real: list[tuple[str, str]] | None = None
+
+    def real(self) -> tuple[str, str]:
+        """A real Debian package description, verbatim (English or Korean)."""
+        if self._real is None:
+            self._real = []
+            for lang, rel in SOURCES.items():
+                with (self.data_dir / rel).open(encoding="utf-8") as fh:
+                    for line in fh:
+                        text = json.loads(line)["text"]
+                        if 5 <= len(text.split()) <= 200:
+                            self._real.append((lang, text))
+        return self._real[int(self.rng.integers(0, len(self._real)))]
 
     def words(self, lang: str, count: int) -> list[str]:
         idx = np.searchsorted(self.cdf[lang], self.rng.random(count), side="right")
@@ -210,16 +234,22 @@ def generate(
     near_dup_rate: float = 0.04,
     template_rate: float = 0.02,
     truth: Path | None = None,
+    exact_rate: float = 0.0,
+    real_rate: float = 0.0,
+    chains: bool = False,
+    start: int = 0,
 ) -> dict[str, int]:
     """Write ``docs`` JSONL documents to ``out``; return counts of each kind."""
     gen = Generator(data_dir, seed)
     rng = gen.rng
     kinds = rng.random(docs)
     gaps = rng.integers(1, 120, size=docs)
-    ts = BASE_TS + np.cumsum(gaps)
+    ts = BASE_TS + 60 * start + np.cumsum(gaps)
     template_lang = "en" if rng.random() < 0.5 else "ko"
     recent: list[tuple[str, str, str]] = []  # (id, lang, text) of recent originals
-    counts = {"orig": 0, "edit": 0, "template": 0}
+    counts = {"orig": 0, "edit": 0, "template": 0, "exact": 0}
+    # Drawn apart from ``kinds`` so that the default corpus stays byte-identical.
+    extra = rng.random(docs) if exact_rate or real_rate else np.ones(docs)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
     truth_fh = truth.open("w", encoding="utf-8") if truth else None
@@ -227,21 +257,31 @@ def generate(
         truth_fh.write("id\tkind\tsource\n")
     with tmp.open("w", encoding="utf-8") as fh:
         for i in range(docs):
-            doc_id = f"d{i:07d}"
+            doc_id = f"d{start + i:07d}"
             source = ""
-            if kinds[i] < template_rate:
+            if extra[i] < exact_rate and recent:
+                kind = "exact"
+                source, lang, text = recent[int(rng.integers(0, len(recent)))]
+                if chains:
+                    recent.append((doc_id, lang, text))
+            elif kinds[i] < template_rate:
                 kind = "template"
                 text = gen.template(template_lang)
             elif kinds[i] < template_rate + near_dup_rate and recent:
                 kind = "edit"
                 source, lang, base = recent[int(rng.integers(0, len(recent)))]
                 text = gen.edit(lang, base)
+                if chains:
+                    recent.append((doc_id, lang, text))
             else:
                 kind = "orig"
-                lang, text = gen.original()
+                if extra[i] < exact_rate + real_rate * (1 - exact_rate):
+                    lang, text = gen.real()
+                else:
+                    lang, text = gen.original()
                 recent.append((doc_id, lang, text))
-                if len(recent) > RECENT:
-                    recent.pop(0)
+            if len(recent) > RECENT:
+                recent.pop(0)
             counts[kind] += 1
             fh.write(json.dumps({"id": doc_id, "text": text, "ts": int(ts[i])}, ensure_ascii=False))
             fh.write("\n")
@@ -263,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--near-dup-rate", type=float, default=0.04, help="share of edited copies")
     ap.add_argument("--template-rate", type=float, default=0.02, help="share of hot-template docs")
     ap.add_argument("--truth", type=Path, default=None, help="also write id/kind/source TSV here")
+    ap.add_argument("--exact-rate", type=float, default=0.0, help="share of verbatim copies")
+    ap.add_argument("--real-rate", type=float, default=0.0,
+                    help="share of originals that are real Debian descriptions (short texts)")
+    ap.add_argument("--chains", action="store_true", help="edits and copies can be edited again")
+    ap.add_argument("--start", type=int, default=0, help="first document number (for shards)")
     args = ap.parse_args(argv)
     if args.docs < 1:
         ap.error(f"--docs must be >= 1, got {args.docs}")
@@ -273,11 +318,13 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"missing source file {args.data_dir / rel} (set --data-dir)")
     t0 = time.perf_counter()
     counts = generate(args.docs, args.seed, args.output, args.data_dir, args.near_dup_rate,
-                      args.template_rate, args.truth)
+                      args.template_rate, args.truth, args.exact_rate, args.real_rate,
+                      args.chains, args.start)
     size = args.output.stat().st_size
     print(
         f"wrote {args.docs} docs ({counts['orig']} originals, {counts['edit']} edits, "
-        f"{counts['template']} template copies), {size / 1e6:.1f} MB, to {args.output} "
+        f"{counts['template']} template copies, {counts['exact']} exact copies), "
+        f"{size / 1e6:.1f} MB, to {args.output} "
         f"in {time.perf_counter() - t0:.1f} s",
         file=sys.stderr,
     )
