@@ -828,3 +828,26 @@ def test_duplicate_in_parquet_names_rows(tmp_path):
         and "a.parquet, row 1" in str(e.value)
         and "b.parquet, row 1" in str(e.value)
     )
+
+
+def test_jsonl_lines_the_fast_parser_refuses_read_as_the_standard_library_does(tmp_path):
+    lines = [
+        '\ufeff{"id": "bom", "text": "first line with a byte order mark"}',
+        '{"id": "big", "text": "an integer past 64 bits", "n": 123456789012345678901234567890}',
+        '{"id": "nan", "text": "a NaN literal", "x": NaN}',
+        '{"id": "dup", "text": "first", "text": "duplicate keys: the last one wins"}',
+        '{"id": "esc", "text": "escapes \\u00e9 \\ud55c \\n end"}',
+        '{"id": "sur", "text": "a lone surrogate \\ud800"}',
+    ]
+    path = tmp_path / "tricky.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    reader = read_documents([path], on_error="skip", keep_records=True)
+    batch = reader.read_all()
+    assert batch.ids == ["bom", "big", "nan", "dup", "esc"]
+    assert batch.texts[3] == "duplicate keys: the last one wins"
+    assert batch.texts[4] == "escapes é 한 \n end"
+    assert batch.records[1]["n"] == 123456789012345678901234567890
+    assert reader.stats.skipped == 1  # the lone surrogate, as before
+    again = list(reader.fetch(batch.positions, batch.locations, records=True))[0]
+    assert again.ids == batch.ids and again.texts == batch.texts
+    assert again.records[1]["n"] == 123456789012345678901234567890

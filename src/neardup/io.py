@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -710,6 +711,23 @@ def _parse_json_line(s: str) -> Any:
     return json.loads(s)
 
 
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def _fast_json(raw: bytes, whole_record: bool) -> Any:
+    """orjson's parse of one JSON line, where it gives what :func:`json.loads` gives.
+
+    orjson reads integers past 64 bits as floats; the standard library keeps them exact. Where
+    that could matter (the whole record is kept, or a top-level value came back a float) a line
+    holding a run of 19 digits is refused here (``JSONDecodeError``), so the caller's standard
+    path reads it."""
+    obj = orjson.loads(raw)
+    if (whole_record or (type(obj) is dict and any(type(v) is float for v in obj.values()))) \
+            and _LONG_NUMBER.search(raw):
+        raise orjson.JSONDecodeError("long number", raw.decode("utf-8", "replace"), 0)
+    return obj
+
+
 def _missing_column(path: str, name: str, columns: Sequence[str], unit: str) -> InputError:
     return InputError(
         path,
@@ -972,7 +990,10 @@ class DocumentReader:
         ids, texts, times, raw, kept = [], [], [], [], []
         id_field, text_field, time_field = self._id_field, self._text_field, self._time_field
         for line in lines:
-            obj = _parse_json_line(line.decode("utf-8").lstrip("\ufeff"))
+            try:
+                obj = _fast_json(line, records)
+            except orjson.JSONDecodeError:
+                obj = _parse_json_line(line.decode("utf-8").lstrip("\ufeff"))
             ident = obj[id_field]
             ids.append(ident if type(ident) is str else str(int(ident)))
             texts.append(obj[text_field])
@@ -1099,22 +1120,27 @@ class DocumentReader:
                 if raw.isspace() or not raw:
                     continue
                 try:
-                    s = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
-                    continue
-                if n == 1 and s.startswith("\ufeff"):
-                    s = s[1:]
-                try:
-                    obj = _parse_json_line(s)
-                except (ValueError, RecursionError) as e:
-                    detail = str(e)
-                    if n == 1 and s.lstrip().startswith("["):
-                        detail += (
-                            "; JSON input must be JSON Lines: one object per line, not an array"
-                        )
-                    rows.bad(path, n, None, "malformed JSON", detail)
-                    continue
+                    obj = _fast_json(raw, keep)
+                except orjson.JSONDecodeError:
+                    # What orjson refuses (a BOM, integers past 64 bits, NaN, lone surrogates,
+                    # real errors) goes the standard library's way, with its exact messages.
+                    try:
+                        s = raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
+                        continue
+                    if n == 1 and s.startswith("\ufeff"):
+                        s = s[1:]
+                    try:
+                        obj = _parse_json_line(s)
+                    except (ValueError, RecursionError) as e:
+                        detail = str(e)
+                        if n == 1 and s.lstrip().startswith("["):
+                            detail += (
+                                "; JSON input must be JSON Lines: one object per line, not an array"
+                            )
+                        rows.bad(path, n, None, "malformed JSON", detail)
+                        continue
                 if type(obj) is not dict:
                     rows.bad(path, n, None, "not a JSON object", f"got {_type_name(obj)}")
                     continue

@@ -346,6 +346,8 @@ class OutOfCoreDedup:
                 out[order[chunk]] = verification.similarity(
                     offsets, values, np.searchsorted(chunk_docs, ca),
                     np.searchsorted(chunk_docs, cb))
+                # Free this chunk's data before the next one is built beside it.
+                del offsets, values
             return out
 
         return chunked
