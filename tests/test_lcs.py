@@ -117,13 +117,15 @@ def test_empty_texts():
     a = np.array([0, 0, 1, 1])
     b = np.array([2, 1, 3, 0])
     assert lcs_pairs(offsets, codes, a, b).tolist() == [1.0, 0.0, 1.0, 0.0]
-    assert lcs_pairs(offsets, codes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).shape == (0,)
+    none = np.zeros(0, dtype=np.int64)
+    assert lcs_pairs(offsets, codes, none, none).shape == (0,)
 
 
 def test_definition_examples():
     ten = "one two three four five six seven eight nine ten"
     one = ten.replace("five", "5!").replace("seven", "8")
-    o, c = lcs_units([ten, one, ten.replace("two", "x").replace("four", "y").replace("six", "z")], "word")
+    three = ten.replace("two", "x").replace("four", "y").replace("six", "z")
+    o, c = lcs_units([ten, one, three], "word")
     values = lcs_pairs(o, c, np.array([0, 0]), np.array([1, 2]))
     assert values.tolist() == [0.8, 0.7]  # two changed words in ten: kept; three: not
 
@@ -160,3 +162,44 @@ def test_bad_input():
         lcs_pairs(offsets, codes, np.array([0]), np.array([2]))
     with pytest.raises(ValueError):
         lcs_pairs(offsets, codes, np.array([0, 1]), np.array([1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=300), st.lists(st.integers(0, 4), max_size=300),
+       st.sampled_from([0.3, 0.5, 0.7, 0.8, 0.9, 1.0]))
+def test_threshold_mode_decides_like_the_reference(x, y, threshold):
+    offsets, codes = _csr([x, y])
+    value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=threshold)[0])
+    exact = resemblance_reference(x, y)
+    assert (value >= threshold) == (exact >= threshold)
+    if exact >= threshold:
+        assert value == pytest.approx(exact)
+    else:
+        assert exact <= value + 1e-12  # an upper bound
+
+
+def test_threshold_mode_long_texts_stop_early():
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 30, 1000).tolist()
+    y = x[:500] + rng.integers(0, 30, 500).tolist()
+    for threshold in (0.6, 0.8, 0.95):
+        offsets, codes = _csr([x, y])
+        value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold)[0])
+        assert (value >= threshold) == (resemblance_reference(x, y) >= threshold)
+    with pytest.raises(ValueError):
+        lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=0.0)
+
+
+def test_threads_give_the_same_values():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(11)
+    seqs = [rng.integers(0, 8, rng.integers(0, 400)).tolist() for _ in range(60)]
+    offsets, codes = _csr(seqs, np.uint32)
+    a = rng.integers(0, 60, 2000)
+    b = rng.integers(0, 60, 2000)
+    serial = lcs_pairs(offsets, codes, a, b)
+    chunks = np.array_split(np.arange(a.shape[0]), 16)
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda c: lcs_pairs(offsets, codes, a[c], b[c]), chunks))
+    assert np.array_equal(np.concatenate(parts), serial)

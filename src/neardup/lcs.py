@@ -162,10 +162,12 @@ _MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(cache=True, nogil=True)
-def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry):
+def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
     """LCS length of the unit arrays x and y (any integer dtype), bit-parallel, block by block.
 
-    ``slot_*`` (128 entries) and ``carry`` (at least len(y) bytes) are scratch space.
+    ``slot_*`` (128 entries) and ``carry`` (at least max(len) bytes) are scratch space. With
+    ``need`` > 0 the search stops as soon as the LCS cannot reach ``need`` and returns a value
+    below it: after the blocks of pattern units [0, hi), LCS ≤ LCS(a[:hi], b) + (m − hi).
     """
     n0 = x.shape[0]
     m0 = y.shape[0]
@@ -233,11 +235,13 @@ def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry):
             keep &= keep - np.uint64(1)
             ones += 1
         zeros += bits - ones
+        if need > 0 and zeros + (m - hi) + p + s < need:
+            return zeros + (m - hi) + p + s
     return zeros + p + s
 
 
 @njit(cache=True, nogil=True)
-def _lcs_pairs_kernel(offsets, codes, a, b, resemblance):
+def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
     pairs = a.shape[0]
     out = np.empty(pairs, dtype=np.float64)
     longest = 0
@@ -252,11 +256,18 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance):
     for q in range(pairs):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
-        length = _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry)
+        top = max(x.shape[0], y.shape[0])
+        need = 0
+        if threshold > 0.0 and top > 0:
+            low = min(x.shape[0], y.shape[0])
+            if low / top < threshold:
+                out[q] = low / top  # LCS ≤ the shorter length: an upper bound below threshold
+                continue
+            need = np.int64(np.ceil(threshold * top - 1e-9))
+        length = _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need)
         if not resemblance:
             out[q] = length
         else:
-            top = max(x.shape[0], y.shape[0])
             out[q] = 1.0 if top == 0 else length / top
     return out
 
@@ -276,7 +287,10 @@ def _check_pairs(offsets, codes, a, b):
     return offsets, codes, a, b
 
 
-def lcs_pairs(offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def lcs_pairs(
+    offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray,
+    threshold: float | None = None,
+) -> np.ndarray:
     """LCS resemblance of texts ``a[p]`` and ``b[p]`` for every pair p (float64).
 
     ``resemblance = LCS / max(len_a, len_b)``: the share of the longer text's units the other
@@ -288,17 +302,28 @@ def lcs_pairs(offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarr
     O(Σ ⌈min(len) / 64⌉ · max(len)) per pair after trimming the common prefix and suffix;
     memory O(longest text).
 
+    ``threshold`` (for verification): the values at or above it are exact, a value below it
+    is only some number below it (an upper bound of the resemblance). Pairs whose length ratio
+    min / max is below it are not compared at all (LCS ≤ the shorter length), and the search
+    stops once the pattern units left cannot lift the LCS to ``threshold · max``: after the
+    pattern's first h units, LCS ≤ LCS(A[:h], B) + (|A| − h).
+    Accept with ``value >= threshold``.
+
     Example:
         >>> o, c = lcs_units(["a b c d", "a x c d", ""], "word")
         >>> lcs_pairs(o, c, np.array([0, 0, 2]), np.array([1, 2, 2])).tolist()
         [0.75, 0.0, 1.0]
+        >>> (lcs_pairs(o, c, np.array([0, 0]), np.array([1, 2]), threshold=0.8) >= 0.8).tolist()
+        [False, False]
     """
     offsets, codes, a, b = _check_pairs(offsets, codes, a, b)
-    return _lcs_pairs_kernel(offsets, codes, a, b, True)
+    if threshold is not None and not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1]; got {threshold}")
+    return _lcs_pairs_kernel(offsets, codes, a, b, True, float(threshold or 0.0))
 
 
 def lcs_lengths(offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """LCS lengths (int64) of texts ``a[p]`` and ``b[p]``; same kernel and cost as :func:`lcs_pairs`.
+    """LCS lengths (int64) of texts ``a[p]`` and ``b[p]``; kernel and cost of :func:`lcs_pairs`.
 
     Example:
         >>> o, c = lcs_units(["abcbdab", "bdcaba"], "syllable")
@@ -306,12 +331,13 @@ def lcs_lengths(offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.nda
         [4]
     """
     offsets, codes, a, b = _check_pairs(offsets, codes, a, b)
-    return _lcs_pairs_kernel(offsets, codes, a, b, False).astype(np.int64)
+    return _lcs_pairs_kernel(offsets, codes, a, b, False, 0.0).astype(np.int64)
 
 
 def lcs_length_reference(x, y) -> int:
     """The textbook dynamic program (for tests): L[i][0] = L[0][j] = 0,
-    L[i][j] = L[i−1][j−1] + 1 if x_i = y_j else max(L[i−1][j], L[i][j−1]). O(n·m) in Python.
+    L[i][j] = L[i−1][j−1] + 1 if x_i = y_j else max(L[i−1][j], L[i][j−1]).
+    O(n·m) in Python.
 
     Example:
         >>> lcs_length_reference("ABCBDAB", "BDCABA")
