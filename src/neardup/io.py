@@ -591,6 +591,16 @@ def _lines_at(src: _Source, offsets: list[int]) -> Iterator[bytes]:
             position += len(line)
 
 
+def _decoded_line(raw: bytes, n: int, rows: _Rows, path: str) -> str | None:
+    """Line ``n`` as text without the BOM of a first line; None (reported) if not UTF-8."""
+    try:
+        s = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
+        return None
+    return s[1:] if n == 1 and s.startswith("\ufeff") else s
+
+
 def _iter_lines(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, raw line) pairs; decompression failures become InputError."""
     n = 0
@@ -1124,13 +1134,9 @@ class DocumentReader:
                 except orjson.JSONDecodeError:
                     # What orjson refuses (a BOM, integers past 64 bits, NaN, lone surrogates,
                     # real errors) goes the standard library's way, with its exact messages.
-                    try:
-                        s = raw.decode("utf-8")
-                    except UnicodeDecodeError as e:
-                        rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
+                    s = _decoded_line(raw, n, rows, path)
+                    if s is None:
                         continue
-                    if n == 1 and s.startswith("\ufeff"):
-                        s = s[1:]
                     try:
                         obj = _parse_json_line(s)
                     except (ValueError, RecursionError) as e:
@@ -1437,13 +1443,9 @@ class _FingerprintCollector:
         rows.start_file(path)
         with _open_input(src) as fh:
             for n, raw in _iter_lines(fh, path):
-                try:
-                    s = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
+                s = _decoded_line(raw, n, rows, path)
+                if s is None:
                     continue
-                if n == 1 and s.startswith("\ufeff"):
-                    s = s[1:]
                 s = s.rstrip("\r\n")
                 if not s or s.isspace():
                     continue
@@ -1472,10 +1474,8 @@ class _FingerprintCollector:
             for n, raw in _iter_lines(fh, path):
                 if raw.isspace() or not raw:
                     continue
-                try:
-                    s = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
+                s = _decoded_line(raw, n, rows, path)
+                if s is None:
                     continue
                 try:
                     obj = _parse_json_line(s.lstrip("\ufeff") if n == 1 else s)

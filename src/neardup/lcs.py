@@ -54,6 +54,7 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import _xxh64_padded
+from neardup.similarity import _trim_common
 from neardup.text import _canonical
 
 __all__ = [
@@ -171,12 +172,7 @@ def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
     """
     n0 = x.shape[0]
     m0 = y.shape[0]
-    p = 0
-    while p < n0 and p < m0 and x[p] == y[p]:
-        p += 1
-    s = 0
-    while s < n0 - p and s < m0 - p and x[n0 - 1 - s] == y[m0 - 1 - s]:
-        s += 1
+    p, s = _trim_common(x, y)
     xa = x[p : n0 - s]
     ya = y[p : m0 - s]
     # The pattern (bit vector) is the shorter sequence.
