@@ -851,3 +851,37 @@ def test_jsonl_lines_the_fast_parser_refuses_read_as_the_standard_library_does(t
     again = list(reader.fetch(batch.positions, batch.locations, records=True))[0]
     assert again.ids == batch.ids and again.texts == batch.texts
     assert again.records[1]["n"] == 123456789012345678901234567890
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(["a", "b", "c", "é", "a\tb", "7"]),
+                          st.just("BAD")), min_size=1, max_size=40),
+       st.integers(1, 7))
+def test_duplicate_ids_found_in_batches_as_row_by_row(tmp_path_factory, ids, batch_size):
+    """The batched duplicate check reports what a row-by-row check of a dict reports: the first
+    bad row in input order raises; skipping keeps each ID's first row."""
+    path = tmp_path_factory.mktemp("dups") / "d.jsonl"
+    lines = ['{"id": 1, "text": 5}' if i == "BAD" else json.dumps({"id": i, "text": "t"})
+             for i in ids]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    seen, expected, first_error = {}, [], None
+    for n, ident in enumerate(ids, 1):
+        if ident == "BAD":
+            first_error = first_error or (n, "text not a string")
+        elif ident in seen:
+            first_error = first_error or (n, f"first seen at {path}, line {seen[ident]}")
+        else:
+            seen[ident] = n
+            expected.append(ident)
+    reader = read_documents([path], on_error="skip", batch_size=batch_size)
+    batches = list(reader)
+    assert [i for b in batches for i in b.ids] == expected
+    assert [p for b in batches for p in b.positions.tolist()] == list(range(len(expected)))
+    assert reader.stats.documents == len(expected)
+    assert reader.stats.skipped == len(ids) - len(expected)
+    if first_error is None:
+        return
+    with pytest.raises(InputError) as info:
+        list(read_documents([path], batch_size=batch_size))
+    assert f"line {first_error[0]}," in str(info.value)
+    assert first_error[1] in str(info.value)

@@ -56,7 +56,7 @@ import secrets
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
@@ -69,6 +69,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import zstandard
+from numba import njit
+
+from neardup.hashing import xxh64_slice
 
 __all__ = [
     "INPUT_FORMATS",
@@ -754,6 +757,70 @@ def _missing_column(path: str, name: str, columns: Sequence[str], unit: str) -> 
 # --------------------------------------------------------------------------------------------
 
 
+@njit(cache=True)
+def _id_hashes(buf, starts, ends):
+    out = np.empty((starts.shape[0], 2), dtype=np.uint64)
+    for i in range(starts.shape[0]):
+        out[i, 0] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0))
+        out[i, 1] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0x9E3779B97F4A7C15))
+    return out
+
+
+@njit(cache=True)
+def _id_table_insert(h1, h2, first, new1, new2, keys):
+    mask = h1.shape[0] - 1
+    firsts = np.full(new1.shape[0], -1, dtype=np.int64)
+    added = 0
+    for i in range(new1.shape[0]):
+        slot = new1[i] & mask
+        while first[slot] >= 0:
+            if h1[slot] == new1[i] and h2[slot] == new2[i]:
+                firsts[i] = first[slot]
+                break
+            slot = (slot + 1) & mask
+        if firsts[i] < 0:
+            h1[slot], h2[slot], first[slot] = new1[i], new2[i], keys[i]
+            added += 1
+    return firsts, added
+
+
+class _IdTable:
+    """The IDs read so far, for duplicate detection in bounded memory: each ID as its 128-bit
+    hash (XXH64 of its UTF-8 bytes with two seeds; two different IDs collide with probability
+    about 2^-128, the standard of the content fingerprint) in an open-addressing table at most
+    half full, with the packed position of its first occurrence: 48 bytes an ID at most, where
+    a dict of the strings took about 150. Checked batch by batch, in input order."""
+
+    def __init__(self) -> None:
+        self._alloc(1 << 12)
+        self.size = 0
+
+    def _alloc(self, capacity: int) -> None:
+        self.h1 = np.zeros(capacity, dtype=np.uint64)
+        self.h2 = np.zeros(capacity, dtype=np.uint64)
+        self.first = np.full(capacity, -1, dtype=np.int64)
+
+    def check(self, ids: list[str], keys: np.ndarray) -> np.ndarray:
+        """For each ID in order: -1 if new (it is added, with its key), else the key of its
+        first occurrence (earlier in ``ids`` or in an earlier call). O(len(ids)) expected."""
+        encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        ends = np.cumsum(lengths)
+        hashes = _id_hashes(np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends)
+        if 2 * (self.size + len(ids)) > self.h1.shape[0]:
+            capacity = self.h1.shape[0]
+            while 2 * (self.size + len(ids)) > capacity:
+                capacity *= 2
+            used = self.first >= 0
+            old = (self.h1[used], self.h2[used], self.first[used])
+            self._alloc(capacity)
+            _id_table_insert(self.h1, self.h2, self.first, *old)
+        firsts, added = _id_table_insert(self.h1, self.h2, self.first, hashes[:, 0],
+                                         hashes[:, 1], keys)
+        self.size += added
+        return firsts
+
+
 class _Rows:
     """Error policy, duplicate-ID detection and counters for one read."""
 
@@ -768,6 +835,8 @@ class _Rows:
         self.file_key = 0
         self.seen: dict[str, int] = {}
         self.unit = "line"
+        #: Called before an error is raised (the document reader checks its pending IDs).
+        self.before_raise: Callable[[], None] | None = None
 
     def start_file(self, display: str, unit: str = "line") -> None:
         self.file_key = len(self.files) << _LINE_BITS
@@ -780,6 +849,9 @@ class _Rows:
         self, path: str, line: int | None, field: str | None, reason: str, detail: str | None = None
     ) -> None:
         if self.raise_errors:
+            if self.before_raise is not None:
+                # Earlier rows still waiting for their duplicate-ID check are reported first.
+                self.before_raise()
             raise InputError(path, line, field, reason, detail, self.unit)
         self.stats.skipped += 1
         self.stats.skipped_reasons[reason] += 1
@@ -823,16 +895,6 @@ class _Rows:
                 f"{_short(value)} is neither seconds since the epoch nor ISO 8601",
             )
         return us
-
-    def claim_id(self, ident: str, path: str, line: int | None, field: str) -> bool:
-        """Register ``ident``; False (after reporting) if an earlier row already has it."""
-        seen = self.seen
-        size = len(seen)
-        first = seen.setdefault(ident, self.file_key | (line or 0))
-        if len(seen) != size:
-            return True
-        self.duplicate(ident, first, path, line, field)
-        return False
 
     def duplicate(self, ident: str, first: int, path: str, line: int | None, field: str) -> None:
         """Report ``ident`` at (path, line), first seen at the packed position ``first``."""
@@ -882,6 +944,8 @@ class DocumentReader:
         self._batch_size = batch_size
         self._keep = keep_records
         self._rows = _Rows(on_error)
+        self._rows.before_raise = self._check_ids
+        self._seen = _IdTable()
         self._started = False
         self._position = 0
         self._missing_text = f"missing field '{text_field}'"
@@ -1024,8 +1088,45 @@ class DocumentReader:
         self._raw: list[Any] = []
         self._records: list[dict] = []
         self._locs: list[int] = []
+        self._keys: list[int] = []
+        self._nbytes: list[int] = []
+        self._checked = 0
+        self._dropped: list[int] = []
+
+    def _check_ids(self) -> None:
+        """Find the duplicate IDs among the rows added since the last check, in input order,
+        against every earlier row (:class:`_IdTable`): reported as before (the first one raises
+        with ``on_error="raise"``), dropped at the next flush with ``"skip"``."""
+        start = self._checked
+        if start == len(self._ids):
+            return
+        self._checked = len(self._ids)
+        rows = self._rows
+        hook, rows.before_raise = rows.before_raise, None  # the report below may raise
+        try:
+            keys = np.array(self._keys[start:], dtype=np.int64)
+            firsts = self._seen.check(self._ids[start:], keys)
+            for i in np.flatnonzero(firsts >= 0).tolist():
+                key = int(keys[i])
+                rows.duplicate(self._ids[start + i], int(firsts[i]),
+                               rows.files[key >> _LINE_BITS], (key & _LINE_MASK) or None,
+                               self._id_field)
+                self._dropped.append(start + i)
+        finally:
+            rows.before_raise = hook
 
     def _flush(self) -> DocumentBatch:
+        self._check_ids()
+        if self._dropped:
+            drop = set(self._dropped)
+            keep = [i for i in range(len(self._ids)) if i not in drop]
+            for name in ("_ids", "_texts", "_times", "_raw", "_locs", "_nbytes") + (
+                    ("_records",) if self._keep else ()):
+                values = getattr(self, name)
+                setattr(self, name, [values[i] for i in keep])
+        stats = self._rows.stats
+        stats.documents += len(self._ids)
+        stats.bytes += sum(self._nbytes)
         n = len(self._ids)
         packed = np.array(self._locs, dtype=np.int64)
         batch = DocumentBatch(
@@ -1080,22 +1181,16 @@ class DocumentReader:
                 if time_us is None:
                     rows.check_time(time_value, path, line, self._time_field)  # type: ignore[arg-type]
                     return
-        seen = rows.seen
-        size = len(seen)
-        first = seen.setdefault(ident, rows.file_key | (line or 0))
-        if len(seen) == size:
-            rows.duplicate(ident, first, path, line, self._id_field)
-            return
+        # The duplicate-ID check runs on the whole batch at once (see _check_ids).
         self._ids.append(ident)
         self._texts.append(text)
         self._times.append(time_us)
         self._raw.append(time_value)
         self._locs.append(self._where)
+        self._keys.append(rows.file_key | (line or 0))
+        self._nbytes.append(nbytes)
         if self._keep:
             self._records.append(record)  # type: ignore[arg-type]
-        stats = rows.stats
-        stats.documents += 1
-        stats.bytes += nbytes
 
     # -- formats -------------------------------------------------------------------------------
 

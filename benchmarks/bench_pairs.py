@@ -1,0 +1,96 @@
+"""`neardup pairs` over the seed's batch rows, as a fresh process: reading, pairing, writing.
+
+Generates ``--rows`` rows ``id <TAB> fingerprint (16 hex digits) <TAB> ISO 8601 timestamp``
+(the format `neardup fingerprint -o x.tsv` writes): random 64-bit fingerprints, of which
+``--near`` are copies of an earlier one with 1–3 bits flipped, so the output has pairs. Then
+times ``neardup pairs ROWS -k 3 -o pairs.tsv`` with ``/usr/bin/time -v`` (wall seconds, peak
+RSS) and appends a row to ``benchmarks/results/pairs.md``.
+
+Usage::
+
+    python benchmarks/bench_pairs.py --rows 10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / ".data"
+RESULTS = HERE / "results" / "pairs.md"
+
+
+def make_rows(rows: int, near: float, seed: int, path: Path) -> None:
+    """Write the benchmark rows (deterministic for the same arguments)."""
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**63, size=rows, dtype=np.int64).astype(np.uint64) * np.uint64(2) \
+        + rng.integers(0, 2, size=rows).astype(np.uint64)
+    copies = np.flatnonzero(rng.random(rows) < near)
+    copies = copies[copies > 0]
+    sources = (rng.random(copies.shape[0]) * copies).astype(np.int64)
+    flips = np.zeros(copies.shape[0], dtype=np.uint64)
+    for _ in range(3):
+        bit = rng.integers(0, 64, size=copies.shape[0]).astype(np.uint64)
+        flips ^= np.where(rng.random(copies.shape[0]) < 0.7, np.uint64(1) << bit, np.uint64(0))
+    fps[copies] = fps[sources] ^ flips
+    seconds = 1_704_067_200 + np.cumsum(rng.integers(0, 30, size=rows))
+    stamps = pc.strftime(pa.array(seconds * 1_000_000, type=pa.timestamp("us", "UTC")),
+                         format="%Y-%m-%dT%H:%M:%SZ")
+    ids = pc.binary_join_element_wise("u", pa.array(np.char.zfill(
+        np.arange(rows).astype(str), 9)), "")
+    hexes = pa.array(np.char.zfill(np.char.mod("%x", fps), 16))
+    lines = pc.binary_join_element_wise(ids, hexes, stamps, "\t")
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as out:
+        for start in range(0, rows, 1_000_000):
+            chunk = lines.slice(start, 1_000_000)
+            out.write(("\n".join(chunk.to_pylist()) + "\n").encode())
+    tmp.rename(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--near", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("-k", type=int, default=3)
+    args = parser.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    rows_path = DATA / f"seed_rows_{args.rows}.tsv"
+    if not rows_path.exists():
+        started = time.perf_counter()
+        make_rows(args.rows, args.near, args.seed, rows_path)
+        print(f"wrote {rows_path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    out = DATA / "pairs-out.tsv"
+    command = [str(Path(sys.executable).with_name("neardup")), "pairs", str(rows_path), "-k",
+               str(args.k), "-o", str(out)]
+    started = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr[-2000:])
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6
+    mb = rows_path.stat().st_size / 1e6
+    pairs = sum(1 for _ in open(out, "rb"))
+    row = (f"| {args.rows:,} | {mb:,.0f} | {pairs:,} | {wall:.1f} | {rss:.2f} | "
+           f"{mb / wall:.0f} | {time.strftime('%Y-%m-%d')} |")
+    if not RESULTS.exists():
+        RESULTS.write_text("# `neardup pairs` over seed rows (ISO timestamps), whole process\n\n"
+                           "| rows | MB | pairs | wall s | peak RSS GB | MB/s | date |\n"
+                           "|---:|---:|---:|---:|---:|---:|---|\n")
+    with open(RESULTS, "a") as fh:
+        fh.write(row + "\n")
+    print(row)
+
+
+if __name__ == "__main__":
+    main()
