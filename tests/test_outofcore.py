@@ -322,3 +322,32 @@ def test_sigterm_removes_temp_files_and_partial_outputs(corpus, tmp_path):
     assert process.returncode != 0
     assert list(spill_dir.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "spill"]
+
+
+def test_progress_bar_on_a_terminal(tmp_path):
+    """On a terminal the run shows its stages with a bar, the share done and the spill."""
+    import pty
+    import subprocess
+    import sys
+
+    big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=5))
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(tmp_path / "g.tsv"),
+         "--memory-limit", "1M", "--tmp-dir", str(tmp_path), "--workers", "1"],
+        stdin=follower, stdout=follower, stderr=follower, env={**os.environ, "COLUMNS": "150"})
+    os.close(follower)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process is done
+            break
+        if not chunk:
+            break
+        screen += chunk
+    assert process.wait(timeout=120) == 0
+    text = screen.decode("utf-8", "replace")
+    assert "reading" in text and "%" in text and "docs" in text
+    assert "spilled" in text  # the band hashes went to disk under the 1M limit
+    assert "groups" in text  # the summary follows

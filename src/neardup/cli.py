@@ -101,8 +101,9 @@ class Reporter:
         self._unit = unit
         self._task = self._progress.add_task(name, total=total, done="")
 
-    def advance(self, amount: int, docs: int | None = None) -> None:
-        """``amount`` more units of the current stage are done (``docs`` read so far)."""
+    def advance(self, amount: int, docs: int | None = None, spilled: int | None = None) -> None:
+        """``amount`` more units of the current stage are done (``docs`` read so far, bytes
+        ``spilled`` to the temp dir)."""
         unit_bytes = self._unit == "B"
         if unit_bytes:
             self.bytes += amount
@@ -115,6 +116,8 @@ class Reporter:
         completed = task.completed + amount
         if unit_bytes:
             done = f"{self.docs:,} docs  {completed / 1e6:,.0f} MB  {completed / 1e6 / elapsed:,.0f} MB/s"
+            if spilled:
+                done += f"  spilled {spilled / 1e6:,.0f} MB"
         else:
             done = f"{completed:,.0f} docs  {completed / elapsed:,.0f}/s"
         self._progress.update(self._task, advance=amount, done=done)

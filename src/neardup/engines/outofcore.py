@@ -55,8 +55,9 @@ class Progress:
     def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
         """A new stage starts; ``total`` in ``unit`` when known."""
 
-    def advance(self, amount: int, **fields) -> None:
-        """``amount`` more ``unit`` of the current stage are done."""
+    def advance(self, amount: int, docs: int | None = None, spilled: int | None = None) -> None:
+        """``amount`` more ``unit`` of the current stage are done (``docs`` read and bytes
+        ``spilled`` to disk so far, when known)."""
 
 
 @dataclass
@@ -163,13 +164,13 @@ class OutOfCoreDedup:
                 fps.append(sig.signature)
             # Input bytes when the total is known (a true share of the work), else text bytes.
             now_bytes = self.reader.bytes_consumed if total is not None else self.reader.stats.bytes
-            self.progress.advance(now_bytes - done_bytes, docs=self.reader.stats.documents)
+            self.progress.advance(now_bytes - done_bytes, docs=self.reader.stats.documents,
+                                  spilled=sum(column.disk_bytes for column in bands))
             done_bytes = now_bytes
         n = sum(len(a) for a in ids)
         for column in bands + ([sig_column] if sig_column is not None else []):
             column.finish()
-            if column.spilled:
-                self.figures["spilled bytes"] += column.path.stat().st_size
+            self.figures["spilled bytes"] += column.disk_bytes
         if minhash:
             signature = sig_column.array() if sig_column is not None else np.zeros((n, 0), np.uint32)
         else:

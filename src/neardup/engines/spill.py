@@ -291,6 +291,8 @@ class SpillColumn:
         self.width = int(width)
         self.budget = budget
         self.rows = 0
+        #: Bytes written to the spill file so far.
+        self.disk_bytes = 0
         self._parts: list[np.ndarray] = []
         self._held = 0
         self._file = None
@@ -311,9 +313,11 @@ class SpillColumn:
                     self._file = open(self.path, "wb")
                     for part in self._parts:
                         _write(self._file, part)
+                    self.disk_bytes += self._held
                     self.budget.give_back(self._held)
                     self._parts, self._held = [], 0
                 _write(self._file, values)
+                self.disk_bytes += values.nbytes
         self.rows += values.shape[0]
 
     def finish(self) -> None:
