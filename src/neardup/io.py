@@ -788,8 +788,8 @@ class _IdTable:
     """The IDs read so far, for duplicate detection in bounded memory: each ID as its 128-bit
     hash (XXH64 of its UTF-8 bytes with two seeds; two different IDs collide with probability
     about 2^-128, the standard of the content fingerprint) in an open-addressing table at most
-    half full, with the packed position of its first occurrence: 48 bytes an ID at most, where
-    a dict of the strings took about 150. Checked batch by batch, in input order."""
+    three quarters full, with the packed position of its first occurrence: 32 to 64 bytes an
+    ID, where a dict of the strings took about 150. Checked batch by batch, in input order."""
 
     def __init__(self) -> None:
         self._alloc(1 << 12)
@@ -807,9 +807,9 @@ class _IdTable:
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
         ends = np.cumsum(lengths)
         hashes = _id_hashes(np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends)
-        if 2 * (self.size + len(ids)) > self.h1.shape[0]:
+        if 4 * (self.size + len(ids)) > 3 * self.h1.shape[0]:
             capacity = self.h1.shape[0]
-            while 2 * (self.size + len(ids)) > capacity:
+            while 4 * (self.size + len(ids)) > 3 * capacity:
                 capacity *= 2
             used = self.first >= 0
             old = (self.h1[used], self.h2[used], self.first[used])
@@ -1207,6 +1207,7 @@ class DocumentReader:
                 yield from self._read_directory(src)
         if self._ids:
             yield self._flush()
+        self._seen = _IdTable()  # the IDs were all checked: free the table for later stages
 
     def _read_jsonl(self, src: _Source) -> Iterator[DocumentBatch]:
         path = src.display

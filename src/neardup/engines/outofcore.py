@@ -313,6 +313,11 @@ class OutOfCoreDedup:
         """
         docs = np.asarray(docs, dtype=np.int64)
         verification = self.settings.verification
+        if self.settings.pairs != "all":
+            # The candidates are found: the band hashes are not read again, give their memory
+            # to the verification data.
+            for column in self.collected.band_columns:
+                column.release()
         cost = verification.itemsize * self._units(docs)
         limit = max(self.budget.limit, 1)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
