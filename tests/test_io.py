@@ -528,7 +528,7 @@ def test_read_fingerprints_seed_format(tmp_path):
         encoding="utf-8",
     )
     t = read_fingerprints([part])
-    assert t.ids == ["a", "b", "c", "d"]
+    assert t.ids.to_pylist() == ["a", "b", "c", "d"]
     assert t.fingerprints.dtype == np.uint64
     assert t.fingerprints.tolist() == [255, 255, 2**64 - 1, 12345]
     assert t.timestamps.tolist() == [
@@ -537,7 +537,7 @@ def test_read_fingerprints_seed_format(tmp_path):
         0,
         0,
     ]
-    assert t.raw_timestamps == ["1700000000", "2024-01-02", None, None]
+    assert t.raw_timestamps.to_pylist() == ["1700000000", "2024-01-02", None, None]
     assert t.stats.documents == 4 and len(t) == 4
 
 
@@ -549,7 +549,7 @@ def test_read_fingerprints_errors(tmp_path):
     assert (e.value.line, e.value.field, e.value.reason) == (2, "fingerprint", "bad fingerprint")
     assert "fps.txt, line 2" in str(e.value)
     t = read_fingerprints([p], on_error="skip")
-    assert t.ids == ["a", "e"]
+    assert t.ids.to_pylist() == ["a", "e"]
     assert t.stats.skipped_reasons == {
         "bad fingerprint": 1,
         "malformed row": 1,
@@ -568,14 +568,14 @@ def test_read_fingerprints_directory_and_formats(tmp_path):
     (out / "part-00001").write_text("b\t2\n")
     (out / "part-00000").write_text("a\t1\n")
     t = read_fingerprints([out])
-    assert t.ids == ["a", "b"] and t.fingerprints.tolist() == [1, 2]
+    assert t.ids.to_pylist() == ["a", "b"] and t.fingerprints.tolist() == [1, 2]
     j = tmp_path / "f.jsonl"
     j.write_text(
         '{"id": 7, "fingerprint": -1, "timestamp": 3}\n'
         '{"id": "x", "fingerprint": "00000000000000aa"}\n'
     )
     t = read_fingerprints([j])
-    assert t.ids == ["7", "x"] and t.fingerprints.tolist() == [2**64 - 1, 0xAA]
+    assert t.ids.to_pylist() == ["7", "x"] and t.fingerprints.tolist() == [2**64 - 1, 0xAA]
     assert t.timestamps.tolist() == [3 * US, 0]
     pq.write_table(
         pa.table({"id": ["p", "q"], "fingerprint": pa.array([-2, 5], pa.int64())}),
@@ -594,9 +594,9 @@ def test_fingerprints_round_trip_through_write_table(tmp_path):
             path = tmp_path / name
             write_table(path, {"id": ids, "fingerprint": fp_col, "timestamp": ts})
             t = read_fingerprints([path])
-            assert t.ids == ids, name
+            assert t.ids.to_pylist() == ids, name
             assert t.fingerprints.tolist() == fps.tolist(), name
-            assert t.raw_timestamps == ts
+            assert t.raw_timestamps.to_pylist() == ts
 
 
 # ---------------------------------------------------------------------------- writing
@@ -690,14 +690,14 @@ def test_tsv_and_jsonl_round_trip_property(ids):
         fps = np.arange(len(ids), dtype=np.uint64)
         tsv = os.path.join(d, "f.tsv")
         write_table(tsv, {"id": ids, "fingerprint": format_fingerprints(fps)})
-        assert read_fingerprints([tsv]).ids == ids
+        assert read_fingerprints([tsv]).ids.to_pylist() == ids
         js = os.path.join(d, "f.jsonl")
         write_table(js, {"id": ids})
         with open(js, encoding="utf-8") as f:
             assert [json.loads(line)["id"] for line in f] == ids
         cs = os.path.join(d, "f.csv")
         write_table(cs, {"id": ids, "fingerprint": fps})
-        assert read_fingerprints([cs]).ids == ids
+        assert read_fingerprints([cs]).ids.to_pylist() == ids
 
 
 def test_write_table_atomic_on_failure(tmp_path, monkeypatch):
@@ -798,7 +798,7 @@ def test_fingerprint_tsv_escaping_only_in_tsv_files(tmp_path):
     (tmp_path / "part-00000").write_text("C:\\new\\x\t1\n")
     (tmp_path / "f.tsv").write_text("C:\\\\new\\tx\t2\n")
     t = read_fingerprints([tmp_path / "part-00000", tmp_path / "f.tsv"])
-    assert t.ids == ["C:\\new\\x", "C:\\new\tx"]
+    assert t.ids.to_pylist() == ["C:\\new\\x", "C:\\new\tx"]
 
 
 def test_fingerprint_table_formats_errors(tmp_path):
@@ -885,3 +885,61 @@ def test_duplicate_ids_found_in_batches_as_row_by_row(tmp_path_factory, ids, bat
         list(read_documents([path], batch_size=batch_size))
     assert f"line {first_error[0]}," in str(info.value)
     assert first_error[1] in str(info.value)
+
+
+_SEED_STAMPS = st.one_of(
+    st.just(""),
+    st.integers(0, 10**12 - 1).map(str),
+    st.datetimes(min_value=__import__("datetime").datetime(1970, 1, 1),
+                 max_value=__import__("datetime").datetime(2200, 1, 1)).map(
+        lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")),
+    st.sampled_from(["2024-02-30T00:00:00Z", "2024-01-01T24:00:00Z", "2024-01-01T00:00:60Z",
+                     "2024-01-01", " 12 ", "1.5", "2024-01-01T00:00:00+02:00", "x"]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(
+    st.sampled_from(["a", "b", "c", "é", "long-id-" * 3, "x y", "7", "", "d\\e"]),
+    st.one_of(st.integers(0, 2**64 - 1).map(lambda v: f"{v:016x}"),
+              st.integers(0, 2**64 - 1).map(lambda v: f"{v:016X}"),
+              st.sampled_from(["123", "0x00000000000000ff", "zzzzzzzzzzzzzzzz", "fingerprint"])),
+    _SEED_STAMPS), min_size=1, max_size=12), st.sampled_from(["part-00000", "rows.tsv"]),
+    st.sampled_from(["raise", "skip"]))
+def test_seed_rows_in_bulk_equal_row_by_row(tmp_path_factory, rows, name, on_error, ):
+    """The bulk reader of seed rows gives what the row-by-row reader gives, or leaves the file
+    to it: same IDs, fingerprints, timestamps, raw values, counts and errors."""
+    import neardup.io as nio
+
+    path = tmp_path_factory.mktemp("seed") / name
+    path.write_text("".join(f"{i}\t{f}\t{t}\n" for i, f, t in rows), encoding="utf-8")
+
+    def read():
+        try:
+            t = read_fingerprints([path], on_error=on_error)
+        except InputError as e:
+            return str(e)
+        return (t.ids.to_pylist(), t.fingerprints.tolist(), t.timestamps.tolist(),
+                t.raw_timestamps.to_pylist(), t.stats.documents, t.stats.skipped)
+
+    bulk = read()
+    original = nio._seed_rows_in_bulk
+    nio._seed_rows_in_bulk = lambda src, rows_: None
+    try:
+        assert read() == bulk
+    finally:
+        nio._seed_rows_in_bulk = original
+
+
+def test_seed_rows_in_bulk_are_taken(tmp_path, monkeypatch):
+    import neardup.io as nio
+
+    path = tmp_path / "part-00000"
+    path.write_text("a\t00000000000000ff\t2024-01-02T03:04:05Z\nb\tFFFFFFFFFFFFFFFF\t17\n"
+                    "c\t0000000000000001\t\n")
+    monkeypatch.setattr(nio._FingerprintCollector, "read_plain", None)  # must not be needed
+    t = read_fingerprints([path])
+    assert t.ids.to_pylist() == ["a", "b", "c"]
+    assert t.fingerprints.tolist() == [255, 2**64 - 1, 1]
+    assert t.timestamps.tolist() == [parse_timestamp("2024-01-02T03:04:05Z"), 17_000_000, 0]
+    assert t.raw_timestamps.to_pylist() == ["2024-01-02T03:04:05Z", "17", None]
