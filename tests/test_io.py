@@ -893,6 +893,8 @@ _SEED_STAMPS = st.one_of(
     st.datetimes(min_value=__import__("datetime").datetime(1970, 1, 1),
                  max_value=__import__("datetime").datetime(2200, 1, 1)).map(
         lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")),
+    st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")[: 20 + d.microsecond % 7]
+                       + "Z"),
     st.sampled_from(["2024-02-30T00:00:00Z", "2024-01-01T24:00:00Z", "2024-01-01T00:00:60Z",
                      "2024-01-01", " 12 ", "1.5", "2024-01-01T00:00:00+02:00", "x"]),
 )
@@ -943,3 +945,32 @@ def test_seed_rows_in_bulk_are_taken(tmp_path, monkeypatch):
     assert t.fingerprints.tolist() == [255, 2**64 - 1, 1]
     assert t.timestamps.tolist() == [parse_timestamp("2024-01-02T03:04:05Z"), 17_000_000, 0]
     assert t.raw_timestamps.to_pylist() == ["2024-01-02T03:04:05Z", "17", None]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(
+    st.integers(0, 2**64 - 1),
+    st.one_of(st.just(""), st.integers(0, 10**12 - 1).map(str),
+              st.tuples(st.datetimes(min_value=__import__("datetime").datetime(1000, 1, 1)),
+                        st.integers(0, 6)).map(
+                  lambda dp: dp[0].strftime("%Y-%m-%dT%H:%M:%S")
+                  + ("." + dp[0].strftime("%f")[: dp[1]] if dp[1] else "") + "Z"))),
+    min_size=1, max_size=30))
+def test_valid_seed_rows_take_the_bulk_path_and_agree(tmp_path_factory, rows):
+    import neardup.io as nio
+
+    path = tmp_path_factory.mktemp("valid") / "rows.tsv"
+    path.write_text("".join(f"id{k}\t{fp:016x}\t{ts}\n" for k, (fp, ts) in enumerate(rows)))
+    src = nio._Source(str(path), str(path), "tsv", None)
+    bulk = nio._seed_rows_in_bulk(src, nio._Rows("raise"))
+    assert bulk is not None
+    original = nio._seed_rows_in_bulk
+    nio._seed_rows_in_bulk = lambda src_, rows_: None
+    try:
+        slow = read_fingerprints([path])
+    finally:
+        nio._seed_rows_in_bulk = original
+    assert bulk.ids.to_pylist() == slow.ids.to_pylist()
+    assert bulk.fingerprints.tolist() == slow.fingerprints.tolist()
+    assert bulk.timestamps.tolist() == slow.timestamps.tolist()
+    assert bulk.raw_timestamps.to_pylist() == slow.raw_timestamps.to_pylist()

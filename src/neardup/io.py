@@ -1656,7 +1656,7 @@ def read_fingerprints(
     :class:`InputError` or, with ``on_error="skip"``, are counted and dropped.
 
     Cost: O(rows). One uncompressed file of the seed's rows (hex fingerprints, timestamps in
-    seconds or ``YYYY-MM-DDTHH:MM:SSZ``) is parsed in bulk by Arrow with vectorised checks; any
+    seconds or ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``) is parsed in bulk by Arrow with vectorised checks; any
     other input, or any row that is not plainly valid, goes row by row (a few microseconds of
     Python a row), which reports bad rows as described above. Memory O(rows).
 
@@ -1693,7 +1693,7 @@ def read_fingerprints(
                 )
             display = _STDIN_NAME if f == "-" else f
             plans.append((_Source(f, display, fmt, compression), fmt))
-    if len(plans) == 1 and plans[0][1] == "plain" and fingerprint_format != "dec":
+    if len(plans) == 1 and plans[0][1] in ("plain", "tsv") and fingerprint_format != "dec":
         bulk = _seed_rows_in_bulk(plans[0][0], collector.rows)
         if bulk is not None:
             return bulk
@@ -1720,7 +1720,75 @@ _HEX_DIGITS = np.full(256, 255, dtype=np.uint8)
 _HEX_DIGITS[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
 _HEX_DIGITS[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
 _HEX_DIGITS[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
-_SEED_ISO = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z$"
+
+@njit(cache=True)
+def _digits(data, start, count):
+    """The decimal number of ``count`` ASCII digits at ``start``, or -1."""
+    v = 0
+    for k in range(count):
+        c = data[start + k]
+        if c < 48 or c > 57:
+            return -1
+        v = v * 10 + (c - 48)
+    return v
+
+
+@njit(cache=True)
+def _days_from_civil(y, m, d):
+    # Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+@njit(cache=True)
+def _seed_stamps(data, offsets):
+    """Timestamps of seed rows: "" (absent), 1–12 digits (seconds) or exactly
+    ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z`` (a valid date, HH ≤ 23, MM and SS ≤ 59), as
+    :func:`_time_to_us` reads them; ok=False at the first other value."""
+    n = offsets.shape[0] - 1
+    micros = np.zeros(n, dtype=np.int64)
+    absent = np.zeros(n, dtype=np.bool_)
+    month_days = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+    for i in range(n):
+        a, length = offsets[i], offsets[i + 1] - offsets[i]
+        if length == 0:
+            absent[i] = True
+            continue
+        if length <= 12:
+            v = _digits(data, a, length)
+            if v >= 0:
+                micros[i] = v * 1_000_000
+                continue
+        if length < 20 or length > 27 or length == 21 or data[a + length - 1] != 90:  # 'Z'
+            return micros, absent, False
+        if (data[a + 4] != 45 or data[a + 7] != 45 or data[a + 10] != 84
+                or data[a + 13] != 58 or data[a + 16] != 58):  # - - T : :
+            return micros, absent, False
+        y, mo, d = _digits(data, a, 4), _digits(data, a + 5, 2), _digits(data, a + 8, 2)
+        h, mi, se = _digits(data, a + 11, 2), _digits(data, a + 14, 2), _digits(data, a + 17, 2)
+        if y < 1 or mo < 1 or mo > 12 or d < 1 or h < 0 or h > 23 or mi < 0 or mi > 59 \
+                or se < 0 or se > 59:
+            return micros, absent, False
+        leap = (y % 4 == 0 and y % 100 != 0) or y % 400 == 0
+        if d > month_days[mo - 1] + (1 if mo == 2 and leap else 0):
+            return micros, absent, False
+        frac = 0
+        if length > 20:
+            if data[a + 19] != 46:  # '.'
+                return micros, absent, False
+            digits = length - 21
+            frac = _digits(data, a + 20, digits)
+            if frac < 0:
+                return micros, absent, False
+            for _ in range(6 - digits):
+                frac *= 10
+        seconds = _days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se
+        micros[i] = seconds * 1_000_000 + frac
+    return micros, absent, True
 
 
 @njit(cache=True)
@@ -1756,10 +1824,10 @@ def _seed_rows_in_bulk(src: _Source, rows: _Rows) -> FingerprintTable | None:
 
     Returns None, having read nothing into ``rows``, as soon as anything is not plainly valid
     (a bad or missing field, a header, escapes in a ``.tsv`` ID, a BOM, a timestamp that is not
-    seconds or ``YYYY-MM-DDTHH:MM:SSZ``, a duplicate ID…): the row-by-row reader then reads the
+    seconds or ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``, a duplicate ID…): the row-by-row reader then reads the
     file and reports each row exactly as it always has. Timestamps of that ISO form are parsed
-    by Arrow; its calendar checks equal :func:`_iso_to_us` on them (hours, minutes and seconds
-    are range-checked by the pattern, invalid dates make the cast fail).
+    and checked by one compiled pass (:func:`_seed_stamps`) that computes exactly what
+    :func:`_iso_to_us` computes for that one form.
     """
     import pyarrow.csv as pacsv
 
@@ -1781,33 +1849,21 @@ def _seed_rows_in_bulk(src: _Source, rows: _Rows) -> FingerprintTable | None:
         return None
     ids, fps_text, stamps = table.column("id"), table.column("fp"), table.column("ts")
     n = table.num_rows
-    if n == 0 or pc.any(pc.equal(pc.utf8_length(ids), 0)).as_py():
+    id_data, id_offsets = _string_parts(ids)
+    fp_data, fp_offsets = _string_parts(fps_text)
+    ts_data, ts_offsets = _string_parts(stamps)
+    if n == 0 or (np.diff(id_offsets) == 0).any():
         return None
-    for column in (ids, fps_text, stamps):
-        if pc.any(pc.match_substring_regex(column, r"[\r\\]")).as_py():
-            return None  # CRs, and backslashes (escapes in .tsv IDs): the row reader decides
-    data, offsets = _string_parts(fps_text)
-    fingerprints, ok = _hex16(data, offsets, _HEX_DIGITS)
+    for data in (id_data, fp_data, ts_data):
+        # CRs, and backslashes (escapes in .tsv IDs): the row reader decides.
+        if (data == 13).any() or (data == 92).any():
+            return None
+    fingerprints, ok = _hex16(fp_data, fp_offsets, _HEX_DIGITS)
     if not ok:
         return None
-    empty = pc.equal(stamps, "")
-    seconds = pc.match_substring_regex(stamps, r"^[0-9]{1,12}$")
-    iso = pc.match_substring_regex(stamps, _SEED_ISO)
-    if not pc.all(pc.or_(pc.or_(empty, seconds), iso)).as_py():
+    micros, absent, ok = _seed_stamps(ts_data, ts_offsets)
+    if not ok:
         return None
-    micros = np.zeros(n, dtype=np.int64)
-    if pc.any(seconds).as_py():
-        as_int = pc.cast(pc.if_else(seconds, stamps, "0"), pa.int64()).to_numpy()
-        micros = np.where(seconds.to_numpy(zero_copy_only=False), as_int * 1_000_000, micros)
-    if pc.any(iso).as_py():
-        try:
-            parsed = pc.cast(pc.if_else(iso, stamps, "1970-01-01T00:00:00Z"),
-                             pa.timestamp("us", "UTC"))
-        except pa.ArrowInvalid:
-            return None
-        micros = np.where(iso.to_numpy(zero_copy_only=False),
-                          parsed.cast(pa.int64()).to_numpy(), micros)
-    id_data, id_offsets = _string_parts(ids)
     seen = _IdTable()
     if seen.size_after(id_data, id_offsets) != n:
         return None  # a duplicate ID: reported by the row reader with both lines
@@ -1817,7 +1873,7 @@ def _seed_rows_in_bulk(src: _Source, rows: _Rows) -> FingerprintTable | None:
         ids=ids,
         fingerprints=fingerprints,
         timestamps=micros,
-        raw_timestamps=pc.if_else(empty, pa.scalar(None, pa.string()), stamps),
+        raw_timestamps=pc.if_else(pa.array(absent), pa.scalar(None, pa.string()), stamps),
         stats=rows.stats,
     )
 
