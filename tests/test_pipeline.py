@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.engines.local import signatures_parallel
-from neardup.pipeline import Settings, Signatures, find_groups, signatures
+from neardup.pipeline import Settings, Signatures, find_groups, signatures, content_representatives
 from neardup.simhash import hamming_distance
 from neardup.verify import jaccard_pairs
 
@@ -236,3 +236,16 @@ def test_feature_options_flow_through_settings_and_workers():
         assert one.tolist() == two.tolist()
     with pytest.raises(ValueError, match="stopword"):
         Settings(shingle="word:3:ko")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=60), st.randoms())
+def test_content_representatives_is_the_earliest_equal_document(contents, random):
+    n = len(contents)
+    content = np.array(contents, dtype=np.uint64).reshape(n, 2)
+    rank = np.arange(n)
+    random.shuffle(rank)
+    reps = content_representatives(content, rank)
+    for d in range(n):
+        same = [e for e in range(n) if contents[e] == contents[d]]
+        assert reps[d] == min(same, key=lambda e: rank[e])

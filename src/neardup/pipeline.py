@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
@@ -273,9 +274,12 @@ class Groups:
 
 
 def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """For each document, the earliest document with the same content fingerprint.
+    """For each document, the earliest document (smallest ``rank``, a permutation) with the
+    same content fingerprint.
 
-    Cost: O(n log n). Example:
+    One pass in rank order over a hash table of the 128-bit fingerprints (already uniform
+    hashes, so their low bits pick the slot). Cost: O(n) expected; memory 24 bytes a slot, the
+    table at most three quarters full. Example:
         >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
         >>> content_representatives(c, np.array([2, 0, 1])).tolist()
         [2, 1, 2]
@@ -283,14 +287,28 @@ def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray
     n = content.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((rank, content[:, 1], content[:, 0]))
-    sorted_content = content[order]
-    new_run = np.ones(n, dtype=bool)
-    new_run[1:] = np.any(sorted_content[1:] != sorted_content[:-1], axis=1)
-    run_id = np.cumsum(new_run) - 1
-    run_head = order[new_run]
-    rep = np.empty(n, dtype=np.int64)
-    rep[order] = run_head[run_id]
+    order = np.empty(n, dtype=np.int64)
+    order[np.asarray(rank, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+    capacity = 1 << max(4, int(np.ceil(np.log2(n * 4 / 3 + 1))))
+    content = np.ascontiguousarray(content, dtype=np.uint64)
+    return _first_of_equal(content[:, 0], content[:, 1], order, capacity)
+
+
+@njit(cache=True)
+def _first_of_equal(c0, c1, order, capacity):
+    mask = np.uint64(capacity - 1)
+    keys0 = np.empty(capacity, dtype=np.uint64)
+    keys1 = np.empty(capacity, dtype=np.uint64)
+    head = np.full(capacity, -1, dtype=np.int64)
+    rep = np.empty(order.shape[0], dtype=np.int64)
+    for r in range(order.shape[0]):
+        d = order[r]
+        slot = c0[d] & mask
+        while head[slot] >= 0 and (keys0[slot] != c0[d] or keys1[slot] != c1[d]):
+            slot = (slot + np.uint64(1)) & mask
+        if head[slot] < 0:
+            keys0[slot], keys1[slot], head[slot] = c0[d], c1[d], d
+        rep[d] = head[slot]
     return rep
 
 
