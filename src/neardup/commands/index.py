@@ -125,7 +125,7 @@ def _batches(
         for start in range(0, len(table), step):
             stop = min(len(table), start + step)
             yield (
-                table.ids[start:stop],
+                table.ids[start:stop].to_pylist(),
                 table.fingerprints[start:stop],
                 table.timestamps[start:stop],
             )
@@ -244,7 +244,7 @@ def build(
             table = read_fingerprints(
                 list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
             )
-            ids, stamps, sig, fps = table.ids, table.timestamps, None, table.fingerprints
+            ids, stamps, sig, fps = table.ids.to_pylist(), table.timestamps, None, table.fingerprints
             skipped = table.stats.skipped
         else:
             reader = read_documents(
@@ -371,7 +371,11 @@ def add(
                     results.extend(batch_results)
         except (ValueError, OSError) as error:
             done = counts["new"] + counts["duplicate"]
-            raise type(error)(f"{error} ({done:,} documents were added before it)") from None
+            note = f"{error} ({done:,} documents were added before it)"
+            # Re-raised as the base class the CLI reports: the error's own class may take other
+            # constructor arguments (InputError does), which turned every bad row into a
+            # TypeError traceback.
+            raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
         reporter.stage("writing")
         if output:
             write_table(output, _result_columns(results))
@@ -601,7 +605,15 @@ def stats(directory, as_json):
     "--token",
     envvar="NEARDUP_TOKEN",
     default=None,
-    help="Require `Authorization: Bearer TOKEN` on /v1 requests (or set NEARDUP_TOKEN).",
+    help="Require `Authorization: Bearer TOKEN` on /v1 requests. Visible to other users in "
+    "`ps`: prefer --token-file or the NEARDUP_TOKEN environment variable.",
+)
+@click.option(
+    "--token-file",
+    envvar="NEARDUP_TOKEN_FILE",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Read the token from this file (its first line; or set NEARDUP_TOKEN_FILE).",
 )
 @click.option(
     "--read-only",
@@ -638,7 +650,16 @@ def stats(directory, as_json):
 )
 @handle_errors
 def serve(
-    directory, host, port, token, readonly, synchronous, max_batch, max_body_bytes, log_level
+    directory,
+    host,
+    port,
+    token,
+    token_file,
+    readonly,
+    synchronous,
+    max_batch,
+    max_body_bytes,
+    log_level,
 ):
     """Serve an index over HTTP (JSON API; OpenAPI docs at /docs).
 
@@ -651,6 +672,7 @@ def serve(
     Examples:
       neardup serve -d crawl.idx
       NEARDUP_TOKEN=s3cret neardup serve -d crawl.idx --port 8080
+      neardup serve -d crawl.idx --token-file /run/secrets/neardup-token
     """
     try:
         from neardup.index.service import _is_loopback
@@ -659,13 +681,16 @@ def serve(
         raise ValueError(f"neardup serve needs FastAPI and uvicorn ({error.name} is missing): "
                          "pip install 'neardup[service]'") from None
 
+    if token_file is not None:
+        if token is not None:
+            raise ValueError("give one of --token (or NEARDUP_TOKEN) and --token-file")
+        token = _read_token_file(token_file)
     if not _is_loopback(host) and not token:
         click.echo(
             f"neardup: warning: serving on {host} without --token: anyone who can reach "
             "it may add and remove documents",
             err=True,
         )
-    click.echo(f"serving {directory} on http://{host}:{port} (docs: /docs)", err=True)
     run(
         directory,
         host=host,
@@ -676,4 +701,15 @@ def serve(
         max_batch=max_batch,
         max_body_bytes=max_body_bytes,
         log_level=log_level,
+        # Printed once the index is open, so an unopenable index gives only its error.
+        announce=lambda line: click.echo(line, err=True),
     )
+
+
+def _read_token_file(path: str) -> str:
+    """The token in ``path``: its first line, without surrounding whitespace. O(file)."""
+    with open(path, encoding="utf-8") as fh:
+        token = fh.readline().strip()
+    if not token:
+        raise ValueError(f"--token-file {path}: the first line is empty (expected the token)")
+    return token

@@ -49,6 +49,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -64,6 +65,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -76,6 +78,7 @@ from neardup.index.store import (
     NearDupIndex,
     ReadOnlyIndexError,
 )
+from neardup.ids import check_id
 from neardup.pipeline import MAX_HAMMING_K
 
 __all__ = ["create_app", "serve", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BODY_BYTES"]
@@ -114,10 +117,20 @@ class _Probe(BaseModel):
 class DocumentIn(_Probe):
     """A document to add."""
 
-    id: StrictStr = Field(min_length=1, max_length=MAX_ID_LENGTH, description="Unique document ID.")
+    id: StrictStr = Field(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="Unique document ID: 1..1024 characters, no control characters "
+        "(see neardup.ids).",
+    )
     timestamp: Timestamp | None = Field(
         None, description="When it was written: seconds since the epoch or ISO 8601 (default 0)."
     )
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        return check_id(value, "id")
 
 
 class AddOne(DocumentIn):
@@ -144,6 +157,11 @@ class ProbeIn(_Probe):
     id: StrictStr | None = Field(
         None, min_length=1, max_length=MAX_ID_LENGTH, description="Echoed back."
     )
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_id(value, "id")
 
 
 class QueryOne(ProbeIn):
@@ -341,6 +359,10 @@ async def _read_json(request: Request) -> Any:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise HTTPException(400, f"request body is not valid JSON: {error}") from None
+    except RecursionError:
+        # The parser recurses once per nesting level; a body of 100,000 '[' exhausts the
+        # stack. No valid request nests more than a few levels, so this is a client error.
+        raise HTTPException(400, "request body is not valid JSON: nested too deeply") from None
 
 
 def _parse(model: type[BaseModel], data: Any) -> Any:
@@ -682,6 +704,7 @@ def serve(
     max_batch: int = DEFAULT_MAX_BATCH,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     log_level: str = "warning",
+    announce: Callable[[str], None] | None = None,
 ) -> None:
     """Open the index at ``path`` and serve it with uvicorn until interrupted; the index is
     closed (its tables cached) on shutdown. Binds to loopback by default.
@@ -693,6 +716,8 @@ def serve(
         readonly: open the index read-only (several services may read one index).
         synchronous: durability of writes (see :class:`~neardup.index.store.NearDupIndex`).
         log_level: uvicorn's log level.
+        announce: called with a one-line "serving ..." message once the index is open (so
+            that nothing claims to serve an index that cannot be opened).
 
     Example (not run here: it blocks)::
 
@@ -704,6 +729,8 @@ def serve(
         raise ValueError(f"port must be in 0..65535, got {port!r}")
     index = NearDupIndex(path, readonly=readonly, synchronous=synchronous)
     try:
+        if announce is not None:
+            announce(f"serving {path} on http://{host}:{port} (docs: /docs)")
         app = create_app(
             index, token=token, max_batch=max_batch, max_body_bytes=max_body_bytes, close_index=True
         )

@@ -101,6 +101,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import errno
 import fcntl
 import json
 import os
@@ -125,6 +126,16 @@ from neardup.candidates.tables import (
     popcount64,
 )
 from neardup.groups import connected_components
+from neardup.ids import MAX_ID_LENGTH, check_id
+from neardup.index.integrity import (
+    IndexDamagedError,
+    IndexWriteError,
+    describe_files,
+    guard_sqlite,
+    quick_check,
+    sqlite_error,
+    verify_files,
+)
 from neardup.io import parse_fingerprint, parse_timestamp
 from neardup.pipeline import MAX_HAMMING_K, Settings, Signatures, find_groups, signatures
 
@@ -132,7 +143,9 @@ __all__ = [
     "AddResult",
     "index_settings",
     "DocumentExistsError",
+    "IndexDamagedError",
     "IndexLockedError",
+    "IndexWriteError",
     "Match",
     "NearDupIndex",
     "PermutationTables",
@@ -154,8 +167,6 @@ DEFAULT_LIMIT = 10
 """Matches listed per result by default (``match_count`` always counts all of them)."""
 MAX_LIMIT = 1000
 """Largest ``limit``: the number of matches listed per result."""
-MAX_ID_LENGTH = 1024
-"""Longest document ID, in characters."""
 _MAX_POSITION = (1 << 32) - 1
 """Positions are held in ``uint32`` table rows."""
 _KEY_BITS = 32
@@ -1008,20 +1019,15 @@ def _check_limit(limit: Any) -> int:
 
 
 def _check_id(value: Any, where: str = "id") -> str:
-    if not isinstance(value, str):
-        raise ValueError(
-            f"{where} must be a string of 1..{MAX_ID_LENGTH} characters, got {value!r:.80}"
-        )
-    if not 1 <= len(value) <= MAX_ID_LENGTH:
-        raise ValueError(
-            f"{where} must have 1..{MAX_ID_LENGTH} characters, got {len(value)}: {value!r:.80}"
-        )
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"{where} must be valid Unicode (no lone surrogates), got {value!r:.80}"
-        ) from None
+    # The rules live in neardup.ids so that readers, CLI, index and service share them.
+    return check_id(value, where)
+
+
+def _lookup_id(value: Any, where: str = "id") -> str:
+    """An ID to look up or remove: only the type and length are checked, so that records stored
+    before the character rules of :mod:`neardup.ids` existed can still be read and removed."""
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_ID_LENGTH:
+        return _check_id(value, where)  # raises with the rule's message
     return value
 
 
@@ -1107,6 +1113,7 @@ class NearDupIndex:
         ('a', 3)
     """
 
+    @guard_sqlite
     def __init__(
         self, path: str | os.PathLike, *, readonly: bool = False, synchronous: str = "normal"
     ) -> None:
@@ -1128,6 +1135,9 @@ class NearDupIndex:
             if not self.readonly:
                 self._lock_fd = _acquire_writer_lock(self.path)
             self._conn = _connect(db, self.readonly)
+            # Every page once (O(database size)): a damaged database is refused before it
+            # is read or written, rather than failing on some later request.
+            check_seconds = quick_check(self._conn, db)
             if not self.readonly:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
@@ -1142,6 +1152,7 @@ class NearDupIndex:
             )
             self.created = meta.get("created", "")
             self._open_info = _OpenInfo()
+            self._open_info.extra["quick_check_seconds"] = round(check_seconds, 4)
             self._load_tables()
             self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         except BaseException:
@@ -1295,8 +1306,16 @@ class NearDupIndex:
         try:
             _write_new_index(tmp, settings, ids, fps, stamps, groups.original, groups.group_size)
             _install(tmp, target)
-        except BaseException:
+        except BaseException as error:
             shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(error, sqlite3.Error):
+                raise sqlite_error(error, target / DB_NAME) from error
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise IndexWriteError(
+                    error.errno,
+                    f"no space left on the device of {target.parent} while building {target}: "
+                    "nothing was installed (the partial copy was removed); free some space",
+                ) from error
             raise
         return cls(target, synchronous=synchronous)
 
@@ -1435,6 +1454,11 @@ class NearDupIndex:
                 prefix_blocks=plan_info["prefix_blocks"],
             )
             gen_dir = self.path / f"tables-{int(manifest['generation'])}"
+            # Every byte against the checksums written with the cache: a damaged file would
+            # otherwise give wrong answers (keys, fingerprints) or out-of-range rows (a crash).
+            self._open_info.extra["checksum_seconds"] = round(
+                verify_files(gen_dir, manifest.get("files"), list(_CACHE_FILES)), 4
+            )
             # Copy-on-write maps: shared page cache, nothing copied (the tables are never
             # written in place), and the same array type as built tables for the kernels.
             keys = np.load(gen_dir / "keys.npy", mmap_mode="c")
@@ -1514,6 +1538,7 @@ class NearDupIndex:
             tables.discard(np.array([r[0] for r in removed], np.int64))
         return added
 
+    @guard_sqlite
     def checkpoint(self) -> None:
         """Writer: merge the delta and cache the tables under a new generation (written to a
         temporary directory, fsynced, then named in ``tables.json``; older generations are
@@ -1545,6 +1570,7 @@ class NearDupIndex:
 
     # ------------------------------------------------------------------ refresh (readers)
 
+    @guard_sqlite
     def refresh(self) -> bool:
         """Reader: apply the writes committed by other processes since the last refresh
         (new rows go to the delta, removals are marked). Cheap when nothing changed (one
@@ -1646,6 +1672,7 @@ class NearDupIndex:
 
     # ------------------------------------------------------------------ reads
 
+    @guard_sqlite
     def get(self, ident: str) -> Record | None:
         """The stored record of a document ID, or None. O(log n).
 
@@ -1657,7 +1684,7 @@ class NearDupIndex:
             >>> r.fingerprint, r.to_dict()["timestamp"], r.is_original
             (255, '2024-01-01T00:00:00Z', True)
         """
-        _check_id(ident)
+        _lookup_id(ident)
         with self._lock:
             self._check_open()
             self._maybe_refresh()
@@ -1700,6 +1727,7 @@ class NearDupIndex:
         fps = None if fingerprint is None else [fingerprint]
         return self.query_many(texts, fingerprints=fps, hamming_k=hamming_k, limit=limit)[0]
 
+    @guard_sqlite
     def query_many(
         self,
         texts: Sequence[str] | None = None,
@@ -1766,9 +1794,9 @@ class NearDupIndex:
             (_json_list(pos),),
         ).fetchall()
         if len(rows) != pos.size:
-            raise RuntimeError(
+            raise IndexDamagedError(
                 f"index {self.path}: {pos.size - len(rows)} matched positions are not in the "
-                "records; reopen the index to rebuild its tables"
+                f"records (tables and records disagree); run `neardup index check -d {self.path}`"
             )
         best = min(rows, key=lambda r: (r[3], r[4]))[2]
         distance = dict(zip(pos.tolist(), dist.tolist()))
@@ -1798,9 +1826,9 @@ class NearDupIndex:
         info = {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
         missing = [int(p) for p in reps if int(p) not in info]
         if missing:
-            raise RuntimeError(
+            raise IndexDamagedError(
                 f"index {self.path}: positions {missing[:5]} are in the tables but not in the "
-                "records; reopen the index to rebuild its tables"
+                f"records (tables and records disagree); run `neardup index check -d {self.path}`"
             )
         return info
 
@@ -1849,6 +1877,7 @@ class NearDupIndex:
                 break
         return out
 
+    @guard_sqlite
     def stats(self) -> dict[str, Any]:
         """Counts, settings, table plan, memory and open time of the index. O(groups) for the
         group counts (one SQLite scan).
@@ -1895,6 +1924,8 @@ class NearDupIndex:
                 "opened_from": self._open_info.source,
                 "open_detail": self._open_info.detail,
                 "open_seconds": round(self._open_info.seconds, 4),
+                "quick_check_seconds": self._open_info.extra.get("quick_check_seconds"),
+                "checksum_seconds": self._open_info.extra.get("checksum_seconds"),
                 "created": self.created,
                 "format_version": FORMAT_VERSION,
             }
@@ -2019,6 +2050,7 @@ class NearDupIndex:
                 raise ValueError(f"ids must be unique in a batch; {ident!r} appears more than once")
             seen.add(ident)
 
+    @guard_sqlite
     def add_arrays(
         self,
         ids: Sequence[str],
@@ -2292,6 +2324,7 @@ class NearDupIndex:
         """
         return self.remove_many([ident]) == 1
 
+    @guard_sqlite
     def remove_many(self, ids: Sequence[str]) -> int:
         """Remove documents in one transaction; returns how many were stored (unknown IDs are
         ignored). Each affected group is re-checked once. O(b log n + Σ affected group sizes).
@@ -2303,7 +2336,7 @@ class NearDupIndex:
             ...     index.remove_many(["a", "b", "zz"]), len(index)
             (2, 0)
         """
-        ids = [_check_id(v, f"ids[{i}]") for i, v in enumerate(ids)]
+        ids = [_lookup_id(v, f"ids[{i}]") for i, v in enumerate(ids)]
         with self._lock:
             self._check_writable()
             if not ids:
@@ -2386,6 +2419,7 @@ class NearDupIndex:
 
     # ------------------------------------------------------------------ export
 
+    @guard_sqlite
     def groups(self) -> dict[str, tuple[str, bool, int]]:
         """Every document's ``(duplicate_id, is_original, group_size)``, keyed by ID. O(n)
         memory; for tests and exports.
@@ -2405,6 +2439,10 @@ class NearDupIndex:
                 "JOIN groups g ON g.gid = d.gid JOIN docs o ON o.pos = g.original ORDER BY d.pos"
             ).fetchall()
         return {r[0]: (r[1], bool(r[2]), int(r[3])) for r in rows}
+
+
+_CACHE_FILES = ("keys.npy", "rows.npy", "fps.npy", "alive.npy")
+"""The files of a cached generation, each checksummed in the manifest."""
 
 
 class _CacheMiss(Exception):
@@ -2527,16 +2565,36 @@ def _save_generation(
     manifest is replaced (also fsynced), so the manifest never names incomplete files; older
     generations are deleted afterwards (readers that memory-mapped them keep their mapping).
     """
+    try:
+        _write_generation(directory, tables, generation, max_pos=max_pos, tomb_seq=tomb_seq)
+    except OSError as error:
+        shutil.rmtree(directory / f".tables-{generation}.tmp", ignore_errors=True)
+        (directory / f".{MANIFEST_NAME}.tmp").unlink(missing_ok=True)
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise IndexWriteError(
+                error.errno,
+                f"no space left on the device of {directory} while caching the index's tables: "
+                "the records are safe (SQLite); the index opens from its previous cache or "
+                "rebuilds its tables; free some space",
+            ) from error
+        raise
+
+
+def _write_generation(
+    directory: Path, tables: PermutationTables, generation: int, *, max_pos: int, tomb_seq: int
+) -> None:
+    """The body of :func:`_save_generation` (which cleans up after a failure)."""
     tmp = directory / f".tables-{generation}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     size = max_pos + 1
-    for name, array in (
+    arrays = (
         ("keys.npy", tables.keys),
         ("rows.npy", tables.rows),
         ("fps.npy", tables.fps[:size]),
         ("alive.npy", tables.alive[:size]),
-    ):
+    )
+    for name, array in arrays:
         with open(tmp / name, "wb") as fh:
             np.save(fh, np.ascontiguousarray(array))
             fh.flush()
@@ -2553,6 +2611,8 @@ def _save_generation(
         "live": tables.live,
         "main_dead": tables._main_dead,
         "planned_n": tables.planned_n,
+        # Read back from the page cache just written: what a later open will verify.
+        "files": describe_files(final, [name for name, _ in arrays]),
         "plan": {
             "hamming_k": tables.hamming_k,
             "blocks": len(tables.plan.blocks),
