@@ -188,3 +188,38 @@ def test_flipped_bytes_in_any_cached_table_file_never_answer_wrong(tmp_path):
                     match = index.query(fingerprint=int(fps[i])).matches[0]
                     assert (match.id, match.distance) == (f"d{i}", 0)
             victim.write_bytes(pristine[victim])
+
+
+def test_check_and_recover_an_index(tmp_path):
+    import sqlite3
+
+    import numpy as np
+
+    from neardup.index import NearDupIndex
+    from neardup.index.integrity import check_index, recover_index
+
+    path = tmp_path / "idx"
+    rng = np.random.default_rng(2)
+    fps = rng.integers(0, 2**64, 3000, dtype=np.uint64)
+    fps[1] = fps[0] ^ np.uint64(1)  # one group of two
+    ids = [f"d{i}" for i in range(3000)]
+    NearDupIndex.build(path, ids, fingerprints=fps).close()
+    clean = check_index(path)
+    assert clean["ok"] and clean["problems"] == [] and clean["documents"] == 3000
+
+    recovered = recover_index(path, tmp_path / "copy")
+    assert (recovered["recovered"], recovered["lost_positions"]) == (3000, 0)
+    with NearDupIndex(tmp_path / "copy", readonly=True) as copy:
+        assert len(copy) == 3000
+        assert copy.query(fingerprint=int(fps[1])).matches[0].id in ("d0", "d1")
+
+    # A record changed behind the index's back: the full check finds it.
+    conn = sqlite3.connect(path / "index.sqlite")
+    conn.execute("PRAGMA writable_schema = OFF")
+    (table,) = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE "
+                            "'%doc%' LIMIT 1").fetchone()
+    conn.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} LIMIT 5)")
+    conn.commit()
+    conn.close()
+    damaged = check_index(path)
+    assert not damaged["ok"] and damaged["problems"]
