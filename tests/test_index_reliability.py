@@ -223,3 +223,23 @@ def test_check_and_recover_an_index(tmp_path):
     conn.close()
     damaged = check_index(path)
     assert not damaged["ok"] and damaged["problems"]
+
+
+def test_index_check_and_recover_commands(tmp_path):
+    import numpy as np
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+    from neardup.index import NearDupIndex
+
+    path = tmp_path / "idx"
+    fps = np.random.default_rng(3).integers(0, 2**64, 500, dtype=np.uint64)
+    NearDupIndex.build(path, [f"d{i}" for i in range(500)], fingerprints=fps).close()
+    checked = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
+    assert checked.exit_code == 0 and checked.output.startswith("ok: 500 documents")
+    recovered = CliRunner().invoke(main, ["index", "recover", "-d", str(path), "--to",
+                                          str(tmp_path / "copy")])
+    assert recovered.exit_code == 0 and "recovered 500 documents" in recovered.output
+    (path / "index.sqlite").write_bytes((path / "index.sqlite").read_bytes()[:4096])
+    damaged = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
+    assert damaged.exit_code == 1 and "Traceback" not in damaged.output

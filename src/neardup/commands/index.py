@@ -592,6 +592,53 @@ def stats(directory, as_json):
         )
 
 
+@index.command(context_settings=CONTEXT)
+@_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@handle_errors
+def check(directory, as_json):
+    """Check an index fully: SQLite's integrity check, the records' own consistency, and the
+    tables against the records. Exit status 1 when a problem is found.
+
+    
+    Example:
+      neardup index check -d crawl.idx
+    """
+    from neardup.index.integrity import check_index
+
+    report = check_index(directory)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        for problem in report["problems"]:
+            click.echo(f"problem: {problem}")
+        click.echo(f"{'ok' if report['ok'] else 'damaged'}: {report['documents']} documents, "
+                   f"{report['groups']} groups, tables {report['tables']}, "
+                   f"{report['seconds']:.2f} s")
+    if not report["ok"]:
+        sys.exit(1)
+
+
+@index.command(context_settings=CONTEXT)
+@_dir_option
+@click.option("--to", "target", required=True, help="Directory of the new, recovered index.")
+@handle_errors
+def recover(directory, target):
+    """Build a new index from every record SQLite can still read in a damaged one (which is
+    only read). Groups and originals are recomputed; unreadable rows are counted as lost.
+
+    
+    Example:
+      neardup index recover -d crawl.idx --to crawl-recovered.idx
+    """
+    from neardup.index.integrity import recover_index
+
+    result = recover_index(directory, target)
+    click.echo(f"recovered {result['recovered']:,} documents into {result['target']}; "
+               f"{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped",
+               err=True)
+
+
 @click.command(context_settings=CONTEXT)
 @_dir_option
 @click.option(
