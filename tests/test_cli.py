@@ -333,3 +333,33 @@ def test_an_idf_table_is_tied_to_its_shingling(tmp_path):
     result = run("fingerprint", docs, "-o", tmp_path / "b.tsv", "--shingle", "stopword:2:ko",
                  *options, "--idf-in", tmp_path / "t.parquet")
     assert result.exit_code == 1 and "--shingle stopword:2:en" in result.output
+
+
+@pytest.mark.parametrize("command", [
+    ["generate", "{docs}", "-o", "{tmp}/g.jsonl", "--pairs-out", "{tmp}/gp.tsv"],
+    ["sample", "{docs}", "-o", "{tmp}/s.tsv"],
+    ["sweep", "{docs}", "--truth", "{tmp}/truth.tsv"],
+    ["report", "{docs}", "--groups", "{tmp}/groups.tsv", "-o", "{tmp}/r.html"],
+])
+def test_every_document_reader_honours_max_doc_bytes(tmp_path, command):
+    docs = tmp_path / "docs.jsonl"
+    rows = [{"id": "a", "text": "hello there world"}, {"id": "b", "text": "long " * 400}]
+    docs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "truth.tsv").write_text("id_a\tid_b\tlabel\na\tb\t1\n")
+    (tmp_path / "groups.tsv").write_text("id\toriginal_id\na\ta\nb\tb\n")
+    args = [part.format(docs=docs, tmp=tmp_path) for part in command]
+    result = CliRunner().invoke(main, [*args, "-q", "--max-doc-bytes", "1K"])
+    assert result.exit_code == 1
+    assert "line 2, field 'text': document too large (2,000 bytes" in result.output
+
+
+def test_max_doc_bytes_takes_sizes_and_refuses_others(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "a", "text": "x" * 3000}) + "\n")
+    out = tmp_path / "g.tsv"
+    for limit, code in (("2K", 1), ("3000", 0), ("0", 0), ("2.5k", 1)):
+        result = CliRunner().invoke(main, ["dedup", str(docs), "-o", str(out), "-q",
+                                           "--max-doc-bytes", limit])
+        assert result.exit_code == code, (limit, result.output)
+    result = CliRunner().invoke(main, ["dedup", str(docs), "-o", str(out), "--max-doc-bytes", "big"])
+    assert result.exit_code == 2 and "--max-doc-bytes" in result.output and "'big'" in result.output

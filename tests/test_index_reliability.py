@@ -39,6 +39,8 @@ BAD_DOCS = {
     "bad timestamp": b'{"id": "x", "text": "a b c d", "ts": "yesterday"}',
     "duplicate id": b'{"id": "good0", "text": "a b c d", "ts": 3}',
     "invalid UTF-8": b'{"id": "x", "text": "a \xff b", "ts": 3}',
+    # Over the --max-doc-bytes 1K that _args gives every command reading documents.
+    "document too large": b'{"id": "x", "text": "' + b"long " * 400 + b'", "ts": 3}',
 }
 GOOD_FPS = [b"good0\t00000000000000ff\t1", b"good1\tffff000000000000\t2"]
 BAD_FPS = {
@@ -64,9 +66,11 @@ def _cases():
 def _args(command: str, source: str, inputs: str, tmp: Path) -> list[str]:
     out = str(tmp / "out.tsv")
     if command == "fingerprint":
-        return ["fingerprint", inputs, "-o", out, "--time-field", "ts", "--workers", "1"]
+        return ["fingerprint", inputs, "-o", out, "--time-field", "ts", "--workers", "1",
+                "--max-doc-bytes", "1K"]
     if command == "dedup":
-        return ["dedup", inputs, "-o", out, "--time-field", "ts", "--workers", "1"]
+        return ["dedup", inputs, "-o", out, "--time-field", "ts", "--workers", "1",
+                "--max-doc-bytes", "1K"]
     if command == "pairs":
         return ["pairs", inputs, "-o", out]
     sub = command.split()[1]
@@ -75,7 +79,7 @@ def _args(command: str, source: str, inputs: str, tmp: Path) -> list[str]:
         args += ["-o", out]
     if source == "fps":
         return args + ["--fingerprints"]
-    return args + ["--time-field", "ts", "--workers", "1"]
+    return args + ["--time-field", "ts", "--workers", "1", "--max-doc-bytes", "1K"]
 
 
 @pytest.mark.parametrize("on_error", ["raise", "skip"])

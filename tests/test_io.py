@@ -974,3 +974,78 @@ def test_valid_seed_rows_take_the_bulk_path_and_agree(tmp_path_factory, rows):
     assert bulk.fingerprints.tolist() == slow.fingerprints.tolist()
     assert bulk.timestamps.tolist() == slow.timestamps.tolist()
     assert bulk.raw_timestamps.to_pylist() == slow.raw_timestamps.to_pylist()
+
+
+# ------------------------------------------------------------------------------------------
+# max_doc_bytes: one document's size is bounded in every format
+
+
+def _oversized_inputs(tmp_path):
+    """The same three documents (the middle one 40 bytes of UTF-8) in every input format."""
+    rows = [("a", "short one"), ("b", "é" * 20), ("c", "short two")]
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows), "utf-8")
+    csv_path = tmp_path / "d.csv"
+    csv_path.write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in rows), "utf-8")
+    parquet = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"id": [r[0] for r in rows], "text": [r[1] for r in rows]}), parquet)
+    folder = tmp_path / "txt"
+    folder.mkdir()
+    for i, t in rows:
+        (folder / f"{i}.txt").write_text(t, "utf-8")
+    return [jsonl, csv_path, parquet, folder]
+
+
+@pytest.mark.parametrize("kind", range(4))
+def test_max_doc_bytes_refuses_or_skips_long_texts(tmp_path, kind):
+    path = _oversized_inputs(tmp_path)[kind]
+    with pytest.raises(InputError) as error:
+        read_documents([path], max_doc_bytes=39).read_all()
+    message = str(error.value)
+    assert "document too large" in message and "40 bytes" in message and "39" in message
+    assert ["line 2", "line 3", "row 2", "b.txt"][kind] in message
+    reader = read_documents([path], max_doc_bytes=39, on_error="skip")
+    assert [i.removesuffix(".txt") for i in reader.read_all().ids] == ["a", "c"]
+    assert reader.stats.skipped_reasons == {"document too large": 1}
+    assert reader.stats.documents + reader.stats.skipped == 3
+    for limit in (40, 0, None):  # at the limit, or no limit
+        assert len(read_documents([path], max_doc_bytes=limit).read_all()) == 3
+
+
+def test_max_doc_bytes_default_and_bad_values(tmp_path):
+    path = tmp_path / "d.jsonl"
+    big = "word " * (nio.DEFAULT_MAX_DOC_BYTES // 5 + 1)
+    path.write_text(json.dumps({"id": "x", "text": big}) + "\n", "utf-8")
+    with pytest.raises(InputError, match="document too large"):
+        read_documents([path]).read_all()
+    for bad in (-1, 1.5, "16M", True):
+        with pytest.raises(ValueError, match="max_doc_bytes must be"):
+            read_documents([path], max_doc_bytes=bad)
+
+
+@pytest.mark.parametrize("compress,suffix", [(gzip.compress, ".gz"),
+                                             (lambda b: zstandard.compress(b), ".zst")])
+def test_compressed_input_without_its_suffix_names_the_cause(tmp_path, compress, suffix):
+    plain = b'{"id": "a", "text": "one two"}\n'
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(compress(plain))
+    with pytest.raises(ValueError, match=f"compressed but its name does not say so.*docs.jsonl{suffix}"):
+        read_documents([path])
+    assert read_documents([path], input_format=f"jsonl{suffix}").read_all().ids == ["a"]
+    renamed = path.rename(tmp_path / f"docs.jsonl{suffix}")
+    assert read_documents([renamed]).read_all().ids == ["a"]
+
+
+@pytest.mark.parametrize("value", [" 12", "12 ", " 00000000000000ff", "1" * 10_000,
+                                   "9" * 21, "-" + "9" * 20, "f" * 17])
+def test_fingerprint_strings_with_spaces_or_too_many_digits_are_refused(value):
+    with pytest.raises(ValueError, match="fingerprint must be") as error:
+        parse_fingerprint(value)
+    assert "set_int_max_str_digits" not in str(error.value)
+
+
+def test_fingerprint_digit_count_boundaries():
+    assert parse_fingerprint(str(2**64 - 1), "dec") == 2**64 - 1
+    assert parse_fingerprint("0" * 30 + "255") == 255
+    with pytest.raises(ValueError):
+        parse_fingerprint(str(2**64), "dec")

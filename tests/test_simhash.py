@@ -101,3 +101,20 @@ def test_multiset_simhash_sees_repeats():
     multi = simhash([once, thrice], "word:1:multiset")
     assert plain[0] == plain[1] and multi[0] != multi[1]
     assert multi[0] == plain[0]  # first occurrences keep their hash
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 40), max_size=300), min_size=1, max_size=6),
+    st.integers(0, 64),
+)
+def test_long_documents_sorted_path_equals_hash_set(docs, long_document):
+    # Few distinct values force many repeats, which the two ways of de-duplicating must agree on.
+    from neardup.simhash import _BYTE_LANES, _simhash_kernel
+
+    values = np.array([(0x9E3779B97F4A7C15 * (v + 1)) % 2**64 for doc in docs for v in doc],
+                      np.uint64)
+    offsets = np.cumsum([0] + [len(doc) for doc in docs]).astype(np.int64)
+    by_set = _simhash_kernel(offsets, values, True, _BYTE_LANES, 1 << 30)
+    by_sorting = _simhash_kernel(offsets, values, True, _BYTE_LANES, long_document)
+    assert by_set.tolist() == by_sorting.tolist()

@@ -322,7 +322,10 @@ BAD_ROWS = [
     '{"id": 7, "text": "an integer id", "ts": 6}',
     '{"text": "no id", "ts": 7}',
     '{"id": "b", "text": "b again, now valid", "ts": 8}',
+    '{"id": "h", "text": "' + "é" * 20 + '", "ts": 9}',
 ]
+# 40 bytes of UTF-8: over the limit the skip test sets, under the default.
+LONGEST_GOOD_TEXT = 30
 
 
 def test_bad_rows_raise_the_local_readers_error(spark, tmp_path):
@@ -339,14 +342,17 @@ def test_bad_rows_raise_the_local_readers_error(spark, tmp_path):
 def test_bad_rows_skipped_and_counted_as_the_local_reader_does(spark, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
-    reader = read_documents([str(path)], time_field="ts", on_error="skip")
+    reader = read_documents([str(path)], time_field="ts", on_error="skip",
+                            max_doc_bytes=LONGEST_GOOD_TEXT)
     batch = reader.read_all()
-    docs, stats, _ = read_documents_spark(spark, [str(path)], time_field="ts", on_error="skip")
+    docs, stats, _ = read_documents_spark(spark, [str(path)], time_field="ts", on_error="skip",
+                                          max_doc_bytes=LONGEST_GOOD_TEXT)
     got = docs.orderBy("pos").select("id", "ts").collect()
     spark_engine.unpersist(docs)
     assert [r.id for r in got] == batch.ids
     assert [r.ts for r in got] == batch.timestamps.tolist()
     assert Counter(stats.skipped_reasons) == Counter(reader.stats.skipped_reasons)
+    assert stats.skipped_reasons["document too large"] == 1
     assert (stats.documents, stats.skipped, stats.bytes) == (
         reader.stats.documents, reader.stats.skipped, reader.stats.bytes)
 

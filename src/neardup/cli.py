@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup import __version__
+from neardup.engines.spill import parse_size
 from neardup.hashing import HASH_NAMES
 from neardup.io import (
     InputError,
@@ -160,6 +161,13 @@ def handle_errors(command):
     return wrapper
 
 
+def _byte_size(ctx, param, value):
+    try:
+        return parse_size(value, f"--{param.name.replace('_', '-')}")
+    except ValueError as error:
+        raise click.BadParameter(str(error).split("; ", 1)[-1]) from None
+
+
 def input_options(command):
     """Options for reading documents, shared by the commands that read them."""
     options = [
@@ -177,6 +185,11 @@ def input_options(command):
         click.option(
             "--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
             help="On a bad row: stop with an error naming file, line and field, or skip and count it.",
+        ),
+        click.option(
+            "--max-doc-bytes", default="16M", show_default=True, callback=_byte_size,
+            help="Largest text accepted, in UTF-8 bytes (K/M/G suffixes; 0 = no limit). A longer "
+            "document is a bad row (see --on-error); it bounds the memory of one document.",
         ),
         click.option("--workers", type=int, default=0, show_default=True, help="Worker threads (0 = all cores)."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary."),
@@ -261,12 +274,12 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
     return table
 
 
-def _reader(inputs, id_field, text_field, time_field, input_format, on_error, keep_records=False,
-            spill_dir=None, batch_size=10_000):
+def _reader(inputs, id_field, text_field, time_field, input_format, on_error, max_doc_bytes,
+            keep_records=False, spill_dir=None, batch_size=10_000):
     return read_documents(
         list(inputs), id_field=id_field, text_field=text_field, time_field=time_field,
         input_format=input_format, on_error=on_error, keep_records=keep_records,
-        batch_size=batch_size, spill_dir=spill_dir,
+        batch_size=batch_size, spill_dir=spill_dir, max_doc_bytes=max_doc_bytes,
     )
 
 
@@ -356,7 +369,7 @@ def _exit_cleanly_on_sigterm() -> None:
 @input_options
 @handle_errors
 def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, seed, idf_in,
-                idf_out, id_field, text_field, time_field, input_format, on_error, workers, quiet):
+                idf_out, id_field, text_field, time_field, input_format, on_error, max_doc_bytes, workers, quiet):
     """Fingerprint every document: one row per document, in input order.
 
     For SimHash a .tsv output has exactly the rows of the batch job's input,
@@ -373,7 +386,8 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     from neardup.engines.local import LocalEngine
 
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
-                   "input_format": input_format, "on_error": on_error}
+                   "input_format": input_format, "on_error": on_error,
+                   "max_doc_bytes": max_doc_bytes}
     check_outputs([output, idf_out], inputs)
     reader = _reader(inputs, **reader_args)
     with Reporter(quiet) as reporter:
@@ -485,7 +499,7 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
           bands, rows, verify, grouping, pairs_mode, pairs_out, keep, report_out, engine,
           spark_master, memory_limit, tmp_dir, resume, idf_in, idf_out, id_field, text_field,
-          time_field, input_format, on_error, workers, quiet):
+          time_field, input_format, on_error, max_doc_bytes, workers, quiet):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
     GROUPS has one row per input document, in input order:
@@ -503,7 +517,8 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     from neardup.engines.local import LocalEngine
 
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
-                   "input_format": input_format, "on_error": on_error}
+                   "input_format": input_format, "on_error": on_error,
+                   "max_doc_bytes": max_doc_bytes}
     if engine == "spark" and weights == "idf" and not idf_in:
         raise ValueError("with --engine spark, --weights idf takes a saved table (--idf-in); "
                          "make one with `neardup fingerprint ... --weights idf --idf-out FILE`")
@@ -533,7 +548,8 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
             result, stats = spark_engine.run_dedup(
                 spark_engine.spark_session(spark_master), inputs, output, settings,
                 pairs_out=pairs_out, keep=keep, id_field=id_field, text_field=text_field,
-                time_field=time_field, input_format=input_format, on_error=on_error)
+                time_field=time_field, input_format=input_format, on_error=on_error,
+                max_doc_bytes=max_doc_bytes)
         elapsed = time.perf_counter() - reporter.started
         reporter.summary(_read_summary(reporter, stats, elapsed, result.stats["empty_documents"])
                          + _groups_summary(result))

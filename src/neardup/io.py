@@ -89,6 +89,9 @@ __all__ = [
     "write_table",
     "write_records",
     "format_fingerprints",
+    "check_max_doc_bytes",
+    "oversized_text",
+    "DEFAULT_MAX_DOC_BYTES",
 ]
 
 #: Input formats of :func:`read_documents` (``txt`` means a directory of ``*.txt`` files).
@@ -98,6 +101,10 @@ OUTPUT_FORMATS = ("tsv", "csv", "jsonl", "parquet")
 #: How :func:`read_fingerprints` reads a fingerprint written as a string.
 FINGERPRINT_FORMATS = ("auto", "hex", "dec")
 ON_ERROR = ("raise", "skip")
+#: Default of ``max_doc_bytes`` / ``--max-doc-bytes``: a document's text may hold at most this
+#: many bytes of UTF-8. Shingling costs about 10-20 bytes of memory per text byte, so one
+#: 16 MiB document needs a few hundred MB; web pages and articles are far below it.
+DEFAULT_MAX_DOC_BYTES = 16 << 20
 
 _FORMAT_ALIASES = {
     "jsonl": "jsonl",
@@ -362,9 +369,9 @@ def _hex_to_fp(body: str) -> int | None:
     return None
 
 
-def _str_to_fp(s: str, fingerprint_format: str) -> int | None:
-    t = s.strip()
-    if not t.isascii():
+def _str_to_fp(t: str, fingerprint_format: str) -> int | None:
+    # No surrounding spaces: " 12 " in a fingerprint column is a damaged row, not 12.
+    if not t.isascii() or t != t.strip():
         return None
     if t[:2] in ("0x", "0X"):
         return None if fingerprint_format == "dec" else _hex_to_fp(t[2:])
@@ -375,7 +382,9 @@ def _str_to_fp(s: str, fingerprint_format: str) -> int | None:
         if fp is not None:
             return fp
     digits = t[1:] if t[:1] in ("+", "-") else t
-    if not digits.isdigit():
+    # 2**64 - 1 has 20 digits; checking first keeps int() from parsing (or refusing, past
+    # 4,300 digits, with a message about sys.set_int_max_str_digits) a huge string.
+    if not digits.isdigit() or len(digits.lstrip("0")) > 20:
         return None
     return _int_to_fp(int(t))
 
@@ -447,6 +456,28 @@ def _utf8_len(s: str) -> int | None:
         return len(s.encode("utf-8"))
     except UnicodeEncodeError:
         return None
+
+
+def check_max_doc_bytes(max_doc_bytes: int | None) -> int | None:
+    """``max_doc_bytes`` validated: a positive integer, or None (or 0) for no limit."""
+    if max_doc_bytes is None or max_doc_bytes == 0:
+        return None
+    if isinstance(max_doc_bytes, bool) or not isinstance(max_doc_bytes, int) or max_doc_bytes < 0:
+        raise ValueError(
+            f"max_doc_bytes must be a positive integer, or 0/None for no limit; got {max_doc_bytes!r}"
+        )
+    return max_doc_bytes
+
+
+def oversized_text(nbytes: int, max_doc_bytes: int | None) -> str | None:
+    """The detail of a "document too large" row when a text of ``nbytes`` UTF-8 bytes
+    exceeds ``max_doc_bytes`` (None: no limit), else None. Shared by every reader."""
+    if max_doc_bytes is None or nbytes <= max_doc_bytes:
+        return None
+    return (
+        f"{nbytes:,} bytes of text, over the limit of {max_doc_bytes:,}; "
+        "--max-doc-bytes raises it, 0 = no limit"
+    )
 
 
 def _tsv_unescape(s: str) -> str:
@@ -537,7 +568,31 @@ def _resolve_input(p: str | Path, input_format: str | None, allowed: Sequence[st
         raise ValueError(f"{path}: .txt documents are read from a directory; pass the directory")
     if fmt == "parquet" and compression is not None:
         raise ValueError(f"{path}: Parquet is compressed internally; .gz/.zst are not supported")
+    if compression is None and fmt != "parquet":
+        _refuse_unnamed_compression(path, fmt)
     return _Source(path, path, fmt, compression)
+
+
+_MAGIC = {b"\x1f\x8b": ("gzip", ".gz"), b"\x28\xb5\x2f\xfd": ("zstd", ".zst")}
+
+
+def _refuse_unnamed_compression(path: str, fmt: str) -> None:
+    """Raise if a file read as plain text starts with gzip's or zstd's magic bytes.
+
+    Neither magic is valid UTF-8 at the start of a file, so no text input is refused; without
+    this check the user would be told of "invalid UTF-8" on line 1.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return  # reading it will report the problem with its own message
+    for magic, (name, suffix) in _MAGIC.items():
+        if head.startswith(magic):
+            raise ValueError(
+                f"{path} is {name}-compressed but its name does not say so: rename it to "
+                f"{path}{suffix} (or input_format='{fmt}{suffix}' in Python)"
+            )
 
 
 def _stdin_binary() -> IO[bytes]:
@@ -942,8 +997,10 @@ class DocumentReader:
         batch_size: int,
         keep_records: bool,
         spill_dir: str | None = None,
+        max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
     ) -> None:
         self._sources = sources
+        self._max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
         self._spill_dir = spill_dir
         self._stdin_copy: str | None = None
         self._where = 0
@@ -1184,6 +1241,10 @@ class DocumentReader:
                 path, line, self._text_field, "invalid UTF-8", "unpaired surrogate in the text"
             )
             return
+        if self._max_doc_bytes is not None and nbytes > self._max_doc_bytes:
+            too_large = oversized_text(nbytes, self._max_doc_bytes)
+            rows.bad(path, line, self._text_field, "document too large", too_large)
+            return
         if time_us is None:
             if self._time_field is None:
                 time_us = 0
@@ -1351,6 +1412,12 @@ class DocumentReader:
             full = os.path.join(root, *rel.split("/"))
             rows.start_file(full)
             with open(full, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                # Refused before reading, so a huge file costs no memory (3 bytes: a BOM).
+                too_large = oversized_text(size - 3, self._max_doc_bytes)
+                if too_large is not None:
+                    rows.bad(full, None, self._text_field, "document too large", too_large)
+                    continue
                 data = f.read()
                 mtime_ns = os.fstat(f.fileno()).st_mtime_ns
             try:
@@ -1401,6 +1468,7 @@ def read_documents(
     batch_size: int = 10_000,
     keep_records: bool = False,
     spill_dir: str | None = None,
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
 ) -> DocumentReader:
     """Stream documents from files, directories or stdin as :class:`DocumentBatch` objects.
 
@@ -1425,6 +1493,10 @@ def read_documents(
             are strings), for writing originals back with :func:`write_records`.
         spill_dir: a folder where JSON Lines read from stdin are copied as they are read, so
             that :meth:`DocumentReader.fetch` can read them again.
+        max_doc_bytes: the largest text accepted, in UTF-8 bytes (default
+            :data:`DEFAULT_MAX_DOC_BYTES`, 16 MiB; None or 0: no limit). A longer text is a
+            bad row ("document too large"), raised or skipped as ``on_error`` says; a ``.txt``
+            file over it is refused before it is read.
 
     CSV and TSV need a header row and are parsed with the :mod:`csv` module (RFC 4180 quoting;
     TSV is the same dialect with tabs, as pandas writes it; no backslash escapes). Lines are
@@ -1464,6 +1536,7 @@ def read_documents(
         batch_size=batch_size,
         keep_records=keep_records,
         spill_dir=spill_dir,
+        max_doc_bytes=max_doc_bytes,
     )
 
 

@@ -47,6 +47,8 @@ def _byte_lanes() -> np.ndarray:
 _BYTE_LANES = _byte_lanes()
 # A lane byte counts at most 255 features before it is flushed to the 64 counters.
 _FLUSH = 255
+# Documents with more features than this are made distinct by sorting (see _simhash_kernel).
+_LONG_DOCUMENT = 1 << 18
 
 
 @njit(inline="always")
@@ -59,7 +61,7 @@ def _flush(lanes, ones):
 
 
 @njit(cache=True, nogil=True)
-def _simhash_kernel(offsets, hashes, distinct, byte_lanes):
+def _simhash_kernel(offsets, hashes, distinct, byte_lanes, long_document):
     """SimHash of each document's features, each distinct one once (``distinct``, the ``"set"``
     weights) or every occurrence once (``"tf"``: a shingle seen c times adds c times).
 
@@ -68,7 +70,8 @@ def _simhash_kernel(offsets, hashes, distinct, byte_lanes):
     once (16 operations per feature instead of 64). Lanes are flushed to the 64 counters before
     a byte could overflow. Distinct features are found with an open-addressing set (at most a
     quarter full, so most probes end at once) whose slots carry the document's number, so it is
-    never cleared.
+    never cleared. A document of more than ``long_document`` features is made distinct by
+    sorting a copy instead: 8 bytes per feature rather than the set's 64 or more.
     """
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
@@ -76,7 +79,7 @@ def _simhash_kernel(offsets, hashes, distinct, byte_lanes):
     lanes = np.zeros(8, dtype=np.uint64)
     longest = 0
     for d in range(n):
-        longest = max(longest, offsets[d + 1] - offsets[d])
+        longest = max(longest, min(offsets[d + 1] - offsets[d], long_document))
     capacity = 16
     while capacity < 4 * longest:
         capacity *= 2
@@ -90,13 +93,20 @@ def _simhash_kernel(offsets, hashes, distinct, byte_lanes):
         total = 0
         pending = 0
         bits = 4
-        while (1 << bits) < 4 * (hi - lo):
+        while (1 << bits) < 4 * min(hi - lo, long_document):
             bits += 1
         mask = np.uint64((1 << bits) - 1)
         shift = np.uint64(64 - bits)
+        by_sorting = distinct and hi - lo > long_document
+        run = np.sort(hashes[lo:hi]) if by_sorting else hashes[lo:lo]
         for f in range(lo, hi):
-            h = hashes[f]
-            if distinct:
+            if by_sorting:
+                h = run[f - lo]
+                if f > lo and h == run[f - lo - 1]:
+                    continue
+            else:
+                h = hashes[f]
+            if distinct and not by_sorting:
                 # Fibonacci hashing spreads the slots even if the low bits of h repeat.
                 slot = np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> shift)
                 seen = False
@@ -184,7 +194,9 @@ def simhash_from_features(features: Features, weights: str = "set", idf=None) ->
             raise ValueError("weights='idf' needs an IDF table (neardup.idf.IdfTable)")
         offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
         return _weighted_simhash_kernel(offsets, hashes, idf.weights(hashes))
-    return _simhash_kernel(features.offsets, features.hashes, weights == "set", _BYTE_LANES)
+    return _simhash_kernel(
+        features.offsets, features.hashes, weights == "set", _BYTE_LANES, _LONG_DOCUMENT
+    )
 
 
 def simhash(

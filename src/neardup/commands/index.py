@@ -113,6 +113,7 @@ def _batches(
     time_field,
     input_format,
     on_error,
+    max_doc_bytes,
     workers,
     reporter,
 ):
@@ -139,6 +140,7 @@ def _batches(
         time_field=time_field,
         input_format=input_format,
         on_error=on_error,
+        max_doc_bytes=max_doc_bytes,
     )
     for batch, fps in ordered_map(
         _fingerprint_batch, reader, check_workers(workers), index.settings
@@ -222,6 +224,7 @@ def build(
     time_field,
     input_format,
     on_error,
+    max_doc_bytes,
     workers,
     quiet,
 ):
@@ -254,6 +257,7 @@ def build(
                 time_field=time_field,
                 input_format=input_format,
                 on_error=on_error,
+                max_doc_bytes=max_doc_bytes,
             )
             collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
             ids, stamps, sig, fps = (
@@ -333,6 +337,7 @@ def add(
     time_field,
     input_format,
     on_error,
+    max_doc_bytes,
     workers,
     quiet,
 ):
@@ -361,6 +366,7 @@ def add(
                 time_field,
                 input_format,
                 on_error,
+                max_doc_bytes,
                 workers,
                 reporter,
             ):
@@ -483,6 +489,7 @@ def query_batch(
     time_field,
     input_format,
     on_error,
+    max_doc_bytes,
     workers,
     quiet,
 ):
@@ -505,6 +512,7 @@ def query_batch(
             time_field,
             input_format,
             on_error,
+            max_doc_bytes,
             workers,
             reporter,
         ):

@@ -30,9 +30,10 @@ from neardup.sampling import (
 __all__ = ["generate", "sample", "label"]
 
 
-def _read_all(inputs, id_field, text_field, time_field, input_format, on_error):
+def _read_all(inputs, id_field, text_field, time_field, input_format, on_error, max_doc_bytes):
     reader = read_documents(list(inputs), id_field=id_field, text_field=text_field,
-                            time_field=time_field, input_format=input_format, on_error=on_error)
+                            time_field=time_field, input_format=input_format, on_error=on_error,
+                            max_doc_bytes=max_doc_bytes)
     return reader, reader.read_all()
 
 
@@ -57,7 +58,7 @@ def _read_all(inputs, id_field, text_field, time_field, input_format, on_error):
 @handle_errors
 def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_words, hot_template,
              language, keep_similar_bases, id_field, text_field, time_field, input_format, on_error,
-             workers, quiet):
+             max_doc_bytes, workers, quiet):
     """Derive labelled near-duplicates from real texts.
 
     Every base text is kept and edited copies are added, each paired with its base and labelled
@@ -78,7 +79,8 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
     """
     chosen = synth.parse_edits(edits)
     with Reporter(quiet) as reporter:
-        reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error)
+        reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error,
+                                  max_doc_bytes)
         reporter.batch(batch)
         reporter.stage("editing")
         corpus = synth.generate(
@@ -125,7 +127,7 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
 @handle_errors
 def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, per_stratum,
            max_distance, min_similarity, strata_out, id_field, text_field, time_field, input_format,
-           on_error, workers, quiet):
+           on_error, max_doc_bytes, workers, quiet):
     """Draw a stratified sample of candidate pairs and write a labelling sheet.
 
     Candidates cover the whole range of interest: for SimHash every pair within --max-distance
@@ -163,7 +165,8 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
         settings = Settings(method="minhash", shingle=shingle, hash_name=hash_name, num_perm=num_perm,
                             seed=seed, threshold=min_similarity, verify=min_similarity)
     with Reporter(quiet) as reporter:
-        reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error)
+        reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error,
+                                  max_doc_bytes)
         reporter.batch(batch)
         reporter.stage("signatures")
         sig = signatures_parallel(batch.texts, settings, workers)

@@ -332,6 +332,7 @@ def sweep(
     time_field,
     input_format,
     on_error,
+    max_doc_bytes,
     workers,
     quiet,
 ):
@@ -371,6 +372,7 @@ def sweep(
         time_field=time_field,
         input_format=input_format,
         on_error=on_error,
+        max_doc_bytes=max_doc_bytes,
     )
     with Reporter(quiet) as reporter:
         collection = LocalEngine(workers).collect(

@@ -9,13 +9,13 @@ import click
 from neardup import report as html_report
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
 from neardup.evaluate import read_table
-from neardup.io import InputError, read_documents
+from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, read_documents
 from neardup.pipeline import DEFAULT_THRESHOLD, Settings
 
 
 def texts_by_position(
     inputs, positions: list[int], ids, *, id_field, text_field, time_field, input_format,
-    on_error, reporter: Reporter | None = None,
+    on_error, max_doc_bytes=DEFAULT_MAX_DOC_BYTES, reporter: Reporter | None = None,
 ) -> dict[int, str]:
     """The texts at ``positions`` of the documents read from ``inputs``, checked against the
     run's IDs (``ids`` in input order): a report of other inputs than the run's is an error.
@@ -23,7 +23,8 @@ def texts_by_position(
     wanted = set(positions)
     found: dict[int, str] = {}
     reader = read_documents(list(inputs), id_field=id_field, text_field=text_field,
-                            time_field=time_field, input_format=input_format, on_error=on_error)
+                            time_field=time_field, input_format=input_format, on_error=on_error,
+                            max_doc_bytes=max_doc_bytes)
     for batch in reader:
         if reporter is not None:
             reporter.batch(batch)
@@ -79,7 +80,7 @@ def _pairs(path: str | None):
 @input_options
 @handle_errors
 def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups, max_pairs,
-           id_field, text_field, time_field, input_format, on_error, workers, quiet):
+           id_field, text_field, time_field, input_format, on_error, max_doc_bytes, workers, quiet):
     """Write a self-contained HTML page showing what a dedup run decided.
 
     INPUTS are the run's documents (read again for the texts that the page shows), with the
@@ -110,7 +111,7 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
         texts = texts_by_position(
             inputs, chosen.positions(), ids, id_field=id_field, text_field=text_field,
             time_field=time_field, input_format=input_format, on_error=on_error,
-            reporter=reporter)
+            max_doc_bytes=max_doc_bytes, reporter=reporter)
         size = write_report(output, run, texts, title, max_groups=max_groups,
                             max_pairs=max_pairs)
     if not quiet:

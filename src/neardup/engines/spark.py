@@ -87,6 +87,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.candidates.tables import TablePlan, distinct_hamming_pairs, plan_tables
 from neardup.groups import center_groups
 from neardup.io import (
+    DEFAULT_MAX_DOC_BYTES,
     InputError,
     ReadStats,
     _parse_json_line,
@@ -94,6 +95,7 @@ from neardup.io import (
     _time_to_us,
     _type_name,
     _utf8_len,
+    check_max_doc_bytes,
     parse_fingerprint,
     write_records,
     write_table,
@@ -1272,14 +1274,16 @@ def _rows_task(
     kind: str,
     names: tuple[str, str, str | None],
     fingerprint_format: str = "auto",
+    max_doc_bytes: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Raw input rows -> checked rows (:data:`_CHECKED_SCHEMA`); blank lines are dropped.
+    Texts over ``max_doc_bytes`` are bad rows, as in the local reader.
 
     ``kind``: ``typed`` (columns ``_v_id``, ``_v_text``[, ``_v_time``]), ``jsonl`` (the line in
     ``value``), ``fp_typed`` (``_v_id``, ``_v_fp``[, ``_v_time``]), ``fp_jsonl``, ``fp_plain``
     and ``fp_tsv`` (tab-separated lines; ``.tsv`` IDs are unescaped).
     """
-    from neardup.io import _tsv_unescape
+    from neardup.io import _tsv_unescape, oversized_text
 
     fingerprints = kind.startswith("fp_")
     for batch in batches:
@@ -1357,8 +1361,14 @@ def _rows_task(
                 out_fp[i], out_text[i] = r[2], ""
             else:
                 text = r[2]
+                nbytes = len(text) if text.isascii() else _utf8_len(text)
+                too_large = oversized_text(nbytes, max_doc_bytes)
+                if too_large is not None:
+                    out_id[i] = None
+                    reason[i], where[i], detail[i] = "document too large", names[1], too_large
+                    continue
                 out_text[i] = text
-                out_bytes[i] = len(text) if text.isascii() else _utf8_len(text)
+                out_bytes[i] = nbytes
         out = _batch({
             "pos": batch.column("_nd_pos"),
             "line": batch.column("_nd_line"),
@@ -1450,15 +1460,16 @@ def _check_columns(df: DataFrame, columns: Sequence[str | None]) -> None:
 
 
 def _dataframe_rows(df: DataFrame, kind: str, cols: dict[str, str | None],
-                    position_col: str | None, names, cp) -> tuple[DataFrame, Any]:
+                    position_col: str | None, names, cp,
+                    max_doc_bytes: int | None = None) -> tuple[DataFrame, Any]:
     """Checked rows of a DataFrame (positions from ``position_col`` or the current row order)."""
     pos = (F.col(position_col).cast("long") if position_col else F.monotonically_increasing_id())
     select = [pos.alias("_nd_pos"), F.lit(None).cast("long").alias("_nd_line"),
               F.lit("<DataFrame>").alias("_nd_src")]
     select += [F.col(c).alias(alias) for alias, c in cols.items() if c is not None]
     # The checkpoint of the checked rows fixes the positions of monotonically_increasing_id.
-    checked = cp(df.select(*select).mapInArrow(partial(_rows_task, kind=kind, names=names),
-                                               _CHECKED_SCHEMA))
+    task = partial(_rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes)
+    checked = cp(df.select(*select).mapInArrow(task, _CHECKED_SCHEMA))
 
     def line_of(p: int) -> int:
         return checked.where(F.col("pos") <= p).count()  # 1-based row in the current order
@@ -1476,6 +1487,7 @@ def dedup_dataframe(
     position_col: str | None = None,
     partitions: int | None = None,
     on_error: str = "raise",
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
     skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
     center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
 ) -> SparkResult:
@@ -1494,6 +1506,8 @@ def dedup_dataframe(
         partitions: shuffle partitions (results do not depend on it).
         on_error: ``"raise"`` (``InputError`` for the first bad row: missing or non-string text,
             missing or bad ID, bad time, repeated ID) or ``"skip"`` (drop and count it).
+        max_doc_bytes: the largest text accepted, in UTF-8 bytes (None or 0: no limit); a
+            longer one is a bad row, as in :func:`neardup.io.read_documents`.
         skew_threshold, center_local_max: see :class:`SparkEngine`.
 
     Returns:
@@ -1516,13 +1530,14 @@ def dedup_dataframe(
         settings = Settings(method=DEFAULT_METHOD, shingle=DEFAULT_SHINGLE, threshold=DEFAULT_THRESHOLD)
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
+    max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
     _check_columns(df, [id_col, text_col, time_col, position_col])
     engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold,
                          center_local_max=center_local_max)
     reader = _Job(engine, settings)
     checked, line_of = _dataframe_rows(
         df, "typed", {"_v_id": id_col, "_v_text": text_col, "_v_time": time_col}, position_col,
-        (id_col, text_col, time_col), reader.cp)
+        (id_col, text_col, time_col), reader.cp, max_doc_bytes)
     docs, stats = _accept_rows(checked, on_error, {0: "row"}, reader, line_of)
     result = engine.dedup(docs, settings)
     result.stats["read"] = stats
@@ -1708,6 +1723,7 @@ def read_documents_spark(
     time_field: str | None = None,
     input_format: str | None = None,
     on_error: str = "raise",
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
 ) -> tuple[DataFrame, ReadStats, DataFrame]:
     """Read documents with Spark's readers: JSON Lines, CSV / TSV (with a header) or Parquet.
 
@@ -1737,6 +1753,7 @@ def read_documents_spark(
         raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
     if not paths:
         raise ValueError("paths must name at least one input, got an empty list")
+    max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
     names = (id_field, text_field, time_field)
     checked_parts, record_parts, units = [], [], {}
     for index, path in enumerate(map(str, paths)):
@@ -1763,7 +1780,8 @@ def read_documents_spark(
             record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_cols]),
                                {"ignoreNullFields": "false"})
         checked_parts.append(task_input.mapInArrow(
-            partial(_rows_task, kind=kind, names=names), _CHECKED_SCHEMA))
+            partial(_rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes),
+            _CHECKED_SCHEMA))
         kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
         record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
     reader = _Job(SparkEngine(spark), Settings())
@@ -1981,6 +1999,7 @@ def run_dedup(
     time_field: str | None = None,
     input_format: str | None = None,
     on_error: str = "raise",
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
     partitions: int | None = None,
 ) -> tuple[SparkResult, ReadStats]:
     """``neardup dedup --engine spark``: read, dedup and write GROUPS (and PAIRS, originals).
@@ -1994,7 +2013,7 @@ def run_dedup(
     """
     docs, read_stats, raw = read_documents_spark(
         spark, inputs, id_field=id_field, text_field=text_field, time_field=time_field,
-        input_format=input_format, on_error=on_error)
+        input_format=input_format, on_error=on_error, max_doc_bytes=max_doc_bytes)
     engine = SparkEngine(spark, partitions=partitions)
     result = engine.dedup(docs, settings)
     result.hold([docs])

@@ -53,6 +53,24 @@ def machine_memory() -> int:
         return 8 << 30
 
 
+def parse_size(value: str | int, what: str) -> int:
+    """Bytes from a size like ``"2G"``, ``"512M"``, ``"64k"`` or ``"1500000000"`` (binary units,
+    optional ``iB``/``B``); ``what`` names the option in the error.
+
+    Example:
+        >>> parse_size("16M", "--max-doc-bytes")
+        16777216
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{what} must be a size >= 0; got {value!r}")
+        return value
+    match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?", str(value).strip().lower())
+    if match is None:
+        raise ValueError(f"{what} must be a size like 2G, 512M, 64K or 1500000000; got {value!r}")
+    return int(float(match[1]) * _UNITS[match[2]])
+
+
 def parse_memory_limit(value: str | int | None) -> int:
     """``--memory-limit``: bytes from ``"2G"``, ``"512M"``, ``"1500000000"`` or ``"40%"`` (of the
     machine's RAM); None = :data:`DEFAULT_MEMORY_SHARE` of the RAM, at least 256 MiB. At least
@@ -64,26 +82,17 @@ def parse_memory_limit(value: str | int | None) -> int:
     """
     if value is None:
         return max(DEFAULT_MEMORY_FLOOR, int(machine_memory() * DEFAULT_MEMORY_SHARE))
-    if isinstance(value, int) and not isinstance(value, bool):
-        limit = value
-    else:
-        text = str(value).strip().lower()
+    text = str(value).strip()
+    if text.endswith("%"):
         try:
-            if text.endswith("%"):
-                share = float(text[:-1]) / 100
-                if not 0 < share <= 1:
-                    raise ValueError
-                limit = int(machine_memory() * share)
-            else:
-                match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?", text)
-                if match is None:
-                    raise ValueError
-                limit = int(float(match[1]) * _UNITS[match[2]])
-        except (ValueError, IndexError):
-            raise ValueError(
-                f"memory limit must be a size like 2G, 512M, 1500000000 or a share like 40%; "
-                f"got {value!r}"
-            ) from None
+            share = float(text[:-1]) / 100
+        except ValueError:
+            share = -1.0
+        if not 0 < share <= 1:
+            raise ValueError(f"memory limit must be a share in (0%, 100%]; got {value!r}")
+        limit = int(machine_memory() * share)
+    else:
+        limit = parse_size(value, "memory limit")
     if limit < 1 << 20:
         raise ValueError(f"memory limit must be at least 1M; got {value!r} ({limit} bytes)")
     return limit
