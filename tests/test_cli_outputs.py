@@ -26,15 +26,39 @@ def run(*args):
     ("dedup", "-o", "{dir}/g.tsv", "--keep", "{input}"),
     ("dedup", "-o", "{dir}/g.tsv", "--pairs-out", "{dir}/./docs.jsonl"),
     ("fingerprint", "-o", "{input}"),
+    ("generate", "-o", "{dir}/g.jsonl", "--pairs-out", "{input}"),
+    ("sample", "-o", "{dir}/s.tsv", "--strata-out", "{input}"),
+    ("sweep", "--truth", "{dir}/truth.tsv", "-o", "{dir}/truth.tsv"),
+    ("report", "--groups", "{dir}/groups.tsv", "-o", "{dir}/groups.tsv"),
+    ("index", "add", "-d", "{dir}/idx", "-o", "{input}"),
+    ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/q.tsv", "--matches-out", "{input}"),
 ])
 def test_an_output_that_is_an_input_is_refused_before_any_work(docs, command):
-    before = docs.read_bytes()
+    from neardup.index.store import NearDupIndex
+
+    NearDupIndex.create(docs.parent / "idx").close()
+    for name, text in (("truth.tsv", "id_a\tid_b\tlabel\nd0\td1\t1\n"),
+                       ("groups.tsv", "id\toriginal_id\nd0\td0\n")):
+        (docs.parent / name).write_text(text)
+    before = {p.name: p.read_bytes() for p in docs.parent.iterdir() if p.is_file()}
     args = [a.format(input=docs, dir=docs.parent) for a in command]
-    result = run(args[0], docs, *args[1:])
-    assert result.exit_code == 1
+    first = 2 if args[0] == "index" else 1
+    result = run(*args[:first], docs, *args[first:])
+    assert result.exit_code == 1, result.output
     assert "refusing to overwrite" in result.output
-    assert docs.read_bytes() == before
-    assert sorted(p.name for p in docs.parent.iterdir()) == ["docs.jsonl"]
+    assert {p.name: p.read_bytes() for p in docs.parent.iterdir() if p.is_file()} == before
+    with NearDupIndex(docs.parent / "idx", readonly=True) as index:
+        assert len(index) == 0  # index add stopped before adding anything
+
+
+def test_pairs_refuses_to_overwrite_its_fingerprints(tmp_path):
+    fps = tmp_path / "fps.tsv"
+    fps.write_text("a\t00000000000000ff\t1\nb\t00000000000000fe\t2\n")
+    before = fps.read_bytes()
+    for args in (("-o", fps), ("-o", tmp_path / "p.tsv", "--groups-out", fps)):
+        result = run("pairs", fps, *args)
+        assert result.exit_code == 1 and "refusing to overwrite" in result.output
+        assert fps.read_bytes() == before
 
 
 def test_a_hard_link_to_the_input_is_refused(docs):
@@ -78,3 +102,33 @@ def test_output_set_renames_all_or_nothing(tmp_path):
             write_table(tmp_path / "c.tsv", {"x": [3]})
             raise KeyboardInterrupt
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tsv", "b.tsv"]
+
+
+def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
+    """A run killed between its renames left a journal: the next run writing there finishes
+    the set, and removes the temporary files of dead runs (never those of live ones)."""
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)  # a process that has exited
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "groups.tsv").write_text("new groups\n")  # renamed before the kill
+    (out / f".pairs.tsv.{pid}-0123456789ab.tmp").write_text("new pairs\n")
+    (out / "pairs.tsv").write_text("OLD pairs\n")
+    journal = out / f".neardup-commit.{pid}-0123456789ab.json"
+    journal.write_text(json.dumps([
+        [str(out / f".groups.tsv.{pid}-ba9876543210.tmp"), str(out / "groups.tsv")],
+        [str(out / f".pairs.tsv.{pid}-0123456789ab.tmp"), str(out / "pairs.tsv")],
+    ]))
+    (out / f".keep.jsonl.{pid}-00000000000a.tmp").write_text("debris of a dead run")
+    live = out / f".other.tsv.{os.getpid()}-00000000000b.tmp"
+    live.write_text("a live run's file")
+    result = run("fingerprint", docs, "-o", out / "fps.tsv", "-q")
+    assert result.exit_code == 0, result.output
+    assert (out / "pairs.tsv").read_text() == "new pairs\n"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["fps.tsv", "groups.tsv", "pairs.tsv", live.name])

@@ -351,3 +351,56 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert "reading" in text and "%" in text and "docs" in text
     assert "spilled" in text  # the band hashes went to disk under the 1M limit
     assert "groups" in text  # the summary follows
+
+
+def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_up(tmp_path):
+    """kill -9 at several points of a run (starting, spilling, writing its outputs): the set
+    GROUPS + PAIRS + KEEP is complete and right, or absent; the next run leaves no debris."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=5))
+    spill_dir, out = tmp_path / "spill", tmp_path / "out"
+    spill_dir.mkdir()
+    out.mkdir()
+    names = ["g.tsv", "p.tsv", "k.jsonl"]
+    command = [sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(out / names[0]),
+               "--pairs-out", str(out / names[1]), "--keep", str(out / names[2]),
+               "--memory-limit", "1M", "--tmp-dir", str(spill_dir), "-q", "--workers", "1"]
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    expected_args = [a.replace(str(out), str(reference)) for a in command[3:]]
+    assert CliRunner().invoke(main, expected_args).exit_code == 0
+    expected = {n: (reference / n).read_bytes() for n in names}
+
+    def work_folder_exists():
+        return any(spill_dir.iterdir())
+
+    def writing_outputs():
+        return any(p.name.endswith(".tmp") for p in out.iterdir())
+
+    trials = [work_folder_exists, writing_outputs, 0.5, 1.5, 3.0]
+    for when in trials:
+        for name in names:
+            (out / name).unlink(missing_ok=True)
+        process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + (when if isinstance(when, float) else 60)
+        while process.poll() is None and time.monotonic() < deadline:
+            if callable(when) and when():
+                break
+            time.sleep(0.002)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+        present = [n for n in names if (out / n).exists()]
+        journal = [p for p in out.iterdir() if p.name.startswith(".neardup-commit.")]
+        assert present in ([], names) or journal, (when, present)
+        for n in present:
+            if not journal:
+                assert (out / n).read_bytes() == expected[n], (when, n)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)
+    assert {n: (out / n).read_bytes() for n in names} == expected
+    assert list(spill_dir.iterdir()) == []

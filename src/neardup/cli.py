@@ -672,6 +672,7 @@ def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fin
     """
     settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
                         pairs=pairs_mode)
+    check_outputs([output, groups_out], fingerprints)
     if engine == "spark":
         from neardup.engines import spark as spark_engine
 
@@ -694,9 +695,10 @@ def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fin
         content = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
         sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
         groups = find_groups(sig, table.timestamps, settings)
-        write_table(output, _pairs_columns(table.ids, groups, "simhash"))
-        if groups_out:
-            write_table(groups_out, _groups_columns(table.ids, groups))
+        with output_set():
+            write_table(output, _pairs_columns(table.ids, groups, "simhash"))
+            if groups_out:
+                write_table(groups_out, _groups_columns(table.ids, groups))
     elapsed = time.perf_counter() - reporter.started
     reporter.summary([("fingerprints", n), ("skipped rows", table.stats.skipped), ("seconds", elapsed)]
                      + _groups_summary(groups))

@@ -2013,8 +2013,76 @@ def output_set() -> Iterator[None]:
         raise
     finally:
         _OUTPUT_SET.pending = outer
+    if len(pending) < 2:
+        for tmp, target in pending:
+            os.replace(tmp, target)
+        return
+    # A kill between two renames would leave part of the set: the journal, written before
+    # the first rename, lets the next run that writes here finish the renames (see
+    # _finish_dead_commits), so the set ends complete.
+    journal = _unique_temp(os.path.dirname(pending[0][1]), ".neardup-commit", ".json")
+    with os.fdopen(journal[1], "w", encoding="utf-8") as fh:
+        json.dump([[os.path.abspath(t), os.path.abspath(g)] for t, g in pending], fh)
+        fh.flush()
+        os.fsync(fh.fileno())
     for tmp, target in pending:
         os.replace(tmp, target)
+    os.unlink(journal[0])
+
+
+def _unique_temp(directory: str, stem: str, suffix: str) -> tuple[str, int]:
+    """A new file ``<stem>.<pid>-<random>.<suffix>`` in ``directory``: (path, fd). The pid
+    lets a later run tell the files of dead processes from those of live ones."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        path = os.path.join(directory, f"{stem}.{os.getpid()}-{secrets.token_hex(6)}{suffix}")
+        try:
+            return path, os.open(path, flags, 0o666)
+        except FileExistsError:
+            continue
+
+
+_TEMP_OWNER = re.compile(r"\.(\d+)-[0-9a-f]{12}\.(?:tmp|json)$")
+
+
+def _process_gone(name: str) -> bool:
+    """True if the temp file ``name`` was made by a process that no longer exists here."""
+    match = _TEMP_OWNER.search(name)
+    if match is None:
+        return False
+    try:
+        os.kill(int(match[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, but another user's
+    return False
+
+
+def _finish_dead_commits(directory: str) -> None:
+    """Complete the output sets that killed runs were renaming into ``directory``, then remove
+    the temporary files those runs left there. O(files in the directory)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in sorted(names):
+        if name.startswith(".neardup-commit.") and _process_gone(name):
+            path = os.path.join(directory, name)
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    renames = json.load(fh)
+            except (OSError, ValueError):
+                renames = []  # killed while writing the journal: no rename had started
+            for tmp, target in renames:
+                if os.path.exists(tmp):
+                    os.replace(tmp, target)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    for name in names:
+        if name.startswith(".") and name.endswith(".tmp") and _process_gone(name):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
 
 
 def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | Path]) -> None:
@@ -2023,7 +2091,8 @@ def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | P
     Raises ``ValueError`` for an output that is one of the inputs (same file, or same path
     before it exists) or that two outputs share, ``FileNotFoundError`` / ``NotADirectoryError`` /
     ``IsADirectoryError`` / ``PermissionError`` naming the path otherwise. ``-`` and None are
-    skipped. O(number of paths).
+    skipped. In each output directory, the output sets that killed runs were committing are
+    completed and their temporary files removed. O(number of paths + files in their folders).
     """
     sources = []
     for p in inputs:
@@ -2056,6 +2125,7 @@ def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | P
             raise FileNotFoundError(f"output directory {parent} does not exist (writing {out})")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PermissionError(f"output directory {parent} is not writable (writing {out})")
+        _finish_dead_commits(str(parent))
 
 
 @contextmanager
@@ -2081,14 +2151,7 @@ def _atomic_output(target: str) -> Iterator[IO[bytes]]:
         raise FileNotFoundError(f"output directory {directory} does not exist (writing {target})")
     if os.path.isdir(target):
         raise IsADirectoryError(f"output {target} is a directory")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        tmp = os.path.join(directory, f".{os.path.basename(target)}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)
-            break
-        except FileExistsError:
-            continue
+    tmp, fd = _unique_temp(directory, f".{os.path.basename(target)}", ".tmp")
     f = os.fdopen(fd, "wb", buffering=_READ_BUFFER)
     try:
         yield f

@@ -13,7 +13,7 @@ import numpy as np
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
 from neardup.hashing import HASH_NAMES
 from neardup.index.store import DEFAULT_LIMIT, MAX_LIMIT, NearDupIndex, index_settings
-from neardup.io import read_documents, read_fingerprints, write_table
+from neardup.io import check_outputs, output_set, read_documents, read_fingerprints, write_table
 from neardup.pipeline import Settings, signatures
 from neardup.simhash import WEIGHTS
 
@@ -352,6 +352,7 @@ def add(
       neardup index add today.jsonl -d crawl.idx --time-field fetched -o decisions.tsv
       neardup index add more-fps.tsv --fingerprints -d crawl.idx --if-exists skip
     """
+    check_outputs([output], inputs)
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
     with Reporter(quiet) as reporter, NearDupIndex(directory, synchronous=synchronous) as idx:
@@ -500,6 +501,7 @@ def query_batch(
       neardup index query-batch fetched.jsonl -d crawl.idx -o decisions.tsv
       neardup index query-batch fps.tsv --fingerprints -d crawl.idx -o out.tsv --matches-out m.tsv
     """
+    check_outputs([output, matches_out], inputs)
     results = []
     with Reporter(quiet) as reporter, NearDupIndex(directory, readonly=True) as idx:
         for ids, fps, _ in _batches(
@@ -520,19 +522,20 @@ def query_batch(
                 idx.query_many(fingerprints=fps, ids=ids, hamming_k=hamming_k, limit=limit)
             )
         reporter.stage("writing")
-        write_table(output, _result_columns(results))
-        if matches_out:
-            rows = [(r.id, m) for r in results for m in r.matches]
-            write_table(
-                matches_out,
-                {
-                    "id": [q for q, _ in rows],
-                    "match_id": [m.id for _, m in rows],
-                    "distance": [m.distance for _, m in rows],
-                    "duplicate_id": [m.duplicate_id for _, m in rows],
-                    "original_id": [m.original_id for _, m in rows],
-                },
-            )
+        with output_set():
+            write_table(output, _result_columns(results))
+            if matches_out:
+                rows = [(r.id, m) for r in results for m in r.matches]
+                write_table(
+                    matches_out,
+                    {
+                        "id": [q for q, _ in rows],
+                        "match_id": [m.id for _, m in rows],
+                        "distance": [m.distance for _, m in rows],
+                        "duplicate_id": [m.duplicate_id for _, m in rows],
+                        "original_id": [m.original_id for _, m in rows],
+                    },
+                )
     elapsed = time.perf_counter() - reporter.started
     dups = sum(r.status == "duplicate" for r in results)
     reporter.summary(

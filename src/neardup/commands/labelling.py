@@ -13,7 +13,7 @@ import click
 
 from neardup import synth
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options, signature_options
-from neardup.io import read_documents, write_table
+from neardup.io import check_outputs, output_set, read_documents, write_table
 from neardup.pipeline import Settings
 from neardup.sampling import (
     ANSWERS,
@@ -78,6 +78,7 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
       neardup generate bases.jsonl -o docs.jsonl --pairs-out pairs.tsv --hot-template 2000
     """
     chosen = synth.parse_edits(edits)
+    check_outputs([output, pairs_out], inputs)
     with Reporter(quiet) as reporter:
         reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error,
                                   max_doc_bytes)
@@ -89,7 +90,8 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
             min_words=min_words, distinct_bases=not keep_similar_bases, workers=workers,
         )
         reporter.stage("writing")
-        synth.write(corpus, output, pairs_out)
+        with output_set():
+            synth.write(corpus, output, pairs_out)
     stats = corpus.stats
     rows: list[tuple[str, object]] = [
         ("bases read", stats["bases_read"]),
@@ -150,6 +152,7 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
 
     if Path(output).suffix.lower() not in (".jsonl", ".tsv"):
         raise ValueError(f"output must be a .jsonl or .tsv sheet; got {output!r}")
+    check_outputs([output, strata_out], inputs)
     if method == "simhash":
         if min_similarity is not None:
             raise ValueError("--min-similarity applies to --method minhash; use --max-distance with simhash")
@@ -176,16 +179,17 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
                                    min_similarity=min_similarity if min_similarity is not None else 0.3,
                                    seed=seed)
         reporter.stage("writing")
-        write_sheet(output, sheet_columns(result, batch.ids, batch.texts))
-        if strata_out:
-            write_table(strata_out, {
-                "stratum": [s.name for s in result.strata],
-                "low": [s.low for s in result.strata],
-                "high": [s.high for s in result.strata],
-                "population": [s.population for s in result.strata],
-                "drawn": [s.drawn for s in result.strata],
-                "weight": [round(s.weight, 6) for s in result.strata],
-            })
+        with output_set():
+            write_sheet(output, sheet_columns(result, batch.ids, batch.texts))
+            if strata_out:
+                write_table(strata_out, {
+                    "stratum": [s.name for s in result.strata],
+                    "low": [s.low for s in result.strata],
+                    "high": [s.high for s in result.strata],
+                    "population": [s.population for s in result.strata],
+                    "drawn": [s.drawn for s in result.strata],
+                    "weight": [round(s.weight, 6) for s in result.strata],
+                })
     rows: list[tuple[str, object]] = [
         ("documents", len(batch.ids)),
         ("same text as an earlier document", result.exact_duplicates),

@@ -11,7 +11,7 @@ import click
 
 from neardup import evaluate as quality
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options, signature_options
-from neardup.io import read_documents, write_table
+from neardup.io import check_outputs, read_documents, write_table
 from neardup.pipeline import GROUPINGS, Settings
 
 
@@ -351,6 +351,7 @@ def sweep(
     """
     from neardup.engines.local import LocalEngine
 
+    check_outputs([output], [*inputs, truth])
     truth_data = quality.read_truth(truth, positive_labels)
     base = Settings(
         method=method,

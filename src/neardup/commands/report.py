@@ -9,7 +9,7 @@ import click
 from neardup import report as html_report
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
 from neardup.evaluate import read_table
-from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, read_documents
+from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, check_outputs, read_documents
 from neardup.pipeline import DEFAULT_THRESHOLD, Settings
 
 
@@ -95,6 +95,7 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
       neardup dedup docs.jsonl -o groups.tsv --pairs-out pairs.tsv
       neardup report docs.jsonl --groups groups.tsv --pairs pairs.tsv -o report.html
     """
+    check_outputs([output], [*inputs, groups_path, *([pairs_path] if pairs_path else [])])
     groups = read_table(groups_path)
     missing = [c for c in ("id", "original_id") if c not in groups.columns]
     if missing:
