@@ -247,3 +247,103 @@ def test_index_check_and_recover_commands(tmp_path):
     (path / "index.sqlite").write_bytes((path / "index.sqlite").read_bytes()[:4096])
     damaged = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
     assert damaged.exit_code == 1 and "Traceback" not in damaged.output
+
+
+SQLITE_FAULTS = [("flip", f) for f in (0.0, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.99)] + [
+    ("truncate", f) for f in (0.0, 0.02, 0.3, 0.6, 0.95)] + [
+    ("delete", "tables.json"), ("delete", "index.sqlite")]
+
+
+@pytest.mark.parametrize("fault,where", SQLITE_FAULTS)
+def test_damaged_database_answers_right_or_fails_in_one_line(tmp_path, fault, where):
+    """15 faults of the database file (16 flipped bytes, truncation, deletion): every command
+    either answers as the clean index does or stops with one line naming the file; a write
+    never goes into a database that fails its check; `index check` never crashes."""
+    import numpy as np
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    path = tmp_path / "idx"
+    fps = np.random.default_rng(4).integers(0, 2**64, 5000, dtype=np.uint64)
+    NearDupIndex.build(path, [f"d{i}" for i in range(5000)], fingerprints=fps).close()
+    db = path / "index.sqlite"
+    if fault == "flip":
+        data = bytearray(db.read_bytes())
+        start = int(where * len(data))
+        for k in range(start, min(start + 16, len(data))):
+            data[k] ^= 0x5A
+        db.write_bytes(bytes(data))
+    elif fault == "truncate":
+        db.write_bytes(db.read_bytes()[: int(where * db.stat().st_size)])
+    else:
+        (path / where).unlink()
+    damaged = db.read_bytes() if db.exists() else None
+    docs = tmp_path / "new.jsonl"
+    docs.write_text('{"id": "new1", "text": "a new document about nothing"}\n')
+
+    def run(*args):
+        # catch_exceptions=False: a traceback fails the test.
+        result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+        assert result.exit_code in (0, 1), result.output
+        if result.exit_code == 1 and args[1] == "check" and db.exists():
+            assert result.output.splitlines()[-1].startswith("damaged:"), result.output
+        elif result.exit_code == 1:
+            errors = [ln for ln in result.output.splitlines() if ln.startswith("neardup: error:")]
+            assert len(errors) == 1 and str(path) in errors[0], result.output
+        return result
+
+    check = run("index", "check", "-d", path)
+    for i in (0, 1234, 4999):
+        query = run("index", "query", "-d", path, "--fingerprint", format(int(fps[i]), "016x"),
+                    "--json")
+        if query.exit_code == 0:
+            assert json.loads(query.output)["matches"][0]["id"] == f"d{i}"
+    added = run("index", "add", docs, "-d", path, "-q")
+    if check.exit_code == 1 and db.exists():
+        assert added.exit_code == 1
+        assert db.read_bytes() == damaged  # nothing written into a database that fails its check
+    recovered = run("index", "recover", "-d", path, "--to", tmp_path / "copy")
+    if recovered.exit_code == 0:
+        with NearDupIndex(tmp_path / "copy", readonly=True) as copy:
+            assert len(copy) <= 5001
+
+
+@pytest.mark.parametrize("command", ["add", "build"])
+def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, monkeypatch,
+                                                                     command):
+    """SQLite's "database or disk is full" (a page limit stands in for the disk) while adding
+    or building: one line naming the file, the adds acknowledged before it kept, no debris."""
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+    from neardup.index import store
+
+    path = tmp_path / "idx"
+    NearDupIndex.build(path, ["a", "b"], fingerprints=np.array([1, 2 << 40], np.uint64)).close()
+    real_connect = store._connect
+
+    def small_disk(db, readonly):
+        conn = real_connect(db, readonly)
+        if not readonly:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count = {pages + 8}")
+        return conn
+
+    monkeypatch.setattr(store, "_connect", small_disk)
+    docs = tmp_path / "many.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"n{i}", "text": f"document {i} " + "w " * (i % 50)})
+                            + "\n" for i in range(30_000)))
+    target = path if command == "add" else tmp_path / "new.idx"
+    args = (["index", "add", str(docs), "-d", str(path)] if command == "add"
+            else ["index", "build", str(docs), "-d", str(target)])
+    result = CliRunner().invoke(main, [*args, "-q"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("neardup: error:")]
+    assert len(errors) == 1 and "full" in errors[0] and str(tmp_path) in errors[0], result.output
+    monkeypatch.setattr(store, "_connect", real_connect)
+    with NearDupIndex(path, readonly=True) as index:
+        assert {"a", "b"} <= set(index.groups())
+    if command == "build":
+        assert not target.exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "many.jsonl"]

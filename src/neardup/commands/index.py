@@ -623,9 +623,12 @@ def check(directory, as_json):
     else:
         for problem in report["problems"]:
             click.echo(f"problem: {problem}")
-        click.echo(f"{'ok' if report['ok'] else 'damaged'}: {report['documents']} documents, "
-                   f"{report['groups']} groups, tables {report['tables']}, "
-                   f"{report['seconds']:.2f} s")
+        if report["documents"] is None:
+            click.echo(f"damaged: the records could not be read ({report['seconds']:.2f} s)")
+        else:
+            click.echo(f"{'ok' if report['ok'] else 'damaged'}: {report['documents']} documents, "
+                       f"{report['groups']} groups, tables {report['tables']}, "
+                       f"{report['seconds']:.2f} s")
     if not report["ok"]:
         sys.exit(1)
 

@@ -148,7 +148,7 @@ def _hint(db: Path) -> str:
     directory = db.parent
     return (
         f"run `neardup index check -d {directory}` for details and `neardup index recover -d "
-        f"{directory} -o NEW_DIR` to build a new index from the records that are still readable"
+        f"{directory} --to NEW_DIR` to build a new index from the records that are still readable"
     )
 
 
@@ -247,13 +247,13 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
 
     Complexity: O(database size) for step 1, O(n log n) SQLite work for 2-3, O(T · n) for 4.
     """
-    from neardup.index.store import DB_NAME, NearDupIndex, _table_keys
+    from neardup.index.store import DB_NAME
 
     started = time.perf_counter()
     path = Path(path)
     db = path / DB_NAME
     report: dict[str, Any] = {"ok": False, "problems": [], "documents": None, "groups": None,
-                              "tables": None}
+                              "tables": None, "seconds": 0.0}
     problems: list[str] = report["problems"]
     try:
         conn = _readonly_connection(db)
@@ -261,55 +261,82 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
         problems.append(str(sqlite_error(error, db)))
         return report
     try:
-        try:
-            rows = conn.execute(f"PRAGMA integrity_check({int(max_problems)})").fetchall()
-            problems.extend(f"integrity_check: {r[0]}" for r in rows if r[0] != "ok")
-        except sqlite3.DatabaseError as error:
-            problems.append(f"integrity_check failed: {error}")
-        if problems:
-            problems.append(_hint(db))
-            return report
-        documents = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
-        groups = conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0]
-        report["documents"], report["groups"] = documents, groups
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        for key, actual in (("documents", documents), ("groups", groups)):
-            if str(meta.get(key)) != str(actual):
-                problems.append(f"meta.{key} is {meta.get(key)!r}, the records have {actual}")
-        for sql, what in (
-            (
-                "SELECT g.gid, g.size, COUNT(d.pos) FROM groups g LEFT JOIN docs d "
-                "ON d.gid = g.gid GROUP BY g.gid HAVING COUNT(d.pos) != g.size LIMIT 10",
-                "group {0} has size {1} but {2} members",
-            ),
-            (
-                "SELECT d.pos, d.gid, 0 FROM docs d LEFT JOIN groups g ON g.gid = d.gid "
-                "WHERE g.gid IS NULL LIMIT 10",
-                "document at position {0} names group {1}, which does not exist",
-            ),
-            (
-                "SELECT g.gid, g.original, 0 FROM groups g LEFT JOIN docs o ON o.pos = "
-                "g.original WHERE o.pos IS NULL OR o.gid != g.gid LIMIT 10",
-                "group {0}: its original (position {1}) is not one of its members",
-            ),
-            (
-                "SELECT g.gid, g.original, (SELECT d.pos FROM docs d WHERE d.gid = g.gid "
-                "ORDER BY d.timestamp, d.pos LIMIT 1) AS first FROM groups g "
-                "WHERE first != g.original LIMIT 10",
-                "group {0}: original is position {1} but the earliest member is {2}",
-            ),
-        ):
-            problems.extend(what.format(*r) for r in conn.execute(sql).fetchall())
-        positions, fps = [], []
-        cur = conn.execute("SELECT pos, fingerprint FROM docs ORDER BY pos")
-        while chunk := cur.fetchmany(262_144):
-            arr = np.array(chunk, dtype=np.int64)
-            positions.append(arr[:, 0])
-            fps.append(arr[:, 1].view(np.uint64))
+        _check_records(conn, db, report, max_problems)
+    except sqlite3.Error as error:
+        # A file SQLite reads without complaint can still lack the index's tables (an empty
+        # or foreign database): a problem to report, not a crash.
+        problems.append(f"{db}: {error}")
     finally:
         conn.close()
-    pos = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    values = np.concatenate(fps) if fps else np.zeros(0, np.uint64)
+    if "_records" in report:  # the records could be read: compare the tables with them
+        _check_tables(path, report)
+    report["ok"] = not problems
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _check_records(conn, db: Path, report: dict[str, Any], max_problems: int) -> None:
+    """Steps 1-3 of :func:`check_index`; stores the records' positions and fingerprints in
+    ``report`` (under private keys) for step 4."""
+    problems: list[str] = report["problems"]
+    try:
+        rows = conn.execute(f"PRAGMA integrity_check({int(max_problems)})").fetchall()
+        problems.extend(f"integrity_check: {r[0]}" for r in rows if r[0] != "ok")
+    except sqlite3.DatabaseError as error:
+        problems.append(f"integrity_check failed: {error}")
+    if problems:
+        problems.append(_hint(db))
+        return
+    documents = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+    groups = conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0]
+    report["documents"], report["groups"] = documents, groups
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    for key, actual in (("documents", documents), ("groups", groups)):
+        if str(meta.get(key)) != str(actual):
+            problems.append(f"meta.{key} is {meta.get(key)!r}, the records have {actual}")
+    for sql, what in (
+        (
+            "SELECT g.gid, g.size, COUNT(d.pos) FROM groups g LEFT JOIN docs d "
+            "ON d.gid = g.gid GROUP BY g.gid HAVING COUNT(d.pos) != g.size LIMIT 10",
+            "group {0} has size {1} but {2} members",
+        ),
+        (
+            "SELECT d.pos, d.gid, 0 FROM docs d LEFT JOIN groups g ON g.gid = d.gid "
+            "WHERE g.gid IS NULL LIMIT 10",
+            "document at position {0} names group {1}, which does not exist",
+        ),
+        (
+            "SELECT g.gid, g.original, 0 FROM groups g LEFT JOIN docs o ON o.pos = "
+            "g.original WHERE o.pos IS NULL OR o.gid != g.gid LIMIT 10",
+            "group {0}: its original (position {1}) is not one of its members",
+        ),
+        (
+            "SELECT g.gid, g.original, (SELECT d.pos FROM docs d WHERE d.gid = g.gid "
+            "ORDER BY d.timestamp, d.pos LIMIT 1) AS first FROM groups g "
+            "WHERE first != g.original LIMIT 10",
+            "group {0}: original is position {1} but the earliest member is {2}",
+        ),
+    ):
+        problems.extend(what.format(*r) for r in conn.execute(sql).fetchall())
+    positions, fps = [], []
+    cur = conn.execute("SELECT pos, fingerprint FROM docs ORDER BY pos")
+    while chunk := cur.fetchmany(262_144):
+        arr = np.array(chunk, dtype=np.int64)
+        positions.append(arr[:, 0])
+        fps.append(arr[:, 1].view(np.uint64))
+    report["_records"] = (
+        np.concatenate(positions) if positions else np.zeros(0, np.int64),
+        np.concatenate(fps) if fps else np.zeros(0, np.uint64),
+    )
+
+
+def _check_tables(path: Path, report: dict[str, Any]) -> None:
+    """Step 4 of :func:`check_index`: the tables, as an index opened read-only holds them,
+    against the records read in steps 1-3."""
+    from neardup.index.store import NearDupIndex, _table_keys
+
+    problems: list[str] = report["problems"]
+    pos, values = report.pop("_records")
     with NearDupIndex(path, readonly=True) as index:
         info = index._open_info
         report["tables"] = f"{info.source} ({info.detail})"
@@ -342,9 +369,8 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
                 if not (np.array_equal(order, np.arange(rows.size)) and np.array_equal(keys, want)):
                     problems.append(f"table {k} is not sorted by the keys of its fingerprints")
                     break
-    report["ok"] = not problems
-    report["seconds"] = round(time.perf_counter() - started, 3)
-    return report
+
+
 
 
 # --------------------------------------------------------------------------------------------

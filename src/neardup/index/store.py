@@ -1131,6 +1131,10 @@ class NearDupIndex:
                 f"no index at {self.path} (missing {DB_NAME}); create one with "
                 "`neardup index build` or NearDupIndex.create"
             )
+        if db.stat().st_size == 0:
+            # SQLite takes an empty file for a new database and would write into it.
+            raise ValueError(f"{db} is empty: not an index (truncated?); rebuild it with "
+                             "`neardup index build`")
         try:
             if not self.readonly:
                 self._lock_fd = _acquire_writer_lock(self.path)
@@ -2502,7 +2506,7 @@ def _write_new_index(
     """Write the SQLite records and the cached tables of a new index into ``directory``."""
     n = len(ids)
     db = directory / DB_NAME
-    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn = _connect(db, readonly=False)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         # The directory only becomes the index after an fsync and a rename, so the bulk load
