@@ -26,8 +26,9 @@ Datasets (``--data-dir``, default ``shared/data``; every one run with every tool
 
 Tools, each run in its own subprocess (peers in ``benchmarks/.peers``, see ``setup_peers.sh``):
 
-* neardup defaults (``neardup dedup``: MinHash-128 over ``char:5``, LSH, verified at exact
-  Jaccard ≥ 0.7), neardup SimHash ``word:3`` k = 3, neardup SimHash ``char:5`` k = 8, neardup
+* neardup defaults (``neardup dedup``: MinHash-128 over ``char:4``, LSH 32 × 4, candidates
+  verified by the LCS resemblance ≥ 0.8 by words or syllables), the earlier defaults (``char:5``,
+  verified at exact Jaccard ≥ 0.7), neardup SimHash ``word:3`` k = 3, neardup SimHash ``char:5`` k = 8, neardup
   MinHash ``word:3`` at 0.7 (the defaults with word shingles) and at 0.8 (the peers' settings). Groups = neardup's connected components.
 * datasketch ``MinHashLSH`` and rensa ``RMinHashLSH`` (threshold 0.8, 128 permutations; rensa 16
   bands of 8 rows), 1e0ng ``SimhashIndex`` (k = 3, ``Simhash(shingles)``), simhash-pybind
@@ -95,21 +96,24 @@ SYNTH_PER_BASE = 3
 
 # name → (python, settings); neardup settings are keyword arguments of neardup.pipeline.Settings.
 TOOLS = {
-    "neardup defaults (MinHash char:5, 0.7)": ("neardup", {}),
+    "neardup defaults (MinHash char:4, LCS 0.8)": ("neardup", {}),
+    "neardup MinHash char:5, Jaccard 0.7 (earlier defaults)": (
+        "neardup", {"method": "minhash", "shingle": "char:5", "threshold": 0.7,
+                    "verify": "jaccard"}),
     "neardup SimHash word:3, k=3": ("neardup", {"method": "simhash", "shingle": "word:3",
                                                 "hamming_k": 3}),
     "neardup SimHash char:5, k=8": ("neardup", {"method": "simhash", "shingle": "char:5",
                                                 "hamming_k": 8}),
     "neardup MinHash word:3, 0.7": ("neardup", {"method": "minhash", "shingle": "word:3",
-                                                "threshold": 0.7}),
+                                                "threshold": 0.7, "verify": "jaccard"}),
     "neardup MinHash word:3, 0.8": ("neardup", {"method": "minhash", "shingle": "word:3",
-                                                "threshold": 0.8}),
+                                                "threshold": 0.8, "verify": "jaccard"}),
     "datasketch MinHashLSH": ("datasketch", {}),
     "rensa RMinHashLSH": ("rensa", {}),
     "simhash (1e0ng) SimhashIndex": ("simhash-1e0ng", {}),
     "simhash-pybind find_all": ("simhash-pybind", {}),
 }
-DEFAULT_TOOL = "neardup defaults (MinHash char:5, 0.7)"
+DEFAULT_TOOL = "neardup defaults (MinHash char:4, LCS 0.8)"
 WORD3_SAME_THRESHOLD = "neardup MinHash word:3, 0.7"
 PYBIND_PLUS = "simhash-pybind find_all + identical fps"
 BASELINE = "baseline: identical normalised text"
@@ -597,7 +601,8 @@ ABOUT = {
 
 
 def short_name(tool: str) -> str:
-    return (tool.replace("neardup ", "nd ").replace(" (MinHash char:5, 0.7)", "")
+    return (tool.replace("neardup ", "nd ").replace(" (MinHash char:4, LCS 0.8)", "")
+            .replace(", Jaccard 0.7 (earlier defaults)", " J0.7")
             .replace(" SimhashIndex", "").replace(" find_all", "")
             .replace("RMinHashLSH", "").replace("MinHashLSH", "")
             .replace(": identical normalised text", "").strip())

@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.lcs import (
+    either_pairs,
+    either_units,
     lcs_length_reference,
     lcs_lengths,
     lcs_pairs,
@@ -203,3 +205,34 @@ def test_threads_give_the_same_values():
     with ThreadPoolExecutor(4) as pool:
         parts = list(pool.map(lambda c: lcs_pairs(offsets, codes, a[c], b[c]), chunks))
     assert np.array_equal(np.concatenate(parts), serial)
+
+
+TOKENS = st.sampled_from(["a", "b", "ab", "가", "나다", "학교에", "학교", " ", "  ", "\n", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(TOKENS, max_size=30).map("".join), min_size=2, max_size=6),
+       st.sampled_from([None, 0.5, 0.8, 1.0]))
+def test_either_unit_is_the_larger_of_words_and_syllables(texts, threshold):
+    """either_pairs = max(word, syllable) resemblance: exactly without a threshold, and with one
+    the same decisions and the same values at or above it."""
+    n = len(texts)
+    a, b = np.triu_indices(n, 1)
+    o, c = either_units(texts)
+    got = either_pairs(o, c, a, b, threshold)
+    want = np.maximum(*(lcs_pairs(*lcs_units(texts, unit), a, b) for unit in ("word", "syllable")))
+    if threshold is None:
+        assert got.tolist() == want.tolist()
+    else:
+        assert ((got >= threshold) == (want >= threshold)).all()
+        assert got[want >= threshold].tolist() == want[want >= threshold].tolist()
+
+
+def test_either_unit_accepts_spacing_and_word_level_edits():
+    texts = ["오늘 나는 학교에 갔다", "오늘 나는학교에 갔다",      # a spacing error: syllables forgive
+             "one two three four five six seven eight nine ten",
+             "one two three four five six seven eight nine extraordinarily"]  # a long word swapped
+    o, c = either_units(texts)
+    syllable = lcs_pairs(*lcs_units(texts, "syllable"), np.array([2]), np.array([3]))
+    assert syllable[0] < 0.8  # by letters, the long replacement weighs too much
+    assert either_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist() == [1.0, 0.9]

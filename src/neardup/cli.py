@@ -461,12 +461,14 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @click.option("-k", "--hamming-k", type=int, default=3, show_default=True,
               help="SimHash: near-duplicates differ in at most this many of 64 bits.")
 @click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
-              help="MinHash: Jaccard threshold (picks the LSH bands; verification threshold).")
+              help="MinHash: the near-duplicate threshold: of the LCS resemblance with --verify auto or "
+              "lcs, of the Jaccard with --verify jaccard or none; picks the LSH bands (see `neardup tune`).")
 @click.option("--bands", type=int, default=None, help="MinHash: force the number of LSH bands (with --rows).")
 @click.option("--rows", type=int, default=None, help="MinHash: force the rows per band (with --bands).")
 @click.option("--verify", default="auto", show_default=True,
-              help="Check candidates with the exact Jaccard of their shingle sets: jaccard:T or none. "
-              "auto = jaccard:THRESHOLD for MinHash, none for SimHash.")
+              help="Check candidates exactly: lcs[:T] (the share of the longer text's words, or of its "
+              "syllables, kept in order: the definition's rule), jaccard[:T] (of the shingle sets) or "
+              "none. auto = lcs:THRESHOLD for MinHash, none for SimHash.")
 @click.option("--grouping", type=click.Choice(GROUPINGS), default="components", show_default=True,
               help="components: transitive groups; center: each member is a near-duplicate of its original.")
 @click.option("--pairs", "pairs_mode", type=click.Choice(PAIR_MODES), default="original", show_default=True,
@@ -510,7 +512,7 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     Examples:
       neardup dedup docs.jsonl -o groups.tsv --time-field ts
       neardup dedup docs.jsonl -o groups.tsv -k 4 --pairs-out pairs.tsv --keep unique.jsonl
-      neardup dedup docs.jsonl -o groups.parquet --method minhash --threshold 0.7
+      neardup dedup docs.jsonl -o groups.parquet --verify jaccard:0.7 --shingle char:5
       neardup dedup docs.jsonl -o groups.tsv --report report.html
       neardup dedup 'corpus/*.jsonl' -o groups.tsv --engine spark --spark-master 'local[*]'
     """
@@ -748,27 +750,56 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
 
 
 @main.command(context_settings=CONTEXT)
-@click.option("--threshold", type=float, default=0.8, show_default=True, help="Jaccard threshold s.")
+@click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
+              help="The near-duplicate threshold, as `neardup dedup --threshold`.")
 @click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations.")
-@click.option("--fp-weight", type=float, default=0.5, show_default=True, help="Weight of false positives.")
-@click.option("--fn-weight", type=float, default=0.5, show_default=True, help="Weight of false negatives.")
+@click.option("--verify", default="auto", show_default=True,
+              help="The verification, as `neardup dedup --verify`: it decides which Jaccard the "
+              "bands are tuned for (LCS at T: Jaccard T/2).")
+@click.option("--fp-weight", type=float, default=None,
+              help="Tune for a Jaccard of --threshold with this weight of false positives "
+              "(with --fn-weight) instead of as dedup does.")
+@click.option("--fn-weight", type=float, default=None, help="Weight of false negatives (see --fp-weight).")
 @click.option("--plot", default=None, help="Write the S-curve p(s) = 1 − (1 − s^r)^b as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @handle_errors
-def tune(threshold, num_perm, fp_weight, fn_weight, plot, as_json):
-    """Choose LSH bands b and rows r for a Jaccard threshold and num_perm.
+def tune(threshold, num_perm, verify, fp_weight, fn_weight, plot, as_json):
+    """The LSH bands b and rows r that `neardup dedup` uses for a threshold and num_perm.
 
-    Minimises fp_weight · ∫₀ˢ p(t) dt + fn_weight · ∫ₛ¹ (1 − p(t)) dt with
-    p(t) = 1 − (1 − t^r)^b, and prints the candidate probability at several similarities.
+    Bands are chosen by minimising fp_weight · ∫₀ˢ p(t) dt + fn_weight · ∫ₛ¹ (1 − p(t)) dt
+    with p(t) = 1 − (1 − t^r)^b at a Jaccard s that the verification sets (see `--verify`);
+    prints the candidate probability at several Jaccard similarities.
 
     \b
     Examples:
-      neardup tune --threshold 0.8 --num-perm 128
-      neardup tune --threshold 0.5 --num-perm 256 --plot curve.png
+      neardup tune                                   # the bands of dedup's defaults
+      neardup tune --threshold 0.7 --verify jaccard
+      neardup tune --threshold 0.5 --num-perm 256 --fp-weight 0.5 --fn-weight 0.5 --plot curve.png
     """
-    from neardup.lsh import candidate_probability, optimal_params, plot_s_curve
+    from neardup.lsh import (
+        LSHParams,
+        candidate_probability,
+        false_negative_area,
+        false_positive_area,
+        optimal_params,
+        plot_s_curve,
+    )
 
-    params = optimal_params(threshold, num_perm, fp_weight=fp_weight, fn_weight=fn_weight)
+    if (fp_weight is None) != (fn_weight is None):
+        raise ValueError("give --fp-weight and --fn-weight together (or neither: tune as dedup does)")
+    if fp_weight is None:
+        settings = Settings(method="minhash", threshold=threshold, num_perm=num_perm, verify=verify)
+        bands, rows = settings.banding()
+        lcs = settings.verify is not None and settings.verify_measure == "lcs"
+        tuned_for = settings.verify / 2 if lcs else threshold
+        note = f" (half of --verify lcs:{settings.verify:g})" if lcs else ""
+        params = LSHParams(bands, rows, tuned_for, num_perm,
+                           false_positive_area(tuned_for, bands, rows),
+                           false_negative_area(tuned_for, bands, rows))
+    else:
+        params = optimal_params(threshold, num_perm, fp_weight=fp_weight, fn_weight=fn_weight)
+        tuned_for, note = threshold, ""
+    threshold = tuned_for
     sims = [round(x, 2) for x in np.arange(0.1, 1.0, 0.1)] + [threshold]
     sims = sorted(set(sims))
     probs = candidate_probability(np.asarray(sims), params.bands, params.rows)
@@ -782,7 +813,7 @@ def tune(threshold, num_perm, fp_weight, fn_weight, plot, as_json):
             "candidate_probability": {str(s): float(p) for s, p in zip(sims, probs)},
         }, indent=2))
         return
-    click.echo(f"threshold {threshold}, num_perm {num_perm}: bands b = {params.bands}, rows r = {params.rows} "
+    click.echo(f"Jaccard {threshold:g}{note}, num_perm {num_perm}: bands b = {params.bands}, rows r = {params.rows} "
                f"(uses {params.bands * params.rows} values; (1/b)^(1/r) = {params.approx_threshold:.3f})")
     click.echo(f"false-positive area {params.fp_area:.5f}, false-negative area {params.fn_area:.5f}")
     click.echo(f"{'similarity':>10}  {'P(candidate)':>12}  {'P(missed)':>10}")

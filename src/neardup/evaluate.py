@@ -1296,7 +1296,9 @@ def sweep_signature_settings(
         settings_base.method == "minhash" and truth.kind == "pairs"
     )
     # Signatures depend on verify only through "keep the sets or not"; 1.0 is any valid value.
-    return settings_base.replace(verify=1.0 if keep_sets else None, pairs="original")
+    # The data of the measure the swept settings verify with (all share one ``verify``).
+    measure = next((s.verify_measure for s in swept if s.needs_sets), "jaccard")
+    return settings_base.replace(verify=f"{measure}:1" if keep_sets else None, pairs="original")
 
 
 @dataclass

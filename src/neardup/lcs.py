@@ -61,6 +61,8 @@ __all__ = [
     "LCS_UNITS",
     "lcs_units",
     "lcs_pairs",
+    "either_units",
+    "either_pairs",
     "lcs_lengths",
     "lcs_length_reference",
     "resemblance_reference",
@@ -236,6 +238,23 @@ def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
     return zeros + p + s
 
 
+@njit(inline="always")
+def _scored(x, y, resemblance, threshold, slot_key, slot_mask, slot_used, carry):
+    """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
+    some value below it)."""
+    top = max(x.shape[0], y.shape[0])
+    need = 0
+    if threshold > 0.0 and top > 0:
+        low = min(x.shape[0], y.shape[0])
+        if low / top < threshold:
+            return low / top  # LCS ≤ the shorter length: an upper bound below threshold
+        need = np.int64(np.ceil(threshold * top - 1e-9))
+    length = _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need)
+    if not resemblance:
+        return float(length)
+    return 1.0 if top == 0 else length / top
+
+
 @njit(cache=True, nogil=True)
 def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
     pairs = a.shape[0]
@@ -252,20 +271,96 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
     for q in range(pairs):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
-        top = max(x.shape[0], y.shape[0])
-        need = 0
-        if threshold > 0.0 and top > 0:
-            low = min(x.shape[0], y.shape[0])
-            if low / top < threshold:
-                out[q] = low / top  # LCS ≤ the shorter length: an upper bound below threshold
-                continue
-            need = np.int64(np.ceil(threshold * top - 1e-9))
-        length = _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need)
-        if not resemblance:
-            out[q] = length
-        else:
-            out[q] = 1.0 if top == 0 else length / top
+        out[q] = _scored(x, y, resemblance, threshold, slot_key, slot_mask, slot_used, carry)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _either_units_kernel(syl_offsets, syl_codes, word_offsets, word_codes):
+    n = syl_offsets.shape[0] - 1
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for d in range(n):
+        offsets[d + 1] = (offsets[d] + 1 + (syl_offsets[d + 1] - syl_offsets[d])
+                          + (word_offsets[d + 1] - word_offsets[d]))
+    codes = np.empty(offsets[n], dtype=np.uint64)
+    for d in range(n):
+        o = offsets[d]
+        count = syl_offsets[d + 1] - syl_offsets[d]
+        codes[o] = count
+        o += 1
+        for i in range(syl_offsets[d], syl_offsets[d + 1]):
+            codes[o] = syl_codes[i]
+            o += 1
+        for i in range(word_offsets[d], word_offsets[d + 1]):
+            codes[o] = word_codes[i]
+            o += 1
+    return offsets, codes
+
+
+@njit(cache=True, nogil=True)
+def _either_pairs_kernel(offsets, codes, a, b, threshold):
+    pairs = a.shape[0]
+    out = np.empty(pairs, dtype=np.float64)
+    longest = 0
+    for q in range(pairs):
+        la = offsets[a[q] + 1] - offsets[a[q]]
+        lb = offsets[b[q] + 1] - offsets[b[q]]
+        longest = max(longest, la, lb)
+    slot_key = np.zeros(128, dtype=np.uint64)
+    slot_mask = np.zeros(128, dtype=np.uint64)
+    slot_used = np.zeros(128, dtype=np.uint8)
+    carry = np.zeros(longest + 1, dtype=np.uint8)
+    for q in range(pairs):
+        lo_a, lo_b = offsets[a[q]], offsets[b[q]]
+        split_a = lo_a + 1 + np.int64(codes[lo_a])
+        split_b = lo_b + 1 + np.int64(codes[lo_b])
+        syllables = _scored(codes[lo_a + 1 : split_a], codes[lo_b + 1 : split_b], True,
+                            threshold, slot_key, slot_mask, slot_used, carry)
+        words = _scored(codes[split_a : offsets[a[q] + 1]], codes[split_b : offsets[b[q] + 1]],
+                        True, threshold, slot_key, slot_mask, slot_used, carry)
+        out[q] = max(syllables, words)
+    return out
+
+
+def either_units(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Both unit sequences of each text, for :func:`either_pairs`: CSR ``(offsets int64[n + 1],
+    codes uint64)`` where text d's range holds its syllable count S, its S syllable codes and
+    then its word codes (see :func:`lcs_units`). O(total bytes).
+
+    Example:
+        >>> o, c = either_units(["ab c"])
+        >>> c.tolist()[:4], o.tolist()
+        ([3, 97, 98, 99], [0, 6])
+    """
+    syl_offsets, syl_codes = lcs_units(texts, "syllable")
+    word_offsets, word_codes = lcs_units(texts, "word")
+    return _either_units_kernel(syl_offsets, syl_codes.astype(np.uint64), word_offsets,
+                                word_codes)
+
+
+def either_pairs(
+    offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray,
+    threshold: float | None = None,
+) -> np.ndarray:
+    """The larger of the word and the syllable LCS resemblance of texts ``a[p]`` and ``b[p]``
+    (CSR of :func:`either_units`): a pair is a near-duplicate when either unit keeps the
+    threshold's share of the longer text in order.
+
+    Why both: words are the definition's unit, but one changed Korean particle or a spacing
+    error breaks a whole eojeol, which syllables forgive; syllables in turn undercount a
+    replaced long word against short ones. ``threshold`` as in :func:`lcs_pairs`. Cost: the
+    two LCS computations of :func:`lcs_pairs`.
+
+    Example:
+        >>> o, c = either_units(["a b c d e", "a b c d x", "나는 학교에", "나는학교에"])
+        >>> either_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist()
+        [0.8, 1.0]
+    """
+    offsets, codes, a, b = _check_pairs(offsets, codes, a, b)
+    if threshold is not None and not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1]; got {threshold}")
+    return _either_pairs_kernel(offsets, codes.astype(np.uint64, copy=False), a, b,
+                                float(threshold or 0.0))
 
 
 def _check_pairs(offsets, codes, a, b):

@@ -208,13 +208,22 @@ def describe_settings(settings) -> dict[str, str]:
                       "near-duplicates": f"Hamming distance ≤ {settings.hamming_k} bits"})
     else:
         bands, rows = settings.banding()
+        if settings.verify is None:
+            decides = f"MinHash estimate of Jaccard ≥ {settings.threshold:g}"
+        elif settings.verify_measure == "lcs":
+            decides = f"LCS resemblance ≥ {settings.verify:g} (words or syllables kept in order)"
+        else:
+            decides = f"Jaccard ≥ {settings.verify:g}"
         shown.update({"permutations": str(settings.num_perm), "seed": str(settings.seed),
-                      "near-duplicates": f"Jaccard ≥ {settings.threshold:g}",
-                      "LSH bands × rows": f"{bands} × {rows}"})
-    shown.update({
-        "verification": "none" if settings.verify is None
-        else f"exact Jaccard ≥ {settings.verify:g}",
-        "grouping": settings.grouping, "pairs": settings.pairs})
+                      "near-duplicates": decides, "LSH bands × rows": f"{bands} × {rows}"})
+    if settings.verify is None:
+        verification = "none"
+    elif settings.verify_measure == "lcs":
+        verification = f"LCS resemblance ≥ {settings.verify:g}, by words or by syllables"
+    else:
+        verification = f"exact Jaccard ≥ {settings.verify:g}"
+    shown.update({"verification": verification, "grouping": settings.grouping,
+                  "pairs": settings.pairs})
     return shown
 
 

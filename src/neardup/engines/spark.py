@@ -1496,7 +1496,7 @@ def dedup_dataframe(
     Args:
         df: one row per document.
         settings: the run's options (default: those of ``neardup dedup``, MinHash over
-            ``char:5`` shingles verified at Jaccard 0.7).
+            ``char:4`` shingles verified by LCS resemblance 0.8).
         id_col, text_col: columns holding the ID (string or integer) and the text.
         time_col: column holding the time (seconds since the epoch, ISO 8601 strings, dates or
             timestamps, as the file readers accept them); None: all equal, so input order
