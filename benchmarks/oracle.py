@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.lcs import _lcs_bits, lcs_pairs, lcs_units
+from neardup.lcs import _lcs_bits, _lcs_scratch, lcs_pairs, lcs_units
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("NEARDUP_SHARED", HERE.parent.parent / "shared")) / "data"
@@ -112,10 +112,7 @@ def _oracle_chunk(order, lengths, offsets, codes, bags, lo, hi, threshold):
     after_length = 0
     after_bag = 0
     longest = lengths.max() if lengths.shape[0] else 0
-    slot_key = np.zeros(128, dtype=np.uint64)
-    slot_mask = np.zeros(128, dtype=np.uint64)
-    slot_used = np.zeros(128, dtype=np.uint8)
-    carry = np.zeros(longest + 1, dtype=np.uint8)
+    scratch = _lcs_scratch(longest)
     buckets = bags.shape[1]
     for p in range(lo, hi):
         i = order[p]
@@ -138,7 +135,7 @@ def _oracle_chunk(order, lengths, offsets, codes, bags, lo, hi, threshold):
                 x = codes[offsets[i] : offsets[i + 1]]
                 y = codes[offsets[j] : offsets[j + 1]]
                 need = np.int64(np.ceil(threshold * lj - 1e-9))
-                value = _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need) / lj
+                value = _lcs_bits(x, y, scratch, need) / lj
                 if value < threshold:
                     continue
             if count == cap:

@@ -363,3 +363,14 @@ def test_max_doc_bytes_takes_sizes_and_refuses_others(tmp_path):
         assert result.exit_code == code, (limit, result.output)
     result = CliRunner().invoke(main, ["dedup", str(docs), "-o", str(out), "--max-doc-bytes", "big"])
     assert result.exit_code == 2 and "--max-doc-bytes" in result.output and "'big'" in result.output
+
+
+def test_compare_gives_the_definitions_verdict():
+    spaced = run("compare", "오늘 나는 학교에 갔다", "오늘 나는학교에 갔다", "--json")
+    result = json.loads(spaced.output)
+    assert result["jaccard"] == 0.0  # word 3-grams see a different text
+    assert (result["definition_lcs_words_or_syllables"], result["near_duplicate"]) == (1.0, "yes")
+    other = json.loads(run("compare", "one two three four five", "one two six seven eight",
+                           "--json").output)
+    # Words keep 2 of 5; letters keep "onetwo" + "e" + "e" + "e" = 9 of 19: the larger decides.
+    assert (other["definition_lcs_words_or_syllables"], other["near_duplicate"]) == (9 / 19, "no")

@@ -724,7 +724,9 @@ def _text_argument(value: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @handle_errors
 def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
-    """Every similarity measure between two texts (file paths or literal strings).
+    """Every similarity measure between two texts (file paths or literal strings), and the
+    verdict of the near-duplicate definition as `neardup dedup` applies it by default (LCS
+    resemblance by words or syllables ≥ 0.8).
 
     \b
     Examples:
@@ -732,9 +734,17 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
       neardup compare "the cat sat on the mat" "the cat sat on a mat" --unit char
     """
     from neardup.similarity import compare as compare_texts
+    from neardup.verify import Verification
 
-    result = compare_texts(_text_argument(a), _text_argument(b), unit=unit, shingle=shingle,
-                           num_perm=num_perm, hash_name=hash_name)
+    text_a, text_b = _text_argument(a), _text_argument(b)
+    result = compare_texts(text_a, text_b, unit=unit, shingle=shingle, num_perm=num_perm,
+                           hash_name=hash_name)
+    rule = Verification("lcs", DEFAULT_THRESHOLD)
+    offsets, values = rule.prepare([text_a, text_b], shingle, hash_name)
+    resemblance = float(rule.similarity(offsets, values, np.array([0]), np.array([1]),
+                                        exact=True)[0])
+    result["definition_lcs_words_or_syllables"] = resemblance
+    result["near_duplicate"] = "yes" if resemblance >= rule.threshold else "no"
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return

@@ -30,10 +30,11 @@ B, with M(c) the positions of A holding c::
     U = V & M(c)
     V = (V + U) | (V − U)          (V − U = V & ~U, as U ⊆ V; + carries across 64-bit words)
 
-and LCS = m − popcount(V). The vector is processed one 64-bit word (64 units of A) at a time
-over the whole of B, handing the carry of each step to the next word through an array of |B|
-bytes, so a word's match masks (its at most 64 distinct units, in a 128-slot open-addressing
-table keyed by the unit code) are built once and the memory is O(|B|), whatever the alphabet.
+and LCS = m − popcount(V). The units are first renumbered per pair (A's distinct units get
+dense ids through a hash table, each unit of B is mapped once to its id or to an id with an
+empty mask), so a match mask is one array read. The vector is processed one 64-bit word (64
+units of A) at a time over the whole of B, handing the carry of each step to the next word
+through an array of |B| bytes, and the memory is O(|A| + |B|), whatever the alphabet.
 A common prefix and suffix are removed first (they extend every longest common subsequence).
 Cost per pair: O(⌈m / 64⌉ · n) word operations with n = |B| ≥ m, memory O(n).
 
@@ -164,14 +165,38 @@ _EMPTY = np.int32(-1)
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
+def lcs_scratch(longest: int) -> tuple:
+    """Scratch space of :func:`_lcs_bits` for sequences of up to ``longest`` units."""
+    capacity = 16
+    while capacity < 2 * longest:
+        capacity *= 2
+    return (
+        np.zeros(capacity, dtype=np.uint64),      # hash table: unit code
+        np.full(capacity, -1, dtype=np.int64),    # hash table: the call that owns the slot
+        np.zeros(capacity, dtype=np.int32),       # hash table: dense id of the code
+        np.zeros(longest + 1, dtype=np.int32),    # dense ids of the pattern
+        np.zeros(longest + 1, dtype=np.int32),    # dense ids of the text
+        np.zeros(longest + 2, dtype=np.uint64),   # match mask of each id, for one block
+        np.zeros(longest + 1, dtype=np.uint8),    # carry of each text position across blocks
+        np.zeros(1, dtype=np.int64),              # calls so far
+    )
+
+
+_lcs_scratch = njit(cache=True, nogil=True)(lcs_scratch)
+
+
 @njit(cache=True, nogil=True)
-def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
+def _lcs_bits(x, y, scratch, need=0):
     """LCS length of the unit arrays x and y (any integer dtype), bit-parallel, block by block.
 
-    ``slot_*`` (128 entries) and ``carry`` (at least max(len) bytes) are scratch space. With
+    ``scratch`` comes from :func:`lcs_scratch` (at least max(len) units). The pattern's
+    distinct units get dense ids through a hash table (slots stamped with the call, so it is
+    never cleared) and every text unit is mapped once to its id, or to one id with an empty
+    mask when the pattern lacks it; each block then reads its masks by plain indexing. With
     ``need`` > 0 the search stops as soon as the LCS cannot reach ``need`` and returns a value
     below it: after the blocks of pattern units [0, hi), LCS ≤ LCS(a[:hi], b) + (m − hi).
     """
+    table_key, table_owner, table_id, aid, bid, peq, carry, calls = scratch
     n0 = x.shape[0]
     m0 = y.shape[0]
     p, s = _trim_common(x, y)
@@ -188,36 +213,46 @@ def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
     n = b.shape[0]
     if m == 0:
         return p + s
-    zeros = 0
+    stamp = calls[0]
+    calls[0] = stamp + 1
+    mask = table_key.shape[0] - 1
+    bits = 0
+    while (1 << bits) < table_key.shape[0]:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    distinct = 0
+    for i in range(m):
+        key = np.uint64(a[i])
+        h = np.int64((key * _MUL) >> shift)
+        while table_owner[h] == stamp and table_key[h] != key:
+            h = (h + 1) & mask
+        if table_owner[h] != stamp:
+            table_owner[h] = stamp
+            table_key[h] = key
+            table_id[h] = distinct
+            distinct += 1
+        aid[i] = table_id[h]
+    absent = distinct  # the id of text units the pattern lacks: its mask stays 0
     for j in range(n):
+        key = np.uint64(b[j])
+        h = np.int64((key * _MUL) >> shift)
+        found = absent
+        while table_owner[h] == stamp:
+            if table_key[h] == key:
+                found = table_id[h]
+                break
+            h = (h + 1) & mask
+        bid[j] = found
         carry[j] = 0
+    zeros = 0
     for w in range((m + 63) // 64):
         lo = w * 64
         hi = min(lo + 64, m)
-        # Match masks of this block's units, keyed by unit code.
-        for k in range(128):
-            slot_used[k] = 0
         for i in range(lo, hi):
-            key = np.uint64(a[i])
-            h = np.int64(((key * _MUL) >> np.uint64(57)))
-            while slot_used[h] and slot_key[h] != key:
-                h = (h + 1) & 127
-            if not slot_used[h]:
-                slot_used[h] = 1
-                slot_key[h] = key
-                slot_mask[h] = np.uint64(0)
-            slot_mask[h] |= np.uint64(1) << np.uint64(i - lo)
+            peq[aid[i]] |= np.uint64(1) << np.uint64(i - lo)
         v = ~np.uint64(0)
         for j in range(n):
-            key = np.uint64(b[j])
-            h = np.int64(((key * _MUL) >> np.uint64(57)))
-            match = np.uint64(0)
-            while slot_used[h]:
-                if slot_key[h] == key:
-                    match = slot_mask[h]
-                    break
-                h = (h + 1) & 127
-            u = v & match
+            u = v & peq[bid[j]]
             c = np.uint64(carry[j])
             t = v + u
             c_out = np.uint8(t < v)
@@ -225,6 +260,8 @@ def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
             c_out |= np.uint8(t2 < t)
             carry[j] = c_out
             v = t2 | (v & ~u)
+        for i in range(lo, hi):
+            peq[aid[i]] = 0  # ready for the next block (and the next call)
         bits = hi - lo
         keep = v if bits == 64 else v & ((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
         # Count the zero bits among the block's valid bits.
@@ -239,7 +276,7 @@ def _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need=0):
 
 
 @njit(inline="always")
-def _scored(x, y, resemblance, threshold, slot_key, slot_mask, slot_used, carry):
+def _scored(x, y, resemblance, threshold, scratch):
     """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
     some value below it)."""
     top = max(x.shape[0], y.shape[0])
@@ -249,7 +286,7 @@ def _scored(x, y, resemblance, threshold, slot_key, slot_mask, slot_used, carry)
         if low / top < threshold:
             return low / top  # LCS ≤ the shorter length: an upper bound below threshold
         need = np.int64(np.ceil(threshold * top - 1e-9))
-    length = _lcs_bits(x, y, slot_key, slot_mask, slot_used, carry, need)
+    length = _lcs_bits(x, y, scratch, need)
     if not resemblance:
         return float(length)
     return 1.0 if top == 0 else length / top
@@ -264,14 +301,11 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
         la = offsets[a[q] + 1] - offsets[a[q]]
         lb = offsets[b[q] + 1] - offsets[b[q]]
         longest = max(longest, la, lb)
-    slot_key = np.zeros(128, dtype=np.uint64)
-    slot_mask = np.zeros(128, dtype=np.uint64)
-    slot_used = np.zeros(128, dtype=np.uint8)
-    carry = np.zeros(longest + 1, dtype=np.uint8)
+    scratch = _lcs_scratch(longest)
     for q in range(pairs):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
-        out[q] = _scored(x, y, resemblance, threshold, slot_key, slot_mask, slot_used, carry)
+        out[q] = _scored(x, y, resemblance, threshold, scratch)
     return out
 
 
@@ -306,18 +340,15 @@ def _either_pairs_kernel(offsets, codes, a, b, threshold):
         la = offsets[a[q] + 1] - offsets[a[q]]
         lb = offsets[b[q] + 1] - offsets[b[q]]
         longest = max(longest, la, lb)
-    slot_key = np.zeros(128, dtype=np.uint64)
-    slot_mask = np.zeros(128, dtype=np.uint64)
-    slot_used = np.zeros(128, dtype=np.uint8)
-    carry = np.zeros(longest + 1, dtype=np.uint8)
+    scratch = _lcs_scratch(longest)
     for q in range(pairs):
         lo_a, lo_b = offsets[a[q]], offsets[b[q]]
         split_a = lo_a + 1 + np.int64(codes[lo_a])
         split_b = lo_b + 1 + np.int64(codes[lo_b])
         syllables = _scored(codes[lo_a + 1 : split_a], codes[lo_b + 1 : split_b], True,
-                            threshold, slot_key, slot_mask, slot_used, carry)
+                            threshold, scratch)
         words = _scored(codes[split_a : offsets[a[q] + 1]], codes[split_b : offsets[b[q] + 1]],
-                        True, threshold, slot_key, slot_mask, slot_used, carry)
+                        True, threshold, scratch)
         out[q] = max(syllables, words)
     return out
 
@@ -332,10 +363,10 @@ def either_units(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         >>> c.tolist()[:4], o.tolist()
         ([3, 97, 98, 99], [0, 6])
     """
-    syl_offsets, syl_codes = lcs_units(texts, "syllable")
-    word_offsets, word_codes = lcs_units(texts, "word")
-    return _either_units_kernel(syl_offsets, syl_codes.astype(np.uint64), word_offsets,
-                                word_codes)
+    canon, offsets, _ = _canonical(list(texts))
+    syl_offsets, syl_codes = _syllable_codes(canon, offsets)
+    word_offsets, word_codes = _word_codes(canon, offsets)
+    return _either_units_kernel(syl_offsets, syl_codes, word_offsets, word_codes)
 
 
 def either_pairs(

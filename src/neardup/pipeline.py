@@ -372,8 +372,9 @@ def _verification(settings: Settings) -> Verification:
     return settings.verification or Verification("jaccard", 1.0)
 
 
-PairSimilarity = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""The verification measure of documents ``a[p]`` and ``b[p]`` (float64 per pair)."""
+PairSimilarity = Callable[..., np.ndarray]
+"""``(a, b, exact=False)``: the verification measure of documents ``a[p]`` and ``b[p]`` (float64
+per pair), see :meth:`neardup.verify.Verification.similarity` for ``exact``."""
 
 
 class _Relation:
@@ -397,7 +398,7 @@ class _Relation:
         if self.settings.method == "simhash":
             return hamming_distance(self.sig.signature[a], self.sig.signature[b])
         if self.verified is not None:
-            return self.verified(a, b)
+            return self.verified(a, b, exact=True)
         return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -420,13 +421,24 @@ class _MemoVerified:
     each pair it has to measure). Both measures are symmetric; a pair of one representative
     (identical normalised texts) is 1.0 without measuring."""
 
-    def __init__(self, measure: PairSimilarity, rep_of: np.ndarray):
+    def __init__(self, measure: PairSimilarity, rep_of: np.ndarray, threshold: float):
         self.measure = measure
         self.rep_of = rep_of
+        self.threshold = threshold
         self.keys = np.zeros(0, dtype=np.uint64)
         self.values = np.zeros(0, dtype=np.float64)
 
-    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def __call__(self, a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
+        out = self._remembered(a, b)
+        if exact:
+            # Values below the threshold may be bounds (see Verification.similarity): the few
+            # such pairs a run writes are measured again, exactly (and not remembered).
+            low = np.flatnonzero((out < self.threshold) & (self.rep_of[a] != self.rep_of[b]))
+            if low.shape[0]:
+                out[low] = self.measure(self.rep_of[a[low]], self.rep_of[b[low]], exact=True)
+        return out
+
+    def _remembered(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         ra, rb = self.rep_of[a], self.rep_of[b]
         out = np.ones(ra.shape[0], dtype=np.float64)
         key = (np.minimum(ra, rb).astype(np.uint64) << np.uint64(32)) | np.maximum(ra, rb).astype(np.uint64)
@@ -573,7 +585,7 @@ def find_groups(
         else:
             rep_verified = set_source(compared)
 
-        verified = _MemoVerified(rep_verified, rep_of)
+        verified = _MemoVerified(rep_verified, rep_of, settings.verify)
 
         stats["documents_verified"] = int(compared.shape[0])
         lap("shingle_sets", "verify")

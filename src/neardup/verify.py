@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,9 @@ def jaccard_pairs(
         raise ValueError(f"a and b must have the same length; got {a.shape[0]} and {b.shape[0]}")
     return _jaccard_pairs_kernel(set_offsets, set_hashes, a, b)
 
+
+# Fewer LCS pairs than this are measured on the calling thread.
+_PARALLEL_PAIRS = 2048
 
 #: The measures of ``--verify``.
 VERIFY_MEASURES = ("jaccard", "lcs")
@@ -102,11 +106,23 @@ class Verification:
         return offsets, hashes
 
     def similarity(self, offsets: np.ndarray, values: np.ndarray, a: np.ndarray,
-                   b: np.ndarray) -> np.ndarray:
-        """The measure of documents ``a[p]`` and ``b[p]`` over data from :meth:`prepare`."""
-        if self.measure == "lcs":
-            return either_pairs(offsets, values, a, b)
-        return jaccard_pairs(offsets, values, a, b)
+                   b: np.ndarray, exact: bool = False, workers: int = 1) -> np.ndarray:
+        """The measure of documents ``a[p]`` and ``b[p]`` over data from :meth:`prepare`.
+
+        LCS values below the threshold are only some value below it (the kernel stops once the
+        threshold is out of reach, several times faster on rejected pairs) unless ``exact``;
+        values at or above it, and Jaccard values, are always exact. LCS pairs are spread over
+        ``workers`` threads (the kernel releases the GIL); the values do not depend on it.
+        """
+        if self.measure == "jaccard":
+            return jaccard_pairs(offsets, values, a, b)
+        threshold = None if exact else self.threshold
+        if workers <= 1 or a.shape[0] < _PARALLEL_PAIRS:
+            return either_pairs(offsets, values, a, b, threshold)
+        chunks = np.array_split(np.arange(a.shape[0]), 4 * workers)
+        with ThreadPoolExecutor(workers) as pool:
+            parts = pool.map(lambda c: either_pairs(offsets, values, a[c], b[c], threshold), chunks)
+            return np.concatenate(list(parts))
 
 
 def parse_verify(spec: str | None) -> Verification | None:

@@ -326,13 +326,13 @@ class OutOfCoreDedup:
         if int(cost.sum()) <= limit:
             offsets, values = self._sets(docs)
 
-            def verified(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            def verified(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
                 return verification.similarity(offsets, values, np.searchsorted(docs, a),
-                                               np.searchsorted(docs, b))
+                                               np.searchsorted(docs, b), exact, self.workers)
 
             return verified
 
-        def chunked(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
             if a.shape[0] == 0:
                 return out
@@ -353,7 +353,7 @@ class OutOfCoreDedup:
                 offsets, values = self._sets(chunk_docs)
                 out[order[chunk]] = verification.similarity(
                     offsets, values, np.searchsorted(chunk_docs, ca),
-                    np.searchsorted(chunk_docs, cb))
+                    np.searchsorted(chunk_docs, cb), exact, self.workers)
                 # Free this chunk's data before the next one is built beside it.
                 del offsets, values
             return out
