@@ -372,5 +372,5 @@ def test_compare_gives_the_definitions_verdict():
     assert (result["definition_lcs_words_or_syllables"], result["near_duplicate"]) == (1.0, "yes")
     other = json.loads(run("compare", "one two three four five", "one two six seven eight",
                            "--json").output)
-    # Words keep 2 of 5; letters keep "onetwo" + "e" + "e" + "e" = 9 of 19: the larger decides.
+    # Words keep 2 of 5 in order, letters 9 of 19: the larger decides.
     assert (other["definition_lcs_words_or_syllables"], other["near_duplicate"]) == (9 / 19, "no")

@@ -17,6 +17,7 @@ with warnings.catch_warnings():
 
 import httpx
 
+from neardup.ids import MAX_ID_LENGTH
 from neardup.index.service import create_app
 from neardup.index.store import NearDupIndex
 
@@ -307,3 +308,73 @@ def test_serve_without_the_service_extra_says_how_to_install_it(tmp_path, monkey
     result = CliRunner().invoke(main, ["serve", "-d", str(tmp_path / "idx")])
     assert result.exit_code == 1
     assert "pip install 'neardup[service]'" in result.output
+
+
+# ------------------------------------------------------------------------------------------
+# /docs offline, and the service's edges
+
+
+def _page_urls(html: str) -> list[str]:
+    import re
+
+    return re.findall(r'(?:src|href)="([^"]+)"', html) + re.findall(r"url: '([^']+)'", html)
+
+
+def test_docs_page_loads_nothing_from_the_internet(index):
+    client = TestClient(create_app(index, token=TOKEN))
+    page = client.get("/docs")
+    assert page.status_code == 200 and "swagger-ui-bundle.js" in page.text
+    urls = _page_urls(page.text)
+    assert urls and not [u for u in urls if "://" in u or u.startswith("//")], urls
+    for url in urls:
+        asset = client.get(url)
+        assert asset.status_code == 200 and len(asset.content) > 100, url
+
+
+def test_docs_page_without_the_swagger_files_says_what_to_install(index, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "swagger_ui_bundle", None)  # import fails
+    page = TestClient(create_app(index)).get("/docs")
+    assert page.status_code == 200 and "neardup[service]" in page.text
+    assert _page_urls(page.text) == ["/openapi.json"]
+
+
+@pytest.mark.parametrize("path", ["/v1/query", "/v1/documents"])
+def test_deeply_nested_json_is_a_client_error(client, path):
+    r = client.post(path, content=b"[" * 3000, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "nested too deeply" in r.json()["detail"]
+    ok = client.post("/v1/query", json={"text": PAGE})
+    assert ok.status_code == 200
+
+
+@pytest.mark.parametrize("ident", ["a\nb", "tab\there", "", "x" * (MAX_ID_LENGTH + 1)])
+def test_ids_the_rules_refuse_are_client_errors(client, ident):
+    r = client.post("/v1/documents", json={"id": ident, "text": PAGE})
+    assert r.status_code in (400, 422), r.text
+    assert "id" in r.text
+
+
+def test_serve_token_sources_and_missing_index(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+    from neardup.commands.index import _read_token_file
+
+    secret = tmp_path / "token"
+    secret.write_text("  s3cret  \nignored\n")
+    assert _read_token_file(str(secret)) == "s3cret"
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(ValueError, match="empty"):
+        _read_token_file(str(tmp_path / "empty"))
+    runner = CliRunner()
+    both = runner.invoke(main, ["serve", "-d", str(tmp_path / "idx"), "--token", "a",
+                                "--token-file", str(secret)])
+    assert both.exit_code == 1 and "one of --token" in both.output
+    monkeypatch.setenv("NEARDUP_TOKEN", "from-env")
+    env = runner.invoke(main, ["serve", "-d", str(tmp_path / "idx"), "--token-file", str(secret)])
+    assert env.exit_code == 1 and "one of --token" in env.output  # the variable counts as --token
+    monkeypatch.delenv("NEARDUP_TOKEN")
+    missing = runner.invoke(main, ["serve", "-d", str(tmp_path / "missing.idx")])
+    assert missing.exit_code == 1 and "no index at" in missing.output
+    assert "serving" not in missing.output

@@ -412,6 +412,48 @@ def _is_loopback(host: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+_DOCS_FALLBACK = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>neardup index: API</title></head>
+<body><h1>neardup index: API</h1>
+<p>The interactive page needs the Swagger UI files, which are not installed:
+<code>pip install 'neardup[service]'</code>.</p>
+<p>The API description: <a href="/openapi.json">/openapi.json</a>.</p></body></html>
+"""
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """Serve ``/docs`` from the installed Swagger UI files (``swagger-ui-bundle``), so that it
+    works without internet access; without them, a page linking ``/openapi.json``. FastAPI's
+    own page loads its scripts from a CDN and is blank offline."""
+    from fastapi.responses import HTMLResponse
+
+    try:
+        from swagger_ui_bundle import swagger_ui_path
+    except ImportError:
+        swagger_ui_path = None
+    if swagger_ui_path is None:
+
+        @app.get("/docs", include_in_schema=False)
+        def docs_fallback() -> HTMLResponse:
+            return HTMLResponse(_DOCS_FALLBACK)
+
+        return
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/docs/static", StaticFiles(directory=swagger_ui_path), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="neardup index: API",
+            swagger_js_url="/docs/static/swagger-ui-bundle.js",
+            swagger_css_url="/docs/static/swagger-ui.css",
+            swagger_favicon_url="/docs/static/favicon-32x32.png",
+        )
+
+
 def create_app(
     index: NearDupIndex,
     *,
@@ -476,8 +518,11 @@ def create_app(
             "and original. Groups follow `neardup dedup --method simhash --grouping components`."
         ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
+    _offline_docs(app)
 
     def openapi() -> dict:
         # The request bodies are parsed by hand (see _body_schema): register their models.
