@@ -143,7 +143,7 @@ def test_output_is_byte_identical_across_runs_and_workers(corpus, tmp_path):
 
 def test_dedup_groups_and_originals(corpus, tmp_path):
     out, pairs, keep = tmp_path / "g.tsv", tmp_path / "p.tsv", tmp_path / "keep.jsonl"
-    result = run("dedup", corpus, "-o", out, "--time-field", "ts", "-k", "6", "--pairs-out", pairs,
+    result = run("dedup", corpus, "-o", out, "--time-field", "ts", "--pairs-out", pairs,
                  "--keep", keep, "--workers", "1")
     assert result.exit_code == 0, result.output
     groups = read_tsv(out)
@@ -227,7 +227,7 @@ def test_missing_input_file(tmp_path):
 
 
 def test_bad_option_values(corpus, tmp_path):
-    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "-k", "99")
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--method", "simhash", "-k", "99")
     assert result.exit_code == 1 and "hamming_k" in result.output
     result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--shingle", "line:2")
     assert result.exit_code == 1 and "shingle" in result.output
@@ -293,7 +293,7 @@ def test_idf_errors(tmp_path):
                  input='{"id": "a", "text": "x y"}\n')
     assert result.exit_code == 1 and "standard input" in result.output
     result = run("dedup", str(docs), "-o", out, "--idf-in", "t.parquet")
-    assert result.exit_code == 1 and "--weights idf" in result.output
+    assert result.exit_code == 1 and "--idf-in applies to method simhash" in result.output
     result = run("dedup", str(docs), "-o", out, "--method", "simhash", "--weights", "idf",
                  "--engine", "spark")
     assert result.exit_code == 1 and "--idf-in" in result.output
@@ -374,3 +374,25 @@ def test_compare_gives_the_definitions_verdict():
                            "--json").output)
     # Words keep 2 of 5 in order, letters 9 of 19: the larger decides.
     assert (other["definition_lcs_words_or_syllables"], other["near_duplicate"]) == (9 / 19, "no")
+
+
+@pytest.mark.parametrize("args, flag, owner", [
+    (["--method", "minhash", "-k", "4"], "--hamming-k", "simhash"),
+    (["--weights", "tf"], "--weights", "simhash"),
+    (["--method", "simhash", "--threshold", "0.5"], "--threshold", "minhash"),
+    (["--method", "simhash", "--num-perm", "64"], "--num-perm", "minhash"),
+    (["--method", "simhash", "--bands", "8", "--rows", "4"], "--bands", "minhash"),
+])
+def test_options_of_the_other_method_are_refused(tmp_path, args, flag, owner):
+    docs = write_jsonl(tmp_path / "d.jsonl", DOCS)
+    result = run("dedup", docs, "-o", tmp_path / "g.tsv", *args)
+    assert result.exit_code == 1
+    assert f"{flag} applies to method {owner}" in result.output
+    assert not (tmp_path / "g.tsv").exists()
+
+
+def test_threshold_with_simhash_counts_when_it_sets_the_verification(tmp_path):
+    docs = write_jsonl(tmp_path / "d.jsonl", DOCS)
+    result = run("dedup", docs, "-o", tmp_path / "g.tsv", "--method", "simhash", "--verify",
+                 "jaccard", "--threshold", "0.5", "-q")
+    assert result.exit_code == 0, result.output

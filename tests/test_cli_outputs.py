@@ -132,3 +132,13 @@ def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
     assert (out / "pairs.tsv").read_text() == "new pairs\n"
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["fps.tsv", "groups.tsv", "pairs.tsv", live.name])
+
+
+def test_index_add_with_an_unwritable_output_adds_nothing(docs, tmp_path):
+    from neardup.index.store import NearDupIndex
+
+    NearDupIndex.create(tmp_path / "idx").close()
+    result = run("index", "add", docs, "-d", tmp_path / "idx", "-o", tmp_path / "missing" / "d.tsv")
+    assert result.exit_code == 1 and "does not exist" in result.output
+    with NearDupIndex(tmp_path / "idx", readonly=True) as index:
+        assert len(index) == 0

@@ -424,8 +424,6 @@ def test_evaluate_command(files, corpus):
             str(docs),
             "-o",
             str(groups),
-            "-k",
-            "6",
             "--pairs-out",
             str(pairs_out),
             "--workers",

@@ -23,6 +23,7 @@ from neardup.pipeline import (
     DEFAULT_SHINGLE,
     DEFAULT_THRESHOLD,
     Settings,
+    check_method_options,
     find_groups,
 )
 
@@ -142,6 +143,7 @@ def dedup(
 
     defaults = {"method": DEFAULT_METHOD, "shingle": DEFAULT_SHINGLE, "threshold": DEFAULT_THRESHOLD}
     settings = Settings(**{**defaults, **options})
+    check_method_options(settings.method, options, options.get("verify", "auto"))
     if hasattr(data, "to_pandas") and not hasattr(data, "iloc"):
         data = data.to_pandas()
     if hasattr(data, "iloc"):

@@ -34,6 +34,7 @@ from neardup.pipeline import (
     METHODS,
     PAIR_MODES,
     Settings,
+    check_method_options,
     Signatures,
     find_groups,
 )
@@ -274,6 +275,18 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
     return table
 
 
+def _check_method_options(method: str, verify: str = "auto") -> None:
+    """Refuse the options the user gave on the command line that ``method`` does not use."""
+    ctx = click.get_current_context()
+    names = {"idf_in": "idf"}
+    given = [names.get(p.name, p.name) for p in ctx.command.params
+             if ctx.get_parameter_source(p.name) in (click.core.ParameterSource.COMMANDLINE,
+                                                     click.core.ParameterSource.ENVIRONMENT)]
+    flags = {"idf": "--idf-in"}
+    check_method_options(method, given, verify,
+                         lambda name: flags.get(name, "--" + name.replace("_", "-")))
+
+
 def _reader(inputs, id_field, text_field, time_field, input_format, on_error, max_doc_bytes,
             keep_records=False, spill_dir=None, batch_size=10_000):
     return read_documents(
@@ -385,6 +398,7 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     """
     from neardup.engines.local import LocalEngine
 
+    _check_method_options(method)
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
                    "input_format": input_format, "on_error": on_error,
                    "max_doc_bytes": max_doc_bytes}
@@ -518,6 +532,7 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     """
     from neardup.engines.local import LocalEngine
 
+    _check_method_options(method, verify)
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
                    "input_format": input_format, "on_error": on_error,
                    "max_doc_bytes": max_doc_bytes}

@@ -60,6 +60,43 @@ DEFAULT_SHINGLE = "char:4"
 DEFAULT_THRESHOLD = 0.8
 
 
+#: The options that only one method uses: Settings field → that method.
+METHOD_OPTIONS = {
+    "hamming_k": "simhash",
+    "weights": "simhash",
+    "idf": "simhash",
+    "num_perm": "minhash",
+    "seed": "minhash",
+    "threshold": "minhash",
+    "bands": "minhash",
+    "rows": "minhash",
+}
+
+
+def check_method_options(method: str, given: Iterable[str], verify: Any = "auto",
+                         spell: Callable[[str], str] = str) -> None:
+    """Raise ``ValueError`` if an option in ``given`` (the options the user set, by Settings
+    field name) does not apply to ``method``, rather than run as if it were absent. ``spell``
+    turns a field name into the user's spelling (e.g. ``--hamming-k``). SimHash uses
+    ``threshold`` when ``verify`` is a bare measure ("jaccard", "lcs") that takes it.
+
+    Example:
+        >>> check_method_options("minhash", ["threshold", "shingle"])
+        >>> check_method_options("minhash", ["hamming_k"])
+        Traceback (most recent call last):
+        ...
+        ValueError: hamming_k applies to method simhash, not minhash; drop it or choose method simhash
+    """
+    for name in given:
+        owner = METHOD_OPTIONS.get(name)
+        if owner is None or owner == method:
+            continue
+        if name == "threshold" and str(verify).strip().lower() in VERIFY_MEASURES:
+            continue
+        raise ValueError(f"{spell(name)} applies to method {owner}, not {method}; drop it or "
+                         f"choose method {owner}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every option of a dedup run; validated on creation.
