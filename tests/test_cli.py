@@ -369,11 +369,10 @@ def test_compare_gives_the_definitions_verdict():
     spaced = run("compare", "오늘 나는 학교에 갔다", "오늘 나는학교에 갔다", "--json")
     result = json.loads(spaced.output)
     assert result["jaccard"] == 0.0  # word 3-grams see a different text
-    assert (result["definition_lcs_words_or_syllables"], result["near_duplicate"]) == (1.0, "yes")
+    assert (result["definition_lcs"], result["near_duplicate"]) == (1.0, "yes")
     other = json.loads(run("compare", "one two three four five", "one two six seven eight",
                            "--json").output)
-    # Words keep 2 of 5 in order, letters 9 of 19: the larger decides.
-    assert (other["definition_lcs_words_or_syllables"], other["near_duplicate"]) == (9 / 19, "no")
+    assert (other["definition_lcs"], other["near_duplicate"]) == (0.4, "no")  # 2 of 5 words
 
 
 @pytest.mark.parametrize("args, flag, owner", [

@@ -8,8 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.lcs import (
-    either_pairs,
-    either_units,
     lcs_length_reference,
     lcs_lengths,
     lcs_pairs,
@@ -207,32 +205,39 @@ def test_threads_give_the_same_values():
     assert np.array_equal(np.concatenate(parts), serial)
 
 
-TOKENS = st.sampled_from(["a", "b", "ab", "가", "나다", "학교에", "학교", " ", "  ", "\n", "x"])
+TOKENS = st.sampled_from(["a", "b", "ab", "가", "나다", "학교에", "학교", "東京", "に", " ", "  ",
+                          "\n", "x"])
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(TOKENS, max_size=30).map("".join), min_size=2, max_size=6),
-       st.sampled_from([None, 0.5, 0.8, 1.0]))
-def test_either_unit_is_the_larger_of_words_and_syllables(texts, threshold):
-    """either_pairs = max(word, syllable) resemblance: exactly without a threshold, and with one
-    the same decisions and the same values at or above it."""
-    n = len(texts)
-    a, b = np.triu_indices(n, 1)
-    o, c = either_units(texts)
-    got = either_pairs(o, c, a, b, threshold)
-    want = np.maximum(*(lcs_pairs(*lcs_units(texts, unit), a, b) for unit in ("word", "syllable")))
-    if threshold is None:
-        assert got.tolist() == want.tolist()
-    else:
-        assert ((got >= threshold) == (want >= threshold)).all()
-        assert got[want >= threshold].tolist() == want[want >= threshold].tolist()
+@given(st.lists(TOKENS, max_size=40).map("".join))
+def test_mixed_units_are_words_and_unspaced_characters(text):
+    """Mixed units = the words of the text with every Hangul/kana/Han character split off as
+    a unit of its own, spaces around them ignored: checked against a plain re-implementation."""
+    import re
+
+    from neardup.text import normalize
+
+    want = []
+    for token in normalize(text).split():
+        for part in re.findall(r"[\uac00-\ud7a3\u3040-\u30ff\u4e00-\u9fff]|[^\uac00-\ud7a3\u3040-\u30ff\u4e00-\u9fff]+", token):
+            want.append(("char", part) if len(part) == 1 and ord(part) >= 0x3040 else ("word", part))
+    offsets, codes = lcs_units([text], "mixed")
+    got = codes.tolist()
+    assert len(got) == len(want)
+    for code, (kind, part) in zip(got, want):
+        if kind == "char":
+            assert code == (1 << 63) | ord(part)
+        else:
+            assert code >> 63 == 0
 
 
-def test_either_unit_accepts_spacing_and_word_level_edits():
-    texts = ["오늘 나는 학교에 갔다", "오늘 나는학교에 갔다",      # a spacing error: syllables forgive
+def test_mixed_units_forgive_korean_spacing_but_not_changed_english_words():
+    texts = ["오늘 나는 학교에 갔다", "오늘 나는학교에 갔다",
              "one two three four five six seven eight nine ten",
-             "one two three four five six seven eight nine extraordinarily"]  # a long word swapped
-    o, c = either_units(texts)
-    syllable = lcs_pairs(*lcs_units(texts, "syllable"), np.array([2]), np.array([3]))
-    assert syllable[0] < 0.8  # by letters, the long replacement weighs too much
-    assert either_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist() == [1.0, 0.9]
+             "one two three four five six seven eight nine extraordinary"]
+    o, c = lcs_units(texts, "mixed")
+    assert lcs_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist() == [1.0, 0.9]
+    o, c = lcs_units(["alpha beta gamma delta epsilon", "alpha beta gamut delft epsilon"], "mixed")
+    # 3 of 5 words kept; by letters it would be 23 of 26
+    assert lcs_pairs(o, c, np.array([0]), np.array([1])).tolist() == [0.6]

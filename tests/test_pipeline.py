@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from neardup.engines.local import signatures_parallel
 from neardup.pipeline import Settings, Signatures, find_groups, signatures, content_representatives
 from neardup.simhash import hamming_distance
-from neardup.lcs import either_pairs
+from neardup.lcs import lcs_pairs
 from neardup.verify import jaccard_pairs
 
 
@@ -106,7 +106,7 @@ def test_text_dedup_both_methods(method, grouping):
 
 def test_minhash_verification_rejects_and_counts():
     texts = near_duplicate_texts()
-    for verify, measure in (("jaccard", jaccard_pairs), ("auto", either_pairs)):
+    for verify, measure in (("jaccard", jaccard_pairs), ("auto", lcs_pairs)):
         s = Settings(method="minhash", threshold=0.8, bands=64, rows=1, verify=verify)  # loose bands
         groups = find_groups(signatures(texts, s), stamps(len(texts)), s)
         assert groups.stats["candidates"] >= groups.stats["rejected"] >= 0

@@ -133,7 +133,7 @@ def dedup(
     ``options``: any :class:`neardup.pipeline.Settings` field (``method``, ``hamming_k``,
     ``threshold``, ``shingle``, ``grouping``, ``verify`` …); the defaults are those of
     ``neardup dedup``: MinHash over ``char:4`` shingles, candidates verified by the
-    definition's rule (LCS resemblance ≥ 0.8 by words or syllables). ``time_column`` holds numbers (seconds)
+    definition's rule (LCS resemblance ≥ 0.8, see :mod:`neardup.lcs`). ``time_column`` holds numbers (seconds)
     or datetimes; the earliest document of a group is its original.
 
     Returns a pandas DataFrame with columns ``id, duplicate_id, original_id, is_original,

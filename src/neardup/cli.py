@@ -480,9 +480,9 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @click.option("--bands", type=int, default=None, help="MinHash: force the number of LSH bands (with --rows).")
 @click.option("--rows", type=int, default=None, help="MinHash: force the rows per band (with --bands).")
 @click.option("--verify", default="auto", show_default=True,
-              help="Check candidates exactly: lcs[:T] (the share of the longer text's words, or of its "
-              "syllables, kept in order: the definition's rule), jaccard[:T] (of the shingle sets) or "
-              "none. auto = lcs:THRESHOLD for MinHash, none for SimHash.")
+              help="Check candidates exactly: lcs[:T] (the share of the longer text's words kept in "
+              "order, Korean/Chinese/Japanese by characters: the definition's rule), jaccard[:T] (of "
+              "the shingle sets) or none. auto = lcs:THRESHOLD for MinHash, none for SimHash.")
 @click.option("--grouping", type=click.Choice(GROUPINGS), default="components", show_default=True,
               help="components: transitive groups; center: each member is a near-duplicate of its original.")
 @click.option("--pairs", "pairs_mode", type=click.Choice(PAIR_MODES), default="original", show_default=True,
@@ -741,7 +741,7 @@ def _text_argument(value: str) -> str:
 def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
     """Every similarity measure between two texts (file paths or literal strings), and the
     verdict of the near-duplicate definition as `neardup dedup` applies it by default (LCS
-    resemblance by words or syllables ≥ 0.8).
+    resemblance ≥ 0.8: words, and characters in Korean, Chinese and Japanese text).
 
     \b
     Examples:
@@ -758,7 +758,7 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
     offsets, values = rule.prepare([text_a, text_b], shingle, hash_name)
     resemblance = float(rule.similarity(offsets, values, np.array([0]), np.array([1]),
                                         exact=True)[0])
-    result["definition_lcs_words_or_syllables"] = resemblance
+    result["definition_lcs"] = resemblance
     result["near_duplicate"] = "yes" if resemblance >= rule.threshold else "no"
     if as_json:
         click.echo(json.dumps(result, indent=2))

@@ -22,6 +22,15 @@ Units (:func:`lcs_units`), both from the package's canonical text
     the space-separated tokens (for Korean, the eojeol), each the XXH64 of its UTF-8 bytes
     (uint64, the ids of ``word:1`` shingles; two different words share an id with probability
     2^-64). A missing space or a line break inside a word splits or merges tokens.
+``"mixed"`` (the unit of ``--verify lcs:T``)
+    words, except that every character of Hangul, kana and Han is a unit of its own and spaces
+    next to them do not count: the definition's unit (words) where words are separated by
+    spaces, syllables where they are not (Chinese, Japanese) or where writers space them
+    unreliably (Korean: spacing errors, particles attached or not, lines wrapped inside a
+    word). Words are XXH64 values with the top bit cleared, characters their code point with
+    the top bit set (uint64). Letters alone (``"syllable"``) were measured too lenient for
+    English: unrelated words share letters in order, so pairs with a fifth of their words
+    changed still keep 80 % of their letters.
 
 The kernel (:func:`lcs_pairs`) is the bit-parallel LCS of Allison–Dix / Hyyrö: with the shorter
 sequence A (m units) as the pattern, a vector V of m bits starts all ones; for each unit c of
@@ -62,14 +71,12 @@ __all__ = [
     "LCS_UNITS",
     "lcs_units",
     "lcs_pairs",
-    "either_units",
-    "either_pairs",
     "lcs_lengths",
     "lcs_length_reference",
     "resemblance_reference",
 ]
 
-LCS_UNITS = ("syllable", "word")
+LCS_UNITS = ("mixed", "syllable", "word")
 
 
 @njit(cache=True, nogil=True)
@@ -138,6 +145,70 @@ def _word_codes(canon, offsets):
     return out_offsets, codes
 
 
+_TAG = np.uint64(1) << np.uint64(63)
+
+
+@njit(inline="always")
+def _unspaced_script(cp):
+    """Hangul (syllables and jamo), kana and Han: scripts written without spaces between
+    words, or (Hangul) with spacing that writers get wrong."""
+    return cp >= 0x1100 and (
+        (0xAC00 <= cp <= 0xD7A3) or (cp <= 0x11FF) or (0x3130 <= cp <= 0x318F)
+        or (0x3040 <= cp <= 0x30FF) or (0x3400 <= cp <= 0x4DBF) or (0x4E00 <= cp <= 0x9FFF)
+        or (0xF900 <= cp <= 0xFAFF) or (0x20000 <= cp <= 0x2FFFF))
+
+
+@njit(cache=True, nogil=True)
+def _mixed_codes(canon, offsets):
+    """The ``"mixed"`` units of the canonical texts (uint64, CSR), in one pass."""
+    n = offsets.shape[0] - 1
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    codes = np.empty(canon.shape[0], dtype=np.uint64)  # every unit takes at least one byte
+    o = 0
+    for d in range(n):
+        i = offsets[d]
+        hi = offsets[d + 1]
+        start = -1
+        while i < hi:
+            b0 = canon[i]
+            if b0 < 0x80:  # ASCII: a space ends a word, anything else continues or starts one
+                if b0 == 32:
+                    if start >= 0:
+                        codes[o] = _xxh64_padded(canon, start, i) & ~_TAG
+                        o += 1
+                        start = -1
+                elif start < 0:
+                    start = i
+                i += 1
+                continue
+            if b0 < 0xE0:
+                cp = ((np.uint32(b0) & 0x1F) << 6) | (np.uint32(canon[i + 1]) & 0x3F)
+                length = 2
+            elif b0 < 0xF0:
+                cp = (((np.uint32(b0) & 0x0F) << 12) | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
+                      | (np.uint32(canon[i + 2]) & 0x3F))
+                length = 3
+            else:
+                cp = (((np.uint32(b0) & 0x07) << 18) | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
+                      | ((np.uint32(canon[i + 2]) & 0x3F) << 6) | (np.uint32(canon[i + 3]) & 0x3F))
+                length = 4
+            if _unspaced_script(cp):
+                if start >= 0:
+                    codes[o] = _xxh64_padded(canon, start, i) & ~_TAG
+                    o += 1
+                    start = -1
+                codes[o] = np.uint64(cp) | _TAG
+                o += 1
+            elif start < 0:
+                start = i
+            i += length
+        if start >= 0:
+            codes[o] = _xxh64_padded(canon, start, hi) & ~_TAG
+            o += 1
+        out_offsets[d + 1] = o
+    return out_offsets, codes[:o].copy()
+
+
 def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.ndarray]:
     """The unit sequences of many texts, CSR: ``(offsets int64[n + 1], codes)``.
 
@@ -156,6 +227,8 @@ def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.
     if unit not in LCS_UNITS:
         raise ValueError(f"LCS unit must be one of {', '.join(LCS_UNITS)}; got {unit!r}")
     canon, offsets, _ = _canonical(list(texts))
+    if unit == "mixed":
+        return _mixed_codes(canon, offsets)
     if unit == "syllable":
         return _syllable_codes(canon, offsets)
     return _word_codes(canon, offsets)
@@ -307,91 +380,6 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
         out[q] = _scored(x, y, resemblance, threshold, scratch)
     return out
-
-
-@njit(cache=True, nogil=True)
-def _either_units_kernel(syl_offsets, syl_codes, word_offsets, word_codes):
-    n = syl_offsets.shape[0] - 1
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    for d in range(n):
-        offsets[d + 1] = (offsets[d] + 1 + (syl_offsets[d + 1] - syl_offsets[d])
-                          + (word_offsets[d + 1] - word_offsets[d]))
-    codes = np.empty(offsets[n], dtype=np.uint64)
-    for d in range(n):
-        o = offsets[d]
-        count = syl_offsets[d + 1] - syl_offsets[d]
-        codes[o] = count
-        o += 1
-        for i in range(syl_offsets[d], syl_offsets[d + 1]):
-            codes[o] = syl_codes[i]
-            o += 1
-        for i in range(word_offsets[d], word_offsets[d + 1]):
-            codes[o] = word_codes[i]
-            o += 1
-    return offsets, codes
-
-
-@njit(cache=True, nogil=True)
-def _either_pairs_kernel(offsets, codes, a, b, threshold):
-    pairs = a.shape[0]
-    out = np.empty(pairs, dtype=np.float64)
-    longest = 0
-    for q in range(pairs):
-        la = offsets[a[q] + 1] - offsets[a[q]]
-        lb = offsets[b[q] + 1] - offsets[b[q]]
-        longest = max(longest, la, lb)
-    scratch = _lcs_scratch(longest)
-    for q in range(pairs):
-        lo_a, lo_b = offsets[a[q]], offsets[b[q]]
-        split_a = lo_a + 1 + np.int64(codes[lo_a])
-        split_b = lo_b + 1 + np.int64(codes[lo_b])
-        syllables = _scored(codes[lo_a + 1 : split_a], codes[lo_b + 1 : split_b], True,
-                            threshold, scratch)
-        words = _scored(codes[split_a : offsets[a[q] + 1]], codes[split_b : offsets[b[q] + 1]],
-                        True, threshold, scratch)
-        out[q] = max(syllables, words)
-    return out
-
-
-def either_units(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Both unit sequences of each text, for :func:`either_pairs`: CSR ``(offsets int64[n + 1],
-    codes uint64)`` where text d's range holds its syllable count S, its S syllable codes and
-    then its word codes (see :func:`lcs_units`). O(total bytes).
-
-    Example:
-        >>> o, c = either_units(["ab c"])
-        >>> c.tolist()[:4], o.tolist()
-        ([3, 97, 98, 99], [0, 6])
-    """
-    canon, offsets, _ = _canonical(list(texts))
-    syl_offsets, syl_codes = _syllable_codes(canon, offsets)
-    word_offsets, word_codes = _word_codes(canon, offsets)
-    return _either_units_kernel(syl_offsets, syl_codes, word_offsets, word_codes)
-
-
-def either_pairs(
-    offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray,
-    threshold: float | None = None,
-) -> np.ndarray:
-    """The larger of the word and the syllable LCS resemblance of texts ``a[p]`` and ``b[p]``
-    (CSR of :func:`either_units`): a pair is a near-duplicate when either unit keeps the
-    threshold's share of the longer text in order.
-
-    Why both: words are the definition's unit, but one changed Korean particle or a spacing
-    error breaks a whole eojeol, which syllables forgive; syllables in turn undercount a
-    replaced long word against short ones. ``threshold`` as in :func:`lcs_pairs`. Cost: the
-    two LCS computations of :func:`lcs_pairs`.
-
-    Example:
-        >>> o, c = either_units(["a b c d e", "a b c d x", "나는 학교에", "나는학교에"])
-        >>> either_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist()
-        [0.8, 1.0]
-    """
-    offsets, codes, a, b = _check_pairs(offsets, codes, a, b)
-    if threshold is not None and not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1]; got {threshold}")
-    return _either_pairs_kernel(offsets, codes.astype(np.uint64, copy=False), a, b,
-                                float(threshold or 0.0))
 
 
 def _check_pairs(offsets, codes, a, b):

@@ -200,25 +200,25 @@ class Settings:
         return None if self.verify is None else Verification(self.verify_measure, self.verify)
 
     def banding(self) -> tuple[int, int]:
-        """The (bands, rows) of the MinHash LSH: forced, or tuned for the candidates the
-        verification needs (:func:`neardup.lsh.optimal_params`).
+        """The (bands, rows) of the MinHash LSH: forced, or tuned by
+        :func:`neardup.lsh.optimal_params` for the Jaccard that candidates must reach.
 
-        - LCS verification at T: tuned for Jaccard T / 2, errors weighed equally. One changed
-          word in five (an LCS of 0.8) breaks about twice its share of char 4-grams, so such
-          pairs can share as little as about 0.45 of them; at T = 0.8 this is 32 bands × 4
-          rows, which found 0.994 (Korean) and 1.000 (English) of the pairs of the exhaustive
-          Debian oracle (README, "Quality").
-        - Jaccard verification: tuned for ``threshold``, a missed pair weighing 9 times a
-          false candidate (``FN_WEIGHT``: verification removes the false ones).
-        - No verification: tuned for ``threshold``, errors weighed equally.
+        - With verification, a missed pair weighs 9 times a false candidate (``FN_WEIGHT``:
+          the check removes false candidates, nothing brings a missed pair back). LCS at T
+          tunes for Jaccard T / 2: one changed word in five (an LCS of 0.8) breaks about twice
+          its share of char 4-grams, and shorter texts lose more; at T = 0.8 this is 42 bands ×
+          3 rows, which found 0.995 (Korean) and 1.000 (English) of the pairs of the exhaustive
+          Debian oracle (README, "Defaults, and why"). Jaccard at T tunes for T.
+        - Without verification, errors weigh equally at ``threshold``.
         """
         if self.bands is not None:
             return self.bands, self.rows
-        if self.verify is not None and self.verify_measure == "lcs":
-            params = optimal_params(self.verify / 2, self.num_perm)
-            return params.bands, params.rows
-        fn_weight = FN_WEIGHT if self.verify is not None else 0.5
-        params = optimal_params(self.threshold, self.num_perm, fp_weight=1 - fn_weight, fn_weight=fn_weight)
+        if self.verify is None:
+            params = optimal_params(self.threshold, self.num_perm)
+        else:
+            target = self.verify / 2 if self.verify_measure == "lcs" else self.threshold
+            params = optimal_params(target, self.num_perm, fp_weight=1 - FN_WEIGHT,
+                                    fn_weight=FN_WEIGHT)
         return params.bands, params.rows
 
     def replace(self, **changes) -> Settings:

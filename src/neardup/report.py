@@ -211,7 +211,7 @@ def describe_settings(settings) -> dict[str, str]:
         if settings.verify is None:
             decides = f"MinHash estimate of Jaccard ≥ {settings.threshold:g}"
         elif settings.verify_measure == "lcs":
-            decides = f"LCS resemblance ≥ {settings.verify:g} (words or syllables kept in order)"
+            decides = f"LCS resemblance ≥ {settings.verify:g} (words kept in order)"
         else:
             decides = f"Jaccard ≥ {settings.verify:g}"
         shown.update({"permutations": str(settings.num_perm), "seed": str(settings.seed),
@@ -219,7 +219,7 @@ def describe_settings(settings) -> dict[str, str]:
     if settings.verify is None:
         verification = "none"
     elif settings.verify_measure == "lcs":
-        verification = f"LCS resemblance ≥ {settings.verify:g}, by words or by syllables"
+        verification = f"LCS resemblance ≥ {settings.verify:g} (words; Hangul, kana, Han by character)"
     else:
         verification = f"exact Jaccard ≥ {settings.verify:g}"
     shown.update({"verification": verification, "grouping": settings.grouping,

@@ -1,5 +1,5 @@
 """Exact verification of candidate pairs: Jaccard of their shingle sets, or the order-aware LCS
-resemblance of :mod:`neardup.lcs` (the definition's rule 2, by words or by syllables).
+resemblance of :mod:`neardup.lcs` (the definition's rule 2).
 
 A :class:`Verification` names the measure and its threshold (``--verify jaccard:0.7``,
 ``--verify lcs:0.8``); it builds each document's verification data as CSR (sorted distinct
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from neardup.lcs import either_pairs, either_units
+from neardup.lcs import lcs_pairs, lcs_units
 from neardup.similarity import intersection_size
 from neardup.text import hash_features, shingle_sets
 
@@ -64,12 +64,9 @@ _PARALLEL_PAIRS = 2048
 
 #: The measures of ``--verify``.
 VERIFY_MEASURES = ("jaccard", "lcs")
-#: The units of ``lcs:T`` (see :mod:`neardup.lcs`): a pair passes when its words *or* its
-#: syllables (Hangul syllable blocks and letters, spaces removed) keep T of the longer text in
-#: order. Words are the definition's unit; syllables forgive Korean spacing errors, changed
-#: particles and words broken across lines. Measured on the exhaustive Debian oracle
-#: (benchmarks/oracle.py): either unit alone misses pairs the other finds.
-LCS_UNIT = "word+syllable"
+#: The unit of ``lcs:T`` (see :mod:`neardup.lcs`): words, and single characters in Hangul, kana
+#: and Han text, so that Korean spacing errors and lines wrapped inside a word do not count.
+LCS_UNIT = "mixed"
 
 
 @dataclass(frozen=True)
@@ -96,11 +93,10 @@ class Verification:
 
     def prepare(self, texts: list[str], shingle: str, hash_name: str) -> tuple[np.ndarray, np.ndarray]:
         """Each text's verification data, CSR ``(offsets int64[n + 1], values uint64)``: its
-        sorted distinct shingle hashes (Jaccard) or its syllables and words
-        (:func:`neardup.lcs.either_units`, at most 2 values per UTF-8 byte of the canonical text,
-        plus 2). O(total bytes)."""
+        sorted distinct shingle hashes (Jaccard) or its :data:`LCS_UNIT` units (at most one per
+        UTF-8 byte of the canonical text). O(total bytes)."""
         if self.measure == "lcs":
-            return either_units(texts)
+            return lcs_units(texts, LCS_UNIT)
         features = hash_features(texts, shingle, hash_name)
         offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
         return offsets, hashes
@@ -118,10 +114,10 @@ class Verification:
             return jaccard_pairs(offsets, values, a, b)
         threshold = None if exact else self.threshold
         if workers <= 1 or a.shape[0] < _PARALLEL_PAIRS:
-            return either_pairs(offsets, values, a, b, threshold)
+            return lcs_pairs(offsets, values, a, b, threshold)
         chunks = np.array_split(np.arange(a.shape[0]), 4 * workers)
         with ThreadPoolExecutor(workers) as pool:
-            parts = pool.map(lambda c: either_pairs(offsets, values, a[c], b[c], threshold), chunks)
+            parts = pool.map(lambda c: lcs_pairs(offsets, values, a[c], b[c], threshold), chunks)
             return np.concatenate(list(parts))
 
 

@@ -271,12 +271,11 @@ class OutOfCoreDedup:
 
     def _units(self, docs: np.ndarray) -> np.ndarray:
         """An upper bound of each document's verification data, in values: its shingle count
-        (a set holds at most that many hashes) or, for LCS units, twice its canonical UTF-8
-        size plus 2 (syllables ≤ bytes, words ≤ (bytes + 1) / 2, one count)."""
+        (a set holds at most that many hashes) or, for LCS units, its canonical UTF-8 size
+        (every unit takes at least one byte)."""
         sig = self.collected.signatures
-        if self.settings.verify_measure == "jaccard":
-            return sig.shingles[docs].astype(np.int64)
-        return 2 * sig.text_bytes[docs].astype(np.int64) + 2
+        counts = sig.shingles if self.settings.verify_measure == "jaccard" else sig.text_bytes
+        return counts[docs].astype(np.int64)
 
     def _sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
