@@ -25,8 +25,8 @@ Commands (from the repository root)::
     python benchmarks/oracle.py evaluate --lang ko PAIRS.tsv        # P/R per band of a method
     python benchmarks/oracle.py sweep --lang ko                     # LSH configs + LCS verification
 
-``--unit`` is ``mixed`` (default: the unit of ``neardup dedup --verify lcs``: words, and
-characters in Hangul, kana and Han text), ``word``, ``syllable`` or ``word+syllable`` (a pair is
+``--unit`` is ``auto`` (default: the unit of ``neardup dedup --verify lcs``: words, or
+characters for texts holding Hangul, kana or Han), ``word``, ``syllable`` or ``word+syllable`` (a pair is
 accepted when either accepts it) (:func:`neardup.lcs.lcs_units`; comparison in
 ``benchmarks/README.md``);
 ``--threshold`` is 0.8.
@@ -385,8 +385,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("build", "evaluate", "sweep"):
         p = sub.add_parser(name)
         p.add_argument("--lang", choices=sorted(CORPORA), required=True)
-        p.add_argument("--unit", default="mixed",
-                       help="mixed, syllable, word or word+syllable (accepted by either); "
+        p.add_argument("--unit", default="auto",
+                       help="auto, syllable, word or word+syllable (accepted by either); "
                             "build: a comma-separated list")
         p.add_argument("--threshold", type=float, default=0.8)
         p.add_argument("--workers", type=int, default=None)

@@ -211,33 +211,25 @@ TOKENS = st.sampled_from(["a", "b", "ab", "가", "나다", "학교에", "학교"
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(TOKENS, max_size=40).map("".join))
-def test_mixed_units_are_words_and_unspaced_characters(text):
-    """Mixed units = the words of the text with every Hangul/kana/Han character split off as
-    a unit of its own, spaces around them ignored: checked against a plain re-implementation."""
+def test_auto_units_are_characters_for_cjk_texts_and_words_otherwise(text):
+    """Auto units equal the syllable units (as code points, tagged) of a text holding Hangul,
+    kana or Han, and its word units otherwise."""
     import re
 
-    from neardup.text import normalize
-
-    want = []
-    for token in normalize(text).split():
-        for part in re.findall(r"[\uac00-\ud7a3\u3040-\u30ff\u4e00-\u9fff]|[^\uac00-\ud7a3\u3040-\u30ff\u4e00-\u9fff]+", token):
-            want.append(("char", part) if len(part) == 1 and ord(part) >= 0x3040 else ("word", part))
-    offsets, codes = lcs_units([text], "mixed")
-    got = codes.tolist()
-    assert len(got) == len(want)
-    for code, (kind, part) in zip(got, want):
-        if kind == "char":
-            assert code == (1 << 63) | ord(part)
-        else:
-            assert code >> 63 == 0
+    o, got = lcs_units([text], "auto")
+    if re.search(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]", text):
+        want = lcs_units([text], "syllable")[1].astype(np.uint64) | np.uint64(1 << 63)
+    else:
+        want = lcs_units([text], "word")[1] & ~np.uint64(1 << 63)
+    assert got.tolist() == want.tolist()
 
 
-def test_mixed_units_forgive_korean_spacing_but_not_changed_english_words():
+def test_auto_units_forgive_korean_spacing_but_not_changed_english_words():
     texts = ["오늘 나는 학교에 갔다", "오늘 나는학교에 갔다",
              "one two three four five six seven eight nine ten",
              "one two three four five six seven eight nine extraordinary"]
-    o, c = lcs_units(texts, "mixed")
+    o, c = lcs_units(texts, "auto")
     assert lcs_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist() == [1.0, 0.9]
-    o, c = lcs_units(["alpha beta gamma delta epsilon", "alpha beta gamut delft epsilon"], "mixed")
+    o, c = lcs_units(["alpha beta gamma delta epsilon", "alpha beta gamut delft epsilon"], "auto")
     # 3 of 5 words kept; by letters it would be 23 of 26
     assert lcs_pairs(o, c, np.array([0]), np.array([1])).tolist() == [0.6]

@@ -201,7 +201,7 @@ def test_dedup_report_and_report_command_write_the_same_groups(tmp_path):
     assert headings.findall(one) == headings.findall(two) and headings.findall(one)
     # The run's own facts, which GROUPS and PAIRS files do not hold.
     assert "<caption>seconds per stage</caption>" in one and "<th>verify</th>" in one
-    assert "<th>LSH bands × rows</th><td>42 × 3</td>" in one
+    assert "<th>LSH bands × rows</th><td>32 × 4</td>" in one
     assert "<th>verification</th><td>LCS resemblance ≥ 0.8 (words; Hangul, kana, Han by character)</td>" in one
     assert "Settings and seconds per stage are not known" in two
     assert "<del>" in one and "<ins>" in one

@@ -90,7 +90,7 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
 
     # A Korean group of the sample: OpenStack Aodh's packages, diffed word by word.
     korean = browser.find_element(By.ID, "group-ko:aodh-api#6b8d05cc")
-    assert korean.find_element(By.TAG_NAME, "h3").text == "group of 8: original ko:aodh-api#6b8d05cc"
+    assert korean.find_element(By.TAG_NAME, "h3").text == "group of 9: original ko:aodh-api#6b8d05cc"
     assert "알람" in korean.find_element(By.CSS_SELECTOR, ".doc.original").text
     added = [e.text for e in korean.find_elements(By.CSS_SELECTOR, ".doc.diff ins")]
     assert "알람 평가기" in added  # aodh-evaluator: "API 서버" became "알람 평가기"

@@ -28,7 +28,7 @@ def test_lcs_values_at_or_above_the_threshold_are_exact_and_threads_change_nothi
     offsets, values = v.prepare(texts, "char:4", "xxh")
     a, b = np.triu_indices(len(texts), 1)
     a, b = a[:20_000], b[:20_000]
-    exact = lcs_pairs(*lcs_units(texts, "mixed"), a, b)
+    exact = lcs_pairs(*lcs_units(texts, "auto"), a, b)
     fast = v.similarity(offsets, values, a, b)
     assert ((fast >= 0.8) == (exact >= 0.8)).all()
     assert (fast[exact >= 0.8] == exact[exact >= 0.8]).all()

@@ -22,15 +22,16 @@ Units (:func:`lcs_units`), both from the package's canonical text
     the space-separated tokens (for Korean, the eojeol), each the XXH64 of its UTF-8 bytes
     (uint64, the ids of ``word:1`` shingles; two different words share an id with probability
     2^-64). A missing space or a line break inside a word splits or merges tokens.
-``"mixed"`` (the unit of ``--verify lcs:T``)
-    words, except that every character of Hangul, kana and Han is a unit of its own and spaces
-    next to them do not count: the definition's unit (words) where words are separated by
-    spaces, syllables where they are not (Chinese, Japanese) or where writers space them
-    unreliably (Korean: spacing errors, particles attached or not, lines wrapped inside a
-    word). Words are XXH64 values with the top bit cleared, characters their code point with
-    the top bit set (uint64). Letters alone (``"syllable"``) were measured too lenient for
-    English: unrelated words share letters in order, so pairs with a fifth of their words
-    changed still keep 80 % of their letters.
+``"auto"`` (the unit of ``--verify lcs:T``)
+    per text: its characters (``"syllable"``, spaces ignored) when it holds any Hangul, kana or
+    Han character, else its words (``"word"``). Words are the definition's unit where they are
+    separated by spaces; Chinese and Japanese have no spaces, and Korean spacing is unreliable
+    (spacing errors, particles attached or not, lines wrapped inside a word: the Debian Korean
+    descriptions have all three), so their texts count characters. Letters alone were measured
+    too lenient for English (unrelated words share letters in order, so a pair with a fifth
+    of its words changed still keeps 80 % of its letters), and words too strict for Korean.
+    Characters are their code point with the top bit set, words XXH64 values with it cleared
+    (uint64).
 
 The kernel (:func:`lcs_pairs`) is the bit-parallel LCS of Allison–Dix / Hyyrö: with the shorter
 sequence A (m units) as the pattern, a vector V of m bits starts all ones; for each unit c of
@@ -76,7 +77,7 @@ __all__ = [
     "resemblance_reference",
 ]
 
-LCS_UNITS = ("mixed", "syllable", "word")
+LCS_UNITS = ("auto", "syllable", "word")
 
 
 @njit(cache=True, nogil=True)
@@ -158,53 +159,57 @@ def _unspaced_script(cp):
         or (0xF900 <= cp <= 0xFAFF) or (0x20000 <= cp <= 0x2FFFF))
 
 
+@njit(inline="always")
+def _code_point(canon, i):
+    """(code point, byte length) of the UTF-8 character at ``canon[i]``."""
+    b0 = np.uint32(canon[i])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | (np.uint32(canon[i + 1]) & 0x3F), 2
+    if b0 < 0xF0:
+        return (((b0 & 0x0F) << 12) | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
+                | (np.uint32(canon[i + 2]) & 0x3F)), 3
+    return (((b0 & 0x07) << 18) | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
+            | ((np.uint32(canon[i + 2]) & 0x3F) << 6) | (np.uint32(canon[i + 3]) & 0x3F)), 4
+
+
 @njit(cache=True, nogil=True)
-def _mixed_codes(canon, offsets):
-    """The ``"mixed"`` units of the canonical texts (uint64, CSR), in one pass."""
+def _auto_codes(canon, offsets):
+    """The ``"auto"`` units of the canonical texts (uint64, CSR), in one pass per text."""
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     codes = np.empty(canon.shape[0], dtype=np.uint64)  # every unit takes at least one byte
     o = 0
     for d in range(n):
-        i = offsets[d]
+        lo = offsets[d]
         hi = offsets[d + 1]
-        start = -1
+        by_character = False
+        i = lo
         while i < hi:
-            b0 = canon[i]
-            if b0 < 0x80:  # ASCII: a space ends a word, anything else continues or starts one
-                if b0 == 32:
-                    if start >= 0:
-                        codes[o] = _xxh64_padded(canon, start, i) & ~_TAG
-                        o += 1
-                        start = -1
-                elif start < 0:
-                    start = i
-                i += 1
-                continue
-            if b0 < 0xE0:
-                cp = ((np.uint32(b0) & 0x1F) << 6) | (np.uint32(canon[i + 1]) & 0x3F)
-                length = 2
-            elif b0 < 0xF0:
-                cp = (((np.uint32(b0) & 0x0F) << 12) | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
-                      | (np.uint32(canon[i + 2]) & 0x3F))
-                length = 3
+            if canon[i] >= 0xE1:  # a lead byte of U+1000 and above: decode and look
+                cp, length = _code_point(canon, i)
+                if _unspaced_script(cp):
+                    by_character = True
+                    break
+                i += length
             else:
-                cp = (((np.uint32(b0) & 0x07) << 18) | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
-                      | ((np.uint32(canon[i + 2]) & 0x3F) << 6) | (np.uint32(canon[i + 3]) & 0x3F))
-                length = 4
-            if _unspaced_script(cp):
-                if start >= 0:
+                i += 1
+        if by_character:
+            i = lo
+            while i < hi:
+                cp, length = _code_point(canon, i)
+                if cp != 32:
+                    codes[o] = np.uint64(cp) | _TAG
+                    o += 1
+                i += length
+        elif hi > lo:
+            start = lo
+            for i in range(lo, hi + 1):
+                if i == hi or canon[i] == 32:
                     codes[o] = _xxh64_padded(canon, start, i) & ~_TAG
                     o += 1
-                    start = -1
-                codes[o] = np.uint64(cp) | _TAG
-                o += 1
-            elif start < 0:
-                start = i
-            i += length
-        if start >= 0:
-            codes[o] = _xxh64_padded(canon, start, hi) & ~_TAG
-            o += 1
+                    start = i + 1
         out_offsets[d + 1] = o
     return out_offsets, codes[:o].copy()
 
@@ -227,8 +232,8 @@ def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.
     if unit not in LCS_UNITS:
         raise ValueError(f"LCS unit must be one of {', '.join(LCS_UNITS)}; got {unit!r}")
     canon, offsets, _ = _canonical(list(texts))
-    if unit == "mixed":
-        return _mixed_codes(canon, offsets)
+    if unit == "auto":
+        return _auto_codes(canon, offsets)
     if unit == "syllable":
         return _syllable_codes(canon, offsets)
     return _word_codes(canon, offsets)

@@ -203,21 +203,26 @@ class Settings:
         """The (bands, rows) of the MinHash LSH: forced, or tuned by
         :func:`neardup.lsh.optimal_params` for the Jaccard that candidates must reach.
 
-        - With verification, a missed pair weighs 9 times a false candidate (``FN_WEIGHT``:
-          the check removes false candidates, nothing brings a missed pair back). LCS at T
-          tunes for Jaccard T / 2: one changed word in five (an LCS of 0.8) breaks about twice
-          its share of char 4-grams, and shorter texts lose more; at T = 0.8 this is 42 bands ×
-          3 rows, which found 0.995 (Korean) and 1.000 (English) of the pairs of the exhaustive
-          Debian oracle (README, "Defaults, and why"). Jaccard at T tunes for T.
-        - Without verification, errors weigh equally at ``threshold``.
+        - LCS verification at T: Jaccard T / 2, errors weighed equally. One changed word in
+          five (an LCS of 0.8) breaks about twice its share of char 4-grams, and short texts
+          lose more; the margin is in the target, so weighing misses more only adds
+          candidates. At T = 0.8 this is 32 bands × 4 rows: 0.994 (Korean) and 1.000
+          (English) of the pairs of the exhaustive Debian oracle become candidates; 42 × 3
+          (misses weighed 9 times) adds 0.001 for 3 times the candidates (README, "Defaults,
+          and why").
+        - Jaccard verification at T: Jaccard T, a missed pair weighing 9 times a false
+          candidate (``FN_WEIGHT``: the check removes false candidates, nothing brings a
+          missed pair back).
+        - Without verification: ``threshold``, errors weighed equally.
         """
         if self.bands is not None:
             return self.bands, self.rows
         if self.verify is None:
             params = optimal_params(self.threshold, self.num_perm)
+        elif self.verify_measure == "lcs":
+            params = optimal_params(self.verify / 2, self.num_perm)
         else:
-            target = self.verify / 2 if self.verify_measure == "lcs" else self.threshold
-            params = optimal_params(target, self.num_perm, fp_weight=1 - FN_WEIGHT,
+            params = optimal_params(self.threshold, self.num_perm, fp_weight=1 - FN_WEIGHT,
                                     fn_weight=FN_WEIGHT)
         return params.bands, params.rows
 

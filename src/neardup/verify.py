@@ -64,9 +64,10 @@ _PARALLEL_PAIRS = 2048
 
 #: The measures of ``--verify``.
 VERIFY_MEASURES = ("jaccard", "lcs")
-#: The unit of ``lcs:T`` (see :mod:`neardup.lcs`): words, and single characters in Hangul, kana
-#: and Han text, so that Korean spacing errors and lines wrapped inside a word do not count.
-LCS_UNIT = "mixed"
+#: The unit of ``lcs:T`` (see :mod:`neardup.lcs`): words, or characters for texts in Korean,
+#: Chinese or Japanese, so that Korean spacing errors and lines wrapped inside a word do not
+#: count.
+LCS_UNIT = "auto"
 
 
 @dataclass(frozen=True)
