@@ -643,12 +643,13 @@ def markdown(res: dict, info: dict, args) -> str:
         "`s` = seconds from texts to pairs in one process, after a warm-up on 50 texts "
         "(imports, cached kernels); one run, a rough guide only."),
         "",
-        ("Tools: **neardup defaults** = `neardup dedup` as shipped (MinHash-128 over char:5 "
-        "shingles, LSH tuned for 0.7, candidates verified at exact Jaccard ≥ 0.7); neardup "
+        ("Tools: **neardup defaults** = `neardup dedup` as shipped (MinHash-128 over char:4 "
+        "shingles, LSH 32 × 4, candidates verified by the LCS resemblance ≥ 0.8 of words, or "
+        "of characters for Korean, Chinese and Japanese text); the earlier defaults (char:5, "
+        "LSH tuned for 0.7, exact Jaccard ≥ 0.7); neardup "
         "SimHash word:3 k = 3 (the peers' SimHash setting); neardup SimHash char:5 k = 8 (the "
         "setting with precision ≥ 0.99 in a sweep on `synth`); neardup MinHash word:3 at 0.7 "
-        "(the defaults with word shingles: what the shingling alone changes) and at 0.8 "
-        "(the peers' MinHash setting, verified). Peers get the word 3-grams of neardup's "
+        "and at 0.8 (the peers' MinHash setting), both verified by exact Jaccard. Peers get the word 3-grams of neardup's "
         "normalised text: datasketch `MinHashLSH` (0.8, 128 permutations, its bands 9 × 13) and "
         "rensa `RMinHashLSH` (0.8, 128, 16 bands × 8 rows: bands must divide 128), a pair "
         "predicted whenever LSH returns it; 1e0ng `SimhashIndex` (k = 3, `Simhash` of the "

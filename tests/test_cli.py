@@ -9,6 +9,7 @@ import zstandard
 from click.testing import CliRunner
 
 from neardup.cli import main
+from neardup.io import write_records
 from neardup.simhash import simhash
 
 KOREAN = ("고대 전쟁 실시간 전략 게임 짧게 말하면 게이머가 서구 문명의 역사를 재현하거나 다시 만들 수 있도록 "
@@ -65,7 +66,8 @@ def input_variants(tmp_path):
     paths["jsonl"] = write_jsonl(tmp_path / "d.jsonl", DOCS)
     df.to_csv(tmp_path / "d.csv", index=False)
     paths["csv"] = tmp_path / "d.csv"
-    df.to_csv(tmp_path / "d.tsv", index=False, sep="\t")
+    # TSV is literal with backslash escapes (not pandas' quoting): the package's own writer.
+    write_records(tmp_path / "d.tsv", DOCS)
     paths["tsv"] = tmp_path / "d.tsv"
     df.to_parquet(tmp_path / "d.parquet")
     paths["parquet"] = tmp_path / "d.parquet"

@@ -1049,3 +1049,227 @@ def test_fingerprint_digit_count_boundaries():
     assert parse_fingerprint("0" * 30 + "255") == 255
     with pytest.raises(ValueError):
         parse_fingerprint(str(2**64), "dec")
+
+
+# ---------------------------------------------------------------------------- CSV and TSV rules
+
+
+def numbered_csv(path, n, *, stray=None, quoted_every=None):
+    """``n`` rows ``d<i>,<text>,<ts>`` after a header; row ``stray`` has a quote that never
+    closes; every ``quoted_every``-th row has a properly quoted text holding a comma."""
+    lines = ["id,text,ts"]
+    for i in range(n):
+        text = f"document {i} about topic {i % 7}"
+        if i == stray:
+            text = '"' + text
+        elif quoted_every and i % quoted_every == 3:
+            text = f'"quoted, {text}"'
+        lines.append(f"d{i},{text},{1_700_000_000 + i}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_csv_unmatched_quote_mid_file_names_its_line(tmp_path):
+    # The quote of row 44 (line 46) runs on to the quoted field of row 103 (line 105).
+    c = numbered_csv(tmp_path / "d.csv", 1000, stray=44, quoted_every=100)
+    with pytest.raises(InputError) as e:
+        read_all([c], time_field="ts")
+    assert (e.value.line, e.value.reason) == (46, "malformed CSV row")
+    assert f"{c}, line 46" in str(e.value) and "line 105" in str(e.value)
+    batch, stats = read_all([c], time_field="ts", on_error="skip")
+    assert batch.ids == [f"d{i}" for i in range(1000) if i != 44]
+    assert batch.texts[batch.ids.index("d103")] == "quoted, document 103 about topic 5"
+    assert stats.skipped == 1 and stats.skipped_reasons == {"malformed CSV row": 1}
+    assert stats.documents + stats.skipped == 1000
+
+
+def test_csv_quote_open_to_the_end_of_the_file(tmp_path):
+    c = numbered_csv(tmp_path / "d.csv", 1000, stray=954)  # no other quote after it
+    with pytest.raises(InputError, match=r"d\.csv, line 956: malformed CSV row \(a quoted field "
+                                         r"opened on this line never closes"):
+        read_all([c])
+    batch, stats = read_all([c], on_error="skip")
+    assert batch.ids == [f"d{i}" for i in range(1000) if i != 954]
+    assert (stats.documents, stats.skipped) == (999, 1)
+    c.write_text('id,text\n1,one\n2,"two\n', encoding="utf-8")  # on the last line
+    with pytest.raises(InputError, match=r"line 3: malformed CSV row \(a quoted field"):
+        read_all([c])
+
+
+def test_csv_multi_line_quoted_fields_stay_valid(tmp_path):
+    c = tmp_path / "d.csv"
+    c.write_bytes(
+        b'id,text,t\r\n'
+        b'1,"two\r\nlines, ""quoted""",5\r\n'
+        b'2,"",6\n'
+        b'3,"a\n\nb\n",7\n'
+        b'4,plain with "inner" quotes,8\n'
+    )
+    batch, stats = read_all([c], time_field="t")
+    assert batch.ids == ["1", "2", "3", "4"]
+    assert batch.texts == ['two\r\nlines, "quoted"', "", "a\n\nb\n", 'plain with "inner" quotes']
+    assert stats.skipped == 0 and batch.raw_timestamps == ["5", "6", "7", "8"]
+
+
+def test_csv_wrong_field_count_is_reported_where_the_row_or_its_quote_starts(tmp_path):
+    c = tmp_path / "d.csv"
+    c.write_text("id,text\n1,a\n2,b,c\n3\n4,d\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"d\.csv, line 3: malformed CSV row \(expected 2 "
+                                         r"fields as in the header, got 3\)"):
+        read_all([c])
+    batch, stats = read_all([c], on_error="skip")
+    assert batch.ids == ["1", "4"] and stats.skipped_reasons == {"malformed CSV row": 2}
+    # A quote that closes lines later on a row of the wrong width: the row of the quote is
+    # reported, and the rows it swallowed are read.
+    c.write_text('id,text\n1,"a\n2,b\n3,c",x,y\n4,d\n', encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_all([c])
+    assert e.value.line == 2 and "runs to line 4" in str(e.value)
+    batch, stats = read_all([c], on_error="skip")
+    assert batch.ids == ["2", "4"] and stats.skipped == 2  # line 4 is bad on its own too
+
+
+def test_csv_rows_read_equal_documents_plus_skipped(tmp_path):
+    c = tmp_path / "d.csv"
+    rows = [
+        "1,fine,1",
+        '2,"stray quote,2',
+        "3,fine,3",
+        "4,too,many,4",
+        ",empty id,5",
+        "6,bad time,never",
+        '7,"closed ""quote""",7',
+        '8,"a quoted, field" then text,8',
+        "1,duplicate id,9",
+        "10,fine,10",
+    ]
+    c.write_text("id,text,t\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    batch, stats = read_all([c], time_field="t", on_error="skip")
+    assert batch.ids == ["1", "3", "7", "10"]
+    assert stats.documents == len(batch.ids)
+    assert stats.documents + stats.skipped == len(rows)
+    assert sum(stats.skipped_reasons.values()) == stats.skipped
+    assert stats.skipped_reasons == {
+        "malformed CSV row": 3, "empty id": 1, "bad timestamp": 1, "duplicate id": 1,
+    }
+
+
+def test_csv_fingerprints_share_the_csv_rules(tmp_path):
+    c = tmp_path / "f.csv"
+    c.write_text('id,fingerprint\na,1\n"b,2\nc,3\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"f\.csv, line 3: malformed CSV row"):
+        read_fingerprints([c])
+    t = read_fingerprints([c], on_error="skip")
+    assert t.ids.to_pylist() == ["a", "c"] and t.stats.skipped == 1
+
+
+def test_tsv_is_literal(tmp_path):
+    t = tmp_path / "d.tsv"
+    t.write_text(
+        'id\ttext\n"1"\t"a quote\n2\tsays "hi", then\n3\t"\n4\ttab\\there\\\\n\\q\\\n',
+        encoding="utf-8",
+    )
+    batch, stats = read_all([t], keep_records=True)
+    assert batch.ids == ['"1"', "2", "3", "4"]
+    assert batch.texts == ['"a quote', 'says "hi", then', '"', "tab\there\\n\\q\\"]
+    assert batch.records[0] == {"id": '"1"', "text": '"a quote'} and stats.skipped == 0
+
+
+def test_tsv_wrong_field_count_names_the_line(tmp_path):
+    t = tmp_path / "d.tsv"
+    t.write_text('id\ttext\n1\ta\n2\t"b\tc"\n\n3\n4\td\r\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"d\.tsv, line 3: malformed TSV row \(expected 2 "
+                                         r"fields as in the header, got 3\)"):
+        read_all([t])
+    batch, stats = read_all([t], on_error="skip")
+    assert batch.ids == ["1", "4"] and batch.texts == ["a", "d"]
+    assert stats.skipped_reasons == {"malformed TSV row": 2}
+    assert stats.documents + stats.skipped == 4
+    with pytest.raises(InputError, match=r"d\.tsv, line 3: malformed TSV row"):
+        nio.read_tsv_table(t)
+
+
+def test_tsv_escape_rule():
+    assert nio.tsv_escape('a\tb\nc\rd\\e"f') == 'a\\tb\\nc\\rd\\\\e"f'
+    assert nio.tsv_unescape('a\\tb\\nc\\rd\\\\e"f') == 'a\tb\nc\rd\\e"f'
+    assert nio.tsv_unescape("\\x \\") == "\\x \\"  # unknown and trailing: kept
+    import neardup.evaluate as ev
+    import neardup.sampling as sa
+
+    assert sa.tsv_unescape is nio.tsv_unescape and not hasattr(ev, "_tsv_unescape")
+    assert not hasattr(sa, "_tsv_unescape")
+
+
+def test_write_records_tsv_is_escaped_not_quoted(tmp_path):
+    p = tmp_path / "k.tsv"
+    write_records(p, [{"id": "1", "text": 'tab\tnew\nline "q" back\\slash\r'}])
+    assert p.read_text(encoding="utf-8") == 'id\ttext\n1\ttab\\tnew\\nline "q" back\\\\slash\\r\n'
+    assert read_all([p])[0].texts == ['tab\tnew\nline "q" back\\slash\r']
+
+
+TRICKY = st.text(st.sampled_from(list('\t\n\r\\"\',; ab\\tnr\x00é한\u2028\x85'))
+                 | st.characters(codec="utf-8"), max_size=30)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(TRICKY.filter(bool), TRICKY), min_size=1, max_size=8,
+                unique_by=lambda r: r[0]))
+def test_tsv_and_csv_write_read_round_trip_property(rows):
+    import tempfile
+
+    from neardup.evaluate import read_table
+
+    ids, texts = [r[0] for r in rows], [r[1] for r in rows]
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("t.tsv", "t.tsv.gz", "t.csv"):
+            path = os.path.join(d, name)
+            write_table(path, {"id": ids, "text": texts})
+            batch = read_documents([path]).read_all()
+            assert (batch.ids, batch.texts) == (ids, texts)
+        path = os.path.join(d, "r.tsv")
+        write_records(path, [{"id": i, "text": t} for i, t in rows])
+        batch = read_documents([path], keep_records=True).read_all()
+        assert (batch.ids, batch.texts) == (ids, texts)
+        assert nio.read_tsv_table(path).to_pydict() == {"id": ids, "text": texts}
+        frame = read_table(os.path.join(d, "t.tsv"))
+        assert frame["id"].tolist() == ids and frame["text"].tolist() == texts
+        for s in ids + texts:
+            assert nio.tsv_unescape(nio.tsv_escape(s)) == s
+            assert not any(c in nio.tsv_escape(s) for c in "\t\n\r")
+
+
+def test_read_tsv_table(tmp_path):
+    t = tmp_path / "t.tsv.zst"
+    t.write_bytes(zstandard.compress('a\\tb\tc\n"x"\t1\\n2\n\n\t\n'.encode()))
+    table = nio.read_tsv_table(t)
+    assert table.column_names == ["a\tb", "c"]
+    assert table.to_pylist() == [{"a\tb": '"x"', "c": "1\n2"}, {"a\tb": "", "c": ""}]
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(b"a\tb\n1\t2\n3\t\xff\n")
+    with pytest.raises(InputError, match=r"bad\.tsv, line 3: invalid UTF-8"):
+        nio.read_tsv_table(bad)
+    bad.write_bytes(b"")
+    with pytest.raises(InputError, match="empty TSV file"):
+        nio.read_tsv_table(bad)
+
+
+def test_cli_reports_the_bad_csv_row_or_skips_it(tmp_path):
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    bad = numbered_csv(tmp_path / "bad.csv", 200, stray=44, quoted_every=50)
+    out = tmp_path / "out.tsv"
+    result = CliRunner().invoke(main, ["dedup", str(bad), "-o", str(out), "--workers", "1"])
+    assert result.exit_code == 1
+    assert f"{bad}, line 46: malformed CSV row" in result.output and not out.exists()
+    result = CliRunner().invoke(
+        main, ["dedup", str(bad), "-o", str(out), "--workers", "1", "--on-error", "skip"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = {
+        key.strip(): value
+        for key, value in (line.rsplit(None, 1) for line in result.output.splitlines() if line)
+    }
+    assert summary["documents"] == "199" and summary["skipped rows"] == "1"
+    assert summary["skipped: malformed CSV row"] == "1"

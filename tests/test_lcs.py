@@ -11,6 +11,7 @@ from neardup.lcs import (
     lcs_length_reference,
     lcs_lengths,
     lcs_pairs,
+    lcs_unit_counts,
     lcs_units,
     resemblance_reference,
 )
@@ -233,3 +234,9 @@ def test_auto_units_forgive_korean_spacing_but_not_changed_english_words():
     o, c = lcs_units(["alpha beta gamma delta epsilon", "alpha beta gamut delft epsilon"], "auto")
     # 3 of 5 words kept; by letters it would be 23 of 26
     assert lcs_pairs(o, c, np.array([0]), np.array([1])).tolist() == [0.6]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(TOKENS, max_size=30).map("".join), max_size=5))
+def test_unit_counts_equal_the_units_built(texts):
+    assert lcs_unit_counts(texts).tolist() == np.diff(lcs_units(texts, "auto")[0]).tolist()

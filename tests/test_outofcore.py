@@ -290,13 +290,11 @@ def test_work_folders_of_killed_runs_are_removed_by_the_next_run(corpus, tmp_pat
     spill_dir.mkdir()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
-    stale = spill_dir / "neardup-tmp-0123456789abcdef"
-    stale.mkdir()
-    (stale / "owner.pid").write_text(dead.stdout.strip())
+    stale = spill_dir / f"neardup-tmp-{dead.stdout.strip()}-0123456789abcdef"
+    stale.mkdir()  # killed right after creating it: empty but for a spill file
     (stale / "band-0.bin").write_bytes(b"x" * 100)
-    live = spill_dir / "neardup-tmp-fedcba9876543210"
+    live = spill_dir / f"neardup-tmp-{os.getpid()}-fedcba9876543210"
     live.mkdir()
-    (live / "owner.pid").write_text(str(os.getpid()))
     dedup(corpus, tmp_path, "after", "--tmp-dir", spill_dir)
     assert [p.name for p in spill_dir.iterdir()] == [live.name]
 

@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 
 from neardup.engines.local import signatures_parallel
 from neardup.groups import connected_components
-from neardup.io import InputError
+from neardup.io import InputError, read_tsv_table
 from neardup.pipeline import Settings, Signatures, find_groups
 from neardup.simhash import hamming_distance
 from neardup.verify import jaccard_pairs
@@ -710,18 +710,14 @@ def _arrow_to_frame(table: pa.Table, path: str) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def _tsv_unescape(values: pd.Series) -> pd.Series:
-    escapes = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
-    return values.str.replace(r"\\(.)", lambda m: escapes.get(m.group(1), m.group(0)), regex=True)
-
-
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """Read a TSV, CSV, JSON Lines or Parquet table (format from the extension, ``.gz`` / ``.zst``
     allowed) as a DataFrame whose scalar cells are ``str`` (nulls: None; empty TSV/CSV cells: "").
 
-    TSV is read as :func:`neardup.io.write_table` writes it: never quoted, ``\\t`` ``\\n`` ``\\r``
-    ``\\\\`` unescaped. Numbers in JSON Lines / Parquet become their decimal text (``7`` → "7"),
-    booleans "true" / "false". Cost: O(file size).
+    TSV is read as :func:`neardup.io.write_table` writes it, by :func:`neardup.io.read_tsv_table`:
+    never quoted, ``\\t`` ``\\n`` ``\\r`` ``\\\\`` unescaped, a row with the wrong number of
+    fields an error naming its line. Numbers in JSON Lines / Parquet become their decimal text
+    (``7`` → "7"), booleans "true" / "false". Cost: O(file size).
 
     Raises :class:`neardup.io.InputError` for an unreadable file, ``ValueError`` for an unknown
     extension, ``FileNotFoundError`` for a missing file.
@@ -737,24 +733,21 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     fmt = _table_format(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such file: {path}")
+    if fmt == "tsv":
+        return _arrow_to_frame(read_tsv_table(path), path)
     try:
-        if fmt in ("tsv", "csv"):
+        if fmt == "csv":
             frame = pd.read_csv(
                 path,
-                sep="\t" if fmt == "tsv" else ",",
+                sep=",",
                 dtype=str,
                 keep_default_na=False,
                 na_filter=False,
-                quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL,
+                quoting=csv.QUOTE_MINIMAL,
                 compression="infer",
                 encoding="utf-8",
             )
-            frame = pd.DataFrame({c: frame[c].to_numpy(dtype=object) for c in frame.columns})
-            if fmt == "tsv":
-                for c in frame.columns:
-                    if frame[c].str.contains("\\", regex=False).any():
-                        frame[c] = _tsv_unescape(frame[c]).to_numpy(dtype=object)
-            return frame
+            return pd.DataFrame({c: frame[c].to_numpy(dtype=object) for c in frame.columns})
         if fmt == "jsonl":
             with pa.input_stream(path, compression="detect") as stream:
                 table = pa_json.read_json(stream)

@@ -55,7 +55,7 @@ import re
 import secrets
 import sys
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,6 +88,9 @@ __all__ = [
     "parse_timestamp",
     "write_table",
     "write_records",
+    "read_tsv_table",
+    "tsv_escape",
+    "tsv_unescape",
     "format_fingerprints",
     "check_max_doc_bytes",
     "oversized_text",
@@ -480,7 +483,34 @@ def oversized_text(nbytes: int, max_doc_bytes: int | None) -> str | None:
     )
 
 
-def _tsv_unescape(s: str) -> str:
+def tsv_escape(s: str) -> str:
+    """One TSV cell: ``\\`` → ``\\\\``, tab → ``\\t``, newline → ``\\n``, CR → ``\\r``.
+
+    The one rule of every TSV this package writes (:func:`write_table`, :func:`write_records`,
+    labelling sheets); :func:`tsv_unescape` reverses it. TSV is never quoted: ``"`` is a
+    character like any other. O(len(s)).
+
+    Example:
+        >>> tsv_escape('a\\tb "c"\\\\')
+        'a\\\\tb "c"\\\\\\\\'
+    """
+    if "\\" in s or "\t" in s or "\n" in s or "\r" in s:
+        s = s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return s
+
+
+def tsv_unescape(s: str) -> str:
+    """A TSV cell's text: ``\\t`` ``\\n`` ``\\r`` ``\\\\`` become tab, newline, CR, backslash.
+
+    The inverse of :func:`tsv_escape`, used by every TSV reader of the package. Any other
+    backslash (an unknown escape, a trailing one) is kept as it is. O(len(s)).
+
+    Example:
+        >>> tsv_unescape("C:\\\\\\\\new\\\\tx \\\\q")
+        'C:\\\\new\\tx \\\\q'
+    """
+    if "\\" not in s:
+        return s
     out = []
     i = 0
     n = len(s)
@@ -494,6 +524,20 @@ def _tsv_unescape(s: str) -> str:
         out.append({"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}.get(nxt, "\\" + nxt))
         i = j + 2
     return "".join(out)
+
+
+_tsv_unescape = tsv_unescape  # the name the Spark engine imports
+
+
+class _TsvWriter:
+    """``writerow`` like :func:`csv.writer`'s, in the TSV rule: cells :func:`tsv_escape`-d,
+    joined by tabs, one line per row."""
+
+    def __init__(self, text: IO[str]) -> None:
+        self._write = text.write
+
+    def writerow(self, cells: Iterable[Any]) -> None:
+        self._write("\t".join([tsv_escape(str(c)) for c in cells]) + "\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -693,60 +737,226 @@ def _decoded_lines(fh: IO[bytes], path: str, bad_lines: list[int]) -> Iterator[s
 
 
 def _delimited_rows(src: _Source, rows, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """``(line, fields)`` of a CSV or TSV source: its header first, then each well-formed row.
+    """``(line, fields)`` of a CSV (``delimiter`` ``,``) or TSV (``\\t``) source: its header
+    first, then each well-formed row (:func:`_csv_rows`, :func:`_tsv_rows`)."""
+    return _tsv_rows(src, rows) if delimiter == "\t" else _csv_rows(src, rows)
 
-    A row the csv module cannot parse, that holds invalid UTF-8, or whose field count differs
-    from the header's goes to ``rows.bad`` (which raises or counts it) with the line where it
-    starts; blank lines are skipped; an empty file yields nothing. O(size of the file).
+
+class _CsvLines:
+    """The decoded lines of a CSV source for the csv module (:meth:`feed`), keeping in
+    ``record`` those of the record being parsed (the caller clears it before each), so that the
+    lines after a bad record's first one can be fed again (:meth:`again_after_first`)."""
+
+    __slots__ = ("_lines", "_again", "record")
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self._again: list[str] = []  # lines to feed again, the next one last
+        self.record: list[str] = []
+
+    def feed(self) -> Iterator[str]:
+        """The lines to feed again, then those not read yet (a fresh iterator after each
+        :meth:`again_after_first`: a csv reader that reached the end of the file is done)."""
+        record, again = self.record, self._again
+        while again:
+            text = again.pop()
+            record.append(text)
+            yield text
+        for text in self._lines:
+            record.append(text)
+            yield text
+
+    def again_after_first(self) -> None:
+        self._again.extend(reversed(self.record[1:]))
+
+
+def _csv_rows(src: _Source, rows) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` of a CSV source (RFC 4180, the csv module with ``strict=True``): its
+    header first, then each well-formed row, numbered by the physical line where it starts.
+
+    Bad rows go to ``rows.bad`` (which raises or counts them) with that line: a row the csv
+    module refuses (a quoted field that never closes before the end of the file, a closing
+    quote followed by text), one holding invalid UTF-8, one whose field count differs from the
+    header's. A quoted field may hold newlines (the row then spans lines); a bad row that spans
+    lines did so because a quote opened on its first line and ran past it, so it is reported
+    at that line and parsing resumes on the next one: a stray quote costs its own row, not the
+    rows it swallowed. Blank lines are skipped; an empty file yields nothing. O(size of the
+    file): only the lines of a bad row that spans lines are parsed a second time.
     """
     path = src.display
-    kind = "TSV" if delimiter == "\t" else "CSV"
     _raise_csv_limit()
     with _open_input(src) as fh:
-        bad_lines: list[int] = []
-        reader = csv.reader(_decoded_lines(fh, path, bad_lines), delimiter=delimiter)
+        bad_lines: deque[int] = deque()
+        lines = _CsvLines(_decoded_lines(fh, path, bad_lines))  # type: ignore[arg-type]
+        record = lines.record
+        reader = csv.reader(lines.feed(), strict=True)
         try:
             header = next(reader)
         except StopIteration:
             return
         except csv.Error as e:
-            raise InputError(path, 1, None, f"malformed {kind} header", str(e)) from e
+            raise InputError(path, 1, None, "malformed CSV header", str(e)) from e
         if bad_lines:
             raise InputError(path, bad_lines[0], None, "invalid UTF-8", "in the header")
         yield 1, header
         width = len(header)
-        end = reader.line_num
+        start = len(record) + 1  # the line where the next record starts
         while True:
-            start = end + 1
+            record.clear()
             try:
                 row = next(reader)
+                error = None
             except StopIteration:
                 break
             except csv.Error as e:
-                end = reader.line_num
-                rows.bad(path, start, None, f"malformed {kind} row", str(e))
+                row, error = [], e
+            end = start + len(record) - 1
+            first, start = start, end + 1
+            if error is not None or (row and len(row) != width):
+                if error is None:
+                    detail = f"expected {width} fields as in the header, got {len(row)}"
+                    if end != first:
+                        detail += (f"; a quoted field opened on this line runs to line {end}"
+                                   " (a stray quote?)")
+                elif str(error) == "unexpected end of data":
+                    detail = "a quoted field opened on this line never closes (the file ends)"
+                elif end == first:
+                    detail = str(error)
+                else:
+                    detail = (f"{error} on line {end}, inside a quoted field opened on this line"
+                              " (a stray quote?)")
+                if end != first:
+                    # Read again from the line after the quote: the rows it swallowed.
+                    lines.again_after_first()
+                    reader = csv.reader(lines.feed(), strict=True)
+                    start = first + 1
+                while bad_lines and bad_lines[0] < first:
+                    bad_lines.popleft()
+                if error is None and bad_lines and bad_lines[0] == first:
+                    rows.bad(path, first, None, "invalid UTF-8")
+                else:
+                    rows.bad(path, first, None, "malformed CSV row", detail)
                 continue
-            end = reader.line_num
-            if bad_lines:
+            while bad_lines and bad_lines[0] < first:
+                bad_lines.popleft()
+            if bad_lines and bad_lines[0] <= end:
                 # Drop the record if any of its physical lines failed to decode.
-                first_bad = bad_lines[0]
-                while bad_lines and bad_lines[0] <= end:
-                    bad_lines.pop(0)
-                if first_bad <= end:
-                    rows.bad(path, first_bad, None, "invalid UTF-8")
-                    continue
+                rows.bad(path, bad_lines[0], None, "invalid UTF-8")
+                continue
             if not row:
                 continue  # blank line
-            if len(row) != width:
+            yield first, row
+
+
+def _tsv_rows(src: _Source, rows) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` of a TSV source: its header first, then each well-formed row.
+
+    TSV is literal: one row per line, fields split at tabs, no quoting (``"`` is an ordinary
+    character), each field :func:`tsv_unescape`-d (``\\t`` ``\\n`` ``\\r`` ``\\\\``), as
+    :func:`write_table` and :func:`write_records` write it. A line ending ``\\r\\n`` loses both.
+    A row holding invalid UTF-8 or whose field count differs from the header's goes to
+    ``rows.bad`` with its line; blank lines are skipped; an empty file yields nothing.
+    O(size of the file).
+    """
+    path = src.display
+    with _open_input(src) as fh:
+        bad_lines: list[int] = []
+        width = 0
+        for n, line in enumerate(_decoded_lines(fh, path, bad_lines), 1):
+            if bad_lines and bad_lines[-1] == n:
+                if n == 1:
+                    raise InputError(path, 1, None, "invalid UTF-8", "in the header")
+                rows.bad(path, n, None, "invalid UTF-8")
+                continue
+            if line.endswith("\n"):
+                line = line[:-1]
+            if line.endswith("\r"):
+                line = line[:-1]
+            fields = line.split("\t")
+            if "\\" in line:
+                fields = [tsv_unescape(f) for f in fields]
+            if n == 1:
+                width = len(fields)
+                yield 1, fields
+                continue
+            if not line:
+                continue  # blank line
+            if len(fields) != width:
                 rows.bad(
                     path,
-                    start,
+                    n,
                     None,
-                    f"malformed {kind} row",
-                    f"expected {width} fields as in the header, got {len(row)}",
+                    "malformed TSV row",
+                    f"expected {width} fields as in the header, got {len(fields)}",
                 )
                 continue
-            yield start, row
+            yield n, fields
+
+
+def read_tsv_table(path: str | Path) -> pa.Table:
+    """A TSV file (optionally ``.gz`` / ``.zst``) as a table of string columns, by the rules
+    :func:`read_documents` reads TSV with: the first line names the columns, then one row per
+    line, fields split at tabs, no quoting, every cell and name :func:`tsv_unescape`-d, blank
+    lines skipped, empty cells "" (never null).
+
+    A row whose field count differs from the header's, or that holds invalid UTF-8, raises
+    :class:`InputError` naming the file and the line; so does an empty file. Cost: O(file size),
+    parsed by Arrow; when Arrow refuses the file, the row reader reads it again to find the bad
+    line (Python, about a microsecond a row). Memory O(table).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.tsv"
+        >>> _ = p.write_text('id\\tnote\\na\\t"q"\\\\tx\\n')
+        >>> read_tsv_table(p).to_pylist()
+        [{'id': 'a', 'note': '"q"\\tx'}]
+    """
+    import pyarrow.csv as pacsv
+
+    src = _resolve_input(path, "tsv", ("tsv",))
+    rows = _Rows("raise")
+    rows.start_file(src.display)
+    lines = _tsv_rows(src, rows)
+    try:
+        header = next(lines, (1, None))[1]
+    finally:
+        lines.close()
+    if header is None:
+        raise InputError(src.display, None, None, "empty TSV file", "no header line")
+    names = [f"c{i}" for i in range(len(header))]
+    try:
+        with _open_input(src) as fh:
+            table = pacsv.read_csv(
+                fh,
+                read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+                parse_options=pacsv.ParseOptions(
+                    delimiter="\t",
+                    quote_char=False,
+                    double_quote=False,
+                    escape_char=False,
+                    newlines_in_values=False,
+                    ignore_empty_lines=True,
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.string()),
+                    strings_can_be_null=False,
+                ),
+            )
+        columns = [table.column(i).combine_chunks() for i in range(len(names))]
+    except (pa.ArrowException, OSError, EOFError, zstandard.ZstdError):
+        # Arrow's messages name no line: the row reader reports the bad row (or reads the file,
+        # if only Arrow refused it).
+        values: list[list[str]] = [[] for _ in names]
+        lines = _tsv_rows(src, rows)
+        next(lines)
+        for _, fields in lines:
+            for column, value in zip(values, fields):
+                column.append(value)
+        return pa.table([pa.array(v, pa.string()) for v in values], names=header)
+    for i, column in enumerate(columns):
+        if len(column) and _any(pc.match_substring(column, "\\")):
+            columns[i] = pa.array([tsv_unescape(s) for s in column.to_pylist()], pa.string())
+    return pa.table(columns, names=header)
 
 
 @contextmanager
@@ -1498,9 +1708,15 @@ def read_documents(
             bad row ("document too large"), raised or skipped as ``on_error`` says; a ``.txt``
             file over it is refused before it is read.
 
-    CSV and TSV need a header row and are parsed with the :mod:`csv` module (RFC 4180 quoting;
-    TSV is the same dialect with tabs, as pandas writes it; no backslash escapes). Lines are
-    decoded one by one so that invalid UTF-8 is reported with its line; a UTF-8 BOM is ignored.
+    CSV and TSV need a header row. CSV is RFC 4180, parsed by the :mod:`csv` module with
+    ``strict=True``: a quoted field may span lines, but one that never closes, or a row whose
+    field count differs from the header's, is a bad row reported at the line where it (its
+    quote) starts, and reading goes on with the next line, so a stray quote does not swallow the
+    rows after it. TSV is literal: one row per line, fields split at tabs, no quoting (``"`` is
+    an ordinary character), ``\\t`` ``\\n`` ``\\r`` ``\\\\`` unescaped (the rule of
+    :func:`write_table`, :func:`tsv_escape`); a row with the wrong number of fields is a bad row.
+    Lines are decoded one by one so that invalid UTF-8 is reported with its line; a UTF-8 BOM is
+    ignored.
 
     Returns a single-use :class:`DocumentReader`; the inputs are checked (existence, format) now,
     the rows while iterating. Cost: O(total input size), memory O(batch_size + number of IDs).
@@ -1643,7 +1859,7 @@ class _FingerprintCollector:
                     continue  # a header line
                 ident = parts[0]
                 if escaped and "\\" in ident:
-                    ident = _tsv_unescape(ident)
+                    ident = tsv_unescape(ident)
                 self.add(path, n, ident, parts[1], parts[2] if len(parts) == 3 else None)
 
     def read_jsonl(self, src: _Source) -> None:
@@ -2045,18 +2261,22 @@ def _unique_temp(directory: str, stem: str, suffix: str) -> tuple[str, int]:
 _TEMP_OWNER = re.compile(r"\.(\d+)-[0-9a-f]{12}\.(?:tmp|json)$")
 
 
-def _process_gone(name: str) -> bool:
-    """True if the temp file ``name`` was made by a process that no longer exists here."""
-    match = _TEMP_OWNER.search(name)
-    if match is None:
-        return False
+def process_gone(pid: int) -> bool:
+    """True if no process ``pid`` exists on this machine (a run killed without cleaning up);
+    False if it runs, whoever owns it."""
     try:
-        os.kill(int(match[1]), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except OSError:
         return False  # alive, but another user's
     return False
+
+
+def _process_gone(name: str) -> bool:
+    """True if the temp file ``name`` was made by a process that no longer exists here."""
+    match = _TEMP_OWNER.search(name)
+    return match is not None and process_gone(int(match[1]))
 
 
 def _finish_dead_commits(directory: str) -> None:
@@ -2469,8 +2689,8 @@ def write_records(
     default here). JSON Lines: one object per line, keys in their order, non-ASCII as is,
     dates as ISO 8601 strings; streams the records. CSV / TSV: the header is the union of the
     keys in first-seen order, missing values are empty, booleans ``true``/``false``, nested
-    values as JSON; both are the :mod:`csv` dialect that :func:`read_documents` reads (TSV
-    quotes values holding tabs, newlines or quotes, like pandas). Parquet: columns from the
+    values as JSON; CSV is quoted as RFC 4180 says, TSV escaped like :func:`write_table`'s (never
+    quoted), as :func:`read_documents` reads them back. Parquet: columns from the
     union of the keys, types inferred by pyarrow. CSV, TSV and Parquet hold all records in
     memory. Cost: O(total size of the records) Python work.
 
@@ -2521,7 +2741,7 @@ def write_records(
     with _atomic_output(target) as fh, _compressed(fh, compression) as out:
         text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)  # type: ignore[arg-type]
         try:
-            writer = csv.writer(text, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+            writer = _TsvWriter(text) if fmt == "tsv" else csv.writer(text, lineterminator="\n")
             if names:
                 writer.writerow(names)
             for rec in rows:

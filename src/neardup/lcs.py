@@ -71,6 +71,7 @@ from neardup.text import _canonical
 __all__ = [
     "LCS_UNITS",
     "lcs_units",
+    "lcs_unit_counts",
     "lcs_pairs",
     "lcs_lengths",
     "lcs_length_reference",
@@ -212,6 +213,49 @@ def _auto_codes(canon, offsets):
                     start = i + 1
         out_offsets[d + 1] = o
     return out_offsets, codes[:o].copy()
+
+
+@njit(cache=True, nogil=True)
+def _auto_counts(canon, offsets):
+    """How many ``"auto"`` units each canonical text has (what :func:`_auto_codes` writes)."""
+    n = offsets.shape[0] - 1
+    counts = np.zeros(n, dtype=np.int64)
+    for d in range(n):
+        lo = offsets[d]
+        hi = offsets[d + 1]
+        characters = 0
+        spaces = 0
+        by_character = False
+        i = lo
+        while i < hi:
+            b0 = canon[i]
+            if b0 == 32:
+                spaces += 1
+            elif (b0 & 0xC0) != 0x80:
+                characters += 1
+                if b0 >= 0xE1 and not by_character:
+                    cp, _ = _code_point(canon, i)
+                    by_character = _unspaced_script(cp)
+            i += 1
+        if by_character:
+            counts[d] = characters
+        elif hi > lo:
+            counts[d] = spaces + 1
+    return counts
+
+
+def lcs_unit_counts(texts: list[str], unit: str = "auto") -> np.ndarray:
+    """The number of units of each text (int64[n]), as :func:`lcs_units` would give them,
+    without building them (only ``"auto"`` is counted directly). O(total bytes).
+
+    Example:
+        >>> lcs_unit_counts(["a b c", "한 글", ""]).tolist()
+        [3, 2, 0]
+    """
+    if unit != "auto":
+        return np.diff(lcs_units(texts, unit)[0])
+    canon, offsets, _ = _canonical(list(texts))
+    return _auto_counts(canon, offsets)
 
 
 def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.ndarray]:

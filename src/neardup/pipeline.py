@@ -47,7 +47,8 @@ from neardup.lsh import optimal_params
 from neardup.minhash import check_num_perm, jaccard_estimate, minhash_from_features
 from neardup.simhash import WEIGHTS, hamming_distance, simhash_from_features
 from neardup.text import Shingling, hash_features, shingle_sets
-from neardup.verify import VERIFY_MEASURES, Verification, parse_verify
+from neardup.lcs import lcs_unit_counts
+from neardup.verify import LCS_UNIT, VERIFY_MEASURES, Verification, parse_verify
 
 METHODS = ("simhash", "minhash")
 GROUPINGS = ("components", "center")
@@ -246,8 +247,8 @@ class Signatures:
         empty: bool[n], documents without any letter or number.
         text_bytes: int64[n], UTF-8 size of each text after NFKC and case folding.
         set_offsets, set_hashes: sorted distinct shingle hashes (CSR) when kept, else None.
-        shingles: int64[n], shingles of each document, repeats included (an upper bound of its
-            set's size), or None.
+        sizes: int64[n], an upper bound of each document's verification data, in values: its
+            shingles, repeats included (for a shingle set), or its LCS units; or None.
     """
 
     content: np.ndarray
@@ -256,7 +257,7 @@ class Signatures:
     text_bytes: np.ndarray
     set_offsets: np.ndarray | None = None
     set_hashes: np.ndarray | None = None
-    shingles: np.ndarray | None = None
+    sizes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.content.shape[0]
@@ -282,8 +283,8 @@ class Signatures:
             text_bytes=np.concatenate([p.text_bytes for p in parts]),
             set_offsets=set_offsets,
             set_hashes=set_hashes,
-            shingles=(np.concatenate([p.shingles for p in parts])
-                      if all(p.shingles is not None for p in parts) else None),
+            sizes=(np.concatenate([p.sizes for p in parts])
+                   if all(p.sizes is not None for p in parts) else None),
         )
 
 
@@ -300,8 +301,10 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
         signature = simhash_from_features(features, settings.weights, settings.idf)
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
+    lcs = settings.verify is not None and settings.verify_measure == "lcs"
+    sizes = lcs_unit_counts(texts, LCS_UNIT) if lcs else np.diff(features.offsets)
     result = Signatures(features.content, signature, features.empty, features.text_bytes,
-                        shingles=np.diff(features.offsets))
+                        sizes=sizes)
     if settings.needs_sets if keep_sets is None else keep_sets:
         if settings.verify_measure == "jaccard":
             result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)

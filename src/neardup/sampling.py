@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,7 @@ import numpy as np
 
 from neardup.candidates.bands import candidate_pairs
 from neardup.candidates.tables import hamming_pairs
-from neardup.io import InputError, write_records, write_table
+from neardup.io import InputError, tsv_unescape, write_records, write_table
 from neardup.pipeline import MAX_HAMMING_K, Settings, Signatures, content_representatives
 from neardup.text import normalize, normalize_many
 from neardup.verify import jaccard_pairs
@@ -396,16 +395,6 @@ def _sheet_format(path: str | Path) -> str:
     return suffix
 
 
-_TSV_ESCAPE = re.compile(r"\\(.)")
-_TSV_CODES = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
-
-
-def _tsv_unescape(cell: str) -> str:
-    if "\\" not in cell:
-        return cell
-    return _TSV_ESCAPE.sub(lambda m: _TSV_CODES.get(m.group(1), "\\" + m.group(1)), cell)
-
-
 def _parse_label(value, path: str, line: int) -> int | None:
     if value is None or value == "":
         return None
@@ -490,7 +479,7 @@ def read_sheet(path: str | Path) -> Sheet:
     with open(name, encoding="utf-8") as fh:
         if fmt == "tsv":
             header = fh.readline().rstrip("\r\n")
-            columns = [_tsv_unescape(c) for c in header.split("\t")] if header else []
+            columns = [tsv_unescape(c) for c in header.split("\t")] if header else []
             for line_no, line in enumerate(fh, start=2):
                 line = line.rstrip("\r\n")
                 if not line:
@@ -501,7 +490,7 @@ def read_sheet(path: str | Path) -> Sheet:
                                      f"expected {len(columns)}, got {len(cells)}")
                 # Editors may drop the empty cells at the end of a row.
                 cells += [""] * (len(columns) - len(cells))
-                rows.append(dict(zip(columns, (_tsv_unescape(c) for c in cells))))
+                rows.append(dict(zip(columns, (tsv_unescape(c) for c in cells))))
                 lines.append(line_no)
         else:
             seen: dict[str, None] = {}

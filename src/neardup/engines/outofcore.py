@@ -141,7 +141,7 @@ class OutOfCoreDedup:
         estimate = minhash and s.verify is None
         sig_column = (SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
                       if estimate else None)
-        ids, stamps, locations, content, empty, text_bytes, fps, shingles = ([] for _ in range(8))
+        ids, stamps, locations, content, empty, text_bytes, fps, sizes = ([] for _ in range(8))
         total = self.reader.total_bytes()
         self.progress.stage("reading", total, "B")
         done_bytes = 0
@@ -154,7 +154,7 @@ class OutOfCoreDedup:
             content.append(sig.content)
             empty.append(sig.empty)
             text_bytes.append(sig.text_bytes)
-            shingles.append(sig.shingles.astype(np.int32))
+            sizes.append(sig.sizes.astype(np.int32))
             if minhash:
                 for j, column in enumerate(bands):
                     column.append(keys[:, j])
@@ -180,7 +180,7 @@ class OutOfCoreDedup:
             signature=signature,
             empty=_cat(empty, bool, (0,)),
             text_bytes=_cat(text_bytes, np.int64, (0,)),
-            shingles=_cat(shingles, np.int32, (0,)),
+            sizes=_cat(sizes, np.int32, (0,)),
         )
         self.collected = Collected(
             ids=pa.chunked_array(ids, type=pa.large_string()),
@@ -198,7 +198,7 @@ class OutOfCoreDedup:
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
-        for name in ("content", "empty", "text_bytes", "shingles"):
+        for name in ("content", "empty", "text_bytes", "sizes"):
             w.save(name, getattr(c.signatures, name))
         w.save("timestamps", c.timestamps)
         if c.locations is not None:
@@ -240,7 +240,7 @@ class OutOfCoreDedup:
         else:
             signature = np.zeros((n, 0), np.uint32)
         sig = Signatures(content=w.load("content"), signature=signature, empty=w.load("empty"),
-                         text_bytes=w.load("text_bytes"), shingles=w.load("shingles"))
+                         text_bytes=w.load("text_bytes"), sizes=w.load("sizes"))
         locations = w.load("locations") if w.file("locations.npy").exists() else None
         return Collected(ids, timestamps, locations, sig, bands, stats, info["seconds"])
 
@@ -270,12 +270,9 @@ class OutOfCoreDedup:
                              "differ from the first pass); run again on inputs that stay put")
 
     def _units(self, docs: np.ndarray) -> np.ndarray:
-        """An upper bound of each document's verification data, in values: its shingle count
-        (a set holds at most that many hashes) or, for LCS units, its canonical UTF-8 size
-        (every unit takes at least one byte)."""
-        sig = self.collected.signatures
-        counts = sig.shingles if self.settings.verify_measure == "jaccard" else sig.text_bytes
-        return counts[docs].astype(np.int64)
+        """An upper bound of each document's verification data, in values (pass 1's
+        :attr:`Signatures.sizes`: shingles, or LCS units)."""
+        return self.collected.signatures.sizes[docs].astype(np.int64)
 
     def _sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from neardup.io import process_gone
+
 MANIFEST = "manifest.json"
 #: Share of the machine's RAM that a run may use when ``--memory-limit`` is not given
 #: (1.5 GB on a 24 GB machine), and the least it takes by default.
@@ -164,20 +166,18 @@ def input_identity(paths: list[str]) -> list[tuple[str, int, int] | str]:
     return out
 
 
-OWNER = "owner.pid"
+# A work folder's name carries its process: the next run can judge a folder from the moment
+# it exists, even if its owner was killed before writing anything into it.
+_WORK_FOLDER = re.compile(r"neardup-tmp-(\d+)-[0-9a-f]{16}")
 
 
 def _remove_dead_runs(base: Path) -> None:
     """Remove the work folders that runs killed without a chance to clean up (kill -9, power
-    loss) left in ``base``: those whose owner process no longer exists on this machine."""
+    loss) left in ``base``: those whose process no longer exists on this machine."""
     for folder in base.glob("neardup-tmp-*"):
-        try:
-            pid = int((folder / OWNER).read_text())
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        match = _WORK_FOLDER.fullmatch(folder.name)
+        if match is not None and process_gone(int(match[1])):
             shutil.rmtree(folder, ignore_errors=True)
-        except (OSError, ValueError):
-            continue  # not ours to judge: unreadable, or another user's live process
 
 
 class WorkDir:
@@ -207,7 +207,7 @@ class WorkDir:
             tag = hashlib.sha256(str(Path(name_hint).resolve()).encode()).hexdigest()[:16]
             self.path = base / f"neardup-run-{tag}"
         else:
-            self.path = base / f"neardup-tmp-{secrets.token_hex(8)}"
+            self.path = base / f"neardup-tmp-{os.getpid()}-{secrets.token_hex(8)}"
         self._created = False
 
     def __enter__(self) -> WorkDir:
@@ -227,8 +227,12 @@ class WorkDir:
             _remove_dead_runs(self.path.parent)
             with writing(self.path):
                 self.path.mkdir(exist_ok=self.resume)
-                (self.path / OWNER).write_text(str(os.getpid()))
-                self._write_manifest()
+                try:
+                    self._write_manifest()
+                except BaseException:
+                    # __exit__ does not run when __enter__ fails (an error, or SIGTERM here).
+                    self.remove()
+                    raise
         self._created = True
         return self
 
