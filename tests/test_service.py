@@ -4,10 +4,15 @@ uvicorn server on a free loopback port)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import socket
+import sys
 import threading
 import time
 import warnings
+from html.parser import HTMLParser
 
 import pytest
 
@@ -314,67 +319,275 @@ def test_serve_without_the_service_extra_says_how_to_install_it(tmp_path, monkey
 # /docs offline, and the service's edges
 
 
-def _page_urls(html: str) -> list[str]:
-    import re
+class _PageRefs(HTMLParser):
+    """The URLs an HTML page references: ``src`` and ``href`` of every tag, by tag name."""
 
-    return re.findall(r'(?:src|href)="([^"]+)"', html) + re.findall(r"url: '([^']+)'", html)
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.refs += [(tag, value) for name, value in attrs if name in ("src", "href") and value]
+
+
+def _refs(html: str) -> list[tuple[str, str]]:
+    parser = _PageRefs()
+    parser.feed(html)
+    parser.close()
+    return parser.refs
+
+
+def _is_external(url: str) -> bool:
+    # Protocol-relative ("//host/x.js") counts: the browser fetches it from that host.
+    return "://" in url or url.startswith("//")
 
 
 def test_docs_page_loads_nothing_from_the_internet(index):
+    # With a token: /docs, its files and /openapi.json still need none, as FastAPI's own did.
+    from neardup.index.service import _swagger_ui_files
+
+    assert _swagger_ui_files() is not None, "fastapi-offline missing: pip install -e '.[service]'"
     client = TestClient(create_app(index, token=TOKEN))
     page = client.get("/docs")
-    assert page.status_code == 200 and "swagger-ui-bundle.js" in page.text
-    urls = _page_urls(page.text)
-    assert urls and not [u for u in urls if "://" in u or u.startswith("//")], urls
-    for url in urls:
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    refs = _refs(page.text)
+    external = [url for _, url in refs if _is_external(url)]
+    assert not external, external
+    assert "http://" not in page.text and "https://" not in page.text  # nor in the inline script
+    scripts = [url for tag, url in refs if tag == "script"]
+    styles = [url for tag, url in refs if tag == "link" and url.endswith(".css")]
+    assert scripts and styles, refs
+    for _, url in refs:
         asset = client.get(url)
         assert asset.status_code == 200 and len(asset.content) > 100, url
+    bundle = client.get(next(u for u in scripts if u.endswith("swagger-ui-bundle.js"))).text
+    # FastAPI writes OpenAPI 3.1, which Swagger UI reads from version 5 on; 4.x loads offline
+    # but shows only "Unable to render this definition".
+    assert client.get("/openapi.json").json()["openapi"].startswith("3.1")
+    version = re.search(r'PACKAGE_VERSION:"(\d+)\.', bundle)
+    assert version and int(version.group(1)) >= 5, version
+    spec_url = re.search(r"url: '([^']+)'", page.text).group(1)
+    assert spec_url == "/openapi.json" and client.get(spec_url).status_code == 200
+    # The mounted folder serves its files only (an encoded ../ reaches the package's code).
+    assert client.get("/docs/static/%2e%2e/core.py").status_code == 404
+
+
+def test_docs_page_urls_follow_the_root_path(index):
+    client = TestClient(create_app(index), root_path="/nd")
+    page = client.get("/nd/docs")
+    urls = [url for _, url in _refs(page.text)]
+    assert urls and all(url.startswith("/nd/docs/static/") for url in urls), urls
+    assert "url: '/nd/openapi.json'" in page.text
+    assert all(client.get(url).status_code == 200 for url in urls)
 
 
 def test_docs_page_without_the_swagger_files_says_what_to_install(index, monkeypatch):
-    import sys
+    monkeypatch.setitem(sys.modules, "fastapi_offline", None)  # import fastapi_offline fails
+    client = TestClient(create_app(index, token=TOKEN))
+    page = client.get("/docs")
+    assert page.status_code == 200 and "pip install 'neardup[service]'" in page.text
+    assert "://" not in page.text and "<script" not in page.text
+    assert _refs(page.text) == [("a", "/openapi.json")]
+    assert client.get("/openapi.json").status_code == 200
+    assert client.get("/docs/static/swagger-ui.css").status_code == 404  # nothing mounted
 
-    monkeypatch.setitem(sys.modules, "swagger_ui_bundle", None)  # import fails
-    page = TestClient(create_app(index)).get("/docs")
-    assert page.status_code == 200 and "neardup[service]" in page.text
-    assert _page_urls(page.text) == ["/openapi.json"]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+@pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+    reason="needs Debian's chromium and chromium-driver",
+)
+def test_docs_page_renders_offline_in_chromium(index, tmp_path):
+    """The operations are drawn by a real browser that can resolve no host name: what the
+    HTML checks above cannot see (a Swagger UI too old for the spec draws an error)."""
+    import uvicorn
+
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    port = _free_port()
+    app = create_app(index, token=TOKEN)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # No host resolves but the server's address, so anything the page wanted from the internet
+    # would fail (the rules apply to IP literals too, hence the exclusion).
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage",
+                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+                 f"--user-data-dir={tmp_path}"):
+        options.add_argument(flag)
+    driver = None
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started
+        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        driver.set_page_load_timeout(30)
+        driver.get(f"http://127.0.0.1:{port}/docs")
+        WebDriverWait(driver, 30).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock")
+            or "Unable to render" in d.find_element(By.ID, "swagger-ui").text
+        )
+        shown = driver.find_element(By.ID, "swagger-ui").text
+        assert "Unable to render" not in shown, shown[:300]
+        paths = {e.text for e in driver.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+        assert {"/v1/documents", "/v1/query", "/v1/stats", "/healthz"} <= paths, paths
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.should_exit = True
+        thread.join(20)
+    assert not thread.is_alive()
 
 
 @pytest.mark.parametrize("path", ["/v1/query", "/v1/documents"])
-def test_deeply_nested_json_is_a_client_error(client, path):
-    r = client.post(path, content=b"[" * 3000, headers={"content-type": "application/json"})
-    assert r.status_code == 400 and "nested too deeply" in r.json()["detail"]
-    ok = client.post("/v1/query", json={"text": PAGE})
-    assert ok.status_code == 200
+@pytest.mark.parametrize(
+    "body", [b"[" * 100_000, b"[" * 100_000 + b"]" * 100_000], ids=["unclosed", "valid-json"]
+)
+def test_deeply_nested_json_is_a_client_error(index, path, body):
+    # A body limit above the 200 kB body, so that the parser, not the size check, answers.
+    client = TestClient(create_app(index, max_body_bytes=1 << 20))
+    r = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert "nested too deeply" in r.json()["detail"]
+    assert len(index) == 0
+    # The service is still fine afterwards.
+    assert client.post("/v1/documents", json={"id": "a", "text": PAGE}).json()["status"] == "new"
+    assert client.post("/v1/query", json={"text": PAGE}).json()["duplicate_id"] == "a"
 
 
-@pytest.mark.parametrize("ident", ["a\nb", "tab\there", "", "x" * (MAX_ID_LENGTH + 1)])
-def test_ids_the_rules_refuse_are_client_errors(client, ident):
+_CONTROL = "must not contain control characters"
+
+
+@pytest.mark.parametrize(
+    ("ident", "rule"),
+    [
+        ("a\nb", _CONTROL),
+        ("tab\there", _CONTROL),
+        ("cr\r", _CONTROL),
+        ("nul\x00", _CONTROL),
+        ("del\x7f", _CONTROL),
+        ("c1\x85", _CONTROL),
+        ("para\u2029graph", _CONTROL),
+        ("", "at least 1 character"),
+        ("x" * (MAX_ID_LENGTH + 1), f"at most {MAX_ID_LENGTH} characters"),
+    ],
+)
+def test_ids_the_rules_refuse_are_client_errors(client, index, ident, rule):
     r = client.post("/v1/documents", json={"id": ident, "text": PAGE})
-    assert r.status_code in (400, 422), r.text
-    assert "id" in r.text
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert detail.startswith("id: ") and rule in detail, detail
+    assert len(index) == 0
+    # In a batch: the whole batch is refused, the ID named by its place.
+    r = client.post(
+        "/v1/documents",
+        json={"documents": [{"id": "fine", "text": PAGE}, {"id": ident, "fingerprint": 1}]},
+    )
+    assert r.status_code == 422 and r.json()["detail"].startswith("documents[1].id: "), r.text
+    assert rule in r.json()["detail"]
+    assert len(index) == 0
 
 
-def test_serve_token_sources_and_missing_index(tmp_path, monkeypatch):
+def test_id_with_a_lone_surrogate_is_a_client_error(client, index):
+    # Valid JSON ("\ud800" escape) that decodes to a str UTF-8 cannot encode; pydantic's
+    # strict str refuses it before neardup.ids' own rule would.
+    body = b'{"id": "a\\ud800", "text": "%s"}' % PAGE.encode()
+    r = client.post("/v1/documents", content=body, headers={"content-type": "application/json"})
+    detail = r.json()["detail"]
+    assert r.status_code == 422 and detail.startswith("id: ") and "unicode" in detail, r.text
+    assert len(index) == 0
+
+
+@pytest.fixture
+def fake_serve(monkeypatch):
+    """Replaces the service's serve(): the CLI's checks run, no index is opened and no server
+    starts. The keyword arguments of each call are appended to the returned list."""
+    from neardup.index import service
+
+    calls: list[dict] = []
+    monkeypatch.setattr(service, "serve", lambda path, **kwargs: calls.append(kwargs))
+    monkeypatch.delenv("NEARDUP_TOKEN", raising=False)
+    monkeypatch.delenv("NEARDUP_TOKEN_FILE", raising=False)
+    return calls
+
+
+def _serve_cli(*args: str, env: dict | None = None):
     from click.testing import CliRunner
 
     from neardup.cli import main
+
+    return CliRunner(env=env).invoke(main, ["serve", *args])
+
+
+def test_read_token_file(tmp_path):
     from neardup.commands.index import _read_token_file
 
     secret = tmp_path / "token"
-    secret.write_text("  s3cret  \nignored\n")
+    secret.write_text("  s3cret \t\r\nsecond line ignored\n")
     assert _read_token_file(str(secret)) == "s3cret"
-    (tmp_path / "empty").write_text("\n")
-    with pytest.raises(ValueError, match="empty"):
-        _read_token_file(str(tmp_path / "empty"))
-    runner = CliRunner()
-    both = runner.invoke(main, ["serve", "-d", str(tmp_path / "idx"), "--token", "a",
-                                "--token-file", str(secret)])
-    assert both.exit_code == 1 and "one of --token" in both.output
-    monkeypatch.setenv("NEARDUP_TOKEN", "from-env")
-    env = runner.invoke(main, ["serve", "-d", str(tmp_path / "idx"), "--token-file", str(secret)])
-    assert env.exit_code == 1 and "one of --token" in env.output  # the variable counts as --token
-    monkeypatch.delenv("NEARDUP_TOKEN")
-    missing = runner.invoke(main, ["serve", "-d", str(tmp_path / "missing.idx")])
-    assert missing.exit_code == 1 and "no index at" in missing.output
-    assert "serving" not in missing.output
+    for content in ("", "\n", "  \nlater line\n"):
+        empty = tmp_path / "empty-token"
+        empty.write_text(content)
+        with pytest.raises(ValueError, match=re.escape(str(empty)) + ".*empty"):
+            _read_token_file(str(empty))
+
+
+def test_serve_token_sources(tmp_path, fake_serve):
+    secret = tmp_path / "token"
+    secret.write_text("from-file\n")
+    idx = str(tmp_path / "idx")
+
+    assert _serve_cli("-d", idx, "--token", "given").exit_code == 0
+    assert _serve_cli("-d", idx, "--token-file", str(secret)).exit_code == 0
+    assert _serve_cli("-d", idx, env={"NEARDUP_TOKEN": "from-env"}).exit_code == 0
+    assert _serve_cli("-d", idx, env={"NEARDUP_TOKEN_FILE": str(secret)}).exit_code == 0
+    assert _serve_cli("-d", idx).exit_code == 0
+    assert [c["token"] for c in fake_serve] == ["given", "from-file", "from-env", "from-file", None]
+
+    # Two sources are refused before anything starts, also when one is NEARDUP_TOKEN.
+    del fake_serve[:]
+    for args, env in [
+        (["--token", "a", "--token-file", str(secret)], None),
+        (["--token-file", str(secret)], {"NEARDUP_TOKEN": "from-env"}),
+    ]:
+        result = _serve_cli("-d", idx, *args, env=env)
+        assert result.exit_code == 1
+        assert "give one of --token (or NEARDUP_TOKEN) and --token-file" in result.stderr
+    # A token file whose first line is empty is an error naming the file.
+    (tmp_path / "blank").write_text("\nsecret on line 2\n")
+    result = _serve_cli("-d", idx, "--token-file", str(tmp_path / "blank"))
+    assert result.exit_code == 1 and str(tmp_path / "blank") in result.stderr
+    assert fake_serve == []
+
+
+def test_serve_on_a_missing_index_fails_before_announcing(tmp_path, monkeypatch):
+    import uvicorn
+
+    started: list[int] = []
+    # Should the index open after all, no real server runs: Server.run returns at once.
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, *a, **k: started.append(1))
+    monkeypatch.delenv("NEARDUP_TOKEN", raising=False)
+    monkeypatch.delenv("NEARDUP_TOKEN_FILE", raising=False)
+    missing = tmp_path / "missing.idx"
+    result = _serve_cli("-d", str(missing), "--port", "0")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neardup: error: no index at"), result.stderr
+    assert str(missing) in lines[0]
+    assert "serving" not in result.output and not started
+    # The same command on an existing index announces itself (so the check above can fail).
+    NearDupIndex.create(tmp_path / "there.idx").close()
+    result = _serve_cli("-d", str(tmp_path / "there.idx"), "--port", "0")
+    assert result.exit_code == 0, result.output
+    assert "serving" in result.stderr and started == [1]

@@ -51,6 +51,7 @@ import ipaddress
 import json
 from collections.abc import Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
@@ -417,40 +418,66 @@ _DOCS_FALLBACK = """<!DOCTYPE html>
 <body><h1>neardup index: API</h1>
 <p>The interactive page needs the Swagger UI files, which are not installed:
 <code>pip install 'neardup[service]'</code>.</p>
-<p>The API description: <a href="/openapi.json">/openapi.json</a>.</p></body></html>
+<p>The API description: <a href="{openapi_url}">{openapi_url}</a>.</p></body></html>
 """
+
+_DOCS_STATIC = "/docs/static"
+"""Where the Swagger UI files are mounted."""
+
+
+def _swagger_ui_files() -> Path | None:
+    """The folder of the installed Swagger UI files (from ``fastapi-offline``), or None when
+    they are not installed."""
+    try:
+        import fastapi_offline
+    except ImportError:
+        return None
+    folder = Path(fastapi_offline.__file__).parent / "static"
+    # Checked rather than assumed: the folder is the package's layout, not its API, and a page
+    # whose script is missing is blank, which is worse than the plain page.
+    wanted = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon.png")
+    return folder if all((folder / name).is_file() for name in wanted) else None
 
 
 def _offline_docs(app: FastAPI) -> None:
-    """Serve ``/docs`` from the installed Swagger UI files (``swagger-ui-bundle``), so that it
-    works without internet access; without them, a page linking ``/openapi.json``. FastAPI's
-    own page loads its scripts from a CDN and is blank offline."""
+    """Serve ``/docs`` from the installed Swagger UI files, so that it works without internet
+    access; without them, a plain page linking ``/openapi.json``. Like FastAPI's own pages,
+    neither needs the token, and their URLs start with the ASGI ``root_path`` (a proxy's
+    prefix).
+
+    Why not FastAPI's page: it loads its scripts from a CDN and is blank offline. Why
+    ``fastapi-offline``'s files: they are Swagger UI 5, the first to read OpenAPI 3.1, which
+    FastAPI writes; ``swagger-ui-bundle`` 1.1 ships Swagger UI 4.15, which loads offline but
+    only says "Unable to render this definition".
+    """
+    from html import escape
+
     from fastapi.responses import HTMLResponse
 
-    try:
-        from swagger_ui_bundle import swagger_ui_path
-    except ImportError:
-        swagger_ui_path = None
-    if swagger_ui_path is None:
+    folder = _swagger_ui_files()
+    if folder is None:
 
         @app.get("/docs", include_in_schema=False)
-        def docs_fallback() -> HTMLResponse:
-            return HTMLResponse(_DOCS_FALLBACK)
+        def docs_fallback(request: Request) -> HTMLResponse:
+            root = request.scope.get("root_path", "")
+            return HTMLResponse(_DOCS_FALLBACK.format(openapi_url=escape(f"{root}/openapi.json")))
 
         return
     from fastapi.openapi.docs import get_swagger_ui_html
     from fastapi.staticfiles import StaticFiles
 
-    app.mount("/docs/static", StaticFiles(directory=swagger_ui_path), name="swagger-ui")
+    app.mount(_DOCS_STATIC, StaticFiles(directory=folder), name="swagger-ui")
 
     @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
+    def docs(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
         return get_swagger_ui_html(
-            openapi_url="/openapi.json",
+            openapi_url=f"{root}/openapi.json",
             title="neardup index: API",
-            swagger_js_url="/docs/static/swagger-ui-bundle.js",
-            swagger_css_url="/docs/static/swagger-ui.css",
-            swagger_favicon_url="/docs/static/favicon-32x32.png",
+            swagger_js_url=f"{root}{_DOCS_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{_DOCS_STATIC}/swagger-ui.css",
+            # Given, because the default icon is fetched from fastapi.tiangolo.com.
+            swagger_favicon_url=f"{root}{_DOCS_STATIC}/favicon.png",
         )
 
 
