@@ -402,3 +402,23 @@ def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_
     assert sorted(p.name for p in out.iterdir()) == sorted(names)
     assert {n: (out / n).read_bytes() for n in names} == expected
     assert list(spill_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pair_chunks_hold_their_documents_within_the_limit(seed):
+    """Each chunk's distinct documents cost at most the limit (unless one pair alone exceeds
+    it), every pair is in one chunk, and chunks follow the pair order."""
+    from neardup.engines.outofcore import _chunks_of_pairs
+
+    rng = np.random.default_rng(seed)
+    n = 200
+    cost = rng.integers(1, 50, n).astype(np.float64)
+    a = rng.integers(0, n, 2000)
+    b = rng.integers(0, n, 2000)
+    limit = 400.0
+    chunk = _chunks_of_pairs(a, b, cost, limit)
+    assert (np.diff(chunk) >= 0).all()
+    for c in np.unique(chunk):
+        pairs = np.flatnonzero(chunk == c)
+        docs = np.unique(np.concatenate([a[pairs], b[pairs]]))
+        assert cost[docs].sum() <= limit or pairs.shape[0] == 1

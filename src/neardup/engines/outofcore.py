@@ -39,6 +39,7 @@ from numba import njit
 from neardup.candidates.bands import band_hashes
 from neardup.engines.local import _warm_up, check_workers, ordered_map
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
+from neardup.groups import connected_components
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.pipeline import Groups, PairSimilarity, Settings, Signatures, find_groups, signatures
 
@@ -332,15 +333,14 @@ class OutOfCoreDedup:
             out = np.empty(a.shape[0], dtype=np.float64)
             if a.shape[0] == 0:
                 return out
-            order = np.lexsort((b, a))
+            # Pairs of one connected component side by side, so that a document's pairs
+            # mostly share a chunk and it is read once, not once per hub it is linked to.
+            ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
+            component = connected_components(docs.shape[0], ia, ib)
+            order = np.lexsort((ib, ia, component[ia]))
             a_sorted, b_sorted = a[order], b[order]
-            # Cost of a pair: its second document, plus its first when that starts a new run
-            # (a document repeated inside a chunk counts again: an overestimate, so safe).
-            pair_cost = cost[np.searchsorted(docs, b_sorted)].astype(np.float64)
-            new_first = np.ones(a.shape[0], dtype=bool)
-            new_first[1:] = a_sorted[1:] != a_sorted[:-1]
-            pair_cost[new_first] += cost[np.searchsorted(docs, a_sorted[new_first])]
-            chunk_of_pair = _blocks(pair_cost, limit)
+            chunk_of_pair = _chunks_of_pairs(ia[order], ib[order],
+                                             np.asarray(cost, dtype=np.float64), float(limit))
             bounds = np.flatnonzero(np.diff(chunk_of_pair)) + 1
             for chunk in np.split(np.arange(a.shape[0]), bounds):
                 ca, cb = a_sorted[chunk], b_sorted[chunk]
@@ -383,23 +383,29 @@ class OutOfCoreDedup:
         return Groups(*arrays, stats=w.load_json("group"))
 
 
-def _blocks(cost: np.ndarray, limit: int) -> np.ndarray:
-    """Block number of each item when consecutive items are packed greedily into blocks of
-    total ``cost`` at most ``limit`` (an item over the limit makes a block alone). O(items)."""
-    return _blocks_kernel(np.asarray(cost, dtype=np.float64), float(limit))
-
-
 @njit(cache=True)
-def _blocks_kernel(cost, limit):
-    block = np.empty(cost.shape[0], dtype=np.int64)
+def _chunks_of_pairs(a, b, cost, limit):
+    """Chunk number of each pair (a[p], b[p]) when consecutive pairs are packed greedily so
+    that the documents of a chunk cost at most ``limit`` together, each counted once (a pair
+    whose two documents alone exceed it makes a chunk alone). O(pairs + documents)."""
+    chunk_of = np.empty(a.shape[0], dtype=np.int64)
+    seen_in = np.full(cost.shape[0], -1, dtype=np.int64)
     current, used = 0, 0.0
-    for i in range(cost.shape[0]):
-        if used > 0 and used + cost[i] > limit:
+    for p in range(a.shape[0]):
+        extra = 0.0
+        if seen_in[a[p]] != current:
+            extra += cost[a[p]]
+        if seen_in[b[p]] != current and b[p] != a[p]:
+            extra += cost[b[p]]
+        if used > 0 and used + extra > limit:
             current += 1
             used = 0.0
-        block[i] = current
-        used += cost[i]
-    return block
+            extra = cost[a[p]] + (cost[b[p]] if b[p] != a[p] else 0.0)
+        chunk_of[p] = current
+        seen_in[a[p]] = current
+        seen_in[b[p]] = current
+        used += extra
+    return chunk_of
 
 
 def _batch_sets(batch: DocumentBatch, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
