@@ -66,7 +66,7 @@ from numba import njit
 
 from neardup.hashing import _xxh64_padded
 from neardup.similarity import _trim_common
-from neardup.text import _canonical
+from neardup.text import _canonical, _decode
 
 __all__ = [
     "LCS_UNITS",
@@ -160,21 +160,6 @@ def _unspaced_script(cp):
         or (0xF900 <= cp <= 0xFAFF) or (0x20000 <= cp <= 0x2FFFF))
 
 
-@njit(inline="always")
-def _code_point(canon, i):
-    """(code point, byte length) of the UTF-8 character at ``canon[i]``."""
-    b0 = np.uint32(canon[i])
-    if b0 < 0x80:
-        return b0, 1
-    if b0 < 0xE0:
-        return ((b0 & 0x1F) << 6) | (np.uint32(canon[i + 1]) & 0x3F), 2
-    if b0 < 0xF0:
-        return (((b0 & 0x0F) << 12) | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
-                | (np.uint32(canon[i + 2]) & 0x3F)), 3
-    return (((b0 & 0x07) << 18) | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
-            | ((np.uint32(canon[i + 2]) & 0x3F) << 6) | (np.uint32(canon[i + 3]) & 0x3F)), 4
-
-
 @njit(cache=True, nogil=True)
 def _auto_codes(canon, offsets):
     """The ``"auto"`` units of the canonical texts (uint64, CSR), in one pass per text."""
@@ -189,7 +174,7 @@ def _auto_codes(canon, offsets):
         i = lo
         while i < hi:
             if canon[i] >= 0xE1:  # a lead byte of U+1000 and above: decode and look
-                cp, length = _code_point(canon, i)
+                cp, length = _decode(canon, i)
                 if _unspaced_script(cp):
                     by_character = True
                     break
@@ -199,7 +184,7 @@ def _auto_codes(canon, offsets):
         if by_character:
             i = lo
             while i < hi:
-                cp, length = _code_point(canon, i)
+                cp, length = _decode(canon, i)
                 if cp != 32:
                     codes[o] = np.uint64(cp) | _TAG
                     o += 1
@@ -234,7 +219,7 @@ def _auto_counts(canon, offsets):
             elif (b0 & 0xC0) != 0x80:
                 characters += 1
                 if b0 >= 0xE1 and not by_character:
-                    cp, _ = _code_point(canon, i)
+                    cp, _ = _decode(canon, i)
                     by_character = _unspaced_script(cp)
             i += 1
         if by_character:
