@@ -397,3 +397,25 @@ def test_threshold_with_simhash_counts_when_it_sets_the_verification(tmp_path):
     result = run("dedup", docs, "-o", tmp_path / "g.tsv", "--method", "simhash", "--verify",
                  "jaccard", "--threshold", "0.5", "-q")
     assert result.exit_code == 0, result.output
+
+
+def test_defaults_are_one_per_method_everywhere(corpus, tmp_path):
+    """README: the index follows `dedup --method simhash`, so with every option left at its
+    default an index built from a corpus and dedup agree on every group; --help says which
+    shingles each method uses by default."""
+    from neardup.index.store import NearDupIndex
+    from neardup.pipeline import DEFAULT_SHINGLES, Settings
+
+    out = tmp_path / "g.tsv"
+    assert run("dedup", corpus, "-o", out, "--method", "simhash", "-q").exit_code == 0
+    assert run("index", "build", corpus, "-d", tmp_path / "idx", "-q").exit_code == 0
+    groups = read_tsv(out)
+    with NearDupIndex(tmp_path / "idx", readonly=True) as index:
+        assert index.settings.shingle == DEFAULT_SHINGLES["simhash"]
+        assert {i: g[0] for i, g in index.groups().items()} == dict(
+            zip(groups["id"], groups["duplicate_id"]))
+    help_text = " ".join(run("dedup", "--help").output.split())
+    assert "word:3 with --method simhash, char:4 with minhash" in help_text
+    tuned = run("tune", "--json").output
+    assert (json.loads(tuned)["bands"], json.loads(tuned)["rows"]) == Settings(
+        method="minhash", shingle=DEFAULT_SHINGLES["minhash"]).banding()

@@ -21,6 +21,7 @@ from neardup.groups import connected_components, document_order, originals_of
 from neardup.pipeline import (
     DEFAULT_METHOD,
     DEFAULT_SHINGLE,
+    DEFAULT_SHINGLES,
     DEFAULT_THRESHOLD,
     Settings,
     check_method_options,
@@ -141,7 +142,9 @@ def dedup(
     """
     import pandas as pd
 
-    defaults = {"method": DEFAULT_METHOD, "shingle": DEFAULT_SHINGLE, "threshold": DEFAULT_THRESHOLD}
+    method = options.get("method", DEFAULT_METHOD)
+    defaults = {"method": method, "shingle": DEFAULT_SHINGLES.get(method, DEFAULT_SHINGLE),
+                "threshold": DEFAULT_THRESHOLD}
     settings = Settings(**{**defaults, **options})
     check_method_options(settings.method, options, options.get("verify", "auto"))
     if hasattr(data, "to_pandas") and not hasattr(data, "iloc"):

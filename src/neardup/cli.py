@@ -28,7 +28,7 @@ from neardup.io import (
 )
 from neardup.pipeline import (
     DEFAULT_METHOD,
-    DEFAULT_SHINGLE,
+    DEFAULT_SHINGLES,
     DEFAULT_THRESHOLD,
     GROUPINGS,
     METHODS,
@@ -200,16 +200,18 @@ def input_options(command):
     return command
 
 
-def signature_options_for(method: str = "simhash", shingle: str = "word:3"):
-    """Options that define features and signatures, with a command's own defaults."""
+def signature_options_for(method: str = "simhash"):
+    """Options that define features and signatures, with a command's own default method (the
+    shingles default per method: :data:`neardup.pipeline.DEFAULT_SHINGLES`)."""
 
     def decorate(command):
         options = [
             click.option("--method", type=click.Choice(METHODS), default=method, show_default=True,
                          help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
                          "(Hamming distance, permutation tables)."),
-            click.option("--shingle", default=shingle, show_default=True,
-                         help="Features: word:K (K-word shingles), char:K (K characters, spaces removed) or "
+            click.option("--shingle", default=None,
+                         help="Features [default: word:3 with --method simhash, char:4 with minhash]: "
+                         "word:K (K-word shingles), char:K (K characters, spaces removed) or "
                          "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
                          "English and Korean, en, ko, or a file with one word a line); add :multiset "
                          "to count repeats (word:3:multiset)."),
@@ -229,7 +231,7 @@ def signature_options_for(method: str = "simhash", shingle: str = "word:3"):
 
 
 # The seed's fingerprint rows: SimHash over word trigrams.
-signature_options = signature_options_for("simhash", "word:3")
+signature_options = signature_options_for("simhash")
 
 
 def idf_options(command):
@@ -399,6 +401,7 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     from neardup.engines.local import LocalEngine
 
     _check_method_options(method)
+    shingle = shingle or DEFAULT_SHINGLES[method]
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
                    "input_format": input_format, "on_error": on_error,
                    "max_doc_bytes": max_doc_bytes}
@@ -471,7 +474,7 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
 @main.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="GROUPS file: one row per input document.")
-@signature_options_for(DEFAULT_METHOD, DEFAULT_SHINGLE)
+@signature_options_for(DEFAULT_METHOD)
 @click.option("-k", "--hamming-k", type=int, default=3, show_default=True,
               help="SimHash: near-duplicates differ in at most this many of 64 bits.")
 @click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
@@ -533,6 +536,7 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     from neardup.engines.local import LocalEngine
 
     _check_method_options(method, verify)
+    shingle = shingle or DEFAULT_SHINGLES[method]
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
                    "input_format": input_format, "on_error": on_error,
                    "max_doc_bytes": max_doc_bytes}

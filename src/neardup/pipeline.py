@@ -57,7 +57,11 @@ MAX_HAMMING_K = 32
 FN_WEIGHT = 0.9
 # The defaults of `neardup dedup` and `neardup.dedup`, chosen by measurement (README, "Quality").
 DEFAULT_METHOD = "minhash"
-DEFAULT_SHINGLE = "char:4"
+#: The features of each method when none are given, everywhere (command line, Python API,
+#: index, Spark): SimHash over word 3-grams (the seed design, and the index's), MinHash over
+#: character 4-grams (README, "Defaults, and why").
+DEFAULT_SHINGLES = {"simhash": "word:3", "minhash": "char:4"}
+DEFAULT_SHINGLE = DEFAULT_SHINGLES[DEFAULT_METHOD]
 DEFAULT_THRESHOLD = 0.8
 
 

@@ -14,7 +14,7 @@ import click
 from neardup import synth
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options, signature_options
 from neardup.io import check_outputs, output_set, read_documents, write_table
-from neardup.pipeline import Settings
+from neardup.pipeline import DEFAULT_SHINGLES, Settings
 from neardup.sampling import (
     ANSWERS,
     LabelSession,
@@ -153,6 +153,7 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
     if Path(output).suffix.lower() not in (".jsonl", ".tsv"):
         raise ValueError(f"output must be a .jsonl or .tsv sheet; got {output!r}")
     check_outputs([output, strata_out], inputs)
+    shingle = shingle or DEFAULT_SHINGLES[method]
     if method == "simhash":
         if min_similarity is not None:
             raise ValueError("--min-similarity applies to --method minhash; use --max-distance with simhash")

@@ -12,7 +12,7 @@ import click
 from neardup import evaluate as quality
 from neardup.cli import CONTEXT, Reporter, handle_errors, input_options, signature_options
 from neardup.io import check_outputs, read_documents, write_table
-from neardup.pipeline import GROUPINGS, Settings
+from neardup.pipeline import DEFAULT_SHINGLES, GROUPINGS, Settings
 
 
 def _console():
@@ -352,6 +352,7 @@ def sweep(
     from neardup.engines.local import LocalEngine
 
     check_outputs([output], [*inputs, truth])
+    shingle = shingle or DEFAULT_SHINGLES[method]
     truth_data = quality.read_truth(truth, positive_labels)
     base = Settings(
         method=method,
