@@ -14,10 +14,13 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from neardup.engines.local import fingerprint_texts, signatures_parallel
 from neardup.groups import connected_components, document_order, originals_of
+from neardup.io import DEFAULT_MAX_DOC_BYTES, read_table
 from neardup.pipeline import (
     DEFAULT_METHOD,
     DEFAULT_SHINGLE,
@@ -126,19 +129,26 @@ def dedup(
     id_column: str | None = "id",
     time_column: str | None = None,
     workers: int | None = None,
+    on_error: str = "raise",
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
     **options,
 ):
     """The whole job on a table: one row per document with its group.
 
-    ``data``: a pandas DataFrame or Arrow table (or a sequence of texts, IDs = positions).
+    ``data``: a pandas DataFrame, an Arrow table or a mapping of columns, read by the rules of
+    ``neardup dedup`` (:func:`neardup.io.read_table`): IDs unique strings or integers (``1`` and
+    ``"1"`` are the same ID), texts strings, ``time_column`` seconds since the epoch, ISO 8601
+    strings or datetimes (naive = UTC), the earliest document of a group being its original; a
+    missing or unreadable value is an :class:`neardup.io.InputError` naming the row, or the row
+    is dropped with ``on_error="skip"`` (their count in ``result.attrs["skipped_rows"]``).
+    ``id_column=None`` numbers the rows from 0; so does a sequence of texts.
     ``options``: any :class:`neardup.pipeline.Settings` field (``method``, ``hamming_k``,
     ``threshold``, ``shingle``, ``grouping``, ``verify`` …); the defaults are those of
     ``neardup dedup``: MinHash over ``char:4`` shingles, candidates verified by the
-    definition's rule (LCS resemblance ≥ 0.8, see :mod:`neardup.lcs`). ``time_column`` holds numbers (seconds)
-    or datetimes; the earliest document of a group is its original.
+    definition's rule (LCS resemblance ≥ 0.8, see :mod:`neardup.lcs`).
 
     Returns a pandas DataFrame with columns ``id, duplicate_id, original_id, is_original,
-    group_size`` in input order.
+    group_size``, one row per document read, in input order.
     """
     import pandas as pd
 
@@ -147,33 +157,22 @@ def dedup(
                 "threshold": DEFAULT_THRESHOLD}
     settings = Settings(**{**defaults, **options})
     check_method_options(settings.method, options, options.get("verify", "auto"))
-    if hasattr(data, "to_pandas") and not hasattr(data, "iloc"):
-        data = data.to_pandas()
-    if hasattr(data, "iloc"):
-        texts = _check_texts(data[text_column].tolist())
-        ids = data[id_column].astype(str).tolist() if id_column and id_column in data else [
-            str(i) for i in range(len(texts))
-        ]
-        if time_column:
-            column = data[time_column]
-            if pd.api.types.is_datetime64_any_dtype(column):
-                stamps = column.astype("datetime64[us]").astype(np.int64).to_numpy()
-            else:
-                stamps = (column.astype(np.float64).to_numpy() * 1e6).astype(np.int64)
-        else:
-            stamps = np.zeros(len(texts), dtype=np.int64)
-    else:
-        texts = _check_texts(_texts(data, None))
-        ids = [str(i) for i in range(len(texts))]
-        stamps = np.zeros(len(texts), dtype=np.int64)
+    if not (hasattr(data, "column_names") or hasattr(data, "iloc") or isinstance(data, Mapping)):
+        data, id_column = {text_column: _texts(data, None)}, None
+    reader = read_table(data, id_field=id_column, text_field=text_column, time_field=time_column,
+                        on_error=on_error, max_doc_bytes=max_doc_bytes)
+    batch = reader.read_all()
+    texts, ids, stamps = batch.texts, batch.ids, batch.timestamps
     sig = signatures_parallel(texts, settings, workers, keep_sets=False)
     groups = find_groups(sig, stamps, settings, texts)
     id_array = np.asarray(ids, dtype=object)
     original_ids = id_array[groups.original]
-    return pd.DataFrame({
+    result = pd.DataFrame({
         "id": id_array,
         "duplicate_id": original_ids,
         "original_id": original_ids,
         "is_original": groups.is_original,
         "group_size": groups.group_size,
     })
+    result.attrs["skipped_rows"] = reader.stats.skipped
+    return result

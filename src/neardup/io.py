@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import gzip
 import io
 import json
@@ -83,6 +84,7 @@ __all__ = [
     "DocumentReader",
     "FingerprintTable",
     "read_documents",
+    "read_table",
     "read_fingerprints",
     "parse_fingerprint",
     "parse_timestamp",
@@ -575,6 +577,8 @@ class _Source:
     display: str
     fmt: str
     compression: str | None
+    #: fmt "table": the rows in memory, one list of Python values per column.
+    columns: Mapping[str, list] | None = None
 
 
 def _resolve_input(p: str | Path, input_format: str | None, allowed: Sequence[str]) -> _Source:
@@ -1163,13 +1167,12 @@ class _Rows:
             return None
         us = _time_to_us(value)
         if us is None:
-            self.bad(
-                path,
-                line,
-                field,
-                "bad timestamp",
-                f"{_short(value)} is neither seconds since the epoch nor ISO 8601",
-            )
+            if isinstance(value, (int, float, np.number)) and math.isfinite(value):
+                detail = (f"{_short(value)} seconds is out of range: int64 microseconds span "
+                          f"about ±292,000 years")
+            else:
+                detail = f"{_short(value)} is neither seconds since the epoch nor ISO 8601"
+            self.bad(path, line, field, "bad timestamp", detail)
         return us
 
     def duplicate(self, ident: str, first: int, path: str, line: int | None, field: str) -> None:
@@ -1485,6 +1488,8 @@ class DocumentReader:
                 yield from self._read_delimited(src)
             elif src.fmt == "parquet":
                 yield from self._read_parquet(src)
+            elif src.fmt == "table":
+                yield from self._read_table(src)
             else:
                 yield from self._read_directory(src)
         if self._ids:
@@ -1574,37 +1579,48 @@ class DocumentReader:
                 yield self._flush()
 
     def _read_parquet(self, src: _Source) -> Iterator[DocumentBatch]:
-        path = src.display
-        rows = self._rows
         with _open_parquet(src) as pf:
-            rows.start_file(path, unit="row")
             names = pf.schema_arrow.names
-            wanted = [self._id_field, self._text_field]
-            if self._time_field is not None:
-                wanted.append(self._time_field)
-            for name in wanted:
-                if name not in names:
-                    raise _missing_column(path, name, names, "row")
-            columns = None if self._keep else list(dict.fromkeys(wanted))
-            keep, batch_size, add = self._keep, self._batch_size, self._add
-            row = 0
-            for rb in pf.iter_batches(
-                batch_size=max(1024, min(batch_size, 65_536)), columns=columns
-            ):
-                ids = rb.column(self._id_field).to_pylist()
-                texts = rb.column(self._text_field).to_pylist()
-                times = (
-                    rb.column(self._time_field).to_pylist()
-                    if self._time_field is not None
-                    else [None] * rb.num_rows
-                )
-                records = rb.to_pylist() if keep else None
-                for k in range(rb.num_rows):
-                    row += 1
-                    self._where = self._source_base | (row - 1)
-                    add(path, row, ids[k], texts[k], times[k], records[k] if records else None)
-                    if len(self._ids) >= batch_size:
-                        yield self._flush()
+            columns = self._check_columns(src.display, names)
+            chunks = (
+                {name: rb.column(name).to_pylist() for name in rb.schema.names}
+                for rb in pf.iter_batches(batch_size=max(1024, min(self._batch_size, 65_536)),
+                                          columns=None if self._keep else columns)
+            )
+            yield from self._read_columns(src.display, chunks)
+
+    def _read_table(self, src: _Source) -> Iterator[DocumentBatch]:
+        columns = src.columns or {}
+        self._check_columns(src.display, list(columns))
+        yield from self._read_columns(src.display, iter([dict(columns)]))
+
+    def _check_columns(self, path: str, names: Sequence[str]) -> list[str]:
+        """The columns a row needs, in order; raises when one of them is missing."""
+        self._rows.start_file(path, unit="row")
+        wanted = [self._id_field, self._text_field]
+        if self._time_field is not None:
+            wanted.append(self._time_field)
+        for name in wanted:
+            if name not in names:
+                raise _missing_column(path, name, names, "row")
+        return list(dict.fromkeys(wanted))
+
+    def _read_columns(self, path: str, chunks: Iterator[dict[str, list]]) -> Iterator[DocumentBatch]:
+        """Rows of column chunks (dicts of equal-length lists of Python values): Parquet record
+        batches and in-memory tables, validated as every other row. Rows count from 1."""
+        keep, batch_size, add = self._keep, self._batch_size, self._add
+        row = 0
+        for chunk in chunks:
+            ids, texts = chunk[self._id_field], chunk[self._text_field]
+            n = len(texts)
+            times = chunk[self._time_field] if self._time_field is not None else [None] * n
+            records = [dict(zip(chunk, values)) for values in zip(*chunk.values())] if keep else None
+            for k in range(n):
+                row += 1
+                self._where = self._source_base | (row - 1)
+                add(path, row, ids[k], texts[k], times[k], records[k] if records else None)
+                if len(self._ids) >= batch_size:
+                    yield self._flush()
 
     def _read_directory(self, src: _Source) -> Iterator[DocumentBatch]:
         root = src.path
@@ -1656,13 +1672,46 @@ def _us_to_iso(us: int) -> str:
     return f"{stamp}.{micros:06d}Z"
 
 
-def _as_path_list(paths: Sequence[str | Path] | str | Path) -> list[str | Path]:
-    if isinstance(paths, (str, Path)):
-        return [paths]
-    out = list(paths)
-    if not out:
+_URL_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
+
+
+def local_paths(path: str | Path) -> list[str]:
+    """The local files a path names: itself, a ``file://`` URL's path, or the sorted matches
+    of a glob (``*``, ``?``, ``[…]``, ``**`` across folders) when no file has that very name.
+
+    Other URLs (``s3://``, ``hdfs://``, ``gs://`` …) raise ``ValueError``: the local engine
+    reads local files and stdin, the Spark engine reads what the cluster's Hadoop file systems
+    read. A glob that matches nothing raises ``FileNotFoundError``. O(matches).
+
+    Example:
+        >>> local_paths("file:///tmp/a.jsonl"), local_paths("-")
+        (['/tmp/a.jsonl'], ['-'])
+    """
+    name = str(path)
+    url = _URL_RE.fullmatch(name)
+    if url is not None:
+        scheme, rest = url.groups()
+        if scheme.lower() != "file":
+            raise ValueError(
+                f"{name}: the local engine reads local files and stdin; {scheme}:// paths are "
+                f"read by the Spark engine (--engine spark, through the cluster's Hadoop file "
+                f"systems), or copy the files here first"
+            )
+        name = rest
+    if name != "-" and not os.path.exists(name) and any(c in name for c in "*?["):
+        matches = sorted(glob.glob(name, recursive=True))
+        if not matches:
+            raise FileNotFoundError(f"no input matches the pattern {name}")
+        return matches
+    return [name]
+
+
+def _as_path_list(paths: Sequence[str | Path] | str | Path) -> list[str]:
+    given = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not given:
         raise ValueError("paths must name at least one input, got an empty list")
-    if sum(str(p) == "-" for p in out) > 1:
+    out = [name for p in given for name in local_paths(p)]
+    if out.count("-") > 1:
         raise ValueError("paths may name stdin ('-') only once")
     return out
 
@@ -1731,6 +1780,23 @@ def read_documents(
         >>> batch.ids, batch.timestamps.tolist(), batch.raw_timestamps, reader.stats.documents
         (['x'], [1704153600000000], ['2024-01-02'], 1)
     """
+    _check_fields(id_field, text_field, time_field, on_error, batch_size)
+    sources = [_resolve_input(p, input_format, INPUT_FORMATS) for p in _as_path_list(paths)]
+    return DocumentReader(
+        sources,
+        id_field=id_field,
+        text_field=text_field,
+        time_field=time_field,
+        on_error=on_error,
+        batch_size=batch_size,
+        keep_records=keep_records,
+        spill_dir=spill_dir,
+        max_doc_bytes=max_doc_bytes,
+    )
+
+
+def _check_fields(id_field: str, text_field: str, time_field: str | None, on_error: str,
+                  batch_size: int) -> None:
     for name, value in (("id_field", id_field), ("text_field", text_field)):
         if not isinstance(value, str) or not value:
             raise ValueError(f"{name} must be a non-empty string, got {value!r}")
@@ -1742,16 +1808,95 @@ def read_documents(
         raise ValueError(f"on_error must be one of {', '.join(ON_ERROR)}; got {on_error!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    sources = [_resolve_input(p, input_format, INPUT_FORMATS) for p in _as_path_list(paths)]
+
+
+#: The name of a table in memory in :class:`InputError` messages.
+TABLE_NAME = "<table>"
+
+
+def _python_values(column: Any) -> list:
+    """A pandas / Arrow column as Python values, missing values (None, NaN, NaT) as None."""
+    if isinstance(column, (pa.Array, pa.ChunkedArray)):
+        return column.to_pylist()
+    try:
+        return pa.array(column, from_pandas=True).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        # Values of several types in one object column (1 and "1"): kept as they are, so the
+        # row checks see them as the file readers would.
+        return column.astype(object).where(column.notna(), None).tolist()
+
+
+def read_table(
+    data: Any,
+    *,
+    id_field: str | None = "id",
+    text_field: str = "text",
+    time_field: str | None = None,
+    on_error: str = "raise",
+    batch_size: int = 10_000,
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
+) -> DocumentReader:
+    """Documents of a table in memory, checked by the rules of :func:`read_documents`.
+
+    ``data`` is a pandas DataFrame, a pyarrow Table or a mapping of column name to sequence.
+    Every row is validated as a row of a file would be: IDs are non-empty strings or integers and
+    unique (``1`` and ``"1"`` are the same ID), texts are strings, times are seconds since the
+    epoch, ISO 8601 strings or datetimes (naive ones are UTC, aware ones converted), and a
+    missing value (None, NaN, NaT) or an out-of-range time is a bad row. Errors name the table as
+    ``<table>`` and the row counting from 1 (row k is ``df.iloc[k - 1]``). ``id_field=None``
+    numbers the rows from 0 instead of reading IDs. A column named by a field but absent from
+    the table is an error that lists the columns.
+
+    Returns a single-use :class:`DocumentReader`. Cost: O(rows), one Python value per cell.
+
+    Example:
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"],
+        ...                    "ts": ["2024-01-02", "2024-01-01T00:00:00+01:00"]})
+        >>> read_table(df, time_field="ts").read_all().timestamps.tolist()
+        [1704153600000000, 1704063600000000]
+        >>> read_table(pd.DataFrame({"id": [1, "1"], "text": ["x", "y"]})).read_all()
+        Traceback (most recent call last):
+        ...
+        neardup.io.InputError: <table>, row 2, field 'id': duplicate id ('1' first seen at <table>, row 1)
+    """
+    columns: dict[str, list] = {}
+    if hasattr(data, "column_names") and hasattr(data, "column"):  # pyarrow.Table
+        names = list(data.column_names)
+        get = data.column
+    elif hasattr(data, "columns") and hasattr(data, "iloc"):  # pandas.DataFrame
+        names = [str(c) for c in data.columns]
+        get = data.__getitem__
+    elif isinstance(data, Mapping):
+        names = [str(c) for c in data]
+        get = data.__getitem__
+    else:
+        raise TypeError(
+            f"data must be a pandas DataFrame, a pyarrow Table or a mapping of columns; "
+            f"got {type(data).__name__}"
+        )
+    row_numbers = id_field is None
+    if row_numbers:
+        id_field = "\0row"  # a name no table holds: IDs are the row positions
+    _check_fields(id_field, text_field, time_field, on_error, batch_size)  # type: ignore[arg-type]
+    if not row_numbers and id_field not in names:
+        error = _missing_column(TABLE_NAME, id_field, names, "row")  # type: ignore[arg-type]
+        raise InputError(TABLE_NAME, None, id_field, error.reason,
+                         f"{error.detail}; name the ID column None to number the rows", "row")
+    for name in (id_field, text_field, time_field):
+        if name is not None and name in names:
+            values = get(name)
+            columns[name] = values if isinstance(values, list) else _python_values(values)
+    if row_numbers and text_field in columns:
+        columns[id_field] = [str(i) for i in range(len(columns[text_field]))]  # type: ignore[index]
     return DocumentReader(
-        sources,
-        id_field=id_field,
+        [_Source(TABLE_NAME, TABLE_NAME, "table", None, columns)],
+        id_field=id_field,  # type: ignore[arg-type]
         text_field=text_field,
         time_field=time_field,
         on_error=on_error,
         batch_size=batch_size,
-        keep_records=keep_records,
-        spill_dir=spill_dir,
+        keep_records=False,
         max_doc_bytes=max_doc_bytes,
     )
 
@@ -2185,9 +2330,9 @@ def _resolve_output(path: str | Path, output_format: str | None) -> tuple[str, s
         fmt = _FORMAT_ALIASES.get(ext)
         if fmt not in OUTPUT_FORMATS:
             raise ValueError(
-                f"cannot tell the output format of {target}: supported extensions are .tsv, .csv, "
-                f".jsonl (also .json/.ndjson), .parquet; text formats may add .gz or .zst; "
-                f"or pass output_format"
+                f"cannot tell the output format of {target} from its extension: name it "
+                f".tsv, .csv, .jsonl (also .json/.ndjson) or .parquet; text formats may add "
+                f".gz or .zst (in Python, output_format chooses one for any name)"
             )
     if fmt == "parquet" and compression is not None:
         raise ValueError(f"{target}: Parquet is compressed internally; .gz/.zst are not supported")
@@ -2316,9 +2461,14 @@ def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | P
     """
     sources = []
     for p in inputs:
-        if str(p) != "-":
-            path = Path(p)
-            sources.append((path.resolve(), path.stat() if path.exists() else None))
+        try:
+            names = local_paths(p)
+        except (ValueError, FileNotFoundError):  # reported by the reader, or read by Spark
+            names = [str(p)]
+        for name in names:
+            if name != "-":
+                path = Path(name)
+                sources.append((path.resolve(), path.stat() if path.exists() else None))
     seen: dict[Path, str] = {}
     for out in outputs:
         if out is None or str(out) == "-":
