@@ -24,6 +24,21 @@ def test_signature_vectors_are_stable():
     assert bool((a % 2 == 1).all())
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=13), min_size=1, max_size=6),
+       st.integers(1, 40), st.integers(0, 1000))
+def test_kernel_equals_the_formula(sets, num_perm, seed):
+    # Every document length modulo the kernel's four-shingle step, against the module formula.
+    sig = minhash_from_features(features_of(sets), num_perm, seed)
+    a, b = coefficients(num_perm, seed)
+    for row, hashes in zip(sig, sets):
+        x = np.array(hashes, dtype=np.uint64)
+        key = (x >> np.uint64(32)) ^ (x & np.uint64(0xFFFFFFFF))
+        values = (a[None, :] * key[:, None] + b[None, :]) >> np.uint64(32)
+        expected = values.min(axis=0) if len(hashes) else np.full(num_perm, EMPTY_VALUE)
+        assert row.tolist() == expected.astype(np.uint32).tolist()
+
+
 def test_empty_document_signature():
     assert (minhash([""], num_perm=8) == EMPTY_VALUE).all()
 
