@@ -4,9 +4,15 @@ interactive labelling session."""
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import os
+import re
+import select
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -239,14 +245,95 @@ def _show(console, session: LabelSession, show_diff: bool) -> None:
         console.print(escape(text_b))
 
 
-def _read_answer(interactive: bool) -> str | None:
+# An escape sequence (arrows, function keys, Alt+key) and what may be the start of one.
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|[^\[O\x1b])", re.S)
+_ESCAPE_START = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|O)?\Z")
+_ESCAPE_WAIT = 0.05  # seconds to wait for the rest of an escape sequence; a lone Esc has none
+_STOP_KEYS = ("\x03", "\x04")  # Ctrl-C and Ctrl-D stop the session like q
+
+
+def _first_key(text: str, complete: bool) -> str | None:
+    """The key at the start of ``text``: one character, or a whole escape sequence (so that its
+    letters are not taken for answers: the down arrow ends in B). None if ``text`` is empty, or
+    may be an escape sequence whose rest has not arrived yet and ``complete`` is False."""
+    if not text:
+        return None
+    if text[0] != "\x1b":
+        return text[0]
+    match = _ESCAPE.match(text)
+    if match:
+        return match.group()
+    if not complete and _ESCAPE_START.match(text):
+        return None
+    return "\x1b"
+
+
+@contextlib.contextmanager
+def _cbreak(fd: int) -> Iterator[None]:
+    """Hold the terminal ``fd`` in cbreak mode (keys one by one, no echo) until the end of the
+    block, then restore its settings, also on an exception or SIGTERM (which the ``neardup``
+    group turns into SystemExit).
+
+    The mode is set once for the whole session and without flushing input (TCSANOW, not the
+    TCSAFLUSH of ``tty.setraw`` that ``click.getchar`` applies per key), so keys typed while a
+    pair is drawn wait in the terminal's buffer instead of being discarded.
+    """
+    import termios  # POSIX only; imported here so that generate and sample do not need it
+
+    saved = termios.tcgetattr(fd)
+    mode = termios.tcgetattr(fd)
+    # No ISIG: Ctrl-C arrives as a key after those typed before it (a signal would flush them).
+    mode[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+    mode[6][termios.VMIN] = 1
+    mode[6][termios.VTIME] = 0
+    termios.tcsetattr(fd, termios.TCSANOW, mode)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+class _TerminalKeys:
+    """Keys read from the terminal ``fd`` (in cbreak mode, see :func:`_cbreak`), every byte
+    kept: all that is available is read at once and decoded incrementally, so keys typed ahead
+    and multi-byte characters split across reads come out one key at a time, in order."""
+
+    def __init__(self, fd: int, encoding: str | None) -> None:
+        self.fd = fd
+        self._decoder = codecs.getincrementaldecoder(encoding or "utf-8")(errors="replace")
+        self._pending = ""
+
+    def read(self) -> str | None:
+        """The next key; None on Ctrl-C, Ctrl-D or the end of the terminal's input."""
+        while True:
+            key = _first_key(self._pending, complete=False)
+            if key is not None:
+                break
+            if not self._pending:
+                if not self._fill(None):
+                    return None
+            elif not self._fill(_ESCAPE_WAIT):
+                key = _first_key(self._pending, complete=True)
+                break
+        self._pending = self._pending[len(key):]
+        return None if key in _STOP_KEYS else key
+
+    def _fill(self, timeout: float | None) -> bool:
+        """Add what the terminal has to the pending keys, waiting at most ``timeout`` seconds
+        (None: until something comes); False at the end of input or the timeout."""
+        if timeout is not None and not select.select([self.fd], [], [], timeout)[0]:
+            return False
+        data = os.read(self.fd, 4096)
+        self._pending += self._decoder.decode(data, final=not data)
+        return bool(data)
+
+
+def _read_answer(keys: _TerminalKeys | None) -> str | None:
     """One answer: a key press on a terminal, else one line of stdin (None at the end)."""
-    if interactive:
-        try:
-            key = click.getchar()
-        except (KeyboardInterrupt, EOFError):
-            return None
-        click.echo(key)
+    if keys is not None:
+        key = keys.read()
+        # Echo the key (the terminal does not in cbreak mode), not the controls of a sequence.
+        click.echo(key if key is not None and key.isprintable() else "")
         return key
     line = sys.stdin.readline()
     if not line:
@@ -267,7 +354,8 @@ def label(sheet, show_diff):
     red and struck through, added words green). The sheet is rewritten after every answer, so a
     session can stop at any time; the next one starts at the first unlabelled pair. Labels are
     written as 1 / 0, unlabelled and skipped pairs stay empty. Answers are single keys on a
-    terminal, and lines when stdin is not a terminal (one answer per line).
+    terminal (keys typed ahead are kept and applied in order; Ctrl-C stops like q), and lines
+    when stdin is not a terminal (one answer per line).
 
     \b
     Examples:
@@ -280,27 +368,28 @@ def label(sheet, show_diff):
     data = read_sheet(sheet)
     session = LabelSession(data)
     console = Console(highlight=False)
-    interactive = sys.stdin.isatty()
+    keys = _TerminalKeys(sys.stdin.fileno(), sys.stdin.encoding) if sys.stdin.isatty() else None
     if session.done:
         state = f"all {len(data):,} pairs of {sheet} are labelled" if len(data) else f"{sheet} has no pairs"
         console.print(state, soft_wrap=True)
         return
-    while not session.done:
-        _show(console, session, show_diff)
-        while True:
-            click.echo(_PROMPT, nl=False)
-            answer = _read_answer(interactive)
-            if answer is None:
-                answer = "q"
-            if not interactive:
-                click.echo(answer.strip())
-            going = session.answer(answer)
-            if session.message:
-                console.print(f"[yellow]{session.message}[/yellow]")
-                continue
-            break
-        if not going:
-            break
+    with _cbreak(keys.fd) if keys is not None else contextlib.nullcontext():
+        while not session.done:
+            _show(console, session, show_diff)
+            while True:
+                click.echo(_PROMPT, nl=False)
+                answer = _read_answer(keys)
+                if answer is None:
+                    answer = "q"
+                if keys is None:
+                    click.echo(answer.strip())
+                going = session.answer(answer)
+                if session.message:
+                    console.print(f"[yellow]{session.message}[/yellow]")
+                    continue
+                break
+            if not going:
+                break
     positive = sum(row["label"] == 1 for row in data.rows)
     console.print(
         f"{data.labelled:,} of {len(data):,} pairs labelled ({positive:,} near-duplicates); "
