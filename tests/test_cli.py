@@ -157,7 +157,9 @@ def test_dedup_groups_and_originals(corpus, tmp_path):
     assert by_id["other"] == "other" and by_id["empty"] == "empty"
     assert (groups["duplicate_id"] == groups["original_id"]).all()
     pair_rows = read_tsv(pairs)
+    assert list(pair_rows.columns) == ["id_a", "id_b", "similarity", "passed"]
     assert set(zip(pair_rows["id_a"], pair_rows["id_b"])) == {("en2", "en1"), ("ko1", "ko2")}
+    assert set(pair_rows["passed"]) == {"true"}
     kept = [json.loads(line) for line in keep.read_text().splitlines()]
     assert [k["id"] for k in kept] == ["en2", "ko1", "other", "empty"]
     assert kept[0] == DOCS[1]  # every field of the original row
@@ -181,10 +183,55 @@ def test_pairs_command_from_fingerprint_rows(tmp_path):
     result = run("pairs", tmp_path / "fps.tsv", "-k", "2", "-o", out, "--groups-out", groups)
     assert result.exit_code == 0, result.output
     pairs = read_tsv(out)
-    assert sorted(zip(pairs["id_a"], pairs["id_b"], pairs["distance"])) == [
-        ("a", "b", "2"), ("a", "d", "0"), ("b", "d", "2"), ("c", "e", "0")]
+    assert list(pairs.columns) == ["id_a", "id_b", "distance", "passed"]
+    assert sorted(zip(pairs["id_a"], pairs["id_b"], pairs["distance"], pairs["passed"])) == [
+        ("a", "b", "2", "true"), ("a", "d", "0", "true"), ("b", "d", "2", "true"),
+        ("c", "e", "0", "true")]
     g = read_tsv(groups)
     assert dict(zip(g["id"], g["original_id"])) == {"a": "b", "b": "b", "c": "e", "d": "b", "e": "e"}
+
+
+# A ≈ B (LCS 17/20 = 0.85) and B ≈ C (0.85), but A and C keep only 14 of 20 words (0.7): under
+# `components` C is in A's group, and its row from the original A does not pass the rule.
+CHAIN_WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+               "november oscar papa quebec romeo sierra tango").split()
+CHAIN_DOCS = [
+    {"id": "A", "text": " ".join(CHAIN_WORDS), "ts": 1},
+    {"id": "B", "text": " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:]), "ts": 2},
+    {"id": "C", "text": " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:17]
+                                 + ["uniform", "victor", "whiskey"]), "ts": 3},
+    {"id": "D", "text": "an unrelated sentence about something else entirely", "ts": 0},
+]
+
+
+@pytest.mark.parametrize("options, expected", [
+    ((), [("A", "B", "0.85", "true"), ("A", "C", "0.7", "false")]),
+    (("--pairs", "all"), [("A", "B", "0.85", "true"), ("B", "C", "0.85", "true")]),
+    (("--grouping", "center"), [("A", "B", "0.85", "true")]),
+    (("--verify", "lcs:0.7"), [("A", "B", "0.85", "true"), ("A", "C", "0.7", "true")]),
+])
+def test_pairs_say_whether_the_pair_itself_passed(tmp_path, options, expected):
+    docs = write_jsonl(tmp_path / "chain.jsonl", CHAIN_DOCS)
+    groups, pairs = tmp_path / "g.tsv", tmp_path / "p.tsv"
+    result = run("dedup", docs, "-o", groups, "--pairs-out", pairs, "--time-field", "ts", "-q",
+                 "--workers", "1", *options)
+    assert result.exit_code == 0, result.output
+    rows = read_tsv(pairs)
+    assert list(rows.columns) == ["id_a", "id_b", "similarity", "passed"]
+    assert list(zip(rows["id_a"], rows["id_b"], rows["similarity"], rows["passed"])) == expected
+
+
+def test_pairs_command_marks_links_through_the_original(tmp_path):
+    # a-b and b-c are 2 bits apart, a-c 4: with k = 2, c joins a's group through b.
+    rows = ["a\t0000000000000000\t1", "b\t0000000000000003\t2", "c\t000000000000000f\t3"]
+    (tmp_path / "fps.tsv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "pairs.tsv"
+    for mode, expected in (("original", [("a", "b", "2", "true"), ("a", "c", "4", "false")]),
+                           ("all", [("a", "b", "2", "true"), ("b", "c", "2", "true")])):
+        result = run("pairs", tmp_path / "fps.tsv", "-k", "2", "-o", out, "--pairs", mode, "-q")
+        assert result.exit_code == 0, result.output
+        pairs = read_tsv(out)
+        assert list(zip(pairs["id_a"], pairs["id_b"], pairs["distance"], pairs["passed"])) == expected
 
 
 BAD_CASES = [
@@ -248,6 +295,49 @@ def test_compare_reads_files(tmp_path):
     (tmp_path / "a.txt").write_text(ENGLISH)
     result = run("compare", tmp_path / "a.txt", ENGLISH, "--json")
     assert json.loads(result.output)["jaccard"] == 1.0
+
+
+@pytest.mark.parametrize("args", [["missing.txt", "b"], ["a", "docs/missing"],
+                                  ["--file", "a b", "b"]])
+def test_compare_refuses_a_path_that_does_not_exist(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("compare", *args)
+    assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_compare_text_and_file_decide_explicitly(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text(ENGLISH)
+    literal = json.loads(run("compare", "--text", "a.txt", "a.txt", "--json").output)
+    assert literal["levenshtein"] == 0 and literal["near_duplicate"] == "yes"
+    read = json.loads(run("compare", "--file", "a.txt", "a.txt", "--json").output)
+    assert read["levenshtein"] == 0
+    mixed = json.loads(run("compare", "--text", "a.txt", ENGLISH, "--json").output)
+    assert mixed["near_duplicate"] == "no"  # the name, not the file's text
+    assert json.loads(run("compare", "cat", "dog", "--json").output)["levenshtein"] == 1
+
+
+def test_inputs_may_be_globs_and_file_urls(corpus, tmp_path):
+    other = write_jsonl(tmp_path / "more.jsonl", [{"id": "z", "text": "zzz", "ts": 0}])
+    out = tmp_path / "g.tsv"
+    assert run("dedup", tmp_path / "*.jsonl", "-o", out, "-q").exit_code == 0
+    ids = [line.split("\t")[0] for line in out.read_text().splitlines()[1:]]
+    assert ids == [d["id"] for d in DOCS] + ["z"]  # sorted matches: docs.jsonl, more.jsonl
+    assert run("dedup", f"file://{other}", "-o", out, "-q").exit_code == 0
+    assert out.read_text().splitlines()[1].startswith("z\t")
+    result = run("dedup", tmp_path / "*.none", "-o", out)
+    assert result.exit_code == 1 and "no input matches the pattern" in result.output
+    # An output that one of the matches names is refused like any input.
+    result = run("dedup", tmp_path / "*.jsonl", "-o", other)
+    assert result.exit_code == 1 and "refusing to overwrite" in result.output
+
+
+def test_remote_paths_and_unknown_output_extensions_say_what_works(corpus, tmp_path):
+    result = run("dedup", "s3://bucket/docs.jsonl", "-o", tmp_path / "g.tsv")
+    assert result.exit_code == 1 and "--engine spark" in result.output
+    result = run("dedup", corpus, "-o", tmp_path / "g.txt")
+    assert result.exit_code == 1
+    assert all(ext in result.output for ext in (".tsv", ".csv", ".jsonl", ".parquet"))
 
 
 def test_tune_command(tmp_path):

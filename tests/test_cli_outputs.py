@@ -32,6 +32,11 @@ def run(*args):
     ("report", "--groups", "{dir}/groups.tsv", "-o", "{dir}/groups.tsv"),
     ("index", "add", "-d", "{dir}/idx", "-o", "{input}"),
     ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/q.tsv", "--matches-out", "{input}"),
+    ("dedup", "-o", "{dir}/g.tsv", "--summary-out", "{input}"),
+    ("fingerprint", "-o", "{dir}/f.tsv", "--summary-out", "{input}"),
+    ("index", "add", "-d", "{dir}/idx", "--summary-out", "{input}"),
+    ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/q.tsv", "--summary-out", "{input}"),
+    ("index", "build", "-d", "{dir}/new.idx", "--summary-out", "{input}"),
 ])
 def test_an_output_that_is_an_input_is_refused_before_any_work(docs, command):
     from neardup.index.store import NearDupIndex
@@ -55,7 +60,8 @@ def test_pairs_refuses_to_overwrite_its_fingerprints(tmp_path):
     fps = tmp_path / "fps.tsv"
     fps.write_text("a\t00000000000000ff\t1\nb\t00000000000000fe\t2\n")
     before = fps.read_bytes()
-    for args in (("-o", fps), ("-o", tmp_path / "p.tsv", "--groups-out", fps)):
+    for args in (("-o", fps), ("-o", tmp_path / "p.tsv", "--groups-out", fps),
+                 ("-o", tmp_path / "p.tsv", "--summary-out", fps)):
         result = run("pairs", fps, *args)
         assert result.exit_code == 1 and "refusing to overwrite" in result.output
         assert fps.read_bytes() == before
@@ -142,3 +148,219 @@ def test_index_add_with_an_unwritable_output_adds_nothing(docs, tmp_path):
     assert result.exit_code == 1 and "does not exist" in result.output
     with NearDupIndex(tmp_path / "idx", readonly=True) as index:
         assert len(index) == 0
+
+
+# --summary-out: the end-of-run summary as one JSON object, for pipelines.
+
+def stderr_summary(text):
+    """The summary lines of stderr as {label: number}."""
+    import re
+
+    rows = {}
+    for line in text.splitlines():
+        match = re.fullmatch(r"(\S.*?)\s{2,}([-\d,.]+)", line.rstrip())
+        if match:
+            rows[match[1]] = float(match[2].replace(",", ""))
+    return rows
+
+
+def test_summary_out_counts_equal_the_groups_file_and_the_stderr_summary(docs, tmp_path):
+    import pandas as pd
+
+    bad = tmp_path / "more.jsonl"
+    bad.write_text('{"id": "x1", "text": "fine words"}\nnot json\n{"id": "x2"}\n')
+    groups, summary = tmp_path / "g.tsv", tmp_path / "run.json"
+    result = run("dedup", docs, bad, "-o", groups, "--summary-out", summary, "--on-error", "skip",
+                 "--method", "simhash", "-k", "4")
+    assert result.exit_code == 0, result.output
+    data = json.loads(summary.read_text())
+    assert list(data) == ["command", "version", "inputs", "outputs", "settings", "counts",
+                          "rates", "seconds", "exit"]
+    assert data["command"] == "dedup" and data["exit"] == "ok"
+    from neardup import __version__
+
+    assert data["version"] == __version__
+    assert data["inputs"] == [str(docs), str(bad)]
+    assert data["outputs"]["output"] == str(groups) and data["outputs"]["pairs_out"] is None
+    assert data["outputs"]["summary_out"] == str(summary)
+    table = pd.read_csv(groups, sep="\t")
+    counts = data["counts"]
+    assert counts["documents"] == len(table) == 10
+    assert counts["groups"] == int(table["is_original"].sum())
+    assert counts["documents_removed"] == len(table) - counts["groups"]
+    assert counts["largest_group"] == int(table["group_size"].max())
+    assert counts["skipped_rows"] == 2
+    assert sum(counts["skipped_reasons"].values()) == 2
+    shown = stderr_summary(result.stderr)
+    for label, key in [("documents", "documents"), ("skipped rows", "skipped_rows"),
+                       ("exact duplicates", "exact_duplicates"),
+                       ("candidate pairs", "candidate_pairs"),
+                       ("rejected by verification", "rejected"),
+                       ("pairs written", "pairs_written"), ("groups", "groups"),
+                       ("largest group", "largest_group"),
+                       ("documents removed", "documents_removed")]:
+        assert shown[label] == counts[key], label
+    every = [counts, data["rates"], data["seconds"]]
+    assert all(isinstance(v, (int, float)) and not isinstance(v, bool)
+               for d in every for k, v in d.items() if k != "skipped_reasons")
+    assert all(k == k.lower() and " " not in k for d in [data, *every, data["settings"]] for k in d)
+    seconds = data["seconds"]
+    assert abs(seconds["total"] - shown["seconds"]) < 1e-3
+    assert {"reading", "candidates", "groups", "writing"} <= set(seconds)
+    assert 0 <= seconds["candidates"] <= seconds["total"]
+
+
+def test_summary_out_settings_are_the_values_used(docs, tmp_path):
+    from neardup.pipeline import DEFAULT_SHINGLES, Settings
+
+    def settings(*args):
+        out = tmp_path / "run.json"
+        result = run("dedup", docs, "-o", tmp_path / "g.tsv", "--summary-out", out, *args)
+        assert result.exit_code == 0, result.output
+        return json.loads(out.read_text())["settings"]
+
+    minhash = settings()  # dedup's defaults: MinHash, LCS verification at 0.8
+    bands, rows = Settings(method="minhash").banding()
+    assert minhash["method"] == "minhash"
+    assert minhash["shingle"] == DEFAULT_SHINGLES["minhash"]
+    assert (minhash["num_perm"], minhash["seed"], minhash["threshold"]) == (128, 1, 0.8)
+    assert (minhash["bands"], minhash["rows"]) == (bands, rows)
+    assert (minhash["verify"], minhash["verify_threshold"]) == ("lcs", 0.8)
+    assert (minhash["grouping"], minhash["pairs"]) == ("components", "original")
+    assert minhash["hash"] == "xxh"
+    assert minhash["engine"] == "local" and minhash["on_error"] == "raise"
+    assert minhash["max_doc_bytes"] == 16 * 2**20
+    assert isinstance(minhash["memory_limit"], int) and minhash["memory_limit"] > 0
+    assert minhash["workers"] >= 1  # 0 = all cores, resolved
+    assert "output" not in minhash and "quiet" not in minhash and "summary_out" not in minhash
+
+    simhash = settings("--method", "simhash")
+    assert simhash["shingle"] == DEFAULT_SHINGLES["simhash"] != minhash["shingle"]
+    assert simhash["hamming_k"] == 3
+    assert (simhash["verify"], simhash["verify_threshold"]) == ("none", None)
+    assert simhash["bands"] is None
+
+    given = settings("--shingle", "word:2", "--threshold", "0.7", "--verify", "jaccard",
+                     "--grouping", "center", "--pairs", "all", "--num-perm", "64",
+                     "--memory-limit", "256M", "--workers", "1", "--max-doc-bytes", "1M")
+    assert given["shingle"] == "word:2" and given["threshold"] == 0.7
+    assert (given["verify"], given["verify_threshold"]) == ("jaccard", 0.7)
+    assert (given["grouping"], given["pairs"], given["num_perm"]) == ("center", "all", 64)
+    assert given["bands"] * given["rows"] <= 64
+    assert (given["memory_limit"], given["workers"]) == (256 * 2**20, 1)
+    assert given["max_doc_bytes"] == 2**20
+
+
+def test_summary_out_is_written_with_quiet(docs, tmp_path):
+    out = tmp_path / "run.json"
+    result = run("dedup", docs, "-o", tmp_path / "g.tsv", "-q", "--summary-out", out)
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout == ""
+    data = json.loads(out.read_text())
+    assert data["counts"]["documents"] == 9 and data["settings"]["method"] == "minhash"
+
+
+@pytest.mark.parametrize("command, keys", [
+    (("fingerprint", "-o", "{dir}/f.tsv"), {"documents": 9, "skipped_rows": 0}),
+    (("fingerprint", "-o", "{dir}/f.tsv", "--weights", "idf", "--shingle", "word:1"),
+     {"documents": 9}),
+    (("index", "build", "-d", "{dir}/idx"), {"documents": 9, "skipped_rows": 0}),
+])
+def test_summary_out_of_the_other_commands(docs, tmp_path, command, keys):
+    out = tmp_path / "run.json"
+    args = [a.format(dir=tmp_path) for a in command]
+    first = 2 if args[0] == "index" else 1
+    result = run(*args[:first], docs, *args[first:], "--summary-out", out, "-q")
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["command"] == " ".join(args[:first]) and data["inputs"] == [str(docs)]
+    assert data["counts"].items() >= keys.items()
+    assert data["seconds"]["total"] > 0 and data["settings"]["method"] == "simhash"
+    assert data["settings"]["shingle"] == ("word:1" if "word:1" in args else "word:3")
+    if "idf" in args:  # the IDF table saved beside the output is an output too
+        assert data["outputs"]["idf_out"] == str(tmp_path / "f.tsv.idf.parquet")
+        assert (tmp_path / "f.tsv.idf.parquet").exists()
+
+
+def test_summary_out_of_pairs_and_the_index_commands(docs, tmp_path):
+    fps = tmp_path / "fps.tsv"
+    assert run("fingerprint", docs, "-o", fps, "-q").exit_code == 0
+    out = tmp_path / "pairs.json"
+    result = run("pairs", fps, "-o", tmp_path / "p.tsv", "--groups-out", tmp_path / "g.tsv",
+                 "--summary-out", out)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    written = len((tmp_path / "p.tsv").read_text().splitlines()) - 1
+    assert data["counts"]["fingerprints"] == 9 and data["counts"]["pairs_written"] == written
+    assert data["settings"] == {**data["settings"], "method": "simhash", "hamming_k": 3,
+                                "pairs": "all", "grouping": "components"}
+    assert data["outputs"]["groups_out"] == str(tmp_path / "g.tsv")
+
+    idx = tmp_path / "idx"
+    assert run("index", "build", docs, "-d", idx, "-q", "-k", "4").exit_code == 0
+    out = tmp_path / "add.json"
+    result = run("index", "add", docs, "-d", idx, "--if-exists", "skip", "--summary-out", out, "-q")
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["command"] == "index add" and data["counts"]["skipped_already_stored"] == 9
+    assert data["settings"]["hamming_k"] == 4  # the index's
+    out = tmp_path / "query.json"
+    result = run("index", "query-batch", docs, "-d", idx, "-o", tmp_path / "q.tsv",
+                 "--summary-out", out, "-q")
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["counts"]["probes"] == 9 and data["settings"]["hamming_k"] == 4
+
+
+def test_a_failed_run_leaves_no_summary(docs, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "x"}\nnot json\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run("dedup", docs, bad, "-o", out / "g.tsv", "--summary-out", out / "run.json")
+    assert result.exit_code == 1 and "bad.jsonl" in result.output
+    assert list(out.iterdir()) == []
+    (out / "run.json").write_text("the previous run's summary")
+    result = run("dedup", docs, bad, "-o", out / "g.tsv", "--summary-out", out / "run.json", "-q")
+    assert result.exit_code == 1
+    assert [p.name for p in out.iterdir()] == ["run.json"]
+    assert (out / "run.json").read_text() == "the previous run's summary"
+
+
+def test_progress_stages_show_a_total_when_it_is_known(tmp_path, monkeypatch):
+    """Reading a JSON Lines file (dedup, fingerprint) and verifying candidates are bars over a
+    known total (the share done, the rate and the time left), not spinners."""
+    import neardup.cli as cli
+    import neardup.engines.outofcore as outofcore
+
+    base = "the quick brown fox jumps over the lazy dog near the river bank today {}"
+    rows = [{"id": f"d{i}", "text": base.format(i % 7) + " extra" * (i % 3)} for i in range(60)]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls = []
+    stage, advance = cli.Reporter.stage, cli.Reporter.advance
+
+    def record_stage(self, name, total=None, unit="docs"):
+        calls.append(["stage", name, total, unit, 0])
+        stage(self, name, total, unit)
+
+    def record_advance(self, amount, docs=None, spilled=None):
+        calls[-1][4] += amount
+        advance(self, amount, docs, spilled)
+
+    monkeypatch.setattr(cli.Reporter, "stage", record_stage)
+    monkeypatch.setattr(cli.Reporter, "advance", record_advance)
+    monkeypatch.setattr(outofcore, "VERIFY_STEP", 3)
+    out = tmp_path / "run.json"
+    result = run("dedup", path, "-o", tmp_path / "g.tsv", "--summary-out", out, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    counts = json.loads(out.read_text())["counts"]
+    size = path.stat().st_size
+    assert ["stage", "reading", size, "B", size] in calls
+    verify = [c for c in calls if c[1] == "verify" and c[2] is not None]
+    assert counts["candidate_pairs"] >= 6
+    assert verify == [["stage", "verify", counts["candidate_pairs"], "pairs",
+                       counts["candidate_pairs"]]]
+    calls.clear()
+    result = run("fingerprint", path, "-o", tmp_path / "f.tsv")
+    assert result.exit_code == 0, result.output
+    assert ["stage", "reading", size, "B", size] in calls

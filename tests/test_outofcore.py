@@ -146,7 +146,8 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
         job.collect()
         groups = job.group()
         assert any(c.spilled for c in job.collected.band_columns) == (method == "minhash")
-    for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value"):
+    for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value",
+                 "pair_passed"):
         np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
     assert job.collected.ids.to_pylist() == everything.ids
 

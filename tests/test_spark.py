@@ -5,6 +5,10 @@ pyspark or Java is missing; the pure helpers are tested without Spark.
 """
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -127,6 +131,39 @@ def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, groupin
     for key in ("documents", "exact_duplicates", "candidates", "rejected", "pairs", "groups",
                 "largest_group", "duplicates_removed", "empty_documents"):
         assert result.stats[key] == groups.stats[key], key
+    # Only a components group links members to its original through other members.
+    passed = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")["passed"]
+    assert list(passed) == groups.pair_passed.tolist()
+    assert passed.all() == (grouping == "center" or pairs == "all")
+
+
+# A ≈ B (LCS 0.85) and B ≈ C (0.85), A and C only 0.7: C is in A's group (components), and the
+# row A -> C does not pass the rule.
+CHAIN_WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+               "november oscar papa quebec romeo sierra tango").split()
+CHAIN_DOCS = [
+    ("A", " ".join(CHAIN_WORDS), 1),
+    ("B", " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:]), 2),
+    ("C", " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:17]
+                   + ["uniform", "victor", "whiskey"]), 3),
+    ("D", "an unrelated sentence about something else entirely", 0),
+]
+
+
+@pytest.mark.parametrize("pairs, expected", [
+    ("original", [("A", "B", 0.85, True), ("A", "C", 0.7, False)]),
+    ("all", [("A", "B", 0.85, True), ("B", "C", 0.85, True)]),
+])
+def test_pairs_passed_through_the_original_same_as_local(spark, tmp_path, pairs, expected):
+    settings = Settings(method="minhash", shingle="char:4", pairs=pairs)  # LCS 0.8, the default
+    local_files(CHAIN_DOCS, settings, tmp_path)
+    result = dedup_dataframe(docs_frame(spark, CHAIN_DOCS, 2), settings, "id", "text", "ts",
+                             position_col="p", partitions=2)
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    rows = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")
+    assert list(rows.columns) == ["id_a", "id_b", "similarity", "passed"]
+    assert list(rows.itertuples(index=False, name=None)) == expected
 
 
 @pytest.mark.parametrize("method, grouping, partitions",
@@ -210,10 +247,10 @@ def test_dataframe_api_examples(spark):
         [("p", top | 5, 3), ("q", top | 4, 1), ("r", 0xFF, 2), ("s", 0xFF, 5)],
         "id string, fingerprint long, ts long")
     result = spark_engine.pairs_dataframe(fps.coalesce(1), 1, time_col="ts")
-    pairs = sorted((p.id_a, p.id_b, p.distance) for p in result.pairs.collect())
+    pairs = sorted((p.id_a, p.id_b, p.distance, p.passed) for p in result.pairs.collect())
     groups = {g.id: g.original_id for g in result.groups.collect()}
     result.release()
-    assert pairs == [("p", "q", 1), ("r", "s", 0)]
+    assert pairs == [("p", "q", 1, True), ("r", "s", 0, True)]
     assert groups == {"p": "q", "q": "q", "r": "r", "s": "r"}
     text_fps = spark.createDataFrame([("x", "00000000000000ff"), ("y", "00000000000000fe")],
                                      "id string, fingerprint string")
@@ -288,6 +325,46 @@ def test_cli_pairs_spark_matches_local(spark, tmp_path):
         outputs[engine] = (pairs_out.read_bytes(), groups_out.read_bytes())
     assert outputs["spark"] == outputs["local"]
     assert outputs["local"][0].count(b"\n") > 20
+
+
+def test_cli_spark_stderr_has_no_log_noise(tmp_path):
+    # A run of its own (a new JVM, as a user gets it): before, stderr held Spark's banner, a
+    # NativeCodeLoader warning and WindowExec warnings from the window over the input splits.
+    pytest.importorskip("pyspark")
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip("the Spark tests need a Java runtime")
+    docs = write_jsonl(tmp_path / "docs.jsonl", [
+        {"id": "a", "text": "the cat sat on the mat today"},
+        {"id": "b", "text": "The cat sat on the mat, today!"},
+        {"id": "c", "text": "a different sentence about the weather"}])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup", "dedup", str(docs), "-o", str(tmp_path / "g.tsv"),
+         "--pairs-out", str(tmp_path / "p.tsv"), "--engine", "spark", "--spark-master", "local[1]"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "pairs written" in done.stderr  # the summary is still there
+    for noise in ("WindowExec", "NativeCodeLoader", "log4j profile", "Setting default log level",
+                  "locally checkpointed"):
+        assert noise not in done.stderr, noise
+    assert (tmp_path / "p.tsv").read_text() == "id_a\tid_b\tsimilarity\tpassed\na\tb\t1.0\ttrue\n"
+
+
+def test_only_the_noise_loggers_are_quieted(spark):
+    # Other loggers keep the root's level: their WARN and ERROR messages still show.
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        for name in spark_engine._QUIET_LOGGERS:
+            assert log4j.LogManager.getLogger(name).getLevel().toString() == "ERROR", name
+        for name in ("org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.SparkContext",
+                     "org.apache.spark.sql.execution.datasources.FileScanRDD"):
+            assert log4j.LogManager.getLogger(name).getLevel().toString() == "WARN", name
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
+    config = spark_engine._LOG_CONFIG.read_text()
+    assert "rootLogger.level = warn" in config
+    assert all(f".name = {name}\n" in config for name in spark_engine._QUIET_LOGGERS)
 
 
 def test_cli_reports_missing_pyspark(tmp_path, monkeypatch):

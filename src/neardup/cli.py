@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from neardup.engines.spill import parse_size
 from neardup.hashing import HASH_NAMES
 from neardup.io import (
     InputError,
+    _atomic_output,
     check_outputs,
     output_set,
     format_fingerprints,
@@ -47,13 +49,16 @@ class Reporter:
     """Progress on stderr (only on a terminal, unless quiet) and the end-of-run summary.
 
     Each stage shows a bar when its total is known (bytes of the input files, documents to
-    re-read), with the share done, the rate and the time left; a spinner otherwise.
+    re-read, pairs to verify), with the share done, the rate and the time left; a spinner
+    otherwise. With ``summary_out`` the summary is also written there as one JSON object
+    (:meth:`summary`), quiet or not.
     """
 
-    def __init__(self, quiet: bool):
+    def __init__(self, quiet: bool, summary_out: str | None = None):
         from rich.console import Console
 
         self.quiet = quiet
+        self.summary_out = summary_out
         self.console = Console(stderr=True, highlight=False)
         self.started = time.perf_counter()
         self.docs = 0
@@ -61,6 +66,12 @@ class Reporter:
         self._progress = None
         self._task = None
         self._unit = "docs"
+        self._reader = None
+        self._read_bytes = 0
+        #: Seconds spent in each stage shown (by name; a stage shown twice adds up).
+        self.stage_seconds: dict[str, float] = {}
+        self._stage_name: str | None = None
+        self._stage_started = 0.0
 
     def __enter__(self) -> Reporter:
         if not self.quiet and self.console.is_terminal:
@@ -87,15 +98,26 @@ class Reporter:
                 transient=True,
             )
             self._progress.start()
-            self.stage("reading")
+        self.stage("reading")
         return self
 
     def __exit__(self, *exc) -> None:
+        self._end_stage()
         if self._progress is not None:
             self._progress.stop()
 
+    def _end_stage(self) -> None:
+        if self._stage_name is not None:
+            now = time.perf_counter()
+            self.stage_seconds[self._stage_name] = (self.stage_seconds.get(self._stage_name, 0.0)
+                                                    + now - self._stage_started)
+            self._stage_name = None
+
     def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
-        """Start showing stage ``name`` (``total`` in ``unit`` when known: "B" or "docs")."""
+        """Start showing stage ``name`` (``total`` in ``unit`` when known: "B", "docs" or
+        "pairs")."""
+        self._end_stage()
+        self._stage_name, self._stage_started = name, time.perf_counter()
         if self._progress is None:
             return
         if self._task is not None:
@@ -121,25 +143,143 @@ class Reporter:
             if spilled:
                 done += f"  spilled {spilled / 1e6:,.0f} MB"
         else:
-            done = f"{completed:,.0f} docs  {completed / elapsed:,.0f}/s"
+            done = f"{completed:,.0f} {self._unit}  {completed / elapsed:,.0f}/s"
         self._progress.update(self._task, advance=amount, done=done)
+
+    def reading(self, reader, name: str = "reading") -> None:
+        """Start stage ``name``, the reading of ``reader`` through :meth:`batch`: a bar over the
+        input bytes when their total is known (uncompressed JSON Lines files), else a count."""
+        total = reader.total_bytes()
+        self._reader = reader if total is not None else None
+        self._read_bytes = 0
+        self.docs = 0
+        self.stage(name, total, "B" if total is not None else "docs")
 
     def batch(self, batch) -> None:
         """A batch of documents was read (commands that keep the texts)."""
-        self.advance(sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
-                     if self._unit == "B" else len(batch.ids),
-                     docs=self.docs + len(batch.ids))
-
-    def summary(self, rows: list[tuple[str, object]]) -> None:
-        if self.quiet:
+        docs = self.docs + len(batch.ids)
+        if self._reader is not None:
+            now = self._reader.bytes_consumed
+            self.advance(now - self._read_bytes, docs=docs)
+            self._read_bytes = now
             return
-        width = max(len(k) for k, _ in rows)
-        for key, value in rows:
-            if isinstance(value, float):
-                value = f"{value:,.3f}"
-            elif isinstance(value, int):
-                value = f"{value:,}"
-            self.console.print(f"{key:<{width}}  {value}", soft_wrap=True)
+        self.advance(sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
+                     if self._unit == "B" else len(batch.ids), docs=docs)
+
+    def summary(self, rows: list[tuple[str, object]], settings: dict | None = None,
+                outputs: dict | None = None) -> None:
+        """Print the summary ``rows`` (label, number) unless quiet, and with ``summary_out``
+        write it as JSON (:func:`summary_json`; ``settings``: the resolved values that the
+        command's option values do not show, e.g. :func:`settings_fields`; ``outputs``: paths
+        written that the options do not show)."""
+        if not self.quiet:
+            width = max(len(k) for k, _ in rows)
+            for key, value in rows:
+                if isinstance(value, float):
+                    value = f"{value:,.3f}"
+                elif isinstance(value, int):
+                    value = f"{value:,}"
+                self.console.print(f"{key:<{width}}  {value}", soft_wrap=True)
+        if self.summary_out:
+            self._end_stage()
+            document = summary_json(rows, self.stage_seconds, settings, outputs)
+            with _atomic_output(self.summary_out) as fh:
+                fh.write((json.dumps(document, indent=2, ensure_ascii=False, default=_json_number)
+                          + "\n").encode("utf-8"))
+
+
+# Options that name files a command writes: "outputs" of the --summary-out JSON.
+_OUTPUT_KEYS = ("output", "pairs_out", "groups_out", "matches_out", "keep", "report", "idf_out",
+                "summary_out")
+# Summary labels whose JSON key is not their snake_case form.
+_SUMMARY_KEYS = {"rejected by verification": "rejected"}
+
+
+def _snake(label: str) -> str:
+    """``"MB/s: read + signatures"`` -> ``"mb_per_s_read_signatures"``."""
+    return re.sub(r"[^0-9a-z]+", "_", label.lower().replace("/", " per ")).strip("_")
+
+
+def _option_key(param: click.Parameter) -> str:
+    """An option's JSON key: its long name in snake_case (``--num-perm`` -> ``num_perm``)."""
+    longs = [o for o in param.opts if o.startswith("--")]
+    return _snake(max(longs, key=len)[2:]) if longs else param.name
+
+
+def _json_number(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def settings_fields(settings: Settings, only: tuple[str, ...] | None = None) -> dict:
+    """The values a run used, from its :class:`Settings`: the default shingles of its method,
+    the LSH bands and rows worked out (MinHash), the verification resolved from ``auto``."""
+    bands, rows = settings.banding() if settings.method == "minhash" else (None, None)
+    fields = {
+        "method": settings.method, "shingle": settings.shingle, "hash": settings.hash_name,
+        "weights": settings.weights, "num_perm": settings.num_perm, "seed": settings.seed,
+        "hamming_k": settings.hamming_k, "threshold": settings.threshold, "bands": bands,
+        "rows": rows, "verify": "none" if settings.verify is None else settings.verify_measure,
+        "verify_threshold": settings.verify, "grouping": settings.grouping,
+        "pairs": settings.pairs,
+    }
+    return fields if only is None else {k: fields[k] for k in only}
+
+
+def summary_json(rows: list[tuple[str, object]], stage_seconds: dict[str, float] | None = None,
+                 settings: dict | None = None, outputs: dict | None = None) -> dict:
+    """The ``--summary-out`` object of the running command (from click's context): its
+    command, version, inputs (its arguments), outputs and settings (every option, defaults
+    included, ``settings`` over them), the summary ``rows`` as counts (snake_case labels;
+    ``skipped: REASON`` rows in ``skipped_reasons``, rates in ``rates``) and seconds (``total``,
+    each stage shown, then the ``seconds: STAGE`` rows)."""
+    ctx = click.get_current_context()
+    names, outer = [], ctx
+    while outer is not None:
+        names.insert(0, outer.info_name)
+        outer = outer.parent
+    inputs, written, options = [], {}, {}
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if isinstance(param, click.Argument):
+            inputs.extend(value if isinstance(value, (list, tuple)) else [value])
+            continue
+        key = _option_key(param)
+        if key in _OUTPUT_KEYS:
+            written[key] = value
+        elif key not in ("quiet", "help"):
+            options[key] = value
+    if options.get("workers") == 0:
+        from neardup.engines.local import default_workers
+
+        options["workers"] = default_workers()
+    resolved = settings or {}
+    options = {**resolved, **{k: v for k, v in options.items() if k not in resolved}}
+    counts, rates = {}, {}
+    seconds = {_snake(name): value for name, value in (stage_seconds or {}).items()}
+    for label, value in rows:
+        name = label.strip()
+        head, colon, rest = name.partition(": ")
+        if name == "seconds":
+            seconds["total"] = value
+        elif colon and head == "seconds":
+            seconds[_snake(rest)] = value
+        elif colon and head == "skipped":
+            counts.setdefault("skipped_reasons", {})[rest] = value
+        elif re.search(r"/\s*s\b", head):
+            rates[_snake(name)] = value
+        else:
+            key = _SUMMARY_KEYS.get(name, _snake(name))
+            counts[key] = value
+            if key == "skipped_rows":
+                counts.setdefault("skipped_reasons", {})
+    if "total" in seconds:
+        seconds = {"total": seconds.pop("total"), **seconds}
+    return {"command": " ".join(names[1:] or names), "version": __version__,
+            "inputs": [str(i) for i in inputs], "outputs": {**written, **(outputs or {})},
+            "settings": options, "counts": counts, "rates": rates, "seconds": seconds,
+            "exit": "ok"}
 
 
 def _fail(message: str) -> None:
@@ -198,6 +338,17 @@ def input_options(command):
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def summary_option(command):
+    """--summary-out FILE, for the commands that end with a summary (:meth:`Reporter.summary`);
+    the command passes it to its Reporter and checks it with its other outputs."""
+    return click.option(
+        "--summary-out", default=None, metavar="FILE",
+        help="Also write the run's summary as one JSON object: command, version, inputs, "
+        "outputs, settings (every option, defaults resolved), counts, rates, seconds per stage "
+        "(written atomically at the end of a successful run; also with --quiet).",
+    )(command)
 
 
 def signature_options_for(method: str = "simhash"):
@@ -267,14 +418,26 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
     if "-" in inputs:
         raise ValueError("--weights idf reads the inputs twice (the IDF table first), which "
                          "standard input cannot do: give files, or a table with --idf-in")
-    reporter.stage("IDF table (first pass)")
     reader = _reader(inputs, **reader_args)
-    table = IdfTable.from_features(
-        (hash_features(batch.texts, shingle, hash_name) for batch in reader), shingle, hash_name)
-    path = idf_out or (None if output == "-" else f"{output}.idf.parquet")
+    reporter.reading(reader, "IDF table (first pass)")
+
+    def features():
+        for batch in reader:
+            yield hash_features(batch.texts, shingle, hash_name)
+            reporter.batch(batch)
+
+    table = IdfTable.from_features(features(), shingle, hash_name)
+    path = _idf_path(weights, idf_in, idf_out, output)
     if path:
         table.save(path)
     return table
+
+
+def _idf_path(weights, idf_in, idf_out, output) -> str | None:
+    """Where a run saves the IDF table it computes (None: it computes none, or stdout)."""
+    if weights != "idf" or idf_in:
+        return None
+    return idf_out or (None if output == "-" else f"{output}.idf.parquet")
 
 
 def _check_method_options(method: str, verify: str = "auto") -> None:
@@ -382,9 +545,11 @@ def _exit_cleanly_on_sigterm() -> None:
 @signature_options
 @idf_options
 @input_options
+@summary_option
 @handle_errors
 def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, seed, idf_in,
-                idf_out, id_field, text_field, time_field, input_format, on_error, max_doc_bytes, workers, quiet):
+                idf_out, id_field, text_field, time_field, input_format, on_error, max_doc_bytes, workers, quiet,
+                summary_out):
     """Fingerprint every document: one row per document, in input order.
 
     For SimHash a .tsv output has exactly the rows of the batch job's input,
@@ -405,13 +570,14 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     reader_args = {"id_field": id_field, "text_field": text_field, "time_field": time_field,
                    "input_format": input_format, "on_error": on_error,
                    "max_doc_bytes": max_doc_bytes}
-    check_outputs([output, idf_out], inputs)
+    check_outputs([output, idf_out, summary_out], inputs)
     reader = _reader(inputs, **reader_args)
-    with Reporter(quiet) as reporter:
+    with Reporter(quiet, summary_out) as reporter:
         idf = _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs,
                          reader_args, reporter)
         settings = Settings(method=method, shingle=shingle, hash_name=hash_name, weights=weights,
                             num_perm=num_perm, seed=seed, verify=None, idf=idf)
+        reporter.reading(reader)
         collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
         reporter.stage("writing")
         columns = {
@@ -424,7 +590,10 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
         is_seed_tsv = output != "-" and Path(output).suffix == ".tsv" or output == "-"
         write_table(output, columns, header=not is_seed_tsv)
     elapsed = time.perf_counter() - reporter.started
-    reporter.summary(_read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())))
+    reporter.summary(_read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())),
+                     settings=settings_fields(settings, ("method", "shingle", "hash", "weights",
+                                                         "num_perm", "seed")),
+                     outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)})
 
 
 def _id_column(ids) -> pa.ChunkedArray:
@@ -447,13 +616,15 @@ def _groups_columns(ids, groups) -> dict:
 
 
 def _pairs_columns(ids, groups, method: str) -> dict:
+    """PAIRS' columns: id_a, id_b, distance|similarity (rounded to 6 digits) and ``passed``,
+    whether the pair itself meets the run's rule (decided on the unrounded value)."""
     ids = _id_column(ids)
     name = "distance" if method == "simhash" else "similarity"
     values = groups.pair_value
     if method != "simhash":
         values = np.round(values.astype(np.float64), 6)
     return {"id_a": ids.take(pa.array(groups.pair_a)), "id_b": ids.take(pa.array(groups.pair_b)),
-            name: values}
+            name: values, "passed": np.asarray(groups.pair_passed, dtype=bool)}
 
 
 def _groups_summary(groups) -> list[tuple[str, object]]:
@@ -490,7 +661,10 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
               help="components: transitive groups; center: each member is a near-duplicate of its original.")
 @click.option("--pairs", "pairs_mode", type=click.Choice(PAIR_MODES), default="original", show_default=True,
               help="Pairs to write: an edge from each original to its members, or every near-duplicate pair.")
-@click.option("--pairs-out", default=None, help="Also write PAIRS: id_a, id_b, distance|similarity.")
+@click.option("--pairs-out", default=None,
+              help="Also write PAIRS: id_a, id_b, distance|similarity, passed (whether the pair "
+              "itself meets the threshold: with --grouping components a member can reach its "
+              "original only through other members).")
 @click.option("--keep", default=None, help="Also write the originals (the deduplicated corpus) with all their fields.")
 @click.option("--report", "report_out", default=None,
               help="Also write a self-contained HTML report of the run (see `neardup report`).")
@@ -514,11 +688,12 @@ def _groups_summary(groups) -> list[tuple[str, object]]:
               "inputs or options changed).")
 @idf_options
 @input_options
+@summary_option
 @handle_errors
 def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
           bands, rows, verify, grouping, pairs_mode, pairs_out, keep, report_out, engine,
           spark_master, memory_limit, tmp_dir, resume, idf_in, idf_out, id_field, text_field,
-          time_field, input_format, on_error, max_doc_bytes, workers, quiet):
+          time_field, input_format, on_error, max_doc_bytes, workers, quiet, summary_out):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
     GROUPS has one row per input document, in input order:
@@ -564,7 +739,8 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
         if report_out:
             raise ValueError("--report works with the local engine; with --engine spark, run "
                              "`neardup report` on the written GROUPS and PAIRS files")
-        with Reporter(quiet) as reporter:
+        check_outputs([summary_out], inputs)  # Spark checks its own outputs (any file system)
+        with Reporter(quiet, summary_out) as reporter:
             reporter.stage("running on Spark")
             result, stats = spark_engine.run_dedup(
                 spark_engine.spark_session(spark_master), inputs, output, settings,
@@ -573,27 +749,30 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
                 max_doc_bytes=max_doc_bytes)
         elapsed = time.perf_counter() - reporter.started
         reporter.summary(_read_summary(reporter, stats, elapsed, result.stats["empty_documents"])
-                         + _groups_summary(result))
+                         + _groups_summary(result), settings=settings_fields(settings))
         return
     _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, reader_args,
                      workers=workers, quiet=quiet, memory_limit=memory_limit, tmp_dir=tmp_dir,
-                     resume=resume)
+                     resume=resume, summary_out=summary_out,
+                     outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)})
 
 
 def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, reader_args, *,
-                     workers, quiet, memory_limit, tmp_dir, resume):
+                     workers, quiet, memory_limit, tmp_dir, resume, summary_out=None,
+                     outputs=None):
     """``neardup dedup`` on the local engine: out of core, under ``memory_limit``."""
     from neardup import __version__
     from neardup.engines.outofcore import BATCH_SIZE, OutOfCoreDedup
     from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
 
     limit = parse_memory_limit(memory_limit)
-    check_outputs([output, pairs_out, keep, report_out], inputs)
+    check_outputs([output, pairs_out, keep, report_out, summary_out], inputs)
     if resume and "-" in inputs:
         raise ValueError("--resume needs input files: standard input cannot be read again")
     key = run_key(version=__version__, settings=repr(settings), reader=reader_args,
                   inputs=input_identity(list(inputs)) if resume else list(inputs))
-    with WorkDir(tmp_dir, key, output, resume=resume) as work, Reporter(quiet) as reporter:
+    with WorkDir(tmp_dir, key, output, resume=resume) as work, \
+            Reporter(quiet, summary_out) as reporter:
 
         def reopen(records: bool):
             return _reader(inputs, **reader_args, keep_records=records, batch_size=BATCH_SIZE)
@@ -623,7 +802,9 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
     figures = dict(job.figures)
     figures["spilled MB"] = figures.pop("spilled bytes") / 1e6
     reporter.summary(rows_out + _groups_summary(groups) + list(figures.items())
-                     + [("memory limit MB", limit / 1e6)])
+                     + [("memory limit MB", limit / 1e6)],
+                     settings={**settings_fields(settings), "memory_limit": limit},
+                     outputs=outputs)
 
 
 def _progress_records(batches, reporter):
@@ -661,7 +842,7 @@ def _write_run_report(path, collection, groups, settings, read_seconds, reader_o
 
 @main.command(context_settings=CONTEXT)
 @click.argument("fingerprints", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="PAIRS file: id_a, id_b, distance.")
+@click.option("-o", "--output", required=True, help="PAIRS file: id_a, id_b, distance, passed.")
 @click.option("-k", "--hamming-k", type=int, default=3, show_default=True, help="Maximum Hamming distance.")
 @click.option("--pairs", "pairs_mode", type=click.Choice(PAIR_MODES), default="all", show_default=True,
               help="Every pair within k (default), or an edge from each group's original to its members.")
@@ -677,9 +858,10 @@ def _write_run_report(path, collection, groups, settings, read_seconds, reader_o
               help="local: this machine; spark: Apache Spark (pip install 'neardup[spark]'), same output.")
 @click.option("--spark-master", default=None,
               help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn.")
+@summary_option
 @handle_errors
 def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fingerprint_format,
-          on_error, quiet, engine, spark_master):
+          on_error, quiet, engine, spark_master, summary_out):
     """All pairs of fingerprints within Hamming distance k (the batch job's map-reduce step).
 
     Input rows: `document ID <TAB> fingerprint <TAB> timestamp` (fingerprints from any system,
@@ -693,21 +875,22 @@ def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fin
     """
     settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
                         pairs=pairs_mode)
-    check_outputs([output, groups_out], fingerprints)
+    check_outputs([output, groups_out, summary_out], fingerprints)
+    used = {"method": "simhash"}
     if engine == "spark":
         from neardup.engines import spark as spark_engine
 
         if not spark_engine.HAVE_PYSPARK:
             _fail(spark_engine.INSTALL_HINT)
-        with Reporter(quiet) as reporter:
+        with Reporter(quiet, summary_out) as reporter:
             result, stats = spark_engine.run_pairs(
                 spark_engine.spark_session(spark_master), fingerprints, output, settings,
                 groups_out=groups_out, fingerprint_format=fingerprint_format, on_error=on_error)
         elapsed = time.perf_counter() - reporter.started
         reporter.summary([("fingerprints", stats.documents), ("skipped rows", stats.skipped),
-                          ("seconds", elapsed)] + _groups_summary(result))
+                          ("seconds", elapsed)] + _groups_summary(result), settings=used)
         return
-    with Reporter(quiet) as reporter:
+    with Reporter(quiet, summary_out) as reporter:
         table = read_fingerprints(list(fingerprints), on_error=on_error,
                                   fingerprint_format=fingerprint_format)
         fps = np.asarray(table.fingerprints, dtype=np.uint64)
@@ -715,20 +898,34 @@ def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fin
         # Without texts, identical fingerprints play the part of identical contents.
         content = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
         sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
-        groups = find_groups(sig, table.timestamps, settings)
+        groups = find_groups(sig, table.timestamps, settings, on_stage=reporter.stage)
+        reporter.stage("writing")
         with output_set():
             write_table(output, _pairs_columns(table.ids, groups, "simhash"))
             if groups_out:
                 write_table(groups_out, _groups_columns(table.ids, groups))
     elapsed = time.perf_counter() - reporter.started
     reporter.summary([("fingerprints", n), ("skipped rows", table.stats.skipped), ("seconds", elapsed)]
-                     + _groups_summary(groups))
+                     + _groups_summary(groups), settings=used)
 
 
-def _text_argument(value: str) -> str:
+_PATH_LIKE = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z0-9]{1,8}")
+
+
+def _text_argument(value: str, source: str) -> str:
+    """The text an argument of `compare` stands for: ``source`` "text" takes it literally,
+    "file" reads the file it names; "auto" reads an existing file, refuses a missing one that
+    looks like a path (a single word with a folder separator or an extension) and takes
+    anything else literally."""
     path = Path(value)
+    if source == "text":
+        return value
     if path.is_file():
         return path.read_text(encoding="utf-8")
+    if source == "file" or _PATH_LIKE.fullmatch(value):
+        raise click.BadParameter(
+            f"no such file: {value}" + ("" if source == "file" else
+                                        " (pass --text to compare it as a literal string)"))
     return value
 
 
@@ -741,9 +938,16 @@ def _text_argument(value: str) -> str:
 @click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations.")
 @click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--text", "source", flag_value="text",
+              help="A and B are texts, even where they name files.")
+@click.option("--file", "source", flag_value="file",
+              help="A and B are files (an error when one does not exist).")
+@click.option("--auto", "source", flag_value="auto", default=True, hidden=True)
 @handle_errors
-def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
-    """Every similarity measure between two texts (file paths or literal strings), and the
+def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
+    """Every similarity measure between two texts (files, or literal strings: an argument
+    naming an existing file is read; one that looks like a path but does not exist is an
+    error; --text and --file decide explicitly), and the
     verdict of the near-duplicate definition as `neardup dedup` applies it by default (LCS
     resemblance ≥ 0.8: words, and characters in Korean, Chinese and Japanese text).
 
@@ -755,7 +959,7 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json):
     from neardup.similarity import compare as compare_texts
     from neardup.verify import Verification
 
-    text_a, text_b = _text_argument(a), _text_argument(b)
+    text_a, text_b = _text_argument(a, source), _text_argument(b, source)
     result = compare_texts(text_a, text_b, unit=unit, shingle=shingle, num_perm=num_perm,
                            hash_name=hash_name)
     rule = Verification("lcs", DEFAULT_THRESHOLD)

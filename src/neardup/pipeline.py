@@ -328,7 +328,13 @@ class Groups:
         group_size: int64[n], members of each document's group.
         pair_a, pair_b: int64 indices of reported pairs (``pair_a`` is the original in
             ``pairs="original"`` mode; ``pair_a < pair_b`` in ``pairs="all"`` mode).
-        pair_value: uint8 Hamming distances (SimHash) or float64 Jaccard (MinHash).
+        pair_value: uint8 Hamming distances (SimHash), else float64: the verification measure
+            (LCS resemblance or exact Jaccard) when verified, the MinHash estimate of Jaccard
+            without verification.
+        pair_passed: bool, whether the pair itself is a near-duplicate by the run's relation
+            (distance ≤ k, measure ≥ the threshold; both with SimHash and verification). Always
+            true in ``pairs="all"`` mode and under ``grouping="center"``; a ``components`` group
+            may link a member to its original only through other members, and that row is false.
         stats: counts and seconds per stage.
     """
 
@@ -338,6 +344,7 @@ class Groups:
     pair_a: np.ndarray
     pair_b: np.ndarray
     pair_value: np.ndarray
+    pair_passed: np.ndarray
     stats: dict = field(default_factory=dict)
 
 
@@ -666,6 +673,11 @@ def find_groups(
     pair_value = relation.similarity(pair_a, pair_b) if pair_a.shape[0] else (
         np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64)
     )
+    if settings.pairs == "all":  # all_pairs keeps the pairs the relation accepts
+        pair_passed = np.ones(pair_a.shape[0], dtype=bool)
+    else:  # the decision that accepted candidates (verified values are remembered: no re-measure)
+        pair_passed = np.asarray(relation(pair_a, pair_b), dtype=bool) if pair_a.shape[0] else (
+            np.zeros(0, dtype=bool))
     lap("pairs")
 
     groups = int(is_original.sum())
@@ -676,4 +688,5 @@ def find_groups(
         largest_group=int(group_size.max()) if n else 0,
         empty_documents=int(sig.empty.sum()),
     )
-    return Groups(original, is_original, group_size, pair_a, pair_b, pair_value, stats)
+    return Groups(original, is_original, group_size, pair_a, pair_b, pair_value, pair_passed,
+                  stats)

@@ -48,6 +48,9 @@ SPILL_SHARE = 0.5
 #: Documents per batch read and signed: small enough that the ``2 × workers`` batches in flight
 #: (texts and their shingle hashes, about 10 bytes a character) stay far below the budget.
 BATCH_SIZE = 2_000
+#: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
+#: over every worker; a run with fewer than two steps' worth is measured in one call).
+VERIFY_STEP = 1 << 16
 
 
 class Progress:
@@ -121,6 +124,7 @@ class OutOfCoreDedup:
         self.workers = check_workers(workers)
         self.progress = progress or Progress()
         self.collected: Collected | None = None
+        self._stage: str | None = None  # the stage of find_groups under way
         #: Figures of the run for its summary: spill written, texts re-read, set blocks.
         self.figures = {"spilled bytes": 0, "documents re-read": 0, "set blocks": 0,
                         "seconds: re-read + shingle sets": 0.0}
@@ -324,8 +328,10 @@ class OutOfCoreDedup:
             offsets, values = self._sets(docs)
 
             def verified(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
-                return verification.similarity(offsets, values, np.searchsorted(docs, a),
-                                               np.searchsorted(docs, b), exact, self.workers)
+                def measure(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+                    return verification.similarity(offsets, values, x, y, exact, self.workers)
+
+                return self._measured(measure, np.searchsorted(docs, a), np.searchsorted(docs, b))
 
             return verified
 
@@ -356,6 +362,25 @@ class OutOfCoreDedup:
 
         return chunked
 
+    def _on_stage(self, name: str) -> None:
+        self._stage = name
+        self.progress.stage(name)
+
+    def _measured(self, measure: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray,
+                  b: np.ndarray) -> np.ndarray:
+        """``measure(a, b)``; in the verify stage, in steps of at least ``VERIFY_STEP`` pairs
+        that advance the progress display (a bar over the pairs, with rate and time left)."""
+        n = a.shape[0]
+        if self._stage != "verify" or n < 2 * VERIFY_STEP:
+            return measure(a, b)
+        self.progress.stage("verify", n, "pairs")
+        step = max(VERIFY_STEP, -(-n // 100))
+        parts = []
+        for start in range(0, n, step):
+            parts.append(measure(a[start : start + step], b[start : start + step]))
+            self.progress.advance(parts[-1].shape[0])
+        return np.concatenate(parts)
+
     def group(self) -> Groups:
         """Pass 2: :func:`neardup.pipeline.find_groups` over the collected columns."""
         c = self.collected
@@ -365,12 +390,13 @@ class OutOfCoreDedup:
             c.signatures, c.timestamps, self.settings,
             band_keys=c.band_keys if c.band_columns else None,
             set_source=self.set_source,
-            on_stage=self.progress.stage,
+            on_stage=self._on_stage,
         )
         for column in c.band_columns:
             column.release()
         if self.work.resume:
-            for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value"):
+            for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value",
+                         "pair_passed"):
                 self.work.save(name, getattr(groups, name))
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
@@ -379,7 +405,8 @@ class OutOfCoreDedup:
     def _load_groups(self) -> Groups:
         w = self.work
         arrays = [w.load(name) for name in
-                  ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value")]
+                  ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value",
+                   "pair_passed")]
         return Groups(*arrays, stats=w.load_json("group"))
 
 

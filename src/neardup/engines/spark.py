@@ -76,6 +76,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,19 @@ _MAX_CENTER_ROUNDS = 1_000_000
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 INSTALL_HINT = "the Spark engine needs pyspark: pip install 'neardup[spark]'"
 
+_LOG_CONFIG = Path(__file__).resolve().parent.parent / "data" / "spark-log4j2.properties"
+"""The driver's log4j2 configuration when this module starts the JVM: Spark's default at WARN,
+without the messages a user cannot act on (see the file)."""
+
+_QUIET_LOGGERS = (
+    "org.apache.hadoop.util.NativeCodeLoader",  # no native Hadoop library: Java classes are used
+    "org.apache.spark.sql.execution.window.WindowExec",  # the window over the (small) input splits
+    "org.apache.spark.rdd.MapPartitionsRDD",  # "locally checkpointed": freed on purpose
+)
+"""Loggers set to ERROR in every session :func:`spark_session` returns, unless configured."""
+
+_LOG4J2_FILES = ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.yml", "log4j2.json")
+
 
 def require_pyspark() -> None:
     """Raise ``ImportError`` with the install command if pyspark is missing."""
@@ -177,6 +191,9 @@ def spark_session(
     ``local[*]`` otherwise. For local masters, Python workers run this interpreter (unless
     ``PYSPARK_PYTHON`` says otherwise), so they see the same installed ``neardup``, and the
     driver binds to 127.0.0.1 (unless ``SPARK_LOCAL_IP`` or ``config`` say otherwise).
+    Logs: a driver this call starts logs at WARN without Spark's banner (:data:`_LOG_CONFIG`,
+    unless a log4j2 configuration of the user's is found), and :data:`_QUIET_LOGGERS`, whose
+    warnings a user cannot act on, are set to ERROR in any session; other loggers are untouched.
     Cost: a few seconds to start the JVM the first time.
 
     Example (needs a Spark session, so not run as a doctest)::
@@ -201,7 +218,49 @@ def spark_session(
             "spark.driver.host", "127.0.0.1")
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _driver_log_config():
+        spark = builder.getOrCreate()
+    _quiet_loggers(spark)
+    return spark
+
+
+@contextmanager
+def _driver_log_config() -> Iterator[None]:
+    """While a session is created: the JVM that pyspark may launch reads :data:`_LOG_CONFIG`,
+    given first in ``SPARK_SUBMIT_OPTS`` so a ``-Dlog4j2.configurationFile`` of the user's
+    (there, or in ``spark.driver.extraJavaOptions``) still wins. Skipped when a log4j2 file is
+    in Spark's configuration folder (it would be overridden) or the file is missing."""
+    saved = os.environ.get("SPARK_SUBMIT_OPTS")
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
+    user_file = conf_dir is not None and any(
+        os.path.exists(os.path.join(conf_dir, name)) for name in _LOG4J2_FILES)
+    if not user_file and _LOG_CONFIG.is_file():
+        ours = f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{ours} {saved}" if saved else ours
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
+
+
+def _quiet_loggers(spark: SparkSession) -> None:
+    """Set :data:`_QUIET_LOGGERS` to ERROR in the driver, so that sessions whose JVM was started
+    elsewhere (``spark-submit``, an earlier session) are quiet too; a logger the configuration
+    names keeps its level. Nothing happens without a JVM at hand (Spark Connect) or log4j2."""
+    try:
+        jvm = spark.sparkContext._jvm
+        log4j = jvm.org.apache.logging.log4j
+        configured = log4j.LogManager.getContext(False).getConfiguration().getLoggers()
+        error = log4j.Level.toLevel("ERROR")
+        for name in _QUIET_LOGGERS:
+            if not configured.containsKey(name):
+                log4j.core.config.Configurator.setLevel(name, error)
+    except Exception:  # noqa: BLE001 - logging is a convenience; never fail a run over it
+        pass
 
 
 # =============================================================================================
@@ -605,9 +664,11 @@ class SparkResult:
     Attributes:
         groups: one row per document: ``pos, id, duplicate_id, original_id, is_original,
             group_size`` (sort by ``pos`` for input order).
-        pairs: ``pos_a, pos_b, id_a, id_b`` and ``distance`` (SimHash, int) or ``similarity``
-            (MinHash, float): original → member for ``pairs="original"``, every near-duplicate
-            pair (``pos_a < pos_b``) for ``pairs="all"``.
+        pairs: ``pos_a, pos_b, id_a, id_b``, ``distance`` (SimHash, int) or ``similarity``
+            (MinHash, float) and ``passed`` (whether the pair itself meets the run's rule, as
+            the local engine's ``Groups.pair_passed``): original → member for
+            ``pairs="original"``, every near-duplicate pair (``pos_a < pos_b``) for
+            ``pairs="all"``.
         stats: counts and seconds per stage, the keys of the local engine's ``Groups.stats``.
         pairs_order: the columns PAIRS is sorted by in the local engine's output.
     """
@@ -992,7 +1053,7 @@ class _Job:
         id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
         id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         pairs = self.lookup(self.lookup(pairs, id_a, ["pos_a"]), id_b, ["pos_b"]).select(
-            "pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name))
+            "pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed")
         self.lap("pairs")
         # Everything but the tables the results read has been consumed.
         self.release(keep=(doc_orig, per_orig, pairs_base))
@@ -1142,9 +1203,9 @@ class _Job:
         members = doc_orig.where("pos != orig")
         rep_pairs = members.select(F.col("orig").alias("a"), F.col("rep").alias("b")).distinct()
         valued = self.relate(rep_pairs, ["a", "b"]).select(
-            F.col("a").alias("orig"), F.col("b").alias("rep"), "value")
+            F.col("a").alias("orig"), F.col("b").alias("rep"), "value", F.col("ok").alias("passed"))
         return members.join(valued, ["orig", "rep"]).select(
-            F.col("orig").alias("pos_a"), F.col("pos").alias("pos_b"), "value")
+            F.col("orig").alias("pos_a"), F.col("pos").alias("pos_b"), "value", "passed")
 
     def all_pairs(self, docrep: DataFrame, reps: DataFrame, fp_pairs, fp_rep) -> DataFrame:
         """Every near-duplicate pair of documents (pos_a < pos_b), from representative pairs."""
@@ -1181,7 +1242,8 @@ class _Job:
         mb = members.select(F.col("rep").alias("b"), F.col("pos").alias("pb"))
         across = accepted.join(ma, ["a"]).join(mb, ["b"]).select(
             F.least("pa", "pb").alias("pos_a"), F.greatest("pa", "pb").alias("pos_b"), "value")
-        return within.unionByName(across)
+        # Every pair written here was accepted by the relation.
+        return within.unionByName(across).withColumn("passed", F.lit(True))
 
 
 # =============================================================================================
@@ -1512,7 +1574,7 @@ def dedup_dataframe(
 
     Returns:
         :class:`SparkResult`: ``groups`` (``pos, id, duplicate_id, original_id, is_original,
-        group_size``), ``pairs`` (``pos_a, pos_b, id_a, id_b, distance|similarity``) and
+        group_size``), ``pairs`` (``pos_a, pos_b, id_a, id_b, distance|similarity, passed``) and
         ``stats`` (``stats["read"]`` holds the read counters).
 
     Cost: the local engine's work spread over the cluster, plus shuffles of
@@ -1983,7 +2045,7 @@ def write_result(result: SparkResult, settings: Settings, groups_out: str | None
     if pairs_out:
         name = "distance" if settings.method == "simhash" else "similarity"
         write_output(_rounded_pairs(result.pairs, settings.method), pairs_out,
-                     list(result.pairs_order), ["id_a", "id_b", name])
+                     list(result.pairs_order), ["id_a", "id_b", name, "passed"])
 
 
 def run_dedup(
