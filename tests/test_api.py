@@ -103,3 +103,18 @@ def test_integer_ids_become_strings_and_arrow_tables_are_read_alike():
     assert neardup.dedup(table.to_pandas())["original_id"].tolist() == ["10", "10", "12"]
     assert neardup.dedup(pd.DataFrame({"text": TEXTS}), id_column=None)["id"].tolist() == [
         "0", "1", "2"]
+
+
+def test_the_readmes_python_example_runs(monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Python API", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(root)
+    scope: dict = {}
+    exec(compile(code, "README.md (Python API)", "exec"), scope)
+    groups = scope["groups"]
+    assert len(groups) == len(scope["df"]) and set(groups["original_id"]) <= set(groups["id"])
+    assert scope["originals"].shape == scope["fps"].shape
