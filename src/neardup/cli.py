@@ -763,9 +763,16 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
     """``neardup dedup`` on the local engine: out of core, under ``memory_limit``."""
     from neardup import __version__
     from neardup.engines.outofcore import BATCH_SIZE, OutOfCoreDedup
-    from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
+    from neardup.engines.spill import (
+        WorkDir,
+        input_identity,
+        parse_memory_limit,
+        return_freed_memory,
+        run_key,
+    )
 
     limit = parse_memory_limit(memory_limit)
+    return_freed_memory()
     check_outputs([output, pairs_out, keep, report_out, summary_out], inputs)
     if resume and "-" in inputs:
         raise ValueError("--resume needs input files: standard input cannot be read again")

@@ -495,17 +495,27 @@ class _MemoVerified:
         return out
 
     def _remembered(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # Temporaries are dropped before measuring: an out-of-core run sizes its blocks of
+        # verification data by the memory left beside them.
         ra, rb = self.rep_of[a], self.rep_of[b]
         out = np.ones(ra.shape[0], dtype=np.float64)
         key = (np.minimum(ra, rb).astype(np.uint64) << np.uint64(32)) | np.maximum(ra, rb).astype(np.uint64)
-        at = np.minimum(np.searchsorted(self.keys, key), max(self.keys.shape[0] - 1, 0))
-        known = (self.keys[at] == key) if self.keys.shape[0] else np.zeros(key.shape[0], bool)
-        out[known] = self.values[at[known]]
-        need = (ra != rb) & ~known
-        if need.any():
-            new_keys, first = np.unique(key[need], return_index=True)
-            values = self.measure(ra[need][first], rb[need][first])
-            out[need] = values[np.searchsorted(new_keys, key[need])]
+        need = ra != rb
+        if self.keys.shape[0]:
+            at = np.minimum(np.searchsorted(self.keys, key), self.keys.shape[0] - 1)
+            known = self.keys[at] == key
+            out[known] = self.values[at[known]]
+            need &= ~known
+            del at, known
+        need = np.flatnonzero(need)
+        if need.shape[0]:
+            new_keys, first, inverse = np.unique(key[need], return_index=True, return_inverse=True)
+            del key
+            first = need[first]
+            pa, pb = ra[first], rb[first]
+            del ra, rb, first
+            values = self.measure(pa, pb)
+            out[need] = values[inverse]
             keys = np.concatenate([self.keys, new_keys])
             order = np.argsort(keys, kind="stable")
             self.keys, self.values = keys[order], np.concatenate([self.values, values])[order]

@@ -322,9 +322,8 @@ class OutOfCoreDedup:
             for column in self.collected.band_columns:
                 column.release()
         cost = verification.itemsize * self._units(docs)
-        limit = max(self.budget.limit, 1)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
-        if int(cost.sum()) <= limit:
+        if int(cost.sum()) <= self.budget.limit:
             offsets, values = self._sets(docs)
 
             def verified(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
@@ -341,21 +340,22 @@ class OutOfCoreDedup:
                 return out
             # Pairs of one connected component side by side, so that a document's pairs
             # mostly share a chunk and it is read once, not once per hub it is linked to.
+            # Pairs are held as positions in ``docs``, each temporary dropped once used: they
+            # are resident beside every block.
             ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
-            component = connected_components(docs.shape[0], ia, ib)
-            order = np.lexsort((ib, ia, component[ia]))
-            a_sorted, b_sorted = a[order], b[order]
-            chunk_of_pair = _chunks_of_pairs(ia[order], ib[order],
-                                             np.asarray(cost, dtype=np.float64), float(limit))
-            bounds = np.flatnonzero(np.diff(chunk_of_pair)) + 1
-            for chunk in np.split(np.arange(a.shape[0]), bounds):
-                ca, cb = a_sorted[chunk], b_sorted[chunk]
-                chunk_docs = np.unique(np.concatenate([ca, cb]))
+            order = np.lexsort((ib, ia, connected_components(docs.shape[0], ia, ib)[ia]))
+            ia, ib = ia[order], ib[order]
+            bounds = np.flatnonzero(np.diff(_chunks_of_pairs(
+                ia, ib, np.asarray(cost, dtype=np.float64), float(max(self.budget.limit, 1))))) + 1
+            for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]):
+                ca, cb = ia[start:end], ib[start:end]
+                local = np.unique(np.concatenate([ca, cb]))
+                chunk_docs = docs[local]
                 self.progress.stage("shingle sets", int(chunk_docs.shape[0]), "docs")
                 offsets, values = self._sets(chunk_docs)
-                out[order[chunk]] = verification.similarity(
-                    offsets, values, np.searchsorted(chunk_docs, ca),
-                    np.searchsorted(chunk_docs, cb), exact, self.workers)
+                out[order[start:end]] = verification.similarity(
+                    offsets, values, np.searchsorted(local, ca), np.searchsorted(local, cb),
+                    exact, self.workers)
                 # Free this chunk's data before the next one is built beside it.
                 del offsets, values
             return out

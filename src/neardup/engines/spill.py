@@ -55,6 +55,29 @@ def machine_memory() -> int:
         return 8 << 30
 
 
+#: mallopt's M_MMAP_THRESHOLD (glibc malloc.h) and the value set for a run.
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD = 1 << 20
+
+
+def return_freed_memory() -> None:
+    """Make the memory of freed large arrays go back to the system at once (glibc only).
+
+    glibc serves a block above its mmap threshold by ``mmap`` and unmaps it when freed, but it
+    raises that threshold each time such a block is freed, up to 32 MiB; from then on arrays
+    of a few MiB (a run's per-stage temporaries) come from the heap, whose freed pages stay with
+    the process: measured at 1M documents, 0.5 GB more resident from the candidate stage on.
+    Setting the threshold fixes it (1 MiB here). A no-op elsewhere. Process-wide; O(1).
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+
+
 def parse_size(value: str | int, what: str) -> int:
     """Bytes from a size like ``"2G"``, ``"512M"``, ``"64k"`` or ``"1500000000"`` (binary units,
     optional ``iB``/``B``); ``what`` names the option in the error.
