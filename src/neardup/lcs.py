@@ -66,7 +66,7 @@ from numba import njit
 
 from neardup.hashing import _xxh64_padded
 from neardup.similarity import _trim_common
-from neardup.text import _canonical, _decode
+from neardup.text import Canonical, _canonical, _decode
 
 __all__ = [
     "LCS_UNITS",
@@ -229,18 +229,22 @@ def _auto_counts(canon, offsets):
     return counts
 
 
-def lcs_unit_counts(texts: list[str], unit: str = "auto") -> np.ndarray:
+def lcs_unit_counts(texts: list[str] | Canonical, unit: str = "auto") -> np.ndarray:
     """The number of units of each text (int64[n]), as :func:`lcs_units` would give them,
-    without building them (only ``"auto"`` is counted directly). O(total bytes).
+    without building them (only ``"auto"`` is counted directly; ``texts`` may then be their
+    :class:`~neardup.text.Canonical` form). O(total bytes).
 
     Example:
         >>> lcs_unit_counts(["a b c", "한 글", ""]).tolist()
         [3, 2, 0]
     """
     if unit != "auto":
+        if isinstance(texts, Canonical):
+            raise ValueError(f"the {unit!r} units are counted from the texts, not their "
+                             "canonical form")
         return np.diff(lcs_units(texts, unit)[0])
-    canon, offsets, _ = _canonical(list(texts))
-    return _auto_counts(canon, offsets)
+    canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
+    return _auto_counts(canonical.data, canonical.offsets)
 
 
 def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.ndarray]:

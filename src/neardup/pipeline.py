@@ -46,7 +46,7 @@ from neardup.groups import center_groups, connected_components, document_order, 
 from neardup.lsh import optimal_params
 from neardup.minhash import check_num_perm, jaccard_estimate, minhash_from_features
 from neardup.simhash import WEIGHTS, hamming_distance, simhash_from_features
-from neardup.text import Shingling, hash_features, shingle_sets
+from neardup.text import Canonical, Shingling, hash_features, shingle_sets
 from neardup.lcs import lcs_unit_counts
 from neardup.verify import LCS_UNIT, VERIFY_MEASURES, Verification, parse_verify
 
@@ -300,13 +300,15 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
     Cost: O(total bytes) for the features, plus O(shingles × 64) for SimHash or
     O(shingles × num_perm) for MinHash, plus a per-document sort for the sets.
     """
-    features = hash_features(list(texts), settings.shingle, settings.hash_name)
+    canonical = Canonical.of(texts)
+    features = hash_features(canonical, settings.shingle, settings.hash_name)
     if settings.method == "simhash":
         signature = simhash_from_features(features, settings.weights, settings.idf)
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
     lcs = settings.verify is not None and settings.verify_measure == "lcs"
-    sizes = lcs_unit_counts(texts, LCS_UNIT) if lcs else np.diff(features.offsets)
+    sizes = (lcs_unit_counts(canonical if LCS_UNIT == "auto" else texts, LCS_UNIT) if lcs
+             else np.diff(features.offsets))
     result = Signatures(features.content, signature, features.empty, features.text_bytes,
                         sizes=sizes)
     if settings.needs_sets if keep_sets is None else keep_sets:

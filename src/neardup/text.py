@@ -738,10 +738,39 @@ class Features:
         return np.diff(self.offsets) == 0
 
 
+@dataclass(frozen=True)
+class Canonical:
+    """The canonical UTF-8 bytes of a batch of texts, made once for every use of them
+    (shingles, LCS unit counts).
+
+    Attributes:
+        data: uint8 bytes of all texts, text d at ``data[offsets[d]:offsets[d + 1]]``, followed
+            by zero padding for the hash kernels.
+        offsets: int64[n + 1].
+        folded_bytes: int64[n], UTF-8 bytes of each text after NFKC and case folding.
+    """
+
+    data: np.ndarray
+    offsets: np.ndarray
+    folded_bytes: np.ndarray
+
+    @classmethod
+    def of(cls, texts: list[str]) -> Canonical:
+        """The canonical form of ``texts`` (see :func:`normalize`). O(total bytes).
+
+        Example:
+            >>> c = Canonical.of(["Hello,  World", ""])
+            >>> bytes(c.data[: c.offsets[-1]]), c.offsets.tolist()
+            (b'hello world', [0, 11, 11])
+        """
+        return cls(*_canonical(list(texts)))
+
+
 def hash_features(
-    texts: list[str], shingle: str | Shingling = "word:3", hash_name: str = "xxh"
+    texts: list[str] | Canonical, shingle: str | Shingling = "word:3", hash_name: str = "xxh"
 ) -> Features:
-    """Hash the shingles of many texts (see the module docstring for the rules).
+    """Hash the shingles of many texts (see the module docstring for the rules); ``texts``
+    may be given as their :class:`Canonical` form when it is needed for something else too.
 
     Cost: O(total bytes × shingle size) in compiled code (plus a C-level Unicode fold for the
     rare texts that need one, see the module docstring).
@@ -756,7 +785,8 @@ def hash_features(
     """
     spec = Shingling.parse(shingle)
     code = hash_code(hash_name)
-    canon, offsets, text_bytes = _canonical(list(texts))
+    canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
+    canon, offsets, text_bytes = canonical.data, canonical.offsets, canonical.folded_bytes
     feat_offsets, hashes = _shingle_hashes(
         canon, offsets, spec.unit != "char", spec.size, code, _MD5_S, _MD5_K
     )
