@@ -779,3 +779,272 @@ def test_cli_fingerprint_rows_and_create(tmp_path):
     with NearDupIndex(d):  # a writer holds the lock: writing commands say so
         r = _invoke(index_cmd, ["remove", "-d", d, "a"])
         assert r.exit_code == 1 and "open for writing elsewhere" in r.output
+
+
+# --------------------------------------------------------------------------------------------
+# MinHash indexes: agreement with `dedup`'s default method, grouping rules, settings, CLI
+# --------------------------------------------------------------------------------------------
+
+
+def dedup_groups(ids, texts, stamps, **options) -> dict[str, tuple[str, bool, int]]:
+    """`dedup` (the batch job) on a corpus: each ID's (duplicate_id, is_original, size)."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"id": ids, "text": texts, "ts": stamps})
+    got = dedup(frame, time_column="ts", workers=1, grouping="components", **options)
+    return {
+        r.id: (r.duplicate_id, bool(r.is_original), int(r.group_size)) for r in got.itertuples()
+    }
+
+
+def add_in_random_batches(index: NearDupIndex, ids, texts, stamps, seed: int) -> None:
+    rng = random.Random(seed)
+    order = list(range(len(ids)))
+    rng.shuffle(order)
+    i = 0
+    while i < len(order):
+        chunk = order[i : i + rng.choice([1, 1, 3, 17])]
+        index.add_many([ids[j] for j in chunk], [texts[j] for j in chunk],
+                       timestamps=[stamps[j] for j in chunk])
+        i += len(chunk)
+
+
+@pytest.mark.parametrize("options", [{}, {"verify": "jaccard:0.6", "shingle": "word:2"},
+                                     {"verify": "none", "threshold": 0.5}])
+def test_minhash_build_and_adds_agree_with_dedup(tmp_path, options):
+    ids, texts, stamps = corpus(11)
+    # Exact duplicates (after normalisation) and documents without any word join in too.
+    ids += ["dup-a", "dup-b", "empty-1", "empty-2"]
+    texts += [texts[0].upper() + "!", texts[0], "", "!!! ..."]
+    stamps += [5, 10**7, 3, 4]
+    want = dedup_groups(ids, texts, stamps, method="minhash", **options)
+    assert any(size > 2 for _, _, size in want.values())
+    assert len({v[0] for v in want.values()}) > 10
+    us = np.array(stamps, dtype=np.int64) * 1_000_000
+    with NearDupIndex.build(tmp_path / "bulk", ids, texts=texts, timestamps_us=us,
+                            method="minhash", **options) as index:
+        assert index.groups() == want
+        assert index.settings.method == "minhash"
+    # Added one by one and in batches, in another order: the same groups.
+    with NearDupIndex.create(tmp_path / "online", method="minhash", **options) as index:
+        add_in_random_batches(index, ids, texts, stamps, seed=2)
+        assert index.groups() == want
+    # Reopened from its cache, and with its tables rebuilt from SQLite: the same answers.
+    for cache in ("kept", "dropped"):
+        if cache == "dropped":
+            (tmp_path / "online" / "tables.json").unlink()
+        with NearDupIndex(tmp_path / "online", readonly=True) as index:
+            assert index.groups() == want
+            r = index.query(texts[1])
+            assert r.matches and r.matches[0].similarity == pytest.approx(1.0)
+            assert r.duplicate_id == want[ids[1]][0]
+
+
+def test_minhash_simhash_agreement_on_light_edits(tmp_path):
+    """Synthetic light edits (neardup.synth): the MinHash index finds the groups `dedup` finds
+    with its defaults, and the SimHash index those of `dedup --method simhash`."""
+    from neardup.synth import generate
+
+    bases = []
+    for b in range(40):
+        words = _text(100 + b, 60)
+        bases.append(". ".join(" ".join(words[i : i + 12]).capitalize() for i in range(0, 60, 12)))
+    synth = generate(bases, seed=5, per_base=3, edits="all")
+    ids = [d["id"] for d in synth.docs]
+    texts = [d["text"] for d in synth.docs]
+    stamps = list(range(len(ids), 0, -1))  # later rows are older: originals move
+    for method, options in (("minhash", {}), ("simhash", {"verify": None})):
+        want = dedup_groups(ids, texts, stamps, method=method, **options)
+        assert sum(size > 1 for _, _, size in want.values()) > 10
+        with NearDupIndex.create(tmp_path / method, method=method) as index:
+            add_in_random_batches(index, ids, texts, stamps, seed=3)
+            assert index.groups() == want, method
+
+
+WORDS2 = [f"w{i}" for i in range(400)]
+
+
+def _text(seed: int, n: int = 30) -> list[str]:
+    rng = random.Random(seed)
+    return [rng.choice(WORDS2) for _ in range(n)]
+
+
+def test_minhash_late_original_bridge_and_removals(tmp_path):
+    """The grouping rules of the SimHash index hold for MinHash: a late older document becomes
+    the original, a bridge merges groups, removals promote and split."""
+    a = _text(1)
+    b = a[:27] + ["x1", "x2", "x3"]  # 27 of 30 words kept: LCS resemblance 0.9
+    old = a[:28] + ["z1", "z2"]
+    c = [f"c{i}" for i in range(8)] + a[8:]  # 22 of 30 words of a: not a near-duplicate
+    bridge = c[:4] + a[4:]  # 26 of 30 words of a, and of c
+    with NearDupIndex.create(tmp_path / "idx", method="minhash") as index:
+        assert index.add("a", " ".join(a), timestamp=100).status == "new"
+        r = index.add("b", " ".join(b), timestamp=200)
+        assert (r.status, r.duplicate_id, r.matches[0].id) == ("duplicate", "a", "a")
+        assert r.matches[0].similarity == pytest.approx(0.9) and r.matches[0].distance is None
+        assert r.to_dict()["matches"][0] == {"id": "a", "similarity": pytest.approx(0.9),
+                                             "duplicate_id": "a", "original_id": "a"}
+        r = index.add("old", " ".join(old), timestamp=50)
+        assert (r.status, r.is_original, r.group_size) == ("duplicate", True, 3)
+        assert index.get("a").duplicate_id == "old" and index.get("b").original_id == "old"
+        assert index.add("c", " ".join(c), timestamp=10).status == "new"
+        q = index.query(" ".join(bridge))
+        assert (q.status, q.duplicate_id) == ("duplicate", "c")  # the earliest original
+        r = index.add("bridge", " ".join(bridge), timestamp=300)
+        assert (r.duplicate_id, r.group_size) == ("c", 5)
+        assert {v[0] for v in index.groups().values()} == {"c"}
+        index.remove("bridge")
+        assert index.get("c").group_size == 1 and index.get("a").duplicate_id == "old"
+        index.remove("old")
+        assert index.get("b").duplicate_id == "a" and index.get("a").group_size == 2
+
+
+def test_minhash_settings_are_stored_and_other_requests_refused(tmp_path):
+    path = tmp_path / "idx"
+    with NearDupIndex.create(path, method="minhash", threshold=0.7, num_perm=64) as index:
+        index.add("a", "some text about an index that stores texts")
+    with NearDupIndex(path) as index:
+        s = index.settings
+        assert (s.method, s.shingle, s.num_perm, s.threshold, s.verify_measure, s.verify) == (
+            "minhash", "char:4", 64, 0.7, "lcs", 0.7)
+        assert index.hamming_k is None and index.stats()["bands"] == s.bands
+        with pytest.raises(ValueError, match="MinHash index: probe it with texts"):
+            index.query(fingerprint=5)
+        with pytest.raises(ValueError, match="hamming_k applies to SimHash"):
+            index.query("some text", hamming_k=2)
+        with pytest.raises(ValueError, match="is a minhash index .*--method minhash"):
+            index.check_method("simhash")
+        with pytest.raises(ValueError, match="MinHash index: probe it with texts"):
+            index.add("b", fingerprint=7)
+        assert len(index) == 1
+    with pytest.raises(ValueError, match="hamming_k applies to method simhash"):
+        NearDupIndex.create(tmp_path / "bad", method="minhash", hamming_k=3)
+    with pytest.raises(ValueError, match="num_perm applies to method minhash"):
+        NearDupIndex.create(tmp_path / "bad2", num_perm=64)
+    with pytest.raises(ValueError, match="MinHash index is built from texts"):
+        NearDupIndex.build(tmp_path / "bad3", ["a"], fingerprints=np.array([1], np.uint64),
+                           method="minhash")
+
+
+def test_index_without_method_record_is_simhash(tmp_path):
+    """Indexes written before MinHash indexes existed have no `method` in meta: SimHash."""
+    import sqlite3
+
+    path = tmp_path / "idx"
+    with NearDupIndex.create(path, hamming_k=2) as index:
+        index.add("a", fingerprint=3)
+    conn = sqlite3.connect(path / "index.sqlite")
+    conn.execute("DELETE FROM meta WHERE key = 'method'")
+    conn.commit()
+    conn.close()
+    with NearDupIndex(path) as index:
+        assert index.method == "simhash" and index.hamming_k == 2
+        assert index.query(fingerprint=1).matches[0].id == "a"
+
+
+def test_cli_minhash_build_add_query_and_refusals(tmp_path):
+    import pandas as pd
+
+    from neardup.commands.index import index as index_cmd
+
+    ids, texts, stamps = corpus(3, n_base=8, variants=2)
+    docs = tmp_path / "docs.jsonl"
+    with open(docs, "w") as fh:
+        for i, t, s in zip(ids, texts, stamps):
+            fh.write(json.dumps({"id": i, "text": t, "ts": s}) + "\n")
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"id": "late", "text": texts[0] + " again", "ts": -5}) + "\n"
+                    + json.dumps({"id": "fresh", "text": "nothing like the others", "ts": 9})
+                    + "\n")
+    d = str(tmp_path / "idx")
+    r = _invoke(index_cmd, ["build", str(docs), "-d", d, "--time-field", "ts", "--method",
+                            "minhash", "--workers", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    with NearDupIndex(d, readonly=True) as index:
+        assert index.groups() == dedup_groups(ids, texts, stamps, method="minhash")
+    out = tmp_path / "dec.tsv"
+    r = _invoke(index_cmd, ["add", str(more), "-d", d, "--time-field", "ts", "-o", str(out),
+                            "--method", "minhash", "--workers", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    dec = pd.read_csv(out, sep="\t")
+    assert dec.status.tolist() == ["duplicate", "new"] and "similarity" in dec.columns
+    assert dec.similarity[0] > 0.8
+    r = _invoke(index_cmd, ["query", "-d", d, texts[0]])
+    assert r.exit_code == 0 and "similarity\tid" in r.output and "duplicate_id late" in r.output
+    r = _invoke(index_cmd, ["query", "-d", d, "--json", texts[0]])
+    assert json.loads(r.output)["matches"][0]["similarity"] == 1.0
+    batch_out = tmp_path / "q.tsv"
+    r = _invoke(index_cmd, ["query-batch", str(more), "-d", d, "-o", str(batch_out),
+                            "--workers", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    assert pd.read_csv(batch_out, sep="\t").match_count.tolist()[0] >= 2
+    # Other settings or another method are refused, with the index's settings named.
+    r = _invoke(index_cmd, ["query", "-d", d, "--method", "simhash", "x"])
+    assert r.exit_code == 1 and "--method minhash --shingle char:4" in r.output
+    r = _invoke(index_cmd, ["query", "-d", d, "--fingerprint", "00000000000000ff"])
+    assert r.exit_code == 1 and "probe it with texts" in r.output
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "x"), "--method", "minhash",
+                            "-k", "3"])
+    assert r.exit_code == 1 and "--hamming-k applies to method simhash" in r.output
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "y"), "--num-perm", "64"])
+    assert r.exit_code == 1 and "--num-perm applies to method minhash" in r.output
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "z"), "--method", "minhash",
+                            "--verify", "jaccard:0.7", "--bands", "16", "--rows", "8"])
+    assert r.exit_code == 0 and "--bands 16 --rows 8 --verify jaccard:0.7" in r.output
+
+
+def test_minhash_reader_sees_writer_adds_and_removals(tmp_path):
+    path = tmp_path / "idx"
+    page = "a page about the index and the crawler that asks it questions all day long"
+    with NearDupIndex.create(path, method="minhash") as writer, \
+            NearDupIndex(path, readonly=True) as reader:
+        assert reader.query(page).status == "new"
+        writer.add("a", page, timestamp=5)
+        writer.add_many([f"n{i}" for i in range(300)],
+                        [f"note {i} of {i % 13}" for i in range(300)])
+        r = reader.query(page + "!")
+        assert (r.status, r.duplicate_id, r.matches[0].similarity) == ("duplicate", "a", 1.0)
+        assert len(reader) == 301
+        writer.remove("a")
+        assert reader.query(page).status == "new" and len(reader) == 300
+        with pytest.raises(ReadOnlyIndexError):
+            reader.add("b", page)
+
+
+@HYP
+@given(st.lists(st.lists(st.sampled_from("abcdef"), max_size=12), min_size=2, max_size=8),
+       st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6"]))
+def test_minhash_size_bound_never_drops_a_near_duplicate(docs, verify):
+    from neardup.index.minhash import pair_similarity, size_bound, verification_data
+    from neardup.pipeline import Settings
+
+    settings = Settings(method="minhash", shingle="word:1", verify=verify)
+    texts = [" ".join(d) for d in docs]
+    offsets, values = verification_data(texts, settings)
+    a, b = np.triu_indices(len(texts), 1)
+    sizes = np.diff(offsets)
+    sim = pair_similarity(offsets, values, a, b, settings)
+    ruled_out = ~size_bound(sizes[a], sizes[b], settings)
+    assert not np.any(sim[ruled_out] >= settings.verify)
+
+
+def test_minhash_data_cache_is_bounded_and_least_recently_used():
+    from neardup.index.minhash import DataCache
+
+    loads: list[list[int]] = []
+
+    def load(positions):
+        loads.append(positions)
+        sizes = [p % 3 + 1 for p in positions]
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        return offsets, np.concatenate([np.full(s, p, np.uint64) for p, s in zip(positions, sizes)])
+
+    cache = DataCache(max_values=6)
+    offsets, values = cache.rows([1, 2], load)  # 2 + 3 values
+    assert values.tolist() == [1, 1, 2, 2, 2] and offsets.tolist() == [0, 2, 5]
+    cache.rows([2, 1], load)
+    assert loads == [[1, 2]]  # both cached
+    cache.rows([3], load)  # 1 value: 6 in all
+    cache.rows([4], load)  # 2 more: the least recently used (2) goes
+    assert len(cache) == 3 and cache.rows([2], load)[1].tolist() == [2, 2, 2]
+    assert loads[-1] == [2]

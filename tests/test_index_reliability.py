@@ -347,3 +347,98 @@ def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, m
     if command == "build":
         assert not target.exists()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "many.jsonl"]
+
+
+# --------------------------------------------------------------------------------------------
+# MinHash indexes: durability (SIGKILL), damaged caches, check and recover
+# --------------------------------------------------------------------------------------------
+
+MINHASH_WRITER = """
+import sys
+from neardup.index.store import NearDupIndex
+path, start = sys.argv[1], int(sys.argv[2])
+index = NearDupIndex(path)
+i = start
+while True:
+    batch = [f"w{i + j}" for j in range(1 + i % 3)]
+    index.add_many(batch, [f"page {k} of the crawl, with words {k % 7} and {k % 11}"
+                           for k in range(i, i + len(batch))])
+    for ident in batch:
+        print(ident, flush=True)
+    i += len(batch)
+    if i % 50 < 3:
+        index.checkpoint()  # so that some kills land while the cache is being written
+"""
+
+
+def test_minhash_sigkill_keeps_every_acknowledged_add(tmp_path):
+    import signal
+    import time
+
+    path = tmp_path / "idx"
+    NearDupIndex.create(path, method="minhash").close()
+    acknowledged: list[str] = []
+    for round_, want in enumerate((120, 50)):
+        proc = subprocess.Popen([sys.executable, "-c", MINHASH_WRITER, str(path),
+                                 str(10_000 * round_)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        got = 0
+        try:
+            while got < want and time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                acknowledged.append(line.strip())
+                got += 1
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            proc.stdout.close()
+            proc.stderr.close()
+        assert got == want, "the writer stopped early"
+        with NearDupIndex(path) as index:  # opens (the lock died with the process)
+            assert [i for i in acknowledged if index.get(i) is None] == []
+            last = int(acknowledged[-1][1:])
+            text = f"page {last} of the crawl, with words {last % 7} and {last % 11}"
+            match = index.query(text).matches[0]
+            assert match.similarity == 1.0 and match.id == acknowledged[-1]
+
+
+def _minhash_corpus(n: int) -> tuple[list[str], list[str]]:
+    rng = np.random.default_rng(4)
+    words = [f"word{i}" for i in range(2000)]
+    texts = [" ".join(rng.choice(words, 25)) for _ in range(n)]
+    texts[1] = texts[0] + " and one more"  # one group of two
+    return [f"d{i}" for i in range(n)], texts
+
+
+def test_minhash_damaged_cache_is_rebuilt_and_check_recover_work(tmp_path):
+    from neardup.index.integrity import check_index, recover_index
+
+    path = tmp_path / "idx"
+    ids, texts = _minhash_corpus(600)
+    NearDupIndex.build(path, ids, texts=texts, method="minhash").close()
+    manifest = json.loads((path / "tables.json").read_text())
+    gen = path / f"tables-{manifest['generation']}"
+    for victim in sorted(p for p in gen.iterdir() if p.is_file()):
+        pristine = victim.read_bytes()
+        data = bytearray(pristine)
+        data[len(data) // 2] ^= 0x5A
+        victim.write_bytes(bytes(data))
+        with NearDupIndex(path, readonly=True) as index:
+            assert index.stats()["opened_from"] == "rebuilt", victim.name
+            for i in range(0, 600, 61):
+                assert index.query(texts[i]).matches[0].id == ids[i]
+        victim.write_bytes(pristine)
+    with NearDupIndex(path) as index:
+        index.add("late", texts[5] + " again", timestamp=-1)
+        index.remove("d7")
+    report = check_index(path)
+    assert report["ok"], report["problems"]
+    recovered = recover_index(path, tmp_path / "copy")
+    assert (recovered["recovered"], recovered["lost_positions"]) == (600, 0)
+    with NearDupIndex(tmp_path / "copy", readonly=True) as copy, \
+            NearDupIndex(path, readonly=True) as index:
+        assert copy.settings == index.settings and copy.groups() == index.groups()
+        assert copy.get("d5").duplicate_id == "late"

@@ -591,3 +591,42 @@ def test_serve_on_a_missing_index_fails_before_announcing(tmp_path, monkeypatch)
     result = _serve_cli("-d", str(tmp_path / "there.idx"), "--port", "0")
     assert result.exit_code == 0, result.output
     assert "serving" in result.stderr and started == [1]
+
+
+def test_minhash_index_answers_with_similarity(tmp_path):
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as idx:
+        client = TestClient(create_app(idx, max_batch=5))
+        r = client.post("/v1/documents", json={"id": "a", "text": PAGE, "timestamp": 100})
+        assert r.status_code == 200 and r.json()["status"] == "new"
+        edited = PAGE.replace("lazy", "sleepy")
+        r = client.post("/v1/documents", json={"documents": [
+            {"id": "old", "text": edited, "timestamp": 50},
+            {"id": "other", "text": "a page about something else entirely, with numbers 1 2 3"},
+        ]})
+        assert r.status_code == 200, r.text
+        old, other = r.json()["results"]
+        assert (old["status"], old["is_original"], other["status"]) == ("duplicate", True, "new")
+        match = old["matches"][0]
+        assert set(match) == {"id", "similarity", "duplicate_id", "original_id"}
+        assert match["id"] == "a" and 0.8 <= match["similarity"] < 1
+        r = client.post("/v1/query", json={"text": PAGE})
+        assert r.status_code == 200
+        q = r.json()
+        assert (q["duplicate_id"], q["match_count"]) == ("old", 2)
+        assert q["matches"][0] == {"id": "a", "similarity": 1.0, "duplicate_id": "old",
+                                   "original_id": "old"}
+        r = client.post("/v1/query", json={"documents": [{"text": PAGE, "id": "p"},
+                                                          {"text": "nothing alike", "id": "q"}]})
+        assert [x["status"] for x in r.json()["results"]] == ["duplicate", "new"]
+        # A MinHash index takes texts: fingerprints and hamming_k are refused, nothing stored.
+        r = client.post("/v1/query", json={"fingerprint": "00000000000000ff"})
+        assert r.status_code == 422 and "probe it with texts" in r.json()["detail"]
+        r = client.post("/v1/query", json={"text": PAGE, "hamming_k": 2})
+        assert r.status_code == 422 and "hamming_k applies to SimHash" in r.json()["detail"]
+        r = client.post("/v1/documents", json={"documents": [
+            {"id": "x", "text": PAGE}, {"id": "y", "fingerprint": "00000000000000ff"}]})
+        assert r.status_code == 422 and len(idx) == 3
+        stats = client.get("/v1/stats").json()
+        assert (stats["method"], stats["bands"], stats["verify"]) == ("minhash", 32, "lcs:0.8")
+        assert client.delete("/v1/documents/old").status_code == 200
+        assert client.get("/v1/documents/a").json()["duplicate_id"] == "a"

@@ -10,11 +10,30 @@ import time
 import click
 import numpy as np
 
-from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
+from neardup.cli import (
+    CONTEXT,
+    Reporter,
+    handle_errors,
+    input_options,
+    settings_fields,
+    summary_option,
+)
 from neardup.hashing import HASH_NAMES
-from neardup.index.store import DEFAULT_LIMIT, MAX_LIMIT, NearDupIndex, index_settings
+from neardup.index.store import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    NearDupIndex,
+    describe_settings,
+    index_settings,
+)
 from neardup.io import check_outputs, output_set, read_documents, read_fingerprints, write_table
-from neardup.pipeline import Settings, signatures
+from neardup.pipeline import (
+    DEFAULT_THRESHOLD,
+    METHODS,
+    Settings,
+    check_method_options,
+    signatures,
+)
 from neardup.simhash import WEIGHTS
 
 _FP_FORMATS = click.Choice(["auto", "hex", "dec"])
@@ -49,20 +68,29 @@ def _source_options(command):
 
 
 def _settings_options(command):
+    """The settings of a new index: ``dedup``'s options and defaults for its method."""
     options = [
+        click.option(
+            "--method",
+            type=click.Choice(METHODS),
+            default="simhash",
+            show_default=True,
+            help="SimHash fingerprints (Hamming distance, permutation tables) or MinHash "
+            "signatures (LSH bands, candidates verified as `neardup dedup` verifies them; the "
+            "index then keeps the texts, compressed).",
+        ),
         click.option(
             "-k",
             "--hamming-k",
             type=int,
-            default=3,
-            show_default=True,
-            help="Near-duplicates differ in at most this many of 64 bits (fixed for the index).",
+            default=None,
+            help="SimHash: near-duplicates differ in at most this many of 64 bits [default: 3].",
         ),
         click.option(
             "--shingle",
-            default="word:3",
-            show_default=True,
-            help="Features: word:K or char:K (fixed for the index).",
+            default=None,
+            help="Features: word:K or char:K [default: word:3 with --method simhash, char:4 "
+            "with minhash].",
         ),
         click.option(
             "--hash",
@@ -70,37 +98,93 @@ def _settings_options(command):
             type=click.Choice(HASH_NAMES),
             default="xxh",
             show_default=True,
-            help="Feature hash (fixed for the index).",
+            help="Feature hash.",
         ),
         click.option(
             "--weights",
             # An index stores no IDF table, so its fingerprints use fixed weights.
             type=click.Choice([w for w in WEIGHTS if w != "idf"]),
-            default="set",
-            show_default=True,
-            help="SimHash weights (fixed for the index).",
+            default=None,
+            help="SimHash weights [default: set].",
         ),
+        click.option("--num-perm", type=int, default=None,
+                     help="MinHash permutations [default: 128]."),
+        click.option("--seed", type=int, default=None, help="MinHash seed [default: 1]."),
+        click.option("--threshold", type=float, default=None,
+                     help=f"MinHash: near-duplicate threshold of the verification (or of the "
+                     f"MinHash estimate with --verify none) [default: {DEFAULT_THRESHOLD}]."),
+        click.option("--bands", type=int, default=None,
+                     help="MinHash: force the number of LSH bands (with --rows) [default: tuned "
+                     "as `neardup dedup` tunes them]."),
+        click.option("--rows", type=int, default=None,
+                     help="MinHash: force the rows per band (with --bands)."),
+        click.option("--verify", default=None,
+                     help="MinHash: how candidates are verified, as `neardup dedup --verify`: "
+                     "auto (LCS resemblance at --threshold), lcs:T, jaccard:T or none "
+                     "[default: auto]."),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
+def _index_settings(method, hamming_k, shingle, hash_name, weights, num_perm, seed, threshold,
+                    bands, rows, verify) -> dict:
+    """The settings keywords of :meth:`NearDupIndex.create` from the command-line options,
+    refusing an option of the other method in its command-line spelling."""
+    options = {"hamming_k": hamming_k, "weights": weights, "num_perm": num_perm, "seed": seed,
+               "threshold": threshold, "bands": bands, "rows": rows}
+    check_method_options(method, [k for k, v in options.items() if v is not None],
+                         spell=lambda name: "--" + name.replace("_", "-"))
+    if method == "simhash" and verify not in (None, "none"):
+        raise ValueError("--verify applies to --method minhash (a SimHash index does not verify)")
+    keywords = dict(options, method=method, shingle=shingle, hash_name=hash_name, verify=verify)
+    index_settings(**keywords)  # validated before anything is read
+    return keywords
+
+
+def _method_option(command):
+    return click.option(
+        "--method",
+        type=click.Choice(METHODS),
+        default=None,
+        help="Expect an index of this method (default: any); another is refused.",
+    )(command)
+
+
 def _probe_options(limit_help: str):
-    """-k and --limit of the commands that probe the index."""
+    """--method, -k and --limit of the commands that probe the index."""
 
     def decorate(command):
         command = click.option("--limit", type=click.IntRange(0, MAX_LIMIT), default=DEFAULT_LIMIT,
                                show_default=True, help=limit_help)(command)
-        return click.option("-k", "--hamming-k", type=int, default=None,
-                            help="Largest distance, at most the index's (default: the index's).",
-                            )(command)
+        command = click.option("-k", "--hamming-k", type=int, default=None,
+                               help="SimHash index: largest distance, at most the index's "
+                               "(default: the index's).")(command)
+        return _method_option(command)
 
     return decorate
 
 
-def _fingerprint_batch(batch, settings: Settings) -> np.ndarray:
-    return signatures(batch.texts, settings).signature
+# The settings fixed for an index, per method (in the --summary-out JSON of its commands).
+_INDEX_SETTINGS = {
+    "simhash": ("method", "shingle", "hash", "weights", "hamming_k"),
+    "minhash": ("method", "shingle", "hash", "num_perm", "seed", "threshold", "bands", "rows",
+                "verify", "verify_threshold"),
+}
+
+
+def _index_fields(settings: Settings) -> dict:
+    """The --summary-out settings of an index."""
+    return settings_fields(settings, _INDEX_SETTINGS[settings.method])
+
+
+def _fingerprint_batch(batch, settings: Settings) -> dict:
+    """The probe keywords of a batch: SimHash fingerprints computed here (in the reader's
+    worker threads), or the texts for a MinHash index (signed and verified under its lock)."""
+    if settings.method == "minhash":
+        return {"texts": batch.texts}
+    return {"fingerprints": signatures(batch.texts, settings).signature}
 
 
 def _batches(
@@ -117,7 +201,8 @@ def _batches(
     workers,
     reporter,
 ):
-    """(ids, uint64 fingerprints, int64 µs timestamps) per input batch, in input order."""
+    """(ids, probe keywords, int64 µs timestamps) per input batch, in input order; the
+    keywords are ``fingerprints`` (SimHash) or ``texts`` (MinHash)."""
     if from_fingerprints:
         table = read_fingerprints(
             list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
@@ -127,7 +212,7 @@ def _batches(
             stop = min(len(table), start + step)
             yield (
                 table.ids[start:stop].to_pylist(),
-                table.fingerprints[start:stop],
+                {"fingerprints": table.fingerprints[start:stop]},
                 table.timestamps[start:stop],
             )
         return
@@ -142,14 +227,24 @@ def _batches(
         on_error=on_error,
         max_doc_bytes=max_doc_bytes,
     )
-    for batch, fps in ordered_map(
+    reporter.reading(reader)
+    for batch, probe in ordered_map(
         _fingerprint_batch, reader, check_workers(workers), index.settings
     ):
         reporter.batch(batch)
-        yield batch.ids, fps, batch.timestamps
+        yield batch.ids, probe, batch.timestamps
 
 
-def _result_columns(results) -> dict:
+def _measure(method: str) -> str:
+    """The name of a match's value: ``distance`` (SimHash) or ``similarity`` (MinHash)."""
+    return "similarity" if method == "minhash" else "distance"
+
+
+def _value(match) -> float | int | None:
+    return match.distance if match.similarity is None else match.similarity
+
+
+def _result_columns(results, method: str) -> dict:
     return {
         "id": [r.id for r in results],
         "status": [r.status for r in results],
@@ -157,7 +252,7 @@ def _result_columns(results) -> dict:
         "original_id": [r.original_id for r in results],
         "match_count": [r.match_count for r in results],
         "nearest_id": [r.matches[0].id if r.matches else None for r in results],
-        "distance": [r.matches[0].distance if r.matches else None for r in results],
+        _measure(method): [_value(r.matches[0]) if r.matches else None for r in results],
     }
 
 
@@ -166,14 +261,17 @@ def index() -> None:
     """A persistent near-duplicate index for crawlers: add pages and learn at once whether a
     near-duplicate is already stored.
 
-    The index keeps exactly the groups of `neardup dedup --method simhash --grouping
-    components` (same -k, --shingle, --hash, --weights) over the documents it holds (duplicate
-    ID = the ID of the group's earliest document). Records are in SQLite (a crash never loses
-    an acknowledged add); the Manku tables are in memory.
+    The index keeps the groups of `neardup dedup --method M --grouping components` with the
+    same settings over the documents it holds (duplicate ID = the ID of the group's earliest
+    document): --method simhash (fingerprints within -k bits; Manku tables in memory) or
+    --method minhash (`dedup`'s default: LSH band candidates verified on the texts, which the
+    index keeps compressed; band tables in memory). Records are in SQLite (a crash never loses
+    an acknowledged add).
 
     \b
     Start with:
       neardup index build docs.jsonl -d crawl.idx --time-field ts
+      neardup index build docs.jsonl -d crawl-mh.idx --time-field ts --method minhash
       neardup index add new.jsonl -d crawl.idx -o decisions.tsv
       neardup index query -d crawl.idx "text of a page"
       neardup serve -d crawl.idx --port 8000
@@ -184,21 +282,17 @@ def index() -> None:
 @_dir_option
 @_settings_options
 @handle_errors
-def create(directory, hamming_k, shingle, hash_name, weights):
+def create(directory, **options):
     """Create an empty index (settings fixed from now on).
 
     \b
-    Example:
+    Examples:
       neardup index create -d crawl.idx -k 3 --shingle word:3
+      neardup index create -d crawl.idx --method minhash
     """
-    NearDupIndex.create(
-        directory, hamming_k=hamming_k, shingle=shingle, hash_name=hash_name, weights=weights
-    ).close()
-    click.echo(
-        f"created {directory} (hamming_k={hamming_k}, shingle={shingle}, "
-        f"hash={hash_name}, weights={weights})",
-        err=True,
-    )
+    idx = NearDupIndex.create(directory, **_index_settings(**options))
+    idx.close()
+    click.echo(f"created {directory} ({describe_settings(idx.settings)})", err=True)
 
 
 @index.command(context_settings=CONTEXT)
@@ -208,16 +302,24 @@ def create(directory, hamming_k, shingle, hash_name, weights):
 @_settings_options
 @click.option("--force", is_flag=True, help="Replace an existing index at DIR.")
 @input_options
+@summary_option
 @handle_errors
 def build(
     inputs,
     directory,
     from_fingerprints,
     fingerprint_format,
+    method,
     hamming_k,
     shingle,
     hash_name,
     weights,
+    num_perm,
+    seed,
+    threshold,
+    bands,
+    rows,
+    verify,
     force,
     id_field,
     text_field,
@@ -227,27 +329,37 @@ def build(
     max_doc_bytes,
     workers,
     quiet,
+    summary_out,
 ):
-    """Build an index from a corpus in one pass (same groups as `neardup dedup --method simhash`).
+    """Build an index from a corpus in one pass (the groups of `neardup dedup` with the same
+    --method and settings).
 
     INPUTS are documents (JSONL, CSV, TSV, Parquet, a directory of .txt files) or, with
-    --fingerprints, fingerprint rows. The index is written beside DIR and renamed into place
-    when complete.
+    --fingerprints, fingerprint rows (SimHash only: a MinHash index keeps the texts to verify
+    candidates). The index is written beside DIR and renamed into place when complete.
 
     \b
     Examples:
       neardup index build docs.jsonl -d crawl.idx --time-field ts -k 3
+      neardup index build docs.jsonl -d crawl.idx --time-field ts --method minhash
       neardup index build fps.tsv --fingerprints -d crawl.idx
     """
     from neardup.engines.local import LocalEngine
 
-    settings = index_settings(hamming_k, shingle, hash_name, weights)
-    with Reporter(quiet) as reporter:
+    keywords = _index_settings(method, hamming_k, shingle, hash_name, weights, num_perm, seed,
+                               threshold, bands, rows, verify)
+    settings = index_settings(**keywords)
+    if from_fingerprints and method == "minhash":
+        raise ValueError("--fingerprints builds a SimHash index: a MinHash index is built from "
+                         "documents (it keeps their texts to verify candidates)")
+    check_outputs([summary_out], inputs)
+    with Reporter(quiet, summary_out) as reporter:
         if from_fingerprints:
             table = read_fingerprints(
                 list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
             )
             ids, stamps, sig, fps = table.ids.to_pylist(), table.timestamps, None, table.fingerprints
+            texts = None
             skipped = table.stats.skipped
         else:
             reader = read_documents(
@@ -259,26 +371,34 @@ def build(
                 on_error=on_error,
                 max_doc_bytes=max_doc_bytes,
             )
-            collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
+            reporter.reading(reader)
+            # A MinHash index stores the texts; the collection keeps them only to verify.
+            kept: list[str] = []
+
+            def on_batch(batch) -> None:
+                reporter.batch(batch)
+                if method == "minhash" and not settings.needs_sets:
+                    kept.extend(batch.texts)
+
+            collection = LocalEngine(workers).collect(reader, settings, on_batch=on_batch)
             ids, stamps, sig, fps = (
                 collection.ids,
                 collection.timestamps,
                 collection.signatures,
                 None,
             )
+            texts = collection.texts if collection.texts is not None else kept or None
             skipped = reader.stats.skipped
         reporter.stage("building")
         idx = NearDupIndex.build(
             directory,
             ids,
+            texts=texts if method == "minhash" else None,
             fingerprints=fps,
             signatures_=sig,
             timestamps_us=stamps,
-            hamming_k=hamming_k,
-            shingle=shingle,
-            hash_name=hash_name,
-            weights=weights,
             overwrite=force,
+            **keywords,
         )
         stats = idx.stats()
         idx.close()
@@ -290,10 +410,15 @@ def build(
             ("groups", stats["groups"]),
             ("duplicates", stats["duplicates"]),
             ("largest group", stats["largest_group"]),
-            ("tables", f"{stats['tables']} ({stats['prefix_bits']}-bit prefixes)"),
+            *(
+                [("bands", stats["bands"]), ("rows per band", stats["rows"])]
+                if method == "minhash"
+                else [("tables", stats["tables"]), ("prefix bits", stats["prefix_bits"])]
+            ),
             ("memory bytes / document", stats["bytes_per_document"] or 0.0),
             ("seconds", elapsed),
-        ]
+        ],
+        settings=_index_fields(settings),
     )
 
 
@@ -306,7 +431,7 @@ def build(
     "--output",
     default=None,
     help="Also write one row per document: id, status, duplicate_id, original_id, "
-    "match_count, nearest_id, distance.",
+    "match_count, nearest_id, distance (SimHash) or similarity (MinHash).",
 )
 @click.option(
     "--if-exists",
@@ -322,7 +447,9 @@ def build(
     show_default=True,
     help="normal: an add survives a crash of the process; full: also power loss (fsync).",
 )
+@_method_option
 @input_options
+@summary_option
 @handle_errors
 def add(
     inputs,
@@ -332,6 +459,7 @@ def add(
     output,
     if_exists,
     synchronous,
+    method,
     id_field,
     text_field,
     time_field,
@@ -340,6 +468,7 @@ def add(
     max_doc_bytes,
     workers,
     quiet,
+    summary_out,
 ):
     """Add documents to an index, incrementally (no rebuild); each one is new or a duplicate.
 
@@ -352,12 +481,14 @@ def add(
       neardup index add today.jsonl -d crawl.idx --time-field fetched -o decisions.tsv
       neardup index add more-fps.tsv --fingerprints -d crawl.idx --if-exists skip
     """
-    check_outputs([output], inputs)
+    check_outputs([output, summary_out], inputs)
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
-    with Reporter(quiet) as reporter, NearDupIndex(directory, synchronous=synchronous) as idx:
+    with Reporter(quiet, summary_out) as reporter, \
+            NearDupIndex(directory, synchronous=synchronous) as idx:
+        idx.check_method(method)
         try:
-            for ids, fps, stamps in _batches(
+            for ids, probe, stamps in _batches(
                 idx,
                 inputs,
                 from_fingerprints,
@@ -371,7 +502,9 @@ def add(
                 workers,
                 reporter,
             ):
-                batch_results = idx.add_arrays(ids, fps, stamps, if_exists=if_exists, limit=1)
+                batch_results = idx.add_arrays(
+                    ids, timestamps_us=stamps, if_exists=if_exists, limit=1, **probe
+                )
                 for r in batch_results:
                     counts[r.status] += 1
                 if output:
@@ -385,8 +518,9 @@ def add(
             raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
         reporter.stage("writing")
         if output:
-            write_table(output, _result_columns(results))
+            write_table(output, _result_columns(results, idx.method))
         total = len(idx)
+        used = _index_fields(idx.settings)
     elapsed = time.perf_counter() - reporter.started
     added = counts["new"] + counts["duplicate"]
     reporter.summary(
@@ -398,11 +532,12 @@ def add(
             ("documents in index", total),
             ("seconds", elapsed),
             ("documents / s", added / elapsed if elapsed > 0 else 0.0),
-        ]
+        ],
+        settings=used,
     )
 
 
-def _print_query(result, as_json: bool) -> None:
+def _print_query(result, method: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -411,9 +546,10 @@ def _print_query(result, as_json: bool) -> None:
         head += f"  duplicate_id {result.duplicate_id}  original_id {result.original_id}"
     click.echo(head)
     if result.matches:
-        click.echo("distance\tid\tduplicate_id\toriginal_id")
+        click.echo(f"{_measure(method)}\tid\tduplicate_id\toriginal_id")
         for m in result.matches:
-            click.echo(f"{m.distance}\t{m.id}\t{m.duplicate_id}\t{m.original_id}")
+            value = m.distance if m.similarity is None else f"{m.similarity:.4f}"
+            click.echo(f"{value}\t{m.id}\t{m.duplicate_id}\t{m.original_id}")
 
 
 @index.command(context_settings=CONTEXT)
@@ -432,11 +568,13 @@ def _print_query(result, as_json: bool) -> None:
 @_probe_options("Matches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
-def query(text, directory, fingerprint, text_file, hamming_k, limit, as_json):
-    """Stored near-duplicates of one text (TEXT, --file, or - for stdin) or fingerprint.
+def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_json):
+    """Stored near-duplicates of one text (TEXT, --file, or - for stdin) or fingerprint
+    (SimHash index).
 
-    Matches are ordered by distance, then ID, each with its group's duplicate ID and original.
-    Opens the index read-only, so it works while a writer (e.g. `neardup serve`) has it open.
+    Matches are ordered by distance (SimHash) or descending similarity (MinHash), then ID,
+    each with its group's duplicate ID and original. Opens the index read-only, so it works
+    while a writer (e.g. `neardup serve`) has it open.
 
     \b
     Examples:
@@ -453,8 +591,9 @@ def query(text, directory, fingerprint, text_file, hamming_k, limit, as_json):
         with open(text_file, encoding="utf-8") as fh:
             text = fh.read()
     with NearDupIndex(directory, readonly=True) as idx:
+        idx.check_method(method)
         result = idx.query(text, fingerprint=fingerprint, hamming_k=hamming_k, limit=limit)
-    _print_query(result, as_json)
+    _print_query(result, idx.method, as_json)
 
 
 @index.command("query-batch", context_settings=CONTEXT)
@@ -465,16 +604,18 @@ def query(text, directory, fingerprint, text_file, hamming_k, limit, as_json):
     "--output",
     required=True,
     help="One row per probe: id, status, duplicate_id, original_id, match_count, nearest_id, "
-    "distance.",
+    "distance (SimHash) or similarity (MinHash).",
 )
 @click.option(
     "--matches-out",
     default=None,
-    help="Also write one row per listed match: id, match_id, distance, duplicate_id, original_id.",
+    help="Also write one row per listed match: id, match_id, distance (or similarity), "
+    "duplicate_id, original_id.",
 )
 @_source_options
 @_probe_options("Matches listed per probe (for --matches-out).")
 @input_options
+@summary_option
 @handle_errors
 def query_batch(
     inputs,
@@ -483,6 +624,7 @@ def query_batch(
     matches_out,
     from_fingerprints,
     fingerprint_format,
+    method,
     hamming_k,
     limit,
     id_field,
@@ -493,6 +635,7 @@ def query_batch(
     max_doc_bytes,
     workers,
     quiet,
+    summary_out,
 ):
     """Check many documents (or fingerprints) against the index at once; nothing is stored.
 
@@ -501,10 +644,14 @@ def query_batch(
       neardup index query-batch fetched.jsonl -d crawl.idx -o decisions.tsv
       neardup index query-batch fps.tsv --fingerprints -d crawl.idx -o out.tsv --matches-out m.tsv
     """
-    check_outputs([output, matches_out], inputs)
+    check_outputs([output, matches_out, summary_out], inputs)
     results = []
-    with Reporter(quiet) as reporter, NearDupIndex(directory, readonly=True) as idx:
-        for ids, fps, _ in _batches(
+    with Reporter(quiet, summary_out) as reporter, NearDupIndex(directory, readonly=True) as idx:
+        idx.check_method(method)
+        used = _index_fields(idx.settings)
+        if idx.method == "simhash":
+            used["hamming_k"] = idx.settings.hamming_k if hamming_k is None else hamming_k
+        for ids, probe, _ in _batches(
             idx,
             inputs,
             from_fingerprints,
@@ -519,11 +666,11 @@ def query_batch(
             reporter,
         ):
             results.extend(
-                idx.query_many(fingerprints=fps, ids=ids, hamming_k=hamming_k, limit=limit)
+                idx.query_many(ids=ids, hamming_k=hamming_k, limit=limit, **probe)
             )
         reporter.stage("writing")
         with output_set():
-            write_table(output, _result_columns(results))
+            write_table(output, _result_columns(results, idx.method))
             if matches_out:
                 rows = [(r.id, m) for r in results for m in r.matches]
                 write_table(
@@ -531,7 +678,7 @@ def query_batch(
                     {
                         "id": [q for q, _ in rows],
                         "match_id": [m.id for _, m in rows],
-                        "distance": [m.distance for _, m in rows],
+                        _measure(idx.method): [_value(m) for _, m in rows],
                         "duplicate_id": [m.duplicate_id for _, m in rows],
                         "original_id": [m.original_id for _, m in rows],
                     },
@@ -544,7 +691,8 @@ def query_batch(
             ("with a near-duplicate", dups),
             ("new", len(results) - dups),
             ("seconds", elapsed),
-        ]
+        ],
+        settings=used,
     )
 
 

@@ -237,8 +237,9 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
         3. Groups: every group's size is its member count, its original is a member and the
            earliest one (timestamp, then position); every document's group exists.
         4. Tables: the index opened read-only (cache checksums verified, or rebuilt): its live
-           positions and fingerprints equal the records', and every sorted table holds exactly
-           the live positions under their keys, in order.
+           positions and fingerprints (MinHash: stored band keys and texts) equal the
+           records', and every sorted table holds exactly the live positions under their
+           keys, in order.
 
     Returns:
         ``{"ok": bool, "problems": [str, ...], "documents": int, "groups": int, "tables": str,
@@ -350,6 +351,8 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
             extra = np.setdiff1d(live, pos)[:5].tolist()
             problems.append(f"tables and records hold different positions (records only: "
                             f"{missing}, tables only: {extra})")
+        elif index.method == "minhash":
+            _check_band_tables(index, pos, problems)
         elif not np.array_equal(t.fps[pos], values):
             bad = pos[t.fps[pos] != values][:5].tolist()
             problems.append(f"tables and records differ in the fingerprints of positions {bad}")
@@ -373,29 +376,64 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
 
 
 
+def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
+    """Step 4 for a MinHash index: every live document has its stored band keys and text, and
+    every band table holds exactly the live positions (outside the delta) under those keys,
+    sorted. O(bands · n) plus reading the keys."""
+    from neardup.index.store import _keys_of_blobs
+
+    t = index._tables
+    rows = index._conn.execute("SELECT pos, keys FROM minhash ORDER BY pos").fetchall()
+    stored = np.array([r[0] for r in rows], np.int64)
+    if not np.array_equal(stored, pos):
+        missing = np.setdiff1d(pos, stored)[:5].tolist()
+        problems.append(f"documents without stored band keys and text: positions {missing}")
+        return
+    keys = _keys_of_blobs([r[1] for r in rows], index.settings.bands)
+    main = np.setdiff1d(pos, np.sort(t.delta[: t.delta_len]).astype(np.int64))
+    in_main = np.isin(pos, main)
+    for band in range(t.bands):
+        table_rows = t.rows[band].astype(np.int64)
+        keep = t.alive[table_rows]
+        table_rows, table_keys = table_rows[keep], t.keys[band][keep]
+        if not np.array_equal(np.sort(table_rows), main):
+            problems.append(f"band table {band} does not hold exactly the live positions")
+            return
+        order = np.lexsort((table_rows, table_keys))
+        want = keys[in_main, band][np.searchsorted(main, table_rows)]
+        if not (np.array_equal(order, np.arange(table_rows.size))
+                and np.array_equal(table_keys, want)):
+            problems.append(f"band table {band} is not sorted by the stored band keys")
+            return
+
+
 # --------------------------------------------------------------------------------------------
 # Recovery
 # --------------------------------------------------------------------------------------------
 
 
-def _read_range(conn, lo: int, hi: int, out: list, lost: list[int], depth: int = 0) -> None:
-    """Append the readable rows with positions in ``lo..hi`` to ``out``, halving a range that
-    SQLite cannot read until single positions are left; those are counted in ``lost[0]``."""
+_RECOVER_SQL = {
+    "simhash": "SELECT pos, id, fingerprint, timestamp FROM docs WHERE pos BETWEEN ? AND ? "
+               "ORDER BY pos",
+    # A MinHash index is rebuilt from the texts it kept (the fingerprint column is derived).
+    "minhash": "SELECT d.pos, d.id, m.text, d.timestamp FROM docs d JOIN minhash m "
+               "ON m.pos = d.pos WHERE d.pos BETWEEN ? AND ? ORDER BY d.pos",
+}
+
+
+def _read_range(conn, sql: str, lo: int, hi: int, out: list, lost: list[int]) -> None:
+    """Append the readable rows of ``sql`` with positions in ``lo..hi`` to ``out``, halving a
+    range that SQLite cannot read until single positions are left; those are counted in
+    ``lost[0]``."""
     try:
-        out.extend(
-            conn.execute(
-                "SELECT pos, id, fingerprint, timestamp FROM docs WHERE pos BETWEEN ? AND ? "
-                "ORDER BY pos",
-                (lo, hi),
-            ).fetchall()
-        )
+        out.extend(conn.execute(sql, (lo, hi)).fetchall())
     except sqlite3.DatabaseError:
         if lo == hi:
             lost[0] += 1
             return
         mid = (lo + hi) // 2
-        _read_range(conn, lo, mid, out, lost, depth + 1)
-        _read_range(conn, mid + 1, hi, out, lost, depth + 1)
+        _read_range(conn, sql, lo, mid, out, lost)
+        _read_range(conn, sql, mid + 1, hi, out, lost)
 
 
 def _upper_position(conn) -> int:
@@ -426,8 +464,9 @@ def recover_index(
     ranges of 4,096; a range SQLite cannot read is halved until the unreadable positions are
     isolated, and those are lost. A row whose ID breaks the rules of :mod:`neardup.ids`, or
     repeats an earlier row's ID, is dropped (both can only come from damage). Groups and
-    originals are recomputed from the recovered rows (they are derived from fingerprints and
-    timestamps), in position order, so ties break as before.
+    originals are recomputed from the recovered rows (they are derived from fingerprints, or
+    the kept texts of a MinHash index, and timestamps), in position order, so ties break as
+    before.
 
     Returns:
         ``{"recovered": int, "lost_positions": int, "dropped_rows": int,
@@ -441,7 +480,8 @@ def recover_index(
     position.
     """
     from neardup.ids import id_problem
-    from neardup.index.store import DB_NAME, NearDupIndex
+    from neardup.index.minhash import decode_text
+    from neardup.index.store import DB_NAME, NearDupIndex, _settings_from_meta, settings_keywords
 
     path = Path(path)
     db = path / DB_NAME
@@ -449,12 +489,7 @@ def recover_index(
     try:
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            settings = {
-                "hamming_k": int(meta["hamming_k"]),
-                "shingle": meta["shingle"],
-                "hash_name": meta["hash_name"],
-                "weights": meta["weights"],
-            }
+            settings = settings_keywords(_settings_from_meta(meta))
         except (sqlite3.DatabaseError, KeyError, ValueError) as error:
             raise IndexDamagedError(
                 f"{db}: the index settings cannot be read ({error}); nothing to recover with"
@@ -464,34 +499,45 @@ def recover_index(
         rows: list[tuple] = []
         lost = [0]
         step = 4096
+        sql = _RECOVER_SQL[settings["method"]]
         for lo in range(1, upper + 1, step):
-            _read_range(conn, lo, min(upper, lo + step - 1), rows, lost)
+            _read_range(conn, sql, lo, min(upper, lo + step - 1), rows, lost)
     finally:
         conn.close()
     ids: list[str] = []
-    fps: list[int] = []
+    values: list = []  # fingerprints (SimHash) or texts (MinHash)
     stamps: list[int] = []
     seen: set[str] = set()
     dropped = 0
-    for _pos, ident, fp, ts in rows:
+    minhash = settings["method"] == "minhash"
+    for _pos, ident, value, ts in rows:
+        if minhash:
+            try:
+                value = decode_text(value)
+            except ValueError:  # a damaged compressed text: the row is unreadable
+                value = None
         if (
             id_problem(ident) is not None
             or ident in seen
-            or not isinstance(fp, int)
+            or not isinstance(value, str if minhash else int)
             or not isinstance(ts, int)
         ):
             dropped += 1
             continue
         seen.add(ident)
         ids.append(ident)
-        fps.append(fp)
+        values.append(value)
         stamps.append(ts)
+    if minhash:
+        source: dict[str, Any] = {"texts": values}
+    else:
+        source = {"fingerprints": np.array(values, dtype=np.int64).view(np.uint64)}
     NearDupIndex.build(
         target,
         ids,
-        fingerprints=np.array(fps, dtype=np.int64).view(np.uint64),
         timestamps_us=np.array(stamps, dtype=np.int64),
         overwrite=overwrite,
+        **source,
         **settings,
     ).close()
     return {

@@ -18,6 +18,11 @@ digits, ``0x`` hex or decimal in requests; timestamps are seconds since the epoc
 ``GET /docs``, ``GET /openapi.json``       the OpenAPI description
 =========================================  =====================================================
 
+Both kinds of index are served: each match carries its ``distance`` in bits (SimHash index) or
+its ``similarity`` (MinHash index: the verification measure, e.g. the LCS resemblance in 0..1).
+A MinHash index is probed and fed with texts only (a fingerprint is refused with 422), and
+``hamming_k`` applies to SimHash indexes only.
+
 Rules:
     - **Auth**: with a token, every ``/v1`` request needs ``Authorization: Bearer <token>``;
       without it or with a wrong one the answer is 401.
@@ -185,7 +190,12 @@ class QueryBatch(BaseModel):
 
 class MatchOut(BaseModel):
     id: str
-    distance: int
+    distance: int | None = Field(
+        None, description="SimHash index: Hamming distance in bits (absent for MinHash)."
+    )
+    similarity: float | None = Field(
+        None, description="MinHash index: the verification measure in 0..1 (absent for SimHash)."
+    )
     duplicate_id: str
     original_id: str
 
@@ -632,7 +642,8 @@ def create_app(
         stamps = [d.timestamp for d in docs]
         if all(use_text):
             kwargs = {"texts": texts}
-        elif not any(use_text):
+        elif not any(use_text) or index.method == "minhash":
+            # A MinHash index refuses fingerprints (422) in add_many.
             kwargs = {"fingerprints": [d.fingerprint for d in docs]}
         else:
             # Mixed batch: fingerprint the texts first, so the whole batch is one transaction.
@@ -650,8 +661,9 @@ def create_app(
         return _json({"results": out} if "documents" in data else out[0])
 
     async def query(request: Request):
-        """Which stored documents are within k bits of a text or fingerprint (nothing is
-        stored). `duplicate_id` / `original_id` name the group the probe would join."""
+        """Which stored documents are near-duplicates of a text or fingerprint: within k bits
+        (SimHash index) or passing verification (MinHash index); nothing is stored.
+        `duplicate_id` / `original_id` name the group the probe would join."""
         authorize(request)
         data = await _read_json(request)
         if _check_batch(data, max_batch):
@@ -662,17 +674,21 @@ def create_app(
             probes, k, limit = [one], one.hamming_k, one.limit
         ids = [p.id for p in probes]
         try:
-            if all(p.text is None for p in probes):
-                fps = [p.fingerprint for p in probes]
+            if all(p.text is not None for p in probes):
+                kwargs = {"texts": [p.text for p in probes]}
+            elif all(p.text is None for p in probes) or index.method == "minhash":
+                # A MinHash index refuses fingerprints (422) in query_many.
+                kwargs = {"fingerprints": [p.fingerprint for p in probes]}
             else:
                 texts = [p.text for p in probes if p.text is not None]
                 computed = iter(index.fingerprint(texts).tolist())
-                fps = [next(computed) if p.text is not None else p.fingerprint for p in probes]
+                kwargs = {"fingerprints": [
+                    next(computed) if p.text is not None else p.fingerprint for p in probes]}
             results = index.query_many(
-                fingerprints=fps,
                 hamming_k=k,
                 limit=limit,
                 ids=None if any(i is None for i in ids) else ids,
+                **kwargs,
             )
         except ValueError as error:
             raise HTTPException(422, str(error)) from None

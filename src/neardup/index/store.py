@@ -1,36 +1,66 @@
-"""The durable embedded near-duplicate index: SQLite records plus in-memory permutation tables.
+"""The durable embedded near-duplicate index: SQLite records plus in-memory candidate tables.
 
 A crawler that has just fetched a page asks "is a near-duplicate of this already stored?"; this
 module answers in microseconds to a few milliseconds, and stores the page if asked, without a
 server. :class:`NearDupIndex` is the Python API; ``neardup index ...`` and ``neardup serve`` are
 built on it.
 
+Two kinds of index, chosen when it is created (``method``), decide near-duplicates exactly as
+``neardup dedup --method M --grouping components`` with the same settings does:
+
+``simhash``
+    64-bit SimHash fingerprints within ``hamming_k`` bits, found with permutation tables
+    (below). Small (about 90 bytes per document in memory, 150 on disk) and fast, but it
+    catches only about a third of light word-level edits (README, "Quality").
+``minhash`` (``dedup``'s default)
+    MinHash LSH band candidates, each verified on the texts by the run's verification (by
+    default the LCS resemblance at 0.8): the groups of ``dedup``'s defaults, which find
+    nearly every light edit. Band tables in memory (:mod:`neardup.index.minhash`, 8 bytes per
+    band per document: 258 at the default 32 bands) and the texts zstd-compressed in SQLite,
+    read only for candidates.
+
 Layout of an index directory::
 
     DIR/index.sqlite (+ -wal, -shm)   the records: the source of truth (SQLite, WAL mode)
     DIR/tables.json                   manifest of the cached table arrays (a generation number)
-    DIR/tables-<generation>/*.npy     cached sorted tables, fingerprints and the alive bitmap
+    DIR/tables-<generation>/*.npy     cached sorted tables (fingerprints) and the alive bitmap
     DIR/writer.lock                   held (flock) by the one process that may write
 
 Records (SQLite)
     ``docs(pos, id, fingerprint, timestamp, gid)``: ``pos`` is the document's **position**, its
     insertion number (1, 2, ...; never reused, also after removals); ``fingerprint`` is the
-    64-bit SimHash stored as a signed 64-bit integer (two's complement); ``timestamp`` is
-    microseconds since the Unix epoch (0 when not given, as in ``dedup``). ``groups(gid,
-    original, size)`` holds one row per group: the position of its original and its size. The
-    view ``documents(position, id, fingerprint, timestamp, duplicate_id, original_id,
-    group_size)`` joins them. ``tombstones(seq, pos)`` logs removals so that readers in other
-    processes can apply them. ``meta`` holds the settings and counters.
+    64-bit SimHash (a MinHash index: the 64-bit content fingerprint of the normalised text,
+    equal for exact duplicates) stored as a signed 64-bit integer (two's complement);
+    ``timestamp`` is microseconds since the Unix epoch (0 when not given, as in ``dedup``).
+    ``groups(gid, original, size)`` holds one row per group: the position of its original and
+    its size. The view ``documents(position, id, fingerprint, timestamp, duplicate_id,
+    original_id, group_size)`` joins them. ``tombstones(seq, pos)`` logs removals so that
+    readers in other processes can apply them. ``meta`` holds the settings and counters. A
+    MinHash index also has ``minhash(pos, keys, units, text)``: band keys, verification data
+    size and compressed text per document.
 
 Settings
-    ``hamming_k``, ``shingle``, ``hash_name`` and ``weights`` are fixed when the index is created
-    and stored in it; every text added or queried is fingerprinted with them (SimHash,
-    :func:`neardup.pipeline.signatures`).
+    The method and its settings (:func:`index_settings`: ``dedup``'s options and defaults) are
+    fixed when the index is created and stored in ``meta``; every text added or queried is
+    signed with them (:func:`neardup.pipeline.signatures`). A request that needs other settings
+    is refused with a ValueError naming the index's (a fingerprint or ``hamming_k`` for a
+    MinHash index; :meth:`NearDupIndex.check_method`). An index written before MinHash indexes
+    existed has no ``method`` in ``meta`` and opens as SimHash, unchanged.
 
-Grouping: the index always holds exactly the groups that ``neardup dedup --method simhash
---grouping components`` (with the index's ``-k``, ``--shingle``, ``--hash`` and ``--weights``)
-gives for the documents it currently contains. The index is SimHash-only; ``dedup``'s own
-default is MinHash, whose groups it does not reproduce.
+Grouping: the index always holds the groups of ``neardup dedup --grouping components`` with
+its settings for the documents it currently contains (``build`` runs
+:func:`neardup.pipeline.find_groups` itself; adds and removals keep the components of the same
+relation). The rules are the same for both methods (one implementation: the method only
+decides which pairs match, :meth:`NearDupIndex._add_locked` and :meth:`NearDupIndex._regroup`
+do the rest):
+    - SimHash: two documents are near-duplicates when their fingerprints differ in at most
+      ``hamming_k`` bits. MinHash: when they agree on a whole LSH band and pass verification
+      (:func:`neardup.index.minhash.pair_similarity`). Groups are the connected components of
+      that relation (transitive, like ``dedup``). ``dedup`` links each band bucket to its
+      earliest member only ("star" candidates, :mod:`neardup.candidates.bands`) before
+      verifying, while the index verifies every stored candidate: the two differ only when a
+      bucket's earliest member fails verification against two members that pass together and
+      share no other band with a linked member (not seen in the agreement tests).
     - Two documents are near-duplicates when their fingerprints differ in at most ``hamming_k``
       bits. Groups are the connected components of that relation (transitive, like ``dedup``).
     - The **original** of a group is its earliest document: smallest timestamp, ties broken by
@@ -49,23 +79,23 @@ default is MinHash, whose groups it does not reproduce.
     - Removing a document re-checks its group: if it was the original, the next earliest member
       becomes the original; if it was the only link between parts of the group, the group
       splits into its new components (each with its own earliest original). Cost O(group size).
-    - Hence a ``build`` from a corpus and ``dedup --method simhash --grouping components`` on
-      that corpus agree exactly (``build`` runs :func:`neardup.pipeline.find_groups`), and so
-      do adds in any order and removals: the result never depends on the order documents
-      arrived in, except through positions breaking timestamp ties.
+    - Hence a ``build`` from a corpus and ``dedup --grouping components`` on that corpus with
+      the same settings agree exactly (``build`` runs :func:`neardup.pipeline.find_groups`),
+      and so do adds in any order and removals: the result never depends on the order
+      documents arrived in, except through positions breaking timestamp ties.
 
-Probing (the online form of Manku et al. 2007): :class:`PermutationTables` keeps, per table of a
-:func:`neardup.candidates.tables.plan_tables` plan, the sorted prefix keys (``uint32``: the
-table's prefix blocks, the top 32 bits of them if wider) and the positions in that order
+SimHash probing (the online form of Manku et al. 2007): :class:`PermutationTables` keeps, per
+table of a :func:`neardup.candidates.tables.plan_tables` plan, the sorted prefix keys (``uint32``:
+the table's prefix blocks, the top 32 bits of them if wider) and the positions in that order
 (``uint32``), plus the fingerprint of every position (``uint64``) and an alive flag. A probe
 binary-searches each table for the query's key, checks the fingerprints found with XOR + popcount
 and keeps a match only in the first table whose whole prefix it shares (so no match is reported
 twice). Recent adds go to a small unsorted **delta**, scanned linearly, which is merged into the
-sorted tables when it grows past ``delta_limit`` (4,096 to 65,536 entries, 1/16 of the index).
-The plan is chosen for the number of live fingerprints; when that number has doubled (or fallen
-to a quarter) since the plan was made and :func:`plan_tables` now prefers another plan, the tables
-are rebuilt with the new plan at the next merge. Memory: ``8 × tables + 9`` bytes per
-fingerprint (89 bytes for ``hamming_k = 3`` at 10M fingerprints: 10 tables), plus the delta.
+sorted tables when it grows past ``delta_limit`` (4,096 to 65,536 entries, 1/16 of the index). The
+plan is chosen for the number of live fingerprints; when that number has doubled (or fallen to a
+quarter) since the plan was made and :func:`plan_tables` now prefers another plan, the tables are
+rebuilt with the new plan at the next merge. Memory: ``8 × tables + 9`` bytes per fingerprint (89
+bytes for ``hamming_k = 3`` at 10M fingerprints: 10 tables), plus the delta.
 
 Durability and concurrency
     - Every write is one SQLite transaction (WAL mode). With ``synchronous="normal"`` (default) a
@@ -136,8 +166,33 @@ from neardup.index.integrity import (
     sqlite_error,
     verify_files,
 )
+from neardup.index.minhash import (
+    BandTables,
+    DataCache,
+    band_keys,
+    band_pairs,
+    concat_data,
+    data_sizes,
+    decode_text,
+    encode_texts,
+    pair_similarity,
+    size_bound,
+    take_data,
+    verification_data,
+    verify_threshold,
+)
+from neardup.index.sorted_rows import merge_rows, sort_rows
 from neardup.io import parse_fingerprint, parse_timestamp
-from neardup.pipeline import MAX_HAMMING_K, Settings, Signatures, find_groups, signatures
+from neardup.pipeline import (
+    DEFAULT_SHINGLES,
+    MAX_HAMMING_K,
+    METHODS,
+    Settings,
+    Signatures,
+    check_method_options,
+    find_groups,
+    signatures,
+)
 
 __all__ = [
     "AddResult",
@@ -207,28 +262,34 @@ def _iso(us: int) -> str | None:
 
 @dataclass(frozen=True)
 class Match:
-    """A stored document within ``hamming_k`` bits of a probe.
+    """A stored near-duplicate of a probe.
 
     Attributes:
         id: the stored document's ID.
-        distance: Hamming distance in bits between the two fingerprints.
+        distance: SimHash index: Hamming distance in bits between the two fingerprints;
+            MinHash index: None.
         duplicate_id: the duplicate ID of the stored document's group (its original's ID).
         original_id: the original of that group (same as ``duplicate_id``).
+        similarity: MinHash index: the verification measure of the pair (LCS resemblance or
+            Jaccard, in 0..1; the MinHash estimate of Jaccard with ``verify="none"``);
+            SimHash index: None.
     """
 
     id: str
-    distance: int
+    distance: int | None
     duplicate_id: str
     original_id: str
+    similarity: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {
-            "id": self.id,
-            "distance": self.distance,
-            "duplicate_id": self.duplicate_id,
-            "original_id": self.original_id,
-        }
+        """JSON-ready dict: ``distance`` (SimHash) or ``similarity`` (MinHash)."""
+        out: dict[str, Any] = {"id": self.id}
+        if self.similarity is None:
+            out["distance"] = self.distance
+        else:
+            out["similarity"] = self.similarity
+        out.update(duplicate_id=self.duplicate_id, original_id=self.original_id)
+        return out
 
 
 @dataclass(frozen=True)
@@ -237,17 +298,18 @@ class AddResult:
 
     Attributes:
         id: the document's ID.
-        status: ``"new"`` (no stored document within ``hamming_k``: it starts a group),
+        status: ``"new"`` (no stored near-duplicate: it starts a group),
             ``"duplicate"`` (it matched stored documents and joined their group) or
             ``"exists"`` (the ID was already stored and ``if_exists="skip"``: nothing changed;
             the other fields describe the stored record).
-        fingerprint: its SimHash (``uint64`` value as a Python int).
+        fingerprint: its SimHash (``uint64`` value as a Python int); in a MinHash index the
+            64-bit content fingerprint of its normalised text (equal for exact duplicates).
         duplicate_id, original_id: its group's original's ID (itself if it is the original).
         is_original: whether it is its group's original.
         group_size: members of its group.
-        match_count: stored documents within ``hamming_k`` bits (all of them; ``matches`` lists
-            at most ``limit``).
-        matches: the nearest matches, by distance then ID; all are in its group now.
+        match_count: stored near-duplicates (all of them; ``matches`` lists at most ``limit``).
+        matches: the nearest matches, by distance (or descending similarity) then ID; all are
+            in its group now.
     """
 
     id: str
@@ -280,14 +342,15 @@ class QueryResult:
     """The stored near-duplicates of a probe (nothing is stored).
 
     Attributes:
-        fingerprint: the probe's SimHash.
-        status: ``"duplicate"`` if at least one stored document is within the distance,
+        fingerprint: the probe's SimHash (MinHash index: its content fingerprint).
+        status: ``"duplicate"`` if at least one stored document is a near-duplicate,
             else ``"new"``.
         duplicate_id, original_id: the group the probe would join if it were added now: the
             earliest original (timestamp, then position) among its matches' groups; None if
             it has no match. (A probe bridging several groups would merge them.)
-        match_count: matches within the distance (all of them).
-        matches: the nearest ``limit`` matches, by distance then ID, each with its own group.
+        match_count: near-duplicates stored (all of them).
+        matches: the nearest ``limit`` matches, by distance (or descending similarity) then
+            ID, each with its own group.
         id: the probe's ID when one was given (batch queries), else None.
     """
 
@@ -319,7 +382,7 @@ class Record:
 
     Attributes:
         id: its ID.
-        fingerprint: its SimHash.
+        fingerprint: its SimHash (MinHash index: its content fingerprint).
         timestamp_us: microseconds since the Unix epoch (0 if none was given).
         position: insertion number (1, 2, ...), the tie-break between equal timestamps.
         duplicate_id, original_id: its group's original's ID.
@@ -443,54 +506,6 @@ def _probe_kernel(
 
 
 @njit(cache=True)
-def _merge_kernel(keys, rows, dkeys, drows, alive, check_main, out_keys, out_rows):
-    """Per table, merge the sorted main rows with the sorted (live) delta rows by (key,
-    position). Main rows are copied in runs between the delta rows' insertion points (found by
-    binary search); with ``check_main`` the dead ones are dropped on the way, which costs one
-    random ``alive`` look-up per row, so it is skipped when the main rows hold no dead one.
-    Returns the number of rows written per table."""
-    n = keys.shape[1]
-    nd = dkeys.shape[1]
-    w = 0
-    for t in range(keys.shape[0]):
-        i = 0
-        w = 0
-        for j in range(nd + 1):
-            stop = n
-            if j < nd:
-                dk = dkeys[t, j]
-                dr = drows[t, j]
-                lo = i
-                hi = n
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    km = keys[t, mid]
-                    if km < dk or (km == dk and rows[t, mid] < dr):
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                stop = lo
-            if check_main:
-                for x in range(i, stop):
-                    p = rows[t, x]
-                    if alive[p]:
-                        out_keys[t, w] = keys[t, x]
-                        out_rows[t, w] = p
-                        w += 1
-            else:
-                for x in range(i, stop):
-                    out_keys[t, w] = keys[t, x]
-                    out_rows[t, w] = rows[t, x]
-                    w += 1
-            i = stop
-            if j < nd:
-                out_keys[t, w] = dk
-                out_rows[t, w] = dr
-                w += 1
-    return w
-
-
-@njit(cache=True)
 def _close_pairs_direct(values, max_k, out_a, out_b, out_d):
     """Pairs a < b of ``values`` within ``max_k`` bits, by direct comparison (O(n^2)); writes
     what fits into the buffers and returns the total count (as `_probe_kernel`)."""
@@ -577,17 +592,10 @@ def _sorted_tables(
     positions: np.ndarray, values: np.ndarray, fields: tuple, num_tables: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Keys and positions of every table, sorted by (key, position)."""
-    n = positions.shape[0]
-    keys = np.empty((num_tables, n), np.uint32)
-    rows = np.empty((num_tables, n), np.uint32)
-    pos64 = positions.astype(np.uint64)
+    keys = np.empty((num_tables, positions.shape[0]), np.uint32)
     for t in range(num_tables):
-        combined = _table_keys(values, fields, t).astype(np.uint64) << np.uint64(32)
-        combined |= pos64
-        combined.sort()
-        keys[t] = (combined >> np.uint64(32)).astype(np.uint32)
-        rows[t] = (combined & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    return keys, rows
+        keys[t] = _table_keys(values, fields, t)
+    return sort_rows(keys, positions)
 
 
 class PermutationTables:
@@ -847,7 +855,7 @@ class PermutationTables:
         n_out = self.rows.shape[1] - self._main_dead + delta.shape[0]
         out_keys = np.empty((self.plan.num_tables, n_out), np.uint32)
         out_rows = np.empty((self.plan.num_tables, n_out), np.uint32)
-        written = _merge_kernel(
+        written = merge_rows(
             self.keys, self.rows, dkeys, drows, self.alive, self._main_dead > 0, out_keys, out_rows
         )
         if written != n_out:
@@ -937,6 +945,11 @@ def _check_k(hamming_k: Any, upper: int) -> None:
         raise ValueError(f"hamming_k must be in 0..{upper}, got {hamming_k}")
 
 
+Tables = PermutationTables | BandTables
+"""The in-memory candidate structure of an index: SimHash permutation tables or MinHash band
+tables (both sorted (key, position) rows with a delta, :mod:`neardup.index.sorted_rows`)."""
+
+
 # --------------------------------------------------------------------------------------------
 # SQLite
 # --------------------------------------------------------------------------------------------
@@ -957,6 +970,17 @@ CREATE VIEW documents AS
            o.id AS duplicate_id, o.id AS original_id, g.size AS group_size
     FROM docs d JOIN groups g ON g.gid = d.gid JOIN docs o ON o.pos = g.original;
 """
+
+_MINHASH_SCHEMA = """
+CREATE TABLE minhash (
+    pos INTEGER PRIMARY KEY,
+    keys BLOB NOT NULL,
+    units INTEGER NOT NULL,
+    text BLOB NOT NULL
+);
+"""
+"""MinHash index only: per document its band keys (``uint32[bands]``, little-endian), the size
+of its verification data and its zstd-compressed UTF-8 text (:mod:`neardup.index.minhash`)."""
 
 _INDEXES = """
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id);
@@ -1055,6 +1079,34 @@ def _parse_ts(value: Any, where: str) -> int:
 
 
 @dataclass
+class _Probes:
+    """Documents prepared for probing and storing: ``fps`` (``uint64[n]``, SimHash
+    fingerprints or MinHash content fingerprints) and, for MinHash, the band ``keys``
+    (``uint32[n, bands]``), the ``texts`` and their verification ``data`` (CSR,
+    :func:`neardup.index.minhash.verification_data`)."""
+
+    fps: np.ndarray
+    keys: np.ndarray | None = None
+    texts: list[str] | None = None
+    data: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return self.fps.shape[0]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """MinHash: the size of each probe's verification data."""
+        return np.diff(self.data[0])
+
+    def take(self, rows: list[int]) -> _Probes:
+        """The probes ``rows``, in that order."""
+        if self.keys is None:
+            return _Probes(self.fps[rows])
+        return _Probes(self.fps[rows], self.keys[rows], [self.texts[i] for i in rows],
+                       take_data(self.data, rows))
+
+
+@dataclass
 class _GroupState:
     """A group during a write transaction."""
 
@@ -1066,6 +1118,23 @@ class _GroupState:
 
 
 @dataclass
+class _Neighbourhood:
+    """What the documents of a batch match, read before anything is written, per *unit* (a
+    distinct SimHash fingerprint, or one MinHash document): ``inverse`` maps each document to
+    its unit; per unit, ``stored_count`` stored matches in the groups ``stored_gids`` (whose
+    state is in ``groups``), ``nbr`` the other units of the batch it matches, with their rank
+    (distance, or minus the similarity), and ``stored_top`` the first ``limit`` stored matches
+    as (rank, id, position, original id)."""
+
+    inverse: np.ndarray
+    stored_count: list[int]
+    stored_gids: list[set[int]]
+    groups: dict[int, _GroupState]
+    nbr: list[list[tuple[int, Any]]]
+    stored_top: list[list[tuple]]
+
+
+@dataclass
 class _OpenInfo:
     source: str = ""
     seconds: float = 0.0
@@ -1074,15 +1143,133 @@ class _OpenInfo:
     extra: dict = field(default_factory=dict)
 
 
-def index_settings(hamming_k: int, shingle: str, hash_name: str, weights: str) -> Settings:
-    """The run settings an index fingerprints and groups with: SimHash, no verification,
-    connected components (the rules of ``dedup --method simhash --grouping components``)."""
-    return Settings(method="simhash", hamming_k=hamming_k, shingle=shingle, hash_name=hash_name,
-                    weights=weights, verify=None, grouping="components")
+def index_settings(
+    hamming_k: int | None = None,
+    shingle: str | None = None,
+    hash_name: str = "xxh",
+    weights: str | None = None,
+    *,
+    method: str = "simhash",
+    num_perm: int | None = None,
+    seed: int | None = None,
+    threshold: float | None = None,
+    bands: int | None = None,
+    rows: int | None = None,
+    verify: float | str | None = None,
+) -> Settings:
+    """The run settings an index decides with: those of ``neardup dedup --method METHOD
+    --grouping components`` with the same options. Options left None take ``dedup``'s
+    defaults (shingles per method: :data:`neardup.pipeline.DEFAULT_SHINGLES`; MinHash:
+    ``verify="auto"``, i.e. LCS resemblance at ``threshold``); an option of the other method
+    raises ValueError. SimHash never verifies. MinHash settings come back with their
+    effective ``bands`` and ``rows`` (:meth:`neardup.pipeline.Settings.banding`), so an index
+    keeps its banding even if the tuning of the defaults changes. O(1).
+
+    Example:
+        >>> s = index_settings(method="minhash")
+        >>> s.shingle, s.bands, s.rows, str(s.verification)
+        ('char:4', 32, 4, 'lcs:0.8')
+        >>> index_settings(method="minhash", hamming_k=3)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: hamming_k applies to method simhash, not minhash; drop it ...
+    """
+    _choice_method(method)
+    options = {"hamming_k": hamming_k, "weights": weights, "num_perm": num_perm, "seed": seed,
+               "threshold": threshold, "bands": bands, "rows": rows}
+    check_method_options(method, [k for k, v in options.items() if v is not None])
+    shingle = DEFAULT_SHINGLES[method] if shingle is None else shingle
+    if method == "simhash":
+        if verify not in (None, "none", "auto"):
+            raise ValueError(f"verify applies to method minhash in an index, not simhash; "
+                             f"got {verify!r}")
+        return Settings(method="simhash", hamming_k=3 if hamming_k is None else hamming_k,
+                        shingle=shingle, hash_name=hash_name, weights=weights or "set",
+                        verify=None, grouping="components")
+    given = {k: v for k, v in options.items() if v is not None}
+    settings = Settings(method="minhash", shingle=shingle, hash_name=hash_name,
+                        verify="auto" if verify is None else verify, grouping="components",
+                        **given)
+    b, r = settings.banding()
+    return settings.replace(bands=b, rows=r)
+
+
+def _choice_method(method: Any) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+
+
+def _settings_meta(settings: Settings) -> dict[str, str]:
+    """The ``meta`` rows that record an index's settings (read back by
+    :func:`_settings_from_meta`)."""
+    meta = {"method": settings.method, "shingle": settings.shingle,
+            "hash_name": settings.hash_name, "grouping": "components"}
+    if settings.method == "simhash":
+        meta.update(hamming_k=str(settings.hamming_k), weights=settings.weights)
+    else:
+        verification = settings.verification
+        meta.update(num_perm=str(settings.num_perm), seed=str(settings.seed),
+                    threshold=repr(settings.threshold), bands=str(settings.bands),
+                    rows=str(settings.rows),
+                    verify="none" if verification is None else str(verification))
+    return meta
+
+
+def settings_keywords(settings: Settings) -> dict[str, Any]:
+    """The keywords of :meth:`NearDupIndex.create` / :meth:`NearDupIndex.build` that give an
+    index ``settings`` (e.g. to rebuild an index like another). O(1).
+
+    Example:
+        >>> kw = settings_keywords(index_settings(hamming_k=4))
+        >>> kw["method"], kw["hamming_k"], kw["shingle"]
+        ('simhash', 4, 'word:3')
+    """
+    out: dict[str, Any] = {"method": settings.method, "shingle": settings.shingle,
+                           "hash_name": settings.hash_name}
+    if settings.method == "simhash":
+        out.update(hamming_k=settings.hamming_k, weights=settings.weights)
+    else:
+        verification = settings.verification
+        out.update(num_perm=settings.num_perm, seed=settings.seed, threshold=settings.threshold,
+                   bands=settings.bands, rows=settings.rows,
+                   verify="none" if verification is None else str(verification))
+    return out
+
+
+def _settings_from_meta(meta: dict[str, str]) -> Settings:
+    """An index's settings from its ``meta`` rows; an index written before MinHash indexes
+    existed has no ``method`` row and is SimHash."""
+    method = meta.get("method", "simhash")
+    if method == "simhash":
+        return index_settings(int(meta["hamming_k"]), meta["shingle"], meta["hash_name"],
+                              meta["weights"])
+    return index_settings(
+        None, meta["shingle"], meta["hash_name"], method=method,
+        num_perm=int(meta["num_perm"]), seed=int(meta["seed"]),
+        threshold=float(meta["threshold"]), bands=int(meta["bands"]), rows=int(meta["rows"]),
+        verify=meta["verify"],
+    )
+
+
+def describe_settings(settings: Settings) -> str:
+    """The options of ``neardup index create`` that make ``settings``, for messages.
+
+    Example:
+        >>> describe_settings(index_settings())
+        '--method simhash -k 3 --shingle word:3 --hash xxh --weights set'
+    """
+    if settings.method == "simhash":
+        return (f"--method simhash -k {settings.hamming_k} --shingle {settings.shingle} "
+                f"--hash {settings.hash_name} --weights {settings.weights}")
+    verification = settings.verification
+    return (f"--method minhash --shingle {settings.shingle} --hash {settings.hash_name} "
+            f"--num-perm {settings.num_perm} --seed {settings.seed} "
+            f"--threshold {settings.threshold:g} --bands {settings.bands} --rows {settings.rows} "
+            f"--verify {'none' if verification is None else verification}")
 
 
 class NearDupIndex:
-    """A persistent near-duplicate index over SimHash fingerprints (see the module docstring).
+    """A persistent near-duplicate index, SimHash or MinHash (see the module docstring).
 
     Open an existing index with ``NearDupIndex(path)`` (the one writer) or
     ``NearDupIndex(path, readonly=True)`` (any number of readers, in any process); create one
@@ -1151,11 +1338,11 @@ class NearDupIndex:
                 raise ValueError(
                     f"{self.path}: index format version must be {FORMAT_VERSION}, got {version}"
                 )
-            self.settings = index_settings(
-                int(meta["hamming_k"]), meta["shingle"], meta["hash_name"], meta["weights"]
-            )
+            self.settings = _settings_from_meta(meta)
             self.created = meta.get("created", "")
             self._open_info = _OpenInfo()
+            # MinHash: the verification data of recent candidates (bounded, 32 MB at most).
+            self._data_cache = DataCache()
             self._open_info.extra["quick_check_seconds"] = round(check_seconds, 4)
             self._load_tables()
             self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -1171,15 +1358,22 @@ class NearDupIndex:
         cls,
         path: str | os.PathLike,
         *,
-        hamming_k: int = 3,
-        shingle: str = "word:3",
+        method: str = "simhash",
+        hamming_k: int | None = None,
+        shingle: str | None = None,
         hash_name: str = "xxh",
-        weights: str = "set",
+        weights: str | None = None,
+        num_perm: int | None = None,
+        seed: int | None = None,
+        threshold: float | None = None,
+        bands: int | None = None,
+        rows: int | None = None,
+        verify: float | str | None = None,
         synchronous: str = "normal",
     ) -> NearDupIndex:
         """Create an empty index at ``path`` (which must not exist, or be an empty directory)
-        and open it for writing. Settings are validated as :class:`neardup.pipeline.Settings`
-        does and stored in the index. O(1).
+        and open it for writing. The settings are :func:`index_settings`'s (``dedup``'s options
+        and defaults for ``method``), validated and stored in the index. O(1).
 
         Example:
             >>> import tempfile
@@ -1187,15 +1381,26 @@ class NearDupIndex:
             >>> index.settings.hamming_k, len(index)
             (4, 0)
             >>> index.close()
+            >>> index = NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="minhash")
+            >>> index.method, index.settings.shingle, index.settings.bands
+            ('minhash', 'char:4', 32)
+            >>> index.close()
         """
         return cls.build(
             path,
             [],
-            fingerprints=np.zeros(0, np.uint64),
+            texts=[],
+            method=method,
             hamming_k=hamming_k,
             shingle=shingle,
             hash_name=hash_name,
             weights=weights,
+            num_perm=num_perm,
+            seed=seed,
+            threshold=threshold,
+            bands=bands,
+            rows=rows,
+            verify=verify,
             synchronous=synchronous,
         )
 
@@ -1208,10 +1413,17 @@ class NearDupIndex:
         texts: Sequence[str] | None = None,
         fingerprints: np.ndarray | None = None,
         timestamps_us: np.ndarray | None = None,
-        hamming_k: int = 3,
-        shingle: str = "word:3",
+        method: str = "simhash",
+        hamming_k: int | None = None,
+        shingle: str | None = None,
         hash_name: str = "xxh",
-        weights: str = "set",
+        weights: str | None = None,
+        num_perm: int | None = None,
+        seed: int | None = None,
+        threshold: float | None = None,
+        bands: int | None = None,
+        rows: int | None = None,
+        verify: float | str | None = None,
         workers: int | None = 1,
         overwrite: bool = False,
         synchronous: str = "normal",
@@ -1219,9 +1431,9 @@ class NearDupIndex:
     ) -> NearDupIndex:
         """Build an index from a whole corpus in one pass and open it for writing.
 
-        Groups are computed by :func:`neardup.pipeline.find_groups` with ``method="simhash",
-        grouping="components"`` (the code ``dedup --method simhash`` runs), so the index and
-        ``dedup`` with those settings agree exactly.
+        Groups are computed by :func:`neardup.pipeline.find_groups` with the index's settings
+        and ``grouping="components"`` (the code ``dedup`` runs), so the index and ``dedup``
+        with those settings agree exactly.
         Documents get positions 1..n in the given order. The index is written in a temporary
         directory beside ``path`` and renamed into place when complete, so a crash leaves no
         partial index.
@@ -1231,11 +1443,13 @@ class NearDupIndex:
                 replaced once the new index is complete; no writer may have it open).
             ids: unique non-empty document IDs (at most 1,024 characters each).
             texts: the documents (fingerprinted with the settings), or
-            fingerprints: their ``uint64`` SimHash fingerprints (exactly one of the two).
+            fingerprints: their ``uint64`` SimHash fingerprints (exactly one of the two; a
+                MinHash index needs the texts, which it stores for verification).
             timestamps_us: ``int64`` microseconds since the epoch (default all 0: input order
                 decides the originals).
-            hamming_k, shingle, hash_name, weights: settings (see
-                :class:`neardup.pipeline.Settings`), fixed for the life of the index.
+            method, hamming_k, shingle, hash_name, weights, num_perm, seed, threshold, bands,
+                rows, verify: settings, as ``dedup``'s (:func:`index_settings`), fixed for the
+                life of the index.
             workers: processes for fingerprinting texts (None = all cores).
             overwrite: replace an existing index.
             synchronous: see the class docstring.
@@ -1253,7 +1467,10 @@ class NearDupIndex:
             'x'
             >>> index.close()
         """
-        settings = index_settings(hamming_k, shingle, hash_name, weights)
+        settings = index_settings(
+            hamming_k, shingle, hash_name, weights, method=method, num_perm=num_perm, seed=seed,
+            threshold=threshold, bands=bands, rows=rows, verify=verify,
+        )
         _check_synchronous(synchronous)
         ids = list(ids)
         n = len(ids)
@@ -1268,15 +1485,20 @@ class NearDupIndex:
             raise ValueError(f"an index holds at most {_MAX_POSITION - 1} documents, got {n}")
         if (texts is None) == (fingerprints is None) and signatures_ is None:
             raise ValueError("give exactly one of texts and fingerprints")
-        if signatures_ is not None:
-            sig = signatures_
-        elif texts is not None:
+        if settings.method == "minhash" and texts is None:
+            raise ValueError("a MinHash index is built from texts (it keeps them to verify "
+                             "candidates); fingerprints are SimHash's")
+        if texts is not None:
             texts = list(texts)
             if len(texts) != n:
                 raise ValueError(f"texts must have one entry per id ({n}), got {len(texts)}")
+        if signatures_ is not None:
+            sig = signatures_
+        elif texts is not None:
             from neardup.engines.local import signatures_parallel
 
-            sig = signatures_parallel(texts, settings, workers)
+            # Verification data is built by find_groups for the documents with candidates only.
+            sig = signatures_parallel(texts, settings, workers, keep_sets=False)
         else:
             fps = np.asarray(fingerprints)
             if fps.dtype != np.uint64:
@@ -1295,8 +1517,15 @@ class NearDupIndex:
         )
         if stamps.shape != (n,):
             raise ValueError(f"timestamps_us must have shape ({n},), got {stamps.shape}")
-        fps = np.ascontiguousarray(sig.signature, dtype=np.uint64)
-        groups = find_groups(sig, stamps, settings)
+        groups = find_groups(sig, stamps, settings, texts)
+        minhash_rows = None
+        if settings.method == "minhash":
+            # The content fingerprint stands in the fingerprint column (exact duplicates).
+            fps = np.ascontiguousarray(sig.content[:, 0], dtype=np.uint64)
+            minhash_rows = (band_keys(sig.signature, settings), data_sizes(texts, settings),
+                            encode_texts(texts))
+        else:
+            fps = np.ascontiguousarray(sig.signature, dtype=np.uint64)
 
         target = Path(path)
         if target.exists() and not (target.is_dir() and not any(target.iterdir())):
@@ -1308,7 +1537,8 @@ class NearDupIndex:
         tmp = target.parent / f".{target.name}.building-{os.getpid()}-{time.time_ns()}"
         tmp.mkdir()
         try:
-            _write_new_index(tmp, settings, ids, fps, stamps, groups.original, groups.group_size)
+            _write_new_index(tmp, settings, ids, fps, stamps, groups.original, groups.group_size,
+                             minhash_rows)
             _install(tmp, target)
         except BaseException as error:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -1374,9 +1604,23 @@ class NearDupIndex:
         return f"NearDupIndex({str(self.path)!r}, {mode}, documents={len(self)})"
 
     @property
-    def hamming_k(self) -> int:
-        """The index's near-duplicate distance in bits (fixed at build time)."""
-        return self.settings.hamming_k
+    def method(self) -> str:
+        """``"simhash"`` or ``"minhash"`` (fixed at build time)."""
+        return self.settings.method
+
+    @property
+    def hamming_k(self) -> int | None:
+        """The near-duplicate distance in bits of a SimHash index (None for MinHash)."""
+        return self.settings.hamming_k if self.method == "simhash" else None
+
+    def check_method(self, method: str | None) -> None:
+        """Raise ValueError if ``method`` (None: any) is not the index's, naming the index's
+        settings (for commands and requests that say which kind of index they expect). O(1)."""
+        if method is not None and method != self.method:
+            raise ValueError(
+                f"index {self.path} is a {self.method} index ({describe_settings(self.settings)});"
+                f" it cannot answer with method {method}"
+            )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -1422,22 +1666,34 @@ class NearDupIndex:
             "documents": int(count[0]) if count else 0,
         }
 
-    def _tables_from_sql(self) -> PermutationTables:
-        positions: list[np.ndarray] = []
-        values: list[np.ndarray] = []
-        cur = self._conn.execute("SELECT pos, fingerprint FROM docs ORDER BY pos")
-        while True:
-            chunk = cur.fetchmany(262_144)
-            if not chunk:
-                break
-            arr = np.array(chunk, dtype=np.int64)
-            positions.append(arr[:, 0])
-            values.append(arr[:, 1].view(np.uint64))
-        pos = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-        fps = np.concatenate(values) if values else np.zeros(0, np.uint64)
+    def _rows_after(self, max_pos: int):
+        """Chunks of ``(positions int64, values)`` of the rows after ``max_pos``, in position
+        order: fingerprints (``uint64``) or band keys (``uint32[m, bands]``). Inside a read
+        transaction for a consistent snapshot."""
+        if self.method == "minhash":
+            sql = "SELECT pos, keys FROM minhash WHERE pos > ? ORDER BY pos"
+        else:
+            sql = "SELECT pos, fingerprint FROM docs WHERE pos > ? ORDER BY pos"
+        cur = self._conn.execute(sql, (max_pos,))
+        while chunk := cur.fetchmany(262_144):
+            if self.method == "minhash":
+                pos = np.array([r[0] for r in chunk], np.int64)
+                yield pos, _keys_of_blobs([r[1] for r in chunk], self.settings.bands)
+            else:
+                arr = np.array(chunk, dtype=np.int64)
+                yield arr[:, 0], arr[:, 1].view(np.uint64)
+
+    def _tables_from_sql(self) -> Tables:
+        parts = list(self._rows_after(0))
+        pos = np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int64)
+        if self.method == "minhash":
+            keys = (np.concatenate([k for _, k in parts]) if parts
+                    else np.zeros((0, self.settings.bands), np.uint32))
+            return BandTables(self.settings.bands, positions=pos, keys=keys)
+        fps = np.concatenate([f for _, f in parts]) if parts else np.zeros(0, np.uint64)
         return PermutationTables(self.hamming_k, positions=pos, fingerprints=fps)
 
-    def _load_cache(self, state: dict[str, int]) -> tuple[PermutationTables, str]:
+    def _load_cache(self, state: dict[str, int]) -> tuple[Tables, str]:
         manifest_path = self.path / MANIFEST_NAME
         try:
             manifest = json.loads(manifest_path.read_text())
@@ -1448,70 +1704,33 @@ class NearDupIndex:
         try:
             if manifest.get("format") != FORMAT_VERSION:
                 raise _CacheMiss("cache format differs")
-            plan_info = manifest["plan"]
-            if plan_info["hamming_k"] != self.hamming_k:
-                raise _CacheMiss("cache is for another hamming_k")
-            plan = plan_tables(
-                0,
-                self.hamming_k,
-                blocks=plan_info["blocks"],
-                prefix_blocks=plan_info["prefix_blocks"],
-            )
             gen_dir = self.path / f"tables-{int(manifest['generation'])}"
             # Every byte against the checksums written with the cache: a damaged file would
             # otherwise give wrong answers (keys, fingerprints) or out-of-range rows (a crash).
             self._open_info.extra["checksum_seconds"] = round(
-                verify_files(gen_dir, manifest.get("files"), list(_CACHE_FILES)), 4
+                verify_files(gen_dir, manifest.get("files"), _CACHE_FILES[self.method]), 4
             )
             # Copy-on-write maps: shared page cache, nothing copied (the tables are never
             # written in place), and the same array type as built tables for the kernels.
             keys = np.load(gen_dir / "keys.npy", mmap_mode="c")
             rows = np.load(gen_dir / "rows.npy", mmap_mode="c")
-            fps = np.load(gen_dir / "fps.npy")
             alive = np.load(gen_dir / "alive.npy")
             max_pos = int(manifest["max_pos"])
             tomb_seq = int(manifest["tomb_seq"])
-            if (
-                fps.dtype != np.uint64
-                or alive.dtype != np.bool_
-                or keys.dtype != np.uint32
-                or rows.dtype != np.uint32
-            ):
+            if alive.dtype != np.bool_ or keys.dtype != np.uint32 or rows.dtype != np.uint32:
                 raise _CacheMiss("cached arrays have unexpected types")
-            if fps.shape != (max_pos + 1,) or alive.shape != (max_pos + 1,):
-                raise _CacheMiss("cached fingerprints do not cover the cached positions")
-            if keys.shape != (plan.num_tables, int(manifest["entries"])):
-                raise _CacheMiss("cached tables have unexpected shape")
+            if alive.shape != (max_pos + 1,):
+                raise _CacheMiss("cached flags do not cover the cached positions")
             if state["max_pos"] < max_pos or state["tomb_seq"] < tomb_seq:
                 raise _CacheMiss("cache is newer than the database")
-            # Spot-check cached fingerprints against the records.
-            sample = np.flatnonzero(alive)
-            if sample.size:
-                picks = np.unique(
-                    np.concatenate([sample[:4], sample[-4:], sample[:: max(1, sample.size // 16)]])
-                )
-                got = self._conn.execute(
-                    "SELECT pos, fingerprint FROM docs "
-                    "WHERE pos IN (SELECT value FROM json_each(?))",
-                    (_json_list(picks),),
-                ).fetchall()
-                for pos, fp in got:
-                    if np.uint64(_unsigned(fp)) != fps[pos]:
-                        raise _CacheMiss(f"cached fingerprint of position {pos} differs")
+            if self.method == "minhash":
+                tables = self._band_cache(manifest, keys, rows, alive)
+            else:
+                tables = self._permutation_cache(manifest, keys, rows, alive, gen_dir)
         except (KeyError, TypeError, ValueError, OSError) as error:
             if isinstance(error, _CacheMiss):
                 raise
             raise _CacheMiss(f"unusable cache: {error}") from None
-        tables = PermutationTables.from_arrays(
-            self.hamming_k,
-            plan,
-            keys,
-            rows,
-            fps,
-            alive,
-            int(manifest.get("planned_n", 0)),
-            manifest.get("main_dead"),
-        )
         tail = self._apply_tail(tables, max_pos, tomb_seq)
         if tables.live != state["documents"]:
             raise _CacheMiss(
@@ -1521,20 +1740,68 @@ class NearDupIndex:
         self._open_info.tail_rows = tail
         return tables, f"generation {manifest['generation']}, {tail} rows since"
 
-    def _apply_tail(self, tables: PermutationTables, max_pos: int, tomb_seq: int) -> int:
+    def _spot_check_sample(self, alive: np.ndarray) -> np.ndarray:
+        """A few live positions (first, last and a sixteenth spread) to check a cache with."""
+        sample = np.flatnonzero(alive)
+        if not sample.size:
+            return sample
+        return np.unique(
+            np.concatenate([sample[:4], sample[-4:], sample[:: max(1, sample.size // 16)]])
+        )
+
+    def _permutation_cache(self, manifest: dict, keys: np.ndarray, rows: np.ndarray,
+                           alive: np.ndarray, gen_dir: Path) -> PermutationTables:
+        """SimHash tables from a verified cache generation, spot-checked against SQLite."""
+        plan_info = manifest["plan"]
+        if plan_info["hamming_k"] != self.hamming_k:
+            raise _CacheMiss("cache is for another hamming_k")
+        plan = plan_tables(
+            0, self.hamming_k, blocks=plan_info["blocks"], prefix_blocks=plan_info["prefix_blocks"]
+        )
+        fps = np.load(gen_dir / "fps.npy")
+        if fps.dtype != np.uint64 or fps.shape != alive.shape:
+            raise _CacheMiss("cached fingerprints do not cover the cached positions")
+        if keys.shape != (plan.num_tables, int(manifest["entries"])):
+            raise _CacheMiss("cached tables have unexpected shape")
+        picks = self._spot_check_sample(alive)
+        got = self._conn.execute(
+            "SELECT pos, fingerprint FROM docs WHERE pos IN (SELECT value FROM json_each(?))",
+            (_json_list(picks),),
+        ).fetchall()
+        for pos, fp in got:
+            if np.uint64(_unsigned(fp)) != fps[pos]:
+                raise _CacheMiss(f"cached fingerprint of position {pos} differs")
+        return PermutationTables.from_arrays(
+            self.hamming_k, plan, keys, rows, fps, alive, int(manifest.get("planned_n", 0)),
+            manifest.get("main_dead"),
+        )
+
+    def _band_cache(self, manifest: dict, keys: np.ndarray, rows: np.ndarray,
+                    alive: np.ndarray) -> BandTables:
+        """MinHash band tables from a verified cache generation; a few positions are looked up
+        in the first band under the keys SQLite holds for them (O(log n) each)."""
+        bands = self.settings.bands
+        if manifest.get("bands") != bands or keys.shape != (bands, int(manifest["entries"])):
+            raise _CacheMiss("cached band tables have unexpected shape")
+        picks = self._spot_check_sample(alive)
+        got = self._conn.execute(
+            "SELECT pos, keys FROM minhash WHERE pos IN (SELECT value FROM json_each(?))",
+            (_json_list(picks),),
+        ).fetchall()
+        for pos, blob in got:
+            key = _keys_of_blobs([blob], bands)[0, 0]
+            lo, hi = np.searchsorted(keys[0], key, "left"), np.searchsorted(keys[0], key, "right")
+            if pos not in rows[0, lo:hi]:
+                raise _CacheMiss(f"cached band keys of position {pos} differ")
+        return BandTables.from_arrays(keys, rows, alive, manifest.get("main_dead"))
+
+    def _apply_tail(self, tables: Tables, max_pos: int, tomb_seq: int) -> int:
         """Apply rows added after ``max_pos`` and removals after ``tomb_seq``. Inside a read
         transaction for a consistent snapshot."""
-        cur = self._conn.execute(
-            "SELECT pos, fingerprint FROM docs WHERE pos > ? ORDER BY pos", (max_pos,)
-        )
         added = 0
-        while True:
-            chunk = cur.fetchmany(262_144)
-            if not chunk:
-                break
-            arr = np.array(chunk, dtype=np.int64)
-            tables.add(arr[:, 0], arr[:, 1].view(np.uint64))
-            added += arr.shape[0]
+        for positions, values in self._rows_after(max_pos):
+            tables.add(positions, values)
+            added += positions.shape[0]
         removed = self._conn.execute(
             "SELECT pos FROM tombstones WHERE seq > ?", (tomb_seq,)
         ).fetchall()
@@ -1626,18 +1893,26 @@ class NearDupIndex:
         with self._lock:
             self._check_open()
             t = self._tables
-            t.probe(np.zeros(1, np.uint64))
+            self._stored_matches(self._prepare(["warm up the text kernels"], None))
             # One element per 4 KiB page faults every page of the tables in.
             if t.keys.size:
                 int(t.keys[:, ::1024].sum()) + int(t.rows[:, ::1024].sum())
-            self.fingerprint(["warm up the text kernels"])
         return time.perf_counter() - started
 
     # ------------------------------------------------------------------ fingerprints
 
+    @staticmethod
+    def _text_list(texts: str | Sequence[str]) -> list[str]:
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"text #{i} must be a str, got {type(text).__name__}")
+        return texts
+
     def fingerprint(self, texts: str | Sequence[str]) -> np.ndarray:
-        """SimHash fingerprints (``uint64[n]``) of texts with the index's settings.
-        O(total text).
+        """The ``uint64[n]`` fingerprints of texts with the index's settings: SimHash
+        fingerprints, or for a MinHash index the 64-bit content fingerprints of the normalised
+        texts (what its records and results hold). O(total text).
 
         Example:
             >>> import tempfile
@@ -1646,33 +1921,92 @@ class NearDupIndex:
             ...     bool(two[0] == two[1] == index.fingerprint("a b c")[0])
             True
         """
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError(f"text #{i} must be a str, got {type(text).__name__}")
-        if not texts:
-            return np.zeros(0, np.uint64)
-        return np.ascontiguousarray(signatures(texts, self.settings).signature, dtype=np.uint64)
+        return self._prepare(self._text_list(texts), None).fps
 
-    def _probe_values(
-        self, texts: Sequence[str] | None, fingerprints: Any, n_expected: int | None = None
-    ) -> np.ndarray:
+    def _prepare(self, texts: list[str] | None, fingerprints: Any,
+                 n_expected: int | None = None) -> _Probes:
+        """What probing and storing need of texts (checked) or SimHash fingerprints."""
         if (texts is None) == (fingerprints is None):
             raise ValueError("give exactly one of text(s) and fingerprint(s)")
         if texts is not None:
-            fps = self.fingerprint(texts)
+            texts = self._text_list(texts)
+            if not texts:
+                probes = _Probes(np.zeros(0, np.uint64))
+                if self.method == "minhash":
+                    probes = _Probes(probes.fps, np.zeros((0, self.settings.bands), np.uint32),
+                                     [], (np.zeros(1, np.int64), np.zeros(0, np.uint64)))
+            elif self.method == "minhash":
+                sig = signatures(texts, self.settings, keep_sets=False)
+                probes = _Probes(np.ascontiguousarray(sig.content[:, 0]),
+                                 band_keys(sig.signature, self.settings), texts,
+                                 verification_data(texts, self.settings, sig.signature))
+            else:
+                sig = signatures(texts, self.settings)
+                probes = _Probes(np.ascontiguousarray(sig.signature, dtype=np.uint64))
+        elif self.method == "minhash":
+            raise ValueError(
+                f"index {self.path} is a MinHash index: probe it with texts (fingerprints are "
+                "SimHash's; a MinHash index verifies candidates on the texts)"
+            )
         elif isinstance(fingerprints, np.ndarray) and fingerprints.dtype == np.uint64:
-            fps = np.ascontiguousarray(fingerprints.reshape(-1))
+            probes = _Probes(np.ascontiguousarray(fingerprints.reshape(-1)))
         else:
-            fps = np.array(
+            probes = _Probes(np.array(
                 [_parse_fp(v, f"fingerprint #{i}") for i, v in enumerate(fingerprints)],
                 dtype=np.uint64,
+            ))
+        if n_expected is not None and len(probes) != n_expected:
+            raise ValueError(f"expected {n_expected} texts or fingerprints, got {len(probes)}")
+        return probes
+
+    def _stored_matches(self, probes: _Probes, hamming_k: int | None = None
+                        ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per probe, its stored near-duplicates as ``(positions, ranks)`` sorted by rank then
+        position; the rank orders matches nearest first: the Hamming distance (SimHash) or
+        minus the similarity (MinHash). Under the lock."""
+        n = len(probes)
+        if self.method == "simhash":
+            qi, pos, dist = self._tables.probe(probes.fps, hamming_k)
+            return [_sorted_matches(pos, dist)] if n == 1 else _split_by_query(qi, pos, dist, n)
+        qi, pos = self._tables.probe(probes.keys)
+        upos = np.unique(pos)
+        sizes = self._stored_column("units", upos)
+        at = np.searchsorted(upos, pos)
+        # The sizes alone rule out most false candidates, before any text is read.
+        keep = size_bound(probes.sizes[qi], sizes[at], self.settings)
+        qi, pos = qi[keep], pos[keep]
+        # Rows 0..n-1 are the probes' data, then one row per candidate kept, each read and
+        # prepared once (or found in the cache).
+        used, at = np.unique(pos, return_inverse=True)
+        stored = self._data_cache.rows(used.tolist(), self._stored_data)
+        offsets, values = concat_data([probes.data, stored])
+        sim = pair_similarity(offsets, values, qi, n + at, self.settings)
+        ok = sim >= verify_threshold(self.settings)
+        return _split_by_query(qi[ok], pos[ok], -sim[ok], n)
+
+    def _stored_data(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The verification data of stored positions, in that order, from their texts."""
+        blobs = self._stored_column("text", np.array(positions, np.int64))
+        return verification_data([decode_text(b) for b in blobs], self.settings)
+
+    def _stored_column(self, column: str, positions: np.ndarray) -> Any:
+        """A column of the ``minhash`` rows of ``positions``, in their order: ``units`` (as
+        ``int64``) or ``text`` (the compressed blobs). O(log n) each."""
+        if positions.size == 0:
+            return np.zeros(0, np.int64) if column == "units" else []
+        rows = self._conn.execute(
+            f"SELECT pos, {column} FROM minhash WHERE pos IN (SELECT value FROM json_each(?))",
+            (_json_list(positions),),
+        ).fetchall()
+        if len(rows) != positions.size:
+            raise IndexDamagedError(
+                f"index {self.path}: {positions.size - len(rows)} candidate positions have no "
+                f"stored text (tables and records disagree); run `neardup index check -d "
+                f"{self.path}`"
             )
-        if n_expected is not None and fps.shape[0] != n_expected:
-            raise ValueError(f"expected {n_expected} texts or fingerprints, got {fps.shape[0]}")
-        return fps
+        by_pos = dict(rows)
+        values = [by_pos[int(p)] for p in positions]
+        return np.array(values, np.int64) if column == "units" else values
 
     # ------------------------------------------------------------------ reads
 
@@ -1705,19 +2039,28 @@ class NearDupIndex:
         hamming_k: int | None = None,
         limit: int = DEFAULT_LIMIT,
     ) -> QueryResult:
-        """Stored documents within ``hamming_k`` bits of one text or fingerprint (no insert).
+        """Stored near-duplicates of one text or fingerprint (nothing is stored).
+
+        SimHash index: the stored documents within ``hamming_k`` bits. MinHash index: the
+        stored documents sharing an LSH band with the text whose verification passes (see
+        :mod:`neardup.index.minhash`), each with its ``similarity``.
 
         Args:
             text: a document (fingerprinted with the index's settings), or
-            fingerprint: a SimHash (int, 16 hex digits, ``0x`` hex or decimal string).
-            hamming_k: largest distance, ``0..index.hamming_k`` (default the index's).
+            fingerprint: a SimHash (int, 16 hex digits, ``0x`` hex or decimal string; SimHash
+                index only).
+            hamming_k: largest distance, ``0..index.hamming_k`` (default the index's; SimHash
+                index only).
             limit: matches to list, ``0..1000`` (``match_count`` counts all).
 
         Returns:
-            A :class:`QueryResult`; matches ordered by distance, then ID.
+            A :class:`QueryResult`; matches ordered by distance (or descending similarity),
+            then ID.
 
-        Complexity: O(T · (log n + g) + delta) for the probe, plus O(log n) SQLite look-ups
-        per listed match (none when nothing matches).
+        Complexity: SimHash O(T · (log n + g) + delta) for the probe; MinHash
+        O(bands · (log n + bucket) + delta) for the probe plus, per candidate, one SQLite
+        look-up, decompressing its text and the verification (O(its length) for LCS with
+        early exit); plus O(log n) SQLite look-ups per listed match.
 
         Example:
             >>> import tempfile
@@ -1751,10 +2094,10 @@ class NearDupIndex:
             ...     [r.status for r in index.query_many(fingerprints=[1, 3])]
             ['duplicate', 'new']
         """
-        k = self.hamming_k if hamming_k is None else hamming_k
-        _check_k(k, self.hamming_k)
+        k = self._probe_k(hamming_k)
         limit = _check_limit(limit)
-        fps = self._probe_values(texts, fingerprints)
+        probes = self._prepare(texts, fingerprints)
+        fps = probes.fps
         if ids is not None:
             ids = [_check_id(v, f"ids[{i}]") for i, v in enumerate(ids)]
             if len(ids) != fps.shape[0]:
@@ -1764,11 +2107,7 @@ class NearDupIndex:
         with self._lock:
             self._check_open()
             self._maybe_refresh()
-            qi, pos, dist = self._tables.probe(fps, k)
-            if fps.shape[0] == 1:
-                per_query = [_sorted_matches(pos, dist)]
-            else:
-                per_query = _split_by_query(qi, pos, dist, fps.shape[0])
+            per_query = self._stored_matches(probes, k)
             results = []
             for i, (p, d) in enumerate(per_query):
                 fp = int(fps[i])
@@ -1776,21 +2115,43 @@ class NearDupIndex:
                 if p.size == 0:
                     results.append(QueryResult(fp, "new", None, None, 0, (), ident))
                     continue
-                if p.size <= _FETCH_ALL:
+                # A MinHash match set is verified one by one, hence never large.
+                if p.size <= _FETCH_ALL or self.method == "minhash":
                     best, top = self._small_match_set(p, d, limit)
                 else:
                     groups = self._group_info_of_matches(p)
                     best = min(((g[3], g[1]), g[2]) for g in groups.values())[1]
                     top = self._top_matches(p, d, limit)
-                matches = tuple(Match(mid, dd, orig, orig) for dd, mid, _, orig in top)
+                matches = tuple(self._match(mid, dd, orig) for dd, mid, _, orig in top)
                 results.append(
                     QueryResult(fp, "duplicate", best, best, int(p.size), matches, ident)
                 )
             return results
 
+    def _probe_k(self, hamming_k: int | None) -> int | None:
+        """The checked distance of a probe (SimHash); None for a MinHash index, which refuses
+        one."""
+        if self.method == "minhash":
+            if hamming_k is not None:
+                raise ValueError(
+                    f"hamming_k applies to SimHash indexes; index {self.path} is a MinHash "
+                    f"index ({describe_settings(self.settings)}): leave it out"
+                )
+            return None
+        k = self.hamming_k if hamming_k is None else hamming_k
+        _check_k(k, self.hamming_k)
+        return k
+
+    def _match(self, ident: str, rank: float, original_id: str) -> Match:
+        """A :class:`Match` from its rank (distance, or minus the similarity for MinHash)."""
+        if self.method == "minhash":
+            return Match(ident, None, original_id, original_id, -float(rank))
+        return Match(ident, int(rank), original_id, original_id)
+
     def _small_match_set(self, pos: np.ndarray, dist: np.ndarray, limit: int) -> tuple[str, list]:
         """For a few matches, in one SQLite round trip: the earliest original among their
-        groups, and the first ``limit`` matches by (distance, ID)."""
+        groups, and the first ``limit`` matches by (rank, ID) (rank: see
+        :meth:`_stored_matches`)."""
         rows = self._conn.execute(
             "SELECT d.pos, d.id, o.id, o.timestamp, g.original FROM docs d "
             "JOIN groups g ON g.gid = d.gid JOIN docs o ON o.pos = g.original "
@@ -1808,10 +2169,12 @@ class NearDupIndex:
         return best, top
 
     def _reps(self, positions: np.ndarray) -> np.ndarray:
-        """One position per distinct fingerprint among ``positions`` (identical fingerprints
-        are always in one group)."""
+        """One position per distinct fingerprint among ``positions`` (identical SimHash
+        fingerprints are always in one group); MinHash: the distinct positions."""
         if positions.size <= 1:
             return positions
+        if self.method == "minhash":
+            return np.unique(positions)
         _, first = np.unique(self._tables.fps[positions], return_index=True)
         return positions[first]
 
@@ -1908,17 +2271,9 @@ class NearDupIndex:
                 "groups": int(groups),
                 "duplicates": t.live - int(groups),
                 "largest_group": int(largest),
-                "hamming_k": self.hamming_k,
-                "shingle": self.settings.shingle,
-                "hash_name": self.settings.hash_name,
-                "weights": self.settings.weights,
-                "grouping": "components",
+                "method": self.method,
+                **self._settings_stats(),
                 "synchronous": self.synchronous,
-                "tables": t.plan.num_tables,
-                "blocks": len(t.plan.blocks),
-                "prefix_blocks": t.plan.prefix_blocks,
-                "prefix_bits": t.plan.prefix_bits,
-                "planned_for": t.planned_n,
                 "delta": t.delta_len,
                 "delta_limit": t.delta_limit,
                 "memory_bytes": t.nbytes,
@@ -1933,6 +2288,21 @@ class NearDupIndex:
                 "created": self.created,
                 "format_version": FORMAT_VERSION,
             }
+
+    def _settings_stats(self) -> dict[str, Any]:
+        """The settings and table layout entries of :meth:`stats`, per method."""
+        s, t = self.settings, self._tables
+        out: dict[str, Any] = {"shingle": s.shingle, "hash_name": s.hash_name,
+                               "grouping": "components"}
+        if self.method == "minhash":
+            verification = s.verification
+            out.update(num_perm=s.num_perm, seed=s.seed, threshold=s.threshold, bands=s.bands,
+                       rows=s.rows, verify="none" if verification is None else str(verification))
+            return out
+        out.update(hamming_k=s.hamming_k, weights=s.weights, tables=t.plan.num_tables,
+                   blocks=len(t.plan.blocks), prefix_blocks=t.plan.prefix_blocks,
+                   prefix_bits=t.plan.prefix_bits, planned_for=t.planned_n)
+        return out
 
     # ------------------------------------------------------------------ writes
 
@@ -2042,8 +2412,12 @@ class NearDupIndex:
                 f"fingerprints must have one entry per id ({n}), got {len(fingerprints)}"
             )
         self._check_ids(ids)
-        fps = self._probe_values(texts, fingerprints, n)
-        return self.add_arrays(ids, fps, stamps, if_exists=if_exists, limit=limit, _checked=True)
+        probes = self._prepare(texts, fingerprints, n)
+        with self._lock:
+            self._check_writable()
+            if n == 0:
+                return []
+            return self._add_locked(ids, probes, stamps, if_exists, limit)
 
     @staticmethod
     def _check_ids(ids: list[str]) -> None:
@@ -2058,15 +2432,15 @@ class NearDupIndex:
     def add_arrays(
         self,
         ids: Sequence[str],
-        fingerprints: np.ndarray,
+        fingerprints: np.ndarray | None = None,
         timestamps_us: np.ndarray | None = None,
         *,
+        texts: Sequence[str] | None = None,
         if_exists: str = "error",
         limit: int = DEFAULT_LIMIT,
-        _checked: bool = False,
     ) -> list[AddResult]:
-        """:meth:`add_many` for arrays: ``uint64`` fingerprints and ``int64`` microsecond
-        timestamps (as :func:`neardup.io.read_documents` and
+        """:meth:`add_many` for arrays: ``uint64`` fingerprints (SimHash) or ``texts``, and
+        ``int64`` microsecond timestamps (as :func:`neardup.io.read_documents` and
         :func:`neardup.io.read_fingerprints` return them). One transaction.
 
         Example:
@@ -2079,29 +2453,28 @@ class NearDupIndex:
         """
         ids = list(ids)
         n = len(ids)
-        fps = np.ascontiguousarray(fingerprints, dtype=np.uint64).reshape(-1)
+        if fingerprints is not None:
+            fingerprints = np.ascontiguousarray(fingerprints, dtype=np.uint64).reshape(-1)
         stamps = (
             np.zeros(n, np.int64)
             if timestamps_us is None
             else np.ascontiguousarray(timestamps_us, dtype=np.int64).reshape(-1)
         )
-        if not _checked:
-            if if_exists not in IF_EXISTS:
-                raise ValueError(
-                    f"if_exists must be one of {', '.join(IF_EXISTS)}; got {if_exists!r}"
-                )
-            limit = _check_limit(limit)
-            self._check_ids(ids)
-        if fps.shape[0] != n or stamps.shape[0] != n:
+        if if_exists not in IF_EXISTS:
+            raise ValueError(f"if_exists must be one of {', '.join(IF_EXISTS)}; got {if_exists!r}")
+        limit = _check_limit(limit)
+        self._check_ids(ids)
+        probes = self._prepare(None if texts is None else list(texts), fingerprints)
+        if len(probes) != n or stamps.shape[0] != n:
             raise ValueError(
-                f"fingerprints and timestamps_us must have one entry per id ({n}), got "
-                f"{fps.shape[0]} and {stamps.shape[0]}"
+                f"fingerprints (or texts) and timestamps_us must have one entry per id ({n}), "
+                f"got {len(probes)} and {stamps.shape[0]}"
             )
         with self._lock:
             self._check_writable()
             if n == 0:
                 return []
-            return self._add_locked(ids, fps, stamps, if_exists, limit)
+            return self._add_locked(ids, probes, stamps, if_exists, limit)
 
     def _existing(self, ids: list[str]) -> dict[str, Record]:
         rows = self._conn.execute(
@@ -2110,10 +2483,9 @@ class NearDupIndex:
         return {r[0]: _record(r) for r in rows}
 
     def _add_locked(
-        self, ids: list[str], fps: np.ndarray, stamps: np.ndarray, if_exists: str, limit: int
+        self, ids: list[str], probes: _Probes, stamps: np.ndarray, if_exists: str, limit: int
     ) -> list[AddResult]:
         conn = self._conn
-        k = self.hamming_k
         n = len(ids)
         results: list[AddResult | None] = [None] * n
         existing = self._existing(ids)
@@ -2147,36 +2519,23 @@ class NearDupIndex:
         if not todo:
             return results  # type: ignore[return-value]
         b_ids = [ids[i] for i in todo]
-        b_fps = fps[todo]
+        batch = probes.take(todo)
+        b_fps = batch.fps
         b_ts = stamps[todo]
         b = len(todo)
         if self._max_pos + b > _MAX_POSITION:
             raise ValueError(f"an index holds at most {_MAX_POSITION} positions")
 
-        # Everything the batch needs from the stored documents, read before writing.
-        values, inverse, _ = collapse_identical(b_fps)
-        nv = values.shape[0]
-        sq, spos, sdist = self._tables.probe(values, k)
-        stored = _split_by_query(sq, spos, sdist, nv)
-        info = self._group_info_of_matches(spos)
-        tables_fps = self._tables.fps
-        rep_by_fp = {int(tables_fps[p]): p for p in info}  # one stored position per value
-        stored_gids: list[set[int]] = []
-        for p, _d in stored:
-            if p.size == 0:
-                stored_gids.append(set())
-            else:
-                stored_gids.append({info[rep_by_fp[v]][0] for v in set(tables_fps[p].tolist())})
-        state: dict[int, _GroupState] = {}
-        for g in info.values():
-            state.setdefault(g[0], _GroupState(g[1], g[3], g[2], g[4], True))
-        # Matches inside the batch, between distinct values (a value always matches itself).
-        va, vb, vd = close_pairs(values, k)
-        nbr: list[list[tuple[int, int]]] = [[] for _ in range(nv)]
-        for a, c, d in zip(va.tolist(), vb.tolist(), vd.tolist()):
-            nbr[a].append((c, d))
-            nbr[c].append((a, d))
-        stored_top = [self._top_matches(p, d, limit) if p.size else [] for p, d in stored]
+        # Everything the batch needs from the stored documents, read before writing; the
+        # method decides what matches, the grouping below is the same for both.
+        if self.method == "minhash":
+            hood = self._minhash_neighbourhood(batch, limit)
+        else:
+            hood = self._simhash_neighbourhood(b_fps, limit)
+        inverse, stored_count, stored_gids = hood.inverse, hood.stored_count, hood.stored_gids
+        state, nbr, stored_top = hood.groups, hood.nbr, hood.stored_top
+        nv = len(stored_count)
+        same_rank = -1.0 if self.method == "minhash" else 0
 
         parent: dict[int, int] = {}
 
@@ -2209,7 +2568,7 @@ class NearDupIndex:
                         gids.add(find(int(doc_gid[first_doc[w]])))
                 first_doc[v] = j
             batch_count = int(seen_count[v]) + sum(int(seen_count[w]) for w, _ in nbr[v])
-            match_count = int(stored[v][0].size) + batch_count
+            match_count = stored_count[v] + batch_count
             if not gids:
                 gid = pos
                 state[gid] = _GroupState(pos, ts, ident, 1, False)
@@ -2238,11 +2597,11 @@ class NearDupIndex:
             g = state[gid]
             # Matches: stored ones (as of the batch start) and earlier documents of the batch.
             cands = [(d, mid) for d, mid, _, _ in stored_top[v]]
-            cands.extend((0, mid) for mid in seen_ids[v])
+            cands.extend((same_rank, mid) for mid in seen_ids[v])
             for w, d in nbr[v]:
                 cands.extend((d, mid) for mid in seen_ids[w])
             cands.sort()
-            matches = tuple(Match(mid, d, g.original_id, g.original_id) for d, mid in cands[:limit])
+            matches = tuple(self._match(mid, d, g.original_id) for d, mid in cands[:limit])
             results[todo[j]] = AddResult(
                 ident,
                 status,
@@ -2278,6 +2637,12 @@ class NearDupIndex:
                     for j in range(b)
                 ],
             )
+            if self.method == "minhash":
+                conn.executemany(
+                    "INSERT INTO minhash (pos, keys, units, text) VALUES (?, ?, ?, ?)",
+                    zip(range(base, base + b), _key_blobs(batch.keys), batch.sizes.tolist(),
+                        encode_texts(batch.texts)),
+                )
             for other in merged_away:
                 target = find(other)
                 conn.execute("UPDATE docs SET gid = ? WHERE gid = ?", (target, other))
@@ -2293,10 +2658,64 @@ class NearDupIndex:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self._tables.add(np.arange(base, base + b, dtype=np.int64), b_fps)
+        self._tables.add(np.arange(base, base + b, dtype=np.int64),
+                         b_fps if batch.keys is None else batch.keys)
         self._max_pos = base + b - 1
         self._after_write()
         return results  # type: ignore[return-value]
+
+    def _simhash_neighbourhood(self, fps: np.ndarray, limit: int) -> _Neighbourhood:
+        """SimHash: the units are the batch's distinct fingerprints (identical ones always
+        match the same documents); matches are within ``hamming_k`` bits."""
+        k = self.hamming_k
+        values, inverse, _ = collapse_identical(fps)
+        nv = values.shape[0]
+        sq, spos, sdist = self._tables.probe(values, k)
+        stored = _split_by_query(sq, spos, sdist, nv)
+        info = self._group_info_of_matches(spos)
+        tables_fps = self._tables.fps
+        rep_by_fp = {int(tables_fps[p]): p for p in info}  # one stored position per value
+        stored_gids = [
+            {info[rep_by_fp[v]][0] for v in set(tables_fps[p].tolist())} if p.size else set()
+            for p, _d in stored
+        ]
+        # Matches inside the batch, between distinct values (a value always matches itself).
+        va, vb, vd = close_pairs(values, k)
+        return self._neighbourhood(inverse, stored, info, stored_gids, (va, vb, vd),
+                                   [self._top_matches(p, d, limit) for p, d in stored])
+
+    def _minhash_neighbourhood(self, batch: _Probes, limit: int) -> _Neighbourhood:
+        """MinHash: every document is its own unit; matches are band candidates that pass the
+        index's verification, stored ones (:meth:`_stored_matches`) and inside the batch."""
+        stored = self._stored_matches(batch)
+        spos = np.concatenate([p for p, _ in stored])
+        info = self._group_info_of_matches(spos)
+        stored_gids = [{info[q][0] for q in p.tolist()} for p, _ in stored]
+        ca, cb = band_pairs(batch.keys)
+        sizes = batch.sizes
+        fit = size_bound(sizes[ca], sizes[cb], self.settings)
+        ca, cb = ca[fit], cb[fit]
+        sim = pair_similarity(*batch.data, ca, cb, self.settings)
+        ok = sim >= verify_threshold(self.settings)
+        top = [self._small_match_set(p, d, limit)[1] if p.size else [] for p, d in stored]
+        return self._neighbourhood(np.arange(len(batch)), stored, info, stored_gids,
+                                   (ca[ok], cb[ok], -sim[ok]), top)
+
+    @staticmethod
+    def _neighbourhood(inverse: np.ndarray, stored: list, info: dict, stored_gids: list,
+                       pairs: tuple, stored_top: list) -> _Neighbourhood:
+        """The method-independent part: the stored groups touched and the batch's own pairs
+        as adjacency lists."""
+        nv = len(stored)
+        groups: dict[int, _GroupState] = {}
+        for g in info.values():
+            groups.setdefault(g[0], _GroupState(g[1], g[3], g[2], g[4], True))
+        nbr: list[list[tuple[int, Any]]] = [[] for _ in range(nv)]
+        for a, c, d in zip(*(x.tolist() for x in pairs)):
+            nbr[a].append((c, d))
+            nbr[c].append((a, d))
+        return _Neighbourhood(inverse, [int(p.size) for p, _ in stored], stored_gids, groups,
+                              nbr, stored_top)
 
     def _bump_counts(self, documents: int, groups: int) -> None:
         self._conn.execute(
@@ -2356,10 +2775,11 @@ class NearDupIndex:
             affected = sorted({r[1] for r in rows})
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute(
-                    "DELETE FROM docs WHERE pos IN (SELECT value FROM json_each(?))",
-                    (_json_list(positions),),
-                )
+                for table in ("docs", "minhash") if self.method == "minhash" else ("docs",):
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE pos IN (SELECT value FROM json_each(?))",
+                        (_json_list(positions),),
+                    )
                 conn.executemany(
                     "INSERT INTO tombstones (pos) VALUES (?)", [(p,) for p in positions]
                 )
@@ -2392,13 +2812,8 @@ class NearDupIndex:
             conn.execute("DELETE FROM groups WHERE gid = ?", (gid,))
             return -1
         arr = np.array(members, dtype=np.int64)
-        pos, fps = arr[:, 0], arr[:, 1].view(np.uint64)
-        values, inverse, _ = collapse_identical(fps)
-        if values.shape[0] == 1:
-            labels = np.zeros(pos.shape[0], np.int64)
-        else:
-            a, b, _ = close_pairs(values, self.hamming_k)
-            labels = connected_components(values.shape[0], a, b)[inverse]
+        pos = arr[:, 0]
+        labels = self._member_components(pos, arr[:, 1].view(np.uint64))
         # Members come sorted by (timestamp, position): the first of each label is its original.
         _, first, counts = np.unique(labels, return_index=True, return_counts=True)
         if first.shape[0] == 1:
@@ -2420,6 +2835,30 @@ class NearDupIndex:
                 (new_gid, int(pos[label_first]), int(count)),
             )
         return first.shape[0] - 1
+
+    def _member_components(self, pos: np.ndarray, fps: np.ndarray) -> np.ndarray:
+        """The component label of each of the documents ``pos`` (with fingerprints ``fps``)
+        under the index's near-duplicate relation. SimHash: O(m²) comparisons of distinct
+        fingerprints up to 2,048, tables above; MinHash: band pairs of the members, each
+        verified on the stored texts."""
+        if self.method == "minhash":
+            rows = self._conn.execute(
+                "SELECT pos, keys, text FROM minhash WHERE pos IN (SELECT value FROM json_each(?))",
+                (_json_list(pos),),
+            ).fetchall()
+            by_pos = {r[0]: r for r in rows}
+            members = [by_pos[int(p)] for p in pos]
+            keys = _keys_of_blobs([r[1] for r in members], self.settings.bands)
+            a, b = band_pairs(keys)
+            data = verification_data([decode_text(r[2]) for r in members], self.settings)
+            sim = pair_similarity(*data, a, b, self.settings)
+            ok = sim >= verify_threshold(self.settings)
+            return connected_components(pos.shape[0], a[ok], b[ok])
+        values, inverse, _ = collapse_identical(fps)
+        if values.shape[0] == 1:
+            return np.zeros(pos.shape[0], np.int64)
+        a, b, _ = close_pairs(values, self.hamming_k)
+        return connected_components(values.shape[0], a, b)[inverse]
 
     # ------------------------------------------------------------------ export
 
@@ -2445,8 +2884,11 @@ class NearDupIndex:
         return {r[0]: (r[1], bool(r[2]), int(r[3])) for r in rows}
 
 
-_CACHE_FILES = ("keys.npy", "rows.npy", "fps.npy", "alive.npy")
-"""The files of a cached generation, each checksummed in the manifest."""
+_CACHE_FILES = {
+    "simhash": ["keys.npy", "rows.npy", "fps.npy", "alive.npy"],
+    "minhash": ["keys.npy", "rows.npy", "alive.npy"],
+}
+"""The files of a cached generation per method, each checksummed in the manifest."""
 
 
 class _CacheMiss(Exception):
@@ -2502,8 +2944,11 @@ def _write_new_index(
     stamps: np.ndarray,
     original: np.ndarray,
     group_size: np.ndarray,
+    minhash_rows: tuple[np.ndarray, np.ndarray, list[bytes]] | None = None,
 ) -> None:
-    """Write the SQLite records and the cached tables of a new index into ``directory``."""
+    """Write the SQLite records and the cached tables of a new index into ``directory``;
+    ``minhash_rows`` are the band keys, verification data sizes and compressed texts of a
+    MinHash index."""
     n = len(ids)
     db = directory / DB_NAME
     conn = _connect(db, readonly=False)
@@ -2514,16 +2959,14 @@ def _write_new_index(
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("PRAGMA cache_size = -262144")
         conn.executescript(_SCHEMA)
+        if settings.method == "minhash":
+            conn.executescript(_MINHASH_SCHEMA)
         conn.execute("BEGIN")
         created = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         is_orig = original == np.arange(n)
         meta = {
             "format_version": str(FORMAT_VERSION),
-            "hamming_k": str(settings.hamming_k),
-            "shingle": settings.shingle,
-            "hash_name": settings.hash_name,
-            "weights": settings.weights,
-            "grouping": "components",
+            **_settings_meta(settings),
             "created": created,
             "documents": str(n),
             "groups": str(int(is_orig.sum())),
@@ -2544,6 +2987,13 @@ def _write_new_index(
                     gid[start:stop].tolist(),
                 ),
             )
+            if minhash_rows is not None:
+                keys, sizes, blobs = minhash_rows
+                conn.executemany(
+                    "INSERT INTO minhash (pos, keys, units, text) VALUES (?, ?, ?, ?)",
+                    zip(range(start + 1, stop + 1), _key_blobs(keys[start:stop]),
+                        sizes[start:stop].tolist(), blobs[start:stop]),
+                )
         originals = np.flatnonzero(is_orig)
         conn.executemany(
             "INSERT INTO groups (gid, original, size) VALUES (?, ?, ?)",
@@ -2556,12 +3006,28 @@ def _write_new_index(
         conn.close()
     _fsync_path(db)
     positions = np.arange(1, n + 1, dtype=np.int64)
-    tables = PermutationTables(settings.hamming_k, positions=positions, fingerprints=fps)
+    if minhash_rows is None:
+        tables = PermutationTables(settings.hamming_k, positions=positions, fingerprints=fps)
+    else:
+        tables = BandTables(settings.bands, positions=positions, keys=minhash_rows[0])
     _save_generation(directory, tables, 1, max_pos=n, tomb_seq=0)
 
 
+def _key_blobs(keys: np.ndarray) -> list[bytes]:
+    """Each row of ``uint32[n, bands]`` band keys as little-endian bytes (``minhash.keys``)."""
+    keys = np.ascontiguousarray(keys, dtype="<u4")
+    return [row.tobytes() for row in keys]
+
+
+def _keys_of_blobs(blobs: Sequence[bytes], bands: int) -> np.ndarray:
+    """The ``uint32[n, bands]`` band keys of ``minhash.keys`` values."""
+    if not blobs:
+        return np.zeros((0, bands), np.uint32)
+    return np.frombuffer(b"".join(blobs), dtype="<u4").reshape(len(blobs), bands).astype(np.uint32)
+
+
 def _save_generation(
-    directory: Path, tables: PermutationTables, generation: int, *, max_pos: int, tomb_seq: int
+    directory: Path, tables: Tables, generation: int, *, max_pos: int, tomb_seq: int
 ) -> None:
     """Cache the tables as ``tables-<generation>/`` and name it in ``tables.json``.
 
@@ -2585,19 +3051,17 @@ def _save_generation(
 
 
 def _write_generation(
-    directory: Path, tables: PermutationTables, generation: int, *, max_pos: int, tomb_seq: int
+    directory: Path, tables: Tables, generation: int, *, max_pos: int, tomb_seq: int
 ) -> None:
     """The body of :func:`_save_generation` (which cleans up after a failure)."""
     tmp = directory / f".tables-{generation}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     size = max_pos + 1
-    arrays = (
-        ("keys.npy", tables.keys),
-        ("rows.npy", tables.rows),
-        ("fps.npy", tables.fps[:size]),
-        ("alive.npy", tables.alive[:size]),
-    )
+    arrays = [("keys.npy", tables.keys), ("rows.npy", tables.rows)]
+    if isinstance(tables, PermutationTables):
+        arrays.append(("fps.npy", tables.fps[:size]))
+    arrays.append(("alive.npy", tables.alive[:size]))
     for name, array in arrays:
         with open(tmp / name, "wb") as fh:
             np.save(fh, np.ascontiguousarray(array))
@@ -2614,15 +3078,18 @@ def _write_generation(
         "entries": int(tables.keys.shape[1]),
         "live": tables.live,
         "main_dead": tables._main_dead,
-        "planned_n": tables.planned_n,
         # Read back from the page cache just written: what a later open will verify.
         "files": describe_files(final, [name for name, _ in arrays]),
-        "plan": {
+    }
+    if isinstance(tables, PermutationTables):
+        manifest["planned_n"] = tables.planned_n
+        manifest["plan"] = {
             "hamming_k": tables.hamming_k,
             "blocks": len(tables.plan.blocks),
             "prefix_blocks": tables.plan.prefix_blocks,
-        },
-    }
+        }
+    else:
+        manifest["bands"] = tables.bands
     tmp_manifest = directory / f".{MANIFEST_NAME}.tmp"
     with open(tmp_manifest, "w") as fh:
         json.dump(manifest, fh)

@@ -1,0 +1,565 @@
+"""The MinHash side of the index: band tables in memory, texts on disk, verification of candidates.
+
+A MinHash index decides near-duplicates exactly as ``neardup dedup --method minhash`` does (the
+same :class:`neardup.pipeline.Settings`): documents are candidates when their MinHash signatures
+agree on a whole LSH band (:mod:`neardup.candidates.bands`), and a candidate pair is a
+near-duplicate when it passes the run's verification (by default the LCS resemblance of
+:mod:`neardup.lcs` at 0.8, :class:`neardup.verify.Verification`; with ``verify="none"`` the
+MinHash estimate of Jaccard at ``threshold``).
+
+In memory (:class:`BandTables`), per band, the sorted ``uint32`` band keys (the top 32 bits of
+:func:`neardup.candidates.bands.band_hashes`) and the positions in that order:
+``8 · bands + 2`` bytes per document (258 at the default 32 bands). Truncating the 64-bit band
+hash to 32 bits only adds spurious candidates (about ``bands · n / 2**32`` per query, 0.007 at
+1M documents), which verification removes; equal bands always have equal keys, so none is
+lost. A cache of the verification data of recent candidates (:class:`DataCache`, 32 MB at
+most) spares a popular template's cluster being read and prepared for every copy.
+
+On disk (SQLite table ``minhash(pos, keys, units, text)``): the band keys (``uint32[bands]``,
+so the tables are rebuilt without recomputing signatures), the size of the document's
+verification data and its UTF-8 text compressed with zstd, read only for candidates: the
+verification data (LCS units or shingle sets, or the signature with ``verify="none"``) is
+computed from the text with the index's settings, by the same functions ``dedup`` calls. The
+sizes reject, exactly, the candidates whose lengths alone rule them out (:func:`size_bound`)
+before their texts are decompressed.
+
+Example:
+    >>> keys = np.array([[1, 2], [1, 3], [4, 5]], np.uint32)
+    >>> t = BandTables(2, positions=np.array([1, 2, 3]), keys=keys)
+    >>> q, p = t.probe(np.array([[1, 9]], np.uint32))
+    >>> sorted(p.tolist())
+    [1, 2]
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import zstandard
+from numba import njit
+
+from neardup.candidates.bands import band_hashes, pairs_from_band_columns
+from neardup.index.sorted_rows import merge_rows, sort_rows
+from neardup.lcs import lcs_unit_counts
+from neardup.minhash import jaccard_estimate
+from neardup.pipeline import Settings, signatures
+from neardup.verify import LCS_UNIT
+
+__all__ = [
+    "BandTables",
+    "DataCache",
+    "band_keys",
+    "band_pairs",
+    "concat_data",
+    "data_sizes",
+    "decode_text",
+    "encode_texts",
+    "pair_similarity",
+    "size_bound",
+    "take_data",
+    "verification_data",
+    "verify_threshold",
+]
+
+_MAX_POSITION = (1 << 32) - 1
+_ZSTD_LEVEL = 3
+"""zstd level of the stored texts: about 3x smaller English text at several hundred MB/s."""
+
+
+def band_keys(signature: np.ndarray, settings: Settings) -> np.ndarray:
+    """The ``uint32[n, bands]`` band keys of MinHash signatures (``uint32[n, num_perm]``): the
+    top 32 bits of each band's 64-bit hash, with the settings' banding. O(n · bands · rows).
+
+    Example:
+        >>> s = Settings(method="minhash", shingle="char:4")
+        >>> sig = signatures(["one text", "one text"], s).signature
+        >>> k = band_keys(sig, s)
+        >>> k.shape, bool((k[0] == k[1]).all())
+        ((2, 32), True)
+    """
+    bands, rows = settings.banding()
+    hashes = band_hashes(np.ascontiguousarray(signature, np.uint32), bands, rows)
+    return (hashes >> np.uint64(32)).astype(np.uint32)
+
+
+def band_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``a < b`` of rows of ``keys`` (``uint32[n, bands]``) equal on at least one
+    band, once (the ``"all"`` candidates of
+    :func:`neardup.candidates.bands.pairs_from_band_columns`).
+    Output-sized: a bucket of ``m`` rows gives ``m (m - 1) / 2`` pairs.
+
+    Example:
+        >>> [a.tolist() for a in band_pairs(np.array([[1, 2], [1, 3], [0, 3]], np.uint32))]
+        [[0, 1], [1, 2]]
+    """
+    columns = (keys[:, t].astype(np.uint64) for t in range(keys.shape[1]))
+    return pairs_from_band_columns(columns, "all")
+
+
+def encode_texts(texts: Sequence[str]) -> list[bytes]:
+    """Each text as zstd-compressed UTF-8 (the ``text`` column). O(total bytes).
+
+    Example:
+        >>> decode_text(encode_texts(["héllo"])[0])
+        'héllo'
+    """
+    compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+    return [compressor.compress(t.encode("utf-8", "surrogatepass")) for t in texts]
+
+
+def decode_text(blob: bytes) -> str:
+    """The text of an :func:`encode_texts` value; ValueError if it is damaged. O(bytes)."""
+    try:
+        return zstandard.ZstdDecompressor().decompress(blob).decode("utf-8", "surrogatepass")
+    except (zstandard.ZstdError, TypeError) as error:
+        raise ValueError(f"a stored text is damaged ({error})") from None
+
+
+def verify_threshold(settings: Settings) -> float:
+    """The value a candidate pair's :func:`pair_similarity` must reach: the verification
+    threshold, or ``threshold`` (of the MinHash estimate) without verification."""
+    return settings.threshold if settings.verify is None else float(settings.verify)
+
+
+def verification_data(texts: Sequence[str], settings: Settings,
+                      signature: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`pair_similarity` compares, as CSR ``(offsets int64[n + 1], values uint64)``:
+    the data of the settings' verification (:meth:`neardup.verify.Verification.prepare`: LCS
+    units or sorted distinct shingle hashes, the functions ``dedup`` calls), or without
+    verification the MinHash signatures (``num_perm`` values per text; ``signature`` if
+    already computed). The row sizes (``np.diff(offsets)``) are what :func:`size_bound` takes.
+    O(total bytes).
+
+    Example:
+        >>> o, v = verification_data(["a b c d", "a b"], Settings(method="minhash"))
+        >>> np.diff(o).tolist()   # LCS units: words
+        [4, 2]
+    """
+    texts = list(texts)
+    verification = settings.verification
+    if verification is not None:
+        return verification.prepare(texts, settings.shingle, settings.hash_name)
+    if signature is None:
+        signature = signatures(texts, settings, keep_sets=False).signature
+    offsets = np.arange(len(texts) + 1, dtype=np.int64) * settings.num_perm
+    return offsets, np.ascontiguousarray(signature, np.uint32).astype(np.uint64).reshape(-1)
+
+
+def data_sizes(texts: Sequence[str], settings: Settings) -> np.ndarray:
+    """The row sizes of :func:`verification_data` (``int64[n]``) without building the rows
+    where a count suffices (LCS units). O(total bytes).
+
+    Example:
+        >>> data_sizes(["a b c d", "a b"], Settings(method="minhash")).tolist()
+        [4, 2]
+    """
+    texts = list(texts)
+    verification = settings.verification
+    if verification is None:
+        return np.full(len(texts), settings.num_perm, np.int64)
+    if verification.measure == "lcs":
+        return np.asarray(lcs_unit_counts(texts, LCS_UNIT), np.int64)
+    return np.diff(verification_data(texts, settings)[0])
+
+
+def take_data(data: tuple[np.ndarray, np.ndarray], rows: Sequence[int]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR rows ``rows`` of ``data``, in that order. O(their values).
+
+    Example:
+        >>> d = (np.array([0, 1, 3]), np.array([7, 8, 9], np.uint64))
+        >>> [x.tolist() for x in take_data(d, [1, 0])]
+        [[0, 2, 3], [8, 9, 7]]
+    """
+    offsets, values = data
+    rows = np.asarray(rows, np.int64)
+    sizes = np.diff(offsets)[rows]
+    out = np.zeros(rows.shape[0] + 1, np.int64)
+    np.cumsum(sizes, out=out[1:])
+    parts = [values[offsets[r] : offsets[r + 1]] for r in rows.tolist()]
+    return out, (np.concatenate(parts) if parts else values[:0]).astype(np.uint64)
+
+
+def concat_data(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Several CSR ``(offsets, values)`` as one, rows in order. O(total values).
+
+    Example:
+        >>> one = (np.array([0, 2]), np.array([5, 6], np.uint64))
+        >>> [x.tolist() for x in concat_data([one, one])]
+        [[0, 2, 4], [5, 6, 5, 6]]
+    """
+    ends = np.cumsum([p[1].shape[0] for p in parts])
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    offsets = np.concatenate([p[0][:-1] + s for p, s in zip(parts, starts)]
+                             + [ends[-1:].astype(np.int64)])
+    return offsets.astype(np.int64), np.concatenate([p[1] for p in parts]).astype(np.uint64)
+
+
+def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np.ndarray:
+    """Which pairs may reach :func:`verify_threshold`, from the sizes of their verification
+    data alone (``bool`` per pair). Exact, never dropping a near-duplicate: an LCS is at most
+    the shorter sequence and an intersection at most the smaller set, so both measures are at
+    most ``min / max`` of the sizes (two empty texts: 1). Without verification (the MinHash
+    estimate) every pair may. O(pairs).
+
+    Example:
+        >>> size_bound(np.array([10, 10, 0]), np.array([8, 7, 0]), Settings(method="minhash"))
+        array([ True, False,  True])
+    """
+    size_a = np.asarray(size_a, np.int64)
+    size_b = np.asarray(size_b, np.int64)
+    if settings.verification is None:
+        return np.ones(size_a.shape[0], bool)
+    low, high = np.minimum(size_a, size_b), np.maximum(size_a, size_b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(high > 0, low / np.maximum(high, 1), 1.0)
+    return ratio >= verify_threshold(settings)
+
+
+def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: np.ndarray,
+                    settings: Settings) -> np.ndarray:
+    """The near-duplicate measure of rows ``a[p]`` and ``b[p]`` of :func:`verification_data`
+    (float64 per pair), as ``dedup`` verifies its candidates: the verification measure of the
+    settings, or the MinHash estimate of Jaccard when ``verify`` is None. Values at or above
+    :func:`verify_threshold` are exact; below it, LCS values may be any value below it (the
+    kernel stops early). O(the measure per pair).
+
+    Example:
+        >>> s = Settings(method="minhash", shingle="char:4")
+        >>> o, v = verification_data(["a b c d e f g h i j", "a b c d e f g h i x"], s)
+        >>> pair_similarity(o, v, np.array([0]), np.array([1]), s).tolist()
+        [0.9]
+    """
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    if a.shape[0] == 0:
+        return np.zeros(0, np.float64)
+    verification = settings.verification
+    if verification is None:
+        rows = values.astype(np.uint32).reshape(-1, settings.num_perm)
+        return np.asarray(jaccard_estimate(rows[a], rows[b]), np.float64)
+    return verification.similarity(offsets, values, a, b)
+
+
+class DataCache:
+    """The verification data of recently compared stored documents, by position: a
+    least-recently-used cache of at most ``max_values`` values (8 bytes each; the default 4M
+    is 32 MB). A position's text never changes (positions are never reused), so an entry never
+    goes stale. It spares the repeated candidates (a popular template is a candidate of every
+    copy) decompressing and preparing their text again.
+
+    Example:
+        >>> cache = DataCache(max_values=3)
+        >>> load = lambda ps: (np.arange(len(ps) + 1), np.array(ps, np.uint64))
+        >>> [x.tolist() for x in cache.rows([5, 6], load)], len(cache)
+        ([[0, 1, 2], [5, 6]], 2)
+    """
+
+    def __init__(self, max_values: int = 4_000_000) -> None:
+        if max_values < 0:
+            raise ValueError(f"max_values must be >= 0, got {max_values}")
+        self.max_values = int(max_values)
+        self._rows: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._values = 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows(self, positions: Sequence[int],
+             load: Callable[[list[int]], tuple[np.ndarray, np.ndarray]]
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """The CSR data of ``positions``, in that order; the positions not cached are read with
+        one call of ``load`` (which returns their CSR data in the order given) and kept.
+        O(values returned) plus ``load``."""
+        positions = [int(p) for p in positions]
+        found = [self._rows.get(p) for p in positions]
+        missing = [p for p, row in zip(positions, found) if row is None]
+        if missing:
+            offsets, values = load(missing)
+            fresh = {p: values[offsets[i] : offsets[i + 1]].copy() for i, p in enumerate(missing)}
+            found = [fresh[p] if row is None else row for p, row in zip(positions, found)]
+            for p, row in fresh.items():
+                self._put(p, row)
+        for p in positions:
+            if p in self._rows:
+                self._rows.move_to_end(p)
+        out = np.zeros(len(found) + 1, np.int64)
+        np.cumsum([row.shape[0] for row in found], out=out[1:])
+        return out, (np.concatenate(found) if found else np.zeros(0)).astype(np.uint64)
+
+    def _put(self, position: int, row: np.ndarray) -> None:
+        if row.shape[0] > self.max_values:
+            return
+        self._rows[position] = row
+        self._values += row.shape[0]
+        while self._values > self.max_values:
+            _, old = self._rows.popitem(last=False)
+            self._values -= old.shape[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Band tables
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _band_probe_kernel(qkeys, keys, rows, alive, delta, dkeys, delta_len, seen, out_q, out_p):
+    """Every (query, live position) equal on a band, once: binary search per band of the
+    sorted tables, then a scan of the delta. ``seen`` (all False on entry and on return when
+    everything fit) marks the positions already written for the current query, so a position
+    sharing many bands (a near-duplicate shares most) is written once. Writes what fits and
+    returns the total (as the SimHash probe kernel does)."""
+    nq = qkeys.shape[0]
+    num_bands = keys.shape[0]
+    n = keys.shape[1]
+    cap = out_q.shape[0]
+    m = 0
+    for qi in range(nq):
+        first = m
+        for t in range(num_bands):
+            key = qkeys[qi, t]
+            lo = 0
+            hi = n
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if keys[t, mid] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            i = lo
+            while i < n and keys[t, i] == key:
+                p = rows[t, i]
+                i += 1
+                if alive[p] and not seen[p]:
+                    seen[p] = True
+                    if m < cap:
+                        out_q[m] = qi
+                        out_p[m] = p
+                    m += 1
+        for j in range(delta_len):
+            p = delta[j]
+            if not alive[p]:
+                continue
+            for t in range(num_bands):
+                if dkeys[j, t] == qkeys[qi, t]:
+                    if m < cap:
+                        out_q[m] = qi
+                        out_p[m] = p
+                    m += 1
+                    break
+        for i in range(first, min(m, cap)):
+            seen[out_p[i]] = False
+    return m
+
+
+class BandTables:
+    """MinHash LSH band tables in memory, for probing documents one batch at a time.
+
+    Documents are addressed by *position* (below 2**32). Per band: ``keys`` (``uint32[n]``,
+    sorted) and ``rows`` (``uint32[n]``, the positions in that order), stacked as
+    ``(bands, n)`` arrays (:mod:`neardup.index.sorted_rows`); an ``alive`` flag per position.
+    New positions go to an unsorted delta (with their keys), scanned linearly and merged when
+    it exceeds :attr:`delta_limit`; :meth:`discard` marks positions dead, dropped at the next
+    merge. The same delta/merge scheme as :class:`neardup.index.store.PermutationTables`.
+
+    Args:
+        bands: number of bands (the index's banding).
+        positions, keys: initial contents: distinct positions and their ``uint32[n, bands]``
+            band keys (:func:`band_keys`).
+
+    Complexity: building O(bands · n log n); a probe O(bands · (log n + bucket)) plus the
+    delta; memory ``8 · bands + 2`` bytes per position, plus the delta.
+
+    Example:
+        >>> t = BandTables(1)
+        >>> t.add(np.array([1, 2]), np.array([[7], [7]], np.uint32))
+        >>> t.discard(np.array([1]))
+        1
+        >>> t.probe(np.array([[7]], np.uint32))[1].tolist()
+        [2]
+    """
+
+    def __init__(self, bands: int, *, positions: np.ndarray | None = None,
+                 keys: np.ndarray | None = None) -> None:
+        if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
+            raise ValueError(f"bands must be an integer >= 1, got {bands!r}")
+        self.bands = int(bands)
+        positions = np.zeros(0, np.int64) if positions is None else np.asarray(positions, np.int64)
+        keys = (np.zeros((0, self.bands), np.uint32) if keys is None
+                else np.ascontiguousarray(keys, np.uint32))
+        if keys.shape != (positions.shape[0], self.bands):
+            raise ValueError(f"keys must have shape ({positions.shape[0]}, {self.bands}), "
+                             f"got {keys.shape}")
+        if positions.size and (positions.min() < 0 or positions.max() > _MAX_POSITION):
+            raise ValueError(f"positions must be in 0..{_MAX_POSITION}, "
+                             f"got {positions.min()}..{positions.max()}")
+        size = int(positions.max()) + 1 if positions.size else 0
+        self.alive = np.zeros(max(size, 16), np.bool_)
+        self.alive[positions] = True
+        self.size = size
+        self.live = int(np.count_nonzero(self.alive))
+        if self.live != positions.shape[0]:
+            raise ValueError("positions must be distinct")
+        self.keys, self.rows = sort_rows(keys.T, positions.astype(np.uint32))
+        self._main_max = size - 1
+        self._main_dead = 0
+        self._reset_delta()
+        self.merges = 0
+        # The probe's scratch flags, one per position (see _band_probe_kernel), grown lazily.
+        self._seen = np.zeros(0, np.bool_)
+
+    @classmethod
+    def from_arrays(cls, keys: np.ndarray, rows: np.ndarray, alive: np.ndarray,
+                    main_dead: int | None = None) -> BandTables:
+        """Tables from already sorted ``(bands, n)`` arrays (e.g. memory-mapped from a cache)
+        holding positions below ``len(alive)``; ``main_dead`` counts their rows no longer
+        alive (None: count them, O(n)). O(size) to copy ``alive``.
+
+        Example:
+            >>> t = BandTables(1, positions=np.array([0, 1]), keys=np.array([[3], [3]], np.uint32))
+            >>> u = BandTables.from_arrays(t.keys, t.rows, t.alive[:2])
+            >>> len(u.probe(np.array([[3]], np.uint32))[1])
+            2
+        """
+        if keys.shape != rows.shape or keys.ndim != 2:
+            raise ValueError(f"keys and rows must have one shape (bands, n), "
+                             f"got {keys.shape} and {rows.shape}")
+        self = cls.__new__(cls)
+        self.bands = int(keys.shape[0])
+        self.keys, self.rows = keys, rows
+        size = alive.shape[0]
+        self.alive = np.zeros(max(size, 16), np.bool_)
+        self.alive[:size] = alive
+        self.size = size
+        self.live = int(np.count_nonzero(self.alive[:size]))
+        self._main_max = size - 1
+        if main_dead is None:
+            main_dead = int(rows.shape[1] - np.count_nonzero(self.alive[rows[0]]))
+        self._main_dead = int(main_dead)
+        self._reset_delta()
+        self.merges = 0
+        # The probe's scratch flags, one per position (see _band_probe_kernel), grown lazily.
+        self._seen = np.zeros(0, np.bool_)
+        return self
+
+    def _reset_delta(self) -> None:
+        self.delta = np.zeros(1024, np.uint32)
+        self.delta_keys = np.zeros((1024, self.bands), np.uint32)
+        self.delta_len = 0
+
+    @property
+    def delta_limit(self) -> int:
+        """Delta size that triggers a merge: 1/16 of the live documents, in 4096..65536."""
+        return int(min(max(4096, self.live // 16), 65536))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in arrays (tables, alive and scratch flags, delta buffers)."""
+        return int(self.keys.nbytes + self.rows.nbytes + self.alive.nbytes + self._seen.nbytes
+                   + self.delta.nbytes + self.delta_keys.nbytes)
+
+    def add(self, positions: np.ndarray, keys: np.ndarray) -> None:
+        """Insert new positions (increasing, above every position seen) with their band keys
+        (``uint32[m, bands]``) into the delta; merges when the delta is full. Amortised
+        O(bands · n / delta_limit) per position."""
+        positions = np.asarray(positions, np.int64)
+        keys = np.asarray(keys, np.uint32)
+        if keys.shape != (positions.shape[0], self.bands):
+            raise ValueError(f"keys must have shape ({positions.shape[0]}, {self.bands}), "
+                             f"got {keys.shape}")
+        if positions.size == 0:
+            return
+        if positions.min() < self.size or np.any(np.diff(positions) <= 0):
+            raise ValueError(
+                f"new positions must increase and exceed every position seen (>= {self.size})")
+        if positions.max() > _MAX_POSITION:
+            raise ValueError(f"positions must be at most {_MAX_POSITION}, got {positions.max()}")
+        top = int(positions[-1]) + 1
+        if top > self.alive.shape[0]:
+            grown = np.zeros(max(top, int(self.alive.shape[0] * 1.5) + 16), np.bool_)
+            grown[: self.size] = self.alive[: self.size]
+            self.alive = grown
+        self.alive[positions] = True
+        self.size = top
+        self.live += positions.shape[0]
+        need = self.delta_len + positions.shape[0]
+        if need > self.delta.shape[0]:
+            cap = max(need, 2 * self.delta.shape[0])
+            delta = np.zeros(cap, np.uint32)
+            delta[: self.delta_len] = self.delta[: self.delta_len]
+            delta_keys = np.zeros((cap, self.bands), np.uint32)
+            delta_keys[: self.delta_len] = self.delta_keys[: self.delta_len]
+            self.delta, self.delta_keys = delta, delta_keys
+        self.delta[self.delta_len : need] = positions
+        self.delta_keys[self.delta_len : need] = keys
+        self.delta_len = need
+        if self.delta_len > self.delta_limit:
+            self.merge()
+
+    def discard(self, positions: np.ndarray) -> int:
+        """Mark positions dead (ignored by probes, dropped at the next merge). Returns how many
+        were alive. O(len(positions))."""
+        positions = np.asarray(positions, np.int64)
+        positions = np.unique(positions[(positions >= 0) & (positions < self.size)])
+        was = self.alive[positions]
+        count = int(np.count_nonzero(was))
+        # Delta positions all exceed the main tables' largest, so this counts main rows.
+        self._main_dead += int(np.count_nonzero(was & (positions <= self._main_max)))
+        self.alive[positions] = False
+        self.live -= count
+        return count
+
+    def merge(self) -> None:
+        """Merge the live delta rows into the sorted tables and drop dead rows. O(bands · n)."""
+        live = self.alive[self.delta[: self.delta_len]]
+        delta = self.delta[: self.delta_len][live]
+        dkeys, drows = sort_rows(np.ascontiguousarray(self.delta_keys[: self.delta_len][live].T),
+                                 delta)
+        n_out = self.rows.shape[1] - self._main_dead + delta.shape[0]
+        out_keys = np.empty((self.bands, n_out), np.uint32)
+        out_rows = np.empty((self.bands, n_out), np.uint32)
+        written = merge_rows(self.keys, self.rows, dkeys, drows, self.alive, self._main_dead > 0,
+                             out_keys, out_rows)
+        if written != n_out:
+            raise RuntimeError(f"merge wrote {written} rows per band, expected {n_out}")
+        self.keys, self.rows = out_keys, out_rows
+        if delta.size:
+            self._main_max = max(self._main_max, int(delta.max()))
+        self._main_dead = 0
+        self._reset_delta()
+        self.merges += 1
+
+    def probe(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every live position sharing at least one band key with each query
+        (``uint32[q, bands]``), once per (query, position). Returns ``(query_index int64,
+        position int64)`` sorted by query, then position. O(bands · (log n + bucket) + delta)
+        per query.
+
+        Example:
+            >>> t = BandTables(2, positions=np.array([0, 1]),
+            ...                keys=np.array([[1, 2], [1, 2]], np.uint32))
+            >>> [a.tolist() for a in t.probe(np.array([[1, 2], [5, 5]], np.uint32))]
+            [[0, 0], [0, 1]]
+        """
+        queries = np.ascontiguousarray(queries, np.uint32)
+        if queries.ndim != 2 or queries.shape[1] != self.bands:
+            raise ValueError(f"queries must have shape (q, {self.bands}), got {queries.shape}")
+        if self._seen.shape[0] < self.alive.shape[0]:
+            self._seen = np.zeros(self.alive.shape[0], np.bool_)
+        cap = 4096
+        while True:
+            out_q = np.empty(cap, np.int64)
+            out_p = np.empty(cap, np.int64)
+            m = _band_probe_kernel(queries, self.keys, self.rows, self.alive, self.delta,
+                                   self.delta_keys, np.int64(self.delta_len), self._seen, out_q,
+                                   out_p)
+            if m <= cap:
+                break
+            # Marks of positions that did not fit were not cleared.
+            self._seen[:] = False
+            cap = m
+        # Written per query in band order: sort each query's positions.
+        order = np.lexsort((out_p[:m], out_q[:m]))
+        return out_q[:m][order], out_p[:m][order]

@@ -1,0 +1,86 @@
+"""Sorted (key, position) rows: the layout shared by the SimHash permutation tables and the
+MinHash band tables of the index.
+
+A *table* is two ``uint32`` arrays of equal length, ``keys`` and ``rows`` (positions), sorted by
+(key, position), so that the positions holding one key are one run found by binary search.
+Several tables of equal length are stacked as ``(T, n)`` arrays. Recent additions are kept
+apart (a delta) and merged in with :func:`merge_rows`, which is linear.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["merge_rows", "sort_rows"]
+
+
+def sort_rows(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort each table of ``keys`` (``uint32[T, n]``) with the ``positions`` (``uint32[n]``,
+    the same for every table) by (key, position). Returns ``(keys, rows)``, both
+    ``uint32[T, n]``. O(T · n log n): one sort of packed 64-bit values per table.
+
+    Example:
+        >>> k, r = sort_rows(np.array([[5, 1, 5]], np.uint32), np.array([9, 8, 7], np.uint32))
+        >>> k.tolist(), r.tolist()
+        ([[1, 5, 5]], [[8, 7, 9]])
+    """
+    num_tables, n = keys.shape
+    out_keys = np.empty((num_tables, n), np.uint32)
+    out_rows = np.empty((num_tables, n), np.uint32)
+    pos64 = np.asarray(positions).astype(np.uint64)
+    for t in range(num_tables):
+        combined = keys[t].astype(np.uint64) << np.uint64(32)
+        combined |= pos64
+        combined.sort()
+        out_keys[t] = (combined >> np.uint64(32)).astype(np.uint32)
+        out_rows[t] = (combined & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return out_keys, out_rows
+
+
+@njit(cache=True)
+def merge_rows(keys, rows, dkeys, drows, alive, check_main, out_keys, out_rows):
+    """Per table, merge the sorted main rows with the sorted (live) delta rows by (key,
+    position). Main rows are copied in runs between the delta rows' insertion points (found by
+    binary search); with ``check_main`` the dead ones are dropped on the way, which costs one
+    random ``alive`` look-up per row, so it is skipped when the main rows hold no dead one.
+    Returns the number of rows written per table."""
+    n = keys.shape[1]
+    nd = dkeys.shape[1]
+    w = 0
+    for t in range(keys.shape[0]):
+        i = 0
+        w = 0
+        for j in range(nd + 1):
+            stop = n
+            if j < nd:
+                dk = dkeys[t, j]
+                dr = drows[t, j]
+                lo = i
+                hi = n
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    km = keys[t, mid]
+                    if km < dk or (km == dk and rows[t, mid] < dr):
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                stop = lo
+            if check_main:
+                for x in range(i, stop):
+                    p = rows[t, x]
+                    if alive[p]:
+                        out_keys[t, w] = keys[t, x]
+                        out_rows[t, w] = p
+                        w += 1
+            else:
+                for x in range(i, stop):
+                    out_keys[t, w] = keys[t, x]
+                    out_rows[t, w] = rows[t, x]
+                    w += 1
+            i = stop
+            if j < nd:
+                out_keys[t, w] = dk
+                out_rows[t, w] = dr
+                w += 1
+    return w
