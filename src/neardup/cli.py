@@ -767,12 +767,10 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
         WorkDir,
         input_identity,
         parse_memory_limit,
-        return_freed_memory,
         run_key,
     )
 
     limit = parse_memory_limit(memory_limit)
-    return_freed_memory()
     check_outputs([output, pairs_out, keep, report_out, summary_out], inputs)
     if resume and "-" in inputs:
         raise ValueError("--resume needs input files: standard input cannot be read again")

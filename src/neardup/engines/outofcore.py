@@ -38,7 +38,7 @@ from numba import njit
 
 from neardup.candidates.bands import band_hashes
 from neardup.engines.local import _warm_up, check_workers, ordered_map
-from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
+from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir, return_freed_memory
 from neardup.groups import connected_components
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.pipeline import Groups, PairSimilarity, Settings, Signatures, find_groups, signatures
@@ -321,6 +321,7 @@ class OutOfCoreDedup:
             # to the verification data.
             for column in self.collected.band_columns:
                 column.release()
+        return_freed_memory()  # the band hashes and the candidate search's temporaries
         cost = verification.itemsize * self._units(docs)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
         if int(cost.sum()) <= self.budget.limit:
@@ -358,6 +359,7 @@ class OutOfCoreDedup:
                     exact, self.workers)
                 # Free this chunk's data before the next one is built beside it.
                 del offsets, values
+                return_freed_memory()
             return out
 
         return chunked
