@@ -41,7 +41,7 @@ import zstandard
 from numba import njit
 
 from neardup.candidates.bands import band_hashes, pairs_from_band_columns
-from neardup.index.sorted_rows import merge_rows, sort_rows
+from neardup.index.sorted_rows import MAX_POSITION, LiveRows, merge_rows, sort_rows
 from neardup.lcs import lcs_unit_counts
 from neardup.minhash import jaccard_estimate
 from neardup.pipeline import Settings, signatures
@@ -63,7 +63,6 @@ __all__ = [
     "verify_threshold",
 ]
 
-_MAX_POSITION = (1 << 32) - 1
 _ZSTD_LEVEL = 3
 """zstd level of the stored texts: about 3x smaller English text at several hundred MB/s."""
 
@@ -354,7 +353,7 @@ def _band_probe_kernel(qkeys, keys, rows, alive, delta, dkeys, delta_len, seen, 
     return m
 
 
-class BandTables:
+class BandTables(LiveRows):
     """MinHash LSH band tables in memory, for probing documents one batch at a time.
 
     Documents are addressed by *position* (below 2**32). Per band: ``keys`` (``uint32[n]``,
@@ -392,8 +391,8 @@ class BandTables:
         if keys.shape != (positions.shape[0], self.bands):
             raise ValueError(f"keys must have shape ({positions.shape[0]}, {self.bands}), "
                              f"got {keys.shape}")
-        if positions.size and (positions.min() < 0 or positions.max() > _MAX_POSITION):
-            raise ValueError(f"positions must be in 0..{_MAX_POSITION}, "
+        if positions.size and (positions.min() < 0 or positions.max() > MAX_POSITION):
+            raise ValueError(f"positions must be in 0..{MAX_POSITION}, "
                              f"got {positions.min()}..{positions.max()}")
         size = int(positions.max()) + 1 if positions.size else 0
         self.alive = np.zeros(max(size, 16), np.bool_)
@@ -471,12 +470,7 @@ class BandTables:
                              f"got {keys.shape}")
         if positions.size == 0:
             return
-        if positions.min() < self.size or np.any(np.diff(positions) <= 0):
-            raise ValueError(
-                f"new positions must increase and exceed every position seen (>= {self.size})")
-        if positions.max() > _MAX_POSITION:
-            raise ValueError(f"positions must be at most {_MAX_POSITION}, got {positions.max()}")
-        top = int(positions[-1]) + 1
+        top = self._check_new(positions)
         if top > self.alive.shape[0]:
             grown = np.zeros(max(top, int(self.alive.shape[0] * 1.5) + 16), np.bool_)
             grown[: self.size] = self.alive[: self.size]
@@ -498,18 +492,6 @@ class BandTables:
         if self.delta_len > self.delta_limit:
             self.merge()
 
-    def discard(self, positions: np.ndarray) -> int:
-        """Mark positions dead (ignored by probes, dropped at the next merge). Returns how many
-        were alive. O(len(positions))."""
-        positions = np.asarray(positions, np.int64)
-        positions = np.unique(positions[(positions >= 0) & (positions < self.size)])
-        was = self.alive[positions]
-        count = int(np.count_nonzero(was))
-        # Delta positions all exceed the main tables' largest, so this counts main rows.
-        self._main_dead += int(np.count_nonzero(was & (positions <= self._main_max)))
-        self.alive[positions] = False
-        self.live -= count
-        return count
 
     def merge(self) -> None:
         """Merge the live delta rows into the sorted tables and drop dead rows. O(bands · n)."""

@@ -12,7 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["merge_rows", "sort_rows"]
+__all__ = ["LiveRows", "MAX_POSITION", "merge_rows", "sort_rows"]
+
+#: The largest position a table row holds (rows are uint32).
+MAX_POSITION = (1 << 32) - 1
 
 
 def sort_rows(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,3 +87,44 @@ def merge_rows(keys, rows, dkeys, drows, alive, check_main, out_keys, out_rows):
                 out_rows[t, w] = dr
                 w += 1
     return w
+
+
+class LiveRows:
+    """Which positions of a set of sorted tables are alive: the bookkeeping that the SimHash
+    permutation tables and the MinHash band tables share.
+
+    Attributes (set by the subclass): ``size`` (one past the largest position seen),
+    ``alive`` (bool per position, longer than ``size``), ``live`` (alive positions),
+    ``_main_max`` (the largest position in the merged tables) and ``_main_dead`` (dead rows
+    still in the merged tables, dropped at the next merge).
+    """
+
+    size: int
+    alive: np.ndarray
+    live: int
+    _main_max: int
+    _main_dead: int
+
+    def _check_new(self, positions: np.ndarray) -> int:
+        """Validate positions to add (increasing, above every position seen, at most
+        :data:`MAX_POSITION`) and return the new ``size``. O(len(positions))."""
+        if positions.min() < self.size or np.any(np.diff(positions) <= 0):
+            raise ValueError(
+                f"new positions must increase and exceed every position seen (>= {self.size})"
+            )
+        if positions.max() > MAX_POSITION:
+            raise ValueError(f"positions must be at most {MAX_POSITION}, got {positions.max()}")
+        return int(positions[-1]) + 1
+
+    def discard(self, positions: np.ndarray) -> int:
+        """Mark positions dead (ignored by probes, dropped at the next merge). Returns how many
+        were alive. O(len(positions))."""
+        positions = np.asarray(positions, np.int64)
+        positions = np.unique(positions[(positions >= 0) & (positions < self.size)])
+        was = self.alive[positions]
+        count = int(np.count_nonzero(was))
+        # Delta positions all exceed the main tables' largest, so this counts main rows.
+        self._main_dead += int(np.count_nonzero(was & (positions <= self._main_max)))
+        self.alive[positions] = False
+        self.live -= count
+        return count

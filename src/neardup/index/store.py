@@ -181,7 +181,7 @@ from neardup.index.minhash import (
     verification_data,
     verify_threshold,
 )
-from neardup.index.sorted_rows import merge_rows, sort_rows
+from neardup.index.sorted_rows import MAX_POSITION, LiveRows, merge_rows, sort_rows
 from neardup.io import parse_fingerprint, parse_timestamp
 from neardup.pipeline import (
     DEFAULT_SHINGLES,
@@ -222,7 +222,6 @@ DEFAULT_LIMIT = 10
 """Matches listed per result by default (``match_count`` always counts all of them)."""
 MAX_LIMIT = 1000
 """Largest ``limit``: the number of matches listed per result."""
-_MAX_POSITION = (1 << 32) - 1
 """Positions are held in ``uint32`` table rows."""
 _KEY_BITS = 32
 _SMALL_BATCH = 2048
@@ -598,7 +597,7 @@ def _sorted_tables(
     return sort_rows(keys, positions)
 
 
-class PermutationTables:
+class PermutationTables(LiveRows):
     """Manku permutation tables in memory, for probing one fingerprint at a time (online form).
 
     Fingerprints are addressed by *position* (a non-negative integer below 2**32, e.g. an
@@ -646,9 +645,9 @@ class PermutationTables:
                 f"positions and fingerprints must be 1-D of equal length, got shapes "
                 f"{positions.shape} and {values.shape}"
             )
-        if positions.size and (positions.min() < 0 or positions.max() > _MAX_POSITION):
+        if positions.size and (positions.min() < 0 or positions.max() > MAX_POSITION):
             raise ValueError(
-                f"positions must be in 0..{_MAX_POSITION}, got {positions.min()}..{positions.max()}"
+                f"positions must be in 0..{MAX_POSITION}, got {positions.min()}..{positions.max()}"
             )
         size = int(positions.max()) + 1 if positions.size else 0
         self.fps = np.zeros(max(size, 16), np.uint64)
@@ -779,13 +778,7 @@ class PermutationTables:
             raise ValueError("positions and fingerprints must have equal length")
         if positions.size == 0:
             return
-        if positions.min() < self.size or np.any(np.diff(positions) <= 0):
-            raise ValueError(
-                f"new positions must increase and exceed every position seen (>= {self.size})"
-            )
-        if positions.max() > _MAX_POSITION:
-            raise ValueError(f"positions must be at most {_MAX_POSITION}, got {positions.max()}")
-        top = int(positions[-1]) + 1
+        top = self._check_new(positions)
         self._ensure_capacity(top)
         self.fps[positions] = values
         self.alive[positions] = True
@@ -800,26 +793,6 @@ class PermutationTables:
         self.delta_len = need
         if self.delta_len > self.delta_limit:
             self.merge()
-
-    def discard(self, positions: np.ndarray) -> int:
-        """Mark positions dead (ignored by probes, dropped at the next merge). Returns how many
-        were alive. O(len(positions)).
-
-        Example:
-            >>> fps = np.array([4, 5], np.uint64)
-            >>> t = PermutationTables(1, positions=np.arange(2), fingerprints=fps)
-            >>> t.discard(np.array([1, 7])), t.probe(np.array([4], np.uint64))[1].tolist()
-            (1, [0])
-        """
-        positions = np.asarray(positions, np.int64)
-        positions = np.unique(positions[(positions >= 0) & (positions < self.size)])
-        was = self.alive[positions]
-        count = int(np.count_nonzero(was))
-        # Delta positions all exceed the main tables' largest, so this counts main rows.
-        self._main_dead += int(np.count_nonzero(was & (positions <= self._main_max)))
-        self.alive[positions] = False
-        self.live -= count
-        return count
 
     def merge(self, force_plan: TablePlan | None = None) -> None:
         """Merge the delta into the sorted tables (O(T · n)), re-planning when the number of
@@ -1481,8 +1454,8 @@ class NearDupIndex:
                 raise ValueError(f"ids must be unique; {ident!r} appears more than once")
             seen.add(ident)
         del seen
-        if n > _MAX_POSITION - 1:
-            raise ValueError(f"an index holds at most {_MAX_POSITION - 1} documents, got {n}")
+        if n > MAX_POSITION - 1:
+            raise ValueError(f"an index holds at most {MAX_POSITION - 1} documents, got {n}")
         if (texts is None) == (fingerprints is None) and signatures_ is None:
             raise ValueError("give exactly one of texts and fingerprints")
         if settings.method == "minhash" and texts is None:
@@ -2523,8 +2496,8 @@ class NearDupIndex:
         b_fps = batch.fps
         b_ts = stamps[todo]
         b = len(todo)
-        if self._max_pos + b > _MAX_POSITION:
-            raise ValueError(f"an index holds at most {_MAX_POSITION} positions")
+        if self._max_pos + b > MAX_POSITION:
+            raise ValueError(f"an index holds at most {MAX_POSITION} positions")
 
         # Everything the batch needs from the stored documents, read before writing; the
         # method decides what matches, the grouping below is the same for both.
