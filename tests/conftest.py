@@ -33,3 +33,26 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def labelling_sheet(tmp_path):
+    """Writes a labelling sheet of ``n`` unlabelled pairs (as `neardup sample` does) into
+    ``tmp_path``, as ``sheet.EXT``, and returns its path."""
+    from neardup.sampling import write_sheet
+
+    def write(ext: str = "tsv", n: int = 5):
+        rows = {
+            "id_a": [f"a{i}" for i in range(n)],
+            "id_b": [f"b{i}" for i in range(n)],
+            "distance": list(range(n)),
+            "stratum": [f"d{i:02d}" for i in range(n)],
+            "text_a": [f"the quick brown fox number {i} jumps" for i in range(n)],
+            "text_b": [f"the quick red fox number {i} jumps high" for i in range(n)],
+            "label": [None] * n,
+        }
+        path = tmp_path / f"sheet.{ext}"
+        write_sheet(path, rows)
+        return path
+
+    return write

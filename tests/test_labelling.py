@@ -11,27 +11,13 @@ import time
 
 import pytest
 
-from neardup.sampling import read_sheet, write_sheet
+from neardup.sampling import read_sheet
 
 termios = pytest.importorskip("termios")
 pty = pytest.importorskip("pty")
 
 TIMEOUT = 60.0  # seconds for a whole session; the run takes about one
 
-
-def write_sheet_for(tmp_path, n=5):
-    rows = {
-        "id_a": [f"a{i}" for i in range(n)],
-        "id_b": [f"b{i}" for i in range(n)],
-        "distance": list(range(n)),
-        "stratum": [f"d{i:02d}" for i in range(n)],
-        "text_a": [f"the quick brown fox number {i} jumps" for i in range(n)],
-        "text_b": [f"the quick red fox number {i} jumps high" for i in range(n)],
-        "label": [None] * n,
-    }
-    path = tmp_path / "sheet.tsv"
-    write_sheet(path, rows)
-    return path
 
 
 class Terminal:
@@ -118,8 +104,8 @@ def labels(path):
     return [r["label"] for r in read_sheet(path).rows]
 
 
-def test_label_on_a_terminal_keeps_every_key_typed_ahead(tmp_path, terminal):
-    path = write_sheet_for(tmp_path)
+def test_label_on_a_terminal_keeps_every_key_typed_ahead(labelling_sheet, terminal):
+    path = labelling_sheet()
     term = terminal(str(path))
     # All keys in one write, before the program has even started: y, n, a down arrow and a
     # two-byte character (not answers: the arrow's B must not count as "back"), s, t (not an
@@ -132,8 +118,8 @@ def test_label_on_a_terminal_keeps_every_key_typed_ahead(tmp_path, terminal):
     assert "5 pairs" in out and "4 of 5 pairs labelled (2 near-duplicates)" in out
 
 
-def test_label_on_a_terminal_stops_on_ctrl_c_and_restores_the_terminal(tmp_path, terminal):
-    path = write_sheet_for(tmp_path)
+def test_label_on_a_terminal_stops_on_ctrl_c_and_restores_the_terminal(labelling_sheet, terminal):
+    path = labelling_sheet()
     term = terminal(str(path))
     # Once the session runs (before it, Ctrl-C is a signal of the cooked terminal), Ctrl-C
     # typed ahead stops after the keys typed before it, not those after.
@@ -146,8 +132,8 @@ def test_label_on_a_terminal_stops_on_ctrl_c_and_restores_the_terminal(tmp_path,
     assert termios.tcgetattr(term.slave) == term.settings
 
 
-def test_label_on_a_terminal_restores_the_terminal_on_sigterm(tmp_path, terminal):
-    path = write_sheet_for(tmp_path)
+def test_label_on_a_terminal_restores_the_terminal_on_sigterm(labelling_sheet, terminal):
+    path = labelling_sheet()
     term = terminal(str(path))
     term.read_until(" > ")
     term.type("y")

@@ -160,24 +160,10 @@ def test_bad_sheets(tmp_path):
     assert [r["label"] for r in read_sheet(path).rows] == [None, 0]
 
 
-def write_sheet_for(tmp_path, ext="tsv", n=5):
-    rows = {
-        "id_a": [f"a{i}" for i in range(n)],
-        "id_b": [f"b{i}" for i in range(n)],
-        "distance": list(range(n)),
-        "stratum": [f"d{i:02d}" for i in range(n)],
-        "text_a": [f"the quick brown fox number {i} jumps" for i in range(n)],
-        "text_b": [f"the quick red fox number {i} jumps high" for i in range(n)],
-        "label": [None] * n,
-    }
-    path = tmp_path / f"sheet.{ext}"
-    write_sheet(path, rows)
-    return path
-
 
 @pytest.mark.parametrize("ext", ["tsv", "jsonl"])
-def test_label_session_saves_every_answer_and_resumes(tmp_path, ext):
-    path = write_sheet_for(tmp_path, ext)
+def test_label_session_saves_every_answer_and_resumes(labelling_sheet, tmp_path, ext):
+    path = labelling_sheet(ext)
     runner = CliRunner()
     first = runner.invoke(label, [str(path)], input="y\nn\nb\ny\ns\nq\n", catch_exceptions=False)
     assert first.exit_code == 0, first.output
