@@ -2,6 +2,10 @@
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -56,3 +60,31 @@ def labelling_sheet(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def kill_writer_after():
+    """Runs a writer script (``python -c SCRIPT ARGS...``, one acknowledged ID per stdout
+    line) until it has acknowledged ``want`` adds or ``timeout`` seconds pass, then kills it
+    with SIGKILL; returns the acknowledged IDs. Fails if the writer stopped early."""
+
+    def run(script: str, *args: str, want: int, timeout: float = 60.0) -> list[str]:
+        proc = subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + timeout
+        acknowledged: list[str] = []
+        try:
+            while len(acknowledged) < want and time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                acknowledged.append(line.strip())
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            proc.stdout.close()
+            proc.stderr.close()
+        assert len(acknowledged) == want, "the writer stopped early"
+        return acknowledged
+
+    return run

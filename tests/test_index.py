@@ -591,27 +591,12 @@ def _start_writer(path: Path, start: int) -> subprocess.Popen:
     )
 
 
-def test_sigkill_keeps_every_acknowledged_add(tmp_path):
+def test_sigkill_keeps_every_acknowledged_add(tmp_path, kill_writer_after):
     path = tmp_path / "idx"
     NearDupIndex.create(path).close()
     acknowledged: list[str] = []
     for round_, want in enumerate((150, 60)):
-        proc = _start_writer(path, 10_000 * round_)
-        deadline = time.monotonic() + 30
-        got = 0
-        try:
-            while got < want and time.monotonic() < deadline:
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                acknowledged.append(line.strip())
-                got += 1
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            proc.stdout.close()
-            proc.stderr.close()
-        assert got == want, "the writer stopped early"
+        acknowledged += kill_writer_after(WRITER, path, 10_000 * round_, want=want, timeout=30)
         with NearDupIndex(path) as index:  # opens (the lock died with the process)
             missing = [i for i in acknowledged if index.get(i) is None]
             assert missing == []

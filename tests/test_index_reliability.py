@@ -8,8 +8,6 @@ import errno
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -371,32 +369,12 @@ while True:
 """
 
 
-def test_minhash_sigkill_keeps_every_acknowledged_add(tmp_path):
-    import signal
-    import time
-
+def test_minhash_sigkill_keeps_every_acknowledged_add(tmp_path, kill_writer_after):
     path = tmp_path / "idx"
     NearDupIndex.create(path, method="minhash").close()
     acknowledged: list[str] = []
     for round_, want in enumerate((120, 50)):
-        proc = subprocess.Popen([sys.executable, "-c", MINHASH_WRITER, str(path),
-                                 str(10_000 * round_)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        got = 0
-        try:
-            while got < want and time.monotonic() < deadline:
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                acknowledged.append(line.strip())
-                got += 1
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            proc.stdout.close()
-            proc.stderr.close()
-        assert got == want, "the writer stopped early"
+        acknowledged += kill_writer_after(MINHASH_WRITER, path, 10_000 * round_, want=want)
         with NearDupIndex(path) as index:  # opens (the lock died with the process)
             assert [i for i in acknowledged if index.get(i) is None] == []
             last = int(acknowledged[-1][1:])
