@@ -1010,13 +1010,14 @@ def _fast_json(raw: bytes, whole_record: bool) -> Any:
     return obj
 
 
-def _missing_column(path: str, name: str, columns: Sequence[str], unit: str) -> InputError:
+def _missing_column(path: str, name: str, columns: Sequence[str], unit: str,
+                    hint: str = "") -> InputError:
     return InputError(
         path,
         1 if unit == "line" else None,
         name,
         f"missing field '{name}'",
-        f"no such column; columns are: {', '.join(map(str, columns))}",
+        f"no such column; columns are: {', '.join(map(str, columns))}{hint}",
         unit,
     )
 
@@ -1880,9 +1881,8 @@ def read_table(
         id_field = "\0row"  # a name no table holds: IDs are the row positions
     _check_fields(id_field, text_field, time_field, on_error, batch_size)  # type: ignore[arg-type]
     if not row_numbers and id_field not in names:
-        error = _missing_column(TABLE_NAME, id_field, names, "row")  # type: ignore[arg-type]
-        raise InputError(TABLE_NAME, None, id_field, error.reason,
-                         f"{error.detail}; name the ID column None to number the rows", "row")
+        raise _missing_column(TABLE_NAME, id_field, names, "row",  # type: ignore[arg-type]
+                              "; name the ID column None to number the rows")
     for name in (id_field, text_field, time_field):
         if name is not None and name in names:
             values = get(name)
