@@ -18,8 +18,7 @@ from neardup.pipeline import Settings
 from neardup.similarity import compare
 from neardup.simhash import hamming_distance, simhash
 from neardup.text import hash_features, normalize, shingles
-
-__version__ = "0.1.0"
+from neardup._version import __version__
 
 __all__ = [
     "Settings",

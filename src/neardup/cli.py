@@ -14,7 +14,7 @@ import click
 import numpy as np
 import pyarrow as pa
 
-from neardup import __version__
+from neardup._version import __version__
 from neardup.engines.spill import parse_size
 from neardup.hashing import HASH_NAMES
 from neardup.io import (
@@ -761,7 +761,7 @@ def _run_local_dedup(inputs, output, pairs_out, keep, report_out, settings, read
                      workers, quiet, memory_limit, tmp_dir, resume, summary_out=None,
                      outputs=None):
     """``neardup dedup`` on the local engine: out of core, under ``memory_limit``."""
-    from neardup import __version__
+    from neardup._version import __version__
     from neardup.engines.outofcore import BATCH_SIZE, OutOfCoreDedup
     from neardup.engines.spill import (
         WorkDir,

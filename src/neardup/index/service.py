@@ -75,7 +75,7 @@ from pydantic import (
     model_validator,
 )
 
-from neardup import __version__
+from neardup._version import __version__
 from neardup.index.store import (
     DEFAULT_LIMIT,
     MAX_ID_LENGTH,
