@@ -430,7 +430,7 @@ def corpus_truth(corpus: Path, docs: int):
     cluster, all template copies share one."""
     import pandas as pd
 
-    from neardup.evaluate import ClusterTruth
+    from neardup.quality import ClusterTruth
 
     path = corpus.with_name(corpus.name.replace(".jsonl", ".truth.tsv"))
     if not path.is_file():
@@ -442,7 +442,7 @@ def corpus_truth(corpus: Path, docs: int):
 
 
 def score_labels(labels_path: Path, truth) -> dict | None:
-    from neardup.evaluate import Prediction, evaluate
+    from neardup.quality import Prediction, evaluate
 
     if truth is None:
         return None
@@ -637,7 +637,7 @@ def markdown(res: dict, args, info: dict) -> str:
             "`removed` = documents minus groups (connected components of the pairs). Quality "
             "against the corpus's planted truth (an original and its light edits form a "
             "cluster; all copies of the hot template form one): B-cubed precision / recall / F1 "
-            "(per document, `neardup.evaluate`) and the pairwise F1, which the one template "
+            "(per document, `neardup.quality`) and the pairwise F1, which the one template "
             "cluster (about 2,000 documents, 2 million of the pairs) dominates."),
             "",
             ("| tool | shingles | threshold | bands × rows | runs | seconds | MinHash s | LSH s | "

@@ -82,7 +82,7 @@ def words(rng: np.random.Generator, count: int) -> str:
 
 
 def bench_tables(n: int, queries: int, seed: int, k: int) -> dict:
-    from neardup.index.store import PermutationTables
+    from neardup.index.tables import PermutationTables
 
     fps, probes = workload(n, queries, seed)
     before = rss_mb()
@@ -135,7 +135,7 @@ def bench_tables(n: int, queries: int, seed: int, k: int) -> dict:
 
 def open_probe(path: str) -> dict:
     """Run in a fresh process: open time, first query, warm-up and resident memory."""
-    import neardup.index.store as store
+    import neardup.index as store
 
     # Load the compiled kernels first, so that the baseline holds them.
     store.PermutationTables(3).probe(np.zeros(1, np.uint64))
@@ -314,7 +314,7 @@ def ensure_peers() -> None:
 
 
 def bench_peers(n: int, queries: int, seed: int, k: int, workdir: Path) -> list[dict]:
-    from neardup.index.store import NearDupIndex, PermutationTables
+    from neardup.index import NearDupIndex, PermutationTables
 
     ensure_peers()
     rows = []

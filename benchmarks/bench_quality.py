@@ -19,8 +19,8 @@ Datasets (``--data-dir``, default ``shared/data``; every one run with every tool
   left out (the dataset's README gives no mapping; this one is the benchmark's choice).
 * ``debian_descriptions_en`` and ``debian_descriptions_ko`` (no labels): predicted pairs and groups per tool, and the share of a
   random sample of each tool's pairs that meet rule 2 of ``NEAR_DUPLICATE.md`` (at least 80 % of
-  the longer text's words kept in order, :func:`neardup.synth.words_kept`). For the Korean set
-  also word 3-grams against char 5-grams on the pool of every tool's pairs: rule 2 by words and
+  the longer text's words kept in order, :func:`neardup.quality.synth.words_kept`). For the Korean
+  set also word 3-grams against char 5-grams on the pool of every tool's pairs: rule 2 by words and
   with spaces and line breaks ignored, and examples of pairs the shingling decides.
 * ``synth`` is also broken down for its Korean half alone (hard wrapping inside words, spacing).
 
@@ -38,7 +38,7 @@ Tools, each run in its own subprocess (peers in ``benchmarks/.peers``, see ``set
   same features; a pair is predicted when the library returns it, and the pairs are closed
   transitively (``evaluate(..., closure=True)``), as neardup's groups are.
 
-Precision, recall and F1 are computed by ``neardup.evaluate`` over the labelled pairs only.
+Precision, recall and F1 are computed by ``neardup.quality`` over the labelled pairs only.
 
 Usage:
     python benchmarks/bench_quality.py                 # about 4 minutes on 2 cores
@@ -307,7 +307,7 @@ def load_truth(name: str, data_dir: Path, synth_pairs: Path | None):
     """Labelled pairs of one dataset (None for the unlabelled audit) and a note on them."""
     import pandas as pd
 
-    from neardup.evaluate import PairTruth, read_table, read_truth
+    from neardup.quality import PairTruth, read_table, read_truth
     from neardup.text import normalize
 
     if name == "synth":
@@ -371,8 +371,8 @@ def identical_text_pairs(texts: list[str]) -> dict[str, np.ndarray]:
 def rule2_truth(truth, ids: list[str], texts: list[str]):
     """The same labelled pairs relabelled by rule 2 of ``NEAR_DUPLICATE.md``: 1 when at least
     80 % of the longer text's words are kept in order in the other (``words_kept``)."""
-    from neardup.evaluate import PairTruth
-    from neardup.synth import words_kept
+    from neardup.quality import PairTruth
+    from neardup.quality.synth import words_kept
     from neardup.text import normalize
 
     text_of = dict(zip(ids, texts))
@@ -399,7 +399,7 @@ def rule2_truth(truth, ids: list[str], texts: list[str]):
 
 
 def score(tool: str, arrays, ids: np.ndarray, truth, rule_truth=None) -> dict:
-    from neardup.evaluate import Prediction, evaluate
+    from neardup.quality import Prediction, evaluate
 
     def run(t):
         if "original" in arrays:
@@ -423,7 +423,7 @@ def kept_bounded(a: str, b: str) -> float:
     """``words_kept``, skipping the O(n·m) LCS where it cannot matter or cannot be afforded: the
     shorter text's share of the longer one's words when that is below 0.8 (rule 2 cannot hold),
     NaN when both texts exceed ``AUDIT_MAX_WORDS`` words (left out of the sample)."""
-    from neardup.synth import words_kept
+    from neardup.quality.synth import words_kept
     from neardup.text import normalize
 
     shorter, longer = sorted((len(normalize(a).split()), len(normalize(b).split())))
@@ -459,7 +459,7 @@ def letters_kept(a: str, b: str) -> float:
     the two normalised texts' characters with every separator removed, over the longer one's
     character count (1.0 for two texts without letters). A line break inside a word, a missing
     or an extra space change nothing; a changed word costs its letters, not a whole word, so
-    this is a little more lenient than :func:`neardup.synth.words_kept` on substitutions."""
+    this is a little more lenient than :func:`neardup.quality.synth.words_kept` on substitutions."""
     from neardup.similarity import lcs_length_ids
     from neardup.text import normalize
 
@@ -496,7 +496,7 @@ def korean_pool(tool_pairs: dict, texts: list[str], ids: list[str]) -> dict:
     *spacing variants* are pairs whose normalised texts differ only in spaces and line breaks
     (identical letters), near-duplicates by rule 1 whatever else. Per tool: what it finds of
     them. Recall here is relative to the pool (pairs no tool reports are not counted)."""
-    from neardup.synth import words_kept
+    from neardup.quality.synth import words_kept
     from neardup.text import normalize_many
 
     canon = normalize_many(texts)
@@ -635,7 +635,7 @@ def markdown(res: dict, info: dict, args) -> str:
         f"Load (`uptime`) at the start `{info['uptime_start']}`, at the end "
         f"`{info['uptime_end']}` (it changes only the seconds column).",
         "",
-        ("Precision (P), recall (R) and F1 over the labelled pairs only, by `neardup.evaluate` "
+        ("Precision (P), recall (R) and F1 over the labelled pairs only, by `neardup.quality` "
         "(a labelled pair is predicted when both documents are in one group; the peers' pairs "
         "are closed transitively, as neardup's groups are). `pairs` = the pairs the tool "
         "itself reports over the whole dataset (neardup: every verified near-duplicate pair, "
@@ -670,7 +670,8 @@ def markdown(res: dict, info: dict, args) -> str:
         L += [f"## {name}", "", (f"{d['docs']:,} documents, {d['labelled']:,} labelled pairs "
               f"({d['positives']:,} positive); labels: {d['label_note']}."), "",
               (f"What the labels measure: {ABOUT.get(name, '')} Rule 2 of `NEAR_DUPLICATE.md` "
-              f"(≥ 80 % of the longer text's words kept in order, `neardup.synth.words_kept`) "
+              "(≥ 80 % of the longer text's words kept in order, "
+              "`neardup.quality.synth.words_kept`) "
               f"holds for {d['pos_rule']:,} of the {d['positives']:,} positives and "
               f"{d['neg_rule']:,} of the {d['labelled'] - d['positives']:,} negatives; "
               "`F1 rule 2` scores the same pairs relabelled by it."), "",
@@ -746,8 +747,9 @@ def markdown(res: dict, info: dict, args) -> str:
               "reports; `groups`: groups of more than one document (connected components of the "
               "pairs) and the documents in them. `rule 2 met`: of a random sample of up to "
               f"{AUDIT_SAMPLE} of the tool's pairs, the share in which at least 80 % of the "
-              "longer text's words are kept in order in the other (`neardup.synth.words_kept`, "
-              "the measurable half of the definition; templated descriptions that differ in a "
+              "longer text's words are kept in order in the other "
+              "(`neardup.quality.synth.words_kept`, the measurable half of the definition; "
+              "templated descriptions that differ in a "
               "package name pass it, which users may or may not want merged)."), "",
               ("| tool | pairs | groups | documents in groups | sample | rule 2 met | "
               "median words kept | s |"),
@@ -810,7 +812,7 @@ def rule2_sweeps(data_dir: Path, out_dir: Path, names) -> str:
     longer text's words kept in order), the definition's answer rather than the dataset's
     paraphrase or similarity labels. One TSV per sweep in ``out_dir``; returns a Markdown
     summary (also written to ``out_dir/short_texts.md``)."""
-    from neardup import evaluate as quality
+    from neardup import quality
     from neardup.io import write_table
     from neardup.pipeline import Settings
 
@@ -920,7 +922,7 @@ def main(argv: list[str] | None = None) -> int:
             tool_pairs: dict = {}
             if name == "synth":
                 # The Korean half alone, per edit type: where spacing and hard wrapping hit.
-                from neardup.evaluate import PairTruth
+                from neardup.quality import PairTruth
 
                 korean = np.char.startswith(truth.id_a.astype(str), "ko/")
                 ko_truth = PairTruth.from_arrays(truth.id_a[korean], truth.id_b[korean],

@@ -2,7 +2,7 @@
 
 For each labelled set (the ones of ``bench_quality.py`` plus the PAN13 passages) and each of
 MinHash char:5, MinHash word:3, SimHash char:5 and SimHash word:3, one ``neardup sweep``
-(:func:`neardup.evaluate.sweep`: signatures once, every Jaccard threshold 0.50..0.95 or every
+(:func:`neardup.quality.sweep`: signatures once, every Jaccard threshold 0.50..0.95 or every
 Hamming k 0..8) scores P/R/F1 over the labelled pairs. Writes a Markdown table (defaults, best
 setting by F1, best with precision ≥ 0.99), one TSV per sweep and the plots named by ``--plots``
 under ``--out-dir``.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_quality import SYNTH_DIR, load_truth, make_synth, read_docs
 
-from neardup import evaluate as quality
+from neardup import quality
 from neardup.engines.local import signatures_parallel
 from neardup.io import write_table
 from neardup.pipeline import (

@@ -19,7 +19,7 @@ sys.path.insert(0, str(HERE))
 
 from sweep_datasets import DATASETS, dataset
 
-from neardup import evaluate as quality
+from neardup import quality
 from neardup.idf import IdfTable
 from neardup.pipeline import Settings
 from neardup.text import hash_features

@@ -43,7 +43,7 @@ def spark():
 def labelling_sheet(tmp_path):
     """Writes a labelling sheet of ``n`` unlabelled pairs (as `neardup sample` does) into
     ``tmp_path``, as ``sheet.EXT``, and returns its path."""
-    from neardup.sampling import write_sheet
+    from neardup.quality.sampling import write_sheet
 
     def write(ext: str = "tsv", n: int = 5):
         rows = {

@@ -80,12 +80,12 @@ def test_a_hard_link_to_the_input_is_refused(docs):
     (".", "is a directory"),
 ])
 def test_unwritable_outputs_fail_before_reading(docs, output, message, monkeypatch):
-    import neardup.cli as cli
+    import neardup.cli.dedup as dedup_command
 
     def no_reading(*args, **kwargs):
         raise AssertionError("the inputs were read before the outputs were checked")
 
-    monkeypatch.setattr(cli, "_reader", no_reading)
+    monkeypatch.setattr(dedup_command, "read_documents", no_reading)
     monkeypatch.chdir(docs.parent)
     result = run("dedup", docs, "-o", output)
     assert result.exit_code == 1
@@ -329,15 +329,15 @@ def test_a_failed_run_leaves_no_summary(docs, tmp_path):
 def test_progress_stages_show_a_total_when_it_is_known(tmp_path, monkeypatch):
     """Reading a JSON Lines file (dedup, fingerprint) and verifying candidates are bars over a
     known total (the share done, the rate and the time left), not spinners."""
-    import neardup.cli as cli
     import neardup.engines.outofcore as outofcore
+    from neardup.cli.options import Reporter
 
     base = "the quick brown fox jumps over the lazy dog near the river bank today {}"
     rows = [{"id": f"d{i}", "text": base.format(i % 7) + " extra" * (i % 3)} for i in range(60)]
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     calls = []
-    stage, advance = cli.Reporter.stage, cli.Reporter.advance
+    stage, advance = Reporter.stage, Reporter.advance
 
     def record_stage(self, name, total=None, unit="docs"):
         calls.append(["stage", name, total, unit, 0])
@@ -347,8 +347,8 @@ def test_progress_stages_show_a_total_when_it_is_known(tmp_path, monkeypatch):
         calls[-1][4] += amount
         advance(self, amount, docs, spilled)
 
-    monkeypatch.setattr(cli.Reporter, "stage", record_stage)
-    monkeypatch.setattr(cli.Reporter, "advance", record_advance)
+    monkeypatch.setattr(Reporter, "stage", record_stage)
+    monkeypatch.setattr(Reporter, "advance", record_advance)
     monkeypatch.setattr(outofcore, "VERIFY_STEP", 3)
     out = tmp_path / "run.json"
     result = run("dedup", path, "-o", tmp_path / "g.tsv", "--summary-out", out, "--workers", "1")

@@ -1,4 +1,4 @@
-"""Tests of neardup.evaluate and the `evaluate` / `sweep` commands."""
+"""Tests of neardup.quality (metrics, truth, scoring, sweeps) and the `evaluate` / `sweep` commands."""
 
 import itertools
 import json
@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
 from neardup.cli import main
-from neardup.commands.quality import evaluate as evaluate_command
-from neardup.commands.quality import sweep as sweep_command
-from neardup.evaluate import (
+from neardup.cli.quality import evaluate as evaluate_command
+from neardup.cli.quality import sweep as sweep_command
+from neardup.io import write_table
+from neardup.pipeline import Settings, find_groups, signatures
+from neardup.quality import (
     ClusterTruth,
     PairConfusion,
     PairTruth,
@@ -34,8 +36,6 @@ from neardup.evaluate import (
     sweep_signature_settings,
     swept_settings,
 )
-from neardup.io import write_table
-from neardup.pipeline import Settings, find_groups, signatures
 
 # ------------------------------------------------------------------------------------ helpers
 
@@ -520,7 +520,7 @@ def test_sweep_command(files, corpus):
 
 
 def test_labelling_sheet_with_unlabelled_rows(tmp_path):
-    from neardup.evaluate import read_truth
+    from neardup.quality import read_truth
 
     sheet = tmp_path / "sheet.tsv"
     sheet.write_text("id_a\tid_b\tdistance\tlabel\na\tb\t3\t1\na\tc\t9\t\nb\tc\t4\t0\n")

@@ -21,15 +21,10 @@ from hypothesis import strategies as st
 
 from neardup.api import dedup
 from neardup.candidates.tables import plan_tables
-from neardup.index.store import (
-    MAX_LIMIT,
-    DocumentExistsError,
-    IndexLockedError,
-    NearDupIndex,
-    PermutationTables,
-    ReadOnlyIndexError,
-    close_pairs,
-)
+from neardup.index.errors import DocumentExistsError, IndexLockedError, ReadOnlyIndexError
+from neardup.index.results import MAX_LIMIT
+from neardup.index.store import NearDupIndex
+from neardup.index.tables import PermutationTables, close_pairs
 
 _BYTE_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
 HYP = settings(
@@ -678,7 +673,7 @@ def _invoke(command, args):
 
 
 def test_cli_build_add_query_remove_stats(tmp_path):
-    from neardup.commands.index import index as index_cmd
+    from neardup.cli.index import index as index_cmd
 
     docs = tmp_path / "docs.jsonl"
     ids, texts, stamps = corpus(3, n_base=8, variants=2)
@@ -748,7 +743,7 @@ def test_cli_build_add_query_remove_stats(tmp_path):
 
 
 def test_cli_fingerprint_rows_and_create(tmp_path):
-    from neardup.commands.index import index as index_cmd
+    from neardup.cli.index import index as index_cmd
 
     rows = tmp_path / "fps.tsv"
     rows.write_text("a\t00000000000000ff\t10\nb\t00000000000000fe\t5\nc\tffff000000000000\t1\n")
@@ -828,7 +823,7 @@ def test_minhash_build_and_adds_agree_with_dedup(tmp_path, options):
 def test_minhash_simhash_agreement_on_light_edits(tmp_path):
     """Synthetic light edits (neardup.synth): the MinHash index finds the groups `dedup` finds
     with its defaults, and the SimHash index those of `dedup --method simhash`."""
-    from neardup.synth import generate
+    from neardup.quality.synth import generate
 
     bases = []
     for b in range(40):
@@ -930,7 +925,7 @@ def test_index_without_method_record_is_simhash(tmp_path):
 def test_cli_minhash_build_add_query_and_refusals(tmp_path):
     import pandas as pd
 
-    from neardup.commands.index import index as index_cmd
+    from neardup.cli.index import index as index_cmd
 
     ids, texts, stamps = corpus(3, n_base=8, variants=2)
     docs = tmp_path / "docs.jsonl"

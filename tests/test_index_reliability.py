@@ -105,7 +105,7 @@ def test_bad_rows_give_one_line_errors_or_are_skipped(tmp_path, source, kind, co
 
 
 def test_index_add_error_after_added_batches_says_how_many(tmp_path):
-    from neardup.commands.index import index as index_cmd
+    from neardup.cli.index import index as index_cmd
 
     NearDupIndex.create(tmp_path / "idx").close()
     rows = [json.dumps({"id": f"d{i}", "text": f"document number {i} here"}) for i in range(3)]
@@ -315,11 +315,11 @@ def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, m
     from click.testing import CliRunner
 
     from neardup.cli import main
-    from neardup.index import store
+    from neardup.index import storage
 
     path = tmp_path / "idx"
     NearDupIndex.build(path, ["a", "b"], fingerprints=np.array([1, 2 << 40], np.uint64)).close()
-    real_connect = store._connect
+    real_connect = storage.connect
 
     def small_disk(db, readonly):
         conn = real_connect(db, readonly)
@@ -328,7 +328,7 @@ def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, m
             conn.execute(f"PRAGMA max_page_count = {pages + 8}")
         return conn
 
-    monkeypatch.setattr(store, "_connect", small_disk)
+    monkeypatch.setattr(storage, "connect", small_disk)
     docs = tmp_path / "many.jsonl"
     docs.write_text("".join(json.dumps({"id": f"n{i}", "text": f"document {i} " + "w " * (i % 50)})
                             + "\n" for i in range(30_000)))
@@ -339,7 +339,7 @@ def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, m
     assert result.exit_code == 1, result.output
     errors = [ln for ln in result.output.splitlines() if ln.startswith("neardup: error:")]
     assert len(errors) == 1 and "full" in errors[0] and str(tmp_path) in errors[0], result.output
-    monkeypatch.setattr(store, "_connect", real_connect)
+    monkeypatch.setattr(storage, "connect", real_connect)
     with NearDupIndex(path, readonly=True) as index:
         assert {"a", "b"} <= set(index.groups())
     if command == "build":

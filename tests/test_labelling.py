@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from neardup.sampling import read_sheet
+from neardup.quality.sampling import read_sheet
 
 termios = pytest.importorskip("termios")
 pty = pytest.importorskip("pty")
@@ -76,7 +76,7 @@ def terminal():
 
 
 def test_terminal_keys_split_what_arrives_into_keys():
-    from neardup.commands.labelling import _TerminalKeys
+    from neardup.cli.labelling import _TerminalKeys
 
     read, write = os.pipe()
     try:

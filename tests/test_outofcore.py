@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from neardup.cli import Reporter, main
+from neardup.cli import main
+from neardup.cli.options import Reporter
 from neardup.engines import outofcore, spill
 from neardup.engines.outofcore import OutOfCoreDedup
 from neardup.engines.spill import (

@@ -9,7 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from neardup.cli import main
-from neardup.report import RunData, render, select, tokens, word_diff
+from neardup.diff import tokens
+from neardup.report import RunData, render, select
+from neardup.report import diff_html as word_diff
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.jsonl"
 

@@ -23,10 +23,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.jsonl"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(
     not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
     reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
-)
+)]
 
 
 @pytest.fixture(scope="module")

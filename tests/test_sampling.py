@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import neardup.cli  # noqa: F401  (loads the command line before its sub-commands)
-from neardup.commands.labelling import label, sample
+from neardup.cli.labelling import label, sample
 from neardup.io import InputError
-from neardup.sampling import (
+from neardup.quality.sampling import (
     LabelSession,
     Sheet,
     diff_markup,
@@ -19,11 +18,10 @@ from neardup.sampling import (
     sample_pairs,
     sheet_columns,
     strata_keys,
-    word_diff,
     write_sheet,
 )
-from neardup.similarity import jaccard
 from neardup.simhash import simhash
+from neardup.similarity import jaccard
 from neardup.text import normalize
 
 VOCAB = np.array([f"w{i}" for i in range(400)])
@@ -214,11 +212,13 @@ def test_label_session_answers():
     assert not resumed.answer("y") and resumed.done
 
 
-def test_word_diff():
-    ops = word_diff("The cat sat on the mat.", "the CAT sat on a mat")
-    assert ops == [("equal", "The cat sat on"), ("delete", "the"), ("insert", "a"), ("equal", "mat.")]
+def test_diff_markup():
     assert diff_markup("a b", "a c") == "a [red strike]b[/red strike] [green]c[/green]"
     assert diff_markup("x [bold]", "x [bold] y", plain=True) == "x \\[bold] {+y+}"
+    # The diff of neardup.diff: case and punctuation count, line breaks of B are kept.
+    assert diff_markup("The cat sat on the mat.", "the cat sat\non a mat", plain=True) == (
+        "[-The-] {+the+} cat sat\non [-the-] {+a+} mat[-.-]"
+    )
 
 
 def test_sample_command(tmp_path):

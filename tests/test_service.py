@@ -232,6 +232,33 @@ def test_openapi_available(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_response_models_are_derived_from_the_results(index, tmp_path):
+    """The OpenAPI response models are the JSON form of neardup.index.results: every answer the
+    service sends, SimHash or MinHash, has the keys its model lists and fits its types."""
+    from neardup.index import service
+    from neardup.index.results import Match
+
+    def fits(model, answer: dict) -> None:
+        fields = model.model_fields
+        assert set(answer) <= set(fields), (model.__name__, answer)
+        assert {k for k, f in fields.items() if f.is_required()} <= set(answer), answer
+        model.model_validate(answer)
+
+    answers = [r.to_dict() for r in index.add_many(["a", "b"], [PAGE, PAGE + "!"])]
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as minhash:
+        answers += [r.to_dict() for r in minhash.add_many(["a", "b"], [PAGE, PAGE + "!"])]
+        queries = [r.to_dict() for r in minhash.query_many([PAGE], ids=["q"])]
+    queries += [r.to_dict() for r in index.query_many([PAGE, "nothing like it"])]
+    for answer in answers:
+        fits(service.AddOut, answer)
+    for answer in queries:
+        fits(service.QueryOut, answer)
+    fits(service.RecordOut, index.get("b").to_dict())
+    assert {"distance", "similarity"} <= set(service.MatchOut.model_fields)
+    fits(service.MatchOut, Match("a", None, "a", "a", 0.9).to_dict())
+    assert any(a["matches"] and "similarity" in a["matches"][0] for a in answers)
+
+
 def test_read_only_service(index, tmp_path):
     index.add("a", fingerprint=1)
     with NearDupIndex(index.path, readonly=True) as reader:
@@ -344,9 +371,9 @@ def _is_external(url: str) -> bool:
 
 def test_docs_page_loads_nothing_from_the_internet(index):
     # With a token: /docs, its files and /openapi.json still need none, as FastAPI's own did.
-    from neardup.index.service import _swagger_ui_files
+    from neardup.index.service_http import swagger_ui_files
 
-    assert _swagger_ui_files() is not None, "fastapi-offline missing: pip install -e '.[service]'"
+    assert swagger_ui_files() is not None, "fastapi-offline missing: pip install -e '.[service]'"
     client = TestClient(create_app(index, token=TOKEN))
     page = client.get("/docs")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
@@ -531,7 +558,7 @@ def _serve_cli(*args: str, env: dict | None = None):
 
 
 def test_read_token_file(tmp_path):
-    from neardup.commands.index import _read_token_file
+    from neardup.cli.serve import _read_token_file
 
     secret = tmp_path / "token"
     secret.write_text("  s3cret \t\r\nsecond line ignored\n")

@@ -21,18 +21,23 @@ from hypothesis import strategies as st
 
 import neardup.engines.spark as spark_engine
 from neardup.candidates.tables import plan_tables
-from neardup.cli import _groups_columns, _pairs_columns, main
+from neardup.cli import main, spark_submit
+from neardup.cli.dedup import _groups_columns, _pairs_columns
 from neardup.engines.spark import (
     SparkEngine,
-    _Job,
     dedup_dataframe,
     first_shared_table,
     read_documents_spark,
     write_result,
 )
+from neardup.engines.spark.groups import components
+from neardup.engines.spark.job import _Job
+from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS
 from neardup.groups import connected_components
 from neardup.io import InputError, read_documents, write_table
 from neardup.pipeline import Settings, find_groups, signatures
+
+pytestmark = pytest.mark.spark
 
 VOCAB = [f"w{i}" for i in range(4000)]
 TEMPLATE = ("dear customer thank you for your order number {} this message confirms that your "
@@ -228,7 +233,7 @@ def test_connected_components_match_union_find(spark):
     job.skewed = True
     edges = spark.createDataFrame(list(zip(a, b)), "a long, b long")
     nodes = spark.createDataFrame([(i, 0) for i in range(n)], "pos long, ts long")
-    labels = [r.label for r in job.components(edges, nodes, len(a)).orderBy("pos").collect()]
+    labels = [r.label for r in components(job, edges, nodes, len(a)).orderBy("pos").collect()]
     job.release()
     assert labels == expected.tolist()
 
@@ -355,16 +360,16 @@ def test_only_the_noise_loggers_are_quieted(spark):
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j
     spark.sparkContext.setLogLevel("WARN")
     try:
-        for name in spark_engine._QUIET_LOGGERS:
+        for name in _QUIET_LOGGERS:
             assert log4j.LogManager.getLogger(name).getLevel().toString() == "ERROR", name
         for name in ("org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.SparkContext",
                      "org.apache.spark.sql.execution.datasources.FileScanRDD"):
             assert log4j.LogManager.getLogger(name).getLevel().toString() == "WARN", name
     finally:
         spark.sparkContext.setLogLevel("ERROR")
-    config = spark_engine._LOG_CONFIG.read_text()
+    config = _LOG_CONFIG.read_text()
     assert "rootLogger.level = warn" in config
-    assert all(f".name = {name}\n" in config for name in spark_engine._QUIET_LOGGERS)
+    assert all(f".name = {name}\n" in config for name in _QUIET_LOGGERS)
 
 
 def test_cli_reports_missing_pyspark(tmp_path, monkeypatch):
@@ -377,7 +382,7 @@ def test_cli_reports_missing_pyspark(tmp_path, monkeypatch):
 
 def test_module_entry_point_is_the_cli_with_the_spark_engine(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        spark_engine.main(["dedup", "--help"])
+        spark_submit.main(["dedup", "--help"])
     assert exit_info.value.code == 0
     assert "--spark-master" in capsys.readouterr().out
 

@@ -6,9 +6,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-import neardup.cli  # noqa: F401  (loads the command line before its sub-commands)
-from neardup import synth
-from neardup.commands.labelling import generate as generate_command
+from neardup.cli.labelling import generate as generate_command
+from neardup.quality import synth
 from neardup.similarity import lcs_resemblance
 from neardup.text import normalize
 

@@ -90,8 +90,17 @@ def _check_originals(originals: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _find(parent, x):
-    # Path halving: every visited node skips to its grandparent, keeping trees flat.
+def find_root(parent, x):
+    """The root of ``x`` in the union-find forest ``parent`` (int64 array, ``parent[r] == r``
+    for a root); a union links one root under another (``parent[r2] = r1``). Path halving
+    (every visited node skips to its grandparent) keeps the trees flat: O(α(n)) amortised with
+    union by size. The one union-find of the package: :func:`connected_components` runs on it,
+    and so does the index's grouping of a batch of adds.
+
+    Example:
+        >>> int(find_root(np.array([0, 0, 1]), 2))
+        0
+    """
     while parent[x] != x:
         parent[x] = parent[parent[x]]
         x = parent[x]
@@ -103,8 +112,8 @@ def _components_kernel(n, a, b):
     parent = np.arange(n, dtype=np.int64)
     size = np.ones(n, dtype=np.int64)
     for e in range(a.size):
-        ra = _find(parent, a[e])
-        rb = _find(parent, b[e])
+        ra = find_root(parent, a[e])
+        rb = find_root(parent, b[e])
         if ra == rb:
             continue
         if size[ra] < size[rb]:
@@ -116,7 +125,7 @@ def _components_kernel(n, a, b):
     smallest = np.full(n, -1, dtype=np.int64)
     labels = np.empty(n, dtype=np.int64)
     for i in range(n):
-        r = _find(parent, i)
+        r = find_root(parent, i)
         if smallest[r] < 0:
             smallest[r] = i
         labels[i] = smallest[r]

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.io.files import atomic_write
 from neardup.text import Features, Shingling, hash_features, shingle_sets
 
 FORMAT = "neardup-idf-2"
@@ -160,9 +161,8 @@ class IdfTable:
             "format": FORMAT, "documents": str(self.documents), "unseen": str(self.unseen),
             "weight_scale": str(WEIGHT_SCALE), "shingle": self.shingle,
             "hash_name": self.hash_name})
-        temporary = f"{os.fspath(path)}.tmp"
-        pq.write_table(table, temporary)
-        os.replace(temporary, path)
+        with atomic_write(path) as fh:
+            pq.write_table(table, fh)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> IdfTable:

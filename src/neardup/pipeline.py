@@ -435,11 +435,23 @@ PairSimilarity = Callable[..., np.ndarray]
 per pair), see :meth:`neardup.verify.Verification.similarity` for ``exact``."""
 
 
-class _Relation:
-    """The near-duplicate relation of a run, vectorised over index arrays.
+class Relation:
+    """The near-duplicate relation of a run, vectorised over index arrays: whether documents
+    ``a[p]`` and ``b[p]`` are near-duplicates by the run's rule, and the similarity reported
+    for them. Every engine decides pairs with it, the Spark engine inside its tasks.
 
+    The rule: SimHash, Hamming distance ``<= hamming_k``; MinHash without ``verify``, estimated
+    Jaccard ``>= threshold``; with ``verify``, also the verification measure ``>= verify``.
     ``verified`` gives the verification measure of pairs (exact Jaccard or LCS resemblance);
-    default: from the verification data ``sig`` holds.
+    default: from the verification data ``sig`` holds. Cost: O(pairs) signature comparisons
+    plus the verification measure of each pair.
+
+    Example:
+        >>> s = Settings(method="simhash", hamming_k=3)
+        >>> relation = Relation(signatures(["a b c d e", "A b, c d e!", "x y z"], s), s)
+        >>> a, b = np.array([0, 0]), np.array([1, 2])
+        >>> relation(a, b).tolist(), int(relation.similarity(a, b)[0])
+        ([True, False], 0)
     """
 
     def __init__(self, sig: Signatures, settings: Settings, verified: PairSimilarity | None = None):
@@ -460,6 +472,7 @@ class _Relation:
         return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether each pair ``(a[p], b[p])`` meets the run's rule (bool per pair)."""
         s = self.settings
         if s.method == "simhash":
             ok = hamming_distance(self.sig.signature[a], self.sig.signature[b]) <= s.hamming_k
@@ -570,7 +583,7 @@ def candidate_edges(
 
 
 def all_pairs(
-    sig: Signatures, settings: Settings, relation: _Relation, band_keys: BandKeys | None = None
+    sig: Signatures, settings: Settings, relation: Relation, band_keys: BandKeys | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every near-duplicate pair (i < j) of the collection, each once. Output-sized cost."""
     if settings.method == "simhash":
@@ -658,7 +671,7 @@ def find_groups(
         stats["documents_verified"] = int(compared.shape[0])
         lap("shingle_sets", "verify")
 
-    relation = _Relation(sig, settings, verified)
+    relation = Relation(sig, settings, verified)
     if settings.method == "minhash" or settings.verify is not None:
         accepted = relation(cand_a, cand_b) if cand_a.shape[0] else np.zeros(0, dtype=bool)
         cand_a, cand_b = cand_a[accepted], cand_b[accepted]

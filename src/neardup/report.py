@@ -18,8 +18,9 @@ at most ``max_index`` of them and ``max_index_bytes`` bytes of IDs. So the page 
 whatever the size of the run (measured in docs/report.md). The page is a pure function of the
 run (no date, no randomness): the same run gives the same bytes.
 
-Word diff: :func:`word_diff` compares tokens, words for scripts written with spaces (Latin,
-Hangul ...) and single characters for Chinese and Japanese, which are written without spaces.
+Word diff: :func:`diff_html` marks up :func:`neardup.diff.word_diff`, which compares tokens,
+words for scripts written with spaces (Latin, Hangul ...) and single characters for Chinese and
+Japanese, which are written without spaces.
 
 Example:
     >>> run = RunData.from_columns(
@@ -32,15 +33,15 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import html
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from neardup.diff import word_diff
 
 MAX_GROUPS = 20
 MAX_MEMBERS = 6
@@ -48,14 +49,6 @@ MAX_PAIRS = 20
 MAX_CHARS = 3_000
 MAX_INDEX = 200_000
 MAX_INDEX_BYTES = 2_000_000
-
-# Han, kana and CJK punctuation/compatibility blocks: one token per character, because Chinese
-# and Japanese are written without spaces. Hangul is not here: Korean separates words by spaces.
-_CJK = "\u2e80-\u2fdf\u3000-\u30ff\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
-# ASCII and Latin-1 punctuation and symbols, and the General Punctuation block: one token per
-# character, so that "fox," against "fox" shows the comma, not the whole word, as changed.
-_PUNCT = "!-/:-@\\[-`{-~\u00a1-\u00bf\u00d7\u00f7\u2010-\u205e"
-_TOKEN = re.compile(rf"([{_CJK}{_PUNCT}]|[^\s{_CJK}{_PUNCT}]+)(\s*)")
 
 
 @dataclass
@@ -227,56 +220,26 @@ def describe_settings(settings) -> dict[str, str]:
     return shown
 
 
-def tokens(text: str) -> list[tuple[str, str]]:
-    """Diff tokens, each with the white space that follows it: words (runs of letters and
-    digits), single CJK characters and single punctuation marks. Leading white space is dropped.
+def diff_html(original: str, other: str) -> str:
+    """HTML of ``other`` against ``original`` (:func:`neardup.diff.word_diff`): removed tokens in
+    ``<del>``, added in ``<ins>``.
+
+    Re-wrapped lines are not changes; the result keeps the white space of ``other``, and removed
+    tokens sit where they were. Stripping the ``<del>`` elements and the tags gives ``other``
+    back, minus leading white space. Every token is escaped, so any text is safe to embed.
+    O(t²) in the worst case for t tokens (difflib), bounded by the report's ``max_chars``.
 
     Example:
-        >>> tokens("東京は 晴れ, fine")
-        [('東', ''), ('京', ''), ('は', ' '), ('晴', ''), ('れ', ''), (',', ' '), ('fine', '')]
-    """
-    return _TOKEN.findall(text)
-
-
-def _joined(parts: list[tuple[str, str]]) -> str:
-    """The tokens with the white space between them, without the last one's."""
-    return "".join(token + space for token, space in parts[:-1]) + (parts[-1][0] if parts else "")
-
-
-def word_diff(original: str, other: str) -> str:
-    """HTML of ``other`` against ``original``: removed tokens in ``<del>``, added in ``<ins>``.
-
-    Tokens are compared without their white space, so re-wrapped lines are not changes; the
-    result keeps the white space of ``other``, and removed tokens sit where they were, with the
-    space before them in ``original``. Stripping the ``<del>`` elements and the tags gives
-    ``other`` back, minus leading white space. Every token is escaped, so any text is safe to
-    embed. O(t²) in the worst case for t tokens (difflib), bounded by the report's ``max_chars``.
-
-    Example:
-        >>> word_diff("the lazy cat sat", "the cat sat down")
+        >>> diff_html("the lazy cat sat", "the cat sat down")
         'the<del> lazy</del> cat sat <ins>down</ins>'
-        >>> word_diff("the cat sat", "the dog sat")
+        >>> diff_html("the cat sat", "the dog sat")
         'the <del>cat</del><ins>dog</ins> sat'
     """
-    a, b = tokens(original), tokens(other)
+    tags = {"delete": "del", "insert": "ins"}
     out = []
-    # The space after the last token written: it goes after a removal at that place, and
-    # before whatever comes next from ``other``.
-    pending = ""
-    matcher = difflib.SequenceMatcher(None, [t for t, _ in a], [t for t, _ in b], autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "delete":
-            removed = _joined(a[i1:i2])
-            removed = a[i1 - 1][1] + removed if i1 > 0 else removed + a[i2 - 1][1]
-            out.append(f"<del>{html.escape(removed)}</del>")
-            continue
-        out.append(html.escape(pending))
-        if op == "replace":
-            out.append(f"<del>{html.escape(_joined(a[i1:i2]))}</del>")
-        added = html.escape(_joined(b[j1:j2]))
-        out.append(added if op == "equal" else f"<ins>{added}</ins>")
-        pending = b[j2 - 1][1]
-    out.append(html.escape(pending))
+    for op, text in word_diff(original, other):
+        text = html.escape(text)
+        out.append(text if op == "equal" else f"<{tags[op]}>{text}</{tags[op]}>")
     return "".join(out)
 
 
@@ -574,7 +537,7 @@ def render(
             value = value_of.get((original, m))
             measured = "" if value is None else f" ({_value_text(run, value)} to the original)"
             out.append(f'<p class="meta">member {doc_id(m)}{measured}</p>'
-                       f'<div class="doc diff">{word_diff(text(original), text(m))}</div>')
+                       f'<div class="doc diff">{diff_html(text(original), text(m))}</div>')
         if size - 1 > len(members):
             out.append(f'<p class="meta">… and {size - 1 - len(members):,} more members</p>')
         out.append("</div>")
@@ -597,7 +560,7 @@ def render(
         out.append(f'<div class="group pair"><h3>{doc_id(a)} ↔ {doc_id(b)}: '
                    f"{_value_text(run, value)}{flag}</h3>"
                    f'<div class="doc original">{html.escape(text(a))}</div>'
-                   f'<div class="doc diff">{word_diff(text(a), text(b))}</div></div>')
+                   f'<div class="doc diff">{diff_html(text(a), text(b))}</div></div>')
 
     # No "<" may reach the script element: "</script>" would end it and "<!--" would change
     # how the HTML parser looks for its end. In JSON strings, \u003c is the same character.

@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -66,6 +67,7 @@ from neardup.hashing import (
     splitmix64,
     xxh64_slice,
 )
+from neardup.io.files import atomic_write
 
 SHINGLE_UNITS = ("word", "char", "stopword")
 # Zero bytes after the canonical text, so that short features hash without a bounds branch.
@@ -178,14 +180,10 @@ def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
         except (OSError, ValueError, EOFError):
             pass
         table = build()
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
+        with contextlib.suppress(OSError):  # nowhere to keep it: the next process builds it
             folder.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "wb") as fh:
+            with atomic_write(path) as fh:  # readers see the whole file or none
                 np.save(fh, table)
-            os.replace(temporary, path)  # readers see the whole file or none
-        except OSError:
-            temporary.unlink(missing_ok=True)
         return table
 
     return cached

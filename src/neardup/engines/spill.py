@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.io import process_gone
+from neardup.io.files import atomic_write, process_gone
 
 MANIFEST = "manifest.json"
 #: Share of the machine's RAM that a run may use when ``--memory-limit`` is not given
@@ -269,10 +269,8 @@ class WorkDir:
 
     def _write_manifest(self) -> None:
         target = self.path / MANIFEST
-        tmp = self.path / (MANIFEST + ".tmp")
-        with writing(target):
-            tmp.write_text(json.dumps({"key": self.key, "stages": self.stages}))
-            os.replace(tmp, target)
+        with writing(target), atomic_write(target) as fh:
+            fh.write(json.dumps({"key": self.key, "stages": self.stages}).encode())
 
     def completed(self, stage: str) -> bool:
         """Whether ``stage`` completed in an earlier attempt of this run (``--resume``)."""
@@ -287,11 +285,8 @@ class WorkDir:
     def save(self, name: str, array: np.ndarray) -> None:
         """Store an array as ``name.npy`` (written under a temporary name, then renamed)."""
         target = self.file(name + ".npy")
-        tmp = self.file(name + ".npy.tmp")
-        with writing(target):
-            with open(tmp, "wb") as fh:
-                np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-            os.replace(tmp, target)
+        with writing(target), atomic_write(target) as fh:
+            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
 
     def load(self, name: str, mmap: bool = False) -> np.ndarray:
         """An array stored by :meth:`save` (memory-mapped with ``mmap``)."""

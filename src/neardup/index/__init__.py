@@ -1,6 +1,23 @@
 """A persistent near-duplicate index for crawlers: an embedded store (:mod:`neardup.index.store`)
 and an HTTP service on top of it (:mod:`neardup.index.service`).
 
+The modules, each one concept, bottom first (a module imports only those above it in this list):
+
+- :mod:`~neardup.index.errors`: what an index refuses (exceptions, checks of its inputs).
+- :mod:`~neardup.index.results`: what it answers (records, matches, query and add results).
+- :mod:`~neardup.index.settings`: the settings it decides with (``dedup``'s).
+- :mod:`~neardup.index.sorted_rows`, :mod:`~neardup.index.tables`,
+  :mod:`~neardup.index.minhash`: the in-memory tables (SimHash permutation tables, MinHash band
+  tables and verification).
+- :mod:`~neardup.index.storage`: the records in SQLite, the writer lock, durability.
+- :mod:`~neardup.index.cache`: the tables' cache on disk, and loading them.
+- :mod:`~neardup.index.matches`: what a probe matches (queries; the read half of adds).
+- :mod:`~neardup.index.grouping`: the grouping rules, kept through adds and removals.
+- :mod:`~neardup.index.build`: a new index from a whole corpus.
+- :mod:`~neardup.index.store`: :class:`NearDupIndex`, the public operations.
+- :mod:`~neardup.index.integrity`: ``neardup index check`` and ``recover``.
+- :mod:`~neardup.index.service`: the HTTP service (needs the ``service`` extra).
+
 Example:
     >>> import tempfile
     >>> from neardup.index import NearDupIndex
@@ -9,20 +26,25 @@ Example:
     'new'
 """
 
-from neardup.index.store import (
+from neardup.ids import MAX_ID_LENGTH
+from neardup.index.errors import (
+    DocumentExistsError,
+    IndexDamagedError,
+    IndexLockedError,
+    IndexWriteError,
+    ReadOnlyIndexError,
+)
+from neardup.index.results import (
     DEFAULT_LIMIT,
-    MAX_ID_LENGTH,
     MAX_LIMIT,
     AddResult,
-    DocumentExistsError,
-    IndexLockedError,
     Match,
-    NearDupIndex,
-    PermutationTables,
     QueryResult,
-    ReadOnlyIndexError,
     Record,
 )
+from neardup.index.settings import describe_settings, index_settings
+from neardup.index.store import NearDupIndex
+from neardup.index.tables import PermutationTables
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -30,11 +52,15 @@ __all__ = [
     "MAX_LIMIT",
     "AddResult",
     "DocumentExistsError",
+    "IndexDamagedError",
     "IndexLockedError",
+    "IndexWriteError",
     "Match",
     "NearDupIndex",
     "PermutationTables",
     "QueryResult",
     "ReadOnlyIndexError",
     "Record",
+    "describe_settings",
+    "index_settings",
 ]

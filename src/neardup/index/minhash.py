@@ -13,7 +13,8 @@ In memory (:class:`BandTables`), per band, the sorted ``uint32`` band keys (the 
 hash to 32 bits only adds spurious candidates (about ``bands · n / 2**32`` per query, 0.007 at
 1M documents), which verification removes; equal bands always have equal keys, so none is
 lost. A cache of the verification data of recent candidates (:class:`DataCache`, 32 MB at
-most) spares a popular template's cluster being read and prepared for every copy.
+most) spares a popular template's cluster being read and prepared for every copy;
+:class:`neardup.index.verifier.CandidateVerifier` reads as few texts as it can.
 
 On disk (SQLite table ``minhash(pos, keys, units, text)``): the band keys (``uint32[bands]``,
 so the tables are rebuilt without recomputing signatures), the size of the document's
@@ -33,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -41,6 +43,7 @@ import zstandard
 from numba import njit
 
 from neardup.candidates.bands import band_hashes, pairs_from_band_columns
+from neardup.index.lcs_bound import lcs_upper_bounds, unit_sketches
 from neardup.index.sorted_rows import MAX_POSITION, LiveRows, merge_rows, sort_rows
 from neardup.lcs import lcs_unit_counts
 from neardup.minhash import jaccard_estimate
@@ -108,10 +111,23 @@ def encode_texts(texts: Sequence[str]) -> list[bytes]:
     return [compressor.compress(t.encode("utf-8", "surrogatepass")) for t in texts]
 
 
+_decompressors = threading.local()
+
+
 def decode_text(blob: bytes) -> str:
-    """The text of an :func:`encode_texts` value; ValueError if it is damaged. O(bytes)."""
+    """The text of an :func:`encode_texts` value; ValueError if it is damaged. O(bytes).
+
+    Example:
+        >>> decode_text(encode_texts(["abc"])[0])
+        'abc'
+    """
+    # Creating a decompressor costs more than decompressing a short text; one per thread,
+    # as a decompressor is not safe to share between threads.
+    decompressor = getattr(_decompressors, "zstd", None)
+    if decompressor is None:
+        decompressor = _decompressors.zstd = zstandard.ZstdDecompressor()
     try:
-        return zstandard.ZstdDecompressor().decompress(blob).decode("utf-8", "surrogatepass")
+        return decompressor.decompress(blob).decode("utf-8", "surrogatepass")
     except (zstandard.ZstdError, TypeError) as error:
         raise ValueError(f"a stored text is damaged ({error})") from None
 
@@ -218,12 +234,14 @@ def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np
 
 
 def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: np.ndarray,
-                    settings: Settings) -> np.ndarray:
+                    settings: Settings, *, screen: bool = True) -> np.ndarray:
     """The near-duplicate measure of rows ``a[p]`` and ``b[p]`` of :func:`verification_data`
     (float64 per pair), as ``dedup`` verifies its candidates: the verification measure of the
     settings, or the MinHash estimate of Jaccard when ``verify`` is None. Values at or above
-    :func:`verify_threshold` are exact; below it, LCS values may be any value below it (the
-    kernel stops early). O(the measure per pair).
+    :func:`verify_threshold` are exact; below it, LCS values may be any value below it: with
+    ``screen``, the pairs that :func:`~neardup.index.lcs_bound.lcs_upper_bounds` rules out
+    are not compared (``screen=False`` when the caller has screened them already), and the
+    kernel stops early. O(the measure per pair).
 
     Example:
         >>> s = Settings(method="minhash", shingle="char:4")
@@ -239,7 +257,14 @@ def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: n
     if verification is None:
         rows = values.astype(np.uint32).reshape(-1, settings.num_perm)
         return np.asarray(jaccard_estimate(rows[a], rows[b]), np.float64)
-    return verification.similarity(offsets, values, a, b)
+    if verification.measure != "lcs" or not screen:
+        return verification.similarity(offsets, values, a, b)
+    used, at = np.unique(b, return_inverse=True)
+    sim = lcs_upper_bounds(offsets, values, a, np.diff(offsets)[b],
+                           unit_sketches(offsets, values, used), at, verification.threshold)
+    compare = sim >= verification.threshold
+    sim[compare] = verification.similarity(offsets, values, a[compare], b[compare])
+    return sim
 
 
 class DataCache:
@@ -266,27 +291,35 @@ class DataCache:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def rows(self, positions: Sequence[int],
+    @property
+    def values(self) -> int:
+        """Values held (8 bytes each)."""
+        return self._values
+
+    def rows(self, positions: Sequence[int] | np.ndarray,
              load: Callable[[list[int]], tuple[np.ndarray, np.ndarray]]
              ) -> tuple[np.ndarray, np.ndarray]:
         """The CSR data of ``positions``, in that order; the positions not cached are read with
         one call of ``load`` (which returns their CSR data in the order given) and kept.
         O(values returned) plus ``load``."""
-        positions = [int(p) for p in positions]
-        found = [self._rows.get(p) for p in positions]
+        positions = np.asarray(positions, np.int64).tolist()
+        get = self._rows.get
+        found = [get(p) for p in positions]
         missing = [p for p, row in zip(positions, found) if row is None]
+        touch = self._rows.move_to_end
+        for p, row in zip(positions, found):
+            if row is not None:
+                touch(p)
         if missing:
             offsets, values = load(missing)
             fresh = {p: values[offsets[i] : offsets[i + 1]].copy() for i, p in enumerate(missing)}
             found = [fresh[p] if row is None else row for p, row in zip(positions, found)]
             for p, row in fresh.items():
                 self._put(p, row)
-        for p in positions:
-            if p in self._rows:
-                self._rows.move_to_end(p)
         out = np.zeros(len(found) + 1, np.int64)
-        np.cumsum([row.shape[0] for row in found], out=out[1:])
-        return out, (np.concatenate(found) if found else np.zeros(0)).astype(np.uint64)
+        np.cumsum(np.fromiter((row.shape[0] for row in found), np.int64, len(found)),
+                  out=out[1:])
+        return out, (np.concatenate(found) if found else np.zeros(0)).astype(np.uint64, copy=False)
 
     def _put(self, position: int, row: np.ndarray) -> None:
         if row.shape[0] > self.max_values:
@@ -303,46 +336,58 @@ class DataCache:
 # --------------------------------------------------------------------------------------------
 
 
+@njit(inline="always")
+def _probe_run(keys, rows, t, key, alive, seen, qi, m, out_q, out_p):
+    """Write the live positions not seen yet of the run of ``key`` in sorted table ``t``
+    (binary search); returns the new count."""
+    n = keys.shape[1]
+    cap = out_q.shape[0]
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[t, mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo
+    while i < n and keys[t, i] == key:
+        p = rows[t, i]
+        i += 1
+        if alive[p] and not seen[p]:
+            seen[p] = True
+            if m < cap:
+                out_q[m] = qi
+                out_p[m] = p
+            m += 1
+    return m
+
+
 @njit(cache=True)
-def _band_probe_kernel(qkeys, keys, rows, alive, delta, dkeys, delta_len, seen, out_q, out_p):
+def _band_probe_kernel(qkeys, keys, rows, fkeys, frows, alive, tail, tkeys, tail_len, seen,
+                       out_q, out_p):
     """Every (query, live position) equal on a band, once: binary search per band of the
-    sorted tables, then a scan of the delta. ``seen`` (all False on entry and on return when
-    everything fit) marks the positions already written for the current query, so a position
-    sharing many bands (a near-duplicate shares most) is written once. Writes what fits and
-    returns the total (as the SimHash probe kernel does)."""
+    sorted tables and of the sorted part of the delta, then a scan of the delta's unsorted
+    tail. ``seen`` (all False on entry and on return when everything fit) marks the positions
+    already written for the current query, so a position sharing many bands (a near-duplicate
+    shares most) is written once. Writes what fits and returns the total (as the SimHash
+    probe kernel does)."""
     nq = qkeys.shape[0]
     num_bands = keys.shape[0]
-    n = keys.shape[1]
     cap = out_q.shape[0]
     m = 0
     for qi in range(nq):
         first = m
         for t in range(num_bands):
             key = qkeys[qi, t]
-            lo = 0
-            hi = n
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if keys[t, mid] < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            i = lo
-            while i < n and keys[t, i] == key:
-                p = rows[t, i]
-                i += 1
-                if alive[p] and not seen[p]:
-                    seen[p] = True
-                    if m < cap:
-                        out_q[m] = qi
-                        out_p[m] = p
-                    m += 1
-        for j in range(delta_len):
-            p = delta[j]
+            m = _probe_run(keys, rows, t, key, alive, seen, qi, m, out_q, out_p)
+            m = _probe_run(fkeys, frows, t, key, alive, seen, qi, m, out_q, out_p)
+        for j in range(tail_len):
+            p = tail[j]
             if not alive[p]:
                 continue
             for t in range(num_bands):
-                if dkeys[j, t] == qkeys[qi, t]:
+                if tkeys[j, t] == qkeys[qi, t]:
                     if m < cap:
                         out_q[m] = qi
                         out_p[m] = p
@@ -359,9 +404,12 @@ class BandTables(LiveRows):
     Documents are addressed by *position* (below 2**32). Per band: ``keys`` (``uint32[n]``,
     sorted) and ``rows`` (``uint32[n]``, the positions in that order), stacked as
     ``(bands, n)`` arrays (:mod:`neardup.index.sorted_rows`); an ``alive`` flag per position.
-    New positions go to an unsorted delta (with their keys), scanned linearly and merged when
-    it exceeds :attr:`delta_limit`; :meth:`discard` marks positions dead, dropped at the next
-    merge. The same delta/merge scheme as :class:`neardup.index.store.PermutationTables`.
+    New positions go to a delta (``delta[:delta_len]``, in the order added), merged into the
+    tables when it exceeds :attr:`delta_limit`; :meth:`discard` marks positions dead, dropped
+    at the next merge. The delta is itself sorted tables, binary-searched as the main ones,
+    but for its last rows (fewer than :attr:`TAIL_LIMIT`), which are scanned: a probe's cost
+    does not grow with the delta, and adding a row costs O(bands · delta / TAIL_LIMIT)
+    amortised instead of a merge of the whole tables.
 
     Args:
         bands: number of bands (the index's banding).
@@ -369,7 +417,8 @@ class BandTables(LiveRows):
             band keys (:func:`band_keys`).
 
     Complexity: building O(bands · n log n); a probe O(bands · (log n + bucket)) plus the
-    delta; memory ``8 · bands + 2`` bytes per position, plus the delta.
+    delta's tail; memory ``8 · bands + 2`` bytes per position, plus the delta
+    (``8 · bands + 4`` bytes per row).
 
     Example:
         >>> t = BandTables(1)
@@ -408,6 +457,7 @@ class BandTables(LiveRows):
         self.merges = 0
         # The probe's scratch flags, one per position (see _band_probe_kernel), grown lazily.
         self._seen = np.zeros(0, np.bool_)
+        self._per_query = 0.0
 
     @classmethod
     def from_arrays(cls, keys: np.ndarray, rows: np.ndarray, alive: np.ndarray,
@@ -441,12 +491,20 @@ class BandTables(LiveRows):
         self.merges = 0
         # The probe's scratch flags, one per position (see _band_probe_kernel), grown lazily.
         self._seen = np.zeros(0, np.bool_)
+        self._per_query = 0.0
         return self
+
+    TAIL_LIMIT = 512
+    """Rows of the delta left unsorted (scanned by every probe) before they are sorted in."""
 
     def _reset_delta(self) -> None:
         self.delta = np.zeros(1024, np.uint32)
-        self.delta_keys = np.zeros((1024, self.bands), np.uint32)
         self.delta_len = 0
+        # delta[:_folded] as sorted (bands, _folded) tables; the keys of the rest (the tail).
+        self._folded = 0
+        self._fold_keys = np.zeros((self.bands, 0), np.uint32)
+        self._fold_rows = np.zeros((self.bands, 0), np.uint32)
+        self._tail_keys = np.zeros((self.TAIL_LIMIT, self.bands), np.uint32)
 
     @property
     def delta_limit(self) -> int:
@@ -455,14 +513,16 @@ class BandTables(LiveRows):
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in arrays (tables, alive and scratch flags, delta buffers)."""
+        """Bytes held in arrays (tables, alive and scratch flags, delta)."""
         return int(self.keys.nbytes + self.rows.nbytes + self.alive.nbytes + self._seen.nbytes
-                   + self.delta.nbytes + self.delta_keys.nbytes)
+                   + self.delta.nbytes + self._fold_keys.nbytes + self._fold_rows.nbytes
+                   + self._tail_keys.nbytes)
 
     def add(self, positions: np.ndarray, keys: np.ndarray) -> None:
         """Insert new positions (increasing, above every position seen) with their band keys
-        (``uint32[m, bands]``) into the delta; merges when the delta is full. Amortised
-        O(bands · n / delta_limit) per position."""
+        (``uint32[m, bands]``) into the delta; sorts the delta's tail in when it reaches
+        :attr:`TAIL_LIMIT` rows and merges when the delta exceeds :attr:`delta_limit`.
+        Amortised O(bands · (delta / TAIL_LIMIT + n / delta_limit)) per position."""
         positions = np.asarray(positions, np.int64)
         keys = np.asarray(keys, np.uint32)
         if keys.shape != (positions.shape[0], self.bands):
@@ -478,28 +538,46 @@ class BandTables(LiveRows):
         self.alive[positions] = True
         self.size = top
         self.live += positions.shape[0]
-        need = self.delta_len + positions.shape[0]
-        if need > self.delta.shape[0]:
-            cap = max(need, 2 * self.delta.shape[0])
-            delta = np.zeros(cap, np.uint32)
-            delta[: self.delta_len] = self.delta[: self.delta_len]
-            delta_keys = np.zeros((cap, self.bands), np.uint32)
-            delta_keys[: self.delta_len] = self.delta_keys[: self.delta_len]
-            self.delta, self.delta_keys = delta, delta_keys
-        self.delta[self.delta_len : need] = positions
-        self.delta_keys[self.delta_len : need] = keys
-        self.delta_len = need
+        held = self.delta_len - self._folded
+        tail = held + positions.shape[0]
+        if tail > self._tail_keys.shape[0]:
+            tail_keys = np.zeros((tail, self.bands), np.uint32)
+            tail_keys[:held] = self._tail_keys[:held]
+            self._tail_keys = tail_keys
+        self._tail_keys[held:tail] = keys
+        self._append_delta(positions)
         if self.delta_len > self.delta_limit:
             self.merge()
+        elif tail >= self.TAIL_LIMIT:
+            self._fold()
 
+    def _fold(self) -> None:
+        """Sort the delta's tail into the delta's sorted tables. O(bands · delta)."""
+        tail = self.delta_len - self._folded
+        tkeys, trows = sort_rows(np.ascontiguousarray(self._tail_keys[:tail].T),
+                                 self.delta[self._folded : self.delta_len])
+        n_out = self._fold_keys.shape[1] + tail
+        out_keys = np.empty((self.bands, n_out), np.uint32)
+        out_rows = np.empty((self.bands, n_out), np.uint32)
+        merge_rows(self._fold_keys, self._fold_rows, tkeys, trows, self.alive, False,
+                   out_keys, out_rows)
+        self._fold_keys, self._fold_rows = out_keys, out_rows
+        self._folded = self.delta_len
+        if self._tail_keys.shape[0] > self.TAIL_LIMIT:
+            self._tail_keys = np.zeros((self.TAIL_LIMIT, self.bands), np.uint32)
 
     def merge(self) -> None:
         """Merge the live delta rows into the sorted tables and drop dead rows. O(bands · n)."""
-        live = self.alive[self.delta[: self.delta_len]]
-        delta = self.delta[: self.delta_len][live]
-        dkeys, drows = sort_rows(np.ascontiguousarray(self.delta_keys[: self.delta_len][live].T),
-                                 delta)
-        n_out = self.rows.shape[1] - self._main_dead + delta.shape[0]
+        if self.delta_len > self._folded:
+            self._fold()
+        live = self.alive[self._fold_rows]
+        count = int(np.count_nonzero(live[0])) if self.bands and live.shape[1] else 0
+        dkeys = np.empty((self.bands, count), np.uint32)
+        drows = np.empty((self.bands, count), np.uint32)
+        for t in range(self.bands):
+            dkeys[t] = self._fold_keys[t][live[t]]
+            drows[t] = self._fold_rows[t][live[t]]
+        n_out = self.rows.shape[1] - self._main_dead + count
         out_keys = np.empty((self.bands, n_out), np.uint32)
         out_rows = np.empty((self.bands, n_out), np.uint32)
         written = merge_rows(self.keys, self.rows, dkeys, drows, self.alive, self._main_dead > 0,
@@ -507,8 +585,8 @@ class BandTables(LiveRows):
         if written != n_out:
             raise RuntimeError(f"merge wrote {written} rows per band, expected {n_out}")
         self.keys, self.rows = out_keys, out_rows
-        if delta.size:
-            self._main_max = max(self._main_max, int(delta.max()))
+        if count:
+            self._main_max = max(self._main_max, int(drows[0].max()))
         self._main_dead = 0
         self._reset_delta()
         self.merges += 1
@@ -530,18 +608,22 @@ class BandTables(LiveRows):
             raise ValueError(f"queries must have shape (q, {self.bands}), got {queries.shape}")
         if self._seen.shape[0] < self.alive.shape[0]:
             self._seen = np.zeros(self.alive.shape[0], np.bool_)
-        cap = 4096
+        # Room for as many candidates per query as the last probe found, so that a batch is
+        # rarely probed twice.
+        cap = max(4096, int(queries.shape[0] * self._per_query * 1.25))
         while True:
             out_q = np.empty(cap, np.int64)
             out_p = np.empty(cap, np.int64)
-            m = _band_probe_kernel(queries, self.keys, self.rows, self.alive, self.delta,
-                                   self.delta_keys, np.int64(self.delta_len), self._seen, out_q,
-                                   out_p)
+            m = _band_probe_kernel(queries, self.keys, self.rows, self._fold_keys,
+                                   self._fold_rows, self.alive, self.delta[self._folded :],
+                                   self._tail_keys, np.int64(self.delta_len - self._folded),
+                                   self._seen, out_q, out_p)
             if m <= cap:
                 break
             # Marks of positions that did not fit were not cleared.
             self._seen[:] = False
             cap = m
+        self._per_query = m / max(queries.shape[0], 1)
         # Written per query in band order: sort each query's positions.
         order = np.lexsort((out_p[:m], out_q[:m]))
         return out_q[:m][order], out_p[:m][order]

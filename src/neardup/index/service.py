@@ -53,38 +53,46 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
+import typing
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
-from fastapi.routing import APIRoute
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StrictInt,
     StrictStr,
-    ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from neardup._version import __version__
-from neardup.index.store import (
+from neardup.ids import MAX_ID_LENGTH, check_id
+from neardup.index.errors import DocumentExistsError, ReadOnlyIndexError
+from neardup.index.results import (
     DEFAULT_LIMIT,
-    MAX_ID_LENGTH,
     MAX_LIMIT,
-    DocumentExistsError,
-    NearDupIndex,
-    ReadOnlyIndexError,
+    AddResult,
+    Match,
+    QueryResult,
+    Record,
+    json_fields,
 )
-from neardup.ids import check_id
+from neardup.index.service_http import (
+    BodyLimit,
+    DirectRoute,
+    error_handlers,
+    json_response,
+    offline_docs,
+    parse_body,
+    read_json,
+)
+from neardup.index.store import NearDupIndex
 from neardup.pipeline import MAX_HAMMING_K
 
 __all__ = ["create_app", "serve", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BODY_BYTES"]
@@ -188,58 +196,34 @@ class QueryBatch(BaseModel):
     limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
 
 
-class MatchOut(BaseModel):
-    id: str
-    distance: int | None = Field(
-        None, description="SimHash index: Hamming distance in bits (absent for MinHash)."
-    )
-    similarity: float | None = Field(
-        None, description="MinHash index: the verification measure in 0..1 (absent for SimHash)."
-    )
-    duplicate_id: str
-    original_id: str
+def _json_model(name: str, cls: type, nested: dict[type, type[BaseModel]] | None = None
+                ) -> type[BaseModel]:
+    """The pydantic model of the JSON form of a result class of :mod:`neardup.index.results`
+    (:func:`~neardup.index.results.json_fields`), for the OpenAPI description; ``nested``
+    gives the models of the result classes inside it. O(fields)."""
+    nested = nested or {}
+    fields: dict[str, Any] = {}
+    for key, spec in json_fields(cls).items():
+        kind = spec.type
+        if typing.get_origin(kind) is list:
+            (item,) = typing.get_args(kind)
+            kind = list[nested.get(item, item)]
+        fields[key] = (kind, Field(... if spec.required else None, description=spec.doc))
+    return create_model(name, **fields)
 
 
-class AddOut(BaseModel):
-    id: str
-    status: Literal["new", "duplicate", "exists"]
-    fingerprint: str
-    duplicate_id: str
-    original_id: str
-    is_original: bool
-    group_size: int
-    match_count: int
-    matches: list[MatchOut]
+MatchOut = _json_model("MatchOut", Match)
+AddOut = _json_model("AddOut", AddResult, {Match: MatchOut})
+QueryOut = _json_model("QueryOut", QueryResult, {Match: MatchOut})
+RecordOut = _json_model("RecordOut", Record)
 
 
 class AddBatchOut(BaseModel):
     results: list[AddOut]
 
 
-class QueryOut(BaseModel):
-    id: str | None = None
-    status: Literal["new", "duplicate"]
-    fingerprint: str
-    duplicate_id: str | None
-    original_id: str | None
-    match_count: int
-    matches: list[MatchOut]
-
-
 class QueryBatchOut(BaseModel):
     results: list[QueryOut]
-
-
-class RecordOut(BaseModel):
-    id: str
-    fingerprint: str
-    timestamp: str | None
-    timestamp_us: int
-    position: int
-    duplicate_id: str
-    original_id: str
-    is_original: bool
-    group_size: int
 
 
 class ErrorOut(BaseModel):
@@ -271,118 +255,6 @@ _ERRORS = {
 }
 
 
-# --------------------------------------------------------------------------------------------
-# Plumbing
-# --------------------------------------------------------------------------------------------
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Response(body, status_code=status, media_type="application/json")
-
-
-def _error(status: int, detail: str, headers: dict | None = None) -> Response:
-    response = _json({"detail": detail}, status)
-    if headers:
-        response.headers.update(headers)
-    return response
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _BodyLimit:
-    """ASGI middleware: 413 for a body over ``max_bytes``, from its Content-Length or, without
-    one, as soon as the streamed body passes the limit."""
-
-    def __init__(self, app, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    length = -1
-                if length < 0:
-                    await _error(400, "invalid Content-Length header")(scope, receive, send)
-                    return
-                if length > self.max_bytes:
-                    await self._refuse(scope, receive, send)
-                    return
-        seen = 0
-        started = False
-
-        async def limited_receive():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def tracking_send(message):
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._refuse(scope, receive, send)
-
-    async def _refuse(self, scope, receive, send):
-        await _error(413, f"request body must be at most {self.max_bytes} bytes")(
-            scope, receive, send
-        )
-
-
-def _validation_message(error: ValidationError) -> str:
-    parts = []
-    for e in error.errors()[:10]:
-        loc = ""
-        for item in e.get("loc", ()):
-            if isinstance(item, int):
-                loc += f"[{item}]"
-            elif item not in ("body",):
-                loc += ("." if loc else "") + str(item)
-        msg = e.get("msg", "invalid")
-        msg = msg.removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    more = len(error.errors()) - 10
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-async def _read_json(request: Request) -> Any:
-    body = await request.body()
-    if not body:
-        raise HTTPException(400, "request body must be a JSON object")
-    try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise HTTPException(400, f"request body is not valid JSON: {error}") from None
-    except RecursionError:
-        # The parser recurses once per nesting level; a body of 100,000 '[' exhausts the
-        # stack. No valid request nests more than a few levels, so this is a client error.
-        raise HTTPException(400, "request body is not valid JSON: nested too deeply") from None
-
-
-def _parse(model: type[BaseModel], data: Any) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        raise HTTPException(422, _validation_message(error)) from None
-
-
 def _check_batch(data: Any, max_batch: int) -> bool:
     """Whether ``data`` is a batch; 413 if it holds more than ``max_batch`` documents."""
     if not isinstance(data, dict):
@@ -393,20 +265,6 @@ def _check_batch(data: Any, max_batch: int) -> bool:
     if isinstance(docs, list) and len(docs) > max_batch:
         raise HTTPException(413, f"a batch may hold at most {max_batch} documents, got {len(docs)}")
     return True
-
-
-class _DirectRoute(APIRoute):
-    """An API route whose endpoint takes the request and returns a response itself: no
-    dependency solving or response validation on the hot paths (the endpoint parses and
-    validates its body with the same models, and they still document it in OpenAPI)."""
-
-    def get_route_handler(self):
-        endpoint = self.endpoint
-
-        async def handler(request: Request) -> Response:
-            return await endpoint(request)
-
-        return handler
 
 
 def _is_loopback(host: str) -> bool:
@@ -421,74 +279,6 @@ def _is_loopback(host: str) -> bool:
 # --------------------------------------------------------------------------------------------
 # The app
 # --------------------------------------------------------------------------------------------
-
-
-_DOCS_FALLBACK = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>neardup index: API</title></head>
-<body><h1>neardup index: API</h1>
-<p>The interactive page needs the Swagger UI files, which are not installed:
-<code>pip install 'neardup[service]'</code>.</p>
-<p>The API description: <a href="{openapi_url}">{openapi_url}</a>.</p></body></html>
-"""
-
-_DOCS_STATIC = "/docs/static"
-"""Where the Swagger UI files are mounted."""
-
-
-def _swagger_ui_files() -> Path | None:
-    """The folder of the installed Swagger UI files (from ``fastapi-offline``), or None when
-    they are not installed."""
-    try:
-        import fastapi_offline
-    except ImportError:
-        return None
-    folder = Path(fastapi_offline.__file__).parent / "static"
-    # Checked rather than assumed: the folder is the package's layout, not its API, and a page
-    # whose script is missing is blank, which is worse than the plain page.
-    wanted = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon.png")
-    return folder if all((folder / name).is_file() for name in wanted) else None
-
-
-def _offline_docs(app: FastAPI) -> None:
-    """Serve ``/docs`` from the installed Swagger UI files, so that it works without internet
-    access; without them, a plain page linking ``/openapi.json``. Like FastAPI's own pages,
-    neither needs the token, and their URLs start with the ASGI ``root_path`` (a proxy's
-    prefix).
-
-    Why not FastAPI's page: it loads its scripts from a CDN and is blank offline. Why
-    ``fastapi-offline``'s files: they are Swagger UI 5, the first to read OpenAPI 3.1, which
-    FastAPI writes; ``swagger-ui-bundle`` 1.1 ships Swagger UI 4.15, which loads offline but
-    only says "Unable to render this definition".
-    """
-    from html import escape
-
-    from fastapi.responses import HTMLResponse
-
-    folder = _swagger_ui_files()
-    if folder is None:
-
-        @app.get("/docs", include_in_schema=False)
-        def docs_fallback(request: Request) -> HTMLResponse:
-            root = request.scope.get("root_path", "")
-            return HTMLResponse(_DOCS_FALLBACK.format(openapi_url=escape(f"{root}/openapi.json")))
-
-        return
-    from fastapi.openapi.docs import get_swagger_ui_html
-    from fastapi.staticfiles import StaticFiles
-
-    app.mount(_DOCS_STATIC, StaticFiles(directory=folder), name="swagger-ui")
-
-    @app.get("/docs", include_in_schema=False)
-    def docs(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(
-            openapi_url=f"{root}/openapi.json",
-            title="neardup index: API",
-            swagger_js_url=f"{root}{_DOCS_STATIC}/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}{_DOCS_STATIC}/swagger-ui.css",
-            # Given, because the default icon is fetched from fastapi.tiangolo.com.
-            swagger_favicon_url=f"{root}{_DOCS_STATIC}/favicon.png",
-        )
 
 
 def create_app(
@@ -524,20 +314,6 @@ def create_app(
         raise ValueError(f"max_body_bytes must be in 1024..{1 << 30}, got {max_body_bytes!r}")
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError("token must be a non-empty string or None")
-    expected = token.encode("utf-8") if token else None
-
-    def authorize(request: Request) -> None:
-        # Checked inline rather than as a dependency: it is on every request's hot path.
-        if expected is None:
-            return
-        header = request.headers.get("authorization", "")
-        scheme, _, credentials = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            credentials.strip().encode("utf-8"), expected
-        ):
-            raise HTTPException(
-                401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
-            )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -558,65 +334,148 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
-    _offline_docs(app)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    offline_docs(app)
+    app.openapi = lambda: _openapi(app)
+    error_handlers(app)
+    routes = _Routes(index, token, max_batch)
+    routes.add_to(app)
+    return app
 
-    def openapi() -> dict:
-        # The request bodies are parsed by hand (see _body_schema): register their models.
-        if app.openapi_schema is None:
-            from fastapi.openapi.utils import get_openapi
 
-            schema = get_openapi(
-                title=app.title, version=app.version, description=app.description, routes=app.routes
-            )
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            schema["components"]["securitySchemes"] = {
-                "HTTPBearer": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "The token given to `neardup serve --token`.",
-                }
+def _openapi(app: FastAPI) -> dict:
+    """The OpenAPI description, made once: FastAPI's, plus the bearer scheme and the request
+    body models (the bodies are parsed by hand, see :func:`_body_schema`)."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        schema["components"]["securitySchemes"] = {
+            "HTTPBearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "The token given to `neardup serve --token`.",
             }
-            for model in (AddOne, AddBatch, QueryOne, QueryBatch):
-                model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-                for name, definition in model_schema.pop("$defs", {}).items():
-                    components.setdefault(name, definition)
-                components.setdefault(model.__name__, model_schema)
-            app.openapi_schema = schema
-        return app.openapi_schema
+        }
+        for model in (AddOne, AddBatch, QueryOne, QueryBatch):
+            model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            for name, definition in model_schema.pop("$defs", {}).items():
+                components.setdefault(name, definition)
+            components.setdefault(model.__name__, model_schema)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
-    app.openapi = openapi
-    secured = {"security": [{"HTTPBearer": []}]} if expected is not None else {}
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(request: Request, exc: HTTPException):
-        return _error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+async def _write(fn, *args, **kwargs):
+    """Run an index write in the thread pool; its refusals become 403, 409 and 422."""
+    try:
+        return await run_in_threadpool(fn, *args, **kwargs)
+    except ReadOnlyIndexError:
+        raise HTTPException(403, "this service is read-only (started with --read-only)") from None
+    except DocumentExistsError as error:
+        raise HTTPException(409, str(error)) from None
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
 
-    @app.exception_handler(RequestValidationError)
-    async def _request_error(request: Request, exc: RequestValidationError):
-        parts = []
-        for e in exc.errors()[:10]:
-            loc = ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "path"))
-            msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-            parts.append(f"{loc}: {msg}" if loc else msg)
-        return _error(422, "; ".join(parts) or "invalid request")
 
-    async def _write(fn, *args, **kwargs):
-        try:
-            return await run_in_threadpool(fn, *args, **kwargs)
-        except ReadOnlyIndexError:
+async def _probe_arguments(index: NearDupIndex, probes: list, in_thread: bool) -> dict:
+    """The ``texts`` or ``fingerprints`` keyword of :meth:`NearDupIndex.add_many` and
+    :meth:`NearDupIndex.query_many` for parsed probes. A batch that mixes texts and
+    fingerprints has its texts fingerprinted first (``in_thread``: in the thread pool), so that
+    it stays one call, and one transaction; a MinHash index refuses fingerprints itself
+    (a ValueError, 422)."""
+    texts = [p.text for p in probes]
+    if all(t is not None for t in texts):
+        return {"texts": texts}
+    if all(t is None for t in texts) or index.method == "minhash":
+        return {"fingerprints": [p.fingerprint for p in probes]}
+    given = [t for t in texts if t is not None]
+    fps = await run_in_threadpool(index.fingerprint, given) if in_thread else (
+        index.fingerprint(given))
+    computed = iter(fps.tolist())
+    return {"fingerprints": [next(computed) if t is not None else p.fingerprint
+                             for t, p in zip(texts, probes)]}
+
+
+def _checked_doc_id(doc_id: str) -> str:
+    """A document ID from a URL path: 422 unless it has 1..1024 characters."""
+    if not 1 <= len(doc_id) <= MAX_ID_LENGTH:
+        raise HTTPException(422, f"id must have 1..{MAX_ID_LENGTH} characters")
+    return doc_id
+
+
+class _Routes:
+    """The routes of one application: ``index`` behind ``token`` (None: no auth), batches of
+    at most ``max_batch`` documents. :meth:`add_to` registers them; each endpoint is a method."""
+
+    def __init__(self, index: NearDupIndex, token: str | None, max_batch: int) -> None:
+        self.index = index
+        self.expected = token.encode("utf-8") if token else None
+        self.max_batch = max_batch
+        self.secured = {"security": [{"HTTPBearer": []}]} if self.expected is not None else {}
+
+    def authorize(self, request: Request) -> None:
+        """401 unless the request carries the bearer token (when the service has one)."""
+        # Checked inline rather than as a dependency: it is on every request's hot path.
+        if self.expected is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credentials.strip().encode("utf-8"), self.expected
+        ):
             raise HTTPException(
-                403, "this service is read-only (started with --read-only)"
-            ) from None
-        except DocumentExistsError as error:
-            raise HTTPException(409, str(error)) from None
-        except ValueError as error:
-            raise HTTPException(422, str(error)) from None
+                401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+            )
 
-    @app.get("/healthz", tags=["service"], summary="Liveness")
-    async def healthz():
+    def add_to(self, app: FastAPI) -> None:
+        """Register the routes on ``app``, in the order the OpenAPI description lists them."""
+        app.get("/healthz", tags=["service"], summary="Liveness")(self.healthz)
+        app.router.add_api_route(
+            "/v1/documents", self.add_documents, methods=["POST"], tags=["documents"],
+            summary="Add one document or a batch", response_model=AddOut | AddBatchOut,
+            responses={
+                **_ERRORS,
+                403: {"model": ErrorOut, "description": "Read-only service"},
+                409: {"model": ErrorOut, "description": "ID already stored"},
+            },
+            openapi_extra={**_body_schema(AddOne, AddBatch), **self.secured},
+            route_class_override=DirectRoute,
+        )
+        app.router.add_api_route(
+            "/v1/query", self.query, methods=["POST"], tags=["documents"],
+            summary="Probe without storing", response_model=QueryOut | QueryBatchOut,
+            responses=_ERRORS,
+            openapi_extra={**_body_schema(QueryOne, QueryBatch), **self.secured},
+            route_class_override=DirectRoute,
+        )
+        unknown = {404: {"model": ErrorOut, "description": "Unknown ID"}}
+        app.get(
+            "/v1/documents/{doc_id:path}", tags=["documents"], summary="A stored record",
+            response_model=RecordOut, openapi_extra=self.secured,
+            responses={401: _ERRORS[401], **unknown},
+        )(self.get_document)
+        app.delete(
+            "/v1/documents/{doc_id:path}", tags=["documents"], summary="Remove a document",
+            openapi_extra=self.secured,
+            responses={
+                401: _ERRORS[401],
+                403: {"model": ErrorOut, "description": "Read-only service"},
+                **unknown,
+            },
+        )(self.delete_document)
+        app.get(
+            "/v1/stats", tags=["service"], summary="Index statistics",
+            openapi_extra=self.secured, responses={401: _ERRORS[401]},
+        )(self.stats)
+
+    async def healthz(self):
         """Always answers (no token needed): the service is up and the index open."""
-        return _json(
+        index = self.index
+        return json_response(
             {
                 "status": "ok",
                 "documents": len(index),
@@ -624,67 +483,42 @@ def create_app(
             }
         )
 
-    async def add_documents(request: Request):
+    async def add_documents(self, request: Request):
         """Add `{id, text | fingerprint, timestamp?}`, or `{"documents": [...]}` (in order, one
         transaction). Each result says whether the document is `new` or a `duplicate` of stored
         ones, and gives its group's `duplicate_id` and `original_id` and its nearest matches."""
-        authorize(request)
-        data = await _read_json(request)
-        if _check_batch(data, max_batch):
-            batch = _parse(AddBatch, data)
+        self.authorize(request)
+        data = await read_json(request)
+        if _check_batch(data, self.max_batch):
+            batch = parse_body(AddBatch, data)
             docs, if_exists, limit = batch.documents, batch.if_exists, batch.limit
         else:
-            one = _parse(AddOne, data)
+            one = parse_body(AddOne, data)
             docs, if_exists, limit = [one], one.if_exists, one.limit
-        texts = [d.text for d in docs]
-        use_text = [t is not None for t in texts]
-        ids = [d.id for d in docs]
-        stamps = [d.timestamp for d in docs]
-        if all(use_text):
-            kwargs = {"texts": texts}
-        elif not any(use_text) or index.method == "minhash":
-            # A MinHash index refuses fingerprints (422) in add_many.
-            kwargs = {"fingerprints": [d.fingerprint for d in docs]}
-        else:
-            # Mixed batch: fingerprint the texts first, so the whole batch is one transaction.
-            fps = await run_in_threadpool(index.fingerprint, [t for t in texts if t is not None])
-            it = iter(fps.tolist())
-            kwargs = {
-                "fingerprints": [
-                    next(it) if t is not None else d.fingerprint for t, d in zip(texts, docs)
-                ]
-            }
+        kwargs = await _probe_arguments(self.index, docs, in_thread=True)
         results = await _write(
-            index.add_many, ids, timestamps=stamps, if_exists=if_exists, limit=limit, **kwargs
+            self.index.add_many, [d.id for d in docs], timestamps=[d.timestamp for d in docs],
+            if_exists=if_exists, limit=limit, **kwargs
         )
         out = [r.to_dict() for r in results]
-        return _json({"results": out} if "documents" in data else out[0])
+        return json_response({"results": out} if "documents" in data else out[0])
 
-    async def query(request: Request):
+    async def query(self, request: Request):
         """Which stored documents are near-duplicates of a text or fingerprint: within k bits
         (SimHash index) or passing verification (MinHash index); nothing is stored.
         `duplicate_id` / `original_id` name the group the probe would join."""
-        authorize(request)
-        data = await _read_json(request)
-        if _check_batch(data, max_batch):
-            batch = _parse(QueryBatch, data)
+        self.authorize(request)
+        data = await read_json(request)
+        if _check_batch(data, self.max_batch):
+            batch = parse_body(QueryBatch, data)
             probes, k, limit = batch.documents, batch.hamming_k, batch.limit
         else:
-            one = _parse(QueryOne, data)
+            one = parse_body(QueryOne, data)
             probes, k, limit = [one], one.hamming_k, one.limit
         ids = [p.id for p in probes]
         try:
-            if all(p.text is not None for p in probes):
-                kwargs = {"texts": [p.text for p in probes]}
-            elif all(p.text is None for p in probes) or index.method == "minhash":
-                # A MinHash index refuses fingerprints (422) in query_many.
-                kwargs = {"fingerprints": [p.fingerprint for p in probes]}
-            else:
-                texts = [p.text for p in probes if p.text is not None]
-                computed = iter(index.fingerprint(texts).tolist())
-                kwargs = {"fingerprints": [
-                    next(computed) if p.text is not None else p.fingerprint for p in probes]}
-            results = index.query_many(
+            kwargs = await _probe_arguments(self.index, probes, in_thread=False)
+            results = self.index.query_many(
                 hamming_k=k,
                 limit=limit,
                 ids=None if any(i is None for i in ids) else ids,
@@ -698,87 +532,27 @@ def create_app(
             if ident is not None:
                 d = {"id": ident, **{key: v for key, v in d.items() if key != "id"}}
             out.append(d)
-        return _json({"results": out} if "documents" in data else out[0])
+        return json_response({"results": out} if "documents" in data else out[0])
 
-    app.router.add_api_route(
-        "/v1/documents",
-        add_documents,
-        methods=["POST"],
-        tags=["documents"],
-        summary="Add one document or a batch",
-        response_model=AddOut | AddBatchOut,
-        responses={
-            **_ERRORS,
-            403: {"model": ErrorOut, "description": "Read-only service"},
-            409: {"model": ErrorOut, "description": "ID already stored"},
-        },
-        openapi_extra={**_body_schema(AddOne, AddBatch), **secured},
-        route_class_override=_DirectRoute,
-    )
-    app.router.add_api_route(
-        "/v1/query",
-        query,
-        methods=["POST"],
-        tags=["documents"],
-        summary="Probe without storing",
-        response_model=QueryOut | QueryBatchOut,
-        responses=_ERRORS,
-        openapi_extra={**_body_schema(QueryOne, QueryBatch), **secured},
-        route_class_override=_DirectRoute,
-    )
-
-    @app.get(
-        "/v1/documents/{doc_id:path}",
-        tags=["documents"],
-        summary="A stored record",
-        response_model=RecordOut,
-        openapi_extra=secured,
-        responses={401: _ERRORS[401], 404: {"model": ErrorOut, "description": "Unknown ID"}},
-    )
-    async def get_document(doc_id: str, request: Request):
+    async def get_document(self, doc_id: str, request: Request):
         """The stored record: fingerprint, timestamp, position and group."""
-        authorize(request)
-        if not 1 <= len(doc_id) <= MAX_ID_LENGTH:
-            raise HTTPException(422, f"id must have 1..{MAX_ID_LENGTH} characters")
-        record = index.get(doc_id)
+        self.authorize(request)
+        record = self.index.get(_checked_doc_id(doc_id))
         if record is None:
             raise HTTPException(404, f"no document with id {doc_id!r}")
-        return _json(record.to_dict())
+        return json_response(record.to_dict())
 
-    @app.delete(
-        "/v1/documents/{doc_id:path}",
-        tags=["documents"],
-        summary="Remove a document",
-        openapi_extra=secured,
-        responses={
-            401: _ERRORS[401],
-            403: {"model": ErrorOut, "description": "Read-only service"},
-            404: {"model": ErrorOut, "description": "Unknown ID"},
-        },
-    )
-    async def delete_document(doc_id: str, request: Request):
+    async def delete_document(self, doc_id: str, request: Request):
         """Remove a document; its group is re-checked (new original, or a split)."""
-        authorize(request)
-        if not 1 <= len(doc_id) <= MAX_ID_LENGTH:
-            raise HTTPException(422, f"id must have 1..{MAX_ID_LENGTH} characters")
-        removed = await _write(index.remove, doc_id)
-        if not removed:
+        self.authorize(request)
+        if not await _write(self.index.remove, _checked_doc_id(doc_id)):
             raise HTTPException(404, f"no document with id {doc_id!r}")
-        return _json({"id": doc_id, "removed": True})
+        return json_response({"id": doc_id, "removed": True})
 
-    @app.get(
-        "/v1/stats",
-        tags=["service"],
-        summary="Index statistics",
-        openapi_extra=secured,
-        responses={401: _ERRORS[401]},
-    )
-    async def stats(request: Request):
+    async def stats(self, request: Request):
         """Documents, groups, settings (k, shingle, hash), table plan, memory, open time."""
-        authorize(request)
-        return _json(await run_in_threadpool(index.stats))
-
-    return app
+        self.authorize(request)
+        return json_response(await run_in_threadpool(self.index.stats))
 
 
 def serve(

@@ -95,6 +95,7 @@ class LiveRows:
 
     Attributes (set by the subclass): ``size`` (one past the largest position seen),
     ``alive`` (bool per position, longer than ``size``), ``live`` (alive positions),
+    ``delta[:delta_len]`` (the positions added since the last merge, in order),
     ``_main_max`` (the largest position in the merged tables) and ``_main_dead`` (dead rows
     still in the merged tables, dropped at the next merge).
     """
@@ -102,6 +103,8 @@ class LiveRows:
     size: int
     alive: np.ndarray
     live: int
+    delta: np.ndarray
+    delta_len: int
     _main_max: int
     _main_dead: int
 
@@ -115,6 +118,16 @@ class LiveRows:
         if positions.max() > MAX_POSITION:
             raise ValueError(f"positions must be at most {MAX_POSITION}, got {positions.max()}")
         return int(positions[-1]) + 1
+
+    def _append_delta(self, positions: np.ndarray) -> None:
+        """Append new positions to ``delta``, grown by doubling. Amortised O(len(positions))."""
+        need = self.delta_len + positions.shape[0]
+        if need > self.delta.shape[0]:
+            grown = np.zeros(max(need, 2 * self.delta.shape[0]), np.uint32)
+            grown[: self.delta_len] = self.delta[: self.delta_len]
+            self.delta = grown
+        self.delta[self.delta_len : need] = positions
+        self.delta_len = need
 
     def discard(self, positions: np.ndarray) -> int:
         """Mark positions dead (ignored by probes, dropped at the next merge). Returns how many

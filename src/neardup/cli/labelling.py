@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 
-from neardup import synth
-from neardup.cli import CONTEXT, Reporter, handle_errors, input_options, signature_options
+from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options, signature_options
 from neardup.io import check_outputs, output_set, read_documents, write_table
 from neardup.pipeline import DEFAULT_SHINGLES, Settings
-from neardup.sampling import (
+from neardup.quality import synth
+from neardup.quality.sampling import (
     ANSWERS,
     LabelSession,
     describe_value,
@@ -34,13 +34,6 @@ from neardup.sampling import (
 )
 
 __all__ = ["generate", "sample", "label"]
-
-
-def _read_all(inputs, id_field, text_field, time_field, input_format, on_error, max_doc_bytes):
-    reader = read_documents(list(inputs), id_field=id_field, text_field=text_field,
-                            time_field=time_field, input_format=input_format, on_error=on_error,
-                            max_doc_bytes=max_doc_bytes)
-    return reader, reader.read_all()
 
 
 @click.command(context_settings=CONTEXT)
@@ -63,8 +56,7 @@ def _read_all(inputs, id_field, text_field, time_field, input_format, on_error, 
 @input_options
 @handle_errors
 def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_words, hot_template,
-             language, keep_similar_bases, id_field, text_field, time_field, input_format, on_error,
-             max_doc_bytes, workers, quiet):
+             language, keep_similar_bases, reading, workers, quiet):
     """Derive labelled near-duplicates from real texts.
 
     Every base text is kept and edited copies are added, each paired with its base and labelled
@@ -86,8 +78,7 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
     chosen = synth.parse_edits(edits)
     check_outputs([output, pairs_out], inputs)
     with Reporter(quiet) as reporter:
-        reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error,
-                                  max_doc_bytes)
+        batch = read_documents(list(inputs), **reading).read_all()
         reporter.batch(batch)
         reporter.stage("editing")
         corpus = synth.generate(
@@ -134,8 +125,7 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
 @input_options
 @handle_errors
 def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, per_stratum,
-           max_distance, min_similarity, strata_out, id_field, text_field, time_field, input_format,
-           on_error, max_doc_bytes, workers, quiet):
+           max_distance, min_similarity, strata_out, reading, workers, quiet):
     """Draw a stratified sample of candidate pairs and write a labelling sheet.
 
     Candidates cover the whole range of interest: for SimHash every pair within --max-distance
@@ -175,8 +165,7 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
         settings = Settings(method="minhash", shingle=shingle, hash_name=hash_name, num_perm=num_perm,
                             seed=seed, threshold=min_similarity, verify=min_similarity)
     with Reporter(quiet) as reporter:
-        reader, batch = _read_all(inputs, id_field, text_field, time_field, input_format, on_error,
-                                  max_doc_bytes)
+        batch = read_documents(list(inputs), **reading).read_all()
         reporter.batch(batch)
         reporter.stage("signatures")
         sig = signatures_parallel(batch.texts, settings, workers)

@@ -7,24 +7,24 @@ from pathlib import Path
 import click
 
 from neardup import report as html_report
-from neardup.cli import CONTEXT, Reporter, handle_errors, input_options
-from neardup.evaluate import read_table
-from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, check_outputs, read_documents
+from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options
+from neardup.io import InputError, check_outputs, read_documents
 from neardup.pipeline import DEFAULT_THRESHOLD, Settings
+from neardup.quality import read_table
 
 
-def texts_by_position(
-    inputs, positions: list[int], ids, *, id_field, text_field, time_field, input_format,
-    on_error, max_doc_bytes=DEFAULT_MAX_DOC_BYTES, reporter: Reporter | None = None,
-) -> dict[int, str]:
-    """The texts at ``positions`` of the documents read from ``inputs``, checked against the
-    run's IDs (``ids`` in input order): a report of other inputs than the run's is an error.
-    Streams the inputs once; keeps only the wanted texts. O(input size)."""
+def texts_by_position(inputs, positions: list[int], ids, *, reporter: Reporter | None = None,
+                      **reading) -> dict[int, str]:
+    """The texts at ``positions`` of the documents read from ``inputs`` (``reading``: the
+    keywords of :func:`neardup.io.read_documents`), checked against the run's IDs (``ids`` in
+    input order): a report of other inputs than the run's is an error. Streams the inputs once;
+    keeps only the wanted texts. O(input size).
+
+    Example: ``texts_by_position(["docs.jsonl"], [0, 5], ids, id_field="id")`` gives
+    ``{0: "first text", 5: "sixth text"}``."""
     wanted = set(positions)
     found: dict[int, str] = {}
-    reader = read_documents(list(inputs), id_field=id_field, text_field=text_field,
-                            time_field=time_field, input_format=input_format, on_error=on_error,
-                            max_doc_bytes=max_doc_bytes)
+    reader = read_documents(list(inputs), **reading)
     for batch in reader:
         if reporter is not None:
             reporter.batch(batch)
@@ -41,7 +41,11 @@ def texts_by_position(
 
 def write_report(path: str, run: html_report.RunData, texts: dict[int, str], title: str,
                  **limits) -> int:
-    """Render and write the page (UTF-8, atomically); returns its size in bytes."""
+    """Render the page of ``run`` with ``texts`` (position -> text) and write it to ``path``
+    (UTF-8, atomically); returns its size in bytes. ``limits``: ``max_groups``, ``max_pairs``
+    of :func:`neardup.report.render`. O(page size).
+
+    Example: ``write_report("report.html", run, texts, "neardup report")`` gives 48213."""
     page = html_report.render(run, texts, title, **limits).encode("utf-8")
     target = Path(path)
     temporary = target.with_name(f".{target.name}.tmp")
@@ -80,7 +84,7 @@ def _pairs(path: str | None):
 @input_options
 @handle_errors
 def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups, max_pairs,
-           id_field, text_field, time_field, input_format, on_error, max_doc_bytes, workers, quiet):
+           reading, workers, quiet):
     """Write a self-contained HTML page showing what a dedup run decided.
 
     INPUTS are the run's documents (read again for the texts that the page shows), with the
@@ -109,10 +113,7 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
                                            name, threshold)
     chosen = html_report.select(run, max_groups=max_groups, max_pairs=max_pairs)
     with Reporter(quiet) as reporter:
-        texts = texts_by_position(
-            inputs, chosen.positions(), ids, id_field=id_field, text_field=text_field,
-            time_field=time_field, input_format=input_format, on_error=on_error,
-            max_doc_bytes=max_doc_bytes, reporter=reporter)
+        texts = texts_by_position(inputs, chosen.positions(), ids, reporter=reporter, **reading)
         size = write_report(output, run, texts, title, max_groups=max_groups,
                             max_pairs=max_pairs)
     if not quiet:

@@ -8,9 +8,8 @@ import sys
 import time
 
 import click
-import numpy as np
 
-from neardup.cli import (
+from neardup.cli.options import (
     CONTEXT,
     Reporter,
     handle_errors,
@@ -19,7 +18,7 @@ from neardup.cli import (
     summary_option,
 )
 from neardup.hashing import HASH_NAMES
-from neardup.index.store import (
+from neardup.index import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     NearDupIndex,
@@ -39,7 +38,10 @@ from neardup.simhash import WEIGHTS
 _FP_FORMATS = click.Choice(["auto", "hex", "dec"])
 
 
-def _dir_option(command):
+def directory_option(command):
+    """-d/--dir DIR, the index directory, for the commands that open an index (``directory``).
+
+    Example: ``@directory_option`` above a command function gives it ``directory``."""
     return click.option(
         "-d", "--dir", "directory", required=True, metavar="DIR", help="The index directory."
     )(command)
@@ -65,6 +67,21 @@ def _source_options(command):
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def synchronous_option(description: str):
+    """--synchronous normal|full, the durability of the adds of the commands that write an
+    index (``synchronous``, as :class:`NearDupIndex` takes it), with the command's own help
+    text ``description``.
+
+    Example: ``@synchronous_option("normal: survives a crash; full: also power loss.")``."""
+    return click.option(
+        "--synchronous",
+        type=click.Choice(["normal", "full"]),
+        default="normal",
+        show_default=True,
+        help=description,
+    )
 
 
 def _settings_options(command):
@@ -192,12 +209,7 @@ def _batches(
     inputs,
     from_fingerprints,
     fingerprint_format,
-    id_field,
-    text_field,
-    time_field,
-    input_format,
-    on_error,
-    max_doc_bytes,
+    reading,
     workers,
     reporter,
 ):
@@ -205,7 +217,7 @@ def _batches(
     keywords are ``fingerprints`` (SimHash) or ``texts`` (MinHash)."""
     if from_fingerprints:
         table = read_fingerprints(
-            list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
+            list(inputs), on_error=reading["on_error"], fingerprint_format=fingerprint_format
         )
         step = 10_000
         for start in range(0, len(table), step):
@@ -218,15 +230,7 @@ def _batches(
         return
     from neardup.engines.local import check_workers, ordered_map
 
-    reader = read_documents(
-        list(inputs),
-        id_field=id_field,
-        text_field=text_field,
-        time_field=time_field,
-        input_format=input_format,
-        on_error=on_error,
-        max_doc_bytes=max_doc_bytes,
-    )
+    reader = read_documents(list(inputs), **reading)
     reporter.reading(reader)
     for batch, probe in ordered_map(
         _fingerprint_batch, reader, check_workers(workers), index.settings
@@ -279,7 +283,7 @@ def index() -> None:
 
 
 @index.command(context_settings=CONTEXT)
-@_dir_option
+@directory_option
 @_settings_options
 @handle_errors
 def create(directory, **options):
@@ -297,7 +301,7 @@ def create(directory, **options):
 
 @index.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
-@_dir_option
+@directory_option
 @_source_options
 @_settings_options
 @click.option("--force", is_flag=True, help="Replace an existing index at DIR.")
@@ -321,12 +325,7 @@ def build(
     rows,
     verify,
     force,
-    id_field,
-    text_field,
-    time_field,
-    input_format,
-    on_error,
-    max_doc_bytes,
+    reading,
     workers,
     quiet,
     summary_out,
@@ -356,21 +355,13 @@ def build(
     with Reporter(quiet, summary_out) as reporter:
         if from_fingerprints:
             table = read_fingerprints(
-                list(inputs), on_error=on_error, fingerprint_format=fingerprint_format
+                list(inputs), on_error=reading["on_error"], fingerprint_format=fingerprint_format
             )
             ids, stamps, sig, fps = table.ids.to_pylist(), table.timestamps, None, table.fingerprints
             texts = None
             skipped = table.stats.skipped
         else:
-            reader = read_documents(
-                list(inputs),
-                id_field=id_field,
-                text_field=text_field,
-                time_field=time_field,
-                input_format=input_format,
-                on_error=on_error,
-                max_doc_bytes=max_doc_bytes,
-            )
+            reader = read_documents(list(inputs), **reading)
             reporter.reading(reader)
             # A MinHash index stores the texts; the collection keeps them only to verify.
             kept: list[str] = []
@@ -424,7 +415,7 @@ def build(
 
 @index.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
-@_dir_option
+@directory_option
 @_source_options
 @click.option(
     "-o",
@@ -440,12 +431,8 @@ def build(
     show_default=True,
     help="An ID already in the index: stop with an error, or skip it.",
 )
-@click.option(
-    "--synchronous",
-    type=click.Choice(["normal", "full"]),
-    default="normal",
-    show_default=True,
-    help="normal: an add survives a crash of the process; full: also power loss (fsync).",
+@synchronous_option(
+    "normal: an add survives a crash of the process; full: also power loss (fsync)."
 )
 @_method_option
 @input_options
@@ -460,12 +447,7 @@ def add(
     if_exists,
     synchronous,
     method,
-    id_field,
-    text_field,
-    time_field,
-    input_format,
-    on_error,
-    max_doc_bytes,
+    reading,
     workers,
     quiet,
     summary_out,
@@ -489,18 +471,7 @@ def add(
         idx.check_method(method)
         try:
             for ids, probe, stamps in _batches(
-                idx,
-                inputs,
-                from_fingerprints,
-                fingerprint_format,
-                id_field,
-                text_field,
-                time_field,
-                input_format,
-                on_error,
-                max_doc_bytes,
-                workers,
-                reporter,
+                idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
             ):
                 batch_results = idx.add_arrays(
                     ids, timestamps_us=stamps, if_exists=if_exists, limit=1, **probe
@@ -554,7 +525,7 @@ def _print_query(result, method: str, as_json: bool) -> None:
 
 @index.command(context_settings=CONTEXT)
 @click.argument("text", required=False)
-@_dir_option
+@directory_option
 @click.option(
     "--fingerprint", default=None, help="Query a fingerprint (16 hex digits, 0x-hex or decimal)."
 )
@@ -598,7 +569,7 @@ def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_
 
 @index.command("query-batch", context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
-@_dir_option
+@directory_option
 @click.option(
     "-o",
     "--output",
@@ -627,12 +598,7 @@ def query_batch(
     method,
     hamming_k,
     limit,
-    id_field,
-    text_field,
-    time_field,
-    input_format,
-    on_error,
-    max_doc_bytes,
+    reading,
     workers,
     quiet,
     summary_out,
@@ -652,18 +618,7 @@ def query_batch(
         if idx.method == "simhash":
             used["hamming_k"] = idx.settings.hamming_k if hamming_k is None else hamming_k
         for ids, probe, _ in _batches(
-            idx,
-            inputs,
-            from_fingerprints,
-            fingerprint_format,
-            id_field,
-            text_field,
-            time_field,
-            input_format,
-            on_error,
-            max_doc_bytes,
-            workers,
-            reporter,
+            idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
         ):
             results.extend(
                 idx.query_many(ids=ids, hamming_k=hamming_k, limit=limit, **probe)
@@ -698,7 +653,7 @@ def query_batch(
 
 @index.command(context_settings=CONTEXT)
 @click.argument("ids", nargs=-1)
-@_dir_option
+@directory_option
 @click.option(
     "--ids-file",
     type=click.Path(exists=True, dir_okay=False),
@@ -727,7 +682,7 @@ def remove(ids, directory, ids_file):
 
 
 @index.command(context_settings=CONTEXT)
-@_dir_option
+@directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def stats(directory, as_json):
@@ -752,7 +707,7 @@ def stats(directory, as_json):
 
 
 @index.command(context_settings=CONTEXT)
-@_dir_option
+@directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @handle_errors
 def check(directory, as_json):
@@ -782,7 +737,7 @@ def check(directory, as_json):
 
 
 @index.command(context_settings=CONTEXT)
-@_dir_option
+@directory_option
 @click.option("--to", "target", required=True, help="Directory of the new, recovered index.")
 @handle_errors
 def recover(directory, target):
@@ -799,126 +754,3 @@ def recover(directory, target):
     click.echo(f"recovered {result['recovered']:,} documents into {result['target']}; "
                f"{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped",
                err=True)
-
-
-@click.command(context_settings=CONTEXT)
-@_dir_option
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on (loopback unless told otherwise).",
-)
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-@click.option(
-    "--token",
-    envvar="NEARDUP_TOKEN",
-    default=None,
-    help="Require `Authorization: Bearer TOKEN` on /v1 requests. Visible to other users in "
-    "`ps`: prefer --token-file or the NEARDUP_TOKEN environment variable.",
-)
-@click.option(
-    "--token-file",
-    envvar="NEARDUP_TOKEN_FILE",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Read the token from this file (its first line; or set NEARDUP_TOKEN_FILE).",
-)
-@click.option(
-    "--read-only",
-    "readonly",
-    is_flag=True,
-    help="Serve queries only, next to another process that writes the index.",
-)
-@click.option(
-    "--synchronous",
-    type=click.Choice(["normal", "full"]),
-    default="normal",
-    show_default=True,
-    help="normal: an acknowledged add survives a crash of the process; full: also power loss.",
-)
-@click.option(
-    "--max-batch",
-    type=click.IntRange(1, 100_000),
-    default=1000,
-    show_default=True,
-    help="Most documents per request (more: 413).",
-)
-@click.option(
-    "--max-body-bytes",
-    type=click.IntRange(1024, 1 << 30),
-    default=8 * 1024 * 1024,
-    show_default=True,
-    help="Largest request body (more: 413).",
-)
-@click.option(
-    "--log-level",
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
-    default="warning",
-    show_default=True,
-)
-@handle_errors
-def serve(
-    directory,
-    host,
-    port,
-    token,
-    token_file,
-    readonly,
-    synchronous,
-    max_batch,
-    max_body_bytes,
-    log_level,
-):
-    """Serve an index over HTTP (JSON API; OpenAPI docs at /docs).
-
-    \b
-    POST /v1/documents   add one {id, text|fingerprint, timestamp} or {"documents": [...]}
-    POST /v1/query       the same probe, nothing stored
-    GET/DELETE /v1/documents/{id}, GET /v1/stats, GET /healthz
-
-    \b
-    Examples:
-      neardup serve -d crawl.idx
-      NEARDUP_TOKEN=s3cret neardup serve -d crawl.idx --port 8080
-      neardup serve -d crawl.idx --token-file /run/secrets/neardup-token
-    """
-    try:
-        from neardup.index.service import _is_loopback
-        from neardup.index.service import serve as run
-    except ImportError as error:
-        raise ValueError(f"neardup serve needs FastAPI and uvicorn ({error.name} is missing): "
-                         "pip install 'neardup[service]'") from None
-
-    if token_file is not None:
-        if token is not None:
-            raise ValueError("give one of --token (or NEARDUP_TOKEN) and --token-file")
-        token = _read_token_file(token_file)
-    if not _is_loopback(host) and not token:
-        click.echo(
-            f"neardup: warning: serving on {host} without --token: anyone who can reach "
-            "it may add and remove documents",
-            err=True,
-        )
-    run(
-        directory,
-        host=host,
-        port=port,
-        token=token,
-        readonly=readonly,
-        synchronous=synchronous,
-        max_batch=max_batch,
-        max_body_bytes=max_body_bytes,
-        log_level=log_level,
-        # Printed once the index is open, so an unopenable index gives only its error.
-        announce=lambda line: click.echo(line, err=True),
-    )
-
-
-def _read_token_file(path: str) -> str:
-    """The token in ``path``: its first line, without surrounding whitespace. O(file)."""
-    with open(path, encoding="utf-8") as fh:
-        token = fh.readline().strip()
-    if not token:
-        raise ValueError(f"--token-file {path}: the first line is empty (expected the token)")
-    return token

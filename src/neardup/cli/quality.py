@@ -9,8 +9,8 @@ import sys
 
 import click
 
-from neardup import evaluate as quality
-from neardup.cli import CONTEXT, Reporter, handle_errors, input_options, signature_options
+from neardup import quality
+from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options, signature_options
 from neardup.io import check_outputs, read_documents, write_table
 from neardup.pipeline import DEFAULT_SHINGLES, GROUPINGS, Settings
 
@@ -34,12 +34,9 @@ def _dump(data: dict) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
 
 
-def _score_table(evaluation: quality.Evaluation, title: str):
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    e = evaluation
-    columns = [
+def _scores(e: quality.Evaluation) -> list[tuple[str, object]]:
+    """The headline columns of an evaluation: precision, recall, F1, TP, FP, FN."""
+    return [
         ("precision", e.precision),
         ("recall", e.recall),
         ("F1", e.f1),
@@ -47,15 +44,28 @@ def _score_table(evaluation: quality.Evaluation, title: str):
         ("FP", e.confusion.fp),
         ("FN", e.confusion.fn),
     ]
+
+
+def _cluster_scores(e: quality.Evaluation) -> list[tuple[str, object]]:
+    """The columns of an evaluation against cluster truth: ARI and the B-cubed scores."""
+    return [
+        ("ARI", e.ari),
+        ("B³ precision", e.bcubed.precision),
+        ("B³ recall", e.bcubed.recall),
+        ("B³ F1", e.bcubed.f1),
+    ]
+
+
+def _score_table(evaluation: quality.Evaluation, title: str):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    e = evaluation
+    columns = _scores(e)
     if e.confusion.tn is not None and e.truth_kind == "pairs":
         columns.append(("TN", e.confusion.tn))
     if e.truth_kind == "clusters":
-        columns += [
-            ("ARI", e.ari),
-            ("B³ precision", e.bcubed.precision),
-            ("B³ recall", e.bcubed.recall),
-            ("B³ F1", e.bcubed.f1),
-        ]
+        columns += _cluster_scores(e)
     for name, _ in columns:
         table.add_column(name, justify="right")
     table.add_row(*[_num(v) for _, v in columns])
@@ -207,7 +217,7 @@ def _sweep_table(rows: list[quality.SweepRow], best, precise, verify: str):
         title_justify="left",
     )
     heads = ["k" if simhash else "threshold"] + ([] if simhash else ["bands×rows"])
-    heads += ["precision", "recall", "F1", "TP", "FP", "FN"]
+    heads += [name for name, _ in _scores(e0)]
     if e0.truth_kind == "clusters":
         heads += ["ARI", "B³ P", "B³ R", "B³ F1"]
     else:
@@ -220,21 +230,9 @@ def _sweep_table(rows: list[quality.SweepRow], best, precise, verify: str):
         cells = [str(r.value) if simhash else f"{r.value:.2f}"]
         if not simhash:
             cells.append(f"{r.bands}×{r.rows}")
-        cells += [
-            _num(e.precision),
-            _num(e.recall),
-            _num(e.f1),
-            _num(e.confusion.tp),
-            _num(e.confusion.fp),
-            _num(e.confusion.fn),
-        ]
+        cells += [_num(value) for _, value in _scores(e)]
         if e.truth_kind == "clusters":
-            cells += [
-                _num(e.ari),
-                _num(e.bcubed.precision),
-                _num(e.bcubed.recall),
-                _num(e.bcubed.f1),
-            ]
+            cells += [_num(value) for _, value in _cluster_scores(e)]
         else:
             cells += [
                 _num(c.predicted_rate * 100 if c.pairs else math.nan, 1) for c in e.categories
@@ -327,12 +325,7 @@ def sweep(
     plot,
     output,
     as_json,
-    id_field,
-    text_field,
-    time_field,
-    input_format,
-    on_error,
-    max_doc_bytes,
+    reading,
     workers,
     quiet,
 ):
@@ -349,14 +342,11 @@ def sweep(
       neardup sweep docs.jsonl --truth clusters.tsv --method minhash --shingle char:5
       neardup sweep docs.jsonl --truth pairs.tsv --values 2,3,4 --json -o sweep.tsv
     """
-    from neardup.engines.local import LocalEngine
-
     check_outputs([output], [*inputs, truth])
-    shingle = shingle or DEFAULT_SHINGLES[method]
     truth_data = quality.read_truth(truth, positive_labels)
     base = Settings(
         method=method,
-        shingle=shingle,
+        shingle=shingle or DEFAULT_SHINGLES[method],
         hash_name=hash_name,
         weights=weights,
         num_perm=num_perm,
@@ -364,52 +354,33 @@ def sweep(
         grouping=grouping,
         verify=None,
     )
-    swept = quality.swept_settings(base, _parse_values(values_text, method), verify)
+    values = _parse_values(values_text, method)
     if not 0.0 <= min_precision <= 1.0:
         raise ValueError(f"min-precision must be in [0, 1]; got {min_precision}")
-    reader = read_documents(
-        list(inputs),
-        id_field=id_field,
-        text_field=text_field,
-        time_field=time_field,
-        input_format=input_format,
-        on_error=on_error,
-        max_doc_bytes=max_doc_bytes,
-    )
+    reader = read_documents(list(inputs), **reading)
     with Reporter(quiet) as reporter:
-        collection = LocalEngine(workers).collect(
-            reader,
-            quality.sweep_signature_settings(base, swept, truth_data),
-            on_batch=reporter.batch,
-            keep_sets=True,
-        )
 
         def progress(s: Settings) -> None:
             reporter.stage(
                 f"k = {s.hamming_k}" if method == "simhash" else f"threshold = {s.threshold}"
             )
 
-        rows = quality.sweep(
-            None,
-            collection.ids,
-            collection.timestamps,
+        table = quality.sweep_corpus(
+            reader,
             truth_data,
             base,
-            [s.hamming_k if method == "simhash" else s.threshold for s in swept],
+            values,
             verify=verify,
-            signatures=collection.signatures,
+            min_precision=min_precision,
+            workers=workers,
+            on_batch=reporter.batch,
             on_setting=progress,
         )
+        rows, best, precise, distances = table.rows, table.best, table.precise, table.distances
         if rows[0].evaluation.missing_ids == rows[0].evaluation.truth_ids:
             raise ValueError(
                 f"none of the {rows[0].evaluation.truth_ids:,} truth documents is in the corpus; "
                 "check --id-field"
-            )
-        best, precise = quality.best_settings(rows, min_precision)
-        distances = None
-        if truth_data.kind == "pairs":
-            distances = quality.pair_distances(
-                collection.signatures, collection.ids, truth_data, method
             )
         if plot:
             reporter.stage("plotting")
@@ -421,34 +392,10 @@ def sweep(
                 title=f"{method} {base.shingle} on {', '.join(inputs)}",
             )
         if output:
-            table_rows = [r.to_dict() for r in rows]
-            names = list(dict.fromkeys(k for row in table_rows for k in row))
-            write_table(output, {k: [row.get(k) for row in table_rows] for k in names})
+            write_table(output, table.columns())
 
     if as_json:
-        _dump(
-            {
-                "inputs": list(inputs),
-                "truth_file": truth,
-                "truth": truth_data.kind,
-                "method": method,
-                "shingle": base.shingle,
-                "grouping": grouping,
-                "verify": verify,
-                "parameter": rows[0].parameter,
-                "documents": len(collection.ids),
-                "note": rows[0].evaluation.note.split(" (")[0]
-                if truth_data.kind == "pairs"
-                else rows[0].evaluation.note,
-                "missing_ids": rows[0].evaluation.missing_ids,
-                "rows": [r.to_dict() for r in rows],
-                "best_f1": best.to_dict() if best else None,
-                "min_precision": min_precision,
-                "best_at_min_precision": precise.to_dict() if precise else None,
-                "distances": distances.summary() if distances is not None else None,
-                "plot": plot,
-            }
-        )
+        _dump({"inputs": list(inputs), "truth_file": truth, **table.to_dict(), "plot": plot})
         return
     console = _console()
     console.print(_sweep_table(rows, best, precise, verify))

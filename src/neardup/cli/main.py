@@ -1,0 +1,71 @@
+"""The ``neardup`` command: the top-level group that gathers the command modules of
+:mod:`neardup.cli`, and its entry point :func:`main`."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from neardup._version import __version__
+from neardup.cli.options import CONTEXT
+
+
+class _CommandGroup(click.Group):
+    """The top-level group; each command's module loads when the command is first used.
+
+    Only for start-up time: a run imports its own command's module, not the index, the service,
+    the quality tools and the labelling session of the others (measured on 2 cores: importing
+    the compare module 0.5-0.8 s, every command module 0.9-1.3 s). ``neardup --help`` loads
+    every module for the commands' short help."""
+
+    COMMANDS = {
+        "fingerprint": "neardup.cli.dedup:fingerprint",
+        "dedup": "neardup.cli.dedup:dedup",
+        "pairs": "neardup.cli.dedup:pairs",
+        "compare": "neardup.cli.compare:compare",
+        "tune": "neardup.cli.compare:tune",
+        "evaluate": "neardup.cli.quality:evaluate",
+        "sweep": "neardup.cli.quality:sweep",
+        "generate": "neardup.cli.labelling:generate",
+        "sample": "neardup.cli.labelling:sample",
+        "label": "neardup.cli.labelling:label",
+        "report": "neardup.cli.report:report",
+        "index": "neardup.cli.index:index",
+        "serve": "neardup.cli.serve:serve",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self.COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.COMMANDS:
+            return None
+        module, attribute = self.COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=_CommandGroup, context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="neardup")
+def main() -> None:
+    """neardup: find near-duplicate documents, give each group one duplicate ID and name its
+    original (the earliest document).
+
+    \b
+    Start with:
+      neardup dedup docs.jsonl -o groups.tsv        # groups of near-duplicates
+      neardup fingerprint docs.jsonl -o fps.tsv     # id, SimHash, timestamp rows
+      neardup compare a.txt b.txt                   # every similarity measure for two texts
+      neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
+    """
+    _exit_cleanly_on_sigterm()
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    # A terminated run unwinds like Ctrl-C does, so temp files and partial outputs are removed.
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

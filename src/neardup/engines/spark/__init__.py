@@ -1,0 +1,110 @@
+"""The Spark engine: the whole dedup job as map-reduce stages on Apache Spark (PySpark).
+
+For the same input and options it gives the same GROUPS and PAIRS as the local engine
+(:mod:`neardup.engines.local`), for any number of partitions: every stage calls the same kernels
+(:func:`neardup.pipeline.signatures`, :func:`neardup.candidates.tables.distinct_hamming_pairs`,
+:func:`neardup.candidates.bands.band_hashes`, the run's near-duplicate relation,
+:func:`neardup.groups.center_groups`) inside Spark tasks, and every reduction is a minimum or a set,
+so the result does not depend on how rows are spread over tasks.
+
+Stages (``pos`` is a document's input position, and "earliest" always means the smallest
+``(timestamp, pos)``):
+
+1. **signatures** — ``mapInArrow`` over the documents: content fingerprint, SimHash fingerprint or
+   MinHash signature, and the sorted shingle set when verification needs it.
+2. **exact duplicates** — group by content fingerprint; every document points to its group's
+   earliest member, its *representative*. Only representatives go on: a text repeated 500,000
+   times is one row from here on (the group is found by an aggregation, which Spark combines on
+   the map side, so the hot key never lands whole in one task).
+3. **candidates** among representatives —
+   SimHash: representatives with the same fingerprint are linked to the earliest of them; each
+   distinct fingerprint is emitted once per permutation table under the key
+   ``(table, prefix)``; after the shuffle by key, the values of a key group are compared with
+   :func:`~neardup.candidates.tables.distinct_hamming_pairs`, and a pair is kept only by the first
+   table whose prefix the two values share
+   (:func:`~neardup.engines.spark.tasks.first_shared_table`, a pure function of the two values
+   and the plan), so it is reported exactly once.
+   MinHash: each representative emits ``(band, band hash)`` for every band; every bucket is linked
+   as a star to its earliest member.
+4. **verification** — candidate pairs are joined with both documents' shingle sets (or
+   signatures) and checked by the run's relation (exact Jaccard, Hamming distance, MinHash
+   estimate), exactly as :class:`neardup.pipeline.Relation` does.
+5. **groups** — connected components of the accepted pairs by the iterative large-star /
+   small-star algorithm on DataFrames (Kiveris et al., 2014), with each round checkpointed to cut
+   the lineage. ``components``: the original is the component's earliest document. ``center``:
+   :func:`neardup.groups.center_groups`' round rule; components up to ``center_local_max``
+   representatives are solved inside one task each (the same function), larger ones by
+   distributed rounds (per round: the earliest unassigned member of every component becomes a
+   center, the other unassigned members are tested against it). Duplicates take their
+   representative's group.
+6. **pairs** — ``original``: original → member for every non-original; ``all``: every
+   near-duplicate pair, expanded from representatives to their exact duplicates.
+
+Skew. Exact duplicates (and, for SimHash, identical fingerprints) are collapsed by aggregations
+first. A key holding more than ``skew_threshold`` rows is *hot*: a hot permutation-table prefix or
+LSH bucket is split into sub-blocks of about ``skew_threshold / 2`` values, and every pair of
+sub-blocks is compared in its own task (salting); joins whose key is hot (the original of a huge
+group, the center of a star) take the hot keys' few rows from a broadcast table instead of
+shuffling all the key's rows into one task. Nothing is collected to the driver except counts, the
+first bad row of an input and the small table of hot keys.
+
+Example (it needs Java and starts a Spark session, so it is not run as a doctest)::
+
+    from neardup.engines.spark import spark_session, dedup_dataframe
+    from neardup.pipeline import Settings
+
+    spark = spark_session("local[2]")
+    df = spark.createDataFrame([("a", "the cat sat on the mat today"),
+                                ("b", "The cat sat on the mat, today!")], "id string, text string")
+    result = dedup_dataframe(df, Settings(hamming_k=3))
+    [r.duplicate_id for r in result.groups.orderBy("pos").collect()]     # ['a', 'a']
+
+Command line: ``neardup dedup docs.jsonl -o groups.tsv --engine spark --spark-master local[*]``,
+or through ``spark-submit`` with :mod:`neardup.cli.spark_submit`.
+
+Modules, from the bottom: ``session`` (the session; the one import of pyspark), ``tasks`` (the
+work inside tasks), ``frames`` (stored tables, skew-safe joins and shuffles), ``rows`` and
+``read`` (inputs), the stages ``candidates``, ``verify``, ``groups`` and ``pairs``, ``result``
+and ``write`` (outputs), and ``job`` (:class:`SparkEngine`, the run and the entry points).
+"""
+
+from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, unpersist
+from neardup.engines.spark.job import (
+    DEFAULT_CENTER_LOCAL_MAX,
+    SparkEngine,
+    dedup_dataframe,
+    pairs_dataframe,
+    run_dedup,
+    run_pairs,
+)
+from neardup.engines.spark.read import read_documents_spark, read_fingerprints_spark
+from neardup.engines.spark.result import SparkResult
+from neardup.engines.spark.session import (
+    HAVE_PYSPARK,
+    INSTALL_HINT,
+    require_pyspark,
+    spark_session,
+)
+from neardup.engines.spark.tasks import first_shared_table
+from neardup.engines.spark.write import write_output, write_result
+
+__all__ = [
+    "DEFAULT_CENTER_LOCAL_MAX",
+    "DEFAULT_SKEW_THRESHOLD",
+    "HAVE_PYSPARK",
+    "INSTALL_HINT",
+    "SparkEngine",
+    "SparkResult",
+    "dedup_dataframe",
+    "first_shared_table",
+    "pairs_dataframe",
+    "read_documents_spark",
+    "read_fingerprints_spark",
+    "require_pyspark",
+    "run_dedup",
+    "run_pairs",
+    "spark_session",
+    "unpersist",
+    "write_output",
+    "write_result",
+]

@@ -1,0 +1,73 @@
+"""Candidate pairs on Spark (stage 3): SimHash by Manku permutation tables, MinHash by LSH
+bands, among the representatives of exact-duplicate groups."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from neardup.candidates.tables import TablePlan, plan_tables
+from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.session import DataFrame, F
+from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
+from neardup.pipeline import Settings
+
+__all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
+
+
+def simhash_candidates(frames: Frames, reps: DataFrame,
+                       hamming_k: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Candidate pairs ``(a, b)`` of SimHash representatives (``pos, ts, sig``): each one to
+    the earliest representative with its fingerprint, its *node*, and the pairs of distinct
+    fingerprints within ``hamming_k`` bits by the permutation tables. Returns the candidates,
+    the fingerprint pairs (nodes ``a, b`` and ``dist``) and every representative's
+    ``pos, fp, node``, which ``pairs="all"`` reads again. Cost: O(representatives × tables) rows shuffled once, and
+    :func:`~neardup.candidates.tables.distinct_hamming_pairs` on each prefix group.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        cand, fp_pairs, fp_rep = simhash_candidates(frames, reps, 3)
+    """
+    r = reps.select("pos", "ts", F.col("sig").alias("fp"))
+    heads = frames.earliest(r, ["fp"], "node")
+    fp_rep = frames.keep(frames.lookup(r, heads.where("n > 1").select("fp", "node"), ["fp"], "left")
+                         .select("pos", "fp", F.coalesce("node", "pos").alias("node")))
+    star = fp_rep.where("node != pos").select(F.col("node").alias("a"), F.col("pos").alias("b"))
+    distinct = fp_rep.where("node = pos").select("fp", "node")
+    n_distinct = distinct.count()
+    plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
+    masks = plan.masks
+    rows = distinct.mapInArrow(partial(table_rows_task, masks=masks),
+                               "t int, key long, fp long, node long")
+    cells = frames.split_cells(rows, ["t", "key"], "fp")
+    frames.stats["tables"] = plan.num_tables
+    fp_pairs = frames.keep(frames.reduce(
+        cells, ["t", "key", "lo", "hi"], [],
+        partial(table_pairs_task, masks=masks, hamming_k=hamming_k), "a long, b long, dist int",
+    ))
+    return star.unionByName(fp_pairs.select("a", "b")), fp_pairs, fp_rep
+
+
+def band_rows(reps: DataFrame, settings: Settings) -> DataFrame:
+    """``band, h, pos, ts``: every LSH band hash of every MinHash representative (``pos, ts,
+    sig``). One pass, no shuffle.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        rows = band_rows(reps, Settings(method="minhash"))
+    """
+    return reps.select("pos", "ts", "sig").mapInArrow(
+        partial(band_rows_task, settings=settings), "band int, h long, pos long, ts long")
+
+
+def minhash_candidates(frames: Frames, reps: DataFrame, settings: Settings) -> DataFrame:
+    """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
+    to its earliest member. Cost: O(representatives × bands) rows, two shuffles.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        cand = minhash_candidates(frames, reps, Settings(method="minhash"))
+    """
+    rows = frames.keep(band_rows(reps, settings))
+    heads = frames.earliest(rows, ["band", "h"], "head").where("n > 1").select("band", "h", "head")
+    star = frames.lookup(rows, heads, ["band", "h"]).where("head != pos")
+    return frames.keep(star.select(F.col("head").alias("a"), F.col("pos").alias("b")).distinct())

@@ -1,0 +1,211 @@
+"""The DataFrame plumbing of a Spark run: stored tables with short plans, skew-safe joins.
+
+:class:`Storage` materialises the tables a run reads more than once as checkpoints and frees
+them; :class:`Frames` adds the joins and shuffles that stay balanced when one key holds many
+rows (see "Skew" in :mod:`neardup.engines.spark`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+from neardup.engines.spark.session import DataFrame, F, SparkSession
+
+__all__ = ["DEFAULT_SKEW_THRESHOLD", "Frames", "Storage", "default_checkpoint", "unpersist"]
+
+DEFAULT_SKEW_THRESHOLD = 20_000
+"""Rows above which one key is treated as hot and split (see "Skew" in the package docstring)."""
+
+ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+"""A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""
+
+
+def unpersist(df: DataFrame) -> None:
+    """Free the executors' storage of ``df``, a table this engine returned (e.g. the documents
+    of :func:`~neardup.engines.spark.read_documents_spark`) or any persisted DataFrame. Tables
+    this engine stores are checkpoints, which ``DataFrame.unpersist`` does not free. O(1) on the
+    driver; ``df`` (and anything computed from it) must not be read afterwards.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        docs, stats, _ = read_documents_spark(spark, ["docs.jsonl"])
+        docs.count()
+        unpersist(docs)
+    """
+    stored = getattr(df, "_neardup_stored", None)
+    if stored is not None:
+        stored.unpersist(False)
+        df._neardup_stored = None
+    else:
+        df.unpersist()
+
+
+def default_checkpoint(spark: SparkSession) -> str:
+    """Where a run stores its tables when not told: ``"reliable"`` (the checkpoint directory,
+    survives the loss of an executor) when the session has a checkpoint directory, else
+    ``"local"`` (the executors' storage). O(1).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        default_checkpoint(spark_session("local[2]"))     # 'local'
+    """
+    return "reliable" if spark.sparkContext.getCheckpointDir() else "local"
+
+
+class Storage:
+    """The tables one run stores in the executors, and their release.
+
+    Args:
+        spark: the session.
+        checkpoint: ``"local"`` (executors' storage; fast, not fault tolerant) or ``"reliable"``
+            (the checkpoint directory).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        storage = Storage(spark, default_checkpoint(spark))
+        table = storage.keep(df.groupBy("k").count())   # computed once, read many times
+        storage.release()
+    """
+
+    def __init__(self, spark: SparkSession, checkpoint: str):
+        self.spark = spark
+        self.checkpoint = checkpoint
+        self._held: list[DataFrame] = []  # checkpointed tables of this run
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        """Materialise ``df`` for the stages that read it again, and cut its lineage: a table
+        with a short plan. O(rows of ``df``) on the executors.
+
+        Persisting alone would keep each stored table's whole plan inside the plans that read
+        it; tables read twice by the next stage then make plans grow exponentially with the
+        stages, and printing them for the UI exhausts the driver. The checkpointed rows are
+        wrapped in a fresh DataFrame: a checkpoint keeps the size *estimate* of the plan it
+        came from, and Spark estimates a join as the product of its inputs, so in iterative
+        stages (components, center rounds) the estimate would square every round until its
+        arithmetic alone exhausts the driver's memory.
+        """
+        if self.checkpoint == "reliable":
+            done = df.checkpoint(eager=True)
+        else:
+            done = df.localCheckpoint(eager=True)
+        jdf = done._jdf
+        fresh = DataFrame(self.spark._jsparkSession.createDataFrame(jdf.javaRDD(), jdf.schema()),
+                          self.spark)
+        # DataFrame.unpersist cannot reach the checkpointed rows under the fresh plan:
+        # unpersist() frees them through this handle.
+        fresh._neardup_stored = jdf.queryExecution().logical().rdd()
+        self._held.append(fresh)
+        return fresh
+
+    def release(self, *frames: DataFrame, keep: Sequence[DataFrame] = ()) -> None:
+        """Free the storage of ``frames`` (all held tables if none are named) except ``keep``.
+        A released checkpoint cannot be read again, so only tables whose readers have been
+        materialised are released."""
+        targets = list(frames) if frames else list(self._held)
+        spared = {id(df) for df in keep}
+        for df in targets:
+            if id(df) in spared or not any(df is held for held in self._held):
+                continue
+            unpersist(df)
+            self._held = [held for held in self._held if held is not df]
+
+
+class Frames(Storage):
+    """:class:`Storage` plus the joins and shuffles of one run, safe against hot keys.
+
+    Args:
+        spark, checkpoint: as for :class:`Storage`.
+        partitions: partitions of every shuffle.
+        skew_threshold: rows above which a key is hot and is split (>= 2).
+
+    Attributes:
+        skewed: whether any key can be hot (set by the run once it knows the number of rows:
+            below ``skew_threshold`` rows in all, plain joins are taken).
+        stats: the run's counters; ``split_keys`` counts the hot keys split.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        frames = Frames(spark, "local", partitions=8, skew_threshold=20_000)
+        joined = frames.lookup(rows, per_key, ["key"])
+    """
+
+    def __init__(self, spark: SparkSession, checkpoint: str, *, partitions: int,
+                 skew_threshold: int):
+        super().__init__(spark, checkpoint)
+        self.P = partitions
+        self.threshold = skew_threshold
+        self.skewed = False
+        self.stats: dict = {}
+
+    def hot_keys(self, rows: DataFrame, keys: list[str], per_block: int) -> DataFrame:
+        """Keys of ``rows`` holding more than ``skew_threshold`` rows, with ``_S``, the number of
+        blocks of about ``per_block`` rows to cut each into.
+
+        The table is small (at most rows / ``skew_threshold`` keys), so it is brought to the
+        driver and handed back as a local table: a join with it then does not carry ``rows``'
+        plan a second time. Kept as a plan, every skew-safe join would double the plan of its
+        input, and plans nested through the stages would grow exponentially.
+        """
+        counts = rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("_n"))
+        hot = counts.where(F.col("_n") > self.threshold).select(
+            *keys, F.ceil(F.col("_n") / F.lit(per_block)).cast("int").alias("_S"))
+        return self.spark.createDataFrame(hot.collect(), hot.schema)
+
+    def lookup(self, left: DataFrame, right: DataFrame, keys: list[str],
+               how: str = "inner") -> DataFrame:
+        """``left`` joined with ``right`` (at most one row per key) on ``keys``, skew-safe.
+
+        A key holding more than ``skew_threshold`` rows of ``left`` is salted: its rows get a
+        salt in ``0..S-1`` (a hash of the row) and its right-hand row is repeated S times, so
+        the key's rows spread over S tasks instead of one. No key can be hot below
+        ``skew_threshold`` rows in all, so small inputs take a plain join.
+        """
+        if not self.skewed:
+            return left.join(right, keys, how)
+        hot = F.broadcast(self.hot_keys(left, keys, self.threshold))
+        salt = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in left.columns]), F.col("_S"))
+        salted_left = left.join(hot, keys, "left").withColumn(
+            "_salt", F.when(F.col("_S").isNull(), F.lit(0)).otherwise(salt).cast("int")).drop("_S")
+        salted_right = right.join(hot, keys, "left").withColumn(
+            "_salt", F.explode(F.sequence(F.lit(0), F.coalesce(F.col("_S"), F.lit(1)) - 1))
+        ).drop("_S")
+        return salted_left.join(salted_right, [*keys, "_salt"], how).drop("_salt")
+
+    def earliest(self, df: DataFrame, keys: list[str], name: str) -> DataFrame:
+        """Per key: the earliest row's ``pos`` (as ``name``) and the row count ``n``."""
+        return df.groupBy(*keys).agg(
+            F.min(F.struct("ts", "pos")).getField("pos").alias(name), F.count(F.lit(1)).alias("n")
+        )
+
+    def split_cells(self, rows: DataFrame, keys: list[str], salt_col: str) -> DataFrame:
+        """Cells (lo, hi) of each key: one cell for ordinary keys; a hot key of m rows is cut
+        into S = ceil(2m / skew_threshold) sub-blocks ``blk`` (by a hash of ``salt_col``) and each
+        row goes to the S cells (min(blk, c), max(blk, c)), c = 0..S-1, so every pair of
+        sub-blocks meets in exactly one cell of about ``skew_threshold`` rows."""
+        if self.skewed:
+            hot = self.hot_keys(rows, keys, max(1, self.threshold // 2))
+            self.stats["split_keys"] = self.stats.get("split_keys", 0) + hot.count()
+            rows = rows.join(F.broadcast(hot), keys, "left")
+            rows = rows.withColumn("S", F.coalesce(F.col("_S"), F.lit(1))).drop("_S")
+        else:
+            rows = rows.withColumn("S", F.lit(1))
+        salt = F.pmod(F.xxhash64(salt_col), F.col("S"))
+        rows = rows.withColumn("blk", F.when(F.col("S") > 1, salt).otherwise(F.lit(0)).cast("int"))
+        rows = rows.withColumn("c", F.explode(F.sequence(F.lit(0), F.col("S") - 1)))
+        return (
+            rows.withColumn("lo", F.least("blk", "c"))
+            .withColumn("hi", F.greatest("blk", "c"))
+            .drop("c")
+        )
+
+    def reduce(self, df: DataFrame, keys: list[str], order: list[str], task: ArrowTask,
+               schema: str) -> DataFrame:
+        """Shuffle by ``keys``, sort each partition by keys and ``order``, run ``task`` on it
+        (its output has Spark's DDL ``schema``). One shuffle of ``df``."""
+        return (
+            df.repartition(self.P, *keys)
+            .sortWithinPartitions(*keys, *order)
+            .mapInArrow(task, schema)
+        )

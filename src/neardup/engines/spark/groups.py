@@ -1,0 +1,132 @@
+"""Grouping on Spark (stage 5): connected components and the ``center`` rule over DataFrames
+of representatives, with the results of :mod:`neardup.groups`."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.session import DataFrame, F
+from neardup.engines.spark.tasks import center_task
+from neardup.engines.spark.verify import data_columns, related
+from neardup.pipeline import Settings
+
+__all__ = ["center", "components"]
+
+_MAX_CC_ROUNDS = 200
+_MAX_CENTER_ROUNDS = 1_000_000
+
+
+def components(frames: Frames, edges: DataFrame, nodes: DataFrame, n_edges: int) -> DataFrame:
+    """(pos, ts, label) for every node: label = smallest pos of its connected component.
+
+    Large-star / small-star (Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii 2014) over
+    edges stored as (hi, lo), hi > lo, until every component is a star around its smallest
+    node: every node is the ``hi`` of at most one edge, and no ``lo`` is a ``hi``. Each round
+    is checkpointed, so the plan does not grow with the rounds. Cost: O(log² n) rounds
+    (Kiveris et al.; a handful in practice), each a few shuffles of the edges; with
+    ``n_edges`` (the number of edges) 0 there is none.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        labels = components(frames, pairs.select("a", "b"), nodes.select("pos", "ts"), n)
+    """
+    rounds = 0
+    if n_edges:
+        e = edges.select(F.greatest("a", "b").alias("hi"), F.least("a", "b").alias("lo"))
+        e = frames.keep(e.where("hi != lo").distinct())  # a short plan for the rounds
+        while True:
+            rounds += 1
+            if rounds > _MAX_CC_ROUNDS:
+                raise RuntimeError(
+                    f"connected components did not converge in {_MAX_CC_ROUNDS} rounds")
+            # large-star: node u links every larger neighbour to m(u) = min(u, neighbours)
+            both = e.select(F.col("hi").alias("u"), F.col("lo").alias("v")).unionByName(
+                e.select(F.col("lo").alias("u"), F.col("hi").alias("v")))
+            m = both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))
+            large = frames.lookup(both.where("v > u"), m, ["u"]).select(
+                F.col("v").alias("hi"), F.col("m").alias("lo")).distinct()
+            # small-star: node u links itself and its smaller neighbours to their minimum
+            m2 = large.groupBy("hi").agg(F.min("lo").alias("m"))
+            moved = frames.lookup(large, m2, ["hi"]).where("lo != m").select(
+                F.col("lo").alias("hi"), F.col("m").alias("lo"))
+            previous = e
+            e = frames.keep(moved.unionByName(m2.select("hi", F.col("m").alias("lo"))).distinct())
+            frames.release(previous)
+            if not _has_non_star(e):
+                break
+        labels = e.select(F.col("hi").alias("pos"), F.col("lo").alias("label"))
+        nodes = nodes.join(labels, ["pos"], "left")
+    else:
+        nodes = nodes.withColumn("label", F.lit(None).cast("long"))
+    frames.stats["component_rounds"] = rounds
+    return nodes.select("pos", "ts", F.coalesce("label", "pos").alias("label"))
+
+
+def _has_non_star(e: DataFrame) -> bool:
+    """Whether some node is the ``hi`` of two edges, or both a ``hi`` and a ``lo``."""
+    ends = e.select(F.col("hi").alias("node"), F.lit(1).alias("as_hi"), F.lit(0).alias("as_lo"))
+    ends = ends.unionByName(
+        e.select(F.col("lo").alias("node"), F.lit(0).alias("as_hi"), F.lit(1).alias("as_lo")))
+    per_node = ends.groupBy("node").agg(F.sum("as_hi").alias("h"), F.max("as_lo").alias("l"))
+    return per_node.where("h > 1 or (h > 0 and l > 0)").limit(1).count() > 0
+
+
+def center(frames: Frames, labels: DataFrame, data: DataFrame, settings: Settings,
+           local_max: int) -> DataFrame:
+    """(pos, center) for every representative (``labels``: ``pos, ts, label``; ``data``: the
+    representatives' data the relation reads), by the rule of
+    :func:`neardup.groups.center_groups`.
+
+    Components (or what is left of them) with at most ``local_max`` unassigned
+    members are solved inside one task by ``center_groups`` itself. Larger ones go through
+    distributed rounds: the earliest unassigned member of each becomes a center, the other
+    unassigned members are tested against it, those that pass join it. After any round the
+    rest of a component is decided by its unassigned members alone (``center_groups``'
+    invariant), so a component handed to a task mid-way ends as the rounds would end it.
+    Cost: per round, a few shuffles of the unassigned members and one relation per member.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        centers = center(frames, labels, data, Settings(grouping="center"), 5_000)
+    """
+    cols = data_columns(settings)
+    size = labels.groupBy("label").agg(F.count(F.lit(1)).alias("size"))
+    sized = frames.keep(frames.lookup(labels, size, ["label"]))
+    parts = [sized.where("size = 1").select("pos", F.col("pos").alias("center"))]
+    pending = frames.keep(sized.where("size > 1").join(data, ["pos"])
+                          .select("label", "ts", "pos", "size", *cols))
+    rounds = 0
+    while True:
+        small = pending.where(f"size <= {local_max}").select("label", "ts", "pos", *cols)
+        # Eager: the part must not depend on ``pending`` once that is released.
+        parts.append(frames.keep(frames.reduce(small, ["label"], ["ts", "pos"],
+                                               partial(center_task, settings=settings),
+                                               "pos long, center long")))
+        big = pending.where(f"size > {local_max}").drop("size")
+        if big.limit(1).count() == 0:
+            break
+        rounds += 1
+        if rounds > _MAX_CENTER_ROUNDS:
+            raise RuntimeError("center grouping did not finish")
+        heads = frames.earliest(big, ["label"], "center").select("label", "center")
+        center_data = heads.join(
+            big.select(F.col("pos").alias("center"), *[F.col(c).alias(c + "_b") for c in cols]),
+            ["center"])
+        tested = frames.lookup(big.withColumnsRenamed({"sig": "sig_a", "sset": "set_a"}),
+                               center_data, ["label"])
+        tested = tested.withColumnsRenamed({"sset_b": "set_b", "pos": "a"})
+        checked = frames.keep(related(tested, ["label", "ts", "a", "center"], settings))
+        parts.append(checked.where("ok or a = center").select(F.col("a").alias("pos"), "center"))
+        failed = checked.where("not ok and a != center").select(
+            "label", "ts", F.col("a").alias("pos"))
+        left = failed.groupBy("label").agg(F.count(F.lit(1)).alias("size"))
+        previous = pending
+        pending = frames.keep(frames.lookup(failed, left, ["label"]).join(data, ["pos"])
+                              .select("label", "ts", "pos", "size", *cols))
+        frames.release(previous)
+    frames.stats["center_rounds"] = rounds
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result

@@ -1,0 +1,462 @@
+"""The dedup job on Spark: :class:`SparkEngine`, its stages, and the entry points that read,
+dedup and write (:func:`dedup_dataframe`, :func:`pairs_dataframe`, :func:`run_dedup`,
+:func:`run_pairs`). The stages are described in :mod:`neardup.engines.spark`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
+from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, Frames, Storage, default_checkpoint
+from neardup.engines.spark.groups import center, components
+from neardup.engines.spark.pairs import all_pairs, original_pairs
+from neardup.engines.spark.read import (
+    check_columns,
+    read_dataframe,
+    read_documents_spark,
+    read_fingerprints_spark,
+)
+from neardup.engines.spark.result import SparkResult
+from neardup.engines.spark.session import DataFrame, F, SparkSession, require_pyspark
+from neardup.engines.spark.tasks import sign_task
+from neardup.engines.spark.verify import relate, with_shingle_sets
+from neardup.engines.spark.write import write_originals, write_result
+from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes
+from neardup.pipeline import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
+
+__all__ = [
+    "DEFAULT_CENTER_LOCAL_MAX",
+    "SparkEngine",
+    "dedup_dataframe",
+    "pairs_dataframe",
+    "run_dedup",
+    "run_pairs",
+]
+
+DEFAULT_CENTER_LOCAL_MAX = 5_000
+"""Components of at most this many representatives are solved by ``center`` inside one task."""
+
+
+class SparkEngine:
+    """Runs the dedup stages on a Spark session (see :mod:`neardup.engines.spark`).
+
+    Args:
+        spark: the session.
+        partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions``);
+            results do not depend on it.
+        skew_threshold: rows above which a key is hot and is split (>= 2).
+        center_local_max: largest component ``center`` solves inside one task; larger ones go
+            through distributed rounds (>= 1).
+        checkpoint: ``"local"`` (executors' storage; fast, not fault tolerant), ``"reliable"``
+            (the checkpoint directory) or None (reliable when a checkpoint directory is set).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        engine = SparkEngine(spark_session("local[2]"), partitions=4)
+    """
+
+    name = "spark"
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        *,
+        partitions: int | None = None,
+        skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
+        center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
+        checkpoint: str | None = None,
+    ):
+        require_pyspark()
+        if partitions is None:
+            partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        if partitions < 1:
+            raise ValueError(f"partitions must be >= 1, got {partitions}")
+        if skew_threshold < 2:
+            raise ValueError(f"skew_threshold must be >= 2, got {skew_threshold}")
+        if center_local_max < 1:
+            raise ValueError(f"center_local_max must be >= 1, got {center_local_max}")
+        if checkpoint not in (None, "local", "reliable"):
+            raise ValueError(f"checkpoint must be 'local', 'reliable' or None, got {checkpoint!r}")
+        if checkpoint is None:
+            checkpoint = default_checkpoint(spark)
+        self.spark = spark
+        self.partitions = int(partitions)
+        self.skew_threshold = int(skew_threshold)
+        self.center_local_max = int(center_local_max)
+        self.checkpoint_mode = checkpoint
+
+    def dedup(self, docs: DataFrame, settings: Settings) -> SparkResult:
+        """The whole job on ``docs`` (columns ``pos`` long unique, ``text`` string, ``ts`` long
+        ordering key, ``id`` string)."""
+        return self._run(settings, lambda job: job.run_texts(docs))
+
+    def dedup_fingerprints(self, rows: DataFrame, settings: Settings) -> SparkResult:
+        """The job on precomputed SimHash fingerprints (``pos``, ``id``, ``fp`` long holding the
+        uint64 bits, ``ts``): identical fingerprints play the part of identical contents, as in
+        ``neardup pairs``."""
+        if settings.method != "simhash" or settings.verify is not None:
+            raise ValueError("fingerprint rows need method='simhash' and verify=None")
+        return self._run(settings, lambda job: job.run_fingerprints(rows))
+
+    def _run(self, settings: Settings, stages: Callable[[_Job], SparkResult]) -> SparkResult:
+        job = _Job(self, settings)
+        try:
+            return stages(job)
+        finally:
+            job.tag(None)  # the caller's Spark jobs are not the run's
+
+
+class _Job(Frames):
+    """One run: the stages as methods, sharing the settings, counters and tuning."""
+
+    def __init__(self, engine: SparkEngine, settings: Settings):
+        super().__init__(engine.spark, engine.checkpoint_mode, partitions=engine.partitions,
+                         skew_threshold=engine.skew_threshold)
+        self.engine = engine
+        self.settings = settings
+        self.stats["seconds"] = {}
+        self._clock = time.perf_counter()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def lap(self, name: str) -> None:
+        """Record the seconds of stage ``name``; tag the next Spark jobs with the next stage."""
+        now = time.perf_counter()
+        self.stats["seconds"][name] = now - self._clock
+        self._clock = now
+        following = {"signatures": "exact_duplicates", "exact_duplicates": "candidates",
+                     "candidates": "verify", "verify": "groups", "groups": "pairs"}.get(name)
+        self.tag(following)
+
+    def tag(self, stage: str | None) -> None:
+        """Spark jobs started from now on belong to job group ``neardup:<stage>`` (None: the
+        caller's group again), so the UI and REST API show the work and shuffles per stage."""
+        sc = self.spark.sparkContext
+        if not hasattr(self, "_caller_group"):
+            self._caller_group = sc.getLocalProperty("spark.jobGroup.id")
+        sc.setLocalProperty("spark.jobGroup.id", None if stage is None else f"neardup:{stage}")
+        if stage is None and self._caller_group is not None:
+            sc.setLocalProperty("spark.jobGroup.id", self._caller_group)
+
+    # ------------------------------------------------------------------ the stages
+
+    def run_texts(self, docs: DataFrame) -> SparkResult:
+        """Stage 1 on documents (``pos, id, text, ts``), then the other stages."""
+        s = self.settings
+        self.tag("signatures")
+        docs = docs.select(F.col("pos").cast("long"), F.col("id").cast("string"),
+                           F.col("text").cast("string"), F.col("ts").cast("long"))
+        sig_schema = "pos long, ts long, c0 long, c1 long, sig " + (
+            "long" if s.method == "simhash" else "binary") + ", empty boolean"
+        sig = self.keep(docs.select("pos", "ts", "text").mapInArrow(
+            partial(sign_task, settings=s), sig_schema))
+        counts = sig.agg(F.count(F.lit(1)), F.sum(F.col("empty").cast("long"))).first()
+        self.stats["documents"] = n = int(counts[0])
+        self.stats["empty_documents"] = int(counts[1] or 0)
+        self.skewed = n > self.threshold
+        self.lap("signatures")
+        self.texts = docs.select("pos", "text")
+        return self.run(docs.select("pos", "id"), sig)
+
+    def run_fingerprints(self, rows: DataFrame) -> SparkResult:
+        """The stages on fingerprint rows (``pos, id, fp, ts``): the fingerprint is both the
+        content and the signature."""
+        self.tag("signatures")
+        rows = rows.select(F.col("pos").cast("long"), F.col("id").cast("string"),
+                           F.col("fp").cast("long"), F.col("ts").cast("long"))
+        n = rows.count()
+        self.stats["documents"] = n
+        self.skewed = n > self.threshold
+        sig = rows.select("pos", "ts", F.col("fp").alias("c0"), F.lit(0).cast("long").alias("c1"),
+                          F.col("fp").alias("sig"), F.lit(False).alias("empty"))
+        self.stats["empty_documents"] = 0
+        self.lap("signatures")
+        return self.run(rows.select("pos", "id"), sig)
+
+    def run(self, ids: DataFrame, sig: DataFrame) -> SparkResult:
+        """Stages 2 to 6 on the documents' signatures ``sig`` (``pos, ts, c0, c1, sig``); ``ids``
+        (``pos, id``) names the documents in the results."""
+        content, docrep, reps = self.exact_duplicates(sig)
+        cand, fp_pairs, fp_rep = self.candidates(reps)
+        edges, n_edges = self.verify(reps, cand, content)
+        doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges)
+        stored_pairs, pairs, order = self.pairs(ids, doc_orig, docrep, reps, fp_pairs, fp_rep)
+        # Everything but the tables the results read has been consumed.
+        self.release(keep=(doc_orig, per_orig, stored_pairs))
+        return SparkResult(groups, pairs, self.stats, order, self.release)
+
+    def exact_duplicates(self, sig: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+        """Stage 2: every document points to the earliest document with its content, its
+        representative. Returns the contents held by more than one document (``c0, c1, rep``),
+        every document's ``pos, ts, rep`` and the representatives' ``pos, ts, c0, c1, sig``."""
+        content = self.earliest(sig, ["c0", "c1"], "rep").where("n > 1").select("c0", "c1", "rep")
+        docrep = self.keep(
+            self.lookup(sig.select("pos", "ts", "c0", "c1"), content, ["c0", "c1"], "left")
+            .select("pos", "ts", F.coalesce("rep", "pos").alias("rep"))
+        )
+        reps = self.keep(sig.join(docrep.where("rep = pos").select("pos"), ["pos"], "left_semi")
+                         .select("pos", "ts", "c0", "c1", "sig"))
+        self.data = reps.select("pos", "sig")
+        self.stats["exact_duplicates"] = docrep.where("rep != pos").count()
+        self.lap("exact_duplicates")
+        return content, docrep, reps
+
+    def candidates(self, reps: DataFrame) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+        """Stage 3: candidate pairs ``(a, b)`` among the representatives, and for SimHash the
+        pairs of distinct fingerprints and each representative's fingerprint node, which
+        ``pairs="all"`` reads again (see :mod:`neardup.engines.spark.candidates`)."""
+        if self.settings.method == "simhash":
+            cand, fp_pairs, fp_rep = simhash_candidates(self, reps, self.settings.hamming_k)
+        else:
+            cand, fp_pairs, fp_rep = minhash_candidates(self, reps, self.settings), None, None
+        self.stats["candidates"] = cand.count()
+        self.lap("candidates")
+        return cand, fp_pairs, fp_rep
+
+    def verify(self, reps: DataFrame, cand: DataFrame, content: DataFrame) -> tuple[DataFrame, int]:
+        """Stage 4: the candidate pairs the run's relation accepts, and their number."""
+        s = self.settings
+        if s.needs_sets:
+            self.data = with_shingle_sets(self, self.texts, reps, cand, content, s)
+        if s.method == "minhash" or s.verify is not None:
+            checked = self.keep(relate(self, self.data, cand, ["a", "b"], s))
+            edges = checked.where("ok").select("a", "b")
+            n_edges = edges.count()
+        else:
+            edges, n_edges = cand, self.stats["candidates"]
+        self.stats["rejected"] = self.stats["candidates"] - n_edges
+        self.lap("verify")
+        return edges, n_edges
+
+    def groups(self, ids: DataFrame, docrep: DataFrame, reps: DataFrame, edges: DataFrame,
+               n_edges: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+        """Stage 5: groups over the representatives, then every document takes its
+        representative's original. Returns every document's ``pos, rep, orig``, each original's
+        ``orig, group_size, original_id``, and GROUPS."""
+        labels = components(self, edges, reps.select("pos", "ts"), n_edges)
+        if self.settings.grouping == "components":
+            first = self.earliest(labels, ["label"], "orig").select("label", "orig")
+            rep_orig = self.lookup(labels, first, ["label"]).select(F.col("pos").alias("rep"), "orig")
+        else:
+            centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
+            rep_orig = centers.select(F.col("pos").alias("rep"), F.col("center").alias("orig"))
+        doc_orig = self.keep(self.lookup(docrep.select("pos", "rep"), rep_orig, ["rep"])
+                           .select("pos", "rep", "orig"))
+        sizes = doc_orig.groupBy("orig").agg(F.count(F.lit(1)).alias("group_size"))
+        orig_ids = ids.select(F.col("pos").alias("orig"), F.col("id").alias("original_id"))
+        per_orig = self.keep(sizes.join(orig_ids, ["orig"]))
+        groups = self.lookup(doc_orig, per_orig, ["orig"]).join(ids, ["pos"]).select(
+            "pos", "id", F.col("original_id").alias("duplicate_id"), "original_id",
+            (F.col("pos") == F.col("orig")).alias("is_original"), "group_size",
+        )
+        counts = per_orig.agg(F.count(F.lit(1)), F.max("group_size")).first()
+        self.stats["groups"] = int(counts[0])
+        self.stats["largest_group"] = int(counts[1] or 0)
+        self.stats["duplicates_removed"] = self.stats["documents"] - self.stats["groups"]
+        self.lap("groups")
+        return doc_orig, per_orig, groups
+
+    def pairs(self, ids: DataFrame, doc_orig: DataFrame, docrep: DataFrame, reps: DataFrame,
+              fp_pairs: DataFrame | None, fp_rep: DataFrame | None,
+              ) -> tuple[DataFrame, DataFrame, tuple[str, ...]]:
+        """Stage 6: PAIRS with the documents' IDs. Returns the stored pairs they are read from,
+        PAIRS, and the columns PAIRS is sorted by in the local engine's output."""
+        s = self.settings
+        name = "distance" if s.method == "simhash" else "similarity"
+        if s.pairs == "original":
+            pairs, order = original_pairs(self, self.data, doc_orig, s), ("pos_b",)
+        else:
+            pairs = all_pairs(self, self.data, docrep, reps, fp_pairs, fp_rep, s)
+            order = ("pos_a", "pos_b")
+        stored = self.keep(pairs)
+        self.stats["pairs"] = stored.count()
+        id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
+        id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
+        named = self.lookup(self.lookup(stored, id_a, ["pos_a"]), id_b, ["pos_b"]).select(
+            "pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed")
+        self.lap("pairs")
+        return stored, named, order
+
+
+
+def dedup_dataframe(
+    df: DataFrame,
+    settings: Settings | None = None,
+    id_col: str = "id",
+    text_col: str = "text",
+    time_col: str | None = None,
+    *,
+    position_col: str | None = None,
+    partitions: int | None = None,
+    on_error: str = "raise",
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
+    skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
+    center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
+) -> SparkResult:
+    """The whole job on a Spark DataFrame of documents; returns Spark DataFrames.
+
+    Args:
+        df: one row per document.
+        settings: the run's options (default: those of ``neardup dedup``, MinHash over
+            ``char:4`` shingles verified by LCS resemblance 0.8).
+        id_col, text_col: columns holding the ID (string or integer) and the text.
+        time_col: column holding the time (seconds since the epoch, ISO 8601 strings, dates or
+            timestamps, as the file readers accept them); None: all equal, so input order
+            decides.
+        position_col: a column giving the input order (unique integers); default: the
+            DataFrame's current row order (partition by partition), fixed at the start.
+        partitions: shuffle partitions (results do not depend on it).
+        on_error: ``"raise"`` (``InputError`` for the first bad row: missing or non-string text,
+            missing or bad ID, bad time, repeated ID) or ``"skip"`` (drop and count it).
+        max_doc_bytes: the largest text accepted, in UTF-8 bytes (None or 0: no limit); a
+            longer one is a bad row, as in :func:`neardup.io.read_documents`.
+        skew_threshold, center_local_max: see :class:`SparkEngine`.
+
+    Returns:
+        :class:`SparkResult`: ``groups`` (``pos, id, duplicate_id, original_id, is_original,
+        group_size``), ``pairs`` (``pos_a, pos_b, id_a, id_b, distance|similarity, passed``) and
+        ``stats`` (``stats["read"]`` holds the read counters).
+
+    Cost: the local engine's work spread over the cluster, plus shuffles of
+    O(documents × tables) rows (SimHash) or O(documents × bands) rows (MinHash).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        df = spark.createDataFrame([("a", "x y z w"), ("b", "x y z w")], "id string, text string")
+        r = dedup_dataframe(df, Settings())
+        [(g.id, g.original_id) for g in r.groups.orderBy("pos").collect()]
+        # [('a', 'a'), ('b', 'a')]
+    """
+    require_pyspark()
+    if settings is None:
+        settings = Settings(method=DEFAULT_METHOD, shingle=DEFAULT_SHINGLE, threshold=DEFAULT_THRESHOLD)
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
+    max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
+    check_columns(df, [id_col, text_col, time_col, position_col])
+    engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold,
+                         center_local_max=center_local_max)
+    read = read_dataframe(
+        df, Storage(engine.spark, engine.checkpoint_mode), "typed",
+        {"_v_id": id_col, "_v_text": text_col, "_v_time": time_col}, (id_col, text_col, time_col),
+        position_col=position_col, on_error=on_error, max_doc_bytes=max_doc_bytes)
+    return _run_on_read(engine.dedup, read, settings)
+
+
+def pairs_dataframe(
+    df: DataFrame,
+    hamming_k: int = 3,
+    *,
+    id_col: str = "id",
+    fingerprint_col: str = "fingerprint",
+    time_col: str | None = None,
+    position_col: str | None = None,
+    pairs: str = "all",
+    grouping: str = "components",
+    partitions: int | None = None,
+    on_error: str = "raise",
+    skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
+) -> SparkResult:
+    """Every pair of fingerprints within ``hamming_k`` bits, and their groups, on Spark.
+
+    ``df`` holds one row per document: an ID, a fingerprint (a long holding the uint64 bits, as
+    Spark and Java store them, or a hex / decimal string) and optionally a time. Identical
+    fingerprints are pairs at distance 0. The same result as ``neardup pairs``.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        df = spark.createDataFrame([("a", 5), ("b", 4)], "id string, fingerprint long")
+        [(p.id_a, p.id_b, p.distance) for p in pairs_dataframe(df, 1).pairs.collect()]
+        # [('a', 'b', 1)]
+    """
+    require_pyspark()
+    settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
+                        pairs=pairs)
+    check_columns(df, [id_col, fingerprint_col, time_col, position_col])
+    engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold)
+    read = read_dataframe(
+        df, Storage(engine.spark, engine.checkpoint_mode), "fp_typed",
+        {"_v_id": id_col, "_v_fp": fingerprint_col, "_v_time": time_col},
+        ("id", "fingerprint", "timestamp"), position_col=position_col, on_error=on_error)
+    return _run_on_read(engine.dedup_fingerprints, read, settings)
+
+
+def _run_on_read(run: Callable[[DataFrame, Settings], SparkResult],
+                 read: tuple[DataFrame, ReadStats], settings: Settings) -> SparkResult:
+    """``run`` (an engine's ``dedup`` or ``dedup_fingerprints``) on the rows a DataFrame entry
+    point read; the result holds the rows (freed by its ``release``) and the read counters
+    (``stats["read"]``)."""
+    rows, stats = read
+    result = run(rows, settings)
+    result.stats["read"] = stats
+    result.hold([rows])
+    return result
+
+
+def run_dedup(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    output: str,
+    settings: Settings,
+    *,
+    pairs_out: str | None = None,
+    keep: str | None = None,
+    partitions: int | None = None,
+    **read_options: Any,
+) -> tuple[SparkResult, ReadStats]:
+    """``neardup dedup --engine spark``: read, dedup and write GROUPS (and PAIRS, originals).
+
+    ``read_options`` are those of :func:`read_documents_spark` (``id_field``, ``text_field``,
+    ``time_field``, ``input_format``, ``on_error``, ``max_doc_bytes``). Outputs naming a file
+    (``.tsv``, ``.csv``, ``.jsonl``, ``.parquet``) are written as the local engine writes them;
+    any other path becomes a Parquet directory written by Spark.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        run_dedup(spark, ["docs.jsonl"], "groups.tsv", Settings(), time_field="ts")
+    """
+    docs, read_stats, raw = read_documents_spark(spark, inputs, **read_options)
+    engine = SparkEngine(spark, partitions=partitions)
+    result = engine.dedup(docs, settings)
+    result.hold([docs])
+    try:
+        write_result(result, settings, output, pairs_out)
+        if keep:
+            originals = raw.join(result.groups.where("is_original").select("pos"), ["pos"], "left_semi")
+            write_originals(originals, keep)
+    finally:
+        result.release()
+    return result, read_stats
+
+
+def run_pairs(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    output: str,
+    settings: Settings,
+    *,
+    groups_out: str | None = None,
+    partitions: int | None = None,
+    **read_options: Any,
+) -> tuple[SparkResult, ReadStats]:
+    """``neardup pairs --engine spark``: PAIRS (and GROUPS) of precomputed fingerprints.
+
+    ``read_options`` are those of :func:`read_fingerprints_spark` (``on_error``,
+    ``fingerprint_format``).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        run_pairs(spark, ["fps.tsv"], "pairs.tsv", Settings(hamming_k=3, pairs="all"))
+    """
+    rows, stats = read_fingerprints_spark(spark, inputs, **read_options)
+    result = SparkEngine(spark, partitions=partitions).dedup_fingerprints(rows, settings)
+    result.hold([rows])
+    try:
+        write_result(result, settings, groups_out, output)
+    finally:
+        result.release()
+    return result, stats

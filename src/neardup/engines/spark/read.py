@@ -1,0 +1,343 @@
+"""Reading inputs into Spark DataFrames: files of documents or fingerprints, and DataFrames.
+
+Positions follow the local reader (inputs in the given order, then files by path, then rows as
+in the file), and rows are checked inside tasks by the local reader's rules
+(:mod:`neardup.engines.spark.rows`), so both engines accept, refuse and number the same rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from functools import partial
+
+from neardup.engines.spark.frames import Storage, default_checkpoint
+from neardup.engines.spark.rows import CHECKED_SCHEMA, POS_BITS, accept_rows, rows_task
+from neardup.engines.spark.session import DataFrame, F, SparkSession, Window, require_pyspark
+from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
+from neardup.io.files import FORMAT_OF_EXTENSION
+from neardup.io.rows import missing_column
+
+__all__ = [
+    "check_columns",
+    "file_extension",
+    "read_dataframe",
+    "read_documents_spark",
+    "read_fingerprints_spark",
+]
+
+_DATAFRAME = "<DataFrame>"
+"""The input name of a DataFrame's rows in messages."""
+
+
+def check_columns(df: DataFrame, columns: Sequence[str | None], path: str = _DATAFRAME,
+                  unit: str = "row") -> None:
+    """Raise the reader's ``InputError`` for the first named column ``df`` lacks (None: not
+    used), naming the input ``path`` and its ``unit`` (``"line"`` or ``"row"``). O(columns).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        check_columns(df, ["id", "text", None])
+    """
+    for col in columns:
+        if col is not None and col not in df.columns:
+            raise missing_column(path, col, df.columns, unit)
+
+
+def read_dataframe(
+    df: DataFrame,
+    storage: Storage,
+    kind: str,
+    columns: dict[str, str | None],
+    names: tuple[str, str, str | None],
+    *,
+    position_col: str | None,
+    on_error: str,
+    max_doc_bytes: int | None = None,
+) -> tuple[DataFrame, ReadStats]:
+    """The accepted rows of a DataFrame and the read counters, as :func:`read_documents_spark`
+    gives them for files (``kind`` and ``names`` as for
+    :func:`~neardup.engines.spark.rows.rows_task`; ``columns`` maps the task's input columns,
+    ``_v_id`` …, to ``df``'s columns, None where unused).
+
+    Positions come from ``position_col``, or else the DataFrame's current row order, fixed by
+    storing the checked rows; errors name the 1-based row in that order. The rows are held by
+    ``storage``. Cost: one pass over ``df`` plus the checks of :func:`accept_rows`.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        docs, stats = read_dataframe(df, storage, "typed", {"_v_id": "id", "_v_text": "text"},
+                                     ("id", "text", None), position_col=None, on_error="raise")
+    """
+    pos = (F.col(position_col).cast("long") if position_col else F.monotonically_increasing_id())
+    select = [pos.alias("_nd_pos"), F.lit(None).cast("long").alias("_nd_line"),
+              F.lit(_DATAFRAME).alias("_nd_src")]
+    select += [F.col(c).alias(alias) for alias, c in columns.items() if c is not None]
+    # The checkpoint of the checked rows fixes the positions of monotonically_increasing_id.
+    task = partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes)
+    checked = storage.keep(df.select(*select).mapInArrow(task, CHECKED_SCHEMA))
+
+    def line_of(p: int) -> int:
+        return checked.where(F.col("pos") <= p).count()  # 1-based row in the current order
+
+    return accept_rows(checked, on_error, {0: "row"}, storage, line_of)
+
+
+def _local_path(uri: str) -> str:
+    return uri.removeprefix("file:")
+
+
+def file_extension(path: str) -> str:
+    """The format extension of a file or directory name, lower case, after a compression suffix
+    Spark reads (``.gz``, ``.bz2``, ``.zst``, ``.zstd``); "" when there is none. O(len(path)).
+
+    Example:
+        >>> file_extension("hdfs:///in/Docs.JSONL.bz2"), file_extension("out/part-0/")
+        ('jsonl', '')
+    """
+    lower = path.lower().rstrip("/")
+    for suffix in (".gz", ".bz2", ".zst", ".zstd"):
+        lower = lower.removesuffix(suffix)
+    _, dot, ext = lower.rpartition(".")
+    return ext if dot and "/" not in ext else ""
+
+
+def _is_glob_or_dir(path: str) -> bool:
+    return any(c in path for c in "*?[{") or path.endswith("/") or os.path.isdir(_local_path(path))
+
+
+def _directory_ext(path: str) -> str:
+    """The most common extension of a local directory's data files ('' if unknown)."""
+    local = _local_path(path)
+    if not os.path.isdir(local):
+        return ""
+    exts = Counter(file_extension(f) for f in os.listdir(local) if not f.startswith((".", "_")))
+    exts.pop("", None)
+    return exts.most_common(1)[0][0] if exts else ""
+
+
+def _document_format(path: str, input_format: str | None) -> str:
+    """Format of a document input: ``input_format``, else the extension of the path (or, for a
+    local directory, of its files)."""
+    if input_format is not None:
+        fmt = FORMAT_OF_EXTENSION.get(input_format.lower().split(".")[0])
+        if fmt is None:
+            raise ValueError(f"input_format must be one of jsonl, csv, tsv, parquet; got {input_format!r}")
+    else:
+        fmt = FORMAT_OF_EXTENSION.get(file_extension(path) or _directory_ext(path))
+        if fmt is None:
+            raise ValueError(
+                f"cannot tell the format of {path}: supported extensions are .jsonl/.json/.ndjson, "
+                ".csv, .tsv, .parquet (text formats optionally .gz or .bz2), also for the files of "
+                "a directory; pass input_format to choose one")
+    if fmt == "txt":
+        raise ValueError("directories of .txt files are read by the local engine only (--engine local)")
+    return fmt
+
+
+def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
+    """Spark's reader for one input; a path that does not exist is a ``FileNotFoundError``."""
+    try:
+        if fmt in ("jsonl", "plain"):
+            return spark.read.text(path)
+        if fmt in ("csv", "tsv"):
+            # RFC 4180 as Python's csv module reads it; empty fields stay empty strings.
+            return (spark.read.option("header", True).option("multiLine", True)
+                    .option("escape", '"').option("sep", "\t" if fmt == "tsv" else ",")
+                    .option("nullValue", _NULL_SENTINEL).csv(path))
+        try:
+            return spark.read.parquet(path)
+        except Exception as error:
+            if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
+                raise
+            raise InputError(path, None, None, "not a readable Parquet file",
+                             str(error).splitlines()[0]) from None
+    except InputError:
+        raise
+    except Exception as error:
+        if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
+            raise FileNotFoundError(f"input not found: {path}") from None
+        raise
+
+
+_NULL_SENTINEL = "\u0000neardup-no-null\u0000"
+
+
+def _positioned(raw: DataFrame, index: int, path: str, header_lines: int) -> DataFrame:
+    """``raw`` plus ``_nd_pos`` (global input order), ``_nd_line`` (1-based line or row within
+    its file) and ``_nd_src`` (the file, as the user named it when it is a single file).
+
+    Order: inputs as given, files by path, rows as in the file. Rows of one file split are
+    consecutive inside one scan partition, so a row's offset in its split is its
+    ``monotonically_increasing_id`` minus the split's first one; split sizes (a small table)
+    give each split's offset in its file and in the input. File scans are deterministic, so
+    the two passes over the input see the same ids.
+    """
+    data_cols = raw.columns
+    marked = raw.select(
+        "*",
+        F.col("_metadata.file_path").alias("_nd_file"),
+        F.col("_metadata.file_block_start").alias("_nd_block"),
+        F.monotonically_increasing_id().alias("_nd_mono"),
+    )
+    splits = marked.groupBy("_nd_file", "_nd_block").agg(
+        F.min("_nd_mono").alias("_nd_first"), F.count(F.lit(1)).alias("_nd_rows"))
+    before = Window.unboundedPreceding
+    in_file = Window.partitionBy("_nd_file").orderBy("_nd_block").rowsBetween(before, -1)
+    in_input = Window.orderBy("_nd_file", "_nd_block").rowsBetween(before, -1)
+    splits = splits.select(
+        "_nd_file", "_nd_block", "_nd_first",
+        F.coalesce(F.sum("_nd_rows").over(in_file), F.lit(0)).alias("_nd_file_before"),
+        F.coalesce(F.sum("_nd_rows").over(in_input), F.lit(0)).alias("_nd_input_before"),
+    )
+    offset = F.col("_nd_mono") - F.col("_nd_first")
+    src = (F.lit(path) if not _is_glob_or_dir(path)
+           else F.regexp_replace(F.col("_nd_file"), "^file:", ""))
+    return marked.join(F.broadcast(splits), ["_nd_file", "_nd_block"]).select(
+        *[F.col(f"`{c}`") for c in data_cols],
+        (F.lit(index << POS_BITS).cast("long") + F.col("_nd_input_before") + offset).alias("_nd_pos"),
+        (F.col("_nd_file_before") + offset + 1 + header_lines).alias("_nd_line"),
+        src.alias("_nd_src"),
+    )
+
+
+def read_documents_spark(
+    spark: SparkSession,
+    paths: Sequence[str],
+    *,
+    id_field: str = "id",
+    text_field: str = "text",
+    time_field: str | None = None,
+    input_format: str | None = None,
+    on_error: str = "raise",
+    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
+) -> tuple[DataFrame, ReadStats, DataFrame]:
+    """Read documents with Spark's readers: JSON Lines, CSV / TSV (with a header) or Parquet.
+
+    Each path may be a file, a directory of files or a glob, on any file system Spark reads
+    (``hdfs://``, ``s3a://``, …); ``.gz`` and ``.bz2`` text files are decompressed. Positions
+    follow the local reader: inputs in the given order, then files by path, then rows as in
+    the file. Rows are checked as :func:`neardup.io.read_documents` checks them (same reasons
+    and fields); errors name the file and the line (JSON Lines: physical line; CSV / TSV:
+    the record's first line when no record spans lines; Parquet: row). Spark's readers replace
+    invalid UTF-8 and pad short CSV rows, so those two problems are not reported.
+
+    Returns ``(docs, stats, records)``: ``docs`` with ``pos, id, text, ts, fp, nbytes``
+    (stored in the executors: :func:`unpersist` ``(docs)`` when done); ``records`` with ``pos, record`` (each input
+    row as JSON text, computed lazily, for writing originals back).
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        docs, stats, _ = read_documents_spark(spark, ["docs.jsonl"], time_field="ts")
+    """
+    require_pyspark()
+    for name, value in (("id_field", id_field), ("text_field", text_field)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if id_field == text_field:
+        raise ValueError(f"id_field and text_field must differ, both are {id_field!r}")
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
+    if not paths:
+        raise ValueError("paths must name at least one input, got an empty list")
+    max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
+    names = (id_field, text_field, time_field)
+    checked_parts, record_parts, units = [], [], {}
+    for index, path in enumerate(map(str, paths)):
+        if path == "-":
+            raise ValueError("the Spark engine reads files, not stdin ('-')")
+        fmt = _document_format(path, input_format)
+        raw = _read_raw(spark, path, fmt)
+        units[index] = "row" if fmt == "parquet" else "line"
+        if fmt != "jsonl":
+            check_columns(raw, [n for n in names if n], path, units[index])
+        data_cols = list(raw.columns)
+        rows = _positioned(raw, index, path, 1 if fmt in ("csv", "tsv") else 0)
+        base = [F.col("_nd_pos"), F.col("_nd_line"), F.col("_nd_src")]
+        if fmt == "jsonl":
+            task_input = rows.select(*base, "value")
+            kind = "jsonl"
+            record = F.col("value")
+        else:
+            values = [F.col(f"`{id_field}`").alias("_v_id"), F.col(f"`{text_field}`").alias("_v_text")]
+            if time_field:
+                values.append(F.col(f"`{time_field}`").alias("_v_time"))
+            task_input = rows.select(*base, *values)
+            kind = "typed"
+            record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_cols]),
+                               {"ignoreNullFields": "false"})
+        checked_parts.append(task_input.mapInArrow(
+            partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes),
+            CHECKED_SCHEMA))
+        kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
+        record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
+    reader = Storage(spark, default_checkpoint(spark))
+    checked = reader.keep(_union(checked_parts))
+    records = _union(record_parts)
+    docs, stats = accept_rows(checked, on_error, units, reader)
+    return docs, stats, records
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _fingerprint_format_of(path: str) -> str:
+    ext = file_extension(path) or _directory_ext(path)
+    return {"jsonl": "fp_jsonl", "csv": "csv", "parquet": "parquet",
+            "tsv": "fp_tsv"}.get(FORMAT_OF_EXTENSION.get(ext), "fp_plain")
+
+
+def read_fingerprints_spark(
+    spark: SparkSession,
+    paths: Sequence[str],
+    *,
+    on_error: str = "raise",
+    fingerprint_format: str = "auto",
+) -> tuple[DataFrame, ReadStats]:
+    """Read ``id <TAB> fingerprint [<TAB> timestamp]`` rows (or JSON Lines / CSV / Parquet
+    tables with those columns) with Spark, checked as :func:`neardup.io.read_fingerprints`
+    checks them. Paths may be files, directories (e.g. Hadoop ``part-*`` output) or globs.
+
+    Returns ``(rows, stats)``: ``pos, id, fp`` (a long holding the uint64 bits) ``, ts`` (and
+    unused columns), stored in the executors: :func:`unpersist` ``(rows)`` when done.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        rows, stats = read_fingerprints_spark(spark, ["fps.tsv"])
+    """
+    require_pyspark()
+    if fingerprint_format not in ("auto", "hex", "dec"):
+        raise ValueError(f"fingerprint_format must be one of auto, hex, dec; got {fingerprint_format!r}")
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
+    parts, units = [], {}
+    for index, path in enumerate(map(str, paths)):
+        if path == "-":
+            raise ValueError("the Spark engine reads files, not stdin ('-')")
+        fmt = _fingerprint_format_of(path)
+        raw = _read_raw(spark, path, "plain" if fmt.startswith("fp_") else fmt)
+        units[index] = "row" if fmt == "parquet" else "line"
+        if fmt in ("csv", "parquet"):
+            check_columns(raw, ["id", "fingerprint"], path, units[index])
+        rows = _positioned(raw, index, path, 1 if fmt == "csv" else 0)
+        base = [F.col("_nd_pos"), F.col("_nd_line"), F.col("_nd_src")]
+        if fmt.startswith("fp_"):
+            task_input, kind = rows.select(*base, "value"), fmt
+        else:
+            values = [F.col("id").alias("_v_id"), F.col("fingerprint").alias("_v_fp")]
+            if "timestamp" in raw.columns:
+                values.append(F.col("timestamp").alias("_v_time"))
+            task_input, kind = rows.select(*base, *values), "fp_typed"
+        parts.append(task_input.mapInArrow(
+            partial(rows_task, kind=kind, names=("id", "fingerprint", "timestamp"),
+                    fingerprint_format=fingerprint_format), CHECKED_SCHEMA))
+    reader = Storage(spark, default_checkpoint(spark))
+    checked = reader.keep(_union(parts))
+    rows, stats = accept_rows(checked, on_error, units, reader)
+    stats.bytes = 0
+    return rows, stats

@@ -1,0 +1,138 @@
+"""The Spark session: starting or joining one, and quieting the logs a user cannot act on.
+
+pyspark is an optional dependency (``pip install 'neardup[spark]'``); this module is the one
+place that imports it, so the engine's other modules (and the command line, which asks
+:data:`HAVE_PYSPARK` before it runs on Spark) can be imported without it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    HAVE_PYSPARK = True
+except ImportError:  # pragma: no cover - exercised only without pyspark
+    DataFrame = SparkSession = F = Window = None  # type: ignore[assignment,misc]
+    HAVE_PYSPARK = False
+
+__all__ = ["HAVE_PYSPARK", "INSTALL_HINT", "require_pyspark", "spark_session"]
+
+INSTALL_HINT = "the Spark engine needs pyspark: pip install 'neardup[spark]'"
+_PANDAS_WARNING = "PySpark does not yet fully support pandas"
+
+_LOG_CONFIG = Path(__file__).resolve().parents[2] / "data" / "spark-log4j2.properties"
+"""The driver's log4j2 configuration when this module starts the JVM: Spark's default at WARN,
+without the messages a user cannot act on (see the file)."""
+
+_QUIET_LOGGERS = (
+    "org.apache.hadoop.util.NativeCodeLoader",  # no native Hadoop library: Java classes are used
+    "org.apache.spark.sql.execution.window.WindowExec",  # the window over the (small) input splits
+    "org.apache.spark.rdd.MapPartitionsRDD",  # "locally checkpointed": freed on purpose
+)
+"""Loggers set to ERROR in every session :func:`spark_session` returns, unless configured."""
+
+_LOG4J2_FILES = ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.yml", "log4j2.json")
+
+
+def require_pyspark() -> None:
+    """Raise ``ImportError`` with the install command if pyspark is missing. O(1).
+
+    Example (raises only where pyspark is not installed, so not run as a doctest)::
+
+        require_pyspark()
+    """
+    if not HAVE_PYSPARK:
+        raise ImportError(INSTALL_HINT)
+
+
+def spark_session(
+    master: str | None = None,
+    app_name: str = "neardup",
+    config: dict[str, str] | None = None,
+) -> SparkSession:
+    """The active Spark session, or a new one on ``master`` (``local[*]``, ``spark://…``, ``yarn``).
+
+    ``master=None`` keeps the master of an existing session or of ``spark-submit`` and means
+    ``local[*]`` otherwise. For local masters, Python workers run this interpreter (unless
+    ``PYSPARK_PYTHON`` says otherwise), so they see the same installed ``neardup``, and the
+    driver binds to 127.0.0.1 (unless ``SPARK_LOCAL_IP`` or ``config`` say otherwise).
+    Logs: a driver this call starts logs at WARN without Spark's banner (:data:`_LOG_CONFIG`,
+    unless a log4j2 configuration of the user's is found), and :data:`_QUIET_LOGGERS`, whose
+    warnings a user cannot act on, are set to ERROR in any session; other loggers are untouched.
+    Cost: a few seconds to start the JVM the first time.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        spark = spark_session("local[2]", config={"spark.ui.enabled": "false"})
+    """
+    require_pyspark()
+    warnings.filterwarnings("ignore", message=_PANDAS_WARNING)
+    launched_by_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master is None and not launched_by_submit and SparkSession.getActiveSession() is None:
+        master = "local[*]"
+    local = master is not None and master.startswith("local")
+    if local:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # A local run serves nobody else: its driver and UI listen on the loopback interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    if local:
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+            "spark.driver.host", "127.0.0.1")
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    with _driver_log_config():
+        spark = builder.getOrCreate()
+    _quiet_loggers(spark)
+    return spark
+
+
+@contextmanager
+def _driver_log_config() -> Iterator[None]:
+    """While a session is created: the JVM that pyspark may launch reads :data:`_LOG_CONFIG`,
+    given first in ``SPARK_SUBMIT_OPTS`` so a ``-Dlog4j2.configurationFile`` of the user's
+    (there, or in ``spark.driver.extraJavaOptions``) still wins. Skipped when a log4j2 file is
+    in Spark's configuration folder (it would be overridden) or the file is missing."""
+    saved = os.environ.get("SPARK_SUBMIT_OPTS")
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
+    user_file = conf_dir is not None and any(
+        os.path.exists(os.path.join(conf_dir, name)) for name in _LOG4J2_FILES)
+    if not user_file and _LOG_CONFIG.is_file():
+        ours = f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{ours} {saved}" if saved else ours
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
+
+
+def _quiet_loggers(spark: SparkSession) -> None:
+    """Set :data:`_QUIET_LOGGERS` to ERROR in the driver, so that sessions whose JVM was started
+    elsewhere (``spark-submit``, an earlier session) are quiet too; a logger the configuration
+    names keeps its level. Nothing happens without a JVM at hand (Spark Connect) or log4j2."""
+    try:
+        jvm = spark.sparkContext._jvm
+        log4j = jvm.org.apache.logging.log4j
+        configured = log4j.LogManager.getContext(False).getConfiguration().getLoggers()
+        error = log4j.Level.toLevel("ERROR")
+        for name in _QUIET_LOGGERS:
+            if not configured.containsKey(name):
+                log4j.core.config.Configurator.setLevel(name, error)
+    except Exception:  # noqa: BLE001 - logging is a convenience; never fail a run over it
+        pass
+

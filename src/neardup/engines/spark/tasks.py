@@ -1,0 +1,499 @@
+"""The engine's work inside Spark tasks: pure functions over Arrow record batches.
+
+Every function here runs in an executor (``mapInArrow``) and calls the kernels the local engine
+calls (:func:`neardup.pipeline.signatures`, :func:`neardup.candidates.tables.distinct_hamming_pairs`,
+:func:`neardup.candidates.bands.band_hashes`, :class:`neardup.pipeline.Relation`,
+:func:`neardup.groups.center_groups`) on the numpy arrays of a batch, so both engines decide
+alike. They are module-level functions because Spark pickles a task by reference; a task's
+options are bound with :func:`functools.partial`. Spark columns are signed, so uint64 values
+(fingerprints, hashes) travel as int64 bit patterns and packed arrays (MinHash signatures,
+shingle sets) as binary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.candidates.bands import band_hashes
+from neardup.candidates.tables import distinct_hamming_pairs
+from neardup.groups import center_groups
+from neardup.pipeline import Relation, Settings, Signatures, sets_for, signatures
+
+__all__ = [
+    "band_rows_task",
+    "bucket_pairs_task",
+    "center_task",
+    "first_shared_table",
+    "record_batch",
+    "relate_task",
+    "round6_task",
+    "sets_task",
+    "sign_task",
+    "table_pairs_task",
+    "table_rows_task",
+]
+
+_CHUNK_ROWS = 50_000
+"""Rows a reduce task hands to a kernel at once (whole key groups, so sometimes more)."""
+
+
+def _i64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An int64 Arrow column (no nulls) as a numpy array."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def _u64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An int64 Arrow column holding uint64 bit patterns, as uint64."""
+    return _i64(column).view(np.uint64)
+
+
+def _binary_csr(column: pa.Array | pa.ChunkedArray, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """A binary column of packed ``dtype`` values as CSR (offsets in items, values)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    wide = pa.types.is_large_binary(column.type)
+    buffers = column.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[column.offset : column.offset + n + 1].astype(np.int64)
+    itemsize = np.dtype(dtype).itemsize
+    if n == 0 or buffers[2] is None:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=dtype)
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    values = data.copy().view(dtype)  # the copy is aligned, as the kernels want
+    return (offsets - offsets[0]) // itemsize, values
+
+
+def _csr_binary(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
+    """CSR (offsets in items, values) as a binary column, one packed value run per row."""
+    values = np.ascontiguousarray(values)
+    byte_offsets = (np.asarray(offsets, dtype=np.int64) * values.dtype.itemsize).astype(np.int32)
+    n = byte_offsets.shape[0] - 1
+    return pa.Array.from_buffers(
+        pa.binary(), n, [None, pa.py_buffer(byte_offsets), pa.py_buffer(values.view(np.uint8))]
+    )
+
+
+def _signature_column(signature: np.ndarray) -> pa.Array:
+    """SimHash fingerprints as int64, MinHash signatures as packed uint32 binary."""
+    if signature.ndim == 1:
+        return pa.array(signature.view(np.int64), type=pa.int64())
+    n, num_perm = signature.shape
+    offsets = np.arange(n + 1, dtype=np.int64) * num_perm
+    return _csr_binary(offsets, np.ascontiguousarray(signature, dtype=np.uint32).reshape(-1))
+
+
+def _signature_values(column: pa.Array, settings: Settings) -> np.ndarray:
+    """Inverse of :func:`_signature_column`."""
+    if settings.method == "simhash":
+        return _u64(column)
+    _, values = _binary_csr(column, np.uint32)
+    return values.reshape(-1, settings.num_perm)
+
+
+def _concat_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """CSR arrays ``(offsets, values)`` one after the other, as one CSR."""
+    ends = np.cumsum([p[1].shape[0] for p in parts])
+    starts = np.concatenate([[0], ends[:-1]])
+    offsets = np.concatenate([p[0][:-1] + s for p, s in zip(parts, starts)] + [ends[-1:]])
+    return offsets.astype(np.int64), np.concatenate([p[1] for p in parts])
+
+
+def _local_signatures(
+    signature: np.ndarray, sets: tuple[np.ndarray, np.ndarray] | None
+) -> Signatures:
+    """A :class:`~neardup.pipeline.Signatures` holding just what the relation reads."""
+    n = signature.shape[0]
+    return Signatures(
+        content=np.zeros((n, 2), dtype=np.uint64),
+        signature=signature,
+        empty=np.zeros(n, dtype=bool),
+        text_bytes=np.zeros(n, dtype=np.int64),
+        set_offsets=None if sets is None else sets[0],
+        set_hashes=None if sets is None else sets[1],
+    )
+
+
+def record_batch(columns: dict[str, Any]) -> pa.RecordBatch:
+    """A record batch of named Arrow columns, in the mapping's order: what a task yields. O(1):
+    the columns are not copied.
+
+    Example:
+        >>> record_batch({"a": pa.array([1, 2]), "b": pa.array([True, False])}).schema.names
+        ['a', 'b']
+    """
+    return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
+
+
+def _chunks_by_key(
+    batches: Iterable[pa.RecordBatch], keys: Sequence[str], target_rows: int = _CHUNK_ROWS
+) -> Iterator[pa.Table]:
+    """Tables of whole key groups from batches sorted by ``keys`` (a reduce task's input)."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows < target_rows:
+            continue
+        table = pa.Table.from_batches(pending).combine_chunks()
+        last = np.ones(table.num_rows, dtype=bool)
+        for key in keys:
+            col = table.column(key).to_numpy()
+            last &= col == col[-1]
+        cut = table.num_rows - int(last.sum())  # the sorted input keeps the last key at the end
+        if cut == 0:
+            pending, rows = table.to_batches(), table.num_rows
+            continue
+        yield table.slice(0, cut)
+        rest = table.slice(cut)
+        pending, rows = rest.to_batches(), rest.num_rows
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks()
+
+
+def _run_starts(*columns: np.ndarray) -> np.ndarray:
+    """Start index of every run of equal rows over ``columns`` (sorted input)."""
+    n = columns[0].shape[0]
+    head = np.zeros(n, dtype=bool)
+    if n:
+        head[0] = True
+        for col in columns:
+            head[1:] |= col[1:] != col[:-1]
+    return np.flatnonzero(head)
+
+
+def _pairs_within_runs(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``i < j`` of row indices inside each run (runs start at ``starts``)."""
+    ends = np.append(starts[1:], n)
+    run_end = np.repeat(ends, np.diff(np.append(starts, n)))
+    idx = np.arange(n, dtype=np.int64)
+    count = run_end - idx - 1
+    total = int(count.sum())
+    left = np.repeat(idx, count)
+    first = np.cumsum(count) - count
+    right = left + 1 + (np.arange(total, dtype=np.int64) - np.repeat(first, count))
+    return left, right
+
+
+def sign_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
+    """Stage 1 on one partition: rows ``(pos, ts, text)`` -> ``(pos, ts, c0, c1, sig, empty)``:
+    the 128-bit content fingerprint as two int64 halves, the SimHash fingerprint (int64 bits) or
+    the MinHash signature (packed uint32), and whether the text has no shingles. Cost: that of
+    :func:`neardup.pipeline.signatures` on the batch's texts.
+
+    Example:
+        >>> rows = pa.record_batch({"pos": [0, 1], "ts": [0, 0], "text": ["a b c d", "A b, c d!"]})
+        >>> out = pa.Table.from_batches(sign_task([rows], Settings(method="simhash")))
+        >>> out.column_names, len(set(out["c0"].to_pylist()))  # one text once normalised
+        (['pos', 'ts', 'c0', 'c1', 'sig', 'empty'], 1)
+    """
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        sig = signatures(batch.column("text").to_pylist(), settings, keep_sets=False)
+        yield record_batch({
+            "pos": batch.column("pos"),
+            "ts": batch.column("ts"),
+            "c0": pa.array(sig.content[:, 0].view(np.int64)),
+            "c1": pa.array(sig.content[:, 1].view(np.int64)),
+            "sig": _signature_column(sig.signature),
+            "empty": pa.array(sig.empty),
+        })
+
+
+def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
+    """Rows ``(pos, text)`` -> ``(pos, sset)``: the data verification compares for each text
+    (:func:`neardup.pipeline.sets_for`: the sorted distinct shingle hashes, packed as binary, 8
+    bytes a hash). Cost: shingling the batch.
+
+    Example:
+        >>> rows = pa.record_batch({"pos": [7], "text": ["a b c d a"]})
+        >>> settings = Settings(method="minhash", shingle="word:1", verify=0.5)
+        >>> [len(packed) // 8 for packed in next(sets_task([rows], settings))["sset"].to_pylist()]
+        [4]
+    """
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        offsets, hashes = sets_for(batch.column("text").to_pylist(), np.arange(n), settings)
+        yield record_batch({"pos": batch.column("pos"), "sset": _csr_binary(offsets, hashes)})
+
+
+def relate_task(
+    batches: Iterable[pa.RecordBatch], settings: Settings, keep: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """The run's relation on row pairs: ``(keep…, sig_a, sig_b[, set_a, set_b])`` ->
+    ``(keep…, ok, value)``.
+
+    ``ok`` is the near-duplicate decision and ``value`` the reported similarity (SimHash: the
+    Hamming distance in bits, int32; MinHash: float64), computed by
+    :class:`neardup.pipeline.Relation` exactly as the local engine does. Cost: O(pairs)
+    signature comparisons plus the verification of each pair.
+
+    Example:
+        >>> pairs = pa.record_batch({"a": [0, 0], "sig_a": [0b1111, 0b1111], "sig_b": [0b0111, 0]})
+        >>> out = next(relate_task([pairs], Settings(method="simhash", hamming_k=3), keep=["a"]))
+        >>> out["ok"].to_pylist(), out["value"].to_pylist()
+        ([True, False], [1, 4])
+    """
+    for batch in batches:
+        m = batch.num_rows
+        if m == 0:
+            continue
+        signature = np.concatenate(
+            [
+                _signature_values(batch.column("sig_a"), settings),
+                _signature_values(batch.column("sig_b"), settings),
+            ]
+        )
+        sets = None
+        if settings.needs_sets:
+            sets = _concat_csr(
+                [
+                    _binary_csr(batch.column("set_a"), np.uint64),
+                    _binary_csr(batch.column("set_b"), np.uint64),
+                ]
+            )
+        relation = Relation(_local_signatures(signature, sets), settings)
+        a = np.arange(m, dtype=np.int64)
+        b = a + m
+        ok = np.asarray(relation(a, b), dtype=bool)
+        value = relation.similarity(a, b)
+        if settings.method == "simhash":
+            value_col = pa.array(np.asarray(value, dtype=np.int32))
+        else:
+            value_col = pa.array(np.asarray(value, dtype=np.float64))
+        columns = {name: batch.column(name) for name in keep}
+        columns["ok"] = pa.array(ok)
+        columns["value"] = value_col
+        yield record_batch(columns)
+
+
+def first_shared_table(a: np.ndarray, b: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """For each pair, the first table whose prefix mask the two fingerprints agree on, or -1.
+
+    A pair found in table ``t`` is kept only if this is ``t``: every pair within the tables'
+    Hamming distance shares at least one prefix (pigeonhole), so it is kept exactly once, and
+    the decision needs nothing but the two values and the plan. O(pairs × tables).
+
+    Example:
+        >>> masks = np.array([0xFF00, 0x00FF], dtype=np.uint64)
+        >>> a = np.array([0x1234, 0x1234, 0x1234], dtype=np.uint64)
+        >>> b = np.array([0x1299, 0x9934, 0x9999], dtype=np.uint64)
+        >>> first_shared_table(a, b, masks).tolist()
+        [0, 1, -1]
+    """
+    x = np.asarray(a, dtype=np.uint64) ^ np.asarray(b, dtype=np.uint64)
+    first = np.full(x.shape[0], -1, dtype=np.int64)
+    for t, mask in enumerate(np.asarray(masks, dtype=np.uint64)):
+        first[(first < 0) & ((x & mask) == 0)] = t
+    return first
+
+
+def table_rows_task(
+    batches: Iterable[pa.RecordBatch], masks: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    """Map side of the table stage: rows ``(fp, node)`` of distinct fingerprints ->
+    ``(t, key, fp, node)``, each fingerprint once per table ``t`` of the plan, keyed by its
+    prefix in that table, ``fp & masks[t]`` (:attr:`neardup.candidates.tables.TablePlan.masks`;
+    int64 bits). O(rows × tables).
+
+    Example:
+        >>> rows = pa.record_batch({"fp": [0x1234], "node": [5]})
+        >>> out = next(table_rows_task([rows], np.array([0xFF00, 0x00FF], dtype=np.uint64)))
+        >>> out["t"].to_pylist(), [hex(key) for key in out["key"].to_pylist()]
+        ([0, 1], ['0x1200', '0x34'])
+    """
+    tables = masks.shape[0]
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        fp = _u64(batch.column("fp"))
+        node = _i64(batch.column("node"))
+        fps = np.tile(fp, tables)
+        yield record_batch(
+            {
+                "t": pa.array(np.repeat(np.arange(tables, dtype=np.int32), n)),
+                "key": pa.array((fps & np.repeat(masks, n)).view(np.int64)),
+                "fp": pa.array(fps.view(np.int64)),
+                "node": pa.array(np.tile(node, tables)),
+            }
+        )
+
+
+def _prefix_group_pairs(
+    fp: np.ndarray, rows: np.ndarray, table: int, masks: np.ndarray, hamming_k: int,
+    cross: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)`` of ``rows`` (indices into ``fp``) within ``hamming_k`` bits that table
+    ``table`` owns (:func:`first_shared_table`); with ``cross``, only pairs whose ``cross``
+    values differ (two sub-blocks of a split key). Returns (i, j, distance)."""
+    values = fp[rows]
+    ia, ib, dist = distinct_hamming_pairs(values, hamming_k)
+    keep = first_shared_table(values[ia], values[ib], masks) == table
+    if cross is not None:
+        keep &= cross[ia] != cross[ib]
+    return rows[ia[keep]], rows[ib[keep]], dist[keep].astype(np.int32)
+
+
+def table_pairs_task(
+    batches: Iterable[pa.RecordBatch], masks: np.ndarray, hamming_k: int
+) -> Iterator[pa.RecordBatch]:
+    """Reduce side of the table stage: pairs within ``hamming_k`` inside each prefix group.
+
+    Input sorted by (t, key, lo, hi). Ordinary groups of one table are searched together with
+    one :func:`distinct_hamming_pairs` call (a pair of two groups never passes the first-table
+    filter, since it does not share that table's prefix); a cell (lo, hi) of a split hot group
+    keeps the pairs between its two sub-blocks (or inside its one sub-block when lo == hi).
+    Returns rows ``(a, b, dist)``: the two nodes and their distance in bits. Cost: that of
+    :func:`distinct_hamming_pairs` on each group, plus O(pairs × tables) for the filter.
+
+    Example:
+        >>> rows = pa.record_batch({
+        ...     "t": pa.array([0, 0], pa.int32()), "key": [0x1200, 0x1200], "lo": [0, 0],
+        ...     "hi": [0, 0], "S": [1, 1], "blk": [0, 0], "fp": [0x1234, 0x1235], "node": [3, 9]})
+        >>> masks = np.array([0xFF00, 0x00FF], dtype=np.uint64)
+        >>> next(table_pairs_task([rows], masks, hamming_k=1)).to_pydict()
+        {'a': [3], 'b': [9], 'dist': [1]}
+    """
+    for chunk in _chunks_by_key(batches, ("t", "key", "lo", "hi")):
+        t = _i64(chunk.column("t"))
+        key = _i64(chunk.column("key"))
+        lo = _i64(chunk.column("lo"))
+        hi = _i64(chunk.column("hi"))
+        split = _i64(chunk.column("S")) > 1
+        blk = _i64(chunk.column("blk"))
+        fp = _u64(chunk.column("fp"))
+        node = _i64(chunk.column("node"))
+        groups: list[tuple[np.ndarray, int, np.ndarray | None]] = []
+        plain = np.flatnonzero(~split)
+        for table in np.unique(t[plain]).tolist():
+            groups.append((plain[t[plain] == table], table, None))
+        hot = np.flatnonzero(split)
+        if hot.shape[0]:
+            starts = _run_starts(t[hot], key[hot], lo[hot], hi[hot])
+            for s, e in zip(starts.tolist(), np.append(starts[1:], hot.shape[0]).tolist()):
+                rows = hot[s:e]
+                r0 = rows[0]
+                groups.append((rows, int(t[r0]), None if lo[r0] == hi[r0] else blk[rows]))
+        found = [_prefix_group_pairs(fp, rows, table, masks, hamming_k, cross)
+                 for rows, table, cross in groups if rows.shape[0] >= 2]
+        if found:
+            yield record_batch(
+                {
+                    "a": pa.array(node[np.concatenate([f[0] for f in found])]),
+                    "b": pa.array(node[np.concatenate([f[1] for f in found])]),
+                    "dist": pa.array(np.concatenate([f[2] for f in found])),
+                }
+            )
+
+
+def band_rows_task(
+    batches: Iterable[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """Map side of the band stage: rows ``(pos, ts, sig)`` -> ``(band, h, pos, ts)`` for every
+    LSH band of every MinHash signature, ``h`` the band's hash
+    (:func:`neardup.candidates.bands.band_hashes`; int64 bits). O(rows × num_perm).
+
+    Example:
+        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
+        >>> sig = pa.array([np.arange(4, dtype=np.uint32).tobytes()], pa.binary())
+        >>> rows = pa.record_batch({"pos": [0], "ts": [0], "sig": sig})
+        >>> next(band_rows_task([rows], settings))["band"].to_pylist()
+        [0, 1]
+    """
+    bands, rows = settings.banding()
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        sig = _signature_values(batch.column("sig"), settings)
+        h = band_hashes(np.ascontiguousarray(sig), bands, rows)
+        yield record_batch(
+            {
+                "band": pa.array(np.tile(np.arange(bands, dtype=np.int32), n)),
+                "h": pa.array(h.reshape(-1).view(np.int64)),
+                "pos": pa.array(np.repeat(_i64(batch.column("pos")), bands)),
+                "ts": pa.array(np.repeat(_i64(batch.column("ts")), bands)),
+            }
+        )
+
+
+def bucket_pairs_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Reduce side of the band stage: rows ``(band, h, lo, hi, blk, pos)`` sorted by
+    ``(band, h, lo, hi)`` -> ``(a, b)``, every pair of documents inside each LSH bucket, ``a < b``
+    (in a cell of a split bucket: the pairs across its two sub-blocks). O(pairs).
+
+    Example:
+        >>> rows = pa.record_batch({"band": [0, 0, 0], "h": [7, 7, 7], "lo": [0, 0, 0],
+        ...                         "hi": [0, 0, 0], "blk": [0, 0, 0], "pos": [4, 2, 9]})
+        >>> next(bucket_pairs_task([rows])).to_pydict()
+        {'a': [2, 4, 2], 'b': [4, 9, 9]}
+    """
+    for chunk in _chunks_by_key(batches, ("band", "h", "lo", "hi")):
+        band = _i64(chunk.column("band"))
+        h = _i64(chunk.column("h"))
+        lo = _i64(chunk.column("lo"))
+        hi = _i64(chunk.column("hi"))
+        blk = _i64(chunk.column("blk"))
+        pos = _i64(chunk.column("pos"))
+        n = pos.shape[0]
+        starts = _run_starts(band, h, lo, hi)
+        ia, ib = _pairs_within_runs(starts, n)
+        keep = (lo[ia] == hi[ia]) | (blk[ia] != blk[ib])
+        a, b = pos[ia[keep]], pos[ib[keep]]
+        if a.shape[0]:
+            yield record_batch({"a": pa.array(np.minimum(a, b)), "b": pa.array(np.maximum(a, b))})
+
+
+def center_task(
+    batches: Iterable[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """``center`` grouping inside whole components: rows ``(label, ts, pos, sig[, sset])``
+    sorted by ``(label, ts, pos)`` -> ``(pos, center)``, by
+    :func:`neardup.groups.center_groups` itself. Cost: that of ``center_groups`` on each chunk
+    of components.
+
+    Example:
+        >>> rows = pa.record_batch({"label": [0, 0, 0], "pos": [0, 1, 2], "sig": [0, 1, 3]})
+        >>> settings = Settings(method="simhash", hamming_k=1, grouping="center")
+        >>> next(center_task([rows], settings)).to_pydict()
+        {'pos': [0, 1, 2], 'center': [0, 0, 2]}
+    """
+    for chunk in _chunks_by_key(batches, ("label",)):
+        label = _i64(chunk.column("label"))
+        pos = _i64(chunk.column("pos"))
+        signature = _signature_values(chunk.column("sig"), settings)
+        sets = _binary_csr(chunk.column("sset"), np.uint64) if settings.needs_sets else None
+        relation = Relation(_local_signatures(signature, sets), settings)
+        # Rows come sorted by (label, ts, pos): their index is the (timestamp, position) rank.
+        rank = np.arange(pos.shape[0], dtype=np.int64)
+        center = center_groups(label, rank, relation)
+        yield record_batch({"pos": pa.array(pos), "center": pa.array(pos[center])})
+
+
+def round6_task(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[pa.RecordBatch]:
+    """Rows with ``column`` (floats) rounded to 6 decimal digits, as the local command line
+    writes MinHash similarities; the other columns unchanged. O(rows).
+
+    Example:
+        >>> rows = pa.record_batch({"similarity": [0.12345678]})
+        >>> next(round6_task([rows], "similarity"))["similarity"].to_pylist()
+        [0.123457]
+    """
+    for batch in batches:
+        columns = {name: batch.column(name) for name in batch.schema.names}
+        values = batch.column(column).to_numpy(zero_copy_only=False)
+        columns[column] = pa.array(np.round(values.astype(np.float64), 6))
+        yield record_batch(columns)

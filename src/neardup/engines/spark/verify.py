@@ -1,0 +1,78 @@
+"""Verification on Spark (stage 4): pairs joined with both documents' data and decided by the
+run's relation, :class:`neardup.pipeline.Relation`, inside tasks."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.session import DataFrame, F
+from neardup.engines.spark.tasks import relate_task, sets_task
+from neardup.pipeline import Settings
+
+__all__ = ["data_columns", "relate", "related", "with_shingle_sets"]
+
+
+def data_columns(settings: Settings) -> list[str]:
+    """The columns of a document's data the relation reads: ``sig``, and ``sset`` (the shingle
+    set) when verification compares sets. O(1).
+
+    Example:
+        >>> data_columns(Settings(method="simhash", hamming_k=3))
+        ['sig']
+    """
+    return ["sig", "sset"] if settings.needs_sets else ["sig"]
+
+
+def with_shingle_sets(frames: Frames, texts: DataFrame, reps: DataFrame, cand: DataFrame,
+                      content: DataFrame, settings: Settings) -> DataFrame:
+    """(pos, sig, sset) of every representative (``reps``), stored, with the shingle set of
+    those that can ever be compared: the ends of candidate pairs ``cand`` and the heads of
+    exact-duplicate groups ``content`` (others get an empty set, never read), as the local
+    engine builds them. ``texts`` holds ``pos, text``. Cost: shingling the compared texts.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        data = with_shingle_sets(frames, docs.select("pos", "text"), reps, cand, content, s)
+    """
+    needed = (cand.select(F.col("a").alias("pos"))
+              .unionByName(cand.select(F.col("b").alias("pos")))
+              .unionByName(content.select(F.col("rep").alias("pos"))).distinct())
+    texts = texts.join(needed, ["pos"], "left_semi")
+    sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
+    empty = F.lit(b"").cast("binary")
+    return frames.keep(reps.select("pos", "sig").join(sets, ["pos"], "left")
+                       .select("pos", "sig", F.coalesce("sset", empty).alias("sset")))
+
+
+def relate(frames: Frames, data: DataFrame, pairs: DataFrame, keep: list[str],
+           settings: Settings) -> DataFrame:
+    """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added (see :func:`related`), by joining
+    both documents' ``data`` (``pos`` and :func:`data_columns`); ``keep`` names the columns of
+    ``pairs`` kept. Cost: two skew-safe joins of the pairs and one relation per pair.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        checked = relate(frames, data, cand, ["a", "b"], settings)
+    """
+    cols = data_columns(settings)
+    left = data.select(F.col("pos").alias("a"), *[F.col(c).alias(c + "_a") for c in cols])
+    right = data.select(F.col("pos").alias("b"), *[F.col(c).alias(c + "_b") for c in cols])
+    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"])
+    joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
+    return related(joined, keep, settings)
+
+
+def related(joined: DataFrame, keep: list[str], settings: Settings) -> DataFrame:
+    """The columns ``keep`` of rows holding both sides' data (``sig_a, sig_b[, set_a, set_b]``)
+    plus ``ok`` (the near-duplicate decision) and ``value`` (the reported similarity), by
+    :func:`~neardup.engines.spark.tasks.relate_task`. One pass, no shuffle.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        checked = related(joined, ["a", "b"], settings).where("ok")
+    """
+    kinds = dict(joined.dtypes)
+    value_type = "int" if settings.method == "simhash" else "double"
+    schema = ", ".join([f"{c} {kinds[c]}" for c in keep] + ["ok boolean", f"value {value_type}"])
+    return joined.mapInArrow(partial(relate_task, settings=settings, keep=keep), schema)

@@ -1,0 +1,356 @@
+"""The read side of an index: what a probe (a text, or a SimHash fingerprint) matches among the
+stored documents, and the answer that describes it.
+
+A probe is first prepared with the index's settings (:meth:`Matcher.prepare`: its fingerprint,
+and for MinHash its band keys and verification data). Its stored near-duplicates are then found
+in the in-memory tables (:meth:`Matcher.stored`): SimHash, the positions within ``hamming_k``
+bits; MinHash, the band candidates whose stored texts pass the index's verification. Each match
+has a **rank** that orders them nearest first: the Hamming distance, or minus the similarity.
+Last, SQLite names them and their groups (:meth:`Matcher.results`): the matches listed are the
+first ``limit`` by (rank, ID), and the group a probe would join is the one with the earliest
+original among its matches' groups. :meth:`neardup.index.store.NearDupIndex.query` is built on
+it, and so is the read half of an add (:mod:`neardup.index.grouping`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from neardup.index.cache import Tables
+from neardup.index.errors import IndexDamagedError, check_int
+from neardup.index.minhash import (
+    DataCache,
+    band_keys,
+    concat_data,
+    decode_text,
+    pair_similarity,
+    size_bound,
+    take_data,
+    verification_data,
+    verify_threshold,
+)
+from neardup.index.results import Match, QueryResult
+from neardup.index.settings import describe_settings
+from neardup.index.storage import GROUPED, grouped_rows, json_list, signed
+from neardup.io import parse_fingerprint
+from neardup.pipeline import Settings, signatures
+
+__all__ = ["Matcher", "Probes", "split_by_query", "text_list"]
+
+_FETCH_ALL = 512
+"""A distance level with at most this many matches has all their IDs fetched at once."""
+
+_NAMES = "d.pos, d.id, o.id"
+"""Position, ID and original's ID of documents (:data:`~neardup.index.storage.GROUPED`)."""
+
+
+@dataclass
+class Probes:
+    """Documents prepared for probing and storing: ``fps`` (``uint64[n]``, SimHash
+    fingerprints or MinHash content fingerprints) and, for MinHash, the band ``keys``
+    (``uint32[n, bands]``), the ``texts`` and their verification ``data`` (CSR,
+    :func:`neardup.index.minhash.verification_data`)."""
+
+    fps: np.ndarray
+    keys: np.ndarray | None = None
+    texts: list[str] | None = None
+    data: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return self.fps.shape[0]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """MinHash: the size of each probe's verification data."""
+        return np.diff(self.data[0])
+
+    def take(self, rows: list[int]) -> Probes:
+        """The probes ``rows``, in that order."""
+        if self.keys is None:
+            return Probes(self.fps[rows])
+        return Probes(self.fps[rows], self.keys[rows], [self.texts[i] for i in rows],
+                      take_data(self.data, rows))
+
+
+def text_list(texts: str | Sequence[str]) -> list[str]:
+    """One text or several as a list, each checked to be a str.
+
+    Example:
+        >>> text_list("a b")
+        ['a b']
+    """
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"text #{i} must be a str, got {type(text).__name__}")
+    return texts
+
+
+def _parse_fp(value: Any, where: str) -> int:
+    if isinstance(value, np.integer):
+        value = int(value)
+    try:
+        return parse_fingerprint(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def _sorted_matches(pos: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One query's (positions, distances), sorted by distance then position."""
+    if pos.size > 1:
+        order = np.lexsort((pos, dist))
+        pos, dist = pos[order], dist[order]
+    return pos, dist
+
+
+def split_by_query(
+    qi: np.ndarray, pos: np.ndarray, dist: np.ndarray, nq: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query ``0..nq-1``, its (positions, ranks), sorted by rank then position, from the
+    matches ``(qi, pos, dist)`` of all queries. O(m log m) for m matches.
+
+    Example:
+        >>> parts = split_by_query(np.array([1, 0, 1]), np.array([5, 6, 7]), np.array([2, 0, 1]), 2)
+        >>> [p.tolist() for p, _ in parts]
+        [[6], [7, 5]]
+    """
+    if qi.size == 0:
+        empty_p, empty_d = np.zeros(0, np.int64), np.zeros(0, np.uint8)
+        return [(empty_p, empty_d)] * nq
+    order = np.lexsort((pos, dist, qi))
+    qi, pos, dist = qi[order], pos[order], dist[order]
+    bounds = np.searchsorted(qi, np.arange(nq + 1))
+    return [(pos[bounds[i] : bounds[i + 1]], dist[bounds[i] : bounds[i + 1]]) for i in range(nq)]
+
+
+class Matcher:
+    """Finds and describes the stored near-duplicates of probes, for one open index: its
+    directory ``path`` (for messages), records ``conn``, in-memory ``tables`` and
+    ``settings``; MinHash keeps the verification data of recent candidates in ``data_cache``.
+
+    Not thread-safe: the index calls it under its lock.
+    """
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, tables: Tables,
+                 settings: Settings) -> None:
+        self.path = path
+        self.conn = conn
+        self.tables = tables
+        self.settings = settings
+        self.minhash = settings.method == "minhash"
+        # MinHash: the verification data of recent candidates (bounded, 32 MB at most).
+        self.data_cache = DataCache()
+
+    # ------------------------------------------------------------------ probes
+
+    def check_k(self, hamming_k: int | None) -> int | None:
+        """The checked distance of a SimHash probe, ``0..hamming_k`` of the index (None: the
+        index's); a MinHash index refuses one and gets None. O(1)."""
+        if self.minhash:
+            if hamming_k is not None:
+                raise ValueError(
+                    f"hamming_k applies to SimHash indexes; index {self.path} is a MinHash "
+                    f"index ({describe_settings(self.settings)}): leave it out"
+                )
+            return None
+        k = self.settings.hamming_k if hamming_k is None else hamming_k
+        return check_int("hamming_k", k, 0, self.settings.hamming_k)
+
+    def prepare(self, texts: list[str] | None, fingerprints: Any,
+                n_expected: int | None = None) -> Probes:
+        """What probing and storing need of ``texts`` (checked) or SimHash ``fingerprints``
+        (exactly one of the two; ``n_expected`` of them if given). O(total text)."""
+        if (texts is None) == (fingerprints is None):
+            raise ValueError("give exactly one of text(s) and fingerprint(s)")
+        if texts is not None:
+            probes = self._sign(text_list(texts))
+        elif self.minhash:
+            raise ValueError(
+                f"index {self.path} is a MinHash index: probe it with texts (fingerprints are "
+                "SimHash's; a MinHash index verifies candidates on the texts)"
+            )
+        elif isinstance(fingerprints, np.ndarray) and fingerprints.dtype == np.uint64:
+            probes = Probes(np.ascontiguousarray(fingerprints.reshape(-1)))
+        else:
+            probes = Probes(np.array(
+                [_parse_fp(v, f"fingerprint #{i}") for i, v in enumerate(fingerprints)],
+                dtype=np.uint64,
+            ))
+        if n_expected is not None and len(probes) != n_expected:
+            raise ValueError(f"expected {n_expected} texts or fingerprints, got {len(probes)}")
+        return probes
+
+    def _sign(self, texts: list[str]) -> Probes:
+        """The probes of checked texts, signed with the index's settings."""
+        if not texts:
+            if not self.minhash:
+                return Probes(np.zeros(0, np.uint64))
+            return Probes(np.zeros(0, np.uint64), np.zeros((0, self.settings.bands), np.uint32),
+                          [], (np.zeros(1, np.int64), np.zeros(0, np.uint64)))
+        if not self.minhash:
+            sig = signatures(texts, self.settings)
+            return Probes(np.ascontiguousarray(sig.signature, dtype=np.uint64))
+        sig = signatures(texts, self.settings, keep_sets=False)
+        return Probes(np.ascontiguousarray(sig.content[:, 0]),
+                      band_keys(sig.signature, self.settings), texts,
+                      verification_data(texts, self.settings, sig.signature))
+
+    # ------------------------------------------------------------------ finding
+
+    def stored(self, probes: Probes, hamming_k: int | None = None
+               ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per probe, its stored near-duplicates as ``(positions, ranks)`` sorted by rank then
+        position (SimHash: within ``hamming_k`` bits, default the index's). Complexity: the
+        probe of the tables; MinHash adds one SQLite look-up, decompression and verification
+        per candidate that the sizes do not rule out."""
+        n = len(probes)
+        if not self.minhash:
+            qi, pos, dist = self.tables.probe(probes.fps, hamming_k)
+            return [_sorted_matches(pos, dist)] if n == 1 else split_by_query(qi, pos, dist, n)
+        qi, pos = self.tables.probe(probes.keys)
+        upos = np.unique(pos)
+        sizes = self._minhash_column("units", upos)
+        at = np.searchsorted(upos, pos)
+        # The sizes alone rule out most false candidates, before any text is read.
+        keep = size_bound(probes.sizes[qi], sizes[at], self.settings)
+        qi, pos = qi[keep], pos[keep]
+        # Rows 0..n-1 are the probes' data, then one row per candidate kept, each read and
+        # prepared once (or found in the cache).
+        used, at = np.unique(pos, return_inverse=True)
+        stored = self.data_cache.rows(used.tolist(), self._stored_data)
+        offsets, values = concat_data([probes.data, stored])
+        sim = pair_similarity(offsets, values, qi, n + at, self.settings)
+        ok = sim >= verify_threshold(self.settings)
+        return split_by_query(qi[ok], pos[ok], -sim[ok], n)
+
+    def _stored_data(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The verification data of stored positions, in that order, from their texts."""
+        blobs = self._minhash_column("text", np.array(positions, np.int64))
+        return verification_data([decode_text(b) for b in blobs], self.settings)
+
+    def _minhash_column(self, column: str, positions: np.ndarray) -> Any:
+        """A column of the ``minhash`` rows of ``positions``, in their order: ``units`` (as
+        ``int64``) or ``text`` (the compressed blobs). O(log n) each."""
+        if positions.size == 0:
+            return np.zeros(0, np.int64) if column == "units" else []
+        rows = self.conn.execute(
+            f"SELECT pos, {column} FROM minhash WHERE pos IN (SELECT value FROM json_each(?))",
+            (json_list(positions),),
+        ).fetchall()
+        if len(rows) != positions.size:
+            self._disagree(f"{positions.size - len(rows)} candidate positions have no stored text")
+        by_pos = dict(rows)
+        values = [by_pos[int(p)] for p in positions]
+        return np.array(values, np.int64) if column == "units" else values
+
+    def _disagree(self, what: str) -> NoReturn:
+        raise IndexDamagedError(
+            f"index {self.path}: {what} (tables and records disagree); run `neardup index check "
+            f"-d {self.path}`"
+        )
+
+    # ------------------------------------------------------------------ describing
+
+    def results(self, probes: Probes, hamming_k: int | None, limit: int,
+                ids: list[str] | None) -> list[QueryResult]:
+        """The :class:`~neardup.index.results.QueryResult` of each probe (``ids`` echoed)."""
+        results = []
+        for i, (p, d) in enumerate(self.stored(probes, hamming_k)):
+            fp = int(probes.fps[i])
+            ident = None if ids is None else ids[i]
+            if p.size == 0:
+                results.append(QueryResult(fp, "new", None, None, 0, (), ident))
+                continue
+            # A MinHash match set is verified one by one, hence never large.
+            if p.size <= _FETCH_ALL or self.minhash:
+                best, top = self.small_match_set(p, d, limit)
+            else:
+                groups = self.group_info(p)
+                best = min(((g[3], g[1]), g[2]) for g in groups.values())[1]
+                top = self.top_matches(p, d, limit)
+            matches = tuple(self.match(mid, dd, orig) for dd, mid, _, orig in top)
+            results.append(QueryResult(fp, "duplicate", best, best, int(p.size), matches, ident))
+        return results
+
+    def match(self, ident: str, rank: float, original_id: str) -> Match:
+        """A :class:`~neardup.index.results.Match` from its rank."""
+        if self.minhash:
+            return Match(ident, None, original_id, original_id, -float(rank))
+        return Match(ident, int(rank), original_id, original_id)
+
+    def small_match_set(self, pos: np.ndarray, dist: np.ndarray, limit: int) -> tuple[str, list]:
+        """For a few matches, in one SQLite round trip: the earliest original among their
+        groups, and the first ``limit`` matches by (rank, ID) as (rank, id, position,
+        original_id)."""
+        rows = grouped_rows(self.conn, "d.pos, d.id, o.id, o.timestamp, g.original", pos)
+        if len(rows) != pos.size:
+            self._disagree(f"{pos.size - len(rows)} matched positions are not in the records")
+        best = min(rows, key=lambda r: (r[3], r[4]))[2]
+        distance = dict(zip(pos.tolist(), dist.tolist()))
+        top = sorted((distance[r[0]], r[1], r[0], r[2]) for r in rows)[:limit]
+        return best, top
+
+    def _reps(self, positions: np.ndarray) -> np.ndarray:
+        """One position per distinct fingerprint among ``positions`` (identical SimHash
+        fingerprints are always in one group); MinHash: the distinct positions."""
+        if positions.size <= 1:
+            return positions
+        if self.minhash:
+            return np.unique(positions)
+        _, first = np.unique(self.tables.fps[positions], return_index=True)
+        return positions[first]
+
+    def group_info(self, positions: np.ndarray) -> dict[int, tuple]:
+        """For one position per distinct matched fingerprint: (gid, original position,
+        original ID, original timestamp, size)."""
+        if positions.size == 0:
+            return {}
+        reps = self._reps(positions)
+        rows = grouped_rows(self.conn, "d.pos, d.gid, g.original, o.id, o.timestamp, g.size", reps)
+        info = {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
+        missing = [int(p) for p in reps if int(p) not in info]
+        if missing:
+            self._disagree(f"positions {missing[:5]} are in the tables but not in the records")
+        return info
+
+    def top_matches(self, pos: np.ndarray, dist: np.ndarray, limit: int) -> list[tuple]:
+        """The first ``limit`` matches by (distance, ID) as (distance, id, position,
+        original_id). Fetches the IDs of a whole distance level when it is small; a large level
+        (a skewed template) is read per distinct fingerprint through the (fingerprint, id)
+        index, ``limit`` rows each."""
+        out: list[tuple] = []
+        if limit == 0 or pos.size == 0:
+            return out
+        for d in np.unique(dist):
+            need = limit - len(out)
+            rows = sorted(self._level_names(pos[dist == d], need))
+            out.extend((int(d), r[0], r[1], r[2]) for r in rows[:need])
+            if len(out) >= limit:
+                break
+        return out
+
+    def _level_names(self, level: np.ndarray, need: int) -> list[tuple]:
+        """(id, position, original_id) of the matches at one distance, all of them or, for a
+        large level of few distinct fingerprints, at least the first ``need`` by ID."""
+        values = None
+        if level.size > _FETCH_ALL:
+            values = np.unique(self.tables.fps[level])
+            if values.size > _FETCH_ALL:
+                values = None
+        if values is None:
+            return [(r[1], r[0], r[2]) for r in grouped_rows(self.conn, _NAMES, level)]
+        alive, size = self.tables.alive, self.tables.size
+        rows: list[tuple] = []
+        for v in values.tolist():
+            got = self.conn.execute(
+                f"SELECT {_NAMES} {GROUPED}WHERE d.fingerprint = ? ORDER BY d.id LIMIT ?",
+                (signed(v), need + 8),
+            ).fetchall()
+            rows.extend((r[1], r[0], r[2]) for r in got if r[0] < size and alive[r[0]])
+        return rows

@@ -1,0 +1,447 @@
+"""The rules of an input row, shared by every reader: what a bad row is and how it is reported.
+
+A row is bad when its ID is missing, empty, not a string or integer, or repeated; when its
+text is missing, not a string, not UTF-8 or longer than ``max_doc_bytes``; when its time or
+fingerprint cannot be read. :class:`RowChecks` applies these rules with a read's error policy:
+``on_error="raise"`` raises :class:`InputError` naming the file, the line (or row) and the
+field; ``"skip"`` drops the row and counts it in :class:`ReadStats`. :class:`IdTable` finds
+repeated IDs in bounded memory.
+
+Example:
+    >>> checks = RowChecks("skip")
+    >>> checks.start_file("a.jsonl")
+    >>> checks.check_id("", "a.jsonl", 1, "id"), checks.check_id(7, "a.jsonl", 2, "id")
+    (None, '7')
+    >>> dict(checks.stats.skipped_reasons)
+    {'empty id': 1}
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from neardup.hashing import xxh64_slice
+from neardup.io.values import fingerprint_value, json_type_name, short_repr, time_to_us, utf8_length
+
+#: What a reader does with a bad row: raise :class:`InputError`, or skip (drop and count) it.
+ON_ERROR = ("raise", "skip")
+#: Default of ``max_doc_bytes`` / ``--max-doc-bytes``: a document's text may hold at most this
+#: many bytes of UTF-8. Shingling costs about 10-20 bytes of memory per text byte, so one
+#: 16 MiB document needs a few hundred MB; web pages and articles are far below it.
+DEFAULT_MAX_DOC_BYTES = 16 << 20
+
+# A row key packs (index of the file in the read, line) into one int: 40 bits of line.
+_LINE_BITS = 40
+_LINE_MASK = (1 << _LINE_BITS) - 1
+
+
+class InputError(ValueError):
+    """A bad input row (or file), located by file, line and field.
+
+    Attributes:
+        path: the file as given (``<stdin>`` for stdin).
+        line: 1-based physical line (CSV/TSV include the header; Parquet: 1-based row), or None.
+        field: the field involved, or None (e.g. malformed JSON).
+        reason: a short category, the key used in ``ReadStats.skipped_reasons``
+            (``"malformed JSON"``, ``"missing field 'text'"``, ``"duplicate id"``, …).
+        detail: more information, or None.
+        unit: what ``line`` counts: ``"line"`` or ``"row"``.
+
+    Example:
+        >>> str(InputError("a.jsonl", 3, "text", "text not a string", "got number"))
+        "a.jsonl, line 3, field 'text': text not a string (got number)"
+    """
+
+    def __init__(
+        self,
+        path: str,
+        line: int | None,
+        field: str | None,
+        reason: str,
+        detail: str | None = None,
+        unit: str = "line",
+    ) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.reason = reason
+        self.detail = detail
+        self.unit = unit
+        where = self.path if line is None else f"{self.path}, {unit} {line}"
+        if field is not None and f"'{field}'" not in reason:
+            where += f", field '{field}'"
+        message = f"{where}: {reason}"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+
+    def __reduce__(self):  # keeps the attributes when pickled across processes
+        return (
+            type(self),
+            (self.path, self.line, self.field, self.reason, self.detail, self.unit),
+        )
+
+
+@dataclass
+class ReadStats:
+    """Counters of a read.
+
+    Attributes:
+        documents: rows accepted.
+        bytes: UTF-8 bytes of the accepted texts (0 for fingerprint tables).
+        skipped: rows dropped with ``on_error="skip"``.
+        skipped_reasons: skipped rows per :attr:`InputError.reason`.
+        files: files opened (each ``.txt`` file of a directory counts).
+    """
+
+    documents: int = 0
+    bytes: int = 0
+    skipped: int = 0
+    skipped_reasons: Counter[str] = field(default_factory=Counter)
+    files: int = 0
+
+
+def check_on_error(on_error: str) -> None:
+    """Raise ``ValueError`` unless ``on_error`` is one of :data:`ON_ERROR`.
+
+    Example:
+        >>> check_on_error("skip")
+    """
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {', '.join(ON_ERROR)}; got {on_error!r}")
+
+
+def check_max_doc_bytes(max_doc_bytes: int | None) -> int | None:
+    """``max_doc_bytes`` validated: a positive integer, or None (or 0) for no limit.
+
+    Example:
+        >>> check_max_doc_bytes(0), check_max_doc_bytes(1024)
+        (None, 1024)
+    """
+    if max_doc_bytes is None or max_doc_bytes == 0:
+        return None
+    if isinstance(max_doc_bytes, bool) or not isinstance(max_doc_bytes, int) or max_doc_bytes < 0:
+        raise ValueError(
+            f"max_doc_bytes must be a positive integer, or 0/None for no limit; got {max_doc_bytes!r}"
+        )
+    return max_doc_bytes
+
+
+def oversized_text(nbytes: int, max_doc_bytes: int | None) -> str | None:
+    """The detail of a "document too large" row when a text of ``nbytes`` UTF-8 bytes
+    exceeds ``max_doc_bytes`` (None: no limit), else None. Shared by every reader.
+
+    Example:
+        >>> oversized_text(10, 100) is None, oversized_text(2000, 1000)
+        (True, '2,000 bytes of text, over the limit of 1,000; --max-doc-bytes raises it, 0 = no limit')
+    """
+    if max_doc_bytes is None or nbytes <= max_doc_bytes:
+        return None
+    return (
+        f"{nbytes:,} bytes of text, over the limit of {max_doc_bytes:,}; "
+        "--max-doc-bytes raises it, 0 = no limit"
+    )
+
+
+def missing_column(
+    path: str, name: str, columns: Sequence[str], unit: str, hint: str = ""
+) -> InputError:
+    """The error of a table without the column ``name``, listing its ``columns`` (a problem of
+    the whole file: readers raise it whatever ``on_error`` says).
+
+    Example:
+        >>> str(missing_column("a.csv", "text", ["id", "body"], "line"))
+        "a.csv, line 1: missing field 'text' (no such column; columns are: id, body)"
+    """
+    return InputError(
+        path,
+        1 if unit == "line" else None,
+        name,
+        f"missing field '{name}'",
+        f"no such column; columns are: {', '.join(map(str, columns))}{hint}",
+        unit,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Repeated IDs
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _id_hashes(buf, starts, ends):
+    out = np.empty((starts.shape[0], 2), dtype=np.uint64)
+    for i in range(starts.shape[0]):
+        out[i, 0] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0))
+        out[i, 1] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0x9E3779B97F4A7C15))
+    return out
+
+
+@njit(cache=True)
+def _id_table_insert(h1, h2, first, new1, new2, keys):
+    mask = h1.shape[0] - 1
+    firsts = np.full(new1.shape[0], -1, dtype=np.int64)
+    added = 0
+    for i in range(new1.shape[0]):
+        slot = new1[i] & mask
+        while first[slot] >= 0:
+            if h1[slot] == new1[i] and h2[slot] == new2[i]:
+                firsts[i] = first[slot]
+                break
+            slot = (slot + 1) & mask
+        if firsts[i] < 0:
+            h1[slot], h2[slot], first[slot] = new1[i], new2[i], keys[i]
+            added += 1
+    return firsts, added
+
+
+class IdTable:
+    """The IDs read so far, for duplicate detection in bounded memory.
+
+    Each ID is kept as its 128-bit hash (XXH64 of its UTF-8 bytes with two seeds; two different
+    IDs collide with probability about 2^-128, the standard of the content fingerprint) in an
+    open-addressing table at most three quarters full, with the row key of its first
+    occurrence: 32 to 64 bytes an ID, where a dict of the strings took about 150. Checked
+    batch by batch, in input order.
+
+    Example:
+        >>> table = IdTable()
+        >>> table.check(["a", "b", "a"], np.array([1, 2, 3])).tolist()
+        [-1, -1, 1]
+    """
+
+    def __init__(self) -> None:
+        self._alloc(1 << 12)
+        self.size = 0
+
+    def _alloc(self, capacity: int) -> None:
+        self.h1 = np.zeros(capacity, dtype=np.uint64)
+        self.h2 = np.zeros(capacity, dtype=np.uint64)
+        self.first = np.full(capacity, -1, dtype=np.int64)
+
+    def check(self, ids: list[str], keys: np.ndarray) -> np.ndarray:
+        """For each ID in order: -1 if new (it is added, with its key), else the key of its
+        first occurrence (earlier in ``ids`` or in an earlier call). O(len(ids)) expected."""
+        encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        ends = np.cumsum(lengths)
+        hashes = _id_hashes(np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends)
+        return self._insert(hashes, keys)
+
+    def size_after(self, data: np.ndarray, offsets: np.ndarray) -> int:
+        """Add the IDs of an Arrow string column (its bytes and offsets); the number of
+        distinct IDs seen so far. O(len(offsets)) expected."""
+        hashes = _id_hashes(data, offsets[:-1], offsets[1:])
+        self._insert(hashes, np.zeros(hashes.shape[0], dtype=np.int64))
+        return self.size
+
+    def _insert(self, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        if 4 * (self.size + len(hashes)) > 3 * self.h1.shape[0]:
+            capacity = self.h1.shape[0]
+            while 4 * (self.size + len(hashes)) > 3 * capacity:
+                capacity *= 2
+            used = self.first >= 0
+            old = (self.h1[used], self.h2[used], self.first[used])
+            self._alloc(capacity)
+            _id_table_insert(self.h1, self.h2, self.first, *old)
+        firsts, added = _id_table_insert(
+            self.h1, self.h2, self.first, hashes[:, 0], hashes[:, 1], keys
+        )
+        self.size += added
+        return firsts
+
+
+# --------------------------------------------------------------------------------------------
+# The checks of one read
+# --------------------------------------------------------------------------------------------
+
+
+class RowChecks:
+    """The row rules of one read, with its error policy and counters.
+
+    A reader calls :meth:`start_file` for each file, then for each row the checks it needs
+    (:meth:`check_id`, :meth:`check_text`, :meth:`check_time`, :meth:`check_fingerprint`).
+    A check returns the checked value, or None once it has reported the row through
+    :meth:`bad`, which raises :class:`InputError` with ``on_error="raise"`` and counts the row
+    in :attr:`stats` with ``"skip"`` (the reader then drops it). A reader finds repeated IDs
+    its own way (an :class:`IdTable`, a dict) by :meth:`row_key` and reports each with
+    :meth:`duplicate`, which names where the ID was first seen.
+
+    Args:
+        on_error: ``"raise"`` or ``"skip"``.
+        max_doc_bytes: the largest text :meth:`check_text` accepts, in UTF-8 bytes (None or 0:
+            no limit).
+
+    Attributes:
+        stats: the read's :class:`ReadStats`.
+        files: the files started, in order (their names in messages).
+        max_doc_bytes: the limit, None for none.
+        before_raise: called before an error is raised (the document reader checks the IDs
+            still waiting for their duplicate check, so that the first bad row raises).
+
+    Example:
+        >>> checks = RowChecks("raise", max_doc_bytes=4)
+        >>> checks.start_file("a.csv")
+        >>> checks.check_text("abcd", "a.csv", 2, "text")
+        4
+        >>> checks.check_text("abcde", "a.csv", 3, "text")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        neardup.io.rows.InputError: a.csv, line 3, field 'text': document too large (5 bytes ...)
+    """
+
+    def __init__(self, on_error: str, max_doc_bytes: int | None = None) -> None:
+        self.max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
+        check_on_error(on_error)
+        self.raise_errors = on_error == "raise"
+        self.stats = ReadStats()
+        self.files: list[str] = []
+        self.units: list[str] = []
+        self.file_key = 0
+        self.unit = "line"
+        self.before_raise: Callable[[], None] | None = None
+
+    def start_file(self, display: str, unit: str = "line") -> None:
+        """Rows from now on are in the file ``display``, counted in ``unit`` (``"line"`` or
+        ``"row"``)."""
+        self.file_key = len(self.files) << _LINE_BITS
+        self.files.append(display)
+        self.units.append(unit)
+        self.stats.files += 1
+        self.unit = unit
+
+    def row_key(self, line: int | None) -> int:
+        """One int for the row at ``line`` (None: the whole file) of the current file: the
+        file's index in the read and the line, for :meth:`duplicate`."""
+        return self.file_key | (line or 0)
+
+    def bad(
+        self, path: str, line: int | None, field: str | None, reason: str, detail: str | None = None
+    ) -> None:
+        """Report a bad row: raise its :class:`InputError`, or count it as skipped."""
+        if self.raise_errors:
+            if self.before_raise is not None:
+                # Earlier rows still waiting for their duplicate-ID check are reported first.
+                self.before_raise()
+            raise InputError(path, line, field, reason, detail, self.unit)
+        self.stats.skipped += 1
+        self.stats.skipped_reasons[reason] += 1
+
+    def check_id(self, value: Any, path: str, line: int | None, field: str) -> str | None:
+        """The ID as a string (an integer 5 is ``"5"``), or None for a missing, empty or
+        unpaired-surrogate ID or one that is neither a string nor an integer."""
+        if type(value) is str:
+            ident = value
+        elif value is None:
+            self.bad(path, line, field, f"missing field '{field}'")
+            return None
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            ident = str(int(value))
+        else:
+            self.bad(
+                path,
+                line,
+                field,
+                "bad id",
+                f"expected a string or integer, got {json_type_name(value)}",
+            )
+            return None
+        if not ident:
+            self.bad(path, line, field, "empty id")
+            return None
+        if not ident.isascii() and utf8_length(ident) is None:
+            self.bad(path, line, field, "invalid UTF-8", "unpaired surrogate in the id")
+            return None
+        return ident
+
+    def check_text(self, value: Any, path: str, line: int | None, field: str) -> int | None:
+        """The UTF-8 length of the text in bytes, or None for a missing text, one that is not
+        a string, holds an unpaired surrogate or is longer than :attr:`max_doc_bytes`."""
+        if type(value) is not str:
+            if value is None:
+                self.bad(path, line, field, f"missing field '{field}'")
+            else:
+                self.bad(path, line, field, "text not a string", f"got {json_type_name(value)}")
+            return None
+        nbytes = len(value) if value.isascii() else utf8_length(value)
+        if nbytes is None:
+            self.bad(path, line, field, "invalid UTF-8", "unpaired surrogate in the text")
+            return None
+        if self.max_doc_bytes is not None and nbytes > self.max_doc_bytes:
+            too_large = oversized_text(nbytes, self.max_doc_bytes)
+            self.bad(path, line, field, "document too large", too_large)
+            return None
+        return nbytes
+
+    def check_time(self, value: Any, path: str, line: int | None, field: str) -> int | None:
+        """The time's ordering key in microseconds since the epoch, or None for a missing
+        value or one that is neither seconds since the epoch nor ISO 8601 (or out of range)."""
+        if value is None or value == "":
+            self.bad(path, line, field, f"missing field '{field}'")
+            return None
+        us = time_to_us(value)
+        if us is None:
+            if isinstance(value, (int, float, np.number)) and math.isfinite(value):
+                detail = (
+                    f"{short_repr(value)} seconds is out of range: int64 microseconds span "
+                    f"about ±292,000 years"
+                )
+            else:
+                detail = f"{short_repr(value)} is neither seconds since the epoch nor ISO 8601"
+            self.bad(path, line, field, "bad timestamp", detail)
+        return us
+
+    def check_fingerprint(
+        self,
+        value: Any,
+        fingerprint_format: str,
+        path: str,
+        line: int | None,
+        field: str = "fingerprint",
+    ) -> int | None:
+        """The fingerprint as an int in 0..2**64-1 (read as
+        :func:`~neardup.io.parse_fingerprint` reads it), or None for a missing or bad one."""
+        if (
+            type(value) is str
+            and len(value) == 16
+            and fingerprint_format != "dec"
+            and value.isalnum()
+            and value.isascii()
+        ):
+            try:
+                return int(value, 16)
+            except ValueError:
+                pass
+        if value is None or value == "":
+            self.bad(path, line, field, f"missing field '{field}'")
+            return None
+        fp = fingerprint_value(value, fingerprint_format)
+        if fp is None:
+            self.bad(
+                path,
+                line,
+                field,
+                "bad fingerprint",
+                f"{short_repr(value)} is not a 64-bit fingerprint (format {fingerprint_format!r})",
+            )
+        return fp
+
+    def duplicate(self, ident: str, first: int, key: int, field: str) -> None:
+        """Report ``ident`` at the row ``key``, first seen at the row ``first`` (both
+        :meth:`row_key` values)."""
+        path, line = self.files[key >> _LINE_BITS], (key & _LINE_MASK) or None
+        if not self.raise_errors:
+            self.bad(path, line, field, "duplicate id")
+            return
+        index, first_line = first >> _LINE_BITS, first & _LINE_MASK
+        where = self.files[index]
+        if first_line:
+            where += f", {self.units[index]} {first_line}"
+        self.bad(path, line, field, "duplicate id", f"{short_repr(ident)} first seen at {where}")

@@ -1,0 +1,452 @@
+"""The rows of an input, by format: lines of JSON, CSV and TSV rows, Parquet files.
+
+Each source numbers its rows by the physical line where they start (the header counts), so a
+bad row is reported where an editor shows it, and hands bad rows to a
+:class:`~neardup.io.rows.RowChecks`, which raises or counts them. Lines are decoded one by one,
+so invalid UTF-8 is reported with its line; a UTF-8 BOM is ignored.
+
+CSV is RFC 4180, parsed by the :mod:`csv` module with ``strict=True``. TSV is literal: one row
+per line, fields split at tabs, no quoting, each field :func:`~neardup.io.values.tsv_unescape`-d.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> from neardup.io.files import INPUT_FORMATS, resolve_input
+    >>> from neardup.io.rows import RowChecks
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text('id,text\\n1,"two\\nlines"\\n2,x\\n')
+    >>> list(delimited_rows(resolve_input(p, None, INPUT_FORMATS), RowChecks("raise")))
+    [(1, ['id', 'text']), (2, ['1', 'two\\nlines']), (4, ['2', 'x'])]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import zstandard
+
+from neardup.io.files import Source, open_input, resolve_input, stdin_binary
+from neardup.io.rows import InputError, RowChecks
+from neardup.io.values import tsv_unescape
+
+# --------------------------------------------------------------------------------------------
+# Lines
+# --------------------------------------------------------------------------------------------
+
+
+def iter_lines(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw line) pairs of a binary stream; a decompression failure
+    becomes an :class:`InputError` at the line it stopped. O(size of the stream).
+
+    Example:
+        >>> list(iter_lines(io.BytesIO(b"a\\nb"), "x"))
+        [(1, b'a\\n'), (2, b'b')]
+    """
+    n = 0
+    try:
+        for n, line in enumerate(fh, 1):
+            yield n, line
+    except (OSError, EOFError, zstandard.ZstdError) as e:
+        raise InputError(path, n + 1, None, "unreadable input", str(e)) from e
+
+
+def decoded_line(raw: bytes, n: int, rows: RowChecks, path: str) -> str | None:
+    """Line ``n`` as text without the BOM of a first line; None (reported) if not UTF-8.
+
+    Example:
+        >>> decoded_line(b"\\xef\\xbb\\xbfhello\\n", 1, RowChecks("raise"), "x")
+        'hello\\n'
+    """
+    try:
+        s = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        rows.bad(path, n, None, "invalid UTF-8", f"byte {e.start + 1} of the line")
+        return None
+    return s[1:] if n == 1 and s.startswith("\ufeff") else s
+
+
+def lines_at(src: Source, offsets: list[int]) -> Iterator[bytes]:
+    """The lines of a JSON Lines input that start at ``offsets`` (ascending byte offsets in
+    the decompressed stream). A plain file is read with a seek a line; a compressed one is
+    decompressed again up to the last offset.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from neardup.io.files import INPUT_FORMATS
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.jsonl"
+        >>> _ = p.write_text('{"a": 1}\\n{"b": 2}\\n')
+        >>> list(lines_at(resolve_input(p, None, INPUT_FORMATS), [9]))
+        [b'{"b": 2}\\n']
+    """
+    with open_input(src) as fh:
+        if src.compression is None:
+            for offset in offsets:
+                fh.seek(offset)
+                yield fh.readline()
+            return
+        position = 0
+        wanted = iter(offsets)
+        target = next(wanted, None)
+        for line in fh:
+            if position == target:
+                yield line
+                target = next(wanted, None)
+                if target is None:
+                    return
+            position += len(line)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON Lines
+# --------------------------------------------------------------------------------------------
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def parse_json_line(s: str) -> Any:
+    """``json.loads`` of one line, minus its per-call overhead in the common case: the same
+    value, or the same ``ValueError``. O(len(s)).
+
+    Example:
+        >>> parse_json_line('{"id": 1}\\n')
+        {'id': 1}
+    """
+    try:
+        obj, end = _raw_decode(s)
+        if end == len(s) or s[end:].isspace():
+            return obj
+    except (ValueError, RecursionError):
+        pass
+    # Leading whitespace, trailing data or a real error: json.loads has the exact message.
+    return json.loads(s)
+
+
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def fast_json(raw: bytes, whole_record: bool) -> Any:
+    """orjson's parse of one JSON line, where it gives what :func:`json.loads` gives.
+
+    orjson reads integers past 64 bits as floats; the standard library keeps them exact. Where
+    that could matter (the whole record is kept, or a top-level value came back a float) a line
+    holding a run of 19 digits is refused here (``JSONDecodeError``), so the caller's standard
+    path (:func:`parse_json_line`) reads it. O(len(raw)).
+
+    Example:
+        >>> fast_json(b'{"id": "a", "n": 2}', whole_record=True)
+        {'id': 'a', 'n': 2}
+    """
+    obj = orjson.loads(raw)
+    if (
+        whole_record or (type(obj) is dict and any(type(v) is float for v in obj.values()))
+    ) and _LONG_NUMBER.search(raw):
+        raise orjson.JSONDecodeError("long number", raw.decode("utf-8", "replace"), 0)
+    return obj
+
+
+# --------------------------------------------------------------------------------------------
+# CSV and TSV
+# --------------------------------------------------------------------------------------------
+
+
+def _raise_csv_limit() -> None:
+    # Documents can be far longer than the csv module's default 128 KiB field limit.
+    if csv.field_size_limit() < 2**31 - 1:
+        csv.field_size_limit(2**31 - 1)
+
+
+def _decoded_lines(fh: IO[bytes], path: str, bad_lines: list[int] | deque[int]) -> Iterator[str]:
+    """Decoded lines for the csv module; undecodable line numbers go to ``bad_lines``.
+
+    Such lines are still passed on (with surrogate escapes) so the csv parser keeps its place
+    inside multi-line quoted fields; the caller drops the record that contains them.
+    """
+    for n, raw in iter_lines(fh, path):
+        try:
+            s = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            bad_lines.append(n)
+            s = raw.decode("utf-8", "surrogateescape")
+        if n == 1 and s.startswith("\ufeff"):
+            s = s[1:]
+        yield s
+
+
+def delimited_rows(src: Source, rows: RowChecks) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` of a CSV or TSV source (by ``src.fmt``): its header first, then each
+    well-formed row, numbered by the physical line where it starts. Bad rows go to
+    ``rows.bad``; blank lines are skipped; an empty file yields nothing. O(size of the file).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from neardup.io.files import INPUT_FORMATS
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.tsv"
+        >>> _ = p.write_text('id\\ttext\\n1\\ta\\\\tb "c"\\n')
+        >>> list(delimited_rows(resolve_input(p, None, INPUT_FORMATS), RowChecks("raise")))
+        [(1, ['id', 'text']), (2, ['1', 'a\\tb "c"'])]
+    """
+    return _tsv_rows(src, rows) if src.fmt == "tsv" else _csv_rows(src, rows)
+
+
+class _CsvLines:
+    """The decoded lines of a CSV source for the csv module (:meth:`feed`), keeping in
+    ``record`` those of the record being parsed (the caller clears it before each), so that the
+    lines after a bad record's first one can be fed again (:meth:`again_after_first`)."""
+
+    __slots__ = ("_lines", "_again", "record")
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self._again: list[str] = []  # lines to feed again, the next one last
+        self.record: list[str] = []
+
+    def feed(self) -> Iterator[str]:
+        """The lines to feed again, then those not read yet (a fresh iterator after each
+        :meth:`again_after_first`: a csv reader that reached the end of the file is done)."""
+        record, again = self.record, self._again
+        while again:
+            text = again.pop()
+            record.append(text)
+            yield text
+        for text in self._lines:
+            record.append(text)
+            yield text
+
+    def again_after_first(self) -> None:
+        self._again.extend(reversed(self.record[1:]))
+
+
+def _csv_rows(src: Source, rows: RowChecks) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` of a CSV source (RFC 4180, the csv module with ``strict=True``): its
+    header first, then each well-formed row, numbered by the physical line where it starts.
+
+    Bad rows go to ``rows.bad`` (which raises or counts them) with that line: a row the csv
+    module refuses (a quoted field that never closes before the end of the file, a closing
+    quote followed by text), one holding invalid UTF-8, one whose field count differs from the
+    header's. A quoted field may hold newlines (the row then spans lines); a bad row that spans
+    lines did so because a quote opened on its first line and ran past it, so it is reported
+    at that line and parsing resumes on the next one: a stray quote costs its own row, not the
+    rows it swallowed. Blank lines are skipped; an empty file yields nothing. O(size of the
+    file): only the lines of a bad row that spans lines are parsed a second time.
+    """
+    path = src.display
+    _raise_csv_limit()
+    with open_input(src) as fh:
+        bad_lines: deque[int] = deque()
+        lines = _CsvLines(_decoded_lines(fh, path, bad_lines))
+        record = lines.record
+        reader = csv.reader(lines.feed(), strict=True)
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise InputError(path, 1, None, "malformed CSV header", str(e)) from e
+        if bad_lines:
+            raise InputError(path, bad_lines[0], None, "invalid UTF-8", "in the header")
+        yield 1, header
+        width = len(header)
+        start = len(record) + 1  # the line where the next record starts
+        while True:
+            record.clear()
+            try:
+                row = next(reader)
+                error = None
+            except StopIteration:
+                break
+            except csv.Error as e:
+                row, error = [], e
+            end = start + len(record) - 1
+            first, start = start, end + 1
+            if error is not None or (row and len(row) != width):
+                if error is None:
+                    detail = f"expected {width} fields as in the header, got {len(row)}"
+                    if end != first:
+                        detail += (
+                            f"; a quoted field opened on this line runs to line {end}"
+                            " (a stray quote?)"
+                        )
+                elif str(error) == "unexpected end of data":
+                    detail = "a quoted field opened on this line never closes (the file ends)"
+                elif end == first:
+                    detail = str(error)
+                else:
+                    detail = (
+                        f"{error} on line {end}, inside a quoted field opened on this line"
+                        " (a stray quote?)"
+                    )
+                if end != first:
+                    # Read again from the line after the quote: the rows it swallowed.
+                    lines.again_after_first()
+                    reader = csv.reader(lines.feed(), strict=True)
+                    start = first + 1
+                while bad_lines and bad_lines[0] < first:
+                    bad_lines.popleft()
+                if error is None and bad_lines and bad_lines[0] == first:
+                    rows.bad(path, first, None, "invalid UTF-8")
+                else:
+                    rows.bad(path, first, None, "malformed CSV row", detail)
+                continue
+            while bad_lines and bad_lines[0] < first:
+                bad_lines.popleft()
+            if bad_lines and bad_lines[0] <= end:
+                # Drop the record if any of its physical lines failed to decode.
+                rows.bad(path, bad_lines[0], None, "invalid UTF-8")
+                continue
+            if not row:
+                continue  # blank line
+            yield first, row
+
+
+def _tsv_rows(src: Source, rows: RowChecks) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` of a TSV source: its header first, then each well-formed row.
+
+    TSV is literal: one row per line, fields split at tabs, no quoting (``"`` is an ordinary
+    character), each field :func:`tsv_unescape`-d (``\\t`` ``\\n`` ``\\r`` ``\\\\``), as
+    :func:`~neardup.io.write_table` and :func:`~neardup.io.write_records` write it. A line
+    ending ``\\r\\n`` loses both. A row holding invalid UTF-8 or whose field count differs from
+    the header's goes to ``rows.bad`` with its line; blank lines are skipped; an empty file
+    yields nothing. O(size of the file).
+    """
+    path = src.display
+    with open_input(src) as fh:
+        bad_lines: list[int] = []
+        width = 0
+        for n, line in enumerate(_decoded_lines(fh, path, bad_lines), 1):
+            if bad_lines and bad_lines[-1] == n:
+                if n == 1:
+                    raise InputError(path, 1, None, "invalid UTF-8", "in the header")
+                rows.bad(path, n, None, "invalid UTF-8")
+                continue
+            if line.endswith("\n"):
+                line = line[:-1]
+            if line.endswith("\r"):
+                line = line[:-1]
+            fields = line.split("\t")
+            if "\\" in line:
+                fields = [tsv_unescape(f) for f in fields]
+            if n == 1:
+                width = len(fields)
+                yield 1, fields
+                continue
+            if not line:
+                continue  # blank line
+            if len(fields) != width:
+                rows.bad(
+                    path,
+                    n,
+                    None,
+                    "malformed TSV row",
+                    f"expected {width} fields as in the header, got {len(fields)}",
+                )
+                continue
+            yield n, fields
+
+
+def read_tsv_table(path: str | Path) -> pa.Table:
+    """A TSV file (optionally ``.gz`` / ``.zst``) as a table of string columns, by the rules
+    :func:`~neardup.io.read_documents` reads TSV with: the first line names the columns, then
+    one row per line, fields split at tabs, no quoting, every cell and name
+    :func:`tsv_unescape`-d, blank lines skipped, empty cells "" (never null).
+
+    A row whose field count differs from the header's, or that holds invalid UTF-8, raises
+    :class:`InputError` naming the file and the line; so does an empty file. Cost: O(file size),
+    parsed by Arrow; when Arrow refuses the file, the row reader reads it again to find the bad
+    line (Python, about a microsecond a row). Memory O(table).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.tsv"
+        >>> _ = p.write_text('id\\tnote\\na\\t"q"\\\\tx\\n')
+        >>> read_tsv_table(p).to_pylist()
+        [{'id': 'a', 'note': '"q"\\tx'}]
+    """
+    import pyarrow.csv as pacsv
+
+    src = resolve_input(path, "tsv", ("tsv",))
+    rows = RowChecks("raise")
+    rows.start_file(src.display)
+    lines = _tsv_rows(src, rows)
+    try:
+        header = next(lines, (1, None))[1]
+    finally:
+        lines.close()
+    if header is None:
+        raise InputError(src.display, None, None, "empty TSV file", "no header line")
+    names = [f"c{i}" for i in range(len(header))]
+    try:
+        with open_input(src) as fh:
+            table = pacsv.read_csv(
+                fh,
+                read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+                parse_options=pacsv.ParseOptions(
+                    delimiter="\t",
+                    quote_char=False,
+                    double_quote=False,
+                    escape_char=False,
+                    newlines_in_values=False,
+                    ignore_empty_lines=True,
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.string()),
+                    strings_can_be_null=False,
+                ),
+            )
+        columns = [table.column(i).combine_chunks() for i in range(len(names))]
+    except (pa.ArrowException, OSError, EOFError, zstandard.ZstdError):
+        # Arrow's messages name no line: the row reader reports the bad row (or reads the file,
+        # if only Arrow refused it).
+        values: list[list[str]] = [[] for _ in names]
+        lines = _tsv_rows(src, rows)
+        next(lines)
+        for _, fields in lines:
+            for column, value in zip(values, fields):
+                column.append(value)
+        return pa.table([pa.array(v, pa.string()) for v in values], names=header)
+    for i, column in enumerate(columns):
+        if len(column) and pc.any(pc.match_substring(column, "\\")).as_py():
+            columns[i] = pa.array([tsv_unescape(s) for s in column.to_pylist()], pa.string())
+    return pa.table(columns, names=header)
+
+
+# --------------------------------------------------------------------------------------------
+# Parquet
+# --------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def open_parquet(src: Source) -> Iterator[pq.ParquetFile]:
+    """The Parquet file of a source (stdin is read whole first); an :class:`InputError` if
+    it is not one, whatever ``on_error`` says. Opening reads the footer only.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from neardup.io.files import INPUT_FORMATS
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.parquet"
+        >>> pq.write_table(pa.table({"id": ["a"]}), p)
+        >>> with open_parquet(resolve_input(p, None, INPUT_FORMATS)) as pf:
+        ...     pf.schema_arrow.names
+        ['id']
+    """
+    try:
+        if src.path == "-":
+            pf = pq.ParquetFile(io.BytesIO(stdin_binary().read()))
+        else:
+            pf = pq.ParquetFile(src.path)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(src.display, None, None, "not a readable Parquet file", str(e)) from e
+    try:
+        yield pf
+    finally:
+        pf.close()

@@ -1,0 +1,281 @@
+"""Tests for neardup.index.minhash, neardup.index.lcs_bound and neardup.index.verifier: the LCS
+upper bound against the exact measure (it must never drop a near-duplicate), the candidate
+verifier against verifying every candidate, the stored texts, and the band tables against brute
+force."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup.index.lcs_bound import SKETCH_BITS, lcs_upper_bounds, unit_sketches
+from neardup.index.minhash import (
+    BandTables,
+    data_sizes,
+    decode_text,
+    encode_texts,
+    pair_similarity,
+    verification_data,
+    verify_threshold,
+)
+from neardup.index.verifier import CandidateVerifier
+from neardup.lcs import resemblance_reference
+from neardup.pipeline import Settings
+
+HYP = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+_MUL = 0x9E3779B97F4A7C15
+
+
+def bucket(unit: int) -> int:
+    """The sketch bucket of a unit, computed in Python (independent of the kernel)."""
+    return ((unit * _MUL) % 2**64) >> (64 - 9)
+
+
+def csr(seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(seqs) + 1, np.int64)
+    np.cumsum([len(s) for s in seqs], out=offsets[1:])
+    return offsets, np.array([u for s in seqs for u in s], np.uint64)
+
+
+def colliding_units(count: int, seed: int = 0) -> list[int]:
+    """Distinct units that all fall in one sketch bucket: the sketch cannot tell them apart."""
+    rng = np.random.default_rng(seed)
+    target = None
+    out: list[int] = []
+    while len(out) < count:
+        u = int(rng.integers(0, 2**63))
+        if target is None:
+            target = bucket(u)
+        if bucket(u) == target:
+            out.append(u)
+    return out
+
+
+# Sequences over a few units, some of which collide in the sketch, so that common units,
+# repeats, reorderings and bucket collisions all occur.
+_POOL = colliding_units(4) + [1, 2, 3, 2**63 + 7, 2**64 - 1]
+sequences = st.lists(st.sampled_from(_POOL), max_size=14)
+thresholds = st.one_of(st.sampled_from([0.5, 0.6, 2 / 3, 0.75, 0.8, 0.9, 1.0]),
+                       st.floats(0.01, 1.0))
+
+
+def test_unit_sketches_set_the_bucket_of_every_unit():
+    seqs = [[1, 2, 3, 2**64 - 1], [], colliding_units(5)]
+    sketches = unit_sketches(*csr(seqs))
+    assert sketches.shape == (3, SKETCH_BITS // 64)
+    for seq, row in zip(seqs, sketches):
+        bits = {w * 64 + b for w in range(row.shape[0]) for b in range(64) if int(row[w]) >> b & 1}
+        assert bits == {bucket(u) for u in seq}
+    assert unit_sketches(*csr(seqs), rows=np.array([2, 0])).tolist() == sketches[[2, 0]].tolist()
+
+
+@HYP
+@given(st.lists(sequences, min_size=2, max_size=6), thresholds, st.randoms())
+def test_lcs_upper_bound_never_drops_a_pair_that_reaches_the_threshold(seqs, threshold, rnd):
+    """Against the textbook LCS: a value below the threshold bounds the resemblance, so every
+    pair at or above it is kept, whether the other document's sketch is known or not."""
+    offsets, values = csr(seqs)
+    n = len(seqs)
+    a = np.array([rnd.randrange(n) for _ in range(12)], np.int64)
+    b = np.array([rnd.randrange(n) for _ in range(12)], np.int64)
+    known = np.array([rnd.random() < 0.8 for _ in range(12)])
+    sketch_of = np.where(known, b, -1)
+    bound = lcs_upper_bounds(offsets, values, a, np.diff(offsets)[b], unit_sketches(offsets, values),
+                             sketch_of, threshold)
+    for p in range(a.shape[0]):
+        exact = resemblance_reference(seqs[a[p]], seqs[b[p]])
+        if bound[p] < threshold:
+            assert exact <= bound[p] + 1e-12 and exact < threshold
+        if exact >= threshold:
+            assert bound[p] >= threshold
+
+
+@pytest.mark.parametrize("threshold", [0.8, 0.5, 1.0])
+def test_lcs_upper_bound_on_adversarial_pairs(threshold):
+    shared = colliding_units(12, seed=1)
+    other = colliding_units(12, seed=2)
+    cases = [
+        (shared, shared),                      # identical: resemblance 1
+        (shared, shared[::-1]),                # same units, reversed: LCS 1, bound keeps it
+        (shared, other),                       # no unit shared, every bucket shared
+        (shared[:10], shared[:8]),             # at the length bound exactly (0.8)
+        (shared[:5], shared[:4]),              # 4 / 5 = 0.8 exactly
+        (shared[:4] + [1], shared[:4] + [2]),  # one unit apart, in different buckets
+        ([], []),                              # two empty texts are identical
+        ([], [1]),
+        ([1] * 10, [1] * 8 + [2] * 2),         # repeats
+    ]
+    offsets, values = csr([s for pair in cases for s in pair])
+    a = np.arange(0, 2 * len(cases), 2)
+    b = a + 1
+    sketches = unit_sketches(offsets, values)
+    bound = lcs_upper_bounds(offsets, values, a, np.diff(offsets)[b], sketches, b, threshold)
+    for p, (x, y) in enumerate(cases):
+        exact = resemblance_reference(x, y)
+        assert bound[p] >= threshold or exact < threshold, (x, y)
+        assert bound[p] >= threshold or exact <= bound[p]
+    # Units absent from the other text and in buckets it does not hold are ruled out.
+    x = [10**6 + i for i in range(10)]
+    y = x[:7] + [u for u in range(10**7, 10**7 + 5000) if bucket(u) not in map(bucket, x)][:3]
+    offsets, values = csr([x, y])
+    far = lcs_upper_bounds(offsets, values, np.array([0]), np.array([10]),
+                           unit_sketches(offsets, values), np.array([1]), 0.8)
+    assert far[0] == pytest.approx(0.7)
+
+
+@HYP
+@given(st.lists(st.lists(st.sampled_from("abcdefg"), max_size=12), min_size=2, max_size=7),
+       st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6", "none"]))
+def test_screened_pair_similarity_passes_the_same_pairs(docs, verify):
+    settings = Settings(method="minhash", shingle="word:1", verify=verify, threshold=0.5,
+                        num_perm=16)
+    texts = [" ".join(d) for d in docs]
+    offsets, values = verification_data(texts, settings)
+    a, b = np.triu_indices(len(texts), 1)
+    a, b = np.concatenate([a, b]), np.concatenate([b, a])
+    screened = pair_similarity(offsets, values, a, b, settings)
+    plain = pair_similarity(offsets, values, a, b, settings, screen=False)
+    threshold = verify_threshold(settings)
+    assert np.array_equal(screened >= threshold, plain >= threshold)
+    passing = plain >= threshold
+    assert np.array_equal(screened[passing], plain[passing])
+
+
+def _corpus(seed: int, n: int = 40) -> list[str]:
+    """Texts with near-duplicates (a few words changed), exact copies, and unrelated texts
+    sharing frequent words, so that candidates both pass and fail."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(60)] + ["the", "a", "of"] * 20
+    texts = []
+    for i in range(n):
+        if texts and rng.random() < 0.4:
+            base = texts[int(rng.integers(len(texts)))].split()
+            for _ in range(int(rng.integers(0, 4))):
+                base[int(rng.integers(len(base)))] = str(rng.choice(words))
+            texts.append(" ".join(base))
+        else:
+            texts.append(" ".join(rng.choice(words, int(rng.integers(0, 30)))))
+    return texts
+
+
+@pytest.mark.parametrize("options", [{}, {"verify": "lcs:0.6"}, {"verify": "jaccard:0.5"},
+                                     {"verify": "none", "threshold": 0.5}])
+def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options):
+    settings = Settings(method="minhash", shingle="word:1", num_perm=32, **options)
+    stored = _corpus(1)
+    blobs = encode_texts(stored)
+    reads: list[int] = []
+
+    def read_texts(positions):
+        reads.extend(positions.tolist())
+        return [blobs[p] for p in positions]
+
+    # A small cache: rows are evicted and read again.
+    verifier = CandidateVerifier(settings, lambda ps: data_sizes([stored[p] for p in ps], settings),
+                                 read_texts, max_values=60)
+    verifier.record(np.arange(10), verification_data(stored[:10], settings))
+    threshold = verify_threshold(settings)
+    rng = np.random.default_rng(2)
+    for round_ in range(4):
+        source = int(rng.integers(len(stored)))
+        probes = _corpus(10 + round_, n=6) + [stored[source]]
+        qi = np.repeat(np.arange(len(probes)), len(stored))
+        pos = np.tile(np.arange(len(stored)), len(probes))
+        pick = (rng.random(qi.shape[0]) < 0.7) | ((qi == len(probes) - 1) & (pos == source))
+        qi, pos = qi[pick], pos[pick]
+        probe_data = verification_data(probes, settings)
+        got = verifier.matches(probe_data, qi, pos)
+        offsets, values = verification_data(probes + stored, settings)
+        sim = pair_similarity(offsets, values, qi, len(probes) + pos, settings, screen=False)
+        ok = sim >= threshold
+        assert ok.any() and not ok.all()
+        assert [x.tolist() for x in got] == [qi[ok].tolist(), pos[ok].tolist(), sim[ok].tolist()]
+    if verifier.sketched:
+        # Texts are read only for candidates the sizes and sketches left.
+        assert len(reads) < 4 * len(stored)
+    assert verifier.nbytes > 0
+
+
+def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candidate():
+    settings = Settings(method="minhash")
+    stored = ["one two three four five six seven eight nine ten", "one two",
+              "alpha beta gamma delta epsilon zeta eta theta iota kappa"]
+    asked: list[list[int]] = []
+    read: list[list[int]] = []
+    blobs = encode_texts(stored)
+    verifier = CandidateVerifier(
+        settings,
+        lambda ps: asked.append(ps.tolist()) or data_sizes([stored[p] for p in ps], settings),
+        lambda ps: read.append(ps.tolist()) or [blobs[p] for p in ps])
+    verifier.record(np.array([2]), verification_data(stored[2:], settings))
+    probe = verification_data(["one two three four five six seven eight nine eleven"], settings)
+    qi, pos = np.zeros(3, np.int64), np.arange(3)
+    for _ in range(2):
+        got = verifier.matches(probe, qi, pos)
+        assert [x.tolist() for x in got] == [[0], [0], [0.9]]
+    assert asked == [[0, 1]]  # position 2 was recorded; sizes are kept
+    assert read == [[0]]  # 1 is too short, 2's sketch rules it out; 0 is cached
+
+
+def test_stored_texts_round_trip_and_damage_is_reported():
+    texts = ["héllo wörld", "", "한국어 텍스트", "\ud800 lone surrogate"]
+    assert [decode_text(b) for b in encode_texts(texts)] == texts
+    with pytest.raises(ValueError, match="a stored text is damaged"):
+        decode_text(b"not zstd")
+    # One decompressor per thread: decoding from many threads at once stays correct.
+    blobs = encode_texts([f"text {i} " * (i + 1) for i in range(50)])
+    bad: list[int] = []
+
+    def work():
+        for i, blob in enumerate(blobs * 4):
+            if decode_text(blob) != f"text {i % 50} " * (i % 50 + 1):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from(["add", "discard", "merge", "probe"]),
+                          st.integers(0, 2**16)), max_size=30))
+def test_band_tables_probe_equals_brute_force(steps):
+    """Adds, discards and merges in any order, over initial tables: a probe returns every live
+    position sharing a band key with the query, once, whether it is in the tables, the
+    delta's sorted part or its tail."""
+    rng = np.random.default_rng(len(steps))
+    bands = 3
+    first = rng.integers(0, 4, (6, bands)).astype(np.uint32)
+    tables = BandTables(bands, positions=np.arange(6), keys=first)
+    tables.TAIL_LIMIT = 4  # sort the delta's tail in often
+    keys: dict[int, np.ndarray] = dict(enumerate(first))
+    live: set[int] = set(range(6))
+    next_pos = 6
+    for op, value in steps:
+        if op == "add":
+            count = value % 5 + 1
+            new = np.arange(next_pos, next_pos + count)
+            k = rng.integers(0, 4, (count, bands)).astype(np.uint32)
+            tables.add(new, k)
+            keys.update({int(p): row for p, row in zip(new, k)})
+            live.update(new.tolist())
+            next_pos += count
+        elif op == "discard" and live:
+            gone = sorted(live)[value % len(live)]
+            assert tables.discard(np.array([gone])) == 1
+            live.discard(gone)
+        elif op == "merge":
+            tables.merge()
+        queries = rng.integers(0, 4, (2, bands)).astype(np.uint32)
+        qi, pos = tables.probe(queries)
+        want = sorted((q, p) for q in range(2) for p in live
+                      if np.any(keys[p] == queries[q]))
+        assert list(zip(qi.tolist(), pos.tolist())) == want

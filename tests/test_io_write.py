@@ -1,0 +1,224 @@
+"""Writing tables and records (neardup.io.write)."""
+
+import csv
+import doctest
+import json
+import os
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from io_helpers import read_all
+
+import neardup.io as nio
+import neardup.io.write as io_write
+from neardup.io import (
+    read_documents,
+    write_records,
+    write_table,
+)
+
+
+def sample_columns():
+    return {
+        "id": ["a", "b\tc", "d\ne", 'f"g,h', "ünï", "x\\y"],
+        "fp": np.array([0, 1, 2**63, 2**64 - 1, 5, 6], dtype=np.uint64),
+        "n": np.array([-1, 0, 1, 2, 3, 4], dtype=np.int64),
+        "flag": np.array([True, False, True, False, True, False]),
+        "score": [0.5, 1.0, None, -2.25, 1e20, 3.0],
+        "note": [None, "", "x", "y", "z", "w"],
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["t.tsv", "t.csv", "t.jsonl", "t.parquet", "t.tsv.gz", "t.csv.zst", "t.jsonl.gz"]
+)
+def test_write_table_deterministic(tmp_path, name):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    write_table(a / name, sample_columns())
+    write_table(b / name, sample_columns())
+    assert (a / name).read_bytes() == (b / name).read_bytes()
+    assert [p.name for p in a.iterdir()] == [name]  # no temporary files left behind
+
+
+def test_write_table_csv_round_trip(tmp_path):
+    p = tmp_path / "t.csv"
+    cols = sample_columns()
+    write_table(p, cols)
+    df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    assert list(df.columns) == list(cols)
+    assert df["id"].tolist() == cols["id"]
+    assert df["fp"].tolist() == [str(int(x)) for x in cols["fp"]]
+    assert df["flag"].tolist() == ["true", "false"] * 3
+    assert df["score"].tolist() == ["0.5", "1.0", "", "-2.25", "1e+20", "3.0"]
+    with open(p, newline="", encoding="utf-8") as f:
+        assert list(csv.reader(f))[1][0] == "a"  # unquoted when not needed
+
+
+def test_write_table_tsv_escaping(tmp_path):
+    p = tmp_path / "t.tsv"
+    cols = sample_columns()
+    write_table(p, cols)
+    lines = p.read_text(encoding="utf-8").split("\n")
+    assert lines[0] == "id\tfp\tn\tflag\tscore\tnote"
+    assert len(lines) == 8 and lines[-1] == ""
+    rows = [line.split("\t") for line in lines[1:-1]]
+    assert all(len(r) == 6 for r in rows)
+    assert [r[0] for r in rows] == ["a", "b\\tc", "d\\ne", 'f"g,h', "ünï", "x\\\\y"]
+    assert rows[3][1] == "18446744073709551615" and rows[0][3] == "true" and rows[0][5] == ""
+    write_table(p, {"id": ["x"]}, header=False)
+    assert p.read_bytes() == b"x\n"
+
+
+def test_write_table_jsonl_and_parquet_round_trip(tmp_path):
+    cols = sample_columns()
+    write_table(tmp_path / "t.jsonl", cols)
+    rows = [
+        json.loads(line) for line in (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert [r["id"] for r in rows] == cols["id"]
+    assert [r["fp"] for r in rows] == [int(x) for x in cols["fp"]]
+    assert [r["score"] for r in rows] == cols["score"]
+    assert [r["flag"] for r in rows] == cols["flag"].tolist()
+    assert rows[0]["note"] is None and list(rows[0]) == list(cols)
+    assert "ünï" in (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    write_table(tmp_path / "t.parquet", cols)
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert table.column_names == list(cols)
+    assert table.column("fp").type == pa.uint64()
+    assert table.column("fp").to_pylist() == [int(x) for x in cols["fp"]]
+    assert table.column("id").to_pylist() == cols["id"]
+
+
+def test_write_table_json_control_characters(tmp_path):
+    values = ["\x00\x01\x1f", 'a"b\\c', "\u2028é", None, ""]
+    write_table(tmp_path / "t.jsonl", {"v": values, "k": pa.array(values, pa.large_string())})
+    lines = (tmp_path / "t.jsonl").read_text(encoding="utf-8").split("\n")
+    assert [json.loads(line)["v"] for line in lines[:-1]] == values
+
+
+def test_write_table_atomic_on_failure(tmp_path, monkeypatch):
+    p = tmp_path / "out.tsv"
+    p.write_text("previous\n")
+    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 2)
+    bad = ["a", "b", "c", "d", object(), "f"]
+    with pytest.raises(TypeError, match=r"column 'id'.*rows 4\.\.5"):
+        write_table(p, {"id": bad})
+    assert p.read_text() == "previous\n"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.tsv"]
+    q = tmp_path / "new.csv"
+    with pytest.raises(TypeError):
+        write_table(q, {"id": bad})
+    assert not q.exists() and sorted(x.name for x in tmp_path.iterdir()) == ["out.tsv"]
+
+
+def test_write_table_chunks_match_single_pass(tmp_path, monkeypatch):
+    cols = sample_columns()
+    write_table(tmp_path / "one.jsonl", cols)
+    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 4)
+    write_table(tmp_path / "two.jsonl", cols)
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+
+
+def test_write_table_validation_and_stdout(tmp_path, capsysbinary):
+    with pytest.raises(ValueError, match="same length"):
+        write_table(tmp_path / "t.tsv", {"a": [1, 2], "b": [1]})
+    with pytest.raises(ValueError, match=r"\.tsv, \.csv, \.jsonl"):
+        write_table(tmp_path / "t.xlsx", {"a": [1]})
+    with pytest.raises(ValueError, match="Parquet"):
+        write_table(tmp_path / "t.parquet.gz", {"a": [1]})
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        write_table(tmp_path / "missing" / "t.tsv", {"a": [1]})
+    with pytest.raises(TypeError, match="column 'a' has type"):
+        write_table(tmp_path / "t.tsv", {"a": [[1], [2]]})
+    write_table("-", {"id": ["x", "y"], "v": [1, 2]})
+    assert capsysbinary.readouterr().out == b"id\tv\nx\t1\ny\t2\n"
+    write_table("-", {"id": ["x"]}, output_format="jsonl")
+    assert capsysbinary.readouterr().out == b'{"id":"x"}\n'
+    write_table(tmp_path / "empty.csv", {"id": []})
+    assert (tmp_path / "empty.csv").read_text() == "id\n"
+
+
+def test_write_records_round_trip(tmp_path):
+    records = [
+        {"id": "1", "text": "plain", "meta": {"k": [1, 2]}},
+        {"id": "2", "text": 'tab\tnew\nline "q"', "extra": True},
+        {"id": "3", "text": "ünï", "when": datetime(2024, 1, 2, 3, 4, 5)},
+    ]
+    write_records(tmp_path / "k.jsonl", records)
+    back = [
+        json.loads(line) for line in (tmp_path / "k.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert back[:2] == records[:2] and back[2]["when"] == "2024-01-02T03:04:05"
+    for name in ["k.csv", "k.tsv", "k.tsv.gz"]:
+        write_records(tmp_path / name, records)
+        batch, _ = read_all([tmp_path / name], keep_records=True)
+        assert batch.texts == [r["text"] for r in records]
+        assert list(batch.records[0]) == ["id", "text", "meta", "extra", "when"]
+        assert batch.records[0]["meta"] == '{"k": [1, 2]}' and batch.records[1]["extra"] == "true"
+        assert batch.records[0]["extra"] == ""
+    kept = read_all([tmp_path / "k.jsonl"], keep_records=True)[0].records
+    write_records(tmp_path / "again.jsonl", kept)
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "k.jsonl").read_bytes()
+    flat = [{"id": "1", "text": "a"}, {"id": "2", "text": "b", "n": 3}]
+    write_records(tmp_path / "k.parquet", flat)
+    assert pq.read_table(tmp_path / "k.parquet").to_pylist() == [
+        {"id": "1", "text": "a", "n": None},
+        {"id": "2", "text": "b", "n": 3},
+    ]
+    with pytest.raises(TypeError, match="record 1 must be a dict"):
+        write_records(tmp_path / "x.jsonl", [{"a": 1}, [1]])
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_write_records_tsv_is_escaped_not_quoted(tmp_path):
+    p = tmp_path / "k.tsv"
+    write_records(p, [{"id": "1", "text": 'tab\tnew\nline "q" back\\slash\r'}])
+    assert p.read_text(encoding="utf-8") == 'id\ttext\n1\ttab\\tnew\\nline "q" back\\\\slash\\r\n'
+    assert read_all([p])[0].texts == ['tab\tnew\nline "q" back\\slash\r']
+
+
+TRICKY = st.text(
+    st.sampled_from(list("\t\n\r\\\"',; ab\\tnr\x00é한\u2028\x85")) | st.characters(codec="utf-8"),
+    max_size=30,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(TRICKY.filter(bool), TRICKY), min_size=1, max_size=8, unique_by=lambda r: r[0]
+    )
+)
+def test_tsv_and_csv_write_read_round_trip_property(rows):
+    import tempfile
+
+    from neardup.quality import read_table
+
+    ids, texts = [r[0] for r in rows], [r[1] for r in rows]
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("t.tsv", "t.tsv.gz", "t.csv"):
+            path = os.path.join(d, name)
+            write_table(path, {"id": ids, "text": texts})
+            batch = read_documents([path]).read_all()
+            assert (batch.ids, batch.texts) == (ids, texts)
+        path = os.path.join(d, "r.tsv")
+        write_records(path, [{"id": i, "text": t} for i, t in rows])
+        batch = read_documents([path], keep_records=True).read_all()
+        assert (batch.ids, batch.texts) == (ids, texts)
+        assert nio.read_tsv_table(path).to_pydict() == {"id": ids, "text": texts}
+        frame = read_table(os.path.join(d, "t.tsv"))
+        assert frame["id"].tolist() == ids and frame["text"].tolist() == texts
+        for s in ids + texts:
+            assert nio.tsv_unescape(nio.tsv_escape(s)) == s
+            assert not any(c in nio.tsv_escape(s) for c in "\t\n\r")
+
+
+def test_docstring_examples():
+    assert doctest.testmod(io_write).failed == 0
