@@ -126,11 +126,11 @@ def make_set(spec: dict) -> dict:
 
 
 def tables_worker(spec: dict) -> dict:
+    from neardup.candidates.plan import plan_tables
     from neardup.candidates.tables import (
         collapse_identical,
         distinct_hamming_pairs,
         hamming_pairs,
-        plan_tables,
     )
 
     k = spec["k"]
@@ -217,7 +217,8 @@ def lsh_worker(spec: dict) -> dict:
 
     if tool.startswith("neardup"):
         from neardup.engines.local import signatures_parallel
-        from neardup.pipeline import Settings, find_groups
+        from neardup.pipeline import find_groups
+        from neardup.settings import Settings
 
         settings = Settings(method="minhash", shingle=spec["shingle"], threshold=spec["threshold"],
                             num_perm=NUM_PERM)

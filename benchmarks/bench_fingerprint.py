@@ -5,7 +5,7 @@ Every measurement runs in its own subprocess (a fresh interpreter: clean peak RS
 kernels load from their cache; the peers' imports), then times text → signature for all of them,
 best of ``--repeat`` runs. All timings include tokenising and normalisation.
 
-* neardup: ``neardup.engines.local.fingerprint_texts(texts, method, shingle="word:3",
+* neardup: ``neardup.api.fingerprint(texts, method=method, shingle="word:3",
   num_perm=128, workers=N)`` — Unicode normalisation, word 3-gram XXH64 features, SimHash (64 bit,
   distinct shingles) or MinHash-128 (uint32), with 1 worker and with all cores.
 * peers (``benchmarks/.peers``, see ``setup_peers.sh``) get the same word 3-grams, made in Python
@@ -80,7 +80,7 @@ def word_shingles(text: str) -> list[str]:
 def make_runner(tool: str, method: str, workers: int):
     """A function texts → signatures for one tool (imports happen here, before timing)."""
     if tool == "neardup":
-        from neardup.engines.local import fingerprint_texts
+        from neardup.api import fingerprint as fingerprint_texts
 
         def run(texts):
             return fingerprint_texts(

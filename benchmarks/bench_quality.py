@@ -94,7 +94,7 @@ SYNTH_BASES = (("en", "debian_descriptions_en", 1000), ("ko", "debian_descriptio
 SYNTH_MIN_WORDS = 30
 SYNTH_PER_BASE = 3
 
-# name → (python, settings); neardup settings are keyword arguments of neardup.pipeline.Settings.
+# name → (python, settings); neardup settings are keyword arguments of neardup.settings.Settings.
 TOOLS = {
     "neardup defaults (MinHash char:4, LCS 0.8)": ("neardup", {}),
     "neardup MinHash char:5, Jaccard 0.7 (earlier defaults)": (
@@ -164,13 +164,8 @@ def run_tool(kind: str, settings: dict, texts: list[str]) -> dict[str, np.ndarra
     n = len(texts)
     if kind == "neardup":
         from neardup.engines.local import signatures_parallel
-        from neardup.pipeline import (
-            DEFAULT_METHOD,
-            DEFAULT_SHINGLE,
-            DEFAULT_THRESHOLD,
-            Settings,
-            find_groups,
-        )
+        from neardup.pipeline import find_groups
+        from neardup.settings import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
 
         options = {"method": DEFAULT_METHOD, "shingle": DEFAULT_SHINGLE,
                    "threshold": DEFAULT_THRESHOLD, **settings, "pairs": "all"}
@@ -814,7 +809,7 @@ def rule2_sweeps(data_dir: Path, out_dir: Path, names) -> str:
     summary (also written to ``out_dir/short_texts.md``)."""
     from neardup import quality
     from neardup.io import write_table
-    from neardup.pipeline import Settings
+    from neardup.settings import Settings
 
     def cell(e) -> str:
         return f"{f3(e.precision)} / {e.recall:.3f} / **{e.f1:.3f}**"

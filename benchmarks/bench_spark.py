@@ -118,7 +118,7 @@ def stage_metrics(ui: str, app: str, since_job: int) -> tuple[dict[str, int], fl
 def spark_run(spark, path: Path, method: str, out: Path, state: dict) -> dict:
     """One ``run_dedup`` on ``path``: wall and stage seconds, shuffle bytes, longest task."""
     from neardup.engines.spark import run_dedup
-    from neardup.pipeline import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
+    from neardup.settings import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
 
     if method == "simhash":
         settings = Settings(method="simhash", shingle="word:3", hamming_k=3, verify=None)

@@ -24,12 +24,11 @@ import time
 
 import numpy as np
 
+from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.candidates.tables import (
     collapse_identical,
     distinct_hamming_pairs,
-    TablePlan,
     hamming_pairs,
-    plan_tables,
 )
 
 

@@ -322,7 +322,7 @@ DEFAULT_CONFIGS = (
 
 def cmd_sweep(args) -> None:
     from neardup.candidates.bands import candidate_pairs
-    from neardup.engines.local import fingerprint_texts
+    from neardup.api import fingerprint
 
     ids, texts = load(args.lang)
     n = len(ids)
@@ -340,8 +340,8 @@ def cmd_sweep(args) -> None:
             sig_key = (stage["shingle"], stage["num_perm"])
             if sig_key not in signatures:
                 s0 = time.perf_counter()
-                signatures[sig_key] = fingerprint_texts(texts, "minhash", stage["shingle"],
-                                                        stage["num_perm"], workers=args.workers)
+                signatures[sig_key] = fingerprint(texts, method="minhash", shingle=stage["shingle"],
+                                                  num_perm=stage["num_perm"], workers=args.workers)
                 signatures[sig_key + ("s",)] = time.perf_counter() - s0
             sign_s += signatures[sig_key + ("s",)]
             sig = signatures[sig_key]

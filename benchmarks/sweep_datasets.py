@@ -30,12 +30,7 @@ from bench_quality import SYNTH_DIR, load_truth, make_synth, read_docs
 from neardup import quality
 from neardup.engines.local import signatures_parallel
 from neardup.io import write_table
-from neardup.pipeline import (
-    DEFAULT_METHOD,
-    DEFAULT_SHINGLE,
-    DEFAULT_THRESHOLD,
-    Settings,
-)
+from neardup.settings import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
 
 DATASETS = ("synth", "clough_stevenson", "pan13_passages", "korean_question_pair", "korsts", "mrpc")
 CONFIGS = (("minhash", "char:5"), ("minhash", "word:3"), ("simhash", "char:5"), ("simhash", "word:3"))

@@ -21,7 +21,7 @@ from sweep_datasets import DATASETS, dataset
 
 from neardup import quality
 from neardup.idf import IdfTable
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 from neardup.text import hash_features
 
 # (label, method, shingle, weights, the value read as "at the default")

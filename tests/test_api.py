@@ -44,16 +44,16 @@ def _frame(**columns):
     (pd.DataFrame({"id": ["a", "a", "c"], "text": TEXTS}), {},
      r"<table>, row 2, field 'id': duplicate id \('a' first seen at <table>, row 1\)"),
     (pd.DataFrame({"id": [1, "1", 2], "text": TEXTS}), {}, r"row 2, field 'id': duplicate id"),
-    (pd.DataFrame({"docid": ["a", "b", "c"], "text": TEXTS}), {"id_column": "id"},
+    (pd.DataFrame({"docid": ["a", "b", "c"], "text": TEXTS}), {"id_field": "id"},
      r"missing field 'id' \(no such column; columns are: docid, text"),
-    (_frame(), {"id_column": "docid"}, r"missing field 'docid'"),
+    (_frame(), {"id_field": "docid"}, r"missing field 'docid'"),
     (pd.DataFrame({"text": TEXTS}), {}, r"missing field 'id'.*None to number the rows"),
-    (_frame(ts=[1.0, np.nan, 3.0]), {"time_column": "ts"}, r"row 2: missing field 'ts'"),
-    (_frame(ts=pd.to_datetime(["2020-01-01", None, "2020-01-03"])), {"time_column": "ts"},
+    (_frame(ts=[1.0, np.nan, 3.0]), {"time_field": "ts"}, r"row 2: missing field 'ts'"),
+    (_frame(ts=pd.to_datetime(["2020-01-01", None, "2020-01-03"])), {"time_field": "ts"},
      r"row 2: missing field 'ts'"),
-    (_frame(ts=[1.0, 1e30, 3.0]), {"time_column": "ts"},
+    (_frame(ts=[1.0, 1e30, 3.0]), {"time_field": "ts"},
      r"row 2, field 'ts': bad timestamp \(1e\+30 seconds is out of range"),
-    (_frame(ts=["2020-01-01", "yesterday", "2020-01-03"]), {"time_column": "ts"},
+    (_frame(ts=["2020-01-01", "yesterday", "2020-01-03"]), {"time_field": "ts"},
      r"row 2, field 'ts': bad timestamp \('yesterday' is neither"),
     (pd.DataFrame({"id": ["a", "b"], "text": ["x", None]}), {}, r"row 2: missing field 'text'"),
     (pd.DataFrame({"id": ["a", "b"], "text": ["x", 5]}), {}, r"row 2, field 'text': text not a string"),
@@ -67,13 +67,13 @@ def test_bad_rows_are_refused_as_the_command_line_refuses_them(frame, options, m
 
 def test_bad_rows_are_skipped_and_counted_when_asked():
     frame = _frame(ts=[1.0, np.nan, 3.0])
-    groups = neardup.dedup(frame, time_column="ts", on_error="skip")
+    groups = neardup.dedup(frame, time_field="ts", on_error="skip")
     assert groups["id"].tolist() == ["a", "c"]
     assert groups.attrs["skipped_rows"] == 1
 
 
 def _originals(frame, **options):
-    return neardup.dedup(frame, time_column="ts", **options)["original_id"].tolist()
+    return neardup.dedup(frame, time_field="ts", **options)["original_id"].tolist()
 
 
 @pytest.mark.parametrize("stamps", [
@@ -101,7 +101,7 @@ def test_integer_ids_become_strings_and_arrow_tables_are_read_alike():
     table = pa.table({"id": [10, 11, 12], "text": TEXTS})
     assert neardup.dedup(table)["original_id"].tolist() == ["10", "10", "12"]
     assert neardup.dedup(table.to_pandas())["original_id"].tolist() == ["10", "10", "12"]
-    assert neardup.dedup(pd.DataFrame({"text": TEXTS}), id_column=None)["id"].tolist() == [
+    assert neardup.dedup(pd.DataFrame({"text": TEXTS}), id_field=None)["id"].tolist() == [
         "0", "1", "2"]
 
 
@@ -118,3 +118,35 @@ def test_the_readmes_python_example_runs(monkeypatch):
     groups = scope["groups"]
     assert len(groups) == len(scope["df"]) and set(groups["original_id"]) <= set(groups["id"])
     assert scope["originals"].shape == scope["fps"].shape
+
+
+@pytest.mark.parametrize("old, new, value", [
+    ("id_column", "id_field", "docid"),
+    ("text_column", "text_field", "body"),
+    ("time_column", "time_field", "ts"),
+])
+def test_the_old_field_keywords_still_work_with_a_deprecation_warning(old, new, value):
+    frame = pd.DataFrame({"docid": ["a", "b", "c"], "body": TEXTS, "ts": [3, 2, 1],
+                          "id": ["x", "y", "z"], "text": TEXTS})
+    expected = neardup.dedup(frame, **{new: value})
+    with pytest.warns(DeprecationWarning, match=rf"dedup\({old}=\.\.\.\) is deprecated; use {new}="):
+        got = neardup.dedup(frame, **{old: value})
+    assert got.equals(expected)
+    with pytest.raises(TypeError, match=f"give {new} alone"):
+        neardup.dedup(frame, **{old: value, new: value})
+
+
+def test_fingerprint_names_its_text_column_as_dedup_does():
+    frame = pd.DataFrame({"body": TEXTS})
+    expected = neardup.fingerprint(frame, text_field="body", workers=1)
+    with pytest.warns(DeprecationWarning, match="use text_field="):
+        assert neardup.fingerprint(frame, column="body", workers=1).tolist() == expected.tolist()
+
+
+def test_fingerprint_takes_each_methods_default_shingles_as_the_command_line_does():
+    texts = ["the quick brown fox jumps", "the quick brown fox jumped", "lorem ipsum dolor"]
+    minhash = neardup.fingerprint(texts, method="minhash", workers=1)
+    assert np.array_equal(minhash, neardup.fingerprint(texts, method="minhash", shingle="char:4", workers=1))
+    assert not np.array_equal(minhash, neardup.fingerprint(texts, method="minhash", shingle="word:3", workers=1))
+    simhash = neardup.fingerprint(texts, workers=1)
+    assert np.array_equal(simhash, neardup.fingerprint(texts, method="simhash", shingle="word:3", workers=1))

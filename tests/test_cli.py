@@ -494,7 +494,7 @@ def test_defaults_are_one_per_method_everywhere(corpus, tmp_path):
     default an index built from a corpus and dedup agree on every group; --help says which
     shingles each method uses by default."""
     from neardup.index.store import NearDupIndex
-    from neardup.pipeline import DEFAULT_SHINGLES, Settings
+    from neardup.settings import DEFAULT_SHINGLES, Settings
 
     out = tmp_path / "g.tsv"
     assert run("dedup", corpus, "-o", out, "--method", "simhash", "-q").exit_code == 0
@@ -509,3 +509,35 @@ def test_defaults_are_one_per_method_everywhere(corpus, tmp_path):
     tuned = run("tune", "--json").output
     assert (json.loads(tuned)["bands"], json.loads(tuned)["rows"]) == Settings(
         method="minhash", shingle=DEFAULT_SHINGLES["minhash"]).banding()
+
+
+def test_renamed_flags_take_their_new_names_and_the_old_ones_for_one_release(corpus, tmp_path):
+    """--hash is --hash-name, `report --pairs` is --pairs-in, `index --fingerprints` is
+    --from-fingerprints: the old spellings still give the same outputs, with a note."""
+    fps = tmp_path / "fps.tsv"
+    assert run("fingerprint", corpus, "-o", fps, "--hash-name", "md5", "-q").exit_code == 0
+
+    def same_with_either(new, old, make):
+        outputs = []
+        for flag in (new, old):
+            result, written = make(flag)
+            assert result.exit_code == 0, result.output
+            outputs.append(written.read_bytes())
+            note = f"neardup: warning: {old} is deprecated; use {new}\n"
+            assert (note in result.stderr) == (flag == old)
+        assert outputs[0] == outputs[1]
+
+    def report(flag):
+        groups, pairs, page = (tmp_path / f"{flag}.{n}" for n in ("g.tsv", "p.tsv", "html"))
+        run("dedup", corpus, "-o", groups, "--pairs-out", pairs, "-q")
+        return run("report", corpus, "--groups", groups, flag, pairs, "-o", page, "-q"), page
+
+    def index(flag):
+        out = tmp_path / f"{flag}.groups.tsv"
+        directory = tmp_path / f"{flag}.idx"
+        assert run("index", "build", fps, flag, "-d", directory, "-q").exit_code == 0
+        return run("index", "query-batch", fps, flag, "-d", directory, "-o", out, "-q"), out
+
+    same_with_either("--pairs-in", "--pairs", report)
+    same_with_either("--from-fingerprints", "--fingerprints", index)
+

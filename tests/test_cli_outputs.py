@@ -211,7 +211,7 @@ def test_summary_out_counts_equal_the_groups_file_and_the_stderr_summary(docs, t
 
 
 def test_summary_out_settings_are_the_values_used(docs, tmp_path):
-    from neardup.pipeline import DEFAULT_SHINGLES, Settings
+    from neardup.settings import DEFAULT_SHINGLES, Settings
 
     def settings(*args):
         out = tmp_path / "run.json"
@@ -227,7 +227,7 @@ def test_summary_out_settings_are_the_values_used(docs, tmp_path):
     assert (minhash["bands"], minhash["rows"]) == (bands, rows)
     assert (minhash["verify"], minhash["verify_threshold"]) == ("lcs", 0.8)
     assert (minhash["grouping"], minhash["pairs"]) == ("components", "original")
-    assert minhash["hash"] == "xxh"
+    assert minhash["hash_name"] == "xxh"
     assert minhash["engine"] == "local" and minhash["on_error"] == "raise"
     assert minhash["max_doc_bytes"] == 16 * 2**20
     assert isinstance(minhash["memory_limit"], int) and minhash["memory_limit"] > 0

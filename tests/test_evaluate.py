@@ -16,7 +16,7 @@ from neardup.cli import main
 from neardup.cli.quality import evaluate as evaluate_command
 from neardup.cli.quality import sweep as sweep_command
 from neardup.io import write_table
-from neardup.pipeline import Settings, find_groups, signatures
+from neardup.pipeline import find_groups, signatures
 from neardup.quality import (
     ClusterTruth,
     PairConfusion,
@@ -36,6 +36,7 @@ from neardup.quality import (
     sweep_signature_settings,
     swept_settings,
 )
+from neardup.settings import Settings
 
 # ------------------------------------------------------------------------------------ helpers
 
@@ -357,7 +358,7 @@ def test_sweep_equals_separate_runs(corpus, method, values, verify, grouping):
 
 def test_sweep_finds_the_families(corpus):
     texts, ids, _, clusters = corpus
-    rows = sweep(texts, ids, None, clusters, Settings(), workers=1)
+    rows = sweep(texts, ids, None, clusters, Settings(method="simhash"), workers=1)
     assert [r.value for r in rows] == list(range(9))
     best, precise = best_settings(rows)
     assert best.evaluation.f1 > 0.5
@@ -379,7 +380,7 @@ def test_pair_distances(corpus):
 def test_sweep_rejects_bad_values(corpus):
     texts, ids, _, clusters = corpus
     with pytest.raises(ValueError, match="hamming_k must be in 0..32; got 40"):
-        sweep(texts, ids, None, clusters, Settings(), [40], workers=1)
+        sweep(texts, ids, None, clusters, Settings(method="simhash"), [40], workers=1)
     with pytest.raises(ValueError, match=r"threshold must be in \(0, 1\); got 1.5"):
         sweep(texts, ids, None, clusters, Settings(method="minhash"), [1.5], workers=1)
 

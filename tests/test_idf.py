@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from neardup.idf import IdfTable
-from neardup.pipeline import Settings, signatures
+from neardup.pipeline import signatures
+from neardup.settings import Settings
 from neardup.simhash import simhash_from_features
 from neardup.text import hash_features, shingle_sets
 
@@ -76,22 +77,22 @@ def test_weighted_simhash_equals_a_numpy_reference():
 def test_same_table_same_fingerprints_for_new_documents(tmp_path):
     path = tmp_path / "idf.parquet"
     table().save(path)
-    settings = Settings(shingle="word:1", weights="idf", idf=IdfTable.load(path))
+    settings = Settings(method="simhash", shingle="word:1", weights="idf", idf=IdfTable.load(path))
     new = ["the cat sat on a mat", "completely new words here"]
     first = signatures(new, settings).signature
-    again = signatures(new, Settings(shingle="word:1", weights="idf", idf=table())).signature
+    again = signatures(new, Settings(method="simhash", shingle="word:1", weights="idf", idf=table())).signature
     assert first.tolist() == again.tolist()
 
 
 def test_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="needs an IDF table"):
-        Settings(weights="idf")
+        Settings(method="simhash", weights="idf")
     with pytest.raises(ValueError, match="SimHash"):
         Settings(method="minhash", weights="idf", idf=table())
     with pytest.raises(ValueError, match="shingle word:1"):
-        Settings(shingle="word:3", weights="idf", idf=table())
+        Settings(method="simhash", shingle="word:3", weights="idf", idf=table())
     with pytest.raises(ValueError, match="only with weights='idf'"):
-        Settings(idf=table())
+        Settings(method="simhash", idf=table())
     bad = tmp_path / "x.parquet"
     bad.write_bytes(b"nope")
     with pytest.raises(ValueError, match="x.parquet"):

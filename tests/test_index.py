@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neardup.api import dedup
-from neardup.candidates.tables import plan_tables
+from neardup.candidates.plan import plan_tables
 from neardup.index.errors import DocumentExistsError, IndexLockedError, ReadOnlyIndexError
 from neardup.index.results import MAX_LIMIT
 from neardup.index.store import NearDupIndex
@@ -302,7 +302,7 @@ def test_build_and_incremental_adds_agree_with_dedup(tmp_path, k):
     frame = pd.DataFrame({"id": ids, "text": texts, "ts": stamps})
     want = dedup(
         frame,
-        time_column="ts",
+        time_field="ts",
         workers=1,
         method="simhash",
         shingle="word:3",
@@ -748,7 +748,7 @@ def test_cli_fingerprint_rows_and_create(tmp_path):
     rows = tmp_path / "fps.tsv"
     rows.write_text("a\t00000000000000ff\t10\nb\t00000000000000fe\t5\nc\tffff000000000000\t1\n")
     d = str(tmp_path / "idx")
-    r = _invoke(index_cmd, ["build", str(rows), "--fingerprints", "-d", d, "-k", "2", "-q"])
+    r = _invoke(index_cmd, ["build", str(rows), "--from-fingerprints", "-d", d, "-k", "2", "-q"])
     assert r.exit_code == 0, r.output
     with NearDupIndex(d, readonly=True) as index:
         assert index.groups() == {"a": ("b", False, 2), "b": ("b", True, 2), "c": ("c", True, 1)}
@@ -771,7 +771,7 @@ def dedup_groups(ids, texts, stamps, **options) -> dict[str, tuple[str, bool, in
     import pandas as pd
 
     frame = pd.DataFrame({"id": ids, "text": texts, "ts": stamps})
-    got = dedup(frame, time_column="ts", workers=1, grouping="components", **options)
+    got = dedup(frame, time_field="ts", workers=1, grouping="components", **options)
     return {
         r.id: (r.duplicate_id, bool(r.is_original), int(r.group_size)) for r in got.itertuples()
     }
@@ -996,7 +996,7 @@ def test_minhash_reader_sees_writer_adds_and_removals(tmp_path):
        st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6"]))
 def test_minhash_size_bound_never_drops_a_near_duplicate(docs, verify):
     from neardup.index.minhash import pair_similarity, size_bound, verification_data
-    from neardup.pipeline import Settings
+    from neardup.settings import Settings
 
     settings = Settings(method="minhash", shingle="word:1", verify=verify)
     texts = [" ".join(d) for d in docs]

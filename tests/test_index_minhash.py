@@ -24,7 +24,7 @@ from neardup.index.minhash import (
 )
 from neardup.index.verifier import CandidateVerifier
 from neardup.lcs import resemblance_reference
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 HYP = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
@@ -146,15 +146,29 @@ def test_screened_pair_similarity_passes_the_same_pairs(docs, verify):
     assert np.array_equal(screened[passing], plain[passing])
 
 
+def test_pair_similarity_over_threads_gives_the_same_values():
+    settings = Settings(method="minhash")
+    texts = _corpus(3, n=80)
+    offsets, values = verification_data(texts, settings)
+    a, b = np.triu_indices(len(texts), 1)  # 3,160 pairs: enough to be spread over threads
+    one = pair_similarity(offsets, values, a, b, settings, screen=False)
+    two = pair_similarity(offsets, values, a, b, settings, screen=False, workers=2)
+    assert np.array_equal(one, two) and (one >= 0.8).sum() > 10
+    passing = one >= 0.8
+    screened = pair_similarity(offsets, values, a, b, settings, workers=2)
+    assert np.array_equal(screened >= 0.8, passing)
+    assert np.array_equal(screened[passing], one[passing])
+
+
 def _corpus(seed: int, n: int = 40) -> list[str]:
     """Texts with near-duplicates (a few words changed), exact copies, and unrelated texts
     sharing frequent words, so that candidates both pass and fail."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(60)] + ["the", "a", "of"] * 20
     texts = []
-    for i in range(n):
-        if texts and rng.random() < 0.4:
-            base = texts[int(rng.integers(len(texts)))].split()
+    for _ in range(n):
+        base = texts[int(rng.integers(len(texts)))].split() if texts else []
+        if base and rng.random() < 0.4:
             for _ in range(int(rng.integers(0, 4))):
                 base[int(rng.integers(len(base)))] = str(rng.choice(words))
             texts.append(" ".join(base))
@@ -177,7 +191,7 @@ def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options
 
     # A small cache: rows are evicted and read again.
     verifier = CandidateVerifier(settings, lambda ps: data_sizes([stored[p] for p in ps], settings),
-                                 read_texts, max_values=60)
+                                 read_texts, max_values=60, workers=2)
     verifier.record(np.arange(10), verification_data(stored[:10], settings))
     threshold = verify_threshold(settings)
     rng = np.random.default_rng(2)

@@ -76,7 +76,7 @@ def _args(command: str, source: str, inputs: str, tmp: Path) -> list[str]:
     if sub == "query-batch":
         args += ["-o", out]
     if source == "fps":
-        return args + ["--fingerprints"]
+        return args + ["--from-fingerprints"]
     return args + ["--time-field", "ts", "--workers", "1", "--max-doc-bytes", "1K"]
 
 

@@ -43,22 +43,32 @@ IO = ("neardup.io", "neardup.report")
 # (who imports, what it must never import, why). A name stands for the module or package and
 # everything under it; the root, ROOT, stands for its own __init__.py alone.
 NEVER_IMPORTS = (
-    (KERNELS + IO,
-     ("neardup.engines", "neardup.index", "neardup.quality", "neardup.cli", "neardup.api", ROOT),
-     "kernels and io are the ground floor: they know no engine, index, quality tool, API or "
-     "command"),
-    (("neardup.engines",),
-     ("neardup.cli", "neardup.index", "neardup.quality"),
-     "engines run the kernels; the index, the quality tools and the commands stand above them"),
+    (
+        KERNELS + IO,
+        ("neardup.engines", "neardup.index", "neardup.quality", "neardup.cli", "neardup.api", ROOT),
+        "kernels and io are the ground floor: they know no engine, index, quality tool, API, "
+        "command, nor the package root (the version is neardup._version)",
+    ),
+    (
+        ("neardup.engines",),
+        ("neardup.cli", "neardup.index", "neardup.quality"),
+        "engines run the kernels; the index, the quality tools and the commands stand above them",
+    ),
 )
 
 # (what is imported, the only others that may import it, why). What stands inside a guarded
 # package may import it too.
 ONLY_IMPORTED_BY = (
-    ("neardup.cli", ("neardup.__main__",),
-     "the command line is the top floor: nothing under it knows it"),
-    ("neardup.index.service", ("neardup.cli",),
-     "the HTTP service needs the service extra (fastapi) and only `neardup serve` starts it"),
+    (
+        "neardup.cli",
+        ("neardup.__main__",),
+        "the command line is the top floor: nothing under it knows it",
+    ),
+    (
+        "neardup.index.service",
+        ("neardup.cli",),
+        "the HTTP service needs the service extra (fastapi) and only `neardup serve` starts it",
+    ),
 )
 
 
@@ -96,8 +106,11 @@ def within(module: str, name: str) -> bool:
 def package_folders() -> set[str]:
     """Every folder under src/neardup that holds modules, by dotted name (with or without an
     ``__init__.py``)."""
-    return {module_name(p / "__init__.py") for p in (SRC / ROOT).rglob("*")
-            if p.is_dir() and any(p.glob("*.py"))}
+    return {
+        module_name(p / "__init__.py")
+        for p in (SRC / ROOT).rglob("*")
+        if p.is_dir() and any(p.glob("*.py"))
+    }
 
 
 def _resolve(name: str, known: set[str]) -> str | None:
@@ -110,8 +123,7 @@ def _resolve(name: str, known: set[str]) -> str | None:
     return name if name in known else None
 
 
-def imports_in(source: str, module: str, is_package: bool,
-               known: set[str]) -> set[tuple[str, int]]:
+def imports_in(source: str, module: str, is_package: bool, known: set[str]) -> set[tuple[str, int]]:
     """The neardup modules and packages (names from ``known``) that the source of ``module``
     imports, at any depth, as (name, line) pairs; O(size of the source).
 
@@ -183,20 +195,33 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def imports() -> list[Import]:
+    """Every import of a neardup module by a module under src/neardup, in path and line order."""
     modules = package_modules()
     known = known_names()
     found = []
     for module, path in modules.items():
         where = path.relative_to(SRC.parent).as_posix()
         source = path.read_text(encoding="utf-8")
-        found += [Import(module, imported, f"{where}:{line}") for imported, line in
-                  sorted(imports_in(source, module, path.name == "__init__.py", known))]
+        found += [
+            Import(module, imported, f"{where}:{line}")
+            for imported, line in sorted(
+                imports_in(source, module, path.name == "__init__.py", known)
+            )
+        ]
     return found
 
 
 def test_every_form_of_import_is_read():
-    known = {"neardup", "neardup._version", "neardup.io", "neardup.cli", "neardup.cli.dedup",
-             "neardup.cli.options", "neardup.engines", "neardup.engines.local"}
+    known = {
+        "neardup",
+        "neardup._version",
+        "neardup.io",
+        "neardup.cli",
+        "neardup.cli.dedup",
+        "neardup.cli.options",
+        "neardup.engines",
+        "neardup.engines.local",
+    }
     source = """
 import numpy
 import neardup.engines.local
@@ -222,7 +247,8 @@ def late():
     ]
     # In a package's __init__.py, "." is the package itself.
     assert imports_in("from .dedup import x", "neardup.cli", True, known) == {
-        ("neardup.cli.dedup", 1)}
+        ("neardup.cli.dedup", 1)
+    }
 
 
 def test_the_rules_name_modules_that_exist():
@@ -241,8 +267,11 @@ def test_no_import_cycles(imports):
     report = []
     for cycle in cycles:
         members = set(cycle)
-        ties = sorted(f"  {i.where}: {i.importer} -> {i.imported}" for i in imports
-                      if i.importer in members and i.imported in members)
+        ties = sorted(
+            f"  {i.where}: {i.importer} -> {i.imported}"
+            for i in imports
+            if i.importer in members and i.imported in members
+        )
         report.append(f"cycle between {', '.join(sorted(cycle))}:\n" + "\n".join(ties))
     assert not cycles, "modules import each other in a loop:\n" + "\n".join(report)
 
@@ -252,11 +281,13 @@ def test_imports_run_down_the_floors(imports):
     for i in imports:
         for importers, forbidden, why in NEVER_IMPORTS:
             if any(within(i.importer, n) for n in importers) and any(
-                    within(i.imported, n) for n in forbidden):
+                within(i.imported, n) for n in forbidden
+            ):
                 broken.append(f"{i.where}: {i.importer} imports {i.imported} ({why})")
         for guarded, allowed, why in ONLY_IMPORTED_BY:
             if within(i.imported, guarded) and not any(
-                    within(i.importer, a) for a in (guarded, *allowed)):
+                within(i.importer, a) for a in (guarded, *allowed)
+            ):
                 broken.append(f"{i.where}: {i.importer} imports {i.imported} ({why})")
     assert not broken, "imports that run against the floors:\n" + "\n".join(sorted(broken))
 

@@ -21,7 +21,8 @@ from neardup.engines.spill import (
     parse_memory_limit,
 )
 from neardup.io import read_documents
-from neardup.pipeline import Settings, find_groups, signatures
+from neardup.pipeline import find_groups, signatures
+from neardup.settings import Settings
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho "
          "sigma tau upsilon phi chi psi omega 고대 전쟁 실시간 전략 게임 역사 기반 경제 프로젝트").split()

@@ -191,12 +191,12 @@ def test_dedup_report_and_report_command_write_the_same_groups(tmp_path):
     result = runner.invoke(main, ["dedup", str(SAMPLE), "-o", str(groups), "--pairs-out",
                                   str(pairs), "--report", str(first), "-q"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["report", str(SAMPLE), "--groups", str(groups), "--pairs",
+    result = runner.invoke(main, ["report", str(SAMPLE), "--groups", str(groups), "--pairs-in",
                                   str(pairs), "-o", str(second), "-q"])
     assert result.exit_code == 0, result.output
     one, two = first.read_text(encoding="utf-8"), second.read_text(encoding="utf-8")
     again = tmp_path / "again.html"
-    result = runner.invoke(main, ["report", str(SAMPLE), "--groups", str(groups), "--pairs",
+    result = runner.invoke(main, ["report", str(SAMPLE), "--groups", str(groups), "--pairs-in",
                                   str(pairs), "-o", str(again), "-q"])
     assert result.exit_code == 0 and again.read_bytes() == second.read_bytes()
     headings = re.compile(r"<h3>group of [^<]*</h3>")
@@ -219,7 +219,7 @@ def test_report_command_marks_dedups_default_k_for_simhash_distances(tmp_path):
     result = runner.invoke(main, ["dedup", str(docs), "-o", str(groups), "--method", "simhash",
                                   "--shingle", "word:3", "--pairs-out", str(pairs), "-q"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["report", str(docs), "--groups", str(groups), "--pairs",
+    result = runner.invoke(main, ["report", str(docs), "--groups", str(groups), "--pairs-in",
                                   str(pairs), "-o", str(page), "-q"])
     assert result.exit_code == 0, result.output
     html = page.read_text(encoding="utf-8")

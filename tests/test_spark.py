@@ -13,29 +13,28 @@ from collections import Counter
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
-from hypothesis import settings as hyp_settings
-from hypothesis import strategies as st
 
 import neardup.engines.spark as spark_engine
-from neardup.candidates.tables import plan_tables
 from neardup.cli import main, spark_submit
-from neardup.cli.dedup import _groups_columns, _pairs_columns
+from neardup.engines.local import groups_columns as _groups_columns
+from neardup.engines.local import pairs_columns as _pairs_columns
 from neardup.engines.spark import (
     SparkEngine,
     dedup_dataframe,
-    first_shared_table,
     read_documents_spark,
     write_result,
 )
 from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
+from neardup.engines.spark.rows import rows_task
 from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS
 from neardup.groups import connected_components
-from neardup.io import InputError, read_documents, write_table
-from neardup.pipeline import Settings, find_groups, signatures
+from neardup.io import InputError, read_documents, read_fingerprints, read_table, write_table
+from neardup.pipeline import find_groups, signatures
+from neardup.settings import Settings
 
 pytestmark = pytest.mark.spark
 
@@ -128,7 +127,7 @@ def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, groupin
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
     try:
         result = dedup_dataframe(docs_frame(spark, corpus, partitions), settings, "id", "text", "ts",
-                                 position_col="p", partitions=partitions)
+                                 position_field="p", partitions=partitions)
         spark_files(result, settings, tmp_path)
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", "false")
@@ -163,7 +162,7 @@ def test_pairs_passed_through_the_original_same_as_local(spark, tmp_path, pairs,
     settings = Settings(method="minhash", shingle="char:4", pairs=pairs)  # LCS 0.8, the default
     local_files(CHAIN_DOCS, settings, tmp_path)
     result = dedup_dataframe(docs_frame(spark, CHAIN_DOCS, 2), settings, "id", "text", "ts",
-                             position_col="p", partitions=2)
+                             position_field="p", partitions=2)
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
     rows = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")
@@ -183,7 +182,7 @@ def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitio
     groups = local_files(docs, settings, tmp_path)
     assert groups.stats["largest_group"] >= 3000
     result = dedup_dataframe(docs_frame(spark, docs, partitions), settings, "id", "text", "ts",
-                             position_col="p", partitions=partitions, skew_threshold=100,
+                             position_field="p", partitions=partitions, skew_threshold=100,
                              center_local_max=40)
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
@@ -242,7 +241,7 @@ def test_dataframe_api_examples(spark):
     # The module docstring's example: exact duplicates after case folding and punctuation.
     df = spark.createDataFrame([("a", "the cat sat on the mat today"),
                                 ("b", "The cat sat on the mat, today!")], "id string, text string")
-    result = dedup_dataframe(df.coalesce(1), Settings(hamming_k=3))
+    result = dedup_dataframe(df.coalesce(1), Settings(method="simhash", hamming_k=3))
     assert [r.duplicate_id for r in result.groups.orderBy("pos").collect()] == ["a", "a"]
     result.release()
     # Fingerprints as longs (the uint64 bits, so the top bit makes a negative long) or hex text;
@@ -251,7 +250,7 @@ def test_dataframe_api_examples(spark):
     fps = spark.createDataFrame(
         [("p", top | 5, 3), ("q", top | 4, 1), ("r", 0xFF, 2), ("s", 0xFF, 5)],
         "id string, fingerprint long, ts long")
-    result = spark_engine.pairs_dataframe(fps.coalesce(1), 1, time_col="ts")
+    result = spark_engine.pairs_dataframe(fps.coalesce(1), 1, time_field="ts")
     pairs = sorted((p.id_a, p.id_b, p.distance, p.passed) for p in result.pairs.collect())
     groups = {g.id: g.original_id for g in result.groups.collect()}
     result.release()
@@ -450,6 +449,56 @@ def test_duplicate_id_names_both_places(spark, tmp_path):
     assert "first seen at" in str(remote.value)
 
 
+# Values of typed columns (Parquet, DataFrames) that the rules refuse, one row each: the task
+# reports each as the local reader does, with the first problem in its order (ID, text, time).
+TYPED_BAD_ROWS = [
+    (None, "x y", 1.0),
+    ("", "x y", 1.0),
+    ("a", None, 1.0),
+    ("a", "x y", None),
+    ("a", "x y", float("nan")),
+    ("a", "x y", 1e300),  # seconds past the range of int64 microseconds
+    ("a", "too long a text", 1e300),  # too large and a bad time: the text is checked first
+]
+
+
+@pytest.mark.parametrize("ident, text, ts", TYPED_BAD_ROWS)
+def test_rows_task_reports_a_bad_row_as_the_local_reader(ident, text, ts):
+    columns = {"id": pa.array([ident], pa.string()), "text": pa.array([text], pa.string()),
+               "ts": pa.array([ts], pa.float64())}
+    with pytest.raises(InputError) as local:
+        read_table(pa.table(columns), time_field="ts", max_doc_bytes=5).read_all()
+    raw = pa.record_batch({"_nd_pos": [0], "_nd_line": [1], "_nd_src": ["<table>"],
+                           "_v_id": columns["id"], "_v_text": columns["text"],
+                           "_v_time": columns["ts"]})
+    row = next(rows_task([raw], "typed", ("id", "text", "ts"), max_doc_bytes=5)).to_pylist()[0]
+    assert (row["reason"], row["field"], row["detail"]) == (
+        local.value.reason, local.value.field, local.value.detail)
+
+
+FINGERPRINT_BAD_LINES = [
+    "[1, 2]",
+    '[{"id": "a", "fingerprint": "00000000000000ff"},',  # a JSON array, not JSON Lines
+    '{"id": "a", "fingerprint": "zz"}',
+    '{"id": "a", "fingerprint": "00000000000000ff", "timestamp": "soon"}',
+    '{"fingerprint": "00000000000000ff"}',
+]
+
+
+@pytest.mark.parametrize("line", FINGERPRINT_BAD_LINES)
+def test_rows_task_reports_a_bad_fingerprint_line_as_the_local_reader(tmp_path, line):
+    path = tmp_path / "fps.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as local:
+        read_fingerprints([path])
+    raw = pa.record_batch({"_nd_pos": [0], "_nd_line": [1], "_nd_src": [str(path)],
+                           "value": [line]})
+    names = ("id", "fingerprint", "timestamp")
+    row = next(rows_task([raw], "fp_jsonl", names)).to_pylist()[0]
+    assert (row["reason"], row["field"], row["detail"]) == (
+        local.value.reason, local.value.field, local.value.detail)
+
+
 def test_missing_column_and_missing_file(spark, tmp_path):
     path = tmp_path / "docs.csv"
     pd.DataFrame({"key": ["a"], "text": ["x y z"]}).to_csv(path, index=False)
@@ -466,36 +515,6 @@ def test_dataframe_null_text_is_reported(spark):
     df = spark.createDataFrame([("a", "x y z"), ("b", None)], "id string, text string")
     with pytest.raises(InputError, match="<DataFrame>, row 2: missing field 'text'"):
         dedup_dataframe(df.coalesce(1), Settings())
-
-
-# ------------------------------------------------------------------------------------------
-# the first-table rule (no Spark needed)
-
-
-@hyp_settings(max_examples=60, deadline=None)
-@given(
-    k=st.integers(0, 6),
-    pairs=st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), min_size=1, max_size=30),
-)
-def test_first_shared_table_is_the_first_agreeing_prefix(k, pairs):
-    plan = plan_tables(1000, k)
-    a = np.array([p[0] for p in pairs], dtype=np.uint64)
-    b = np.array([p[1] for p in pairs], dtype=np.uint64)
-    got = first_shared_table(a, b, plan.masks)
-    for i, (x, y) in enumerate(pairs):
-        agree = [t for t, m in enumerate(plan.masks.tolist()) if (x ^ y) & m == 0]
-        assert got[i] == (agree[0] if agree else -1)
-
-
-@hyp_settings(max_examples=60, deadline=None)
-@given(k=st.integers(0, 6), x=st.integers(0, 2**64 - 1), flips=st.lists(st.integers(0, 63), max_size=6))
-def test_every_pair_within_k_has_a_first_table(k, x, flips):
-    y = x
-    for bit in flips[:k]:
-        y ^= 1 << bit
-    plan = plan_tables(10**6, k)
-    got = first_shared_table(np.array([x], np.uint64), np.array([y], np.uint64), plan.masks)
-    assert 0 <= got[0] < plan.num_tables
 
 
 def test_globs_of_parquet_and_csv_in_a_parquet_directory_out(spark, tmp_path):

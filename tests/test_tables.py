@@ -1,4 +1,5 @@
-"""Tests for neardup.candidates.tables: exactness against brute force over all N^2 pairs."""
+"""Tests for neardup.candidates.tables and .plan: exactness against brute force over all N^2
+pairs, the plans, and the first-table rule."""
 
 from __future__ import annotations
 
@@ -11,13 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.candidates import tables
-from neardup.candidates.tables import (
-    TablePlan,
-    collapse_identical,
-    distinct_hamming_pairs,
-    hamming_pairs,
-    plan_tables,
-)
+from neardup.candidates.plan import TablePlan, first_shared_table, plan_tables
+from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
 
 ALL_ONES = (1 << 64) - 1
 _BYTE_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
@@ -436,3 +432,42 @@ def test_table_plan_validation() -> None:
 def test_search_validation(call, match: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --------------------------------------------------------------------------------------------
+# The first-table rule
+# --------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(0, 6),
+    pairs=st.lists(
+        st.tuples(st.integers(0, ALL_ONES), st.integers(0, ALL_ONES)), min_size=1, max_size=30
+    ),
+)
+def test_first_shared_table_is_the_first_agreeing_prefix(
+    k: int, pairs: list[tuple[int, int]]
+) -> None:
+    plan = plan_tables(1000, k)
+    a = np.array([p[0] for p in pairs], dtype=np.uint64)
+    b = np.array([p[1] for p in pairs], dtype=np.uint64)
+    got = first_shared_table(a, b, plan.masks)
+    for i, (x, y) in enumerate(pairs):
+        agree = [t for t, m in enumerate(plan.masks.tolist()) if (x ^ y) & m == 0]
+        assert got[i] == (agree[0] if agree else -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(0, 6),
+    x=st.integers(0, ALL_ONES),
+    flips=st.lists(st.integers(0, 63), max_size=6),
+)
+def test_every_pair_within_k_has_a_first_table(k: int, x: int, flips: list[int]) -> None:
+    y = x
+    for bit in flips[:k]:
+        y ^= 1 << bit
+    plan = plan_tables(10**6, k)
+    got = first_shared_table(np.array([x], np.uint64), np.array([y], np.uint64), plan.masks)
+    assert 0 <= got[0] < plan.num_tables

@@ -4,7 +4,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.hashing import hash_strings
-from neardup.text import Shingling, hash_features, normalize, normalize_many, shingle_sets, shingles
+from neardup.text import (
+    Shingling,
+    canonical,
+    hash_features,
+    normalize,
+    normalize_many,
+    shingle_sets,
+    shingles,
+    stop_words,
+)
 
 MIXED = st.text(
     alphabet=st.one_of(
@@ -67,8 +76,11 @@ def test_char_shingles_ignore_spacing():
 
 
 @settings(deadline=None, max_examples=200)
-@given(st.lists(MIXED, max_size=8), st.sampled_from(["word:1", "word:3", "word:5", "char:1", "char:4"]),
-       st.sampled_from(["xxh", "md5"]))
+@given(
+    st.lists(MIXED, max_size=8),
+    st.sampled_from(["word:1", "word:3", "word:5", "char:1", "char:4"]),
+    st.sampled_from(["xxh", "md5"]),
+)
 def test_kernel_hashes_the_stated_shingles(texts, spec, hash_name):
     features = hash_features(texts, spec, hash_name)
     for d, text in enumerate(texts):
@@ -105,10 +117,8 @@ def test_shingle_spec_defaults():
 
 
 def test_code_point_tables_cached_on_disk_equal_a_fresh_build(tmp_path, monkeypatch):
-    from neardup import text as text_module
-
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    for table in (text_module.token_table, text_module._fold_table):
+    for table in (canonical.token_table, canonical._fold_table):
         fresh = table.__wrapped__.__wrapped__()  # below the process and disk caches
         table.cache_clear()
         built = table()  # no file yet: builds and writes it
@@ -127,13 +137,18 @@ def test_code_point_tables_cached_on_disk_equal_a_fresh_build(tmp_path, monkeypa
 # ---------------------------------------------------------------- multiset and stop-word shingles
 
 repeating_words = st.lists(
-    st.sampled_from(["the", "a", "cat", "sat", "on", "mat", "and", "dog", "그리고", "학교에", "집"]),
-    min_size=0, max_size=30).map(" ".join)
+    st.sampled_from(
+        ["the", "a", "cat", "sat", "on", "mat", "and", "dog", "그리고", "학교에", "집"]
+    ),
+    min_size=0,
+    max_size=30,
+).map(" ".join)
 
 
 @settings(max_examples=120, deadline=None)
-@given(repeating_words, repeating_words,
-       st.sampled_from(["word:1", "word:2", "char:3", "stopword:2"]))
+@given(
+    repeating_words, repeating_words, st.sampled_from(["word:1", "word:2", "char:3", "stopword:2"])
+)
 def test_multiset_jaccard_equals_brute_force(a, b, base):
     from collections import Counter
 
@@ -169,17 +184,18 @@ def brute_force_stopword_shingles(text, k, stops):
         return []
     if len(words) < k:
         return [" ".join(words)]
-    grams = [(w, " ".join(words[i:i + k])) for i, w in enumerate(words[:len(words) - k + 1])]
+    grams = [(w, " ".join(words[i : i + k])) for i, w in enumerate(words[: len(words) - k + 1])]
     anchored = [g for w, g in grams if w in stops]
     return anchored or [g for _, g in grams]
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.sampled_from(ENGLISH_WORDS + KOREAN_WORDS), max_size=25).map(" ".join),
-       st.integers(1, 4), st.sampled_from(["auto", "en", "ko"]))
+@given(
+    st.lists(st.sampled_from(ENGLISH_WORDS + KOREAN_WORDS), max_size=25).map(" ".join),
+    st.integers(1, 4),
+    st.sampled_from(["auto", "en", "ko"]),
+)
 def test_stopword_shingles_equal_a_python_filter(text, k, source):
-    from neardup.text import stop_words
-
     stops = set(stop_words(source))
     expected = brute_force_stopword_shingles(text, k, stops)
     spec = f"stopword:{k}:{source}"
@@ -187,12 +203,10 @@ def test_stopword_shingles_equal_a_python_filter(text, k, source):
     assert hash_features([text], spec).hashes.tolist() == hash_strings(expected).tolist()
     # A batch gives every document the features it gets alone.
     batch = hash_features([text, "the cat", text], spec)
-    assert batch.hashes[batch.offsets[2]:].tolist() == hash_strings(expected).tolist()
+    assert batch.hashes[batch.offsets[2] :].tolist() == hash_strings(expected).tolist()
 
 
 def test_stop_word_lists():
-    from neardup.text import stop_words
-
     en, ko, both = set(stop_words("en")), set(stop_words("ko")), set(stop_words("auto"))
     assert {"the", "of", "and"} <= en and {"그리고", "및", "것"} <= ko
     assert both == en | ko and not en & ko
@@ -218,46 +232,60 @@ def test_stop_word_file(tmp_path):
 
 
 def test_without_an_anchor_a_document_keeps_all_its_shingles():
-    assert shingles("alpha beta gamma delta", "stopword:2") == shingles("alpha beta gamma delta",
-                                                                         "word:2")
+    assert shingles("alpha beta gamma delta", "stopword:2") == shingles(
+        "alpha beta gamma delta", "word:2"
+    )
     f = hash_features(["alpha beta gamma", "the alpha beta", ""], "stopword:2")
     assert np.diff(f.offsets).tolist() == [2, 1, 0]
 
 
-@pytest.mark.parametrize("spec, parsed", [
-    ("stopword:3", Shingling("stopword", 3, False, "auto")),
-    ("stopword:3:ko", Shingling("stopword", 3, False, "ko")),
-    ("stopword:2:en:multiset", Shingling("stopword", 2, True, "en")),
-    ("stopword:4:set", Shingling("stopword", 4, False, "auto")),
-    ("word:3:set", Shingling("word", 3)),
-    ("char:4:multiset", Shingling("char", 4, True)),
-])
+@pytest.mark.parametrize(
+    "spec, parsed",
+    [
+        ("stopword:3", Shingling("stopword", 3, False, "auto")),
+        ("stopword:3:ko", Shingling("stopword", 3, False, "ko")),
+        ("stopword:2:en:multiset", Shingling("stopword", 2, True, "en")),
+        ("stopword:4:set", Shingling("stopword", 4, False, "auto")),
+        ("word:3:set", Shingling("word", 3)),
+        ("char:4:multiset", Shingling("char", 4, True)),
+    ],
+)
 def test_feature_option_specs(spec, parsed):
     assert Shingling.parse(spec) == parsed
     assert Shingling.parse(str(parsed)) == parsed
 
 
-@pytest.mark.parametrize("spec", ["word:3:en", "char:5:ko", "word:3:bag", "stopword:3:set:multiset",
-                                  "word:3:multiset:set"])
+@pytest.mark.parametrize(
+    "spec",
+    ["word:3:en", "char:5:ko", "word:3:bag", "stopword:3:set:multiset", "word:3:multiset:set"],
+)
 def test_bad_feature_option_specs(spec):
     with pytest.raises(ValueError, match="stopword:3"):
         Shingling.parse(spec)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.one_of(
-    st.integers(0, 2**64 - 1),
-    st.integers(0, 7),                         # tiny values: one bucket, many repeats
-    st.integers(2**64 - 8, 2**64 - 1),         # the top bucket
-    st.sampled_from([2**63, 2**63 + 1, 2**32]),
-), max_size=300), max_size=8))
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(
+                st.integers(0, 2**64 - 1),
+                st.integers(0, 7),  # tiny values: one bucket, many repeats
+                st.integers(2**64 - 8, 2**64 - 1),  # the top bucket
+                st.sampled_from([2**63, 2**63 + 1, 2**32]),
+            ),
+            max_size=300,
+        ),
+        max_size=8,
+    )
+)
 def test_shingle_sets_equal_numpy_unique(docs):
     hashes = np.array([h for doc in docs for h in doc], dtype=np.uint64)
     offsets = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([len(doc) for doc in docs], out=offsets[1:])
     set_offsets, set_hashes, counts = shingle_sets(offsets, hashes)
     for d in range(len(docs)):
-        values, times = np.unique(hashes[offsets[d]:offsets[d + 1]], return_counts=True)
+        values, times = np.unique(hashes[offsets[d] : offsets[d + 1]], return_counts=True)
         part = slice(set_offsets[d], set_offsets[d + 1])
         np.testing.assert_array_equal(set_hashes[part], values)
         np.testing.assert_array_equal(counts[part], times)

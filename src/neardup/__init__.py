@@ -14,7 +14,7 @@ Example:
 from neardup.api import dedup, fingerprint, groups_from_pairs, pairs_from_fingerprints
 from neardup.lsh import optimal_params
 from neardup.minhash import jaccard_estimate, minhash
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 from neardup.similarity import compare
 from neardup.simhash import hamming_distance, simhash
 from neardup.text import hash_features, normalize, shingles

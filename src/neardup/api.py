@@ -17,31 +17,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import pyarrow as pa
 
-from neardup.engines.local import fingerprint_texts, signatures_parallel
+from neardup.engines import Corpus, Outputs, engine_named
 from neardup.groups import connected_components, document_order, originals_of
-from neardup.io import DEFAULT_MAX_DOC_BYTES, read_table
-from neardup.pipeline import (
-    DEFAULT_METHOD,
-    DEFAULT_SHINGLE,
-    DEFAULT_SHINGLES,
-    DEFAULT_THRESHOLD,
+from neardup.io import DEFAULT_MAX_DOC_BYTES
+from neardup.settings import (
+    DEFAULT_HAMMING_K,
+    DEFAULT_HASH_NAME,
+    DEFAULT_NUM_PERM,
+    DEFAULT_SEED,
+    DEFAULT_VERIFY,
+    DEFAULT_WEIGHTS,
+    FINGERPRINT_METHOD,
     Settings,
     check_method_options,
-    find_groups,
+    renamed_keywords,
 )
 
 
-def _texts(data, column: str | None) -> list[str]:
+def _texts(data, text_field: str) -> list[str]:
     """A list of str from a str, sequence, numpy array, pandas Series/DataFrame or Arrow data."""
     if isinstance(data, str):
         return [data]
     if hasattr(data, "column_names") and hasattr(data, "column"):  # pyarrow.Table
-        return data.column(column or "text").to_pylist()
+        return data.column(text_field).to_pylist()
     if hasattr(data, "to_pylist"):  # pyarrow Array / ChunkedArray
         return data.to_pylist()
     if hasattr(data, "columns") and hasattr(data, "iloc"):  # pandas.DataFrame
-        return data[column or "text"].tolist()
+        return data[text_field].tolist()
     if hasattr(data, "tolist"):  # numpy array, pandas Series
         return list(data.tolist())
     return list(data)
@@ -54,24 +58,27 @@ def _check_texts(texts: list) -> list[str]:
     return texts
 
 
+@renamed_keywords(column="text_field")
 def fingerprint(
     data,
     *,
-    column: str | None = None,
-    method: str = "simhash",
-    shingle: str = "word:3",
-    num_perm: int = 128,
-    hash_name: str = "xxh",
-    weights: str = "set",
-    seed: int = 1,
+    text_field: str = "text",
+    method: str = FINGERPRINT_METHOD,
+    shingle: str | None = None,
+    num_perm: int = DEFAULT_NUM_PERM,
+    hash_name: str = DEFAULT_HASH_NAME,
+    weights: str = DEFAULT_WEIGHTS,
+    seed: int = DEFAULT_SEED,
     workers: int | None = None,
     idf=None,
 ) -> np.ndarray:
     """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]).
 
     ``data`` is a str, a sequence of str, a numpy array, a pandas Series, a DataFrame or Arrow
-    table (``column``, default "text") or an Arrow array. ``workers`` None = all cores.
-    ``shingle`` takes the feature options of :class:`neardup.text.Shingling` (``word:3:multiset``,
+    table (its column ``text_field``) or an Arrow array. ``workers`` None = all cores.
+    ``shingle`` None takes the method's default, as ``neardup fingerprint`` does (SimHash
+    word:3, MinHash char:4: :data:`neardup.settings.DEFAULT_SHINGLES`); it takes the feature
+    options of :class:`neardup.text.Shingling` (``word:3:multiset``,
     ``stopword:3:ko`` …). ``weights="idf"`` needs ``idf``, a :class:`neardup.idf.IdfTable` made
     with the same ``shingle`` and ``hash_name`` (``IdfTable.from_texts(corpus, shingle)``, or
     ``IdfTable.load(path)`` to reuse a saved one).
@@ -84,14 +91,14 @@ def fingerprint(
         >>> fingerprint(corpus, shingle="word:1", weights="idf", idf=table, workers=1).shape
         (2,)
     """
-    texts = _check_texts(_texts(data, column))
-    return fingerprint_texts(texts, method=method, shingle=shingle, num_perm=num_perm,
-                             hash_name=hash_name, weights=weights, seed=seed, workers=workers,
-                             idf=idf)
+    texts = _check_texts(_texts(data, text_field))
+    settings = Settings(method=method, shingle=shingle, num_perm=num_perm, hash_name=hash_name,
+                        weights=weights, seed=seed, verify=None, idf=idf)
+    return engine_named("local", workers=workers).fingerprint(texts, settings)
 
 
 def pairs_from_fingerprints(
-    fingerprints: np.ndarray, hamming_k: int = 3
+    fingerprints: np.ndarray, hamming_k: int = DEFAULT_HAMMING_K
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (i < j) of fingerprints within ``hamming_k`` bits, each once, with its distance.
 
@@ -122,12 +129,13 @@ def groups_from_pairs(
     return originals_of(labels, document_order(stamps))
 
 
+@renamed_keywords(text_column="text_field", id_column="id_field", time_column="time_field")
 def dedup(
     data,
     *,
-    text_column: str = "text",
-    id_column: str | None = "id",
-    time_column: str | None = None,
+    text_field: str = "text",
+    id_field: str | None = "id",
+    time_field: str | None = None,
     workers: int | None = None,
     on_error: str = "raise",
     max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
@@ -137,42 +145,40 @@ def dedup(
 
     ``data``: a pandas DataFrame, an Arrow table or a mapping of columns, read by the rules of
     ``neardup dedup`` (:func:`neardup.io.read_table`): IDs unique strings or integers (``1`` and
-    ``"1"`` are the same ID), texts strings, ``time_column`` seconds since the epoch, ISO 8601
+    ``"1"`` are the same ID), texts strings, ``time_field`` seconds since the epoch, ISO 8601
     strings or datetimes (naive = UTC), the earliest document of a group being its original; a
     missing or unreadable value is an :class:`neardup.io.InputError` naming the row, or the row
     is dropped with ``on_error="skip"`` (their count in ``result.attrs["skipped_rows"]``).
-    ``id_column=None`` numbers the rows from 0; so does a sequence of texts.
-    ``options``: any :class:`neardup.pipeline.Settings` field (``method``, ``hamming_k``,
-    ``threshold``, ``shingle``, ``grouping``, ``verify`` …); the defaults are those of
-    ``neardup dedup``: MinHash over ``char:4`` shingles, candidates verified by the
+    ``id_field=None`` numbers the rows from 0; so does a sequence of texts. The fields are named
+    as ``neardup dedup --id-field/--text-field/--time-field`` names them (``id_column``,
+    ``text_column`` and ``time_column`` are their deprecated names).
+    ``options``: any :class:`neardup.settings.Settings` field (``method``, ``hamming_k``,
+    ``threshold``, ``shingle``, ``grouping``, ``verify`` …), with its defaults, which are those
+    of ``neardup dedup``: MinHash over ``char:4`` shingles, candidates verified by the
     definition's rule (LCS resemblance ≥ 0.8, see :mod:`neardup.lcs`).
 
     Returns a pandas DataFrame with columns ``id, duplicate_id, original_id, is_original,
-    group_size``, one row per document read, in input order.
+    group_size``, one row per document read, in input order. Cost: that of ``neardup dedup``
+    on the same documents, in memory.
+
+    Example:
+        >>> import pandas as pd
+        >>> table = pd.DataFrame({"doc": ["a", "b"], "body": ["x y z w", "x y z w!"]})
+        >>> dedup(table, id_field="doc", text_field="body", workers=1)["original_id"].tolist()
+        ['a', 'a']
     """
     import pandas as pd
 
-    method = options.get("method", DEFAULT_METHOD)
-    defaults = {"method": method, "shingle": DEFAULT_SHINGLES.get(method, DEFAULT_SHINGLE),
-                "threshold": DEFAULT_THRESHOLD}
-    settings = Settings(**{**defaults, **options})
-    check_method_options(settings.method, options, options.get("verify", "auto"))
+    settings = Settings(**options)
+    check_method_options(settings.method, options, options.get("verify", DEFAULT_VERIFY))
     if not (hasattr(data, "column_names") or hasattr(data, "iloc") or isinstance(data, Mapping)):
-        data, id_column = {text_column: _texts(data, None)}, None
-    reader = read_table(data, id_field=id_column, text_field=text_column, time_field=time_column,
-                        on_error=on_error, max_doc_bytes=max_doc_bytes)
-    batch = reader.read_all()
-    texts, ids, stamps = batch.texts, batch.ids, batch.timestamps
-    sig = signatures_parallel(texts, settings, workers, keep_sets=False)
-    groups = find_groups(sig, stamps, settings, texts)
-    id_array = np.asarray(ids, dtype=object)
-    original_ids = id_array[groups.original]
-    result = pd.DataFrame({
-        "id": id_array,
-        "duplicate_id": original_ids,
-        "original_id": original_ids,
-        "is_original": groups.is_original,
-        "group_size": groups.group_size,
-    })
-    result.attrs["skipped_rows"] = reader.stats.skipped
+        data, id_field = {text_field: _texts(data, text_field)}, None
+    corpus = Corpus(table=data, reading={
+        "id_field": id_field, "text_field": text_field, "time_field": time_field,
+        "on_error": on_error, "max_doc_bytes": max_doc_bytes})
+    run = engine_named("local", workers=workers).dedup(corpus, settings, Outputs())
+    # The IDs come as Arrow columns; pandas takes them as arrays of Python strings.
+    result = pd.DataFrame({name: column.to_numpy() if isinstance(column, pa.ChunkedArray)
+                           else column for name, column in run.groups.items()})
+    result.attrs["skipped_rows"] = run.read.skipped
     return result

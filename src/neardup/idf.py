@@ -184,5 +184,5 @@ class IdfTable:
         shingle = str(Shingling.parse(shingle))
         if (shingle, hash_name) != (self.shingle, self.hash_name):
             raise ValueError(
-                f"the IDF table was computed for --shingle {self.shingle} --hash {self.hash_name}, "
-                f"not --shingle {shingle} --hash {hash_name}")
+                f"the IDF table was computed for --shingle {self.shingle} --hash-name {self.hash_name}, "
+                f"not --shingle {shingle} --hash-name {hash_name}")

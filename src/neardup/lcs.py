@@ -66,7 +66,7 @@ from numba import njit
 
 from neardup.hashing import _xxh64_padded
 from neardup.similarity import _trim_common
-from neardup.text import Canonical, _canonical, _decode
+from neardup.text.canonical import Canonical, canonical_texts, utf8_code_point
 
 __all__ = [
     "LCS_UNITS",
@@ -174,7 +174,7 @@ def _auto_codes(canon, offsets):
         i = lo
         while i < hi:
             if canon[i] >= 0xE1:  # a lead byte of U+1000 and above: decode and look
-                cp, length = _decode(canon, i)
+                cp, length = utf8_code_point(canon, i)
                 if _unspaced_script(cp):
                     by_character = True
                     break
@@ -184,7 +184,7 @@ def _auto_codes(canon, offsets):
         if by_character:
             i = lo
             while i < hi:
-                cp, length = _decode(canon, i)
+                cp, length = utf8_code_point(canon, i)
                 if cp != 32:
                     codes[o] = np.uint64(cp) | _TAG
                     o += 1
@@ -219,7 +219,7 @@ def _auto_counts(canon, offsets):
             elif (b0 & 0xC0) != 0x80:
                 characters += 1
                 if b0 >= 0xE1 and not by_character:
-                    cp, _ = _decode(canon, i)
+                    cp, _ = utf8_code_point(canon, i)
                     by_character = _unspaced_script(cp)
             i += 1
         if by_character:
@@ -264,7 +264,7 @@ def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.
     """
     if unit not in LCS_UNITS:
         raise ValueError(f"LCS unit must be one of {', '.join(LCS_UNITS)}; got {unit!r}")
-    canon, offsets, _ = _canonical(list(texts))
+    canon, offsets, _ = canonical_texts(list(texts))
     if unit == "auto":
         return _auto_codes(canon, offsets)
     if unit == "syllable":

@@ -21,6 +21,8 @@
    e. **pairs** to report: an edge from each group's original to every other member
       (``pairs="original"``), or every near-duplicate pair (``pairs="all"``, output-sized).
 
+Both take the run's options as one :class:`neardup.settings.Settings`.
+
 Example:
     >>> s = Settings(method="simhash", hamming_k=3)
     >>> sig = signatures(["a b c d e", "A b, c d e!", "x y z"], s)
@@ -33,9 +35,8 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field, replace
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -43,202 +44,12 @@ from numba import njit
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
 from neardup.groups import center_groups, connected_components, document_order, originals_of
-from neardup.lsh import optimal_params
-from neardup.minhash import check_num_perm, jaccard_estimate, minhash_from_features
-from neardup.simhash import WEIGHTS, hamming_distance, simhash_from_features
-from neardup.text import Canonical, Shingling, hash_features, shingle_sets
 from neardup.lcs import lcs_unit_counts
-from neardup.verify import LCS_UNIT, VERIFY_MEASURES, Verification, parse_verify
-
-METHODS = ("simhash", "minhash")
-GROUPINGS = ("components", "center")
-PAIR_MODES = ("original", "all")
-MAX_HAMMING_K = 32
-FN_WEIGHT = 0.9
-# The defaults of `neardup dedup` and `neardup.dedup`, chosen by measurement (README, "Quality").
-DEFAULT_METHOD = "minhash"
-#: The features of each method when none are given, everywhere (command line, Python API,
-#: index, Spark): SimHash over word 3-grams (the seed design, and the index's), MinHash over
-#: character 4-grams (README, "Defaults, and why").
-DEFAULT_SHINGLES = {"simhash": "word:3", "minhash": "char:4"}
-DEFAULT_SHINGLE = DEFAULT_SHINGLES[DEFAULT_METHOD]
-DEFAULT_THRESHOLD = 0.8
-
-
-#: The options that only one method uses: Settings field → that method.
-METHOD_OPTIONS = {
-    "hamming_k": "simhash",
-    "weights": "simhash",
-    "idf": "simhash",
-    "num_perm": "minhash",
-    "seed": "minhash",
-    "threshold": "minhash",
-    "bands": "minhash",
-    "rows": "minhash",
-}
-
-
-def check_method_options(method: str, given: Iterable[str], verify: Any = "auto",
-                         spell: Callable[[str], str] = str) -> None:
-    """Raise ``ValueError`` if an option in ``given`` (the options the user set, by Settings
-    field name) does not apply to ``method``, rather than run as if it were absent. ``spell``
-    turns a field name into the user's spelling (e.g. ``--hamming-k``). SimHash uses
-    ``threshold`` when ``verify`` is a bare measure ("jaccard", "lcs") that takes it.
-
-    Example:
-        >>> check_method_options("minhash", ["threshold", "shingle"])
-        >>> check_method_options("minhash", ["hamming_k"])
-        Traceback (most recent call last):
-        ...
-        ValueError: hamming_k applies to method simhash, not minhash; drop it or choose method simhash
-    """
-    for name in given:
-        owner = METHOD_OPTIONS.get(name)
-        if owner is None or owner == method:
-            continue
-        if name == "threshold" and str(verify).strip().lower() in VERIFY_MEASURES:
-            continue
-        raise ValueError(f"{spell(name)} applies to method {owner}, not {method}; drop it or "
-                         f"choose method {owner}")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Every option of a dedup run; validated on creation.
-
-    Attributes:
-        method: "simhash" (64-bit fingerprints, Hamming distance) or "minhash" (LSH bands).
-        shingle: "word:k" or "char:k" (see :mod:`neardup.text`).
-        hash_name: feature hash, "xxh" (XXH64) or "md5" (upper 64 bits of MD5).
-        weights: SimHash feature weights, "set", "tf" or "idf" (with ``idf``).
-        idf: the :class:`neardup.idf.IdfTable` of ``weights="idf"`` (made with the same
-            ``shingle`` and ``hash_name``), else None.
-        num_perm: MinHash permutations.
-        seed: MinHash seed.
-        hamming_k: SimHash near-duplicate distance, in bits (0..32).
-        threshold: MinHash near-duplicate threshold in (0, 1): of the verification measure
-            when ``verify`` is "auto", "lcs" or "jaccard", of the MinHash Jaccard estimate
-            without verification; also picks the LSH bands (see :meth:`banding`).
-        bands, rows: force the LSH banding (both or neither); default: :meth:`banding`.
-        verify: how candidates are verified, or None: a spec "lcs:T" / "jaccard:T"
-            (:func:`neardup.verify.parse_verify`), "lcs" or "jaccard" (at ``threshold``), or a
-            number (exact Jaccard). "auto" = ``"lcs"`` for MinHash (the definition's rule: LCS
-            resemblance by words or syllables), None for SimHash.
-        verify_measure: "jaccard" or "lcs", set from the ``verify`` spec.
-        grouping: "components" or "center".
-        pairs: "original" or "all".
-    """
-
-    method: str = "simhash"
-    shingle: str = "word:3"
-    hash_name: str = "xxh"
-    weights: str = "set"
-    num_perm: int = 128
-    seed: int = 1
-    hamming_k: int = 3
-    threshold: float = 0.8
-    bands: int | None = None
-    rows: int | None = None
-    verify: float | str | None = "auto"
-    grouping: str = "components"
-    pairs: str = "original"
-    idf: Any = field(default=None, compare=False, repr=False)
-    verify_measure: str = "jaccard"
-
-    def __post_init__(self) -> None:
-        _choice("method", self.method, METHODS)
-        _choice("grouping", self.grouping, GROUPINGS)
-        _choice("pairs", self.pairs, PAIR_MODES)
-        _choice("weights", self.weights, WEIGHTS)
-        object.__setattr__(self, "shingle", str(Shingling.parse(self.shingle)))
-        check_num_perm(self.num_perm)
-        if not 0 <= self.hamming_k <= MAX_HAMMING_K:
-            raise ValueError(f"hamming_k must be in 0..{MAX_HAMMING_K}; got {self.hamming_k}")
-        if not 0.0 < self.threshold < 1.0:
-            raise ValueError(f"threshold must be in (0, 1); got {self.threshold}")
-        if (self.bands is None) != (self.rows is None):
-            raise ValueError("bands and rows must be given together")
-        if self.bands is not None and not (
-            self.bands >= 1 and self.rows >= 1 and self.bands * self.rows <= self.num_perm
-        ):
-            raise ValueError(
-                f"bands × rows must be in 1..num_perm ({self.num_perm}); "
-                f"got bands={self.bands}, rows={self.rows}"
-            )
-        if self.verify == "auto":
-            verify = None
-            if self.method == "minhash":
-                verify = self.threshold
-                object.__setattr__(self, "verify_measure", "lcs")
-        elif isinstance(self.verify, str) and self.verify.strip().lower() in VERIFY_MEASURES:
-            verify = self.threshold
-            object.__setattr__(self, "verify_measure", self.verify.strip().lower())
-        elif isinstance(self.verify, str) or self.verify is None:
-            parsed = parse_verify(self.verify)
-            verify = None if parsed is None else parsed.threshold
-            if parsed is not None:
-                object.__setattr__(self, "verify_measure", parsed.measure)
-        else:
-            verify = float(self.verify)
-            if not 0.0 < verify <= 1.0:
-                raise ValueError(f"verify threshold must be in (0, 1]; got {verify}")
-        object.__setattr__(self, "verify", verify)
-        _choice("verify_measure", self.verify_measure, VERIFY_MEASURES)
-        if self.weights == "idf":
-            if self.method != "simhash":
-                raise ValueError("weights='idf' applies to SimHash (method='simhash')")
-            if self.idf is None:
-                raise ValueError("weights='idf' needs an IDF table: idf=IdfTable(...) "
-                                 "(neardup.idf), or --idf-in FILE on the command line")
-            self.idf.check(self.shingle, self.hash_name)
-        elif self.idf is not None:
-            raise ValueError(f"an IDF table is used only with weights='idf'; got {self.weights!r}")
-
-    @property
-    def needs_sets(self) -> bool:
-        """Whether the run needs verification data (shingle sets or LCS units)."""
-        return self.verify is not None
-
-    @property
-    def verification(self) -> Verification | None:
-        """The verification measure and threshold, or None."""
-        return None if self.verify is None else Verification(self.verify_measure, self.verify)
-
-    def banding(self) -> tuple[int, int]:
-        """The (bands, rows) of the MinHash LSH: forced, or tuned by
-        :func:`neardup.lsh.optimal_params` for the Jaccard that candidates must reach.
-
-        - LCS verification at T: Jaccard T / 2, errors weighed equally. One changed word in
-          five (an LCS of 0.8) breaks about twice its share of char 4-grams, and short texts
-          lose more; the margin is in the target, so weighing misses more only adds
-          candidates. At T = 0.8 this is 32 bands × 4 rows: 0.994 (Korean) and 1.000
-          (English) of the pairs of the exhaustive Debian oracle become candidates; 42 × 3
-          (misses weighed 9 times) adds 0.001 for 3 times the candidates (README, "Defaults,
-          and why").
-        - Jaccard verification at T: Jaccard T, a missed pair weighing 9 times a false
-          candidate (``FN_WEIGHT``: the check removes false candidates, nothing brings a
-          missed pair back).
-        - Without verification: ``threshold``, errors weighed equally.
-        """
-        if self.bands is not None:
-            return self.bands, self.rows
-        if self.verify is None:
-            params = optimal_params(self.threshold, self.num_perm)
-        elif self.verify_measure == "lcs":
-            params = optimal_params(self.verify / 2, self.num_perm)
-        else:
-            params = optimal_params(self.threshold, self.num_perm, fp_weight=1 - FN_WEIGHT,
-                                    fn_weight=FN_WEIGHT)
-        return params.bands, params.rows
-
-    def replace(self, **changes) -> Settings:
-        """A copy with some options changed (validated again)."""
-        return replace(self, **changes)
-
-
-def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
+from neardup.minhash import jaccard_estimate, minhash_from_features
+from neardup.settings import Settings
+from neardup.simhash import hamming_distance, simhash_from_features
+from neardup.text import Canonical, hash_features, shingle_sets
+from neardup.verify import LCS_UNIT, Verification
 
 
 @dataclass
@@ -405,7 +216,7 @@ def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple
     empty range. O(bytes of those documents).
 
     Example:
-        >>> o, h = sets_for(["a b c d", "x y z w", "a b c e"], np.array([2, 0]), Settings(shingle="word:3"))
+        >>> o, h = sets_for(["a b c d", "x y z w", "a b c e"], np.array([2, 0]), Settings(method="simhash"))
         >>> np.diff(o).tolist()
         [2, 0, 2]
     """

@@ -187,7 +187,7 @@ def describe_settings(settings) -> dict[str, str]:
     only, with the LSH banding worked out. ``settings`` is a :class:`neardup.pipeline.Settings`.
 
     Example:
-        >>> from neardup.pipeline import Settings
+        >>> from neardup.settings import Settings
         >>> describe_settings(Settings(method="simhash"))["near-duplicates"]
         'Hamming distance ≤ 3 bits'
     """

@@ -217,6 +217,18 @@ def _trim_common(x, y):
 
 
 @njit(cache=True)
+def _trimmed_longer_first(x, y):
+    """(p, s, longer, shorter): the common prefix and suffix lengths of :func:`_trim_common`,
+    then what is left of x and y between them, the longer first (x's on a tie)."""
+    p, s = _trim_common(x, y)
+    xa = x[p : x.shape[0] - s]
+    ya = y[p : y.shape[0] - s]
+    if xa.shape[0] >= ya.shape[0]:
+        return p, s, xa, ya
+    return p, s, ya, xa
+
+
+@njit(cache=True)
 def _levenshtein_full(x, y):
     m = y.shape[0]
     row = np.arange(m + 1, dtype=np.int64)
@@ -239,16 +251,8 @@ def _levenshtein_full(x, y):
 @njit(cache=True)
 def _levenshtein_kernel(x_in, y_in, k):
     """min(d(x, y), k + 1), computing only the cells within k of the diagonal (Ukkonen)."""
-    p, s = _trim_common(x_in, y_in)
     # A common prefix or suffix is matched by some optimal alignment, so it costs nothing.
-    xa = x_in[p : x_in.shape[0] - s]
-    ya = y_in[p : y_in.shape[0] - s]
-    if xa.shape[0] >= ya.shape[0]:
-        x = xa
-        y = ya
-    else:
-        x = ya
-        y = xa
+    _, _, x, y = _trimmed_longer_first(x_in, y_in)
     n = x.shape[0]
     m = y.shape[0]  # m <= n: the rows run over the shorter sequence
     if m == 0:
@@ -378,16 +382,8 @@ def _edit_similarity(distance: int, n: int, m: int) -> float:
 
 @njit(cache=True)
 def _lcs_kernel(x_in, y_in):
-    p, s = _trim_common(x_in, y_in)
     # A common prefix or suffix always extends some longest common subsequence.
-    xa = x_in[p : x_in.shape[0] - s]
-    ya = y_in[p : y_in.shape[0] - s]
-    if xa.shape[0] >= ya.shape[0]:
-        x = xa
-        y = ya
-    else:
-        x = ya
-        y = xa
+    p, s, x, y = _trimmed_longer_first(x_in, y_in)
     n = x.shape[0]
     m = y.shape[0]
     if m == 0:

@@ -1,17 +1,15 @@
 """Manku permutation tables: every pair of 64-bit fingerprints within Hamming distance k.
 
-Method (Manku, Jain, Das Sarma 2007, "Detecting near-duplicates for web crawling"):
-split the 64 bits into ``B = hamming_k + c`` contiguous blocks. Two fingerprints that differ
-in at most ``k`` bits differ in at most ``k`` blocks, so they agree exactly on at least
-``B - k = c`` blocks (pigeonhole). For each of the ``C(B, c)`` choices of ``c`` blocks there is
-one *table*: the chosen blocks are moved to the front of the fingerprint (a block permutation),
-the permuted fingerprints are sorted by that prefix, and only fingerprints that share the prefix
-are compared (XOR + popcount). Every pair within ``k`` shares the prefix of at least one table,
-so the search is exact, not probabilistic.
+The tables are those of a :class:`~neardup.candidates.plan.TablePlan` (see
+:mod:`neardup.candidates.plan` for the method and its pigeonhole guarantee). For each table, the
+fingerprints are permuted so that the table's prefix blocks lead, radix-sorted by that prefix,
+and only fingerprints that share the prefix are compared (XOR + popcount). Every pair within
+``k`` shares the prefix of at least one table, so the search is exact, not probabilistic.
 
 Each pair is reported exactly once without a global de-duplication: table ``t`` keeps a pair
 only if ``t`` is the *first* table on whose prefix the two fingerprints agree, i.e. it skips a
-pair whose XOR is zero on the prefix mask of some earlier table ``t' < t``.
+pair whose XOR is zero on the prefix mask of some earlier table ``t' < t``
+(:func:`~neardup.candidates.plan.first_agreeing_mask`).
 
 Skew (one prefix shared by a very large group) is handled by the recursive variant: the members
 of a large group already agree on the table prefix, so only the bits on which they differ are
@@ -26,284 +24,32 @@ Tables are processed one after another, so extra memory is a few arrays of the i
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from itertools import combinations
-
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from neardup.candidates.plan import (
+    FINGERPRINT_BITS,
+    TablePlan,
+    cheapest_plan,
+    check_hamming_k,
+    estimated_cost,
+    first_agreeing_mask,
+    permute_bits,
+    permute_bits_into,
+    plan_tables,
+    table_fields,
+)
+
 __all__ = [
-    "MAX_HAMMING_K",
-    "TablePlan",
     "collapse_identical",
     "distinct_hamming_pairs",
     "hamming_pairs",
-    "plan_tables",
+    "popcount64",
 ]
-
-MAX_HAMMING_K = 32
-"""Largest supported ``hamming_k``; beyond half the width the tables stop pruning anything."""
-
-FINGERPRINT_BITS = 64
-
-_AUTO_MAX_TABLES = 200
-"""The automatic plan never uses more tables than this."""
-
-_MAX_TABLES = 10_000
-"""A forced plan may not exceed this many tables (C(B, c) grows very fast)."""
 
 _RADIX_DIGIT_BITS = 11
 """Largest digit of the prefix radix sort: 2048 counters stay in L1 cache."""
-
-
-# --------------------------------------------------------------------------------------------
-# Plans
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TablePlan:
-    """Which blocks and which tables the permutation search uses.
-
-    Attributes:
-        hamming_k: largest Hamming distance reported (bits).
-        blocks: ``(start, width)`` bit ranges, most significant block first, that partition the
-            ``bits`` bits of a fingerprint exactly (bit 0 is the least significant bit).
-        prefix_blocks: ``c``, the number of blocks forming each table's prefix.
-        tables: for each table, the indices of its prefix blocks: all ``C(B, c)`` combinations
-            in lexicographic order, ``B = len(blocks) >= hamming_k + c``.
-        bits: width of the fingerprints in bits (64; fewer inside the recursive variant).
-
-    Pigeonhole guarantee: two fingerprints at distance ``<= hamming_k`` differ in at most
-    ``hamming_k`` blocks, so they agree on ``>= B - hamming_k >= c`` blocks and hence on the
-    whole prefix of at least one table.
-
-    Example:
-        >>> plan = plan_tables(1_000_000, 3, prefix_blocks=2)
-        >>> plan.blocks
-        ((51, 13), (38, 13), (25, 13), (12, 13), (0, 12))
-        >>> plan.num_tables, plan.prefix_bits
-        (10, 25)
-        >>> hex(int(plan.masks[0]))
-        '0xffffffc000000000'
-    """
-
-    hamming_k: int
-    blocks: tuple[tuple[int, int], ...]
-    prefix_blocks: int
-    tables: tuple[tuple[int, ...], ...]
-    bits: int = FINGERPRINT_BITS
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.bits <= FINGERPRINT_BITS:
-            raise ValueError(f"bits must be in 1..{FINGERPRINT_BITS}, got {self.bits}")
-        if not 0 <= self.hamming_k <= MAX_HAMMING_K:
-            raise ValueError(f"hamming_k must be in 0..{MAX_HAMMING_K}, got {self.hamming_k}")
-        end = self.bits
-        for start, width in self.blocks:
-            if width < 1 or start + width != end:
-                raise ValueError(
-                    "blocks must be contiguous bit ranges (start, width >= 1) covering bits "
-                    f"{self.bits - 1}..0 from the most significant down, got {self.blocks}"
-                )
-            end = start
-        if end != 0 or not self.blocks:
-            raise ValueError(
-                f"blocks must partition bits {self.bits - 1}..0 exactly, got {self.blocks}"
-            )
-        num_blocks = len(self.blocks)
-        if not 1 <= self.prefix_blocks <= num_blocks - self.hamming_k:
-            raise ValueError(
-                f"prefix_blocks must be in 1..{num_blocks - self.hamming_k} "
-                f"(blocks - hamming_k) for {num_blocks} blocks and hamming_k={self.hamming_k}, "
-                f"got {self.prefix_blocks}"
-            )
-        expected = tuple(combinations(range(num_blocks), self.prefix_blocks))
-        if tuple(tuple(t) for t in self.tables) != expected:
-            raise ValueError(
-                f"tables must be all C({num_blocks}, {self.prefix_blocks}) combinations of "
-                "block indices in lexicographic order"
-            )
-
-    @property
-    def num_tables(self) -> int:
-        """Number of tables, ``C(B, c)``."""
-        return len(self.tables)
-
-    @property
-    def table_prefix_bits(self) -> tuple[int, ...]:
-        """Prefix width in bits of each table."""
-        return tuple(sum(self.blocks[b][1] for b in table) for table in self.tables)
-
-    @property
-    def prefix_bits(self) -> int:
-        """Shortest prefix over all tables, in bits (it bounds the expected group size)."""
-        return min(self.table_prefix_bits)
-
-    @property
-    def masks(self) -> np.ndarray:
-        """One ``uint64`` mask per table selecting the bits of its prefix."""
-        block_masks = [((1 << w) - 1) << s for s, w in self.blocks]
-        return np.array(
-            [sum(block_masks[b] for b in table) for table in self.tables], dtype=np.uint64
-        )
-
-
-def _even_blocks(bits: int, num_blocks: int) -> tuple[tuple[int, int], ...]:
-    """Split ``bits`` into ``num_blocks`` contiguous ranges whose widths differ by at most 1.
-
-    The wider blocks come first (most significant), e.g. 64 bits in 5 blocks: 13,13,13,13,12.
-    """
-    base, extra = divmod(bits, num_blocks)
-    blocks = []
-    end = bits
-    for i in range(num_blocks):
-        width = base + (1 if i < extra else 0)
-        blocks.append((end - width, width))
-        end -= width
-    return tuple(blocks)
-
-
-def _make_plan(hamming_k: int, num_blocks: int, prefix_blocks: int, bits: int) -> TablePlan:
-    return TablePlan(
-        hamming_k=hamming_k,
-        blocks=_even_blocks(bits, num_blocks),
-        prefix_blocks=prefix_blocks,
-        tables=tuple(combinations(range(num_blocks), prefix_blocks)),
-        bits=bits,
-    )
-
-
-def _estimated_cost(n: int, num_tables: int, prefix_bits: int) -> float:
-    """Cost model of one search, in units of roughly one comparison.
-
-    ``num_tables * (n * log2(n) + n * n / 2**prefix_bits)``: per table, sorting ``n`` keys plus
-    comparing each fingerprint with the others of its prefix group, whose expected size is
-    ``n / 2**prefix_bits`` for uniformly spread fingerprints.
-    """
-    n = max(n, 2)
-    return num_tables * (n * math.log2(n) + n * (n / 2.0**prefix_bits))
-
-
-def _auto_plan(n: int, hamming_k: int, bits: int) -> TablePlan:
-    """Cheapest plan under `_estimated_cost` with at most `_AUTO_MAX_TABLES` tables."""
-    best: TablePlan | None = None
-    best_cost = math.inf
-    c = 1
-    while hamming_k + c <= bits:
-        num_tables = math.comb(hamming_k + c, c)
-        if num_tables > _AUTO_MAX_TABLES and best is not None:
-            break
-        plan = _make_plan(hamming_k, hamming_k + c, c, bits)
-        cost = _estimated_cost(n, num_tables, plan.prefix_bits)
-        # Strict "<": on ties the smaller c (fewer tables) wins, e.g. k = 0 keeps one table.
-        if cost < best_cost:
-            best, best_cost = plan, cost
-        c += 1
-    assert best is not None, "caller guarantees bits > hamming_k"
-    return best
-
-
-def plan_tables(
-    n: int,
-    hamming_k: int,
-    *,
-    prefix_blocks: int | None = None,
-    blocks: int | None = None,
-) -> TablePlan:
-    """Choose blocks and tables for finding all pairs within ``hamming_k`` among ``n`` values.
-
-    With neither ``prefix_blocks`` nor ``blocks`` given, ``c = prefix_blocks`` is chosen from
-    ``n`` and ``hamming_k`` by a cost model (units of about one comparison)::
-
-        cost(c) = T * (n * log2(n) + n * n / 2**p)
-        T = C(k + c, c) tables,   B = k + c blocks of (nearly) equal width,
-        p = shortest table prefix in bits = the narrowest c blocks,
-
-    i.e. per table a sort of ``n`` keys plus comparing each value with its prefix group, whose
-    expected size is ``n / 2**p`` for uniformly spread fingerprints. ``c`` runs over
-    ``1, 2, ...`` while ``T <= 200`` and ``B <= 64``; the cheapest wins (ties: smaller ``c``).
-    For ``hamming_k = 3`` this picks::
-
-        n = 1e6: c = 1, 4 tables, 16-bit prefixes, ~15 values a group
-        n = 1e7: c = 2, 10 tables, 25-bit prefixes, ~0.3 values a group
-        n = 1e9: c = 2, 10 tables, 25-bit prefixes, ~30 values a group (c = 3, 20 tables
-                 of 31 bits, is within 2 % of it)
-
-    ``hamming_k = 0`` gives one table whose prefix is the whole fingerprint (exact match).
-
-    Forcing: ``prefix_blocks`` alone gives ``B = hamming_k + prefix_blocks``; ``blocks`` alone
-    gives ``c = blocks - hamming_k``; both require ``blocks >= hamming_k + prefix_blocks``
-    (more blocks than that stays exact but needs more tables).
-
-    Args:
-        n: number of (distinct) fingerprints the plan is for, ``>= 0``; only the cost model
-            uses it.
-        hamming_k: largest Hamming distance, in ``0..32`` bits.
-        prefix_blocks: force ``c``, the number of blocks in each table's prefix (``>= 1``).
-        blocks: force ``B``, the number of blocks, in ``hamming_k + 1 .. 64``.
-
-    Returns:
-        A validated `TablePlan`.
-
-    Complexity: ``O(T)`` for the chosen plan, a few microseconds.
-
-    Example:
-        >>> plan = plan_tables(10_000_000, 3)
-        >>> plan.prefix_blocks, len(plan.blocks), plan.num_tables, plan.prefix_bits
-        (2, 5, 10, 25)
-        >>> plan_tables(100, 0).tables
-        ((0,),)
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be an integer >= 0, got {n!r}")
-    _check_hamming_k(hamming_k)
-    k = int(hamming_k)
-    if prefix_blocks is not None:
-        if isinstance(prefix_blocks, bool) or not isinstance(prefix_blocks, (int, np.integer)):
-            raise ValueError(f"prefix_blocks must be an integer >= 1, got {prefix_blocks!r}")
-        if not 1 <= prefix_blocks <= FINGERPRINT_BITS - k:
-            raise ValueError(
-                f"prefix_blocks must be in 1..{FINGERPRINT_BITS - k} (64 - hamming_k), "
-                f"got {prefix_blocks}"
-            )
-    if blocks is not None:
-        if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)):
-            raise ValueError(f"blocks must be an integer, got {blocks!r}")
-        low = k + (prefix_blocks if prefix_blocks is not None else 1)
-        if not low <= blocks <= FINGERPRINT_BITS:
-            what = (
-                f"hamming_k + prefix_blocks = {k} + {prefix_blocks}"
-                if prefix_blocks is not None
-                else f"hamming_k + 1 = {k} + 1"
-            )
-            raise ValueError(
-                f"blocks must be in {low}..{FINGERPRINT_BITS} ({what} up to 64), got {blocks}"
-            )
-    if prefix_blocks is None and blocks is None:
-        return _auto_plan(int(n), k, FINGERPRINT_BITS)
-    if blocks is None:
-        c = int(prefix_blocks)  # type: ignore[arg-type]
-        num_blocks = k + c
-    else:
-        num_blocks = int(blocks)
-        c = int(prefix_blocks) if prefix_blocks is not None else num_blocks - k
-    num_tables = math.comb(num_blocks, c)
-    if num_tables > _MAX_TABLES:
-        raise ValueError(
-            f"blocks={num_blocks} with prefix_blocks={c} needs C({num_blocks}, {c}) = "
-            f"{num_tables} tables; the number of tables must be in 1..{_MAX_TABLES}"
-        )
-    return _make_plan(k, num_blocks, c, FINGERPRINT_BITS)
-
-
-def _check_hamming_k(hamming_k: int) -> None:
-    if isinstance(hamming_k, bool) or not isinstance(hamming_k, (int, np.integer)):
-        raise ValueError(f"hamming_k must be an integer in 0..{MAX_HAMMING_K}, got {hamming_k!r}")
-    if not 0 <= hamming_k <= MAX_HAMMING_K:
-        raise ValueError(f"hamming_k must be in 0..{MAX_HAMMING_K}, got {hamming_k}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,32 +71,13 @@ def _ctpop(typingctx, x):
 
 @njit(cache=True)
 def popcount64(x: np.uint64) -> int:
-    """Number of set bits of a uint64 (one POPCNT instruction; callable from numba code only)."""
-    return np.int64(_ctpop(np.uint64(x)))
+    """Number of set bits of a uint64: one POPCNT instruction inside numba kernels. O(1).
 
-
-@njit(cache=True)
-def _permute_bits_into(values, src_shift, dst_shift, width_mask, out):
-    """Move bit fields: out = OR_f ((v >> src_shift[f]) & width_mask[f]) << dst_shift[f].
-
-    Serves both the block permutation of a table (and its inverse) and the gathering of a
-    group's free bits into a narrow word (a software PEXT).
+    Example:
+        >>> popcount64(np.uint64(0b1011))
+        3
     """
-    nf = src_shift.shape[0]
-    for i in range(values.shape[0]):
-        v = values[i]
-        r = np.uint64(0)
-        for f in range(nf):
-            r |= ((v >> src_shift[f]) & width_mask[f]) << dst_shift[f]
-        out[i] = r
-
-
-def _permute_bits(
-    values: np.ndarray, fields: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> np.ndarray:
-    out = np.empty(values.shape[0], np.uint64)
-    _permute_bits_into(values, fields[0], fields[1], fields[2], out)
-    return out
+    return np.int64(_ctpop(np.uint64(x)))
 
 
 @njit(cache=True)
@@ -393,23 +120,9 @@ def _radix_sort_bits(keys, scratch, lo_bit, hi_bit, max_digit_bits):
 
 
 @njit(cache=True)
-def _excluded(diff, excl):
-    """True iff the pair with XOR ``diff`` agrees on the whole of some mask in ``excl``.
-
-    ``excl`` holds the prefix masks of the tables searched *before* the current one (at this
-    level of the recursion and at every enclosing level): a pair agreeing on one of them was
-    (or will be) reported by that earlier table, so the current table must skip it.
-    """
-    for u in range(excl.shape[0]):
-        if (diff & excl[u]) == 0:
-            return True
-    return False
-
-
-@njit(cache=True)
 def _count_within(values, s, e, hamming_k, excl):
     """Number of pairs in ``values[s:e]`` within ``hamming_k`` not excluded by an earlier
-    table (`_excluded`): exactly what `_emit_within` writes.
+    table (`first_agreeing_mask`): exactly what `_emit_within` writes.
 
     Kept free of stores: this tight loop is where nearly all comparisons happen.
     """
@@ -418,7 +131,7 @@ def _count_within(values, s, e, hamming_k, excl):
         x = values[i]
         for j in range(i + 1, e):
             d = x ^ values[j]
-            if popcount64(d) <= hamming_k and not _excluded(d, excl):
+            if popcount64(d) <= hamming_k and first_agreeing_mask(d, excl) < 0:
                 c += 1
     return c
 
@@ -426,13 +139,13 @@ def _count_within(values, s, e, hamming_k, excl):
 @njit(cache=True)
 def _emit_within(values, s, e, hamming_k, excl, xa, xb, dist, m):
     """Write the pairs of ``values[s:e]`` within ``hamming_k`` not excluded by an earlier table
-    (`_excluded`) at ``xa/xb/dist[m:]``; returns the new ``m``."""
+    (`first_agreeing_mask`) at ``xa/xb/dist[m:]``; returns the new ``m``."""
     for i in range(s, e - 1):
         x = values[i]
         for j in range(i + 1, e):
             d = x ^ values[j]
             pc = popcount64(d)
-            if pc <= hamming_k and not _excluded(d, excl):
+            if pc <= hamming_k and first_agreeing_mask(d, excl) < 0:
                 xa[m] = x
                 xb[m] = values[j]
                 dist[m] = pc
@@ -456,9 +169,9 @@ def _scan_table(keys, shift, hamming_k, excl, max_group):
     """Compare within every run of equal ``key >> shift`` of the sorted ``keys``.
 
     Runs of at most ``max_group`` keys are compared directly (XOR + popcount, skipping pairs
-    of earlier tables, see `_excluded`); longer runs are only reported, as ``(start, end)``,
-    for the recursive search. Returns ``(xa, xb, dist, large_starts, large_ends)``;
-    ``O(n + sum g^2)`` over runs ``g <= max_group``.
+    of earlier tables, see `first_agreeing_mask`); longer runs are only reported, as
+    ``(start, end)``, for the recursive search. Returns ``(xa, xb, dist, large_starts,
+    large_ends)``; ``O(n + sum g^2)`` over runs ``g <= max_group``.
 
     Two passes over the runs: the first counts the pairs (and marks the runs that have any),
     the second fills exactly-sized arrays; no array is reallocated inside a loop, which keeps
@@ -754,27 +467,9 @@ def _expand(bucket_off, members, active, nbr_off, nbr, nbr_dist, row_off, larges
 # --------------------------------------------------------------------------------------------
 
 
-def _table_fields(plan: TablePlan, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bit fields moving table ``t``'s prefix blocks to the top, the other blocks after them."""
-    prefix = plan.tables[t]
-    order = list(prefix) + [b for b in range(len(plan.blocks)) if b not in prefix]
-    src, dst, wmask = [], [], []
-    top = plan.bits
-    for b in order:
-        start, width = plan.blocks[b]
-        top -= width
-        src.append(start)
-        dst.append(top)
-        wmask.append((1 << width) - 1)
-    return (
-        np.array(src, np.uint64),
-        np.array(dst, np.uint64),
-        np.array(wmask, np.uint64),
-    )
-
-
 def _free_bit_fields(free: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bit fields gathering the set bits of ``free`` into the low bits, order kept (PEXT)."""
+    """Bit fields for `permute_bits` gathering the set bits of ``free`` into the low bits,
+    order kept (PEXT)."""
     src, dst, wmask = [], [], []
     pos = 0
     out = 0
@@ -819,19 +514,19 @@ def _search_group(
     if f <= hamming_k:
         # Every pair is within k: the answer is all pairs, so direct comparison is optimal.
         return _compare_all(group, hamming_k, excl)
-    sub_plan = _auto_plan(size, hamming_k, f)
+    sub_plan = cheapest_plan(size, hamming_k, f)
     direct_cost = size * (size - 1) / 2.0
-    if _estimated_cost(size, sub_plan.num_tables, sub_plan.prefix_bits) >= direct_cost:
+    if estimated_cost(size, sub_plan.num_tables, sub_plan.prefix_bits) >= direct_cost:
         # The narrower tables would not split this group enough to pay for themselves.
         return _compare_all(group, hamming_k, excl)
     fields = _free_bit_fields(int(free))
     xa, xb, dist = _search_values(
-        _permute_bits(group, fields), hamming_k, sub_plan, max_group, _permute_bits(excl, fields)
+        permute_bits(group, fields), hamming_k, sub_plan, max_group, permute_bits(excl, fields)
     )
     # Back from the narrow word: deposit the free bits, add the bits all members share.
     deposit = (fields[1], fields[0], fields[2])
     common = group[0] & ~free
-    return _permute_bits(xa, deposit) | common, _permute_bits(xb, deposit) | common, dist
+    return permute_bits(xa, deposit) | common, permute_bits(xb, deposit) | common, dist
 
 
 def _search_sorted(
@@ -872,9 +567,9 @@ def _search_values(
     for t in range(plan.num_tables if n >= 2 else 0):
         if prefix_bits[t] == bits:
             continue  # distinct values never share a whole-width prefix
-        fields = _table_fields(plan, t)
-        table_excl = _permute_bits(np.concatenate([all_masks[:t], excl]), fields)
-        _permute_bits_into(values, *fields, keys)
+        fields = table_fields(plan, t)
+        table_excl = permute_bits(np.concatenate([all_masks[:t], excl]), fields)
+        permute_bits_into(values, *fields, keys)
         shift = bits - prefix_bits[t]
         ordered = _radix_sort_bits(keys, scratch, shift, bits, _RADIX_DIGIT_BITS)
         xa, xb, dist, large_s, large_e = _scan_table(
@@ -889,8 +584,8 @@ def _search_values(
             dist = np.concatenate([p[2] for p in parts])
         # Back to the original bit order: the inverse moves each field back.
         inverse_fields = (fields[1], fields[0], fields[2])
-        xs.append(_permute_bits(xa, inverse_fields))
-        ys.append(_permute_bits(xb, inverse_fields))
+        xs.append(permute_bits(xa, inverse_fields))
+        ys.append(permute_bits(xb, inverse_fields))
         ds.append(dist)
     del keys, scratch
     if len(xs) == 1:
@@ -912,7 +607,7 @@ def _as_fingerprints(fingerprints: np.ndarray, name: str) -> np.ndarray:
 
 
 def _check_search_args(hamming_k: int, plan: TablePlan | None, max_group: int) -> None:
-    _check_hamming_k(hamming_k)
+    check_hamming_k(hamming_k)
     if isinstance(max_group, bool) or not isinstance(max_group, (int, np.integer)):
         raise ValueError(f"max_group must be an integer >= 2, got {max_group!r}")
     if max_group < 2:

@@ -10,9 +10,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from neardup.cli.options import CONTEXT, handle_errors
-from neardup.hashing import HASH_NAMES
-from neardup.pipeline import DEFAULT_THRESHOLD, Settings
+from neardup.cli.options import CONTEXT, handle_errors, setting_option
+from neardup.settings import DEFAULT_SHINGLES, FINGERPRINT_METHOD, Settings
 
 _PATH_LIKE = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z0-9]{1,8}")
 
@@ -39,9 +38,10 @@ def _text_argument(value: str, source: str) -> str:
 @click.argument("b")
 @click.option("--unit", type=click.Choice(["char", "word", "jamo", "syllable"]), default="word",
               show_default=True, help="Unit of edit distance, LCS and cosine.")
-@click.option("--shingle", default="word:3", show_default=True, help="Shingles for Jaccard, SimHash, MinHash.")
-@click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations.")
-@click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True)
+@setting_option("shingle", default=DEFAULT_SHINGLES[FINGERPRINT_METHOD],
+                help="Shingles for Jaccard, SimHash, MinHash.")
+@setting_option("num_perm", help="MinHash permutations.")
+@setting_option("hash_name", old="--hash")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--text", "source", flag_value="text",
               help="A and B are texts, even where they name files.")
@@ -62,12 +62,11 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
       neardup compare "the cat sat on the mat" "the cat sat on a mat" --unit char
     """
     from neardup.similarity import compare as compare_texts
-    from neardup.verify import Verification
 
     text_a, text_b = _text_argument(a, source), _text_argument(b, source)
     result = compare_texts(text_a, text_b, unit=unit, shingle=shingle, num_perm=num_perm,
                            hash_name=hash_name)
-    rule = Verification("lcs", DEFAULT_THRESHOLD)
+    rule = Settings().verification  # dedup's: LCS resemblance at its default threshold
     offsets, values = rule.prepare([text_a, text_b], shingle, hash_name)
     resemblance = float(rule.similarity(offsets, values, np.array([0]), np.array([1]),
                                         exact=True)[0])
@@ -88,12 +87,11 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
 
 
 @click.command(context_settings=CONTEXT)
-@click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
-              help="The near-duplicate threshold, as `neardup dedup --threshold`.")
-@click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations.")
-@click.option("--verify", default="auto", show_default=True,
-              help="The verification, as `neardup dedup --verify`: it decides which Jaccard the "
-              "bands are tuned for (LCS at T: Jaccard T/2).")
+@setting_option("threshold", help="The near-duplicate threshold, as `neardup dedup --threshold`.")
+@setting_option("num_perm", help="MinHash permutations.")
+@setting_option("verify",
+                help="The verification, as `neardup dedup --verify`: it decides which Jaccard the "
+                "bands are tuned for (LCS at T: Jaccard T/2).")
 @click.option("--fp-weight", type=float, default=None,
               help="Tune for a Jaccard of --threshold with this weight of false positives "
               "(with --fn-weight) instead of as dedup does.")

@@ -11,13 +11,15 @@ import click
 
 from neardup.cli.options import (
     CONTEXT,
+    RenamedOption,
     Reporter,
     handle_errors,
     input_options,
+    setting_option,
     settings_fields,
+    shingle_defaults,
     summary_option,
 )
-from neardup.hashing import HASH_NAMES
 from neardup.index import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -25,17 +27,27 @@ from neardup.index import (
     describe_settings,
     index_settings,
 )
-from neardup.io import check_outputs, output_set, read_documents, read_fingerprints, write_table
-from neardup.pipeline import (
+from neardup.io import (
+    FINGERPRINT_FORMATS,
+    check_outputs,
+    output_set,
+    read_documents,
+    read_fingerprints,
+    write_table,
+)
+from neardup.pipeline import signatures
+from neardup.settings import (
+    CHOICES,
+    DEFAULT_HAMMING_K,
+    DEFAULT_NUM_PERM,
+    DEFAULT_SEED,
     DEFAULT_THRESHOLD,
-    METHODS,
+    DEFAULT_VERIFY,
+    DEFAULT_WEIGHTS,
+    FINGERPRINT_METHOD,
     Settings,
     check_method_options,
-    signatures,
 )
-from neardup.simhash import WEIGHTS
-
-_FP_FORMATS = click.Choice(["auto", "hex", "dec"])
 
 
 def directory_option(command):
@@ -50,18 +62,19 @@ def directory_option(command):
 def _source_options(command):
     options = [
         click.option(
-            "--fingerprints",
-            "from_fingerprints",
+            "--from-fingerprints",
             is_flag=True,
+            cls=RenamedOption,
+            old="--fingerprints",
             help="INPUTS hold fingerprint rows (`id <TAB> fingerprint <TAB> timestamp`, as "
             "`neardup fingerprint` writes them) instead of documents.",
         ),
         click.option(
             "--fingerprint-format",
-            type=_FP_FORMATS,
+            type=click.Choice(FINGERPRINT_FORMATS),
             default="auto",
             show_default=True,
-            help="With --fingerprints: how fingerprints are written.",
+            help="With --from-fingerprints: how fingerprints are written.",
         ),
     ]
     for option in reversed(options):
@@ -87,58 +100,49 @@ def synchronous_option(description: str):
 def _settings_options(command):
     """The settings of a new index: ``dedup``'s options and defaults for its method."""
     options = [
-        click.option(
-            "--method",
-            type=click.Choice(METHODS),
-            default="simhash",
-            show_default=True,
+        setting_option(
+            "method",
+            default=FINGERPRINT_METHOD,
             help="SimHash fingerprints (Hamming distance, permutation tables) or MinHash "
             "signatures (LSH bands, candidates verified as `neardup dedup` verifies them; the "
             "index then keeps the texts, compressed).",
         ),
-        click.option(
+        # The method's own options default to None, so that the other method's are refused
+        # only when given; --help shows the defaults they take.
+        setting_option(
+            "hamming_k",
             "-k",
-            "--hamming-k",
-            type=int,
             default=None,
-            help="SimHash: near-duplicates differ in at most this many of 64 bits [default: 3].",
+            help="SimHash: near-duplicates differ in at most this many of 64 bits "
+            f"[default: {DEFAULT_HAMMING_K}].",
         ),
-        click.option(
-            "--shingle",
-            default=None,
-            help="Features: word:K or char:K [default: word:3 with --method simhash, char:4 "
-            "with minhash].",
+        setting_option(
+            "shingle",
+            help=f"Features: word:K or char:K [default: {shingle_defaults()}].",
         ),
-        click.option(
-            "--hash",
-            "hash_name",
-            type=click.Choice(HASH_NAMES),
-            default="xxh",
-            show_default=True,
-            help="Feature hash.",
-        ),
-        click.option(
-            "--weights",
+        setting_option("hash_name", old="--hash", help="Feature hash."),
+        setting_option(
+            "weights",
             # An index stores no IDF table, so its fingerprints use fixed weights.
-            type=click.Choice([w for w in WEIGHTS if w != "idf"]),
+            type=click.Choice([w for w in CHOICES["weights"] if w != "idf"]),
             default=None,
-            help="SimHash weights [default: set].",
+            help=f"SimHash weights [default: {DEFAULT_WEIGHTS}].",
         ),
-        click.option("--num-perm", type=int, default=None,
-                     help="MinHash permutations [default: 128]."),
-        click.option("--seed", type=int, default=None, help="MinHash seed [default: 1]."),
-        click.option("--threshold", type=float, default=None,
-                     help=f"MinHash: near-duplicate threshold of the verification (or of the "
-                     f"MinHash estimate with --verify none) [default: {DEFAULT_THRESHOLD}]."),
-        click.option("--bands", type=int, default=None,
-                     help="MinHash: force the number of LSH bands (with --rows) [default: tuned "
-                     "as `neardup dedup` tunes them]."),
-        click.option("--rows", type=int, default=None,
-                     help="MinHash: force the rows per band (with --bands)."),
-        click.option("--verify", default=None,
-                     help="MinHash: how candidates are verified, as `neardup dedup --verify`: "
-                     "auto (LCS resemblance at --threshold), lcs:T, jaccard:T or none "
-                     "[default: auto]."),
+        setting_option("num_perm", default=None,
+                       help=f"MinHash permutations [default: {DEFAULT_NUM_PERM}]."),
+        setting_option("seed", default=None, help=f"MinHash seed [default: {DEFAULT_SEED}]."),
+        setting_option("threshold", default=None,
+                       help=f"MinHash: near-duplicate threshold of the verification (or of the "
+                       f"MinHash estimate with --verify none) [default: {DEFAULT_THRESHOLD}]."),
+        setting_option("bands", type=int,
+                       help="MinHash: force the number of LSH bands (with --rows) [default: tuned "
+                       "as `neardup dedup` tunes them]."),
+        setting_option("rows", type=int,
+                       help="MinHash: force the rows per band (with --bands)."),
+        setting_option("verify", default=None,
+                       help="MinHash: how candidates are verified, as `neardup dedup --verify`: "
+                       "auto (LCS resemblance at --threshold), lcs:T, jaccard:T or none "
+                       f"[default: {DEFAULT_VERIFY}]."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -161,9 +165,8 @@ def _index_settings(method, hamming_k, shingle, hash_name, weights, num_perm, se
 
 
 def _method_option(command):
-    return click.option(
-        "--method",
-        type=click.Choice(METHODS),
+    return setting_option(
+        "method",
         default=None,
         help="Expect an index of this method (default: any); another is refused.",
     )(command)
@@ -175,9 +178,9 @@ def _probe_options(limit_help: str):
     def decorate(command):
         command = click.option("--limit", type=click.IntRange(0, MAX_LIMIT), default=DEFAULT_LIMIT,
                                show_default=True, help=limit_help)(command)
-        command = click.option("-k", "--hamming-k", type=int, default=None,
-                               help="SimHash index: largest distance, at most the index's "
-                               "(default: the index's).")(command)
+        command = setting_option("hamming_k", "-k", default=None,
+                                 help="SimHash index: largest distance, at most the index's "
+                                 "(default: the index's).")(command)
         return _method_option(command)
 
     return decorate
@@ -185,8 +188,8 @@ def _probe_options(limit_help: str):
 
 # The settings fixed for an index, per method (in the --summary-out JSON of its commands).
 _INDEX_SETTINGS = {
-    "simhash": ("method", "shingle", "hash", "weights", "hamming_k"),
-    "minhash": ("method", "shingle", "hash", "num_perm", "seed", "threshold", "bands", "rows",
+    "simhash": ("method", "shingle", "hash_name", "weights", "hamming_k"),
+    "minhash": ("method", "shingle", "hash_name", "num_perm", "seed", "threshold", "bands", "rows",
                 "verify", "verify_threshold"),
 }
 
@@ -228,7 +231,7 @@ def _batches(
                 table.timestamps[start:stop],
             )
         return
-    from neardup.engines.local import check_workers, ordered_map
+    from neardup.engines.workers import check_workers, ordered_map
 
     reader = read_documents(list(inputs), **reading)
     reporter.reading(reader)
@@ -334,14 +337,14 @@ def build(
     --method and settings).
 
     INPUTS are documents (JSONL, CSV, TSV, Parquet, a directory of .txt files) or, with
-    --fingerprints, fingerprint rows (SimHash only: a MinHash index keeps the texts to verify
+    --from-fingerprints, fingerprint rows (SimHash only: a MinHash index keeps the texts to verify
     candidates). The index is written beside DIR and renamed into place when complete.
 
     \b
     Examples:
       neardup index build docs.jsonl -d crawl.idx --time-field ts -k 3
       neardup index build docs.jsonl -d crawl.idx --time-field ts --method minhash
-      neardup index build fps.tsv --fingerprints -d crawl.idx
+      neardup index build fps.tsv --from-fingerprints -d crawl.idx
     """
     from neardup.engines.local import LocalEngine
 
@@ -349,7 +352,7 @@ def build(
                                threshold, bands, rows, verify)
     settings = index_settings(**keywords)
     if from_fingerprints and method == "minhash":
-        raise ValueError("--fingerprints builds a SimHash index: a MinHash index is built from "
+        raise ValueError("--from-fingerprints builds a SimHash index: a MinHash index is built from "
                          "documents (it keeps their texts to verify candidates)")
     check_outputs([summary_out], inputs)
     with Reporter(quiet, summary_out) as reporter:
@@ -461,7 +464,7 @@ def add(
     \b
     Examples:
       neardup index add today.jsonl -d crawl.idx --time-field fetched -o decisions.tsv
-      neardup index add more-fps.tsv --fingerprints -d crawl.idx --if-exists skip
+      neardup index add more-fps.tsv --from-fingerprints -d crawl.idx --if-exists skip
     """
     check_outputs([output, summary_out], inputs)
     results = []
@@ -608,7 +611,7 @@ def query_batch(
     \b
     Examples:
       neardup index query-batch fetched.jsonl -d crawl.idx -o decisions.tsv
-      neardup index query-batch fps.tsv --fingerprints -d crawl.idx -o out.tsv --matches-out m.tsv
+      neardup index query-batch fps.tsv --from-fingerprints -d crawl.idx -o out.tsv --matches-out m.tsv
     """
     check_outputs([output, matches_out, summary_out], inputs)
     results = []

@@ -13,13 +13,11 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import click
 
 from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options, signature_options
 from neardup.io import check_outputs, output_set, read_documents, write_table
-from neardup.pipeline import DEFAULT_SHINGLES, Settings
 from neardup.quality import synth
 from neardup.quality.sampling import (
     ANSWERS,
@@ -30,8 +28,10 @@ from neardup.quality.sampling import (
     same_after_normalisation,
     sample_signatures,
     sheet_columns,
+    sheet_format,
     write_sheet,
 )
+from neardup.settings import Settings
 
 __all__ = ["generate", "sample", "label"]
 
@@ -146,10 +146,9 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
     """
     from neardup.engines.local import signatures_parallel
 
-    if Path(output).suffix.lower() not in (".jsonl", ".tsv"):
+    if sheet_format(output) is None:
         raise ValueError(f"output must be a .jsonl or .tsv sheet; got {output!r}")
     check_outputs([output, strata_out], inputs)
-    shingle = shingle or DEFAULT_SHINGLES[method]
     if method == "simhash":
         if min_similarity is not None:
             raise ValueError("--min-similarity applies to --method minhash; use --max-distance with simhash")

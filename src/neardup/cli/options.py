@@ -1,6 +1,8 @@
 """The pieces every ``neardup`` command shares: the click context, progress and the summary
-(:class:`Reporter`, :func:`summary_json`), one-line errors (:func:`handle_errors`) and the option
-sets several commands take (:func:`input_options`, :func:`summary_option`,
+(:class:`Reporter`, :func:`summary_json`), one-line errors (:func:`handle_errors`), the options
+of run settings (:func:`setting_option`: default, type and choices from
+:class:`neardup.settings.Settings`; :class:`RenamedOption` for a flag's old spelling) and the
+option sets several commands take (:func:`input_options`, :func:`summary_option`,
 :func:`signature_options_for`). Imports no other module of :mod:`neardup.cli`."""
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ import numpy as np
 
 from neardup._version import __version__
 from neardup.engines.spill import parse_size
-from neardup.hashing import HASH_NAMES
+from neardup.io import INPUT_FORMATS, ON_ERROR
 from neardup.io.files import atomic_output
-from neardup.pipeline import METHODS, Settings
-from neardup.simhash import WEIGHTS
+from neardup.settings import (
+    CHOICES,
+    DEFAULT_SHINGLES,
+    FINGERPRINT_METHOD,
+    METHODS,
+    Settings,
+    setting_default,
+)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -201,7 +209,7 @@ def settings_fields(settings: Settings, only: tuple[str, ...] | None = None) -> 
     """
     bands, rows = settings.banding() if settings.method == "minhash" else (None, None)
     fields = {
-        "method": settings.method, "shingle": settings.shingle, "hash": settings.hash_name,
+        "method": settings.method, "shingle": settings.shingle, "hash_name": settings.hash_name,
         "weights": settings.weights, "num_perm": settings.num_perm, "seed": settings.seed,
         "hamming_k": settings.hamming_k, "threshold": settings.threshold, "bands": bands,
         "rows": rows, "verify": "none" if settings.verify is None else settings.verify_measure,
@@ -240,7 +248,7 @@ def summary_json(rows: list[tuple[str, object]], stage_seconds: dict[str, float]
         elif key not in ("quiet", "help"):
             options[key] = value
     if options.get("workers") == 0:
-        from neardup.engines.local import default_workers
+        from neardup.engines.workers import default_workers
 
         options["workers"] = default_workers()
     resolved = settings or {}
@@ -337,11 +345,11 @@ def input_options(command):
             "document of a group is its original. Default: input order.",
         ),
         click.option(
-            "--input-format", type=click.Choice(["jsonl", "csv", "tsv", "parquet", "txt"]), default=None,
+            "--input-format", type=click.Choice(INPUT_FORMATS), default=None,
             help="Input format; default from each file's extension (JSONL for stdin).",
         ),
         click.option(
-            "--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+            "--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
             help="On a bad row: stop with an error naming file, line and field, or skip and count it.",
         ),
         click.option(
@@ -368,28 +376,31 @@ def summary_option(command):
     )(command)
 
 
-def signature_options_for(method: str = "simhash"):
-    """Options that define features and signatures, with a command's own default method (the
-    shingles default per method: :data:`neardup.pipeline.DEFAULT_SHINGLES`)."""
+def signature_options_for(method: str):
+    """Options that define features and signatures, with a command's own default ``method``
+    (the shingles default per method: :data:`neardup.settings.DEFAULT_SHINGLES`).
+
+    Example: ``@signature_options_for("simhash")`` above a command function gives it
+    ``method``, ``shingle``, ``hash_name``, ``weights``, ``num_perm`` and ``seed``."""
 
     def decorate(command):
         options = [
-            click.option("--method", type=click.Choice(METHODS), default=method, show_default=True,
-                         help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
-                         "(Hamming distance, permutation tables)."),
-            click.option("--shingle", default=None,
-                         help="Features [default: word:3 with --method simhash, char:4 with minhash]: "
-                         "word:K (K-word shingles), char:K (K characters, spaces removed) or "
-                         "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
-                         "English and Korean, en, ko, or a file with one word a line); add :multiset "
-                         "to count repeats (word:3:multiset)."),
-            click.option("--hash", "hash_name", type=click.Choice(HASH_NAMES), default="xxh", show_default=True,
-                         help="Feature hash: XXH64, or the upper 64 bits of MD5."),
-            click.option("--weights", type=click.Choice(WEIGHTS), default="set", show_default=True,
-                         help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
-                         "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out)."),
-            click.option("--num-perm", type=int, default=128, show_default=True, help="MinHash permutations."),
-            click.option("--seed", type=int, default=1, show_default=True, help="MinHash seed."),
+            setting_option("method", default=method,
+                           help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
+                           "(Hamming distance, permutation tables)."),
+            setting_option("shingle",
+                           help=f"Features [default: {shingle_defaults()}]: "
+                           "word:K (K-word shingles), char:K (K characters, spaces removed) or "
+                           "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
+                           "English and Korean, en, ko, or a file with one word a line); add :multiset "
+                           "to count repeats (word:3:multiset)."),
+            setting_option("hash_name", old="--hash",
+                           help="Feature hash: XXH64, or the upper 64 bits of MD5."),
+            setting_option("weights",
+                           help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
+                           "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out)."),
+            setting_option("num_perm", help="MinHash permutations."),
+            setting_option("seed", help="MinHash seed."),
         ]
         for option in reversed(options):
             command = option(command)
@@ -399,4 +410,80 @@ def signature_options_for(method: str = "simhash"):
 
 
 # The seed's fingerprint rows: SimHash over word trigrams.
-signature_options = signature_options_for("simhash")
+signature_options = signature_options_for(FINGERPRINT_METHOD)
+
+
+def shingle_defaults() -> str:
+    """The default shingles of each method, as help texts give them. O(methods).
+
+    Example:
+        >>> shingle_defaults()
+        'word:3 with --method simhash, char:4 with minhash'
+    """
+    first, *others = METHODS
+    return ", ".join([f"{DEFAULT_SHINGLES[first]} with --method {first}"]
+                     + [f"{DEFAULT_SHINGLES[m]} with {m}" for m in others])
+
+
+def setting_option(name: str, *decls: str, old: str | None = None, **attrs):
+    """A click option for the :class:`~neardup.settings.Settings` field ``name``, spelled
+    ``--name-with-dashes`` (``decls`` adds spellings, e.g. ``-k``, or a Python name of its
+    own), with the field's default, type and choices (:data:`neardup.settings.CHOICES`), shown
+    in --help; ``attrs`` are click's and override them (a command's own default, ``help``).
+    ``old``: the flag's former spelling, still accepted (:class:`RenamedOption`). O(fields).
+
+    Example: ``@setting_option("hamming_k", "-k", help="Largest Hamming distance.")`` gives
+    ``-k, --hamming-k INTEGER  Largest Hamming distance.  [default: 3]``."""
+    field_default = setting_default(name)
+    attrs.setdefault("default", field_default)
+    if name in CHOICES:
+        attrs.setdefault("type", click.Choice(CHOICES[name]))
+    elif field_default is not None:
+        attrs.setdefault("type", type(field_default))
+    attrs.setdefault("show_default", attrs["default"] is not None)
+    if old is not None:
+        attrs.update(cls=RenamedOption, old=old)
+    names = [f"--{name.replace('_', '-')}", *decls]
+    if not any(d.isidentifier() for d in decls):
+        names.append(name)
+    return click.option(*names, **attrs)
+
+
+class RenamedOption(click.Option):
+    """An option whose flag was renamed: the ``old`` spelling is still accepted for one
+    release, hidden from --help, and using it prints a one-line deprecation note on stderr.
+    Both spellings at once is a usage error. For options that take a value, and flags.
+
+    Example: ``click.option("--from-fingerprints", is_flag=True, cls=RenamedOption,
+    old="--fingerprints")``: ``--fingerprints`` works, with ``neardup: warning: --fingerprints
+    is deprecated; use --from-fingerprints``."""
+
+    def __init__(self, *args, old: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.old = old
+
+    @property
+    def _old_key(self) -> str:
+        # Where the parser puts a value given with the old spelling (no parameter has a space).
+        return f"{self.name} {self.old}"
+
+    @property
+    def _new(self) -> str:
+        return max(self.opts, key=len)
+
+    def add_to_parser(self, parser, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        if self.is_flag:
+            parser.add_option(obj=self, opts=[self.old], dest=self._old_key, action="store_const",
+                              const=True)
+        else:
+            parser.add_option(obj=self, opts=[self.old], dest=self._old_key, nargs=self.nargs)
+
+    def handle_parse_result(self, ctx: click.Context, opts, args):
+        if self._old_key in opts:
+            if self.name in opts:
+                raise click.UsageError(f"{self.old} is the old name of {self._new}; give "
+                                       f"{self._new} alone", ctx)
+            click.echo(f"neardup: warning: {self.old} is deprecated; use {self._new}", err=True)
+            opts = {**opts, self.name: opts[self._old_key]}
+        return super().handle_parse_result(ctx, opts, args)

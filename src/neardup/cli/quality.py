@@ -10,9 +10,16 @@ import sys
 import click
 
 from neardup import quality
-from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options, signature_options
+from neardup.cli.options import (
+    CONTEXT,
+    Reporter,
+    handle_errors,
+    input_options,
+    setting_option,
+    signature_options,
+)
 from neardup.io import check_outputs, read_documents, write_table
-from neardup.pipeline import DEFAULT_SHINGLES, GROUPINGS, Settings
+from neardup.settings import Settings
 
 
 def _console():
@@ -275,20 +282,12 @@ def _describe(row: quality.SweepRow | None) -> str:
     help="Settings to try, comma-separated. Default: Hamming k 0..8 (SimHash), "
     "Jaccard thresholds 0.50..0.95 step 0.05 (MinHash).",
 )
-@click.option(
-    "--verify",
-    default="auto",
-    show_default=True,
+@setting_option(
+    "verify",
     help="As in dedup: jaccard:T or none; auto = jaccard at each swept threshold for "
     "MinHash, none for SimHash.",
 )
-@click.option(
-    "--grouping",
-    type=click.Choice(GROUPINGS),
-    default="components",
-    show_default=True,
-    help="Grouping rule, as in dedup.",
-)
+@setting_option("grouping", help="Grouping rule, as in dedup.")
 @click.option(
     "--min-precision",
     type=float,
@@ -346,7 +345,7 @@ def sweep(
     truth_data = quality.read_truth(truth, positive_labels)
     base = Settings(
         method=method,
-        shingle=shingle or DEFAULT_SHINGLES[method],
+        shingle=shingle,
         hash_name=hash_name,
         weights=weights,
         num_perm=num_perm,

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import click
 
 from neardup import report as html_report
-from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options
+from neardup.cli.options import CONTEXT, RenamedOption, Reporter, handle_errors, input_options
 from neardup.io import InputError, check_outputs, read_documents
-from neardup.pipeline import DEFAULT_THRESHOLD, Settings
+from neardup.io.files import atomic_write
 from neardup.quality import read_table
+from neardup.settings import DEFAULT_HAMMING_K, DEFAULT_THRESHOLD
 
 
 def texts_by_position(inputs, positions: list[int], ids, *, reporter: Reporter | None = None,
@@ -47,10 +47,8 @@ def write_report(path: str, run: html_report.RunData, texts: dict[int, str], tit
 
     Example: ``write_report("report.html", run, texts, "neardup report")`` gives 48213."""
     page = html_report.render(run, texts, title, **limits).encode("utf-8")
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.tmp")
-    temporary.write_bytes(page)
-    temporary.replace(target)
+    with atomic_write(path) as fh:
+        fh.write(page)
     return len(page)
 
 
@@ -70,11 +68,12 @@ def _pairs(path: str | None):
 @click.command("report", context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--groups", "groups_path", required=True, help="The run's GROUPS file.")
-@click.option("--pairs", "pairs_path", default=None, help="The run's PAIRS file (--pairs-out).")
+@click.option("--pairs-in", "pairs_path", default=None, cls=RenamedOption, old="--pairs",
+              help="The run's PAIRS file (--pairs-out).")
 @click.option("-o", "--output", required=True, help="The HTML file to write.")
 @click.option("--threshold", type=float, default=None,
               help="The run's Jaccard threshold (similarities) or Hamming k (distances), marked "
-              f"on the chart. Default: dedup's, {DEFAULT_THRESHOLD} or {Settings().hamming_k}.")
+              f"on the chart. Default: dedup's, {DEFAULT_THRESHOLD} or {DEFAULT_HAMMING_K}.")
 @click.option("--title", default="neardup report", show_default=True,
               help="The page's title and heading.")
 @click.option("--max-groups", type=click.IntRange(0), default=html_report.MAX_GROUPS,
@@ -97,7 +96,7 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
     \b
     Example:
       neardup dedup docs.jsonl -o groups.tsv --pairs-out pairs.tsv
-      neardup report docs.jsonl --groups groups.tsv --pairs pairs.tsv -o report.html
+      neardup report docs.jsonl --groups groups.tsv --pairs-in pairs.tsv -o report.html
     """
     check_outputs([output], [*inputs, groups_path, *([pairs_path] if pairs_path else [])])
     groups = read_table(groups_path)
@@ -107,7 +106,7 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
                          f"missing column(s) {', '.join(missing)}")
     pair_ids, values, name = _pairs(pairs_path)
     if threshold is None:
-        threshold = DEFAULT_THRESHOLD if name == "similarity" else Settings().hamming_k
+        threshold = DEFAULT_THRESHOLD if name == "similarity" else DEFAULT_HAMMING_K
     ids = groups["id"].tolist()
     run = html_report.RunData.from_columns(ids, groups["original_id"].tolist(), pair_ids, values,
                                            name, threshold)

@@ -1,71 +1,56 @@
-"""The local engine: runs the pipeline's stages on one machine, on all its cores.
+"""The local engine: the pipeline on this machine's cores, behind the
+:class:`~neardup.engines.base.Engine` protocol.
 
-Stage 1 (:func:`neardup.pipeline.signatures`) runs batch by batch in a pool of worker threads:
-its compiled kernels release the GIL, so threads use every core without copying texts and
-signatures between processes (about 1.8× on 2 cores; processes gained nothing here because
-pickling the texts cost as much as fingerprinting them). Results come back in input order, so the output does not depend on the number of workers. At most
-``2 × workers`` batches are in flight, which bounds memory on inputs of any size. Stage 2
-(:func:`neardup.pipeline.find_groups`) runs once over the collected arrays.
+Stage 1 (:func:`neardup.pipeline.signatures`) runs batch by batch on worker threads
+(:mod:`neardup.engines.workers`), stage 2 (:func:`neardup.pipeline.find_groups`) once over the
+collected arrays. A corpus of files is deduplicated out of core
+(:class:`~neardup.engines.outofcore.OutOfCoreDedup`): memory is bounded by the engine's
+``memory_limit``, not by the corpus. A table is in memory already, so its run stays there.
+Either way the outputs are written here, from the same columns, byte for byte alike.
 
 Example:
-    >>> fps = fingerprint_texts(["a b c d", "a b c e"], method="simhash", workers=1)
-    >>> fps.dtype
+    >>> from neardup.settings import Settings
+    >>> LocalEngine(workers=1).fingerprint(["a b c d", "a b c e"], Settings(method="simhash")).dtype
     dtype('uint64')
 """
 
 from __future__ import annotations
 
-import os
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
-from neardup.pipeline import Groups, Settings, Signatures, find_groups, signatures
-
-BATCH_SIZE = 2_000
-
-
-def default_workers() -> int:
-    """All the cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def check_workers(workers: int | None) -> int:
-    """Validate ``workers`` (None or 0 = all cores)."""
-    if workers is None or workers == 0:
-        return default_workers()
-    if workers < 0:
-        raise ValueError(f"workers must be ≥ 0 (0 = all cores); got {workers}")
-    return int(workers)
-
-
-def ordered_map(
-    function: Callable, items: Iterable, workers: int, *args
-) -> Iterator[tuple[object, object]]:
-    """Yield ``(item, function(item, *args))`` in input order, computed by ``workers`` threads.
-
-    With one worker everything runs in this process. At most ``2 × workers`` items are pending.
-    """
-    if workers <= 1:
-        for item in items:
-            yield item, function(item, *args)
-        return
-    with ThreadPoolExecutor(workers) as pool:
-        pending: deque = deque()
-        for item in items:
-            pending.append((item, pool.submit(function, item, *args)))
-            if len(pending) >= 2 * workers:
-                head, future = pending.popleft()
-                yield head, future.result()
-        while pending:
-            head, future = pending.popleft()
-            yield head, future.result()
+from neardup import report as html_report
+from neardup._version import __version__
+from neardup.engines.base import (
+    GROUP_COLUMNS,
+    Corpus,
+    DedupRun,
+    EngineOptions,
+    Outputs,
+    Progress,
+    pair_columns,
+    pair_value_column,
+)
+from neardup.engines.outofcore import OutOfCoreDedup
+from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
+from neardup.engines.workers import BATCH_SIZE, check_workers, ordered_map, warm_up
+from neardup.io import (
+    DocumentBatch,
+    check_outputs,
+    output_set,
+    read_documents,
+    read_fingerprints,
+    read_table,
+    write_records,
+    write_table,
+)
+from neardup.io.files import atomic_write
+from neardup.pipeline import Groups, Signatures, find_groups, signatures
+from neardup.settings import Settings
 
 
 def _sign_texts(texts: list[str], settings: Settings, keep_sets: bool | None) -> Signatures:
@@ -76,42 +61,22 @@ def _sign_batch(batch, settings: Settings, keep_sets: bool) -> Signatures:
     return signatures(batch.texts, settings, keep_sets)
 
 
-def _warm_up(settings: Settings) -> None:
-    # Compile (or load from cache) every kernel once, before the threads race to do it.
-    signatures(["warm up text for the kernels"], settings)
-
-
 def signatures_parallel(
     texts: list[str], settings: Settings, workers: int | None = None, keep_sets: bool | None = None
 ) -> Signatures:
     """Stage 1 over a list of texts, in batches of ``BATCH_SIZE`` spread over ``workers``
     threads (None = all cores); identical for any number of workers. ``keep_sets`` as in
-    :func:`neardup.pipeline.signatures`."""
+    :func:`neardup.pipeline.signatures`. Cost: that of the kernels, spread over the threads.
+
+    Example:
+        >>> signatures_parallel(["a b c d"], Settings(method="simhash"), workers=1).signature.shape
+        (1,)
+    """
     workers = check_workers(workers)
-    _warm_up(settings)
+    warm_up(settings)
     chunks = [texts[i : i + BATCH_SIZE] for i in range(0, len(texts), BATCH_SIZE)]
     parts = [sig for _, sig in ordered_map(_sign_texts, chunks, workers, settings, keep_sets)]
     return Signatures.concat(parts, settings)
-
-
-def fingerprint_texts(
-    texts: list[str],
-    method: str = "simhash",
-    shingle: str = "word:3",
-    num_perm: int = 128,
-    hash_name: str = "xxh",
-    weights: str = "set",
-    seed: int = 1,
-    workers: int | None = None,
-    idf=None,
-) -> np.ndarray:
-    """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]) of texts,
-    computed by :func:`signatures_parallel`; ``idf`` is the table of ``weights="idf"``."""
-    settings = Settings(
-        method=method, shingle=shingle, num_perm=num_perm, hash_name=hash_name,
-        weights=weights, seed=seed, verify=None, idf=idf,
-    )
-    return signatures_parallel(texts, settings, workers).signature
 
 
 @dataclass
@@ -129,13 +94,87 @@ class Collection:
         return len(self.ids)
 
 
+def _id_column(ids) -> pa.ChunkedArray:
+    if isinstance(ids, (pa.Array, pa.ChunkedArray)):
+        return ids if isinstance(ids, pa.ChunkedArray) else pa.chunked_array([ids])
+    return pa.chunked_array([pa.array(ids, type=pa.string())], type=pa.string())
+
+
+def groups_columns(ids, groups: Groups) -> dict:
+    """GROUPS' columns (:data:`~neardup.engines.base.GROUP_COLUMNS`) of ``groups``, a run's
+    groups over the documents ``ids`` (a list or an Arrow string column, taken by Arrow, not
+    Python). O(n).
+
+    Example:
+        >>> from neardup.pipeline import Groups
+        >>> g = Groups(np.array([0, 0]), np.array([True, False]), np.array([2, 2]),
+        ...            *(np.zeros(0, t) for t in (np.int64, np.int64, np.float32, bool)), stats={})
+        >>> groups_columns(["a", "b"], g)["original_id"].to_pylist()
+        ['a', 'a']
+    """
+    ids = _id_column(ids)
+    original_ids = ids.take(pa.array(groups.original))
+    values = (ids, original_ids, original_ids, groups.is_original, groups.group_size)
+    return dict(zip(GROUP_COLUMNS, values))
+
+
+def pairs_columns(ids, groups: Groups, method: str) -> dict:
+    """PAIRS' columns (:func:`~neardup.engines.base.pair_columns`) of ``groups`` over the
+    documents ``ids``: MinHash similarities rounded to 6 digits, ``passed`` decided on the
+    unrounded value. O(pairs).
+
+    Example:
+        >>> from neardup.pipeline import Groups
+        >>> g = Groups(np.array([0, 0]), np.array([True, False]), np.array([2, 2]), np.array([0]),
+        ...            np.array([1]), np.array([0.91234567]), np.array([True]), stats={})
+        >>> pairs_columns(["a", "b"], g, "minhash")["similarity"].tolist()
+        [0.912346]
+    """
+    ids = _id_column(ids)
+    values = groups.pair_value
+    if method != "simhash":
+        values = np.round(values.astype(np.float64), 6)
+    return dict(zip(pair_columns(method), (
+        ids.take(pa.array(groups.pair_a)), ids.take(pa.array(groups.pair_b)), values,
+        np.asarray(groups.pair_passed, dtype=bool))))
+
+
 class LocalEngine:
-    """Runs the stages on this machine with ``workers`` threads (None = all cores)."""
+    """The local engine (see the module's docstring).
+
+    Args:
+        workers: threads (None or 0: all cores).
+        memory_limit: memory for a run's data (see :func:`~neardup.engines.spill.parse_memory_limit`):
+            band hashes beyond half of it spill to ``tmp_dir``, shingle sets are built in blocks
+            that fit.
+        tmp_dir: folder for spill files (None: the system's temp dir), removed when a run ends,
+            fails or is interrupted.
+        resume: keep completed stages in ``tmp_dir`` when a run fails, and continue from them
+            when the same run comes again (refused when the inputs or options changed).
+
+    Example:
+        >>> LocalEngine(workers=2, memory_limit="512M").memory_limit
+        536870912
+    """
 
     name = "local"
 
-    def __init__(self, workers: int | None = None):
+    def __init__(self, workers: int | None = None, *, memory_limit: str | int | None = None,
+                 tmp_dir: str | None = None, resume: bool = False):
         self.workers = check_workers(workers)
+        self.memory_limit = parse_memory_limit(memory_limit)
+        self.tmp_dir = tmp_dir
+        self.resume = resume
+
+    def fingerprint(self, texts: Sequence[str], settings: Settings) -> np.ndarray:
+        """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]) of
+        ``texts``, by :func:`signatures_parallel`. O(total bytes + shingles × 64 or num_perm).
+
+        Example:
+            >>> LocalEngine(1).fingerprint(["x y z"], Settings(num_perm=16)).shape
+            (1, 16)
+        """
+        return signatures_parallel(list(texts), settings, self.workers).signature
 
     def collect(
         self,
@@ -144,14 +183,19 @@ class LocalEngine:
         on_batch: Callable[[object], None] | None = None,
         keep_sets: bool = False,
     ) -> Collection:
-        """Stage 1 over a stream of document batches (see :mod:`neardup.io`).
+        """Stage 1 over a stream of document batches (see :mod:`neardup.io`), in memory.
 
         When verification needs shingle sets, the collection keeps the texts and
         :func:`neardup.pipeline.find_groups` builds the sets of the few documents with candidates;
         ``keep_sets=True`` computes every document's set instead (for repeated runs over the
-        same signatures, as a sweep does).
+        same signatures, as a sweep does). Cost: stage 1's, spread over the workers.
+
+        Example:
+            >>> batch = read_table({"id": ["a"], "text": ["x y z"]}).read_all()
+            >>> LocalEngine(1).collect([batch], Settings(method="simhash")).ids
+            ['a']
         """
-        _warm_up(settings)
+        warm_up(settings)
         texts: list[str] | None = [] if settings.needs_sets and not keep_sets else None
         ids: list[str] = []
         timestamps: list[np.ndarray] = []
@@ -174,6 +218,171 @@ class LocalEngine:
         stamps = np.concatenate(timestamps) if timestamps else np.zeros(0, dtype=np.int64)
         return Collection(ids, stamps, raw, records, Signatures.concat(parts, settings), texts)
 
-    def dedup(self, collection: Collection, settings: Settings) -> Groups:
-        """Stage 2 over a collection."""
-        return find_groups(collection.signatures, collection.timestamps, settings, collection.texts)
+    def dedup(self, corpus: Corpus, settings: Settings, outputs: Outputs,
+              progress: Progress | None = None) -> DedupRun:
+        """Read ``corpus``, find its groups and write ``outputs`` (see
+        :meth:`neardup.engines.base.Engine.dedup`): files out of core under the memory limit,
+        a table in memory. The run keeps GROUPS' columns (``run.groups``).
+
+        Example:
+            >>> run = LocalEngine(1).dedup(Corpus(table={"id": ["a", "b"], "text": ["x y", "x y"]}),
+            ...                            Settings(method="simhash"), Outputs())
+            >>> run.groups["duplicate_id"].to_pylist(), run.stats["exact_duplicates"]
+            (['a', 'a'], 1)
+        """
+        progress = progress or Progress()
+        check_outputs([outputs.groups, outputs.pairs, outputs.keep, outputs.report,
+                       *outputs.beside], corpus.inputs)
+        if corpus.table is not None:
+            return self._dedup_table(corpus, settings, outputs, progress)
+        return self._dedup_files(corpus, settings, outputs, progress)
+
+    def _dedup_table(self, corpus: Corpus, settings: Settings, outputs: Outputs,
+                     progress: Progress) -> DedupRun:
+        if outputs.keep:
+            raise ValueError("keep writes the input rows of files; a table in memory is its "
+                             "own: select its originals with GROUPS' is_original")
+        started = time.perf_counter()
+        reader = read_table(corpus.table, **corpus.reading)
+        batch = reader.read_all()
+        sig = signatures_parallel(batch.texts, settings, self.workers, keep_sets=False)
+        read_seconds = time.perf_counter() - started
+        groups = find_groups(sig, batch.timestamps, settings, batch.texts,
+                             on_stage=progress.stage)
+        columns = _write_outputs(outputs, batch.ids, groups, settings, progress,
+                                 lambda positions: {p: batch.texts[p] for p in positions},
+                                 read_seconds)
+        return DedupRun(reader.stats, groups.stats, columns, read_seconds)
+
+    def _dedup_files(self, corpus: Corpus, settings: Settings, outputs: Outputs,
+                     progress: Progress) -> DedupRun:
+        inputs, reading = list(corpus.inputs), dict(corpus.reading)
+        if self.resume and "-" in inputs:
+            raise ValueError("--resume needs input files: standard input cannot be read again")
+        key = run_key(version=__version__, settings=repr(settings), reader=reading,
+                      inputs=input_identity(inputs) if self.resume else inputs)
+        with WorkDir(self.tmp_dir, key, outputs.groups or "-", resume=self.resume) as work:
+
+            def reopen(records: bool):
+                return read_documents(inputs, **reading, keep_records=records,
+                                      batch_size=BATCH_SIZE)
+
+            reader = read_documents(inputs, **reading, spill_dir=str(work.path),
+                                    batch_size=BATCH_SIZE)
+            job = OutOfCoreDedup(reader, reopen, settings, work, self.memory_limit, self.workers,
+                                 progress=progress)
+            collected = job.collect()
+            groups = job.group()
+
+            def texts_at(positions: list[int]) -> dict[int, str]:
+                wanted = np.unique(np.asarray(positions, dtype=np.int64))
+                return {p: text for batch in (job.refetch(wanted) if wanted.size else ())
+                        for p, text in zip(batch.positions.tolist(), batch.texts)}
+
+            columns = _write_outputs(outputs, collected.ids, groups, settings, progress,
+                                     texts_at, collected.seconds,
+                                     originals=lambda rows: job.refetch(rows, records=True))
+        figures = dict(job.figures)
+        figures["spilled MB"] = figures.pop("spilled bytes") / 1e6
+        figures["memory limit MB"] = self.memory_limit / 1e6
+        return DedupRun(collected.stats, groups.stats, columns, collected.seconds, figures,
+                        {"memory_limit": self.memory_limit})
+
+    def pairs(self, corpus: Corpus, settings: Settings, outputs: Outputs,
+              progress: Progress | None = None) -> DedupRun:
+        """PAIRS and GROUPS of precomputed SimHash fingerprints (see
+        :meth:`neardup.engines.base.Engine.pairs`), in memory: O(n) columns plus the pairs.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> fps = pathlib.Path(tempfile.mkdtemp()) / "fps.tsv"
+            >>> _ = fps.write_text("a\\t00000000000000ff\\nb\\t00000000000000fe\\n")
+            >>> run = LocalEngine(1).pairs(Corpus((str(fps),)), Settings(method="simhash"), Outputs())
+            >>> run.stats["pairs"], run.groups["original_id"].to_pylist()
+            (1, ['a', 'a'])
+        """
+        progress = progress or Progress()
+        check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
+        table = read_fingerprints(list(corpus.inputs), **corpus.reading)
+        fps = np.asarray(table.fingerprints, dtype=np.uint64)
+        n = fps.shape[0]
+        # Without texts, identical fingerprints play the part of identical contents.
+        content = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
+        sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
+        groups = find_groups(sig, table.timestamps, settings, on_stage=progress.stage)
+        # Fingerprints hold no documents: no originals' rows, no report.
+        columns = _write_outputs(Outputs(groups=outputs.groups, pairs=outputs.pairs), table.ids,
+                                 groups, settings, progress)
+        return DedupRun(table.stats, groups.stats, columns)
+
+
+def open_engine(options: EngineOptions) -> LocalEngine:
+    """The local engine as :func:`neardup.engines.engine_named` makes it: ``workers``,
+    ``memory_limit``, ``tmp_dir`` and ``resume`` of ``options`` (``spark_master`` is Spark's and
+    has no bearing here). O(1).
+
+    Example:
+        >>> open_engine(EngineOptions(workers=1, resume=True)).resume
+        True
+    """
+    return LocalEngine(options.workers, memory_limit=options.memory_limit,
+                       tmp_dir=options.tmp_dir, resume=options.resume)
+
+
+def _write_outputs(
+    outputs: Outputs,
+    ids,
+    groups: Groups,
+    settings: Settings,
+    progress: Progress,
+    texts_at: Callable[[list[int]], dict[int, str]] | None = None,
+    read_seconds: float = 0.0,
+    originals: Callable[[np.ndarray], Iterator[DocumentBatch]] | None = None,
+) -> dict:
+    """Write the ``outputs`` of a run's ``groups`` over the documents ``ids`` (GROUPS, PAIRS and
+    the originals' rows, fetched by ``originals``, as one set; then the report, its texts by
+    position from ``texts_at``); returns GROUPS' columns."""
+    progress.stage("writing")
+    columns = groups_columns(ids, groups)
+    with output_set():
+        if outputs.groups:
+            write_table(outputs.groups, columns)
+        if outputs.pairs:
+            write_table(outputs.pairs, pairs_columns(ids, groups, settings.method))
+        if outputs.keep:
+            rows = np.flatnonzero(groups.is_original)
+            progress.stage("writing originals", int(rows.shape[0]))
+            write_records(outputs.keep, _progress_records(originals(rows), progress))
+    if outputs.report:
+        progress.stage("report")
+        _write_report(outputs.report, columns["id"], groups, settings, read_seconds, texts_at)
+    return columns
+
+
+def _progress_records(batches: Iterable[DocumentBatch], progress: Progress) -> Iterator[dict]:
+    for batch in batches:
+        yield from batch.records
+        progress.advance(len(batch.records))
+
+
+def _write_report(path: str, ids: pa.ChunkedArray, groups: Groups, settings: Settings,
+                  read_seconds: float, texts_at: Callable[[list[int]], dict[int, str]]) -> None:
+    """The page of :mod:`neardup.report` for a run, with its settings and seconds per stage
+    (which GROUPS and PAIRS files do not record), written atomically."""
+    simhash = settings.method == "simhash"
+    stats = {k: v for k, v in groups.stats.items() if not isinstance(v, dict)}
+    stats["seconds"] = {"read + signatures": read_seconds, **groups.stats.get("seconds", {})}
+    run = html_report.RunData(
+        ids=ids.to_numpy(),
+        original=groups.original,
+        pair_a=groups.pair_a, pair_b=groups.pair_b,
+        pair_value=np.asarray(groups.pair_value, dtype=np.float64),
+        value_name=pair_value_column(settings.method),
+        # MinHash pairs are accepted by their verified Jaccard when verification is on.
+        threshold=settings.hamming_k if simhash else (settings.verify or settings.threshold),
+        settings=html_report.describe_settings(settings), stats=stats,
+    )
+    texts = texts_at(html_report.select(run).positions())
+    page = html_report.render(run, texts, "neardup report").encode("utf-8")
+    with atomic_write(path) as fh:
+        fh.write(page)

@@ -14,8 +14,9 @@ The texts are never all in memory. The job makes three passes over the inputs:
    of the documents that have a candidate are **read again** — only those, through their input
    locations — and their shingle sets built by the compiled kernels in parallel batches, kept
    in memory or spilled like the rest; verification, groups, pairs.
-3. **Write** GROUPS and PAIRS from the columns (Arrow ``take`` on the IDs), and ``--keep`` from
-   a third read of just the originals.
+3. **Write** (:meth:`neardup.engines.local.LocalEngine.dedup`) GROUPS and PAIRS from the
+   columns (Arrow ``take`` on the IDs), and the originals' rows from a third read of just them
+   (:meth:`OutOfCoreDedup.refetch`).
 
 Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
@@ -37,31 +38,19 @@ import pyarrow as pa
 from numba import njit
 
 from neardup.candidates.bands import band_hashes
-from neardup.engines.local import _warm_up, check_workers, ordered_map
+from neardup.engines.base import Progress
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir, return_freed_memory
+from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import connected_components
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
-from neardup.pipeline import Groups, PairSimilarity, Settings, Signatures, find_groups, signatures
+from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
+from neardup.settings import Settings
 
 #: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold.
 SPILL_SHARE = 0.5
-#: Documents per batch read and signed: small enough that the ``2 × workers`` batches in flight
-#: (texts and their shingle hashes, about 10 bytes a character) stay far below the budget.
-BATCH_SIZE = 2_000
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
-
-
-class Progress:
-    """What the job tells a progress display; this one shows nothing."""
-
-    def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
-        """A new stage starts; ``total`` in ``unit`` when known."""
-
-    def advance(self, amount: int, docs: int | None = None, spilled: int | None = None) -> None:
-        """``amount`` more ``unit`` of the current stage are done (``docs`` read and bytes
-        ``spilled`` to disk so far, when known)."""
 
 
 @dataclass
@@ -103,7 +92,7 @@ class OutOfCoreDedup:
         work: the run's :class:`~neardup.engines.spill.WorkDir`.
         memory_limit: bytes the run may use (see the module docstring for what counts).
         workers: signing threads (None = all cores).
-        progress: a :class:`Progress` display.
+        progress: a :class:`~neardup.engines.base.Progress` display.
     """
 
     def __init__(
@@ -138,7 +127,7 @@ class OutOfCoreDedup:
             return self.collected
         s = self.settings
         started = time.perf_counter()
-        _warm_up(s)
+        warm_up(s)
         minhash = s.method == "minhash"
         banding = s.banding() if minhash else None
         bands = [SpillColumn(self.work, f"band-{j}", np.uint64, self.budget)

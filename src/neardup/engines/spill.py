@@ -293,9 +293,11 @@ class WorkDir:
         return np.load(self.file(name + ".npy"), mmap_mode="r" if mmap else None, allow_pickle=False)
 
     def save_json(self, name: str, value: Any) -> None:
+        """Store ``value`` as ``name.json``, atomically as :meth:`save` (a crash mid-write must
+        not leave a checkpoint that ``--resume`` would half read)."""
         target = self.file(name + ".json")
-        with writing(target):
-            target.write_text(json.dumps(value))
+        with writing(target), atomic_write(target) as fh:
+            fh.write(json.dumps(value).encode("utf-8"))
 
     def load_json(self, name: str) -> Any:
         return json.loads(self.file(name + ".json").read_text())

@@ -33,7 +33,8 @@ from neardup.index.errors import IndexWriteError, unique_ids
 from neardup.index.minhash import band_keys, data_sizes, encode_texts
 from neardup.index.sorted_rows import MAX_POSITION
 from neardup.index.storage import DB_NAME, install, sqlite_error, write_records
-from neardup.pipeline import Settings, Signatures, find_groups
+from neardup.pipeline import Signatures, find_groups
+from neardup.settings import Settings
 
 __all__ = ["build_index"]
 

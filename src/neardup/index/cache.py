@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.candidates.tables import plan_tables
+from neardup.candidates.plan import plan_tables
 from neardup.hashing import xxh64_slice
 from neardup.index.errors import IndexWriteError
 from neardup.index.minhash import BandTables
@@ -59,7 +59,8 @@ from neardup.index.storage import (
     unsigned,
 )
 from neardup.index.tables import PermutationTables
-from neardup.pipeline import Settings
+from neardup.io.files import atomic_write, finish_dead_writes
+from neardup.settings import Settings
 
 __all__ = [
     "CHECKSUM",
@@ -385,7 +386,6 @@ def save_generation(
         _write_generation(directory, tables, generation, max_pos=max_pos, tomb_seq=tomb_seq)
     except OSError as error:
         shutil.rmtree(directory / f".tables-{generation}.tmp", ignore_errors=True)
-        (directory / f".{MANIFEST_NAME}.tmp").unlink(missing_ok=True)
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
             raise IndexWriteError(
                 error.errno,
@@ -436,12 +436,10 @@ def _write_generation(
         }
     else:
         manifest["bands"] = tables.bands
-    tmp_manifest = directory / f".{MANIFEST_NAME}.tmp"
-    with open(tmp_manifest, "w") as fh:
-        json.dump(manifest, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp_manifest, directory / MANIFEST_NAME)
+    # The temporary manifests of killed writers go first: their names are not reused.
+    finish_dead_writes(directory)
+    with atomic_write(directory / MANIFEST_NAME) as fh:
+        fh.write(json.dumps(manifest).encode("ascii"))
     fsync_path(directory)
     for old in directory.glob("tables-*"):
         if old.name != final.name:

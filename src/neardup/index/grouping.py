@@ -79,7 +79,7 @@ from neardup.index.storage import (
     write_transaction,
 )
 from neardup.index.tables import close_pairs
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 __all__ = [
     "BatchGroups",

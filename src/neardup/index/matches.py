@@ -39,7 +39,8 @@ from neardup.index.results import Match, QueryResult
 from neardup.index.settings import describe_settings
 from neardup.index.storage import GROUPED, grouped_rows, json_list, signed
 from neardup.io import parse_fingerprint
-from neardup.pipeline import Settings, signatures
+from neardup.pipeline import signatures
+from neardup.settings import Settings
 
 __all__ = ["Matcher", "Probes", "split_by_query", "text_list"]
 

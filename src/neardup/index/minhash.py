@@ -47,7 +47,8 @@ from neardup.index.lcs_bound import lcs_upper_bounds, unit_sketches
 from neardup.index.sorted_rows import MAX_POSITION, LiveRows, merge_rows, sort_rows
 from neardup.lcs import lcs_unit_counts
 from neardup.minhash import jaccard_estimate
-from neardup.pipeline import Settings, signatures
+from neardup.pipeline import signatures
+from neardup.settings import Settings
 from neardup.verify import LCS_UNIT
 
 __all__ = [
@@ -234,14 +235,15 @@ def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np
 
 
 def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: np.ndarray,
-                    settings: Settings, *, screen: bool = True) -> np.ndarray:
+                    settings: Settings, *, screen: bool = True, workers: int = 1) -> np.ndarray:
     """The near-duplicate measure of rows ``a[p]`` and ``b[p]`` of :func:`verification_data`
     (float64 per pair), as ``dedup`` verifies its candidates: the verification measure of the
     settings, or the MinHash estimate of Jaccard when ``verify`` is None. Values at or above
     :func:`verify_threshold` are exact; below it, LCS values may be any value below it: with
     ``screen``, the pairs that :func:`~neardup.index.lcs_bound.lcs_upper_bounds` rules out
     are not compared (``screen=False`` when the caller has screened them already), and the
-    kernel stops early. O(the measure per pair).
+    kernel stops early. Many LCS pairs are spread over ``workers`` threads (the values do not
+    depend on it). O(the measure per pair).
 
     Example:
         >>> s = Settings(method="minhash", shingle="char:4")
@@ -258,12 +260,13 @@ def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: n
         rows = values.astype(np.uint32).reshape(-1, settings.num_perm)
         return np.asarray(jaccard_estimate(rows[a], rows[b]), np.float64)
     if verification.measure != "lcs" or not screen:
-        return verification.similarity(offsets, values, a, b)
+        return verification.similarity(offsets, values, a, b, workers=workers)
     used, at = np.unique(b, return_inverse=True)
     sim = lcs_upper_bounds(offsets, values, a, np.diff(offsets)[b],
                            unit_sketches(offsets, values, used), at, verification.threshold)
     compare = sim >= verification.threshold
-    sim[compare] = verification.similarity(offsets, values, a[compare], b[compare])
+    sim[compare] = verification.similarity(offsets, values, a[compare], b[compare],
+                                           workers=workers)
     return sim
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from neardup.index.errors import check_int
+from neardup.io.values import us_to_iso
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -43,7 +43,6 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000
 """Largest ``limit``: the number of matches listed per result."""
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _HEX = {"json": str}
 """A fingerprint's JSON: 16 hex digits."""
 
@@ -60,13 +59,6 @@ def check_limit(limit: Any) -> int:
 
 def _hex(fp: int) -> str:
     return f"{int(fp):016x}"
-
-
-def _iso(us: int) -> str | None:
-    try:
-        return (_EPOCH + timedelta(microseconds=int(us))).isoformat().replace("+00:00", "Z")
-    except OverflowError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -224,7 +216,12 @@ class Record:
     group_size: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "timestamp", _iso(self.timestamp_us))
+        try:
+            # The fraction only when there is one: the record's JSON form in the HTTP API.
+            stamp = us_to_iso(self.timestamp_us, timespec="auto")
+        except OverflowError:  # beyond the year 9999: ISO 8601 has no form for it
+            stamp = None
+        object.__setattr__(self, "timestamp", stamp)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (fingerprint as hex, timestamp also as ISO 8601 UTC)."""

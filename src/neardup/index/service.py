@@ -72,6 +72,7 @@ from pydantic import (
 )
 
 from neardup._version import __version__
+from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.ids import MAX_ID_LENGTH, check_id
 from neardup.index.errors import DocumentExistsError, ReadOnlyIndexError
 from neardup.index.results import (
@@ -93,7 +94,6 @@ from neardup.index.service_http import (
     read_json,
 )
 from neardup.index.store import NearDupIndex
-from neardup.pipeline import MAX_HAMMING_K
 
 __all__ = ["create_app", "serve", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BODY_BYTES"]
 

@@ -18,7 +18,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from neardup.pipeline import DEFAULT_SHINGLES, METHODS, Settings, check_method_options
+from neardup.settings import (
+    DEFAULT_HASH_NAME,
+    FINGERPRINT_METHOD,
+    METHODS,
+    Settings,
+    check_method_options,
+)
 
 __all__ = [
     "describe_settings",
@@ -34,10 +40,10 @@ __all__ = [
 def index_settings(
     hamming_k: int | None = None,
     shingle: str | None = None,
-    hash_name: str = "xxh",
+    hash_name: str = DEFAULT_HASH_NAME,
     weights: str | None = None,
     *,
-    method: str = "simhash",
+    method: str = FINGERPRINT_METHOD,
     num_perm: int | None = None,
     seed: int | None = None,
     threshold: float | None = None,
@@ -66,15 +72,13 @@ def index_settings(
     options = {"hamming_k": hamming_k, "weights": weights, "num_perm": num_perm, "seed": seed,
                "threshold": threshold, "bands": bands, "rows": rows}
     check_method_options(method, [k for k, v in options.items() if v is not None])
-    shingle = DEFAULT_SHINGLES[method] if shingle is None else shingle
+    given = {k: v for k, v in options.items() if v is not None}
     if method == "simhash":
         if verify not in (None, "none", "auto"):
             raise ValueError(f"verify applies to method minhash in an index, not simhash; "
                              f"got {verify!r}")
-        return Settings(method="simhash", hamming_k=3 if hamming_k is None else hamming_k,
-                        shingle=shingle, hash_name=hash_name, weights=weights or "set",
-                        verify=None, grouping="components")
-    given = {k: v for k, v in options.items() if v is not None}
+        return Settings(method="simhash", shingle=shingle, hash_name=hash_name, verify=None,
+                        grouping="components", **given)
     settings = Settings(method="minhash", shingle=shingle, hash_name=hash_name,
                         verify="auto" if verify is None else verify, grouping="components",
                         **given)
@@ -172,13 +176,13 @@ def describe_settings(settings: Settings) -> str:
 
     Example:
         >>> describe_settings(index_settings())
-        '--method simhash -k 3 --shingle word:3 --hash xxh --weights set'
+        '--method simhash -k 3 --shingle word:3 --hash-name xxh --weights set'
     """
     if settings.method == "simhash":
         return (f"--method simhash -k {settings.hamming_k} --shingle {settings.shingle} "
-                f"--hash {settings.hash_name} --weights {settings.weights}")
+                f"--hash-name {settings.hash_name} --weights {settings.weights}")
     verification = settings.verification
-    return (f"--method minhash --shingle {settings.shingle} --hash {settings.hash_name} "
+    return (f"--method minhash --shingle {settings.shingle} --hash-name {settings.hash_name} "
             f"--num-perm {settings.num_perm} --seed {settings.seed} "
             f"--threshold {settings.threshold:g} --bands {settings.bands} --rows {settings.rows} "
             f"--verify {'none' if verification is None else verification}")

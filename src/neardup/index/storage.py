@@ -65,7 +65,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -74,7 +73,8 @@ import numpy as np
 from neardup.index.errors import IndexDamagedError, IndexLockedError, IndexWriteError
 from neardup.index.results import Record
 from neardup.index.settings import settings_meta
-from neardup.pipeline import Settings
+from neardup.io.values import us_to_iso
+from neardup.settings import Settings
 
 __all__ = [
     "DB_NAME",
@@ -517,7 +517,7 @@ def write_records(
         if settings.method == "minhash":
             conn.executescript(_MINHASH_SCHEMA)
         conn.execute("BEGIN")
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        created = us_to_iso(time.time_ns() // 1000, timespec="seconds")
         is_orig = original == np.arange(n)
         meta = {
             "format_version": str(FORMAT_VERSION),

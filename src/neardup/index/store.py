@@ -86,7 +86,8 @@ from neardup.index.storage import (
     record_of,
     sql_state,
 )
-from neardup.pipeline import Settings, Signatures
+from neardup.pipeline import Signatures
+from neardup.settings import Settings
 
 __all__ = ["NearDupIndex"]
 

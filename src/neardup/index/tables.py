@@ -1,8 +1,9 @@
 """SimHash permutation tables in memory, probed one fingerprint at a time: the online form of
-Manku et al. 2007 (:mod:`neardup.candidates.tables` is the batch form, and the source of the plans
-and of the table keys).
+Manku et al. 2007 (:mod:`neardup.candidates.tables` is the batch form;
+:mod:`neardup.candidates.plan` is the source of the plans, the table keys and the first-table
+rule).
 
-:class:`PermutationTables` keeps, per table of a :func:`neardup.candidates.tables.plan_tables`
+:class:`PermutationTables` keeps, per table of a :func:`neardup.candidates.plan.plan_tables`
 plan, the sorted keys (``uint32``: the top 32 bits of the fingerprint permuted so that the
 table's prefix blocks come first, i.e. the prefix, or its top 32 bits if wider) and the
 positions in that order (``uint32``), plus the fingerprint of every position (``uint64``) and an
@@ -31,15 +32,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.candidates.tables import (
+from neardup.candidates.plan import (
     MAX_HAMMING_K,
     TablePlan,
-    _permute_bits_into,
-    _table_fields,
-    distinct_hamming_pairs,
+    first_agreeing_mask,
+    permute_bits_into,
     plan_tables,
-    popcount64,
+    table_fields,
 )
+from neardup.candidates.tables import distinct_hamming_pairs, popcount64
 from neardup.index.errors import check_int
 from neardup.index.sorted_rows import MAX_POSITION, LiveRows, merge_rows, sort_rows
 
@@ -73,7 +74,7 @@ def _keys_kernel(values, src, dst, wmask, shift, out):
     table's bit fields (the prefix blocks first), shifted right by ``shift[t]``."""
     permuted = np.empty(values.shape[0], np.uint64)
     for t in range(src.shape[0]):
-        _permute_bits_into(values, src[t], dst[t], wmask[t], permuted)
+        permute_bits_into(values, src[t], dst[t], wmask[t], permuted)
         for i in range(values.shape[0]):
             out[t, i] = permuted[i] >> shift[t]
 
@@ -126,14 +127,7 @@ def _probe_kernel(
                     continue
                 # Kept only by the first table whose whole prefix the pair shares (a key of
                 # 32 bits may be shorter than the prefix, so check this table's too).
-                if (x & masks[t]) != 0:
-                    continue
-                earlier = False
-                for u in range(t):
-                    if (x & masks[u]) == 0:
-                        earlier = True
-                        break
-                if earlier:
+                if first_agreeing_mask(x, masks[: t + 1]) != t:
                     continue
                 m = _emit(out_q, out_p, out_d, m, qi, p, d)
         for j in range(delta_len):
@@ -196,9 +190,9 @@ def close_pairs(values: np.ndarray, hamming_k: int) -> tuple[np.ndarray, np.ndar
 
 def _key_fields(plan: TablePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per table (one row each), the bit fields of
-    :func:`neardup.candidates.tables._table_fields`, which move the table's prefix blocks to the
+    :func:`neardup.candidates.plan.table_fields`, which move the table's prefix blocks to the
     top, and the right shift that leaves the top ``min(prefix bits, 32)`` bits: the key."""
-    fields = [_table_fields(plan, t) for t in range(plan.num_tables)]
+    fields = [table_fields(plan, t) for t in range(plan.num_tables)]
     src, dst, wmask = (np.stack([f[i] for f in fields]) for i in range(3))
     shift = np.array([plan.bits - min(width, _KEY_BITS) for width in plan.table_prefix_bits],
                      np.uint64)

@@ -25,7 +25,7 @@ from neardup.index.minhash import (
     verification_data,
     verify_threshold,
 )
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 __all__ = ["CandidateVerifier"]
 
@@ -54,6 +54,8 @@ class CandidateVerifier:
         read_texts: the compressed texts of positions
             (:func:`~neardup.index.minhash.encode_texts` values, in the order given).
         max_values: bound of the data cache.
+        workers: threads over which many pairs are compared (a popular template's cluster:
+            thousands of pairs that pass); the outcome does not depend on it.
 
     Example:
         >>> from neardup.index.minhash import data_sizes, encode_texts
@@ -72,7 +74,7 @@ class CandidateVerifier:
     def __init__(self, settings: Settings,
                  read_sizes: Callable[[np.ndarray], np.ndarray],
                  read_texts: Callable[[np.ndarray], list[bytes]],
-                 max_values: int = 4_000_000) -> None:
+                 max_values: int = 4_000_000, workers: int = 1) -> None:
         self.settings = settings
         self.threshold = verify_threshold(settings)
         verification = settings.verification
@@ -80,6 +82,7 @@ class CandidateVerifier:
         self._read_sizes = read_sizes
         self._read_texts = read_texts
         self.cache = DataCache(max_values)
+        self.workers = workers
         self._sizes = np.full(0, self._UNKNOWN, np.uint32)
         # Row of each position's sketch in _sketch_rows, -1 while unknown (int32: 2**31 rows).
         self._sketch_of = np.full(0, -1, np.int32)
@@ -151,7 +154,7 @@ class CandidateVerifier:
             qi, pos, at = qi[keep], pos[keep], at[keep]
         n = probe_data[0].shape[0] - 1
         sim = pair_similarity(*concat_data([probe_data, stored]), qi, n + at, self.settings,
-                              screen=False)
+                              screen=False, workers=self.workers)
         ok = sim >= self.threshold
         return qi[ok], pos[ok], sim[ok]
 

@@ -79,13 +79,15 @@ _BUFFER_BYTES = 1 << 20
 
 
 def split_name(name: str) -> tuple[str, str | None]:
-    """(format extension, compression) of a file name or format spec like ``jsonl.gz``.
+    """(format extension, compression) of a file name, a path or a format spec like
+    ``jsonl.gz``: the one rule that tells a format from a name, whose extensions
+    :data:`FORMAT_OF_EXTENSION` maps to formats.
 
-    The extension is lower case and "" when there is none; the compression is ``"gzip"``,
-    ``"zstd"`` or None. O(len(name)).
+    The extension is lower case and "" when there is none (a dot in a folder's name is no
+    extension); the compression is ``"gzip"``, ``"zstd"`` or None. O(len(name)).
 
     Example:
-        >>> split_name("a/B.CSV.zst"), split_name("part-00000")
+        >>> split_name("a/B.CSV.zst"), split_name("runs.v2/part-00000")
         (('csv', 'zstd'), ('', None))
     """
     lower = name.lower()
@@ -97,7 +99,7 @@ def split_name(name: str) -> tuple[str, str | None]:
             lower = lower[: -len(suffix) - 1]
             break
     _, dot, ext = lower.rpartition(".")
-    return (ext if dot else ""), compression
+    return (ext if dot and "/" not in ext else ""), compression
 
 
 def _parse_format_spec(spec: str, param: str, allowed: Sequence[str]) -> tuple[str, str | None]:
@@ -548,7 +550,7 @@ def output_set() -> Iterator[None]:
         return
     # A kill between two renames would leave part of the set: the journal, written before
     # the first rename, lets the next run that writes here finish the renames (see
-    # _finish_dead_commits), so the set ends complete.
+    # finish_dead_writes), so the set ends complete.
     journal = _unique_temp(os.path.dirname(pending[0][1]), ".neardup-commit", ".json")
     with os.fdopen(journal[1], "w", encoding="utf-8") as fh:
         json.dump([[os.path.abspath(t), os.path.abspath(g)] for t, g in pending], fh)
@@ -559,9 +561,15 @@ def output_set() -> Iterator[None]:
     os.unlink(journal[0])
 
 
-def _finish_dead_commits(directory: str) -> None:
-    """Complete the output sets that killed runs were renaming into ``directory``, then remove
-    the temporary files those runs left there. O(files in the directory)."""
+def finish_dead_writes(directory: str | os.PathLike) -> None:
+    """Complete the output sets that killed processes were renaming into ``directory``, then
+    remove the temporary files of :func:`atomic_write` that they left there; what live
+    processes are writing is left alone. O(files in the directory).
+
+    Example:
+        >>> import tempfile
+        >>> finish_dead_writes(tempfile.mkdtemp())
+    """
     try:
         names = os.listdir(directory)
     except OSError:
@@ -641,4 +649,4 @@ def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | P
             raise FileNotFoundError(f"output directory {parent} does not exist (writing {out})")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PermissionError(f"output directory {parent} is not writable (writing {out})")
-        _finish_dead_commits(str(parent))
+        finish_dead_writes(parent)

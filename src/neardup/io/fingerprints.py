@@ -37,21 +37,24 @@ from neardup.io.files import (
     refuse_compressed_parquet,
     split_name,
 )
-from neardup.io.rows import IdTable, ReadStats, RowChecks, missing_column
+from neardup.io.rows import (
+    BadRow,
+    IdTable,
+    ReadStats,
+    RowChecks,
+    missing_column,
+    valid_fingerprint,
+    valid_fingerprint_time,
+    valid_id,
+)
 from neardup.io.sources import (
     decoded_line,
     delimited_rows,
     iter_lines,
+    json_object_line,
     open_parquet,
-    parse_json_line,
 )
-from neardup.io.values import (
-    check_fingerprint_format,
-    json_type_name,
-    short_repr,
-    time_to_us,
-    tsv_unescape,
-)
+from neardup.io.values import check_fingerprint_format, tsv_unescape
 
 
 @dataclass
@@ -92,29 +95,23 @@ class _FingerprintCollector:
         rows = self.rows
         # Fast paths first: this runs once per row.
         if type(ident) is not str or not ident or not ident.isascii():
-            ident = rows.check_id(ident, path, line, "id")
+            ident = rows.checked(valid_id(ident, "id"), path, line)
             if ident is None:
                 return
-        fp = rows.check_fingerprint(fp_value, self.fingerprint_format, path, line)
+        fp = rows.checked(valid_fingerprint(fp_value, self.fingerprint_format), path, line)
         if fp is None:
             return
         if time_value is None:
             us = 0
         elif type(time_value) is str and len(time_value) <= 12 and time_value.isdigit():
             us = int(time_value) * 1_000_000  # seconds: cannot overflow int64 at this length
-        elif isinstance(time_value, str) and not time_value.strip():
-            us, time_value = 0, None
         else:
-            us = time_to_us(time_value)
-            if us is None:
-                rows.bad(
-                    path,
-                    line,
-                    "timestamp",
-                    "bad timestamp",
-                    f"{short_repr(time_value)} is neither seconds since the epoch nor ISO 8601",
-                )
+            us = valid_fingerprint_time(time_value)
+            if type(us) is BadRow:
+                rows.bad(path, line, *us)
                 return
+            if us is None:
+                us, time_value = 0, None  # a blank time is an absent one
         seen = self.seen
         size = len(seen)
         key = rows.row_key(line)
@@ -137,25 +134,9 @@ class _FingerprintCollector:
                 s = decoded_line(raw, n, rows, path)
                 if s is None:
                     continue
-                s = s.rstrip("\r\n")
-                if not s or s.isspace():
-                    continue
-                parts = s.split("\t")
-                if len(parts) not in (2, 3):
-                    rows.bad(
-                        path,
-                        n,
-                        None,
-                        "malformed row",
-                        f"expected id<TAB>fingerprint[<TAB>timestamp], got {len(parts)} fields",
-                    )
-                    continue
-                if parts[1].strip() == "fingerprint":
-                    continue  # a header line
-                ident = parts[0]
-                if escaped and "\\" in ident:
-                    ident = tsv_unescape(ident)
-                self.add(path, n, ident, parts[1], parts[2] if len(parts) == 3 else None)
+                fields = rows.checked(fingerprint_line(s, escaped), path, n)
+                if fields is not None:
+                    self.add(path, n, *fields)
 
     def read_jsonl(self, src: Source) -> None:
         path = src.display
@@ -168,15 +149,9 @@ class _FingerprintCollector:
                 s = decoded_line(raw, n, rows, path)
                 if s is None:
                     continue
-                try:
-                    obj = parse_json_line(s.lstrip("\ufeff") if n == 1 else s)
-                except (ValueError, RecursionError) as e:
-                    rows.bad(path, n, None, "malformed JSON", str(e))
-                    continue
-                if type(obj) is not dict:
-                    rows.bad(path, n, None, "not a JSON object", f"got {json_type_name(obj)}")
-                    continue
-                self.add(path, n, obj.get("id"), obj.get("fingerprint"), obj.get("timestamp"))
+                obj = rows.checked(json_object_line(s, n), path, n)
+                if obj is not None:
+                    self.add(path, n, obj.get("id"), obj.get("fingerprint"), obj.get("timestamp"))
 
     def read_csv(self, src: Source) -> None:
         path = src.display
@@ -211,6 +186,33 @@ class _FingerprintCollector:
                 for k in range(rb.num_rows):
                     row += 1
                     self.add(path, row, ids[k], fps[k], times[k])
+
+
+def fingerprint_line(s: str, escaped: bool) -> tuple[str, str, str | None] | BadRow | None:
+    """``(id, fingerprint, timestamp or None)`` of one line of tab-separated fingerprint rows
+    (decoded, its BOM removed), None for a blank line or a header (a second field
+    ``fingerprint``), or the :class:`~neardup.io.rows.BadRow` of a line without 2 or 3 fields.
+    With ``escaped`` (``.tsv`` files) the ID is :func:`tsv_unescape`-d. O(len(s)).
+
+    Example:
+        >>> fingerprint_line("a\\\\tb\\t00000000000000ff\\n", True)
+        ('a\\tb', '00000000000000ff', None)
+        >>> fingerprint_line("id\\tfingerprint", False) is None, fingerprint_line("a", False).reason
+        (True, 'malformed row')
+    """
+    s = s.rstrip("\r\n")
+    if not s or s.isspace():
+        return None
+    parts = s.split("\t")
+    if len(parts) not in (2, 3):
+        detail = f"expected id<TAB>fingerprint[<TAB>timestamp], got {len(parts)} fields"
+        return BadRow(None, "malformed row", detail)
+    if parts[1].strip() == "fingerprint":
+        return None
+    ident = parts[0]
+    if escaped and "\\" in ident:
+        ident = tsv_unescape(ident)
+    return ident, parts[1], parts[2] if len(parts) == 3 else None
 
 
 def read_fingerprints(

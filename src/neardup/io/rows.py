@@ -2,15 +2,20 @@
 
 A row is bad when its ID is missing, empty, not a string or integer, or repeated; when its
 text is missing, not a string, not UTF-8 or longer than ``max_doc_bytes``; when its time or
-fingerprint cannot be read. :class:`RowChecks` applies these rules with a read's error policy:
-``on_error="raise"`` raises :class:`InputError` naming the file, the line (or row) and the
-field; ``"skip"`` drops the row and counts it in :class:`ReadStats`. :class:`IdTable` finds
-repeated IDs in bounded memory.
+fingerprint cannot be read. Each rule is a pure function over one value (:func:`valid_id`,
+:func:`valid_text`, :func:`valid_time`, :func:`valid_fingerprint`,
+:func:`valid_fingerprint_time`) that answers the value read or the :class:`BadRow` it makes, so
+every engine runs the same rules (the Spark engine inside its tasks). :class:`RowChecks`
+reports bad rows with a read's error policy: ``on_error="raise"`` raises :class:`InputError`
+naming the file, the line (or row) and the field; ``"skip"`` drops the row and counts it in
+:class:`ReadStats`. :class:`IdTable` finds repeated IDs in bounded memory.
 
 Example:
+    >>> valid_id(7, "id"), valid_id("", "id")
+    ('7', BadRow(field='id', reason='empty id', detail=None))
     >>> checks = RowChecks("skip")
     >>> checks.start_file("a.jsonl")
-    >>> checks.check_id("", "a.jsonl", 1, "id"), checks.check_id(7, "a.jsonl", 2, "id")
+    >>> checks.checked(valid_id("", "id"), "a.jsonl", 1), checks.checked("7", "a.jsonl", 2)
     (None, '7')
     >>> dict(checks.stats.skipped_reasons)
     {'empty id': 1}
@@ -22,7 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from numba import njit
@@ -36,6 +41,8 @@ ON_ERROR = ("raise", "skip")
 #: many bytes of UTF-8. Shingling costs about 10-20 bytes of memory per text byte, so one
 #: 16 MiB document needs a few hundred MB; web pages and articles are far below it.
 DEFAULT_MAX_DOC_BYTES = 16 << 20
+
+_Value = TypeVar("_Value")
 
 # A row key packs (index of the file in the read, line) into one int: 40 bits of line.
 _LINE_BITS = 40
@@ -171,6 +178,145 @@ def missing_column(
 
 
 # --------------------------------------------------------------------------------------------
+# The rules of one value
+# --------------------------------------------------------------------------------------------
+
+
+class BadRow(NamedTuple):
+    """Why a row is bad, without its place: what :meth:`RowChecks.bad` and :class:`InputError`
+    take after the file and the line.
+
+    Attributes:
+        field: the field involved, or None (e.g. malformed JSON).
+        reason: a short category, the key of ``ReadStats.skipped_reasons``.
+        detail: more information, or None.
+
+    Example:
+        >>> str(InputError("a.jsonl", 2, *BadRow("id", "empty id")))
+        "a.jsonl, line 2, field 'id': empty id"
+    """
+
+    field: str | None
+    reason: str
+    detail: str | None = None
+
+
+def valid_id(value: Any, field: str) -> str | BadRow:
+    """The ID of the field ``field`` as a string (an integer 5 is ``"5"``), or the
+    :class:`BadRow` of a missing, empty or unpaired-surrogate ID or of one that is neither a
+    string nor an integer. O(len(value)).
+
+    Example:
+        >>> valid_id(5, "id"), valid_id(None, "doc").reason
+        ('5', "missing field 'doc'")
+    """
+    if type(value) is str:
+        ident = value
+    elif value is None:
+        return BadRow(field, f"missing field '{field}'")
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        ident = str(int(value))
+    else:
+        detail = f"expected a string or integer, got {json_type_name(value)}"
+        return BadRow(field, "bad id", detail)
+    if not ident:
+        return BadRow(field, "empty id")
+    if not ident.isascii() and utf8_length(ident) is None:
+        return BadRow(field, "invalid UTF-8", "unpaired surrogate in the id")
+    return ident
+
+
+def valid_text(value: Any, field: str, max_doc_bytes: int | None) -> int | BadRow:
+    """The UTF-8 length in bytes of the text of the field ``field``, or the :class:`BadRow` of
+    a missing text, one that is not a string, holds an unpaired surrogate or is longer than
+    ``max_doc_bytes`` (None: no limit). O(len(value)).
+
+    Example:
+        >>> valid_text("héllo", "text", None), valid_text("héllo", "text", 5).reason
+        (6, 'document too large')
+    """
+    if type(value) is not str:
+        if value is None:
+            return BadRow(field, f"missing field '{field}'")
+        return BadRow(field, "text not a string", f"got {json_type_name(value)}")
+    nbytes = len(value) if value.isascii() else utf8_length(value)
+    if nbytes is None:
+        return BadRow(field, "invalid UTF-8", "unpaired surrogate in the text")
+    too_large = oversized_text(nbytes, max_doc_bytes)
+    if too_large is not None:
+        return BadRow(field, "document too large", too_large)
+    return nbytes
+
+
+def valid_time(value: Any, field: str) -> int | BadRow:
+    """The ordering key in microseconds since the epoch of the time in the field ``field``, or
+    the :class:`BadRow` of a missing value or of one that is neither seconds since the epoch
+    nor ISO 8601 (or out of range). O(len(value)).
+
+    Example:
+        >>> valid_time("1970-01-02", "ts"), valid_time("", "ts").reason
+        (86400000000, "missing field 'ts'")
+    """
+    if value is None or value == "":
+        return BadRow(field, f"missing field '{field}'")
+    us = time_to_us(value)
+    if us is not None:
+        return us
+    if isinstance(value, (int, float, np.number)) and math.isfinite(value):
+        detail = (
+            f"{short_repr(value)} seconds is out of range: int64 microseconds span "
+            f"about ±292,000 years"
+        )
+    else:
+        detail = f"{short_repr(value)} is neither seconds since the epoch nor ISO 8601"
+    return BadRow(field, "bad timestamp", detail)
+
+
+def valid_fingerprint_time(value: Any, field: str = "timestamp") -> int | None | BadRow:
+    """The ordering key in microseconds since the epoch of a fingerprint row's optional time,
+    None when it is absent (None or blank), else as :func:`valid_time` reads it. O(len(value)).
+
+    Example:
+        >>> valid_fingerprint_time("2"), valid_fingerprint_time("  "), valid_fingerprint_time("x").reason
+        (2000000, None, 'bad timestamp')
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return valid_time(value, field)
+
+
+def valid_fingerprint(
+    value: Any, fingerprint_format: str, field: str = "fingerprint"
+) -> int | BadRow:
+    """The fingerprint as an int in 0..2**64-1 (read as :func:`~neardup.io.parse_fingerprint`
+    reads it, in a ``fingerprint_format`` already checked), or the :class:`BadRow` of a missing
+    or bad one. O(len(value)).
+
+    Example:
+        >>> valid_fingerprint("00000000000000ff", "auto"), valid_fingerprint("x", "auto").reason
+        (255, 'bad fingerprint')
+    """
+    if (
+        type(value) is str
+        and len(value) == 16
+        and fingerprint_format != "dec"
+        and value.isalnum()
+        and value.isascii()
+    ):
+        try:
+            return int(value, 16)
+        except ValueError:
+            pass
+    if value is None or value == "":
+        return BadRow(field, f"missing field '{field}'")
+    fp = fingerprint_value(value, fingerprint_format)
+    if fp is None:
+        detail = f"{short_repr(value)} is not a 64-bit fingerprint (format {fingerprint_format!r})"
+        return BadRow(field, "bad fingerprint", detail)
+    return fp
+
+
+# --------------------------------------------------------------------------------------------
 # Repeated IDs
 # --------------------------------------------------------------------------------------------
 
@@ -266,18 +412,18 @@ class IdTable:
 class RowChecks:
     """The row rules of one read, with its error policy and counters.
 
-    A reader calls :meth:`start_file` for each file, then for each row the checks it needs
-    (:meth:`check_id`, :meth:`check_text`, :meth:`check_time`, :meth:`check_fingerprint`).
-    A check returns the checked value, or None once it has reported the row through
-    :meth:`bad`, which raises :class:`InputError` with ``on_error="raise"`` and counts the row
-    in :attr:`stats` with ``"skip"`` (the reader then drops it). A reader finds repeated IDs
-    its own way (an :class:`IdTable`, a dict) by :meth:`row_key` and reports each with
-    :meth:`duplicate`, which names where the ID was first seen.
+    A reader calls :meth:`start_file` for each file, then for each row the rules it needs
+    (:func:`valid_id`, :func:`valid_text`, …) through :meth:`checked`, which hands on the value
+    read, or reports the :class:`BadRow` through :meth:`bad` and answers None: :meth:`bad`
+    raises :class:`InputError` with ``on_error="raise"`` and counts the row in :attr:`stats`
+    with ``"skip"`` (the reader then drops it). A reader finds repeated IDs its own way (an
+    :class:`IdTable`, a dict) by :meth:`row_key` and reports each with :meth:`duplicate`, which
+    names where the ID was first seen.
 
     Args:
         on_error: ``"raise"`` or ``"skip"``.
-        max_doc_bytes: the largest text :meth:`check_text` accepts, in UTF-8 bytes (None or 0:
-            no limit).
+        max_doc_bytes: the largest text the read accepts, in UTF-8 bytes (None or 0: no
+            limit).
 
     Attributes:
         stats: the read's :class:`ReadStats`.
@@ -289,9 +435,9 @@ class RowChecks:
     Example:
         >>> checks = RowChecks("raise", max_doc_bytes=4)
         >>> checks.start_file("a.csv")
-        >>> checks.check_text("abcd", "a.csv", 2, "text")
+        >>> checks.checked(valid_text("abcd", "text", 4), "a.csv", 2)
         4
-        >>> checks.check_text("abcde", "a.csv", 3, "text")  # doctest: +ELLIPSIS
+        >>> checks.checked(valid_text("abcde", "text", 4), "a.csv", 3)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         neardup.io.rows.InputError: a.csv, line 3, field 'text': document too large (5 bytes ...)
@@ -334,104 +480,20 @@ class RowChecks:
         self.stats.skipped += 1
         self.stats.skipped_reasons[reason] += 1
 
-    def check_id(self, value: Any, path: str, line: int | None, field: str) -> str | None:
-        """The ID as a string (an integer 5 is ``"5"``), or None for a missing, empty or
-        unpaired-surrogate ID or one that is neither a string nor an integer."""
-        if type(value) is str:
-            ident = value
-        elif value is None:
-            self.bad(path, line, field, f"missing field '{field}'")
-            return None
-        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            ident = str(int(value))
-        else:
-            self.bad(
-                path,
-                line,
-                field,
-                "bad id",
-                f"expected a string or integer, got {json_type_name(value)}",
-            )
-            return None
-        if not ident:
-            self.bad(path, line, field, "empty id")
-            return None
-        if not ident.isascii() and utf8_length(ident) is None:
-            self.bad(path, line, field, "invalid UTF-8", "unpaired surrogate in the id")
-            return None
-        return ident
+    def checked(self, value: _Value | BadRow, path: str, line: int | None) -> _Value | None:
+        """The value a rule read, or None once the :class:`BadRow` it answered instead has been
+        reported (:meth:`bad`) for the row at ``line`` of ``path``.
 
-    def check_text(self, value: Any, path: str, line: int | None, field: str) -> int | None:
-        """The UTF-8 length of the text in bytes, or None for a missing text, one that is not
-        a string, holds an unpaired surrogate or is longer than :attr:`max_doc_bytes`."""
-        if type(value) is not str:
-            if value is None:
-                self.bad(path, line, field, f"missing field '{field}'")
-            else:
-                self.bad(path, line, field, "text not a string", f"got {json_type_name(value)}")
+        Example:
+            >>> checks = RowChecks("skip")
+            >>> checks.start_file("a.csv")
+            >>> checks.checked(valid_time("soon", "ts"), "a.csv", 2), checks.stats.skipped
+            (None, 1)
+        """
+        if type(value) is BadRow:
+            self.bad(path, line, *value)
             return None
-        nbytes = len(value) if value.isascii() else utf8_length(value)
-        if nbytes is None:
-            self.bad(path, line, field, "invalid UTF-8", "unpaired surrogate in the text")
-            return None
-        if self.max_doc_bytes is not None and nbytes > self.max_doc_bytes:
-            too_large = oversized_text(nbytes, self.max_doc_bytes)
-            self.bad(path, line, field, "document too large", too_large)
-            return None
-        return nbytes
-
-    def check_time(self, value: Any, path: str, line: int | None, field: str) -> int | None:
-        """The time's ordering key in microseconds since the epoch, or None for a missing
-        value or one that is neither seconds since the epoch nor ISO 8601 (or out of range)."""
-        if value is None or value == "":
-            self.bad(path, line, field, f"missing field '{field}'")
-            return None
-        us = time_to_us(value)
-        if us is None:
-            if isinstance(value, (int, float, np.number)) and math.isfinite(value):
-                detail = (
-                    f"{short_repr(value)} seconds is out of range: int64 microseconds span "
-                    f"about ±292,000 years"
-                )
-            else:
-                detail = f"{short_repr(value)} is neither seconds since the epoch nor ISO 8601"
-            self.bad(path, line, field, "bad timestamp", detail)
-        return us
-
-    def check_fingerprint(
-        self,
-        value: Any,
-        fingerprint_format: str,
-        path: str,
-        line: int | None,
-        field: str = "fingerprint",
-    ) -> int | None:
-        """The fingerprint as an int in 0..2**64-1 (read as
-        :func:`~neardup.io.parse_fingerprint` reads it), or None for a missing or bad one."""
-        if (
-            type(value) is str
-            and len(value) == 16
-            and fingerprint_format != "dec"
-            and value.isalnum()
-            and value.isascii()
-        ):
-            try:
-                return int(value, 16)
-            except ValueError:
-                pass
-        if value is None or value == "":
-            self.bad(path, line, field, f"missing field '{field}'")
-            return None
-        fp = fingerprint_value(value, fingerprint_format)
-        if fp is None:
-            self.bad(
-                path,
-                line,
-                field,
-                "bad fingerprint",
-                f"{short_repr(value)} is not a 64-bit fingerprint (format {fingerprint_format!r})",
-            )
-        return fp
+        return value  # type: ignore[return-value]
 
     def duplicate(self, ident: str, first: int, key: int, field: str) -> None:
         """Report ``ident`` at the row ``key``, first seen at the row ``first`` (both

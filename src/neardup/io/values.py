@@ -157,18 +157,23 @@ def parse_timestamp(value: Any) -> int:
     return us
 
 
-def us_to_iso(us: int) -> str:
+def us_to_iso(us: int, timespec: str = "microseconds") -> str:
     """Microseconds since the epoch as ISO 8601 UTC: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
 
-    Always six fraction digits and a ``Z``; :func:`parse_timestamp` reads it back exactly.
-    Years 1..9999 only (``datetime``'s range). O(1).
+    ``timespec`` is that of :meth:`datetime.datetime.isoformat`: ``"microseconds"`` (the
+    default) writes six fraction digits always, which :func:`parse_timestamp` reads back
+    exactly; ``"auto"`` leaves the fraction out when it is zero (``YYYY-MM-DDTHH:MM:SSZ``),
+    the form of the index's records. Years 1..9999 only (``datetime``'s range):
+    ``OverflowError`` beyond. O(1).
 
     Example:
         >>> us_to_iso(1_500_000), us_to_iso(-1)
         ('1970-01-01T00:00:01.500000Z', '1969-12-31T23:59:59.999999Z')
+        >>> us_to_iso(0, timespec="auto"), us_to_iso(1_500_000, timespec="auto")
+        ('1970-01-01T00:00:00Z', '1970-01-01T00:00:01.500000Z')
     """
     # isoformat, unlike strftime("%Y"), pads years below 1000 to four digits.
-    stamp = (_EPOCH + timedelta(microseconds=us)).isoformat(timespec="microseconds")
+    stamp = (_EPOCH + timedelta(microseconds=int(us))).isoformat(timespec=timespec)
     return stamp.removesuffix("+00:00") + "Z"
 
 

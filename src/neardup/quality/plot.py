@@ -33,7 +33,7 @@ def plot_sweep(
 
     Example:
         >>> import tempfile, pathlib
-        >>> from neardup.pipeline import Settings
+        >>> from neardup.settings import Settings
         >>> from neardup.quality.scoring import Evaluation
         >>> from neardup.quality.metrics import BCubed, PairConfusion
         >>> e = Evaluation("clusters", "groups", PairConfusion(1, 0, 1, 4), 4, 0, ari=0.5,

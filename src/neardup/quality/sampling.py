@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,10 +46,15 @@ from pathlib import Path
 import numpy as np
 
 from neardup.candidates.bands import candidate_pairs
+from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.candidates.tables import hamming_pairs
 from neardup.diff import word_diff
 from neardup.io import InputError, tsv_unescape, write_records, write_table
-from neardup.pipeline import MAX_HAMMING_K, Settings, Signatures, content_representatives
+from neardup.io.files import FORMAT_OF_EXTENSION, split_name
+from neardup.io.rows import BadRow
+from neardup.io.sources import json_object_line
+from neardup.pipeline import Signatures, content_representatives
+from neardup.settings import Settings
 from neardup.text import normalize
 from neardup.verify import jaccard_pairs
 
@@ -68,6 +72,7 @@ __all__ = [
     "sample_signatures",
     "sample_pairs",
     "sheet_columns",
+    "sheet_format",
     "read_sheet",
     "write_sheet",
     "diff_markup",
@@ -387,11 +392,26 @@ def sheet_columns(sample: PairSample, ids: Sequence[str], texts: Sequence[str]) 
     }
 
 
+def sheet_format(path: str | Path) -> str | None:
+    """The format of the labelling sheet ``path`` names, ``jsonl`` or ``tsv``, told from its
+    extension as the package tells every file's (:func:`neardup.io.files.split_name`), or None
+    if it names no sheet: another format, or a compressed file (sheets are edited by hand).
+    O(len(path)).
+
+    Example:
+        >>> sheet_format("s.TSV"), sheet_format("s.ndjson"), sheet_format("s.tsv.gz")
+        ('tsv', 'jsonl', None)
+    """
+    ext, compression = split_name(str(path))
+    fmt = FORMAT_OF_EXTENSION.get(ext)
+    return fmt if fmt in SHEET_FORMATS and compression is None else None
+
+
 def _sheet_format(path: str | Path) -> str:
-    suffix = Path(str(path)).suffix.lower().lstrip(".")
-    if suffix not in SHEET_FORMATS:
+    fmt = sheet_format(path)
+    if fmt is None:
         raise ValueError(f"sheet must be a .jsonl or .tsv file; got {str(path)!r}")
-    return suffix
+    return fmt
 
 
 def _parse_label(value, path: str, line: int) -> int | None:
@@ -496,12 +516,9 @@ def read_sheet(path: str | Path) -> Sheet:
             for line_no, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputError(name, line_no, None, "malformed JSON", str(error)) from None
-                if not isinstance(row, dict):
-                    raise InputError(name, line_no, None, "row is not a JSON object")
+                row = json_object_line(line, line_no)
+                if type(row) is BadRow:
+                    raise InputError(name, line_no, *row)
                 seen.update(dict.fromkeys(row))
                 rows.append(row)
                 lines.append(line_no)

@@ -10,7 +10,7 @@ what ``neardup sweep`` runs: it returns a :class:`SweepTable`.
 Example:
     >>> texts = ["the cat sat on the mat", "the cat sat on the mat!", "dogs bark at night"]
     >>> truth = ClusterTruth.from_arrays(["a", "b", "c"], [0, 0, 1])
-    >>> rows = sweep(texts, ["a", "b", "c"], None, truth, Settings(), [0, 3], workers=1)
+    >>> rows = sweep(texts, ["a", "b", "c"], None, truth, Settings(method="simhash"), [0, 3], workers=1)
     >>> best_settings(rows)[0].label
     'k=0'
 """
@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from neardup.engines.local import LocalEngine, signatures_parallel
-from neardup.pipeline import Settings, Signatures, find_groups
+from neardup.pipeline import Signatures, find_groups
 from neardup.quality.metrics import nan_to_none
 from neardup.quality.scoring import Evaluation, Scorer
 from neardup.quality.truth import ClusterTruth, PairTruth, id_index
+from neardup.settings import Settings
 from neardup.simhash import hamming_distance
 from neardup.verify import jaccard_pairs
 
@@ -65,7 +66,7 @@ def swept_settings(
     threshold unless ``settings_base`` forces ``bands`` / ``rows``. Validated by ``Settings``.
 
     Example:
-        >>> [s.hamming_k for s in swept_settings(Settings(), [3, 1])]
+        >>> [s.hamming_k for s in swept_settings(Settings(method="simhash"), [3, 1])]
         [1, 3]
         >>> s = swept_settings(Settings(method="minhash"), [0.6])[0]
         >>> s.threshold, s.verify, s.banding() != Settings(method="minhash").banding()
@@ -193,7 +194,7 @@ def sweep(
     Example:
         >>> texts = ["the cat sat on the mat", "the cat sat on the mat!", "dogs bark at night"]
         >>> truth = ClusterTruth.from_arrays(["a", "b", "c"], [0, 0, 1])
-        >>> rows = sweep(texts, ["a", "b", "c"], None, truth, Settings(), [0, 3], workers=1)
+        >>> rows = sweep(texts, ["a", "b", "c"], None, truth, Settings(method="simhash"), [0, 3], workers=1)
         >>> [(r.value, r.evaluation.f1) for r in rows]
         [(0, 1.0), (3, 1.0)]
     """
@@ -351,7 +352,7 @@ def pair_distances(
 
     Example:
         >>> from neardup.pipeline import signatures as sign
-        >>> sig = sign(["a b c d", "a b c e"], Settings(verify=None))
+        >>> sig = sign(["a b c d", "a b c e"], Settings(method="simhash", verify=None))
         >>> t = PairTruth.from_arrays(["x"], ["y"], [1])
         >>> int(pair_distances(sig, ["x", "y"], t, "simhash").values[0]) >= 0
         True
@@ -472,7 +473,7 @@ def sweep_corpus(
         >>> _ = path.write_text("".join(json.dumps({"id": i, "text": t}) + "\\n"
         ...                             for i, t in texts.items()))
         >>> truth = ClusterTruth.from_arrays(["a", "b", "c"], [0, 0, 1])
-        >>> table = sweep_corpus(read_documents([path]), truth, Settings(), [0, 3], workers=1)
+        >>> table = sweep_corpus(read_documents([path]), truth, Settings(method="simhash"), [0, 3], workers=1)
         >>> [row.label for row in table.rows], table.best.label, table.documents
         (['k=0', 'k=3'], 'k=0', 3)
     """

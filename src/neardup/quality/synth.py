@@ -284,7 +284,8 @@ def _check_int(name: str, value: int, low: int, high: int | None = None) -> None
 def _distinct(texts: list[str], workers: int | None) -> np.ndarray:
     """bool mask: texts that are not a near-duplicate (char:5 Jaccard ≥ 0.5) of an earlier one."""
     from neardup.engines.local import signatures_parallel
-    from neardup.pipeline import Settings, find_groups
+    from neardup.pipeline import find_groups
+    from neardup.settings import Settings
 
     if not texts:
         return np.zeros(0, dtype=bool)

@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from neardup.io import InputError, read_tsv_table
+from neardup.io import OUTPUT_FORMATS, InputError, read_tsv_table
+from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.quality.metrics import dense_codes
 
 #: Kinds of truth: labelled pairs or clusters.
@@ -45,15 +46,6 @@ GROUP_COLUMNS = ("duplicate_id", "original_id", "group", "cluster")
 
 _TRUE_LABELS = ("1", "1.0", "true")
 _FALSE_LABELS = ("0", "0.0", "false")
-_TABLE_FORMATS = {
-    "tsv": "tsv",
-    "csv": "csv",
-    "jsonl": "jsonl",
-    "json": "jsonl",
-    "ndjson": "jsonl",
-    "parquet": "parquet",
-}
-_COMPRESSIONS = ("gz", "zst", "zstd")
 
 
 def _str_array(values, name: str) -> np.ndarray:
@@ -347,17 +339,13 @@ class Prediction:
 
 
 def _table_format(path: str) -> str:
-    name = os.path.basename(str(path)).lower()
-    for suffix in _COMPRESSIONS:
-        if name.endswith("." + suffix):
-            name = name[: -len(suffix) - 1]
-    ext = name.rpartition(".")[2] if "." in name else ""
-    if ext not in _TABLE_FORMATS:
+    fmt = FORMAT_OF_EXTENSION.get(split_name(str(path))[0])
+    if fmt not in OUTPUT_FORMATS:
         raise ValueError(
             f"cannot tell the format of {path!r} from its extension; expected .tsv, .csv, .jsonl "
             "(.json, .ndjson) or .parquet, optionally followed by .gz or .zst"
         )
-    return _TABLE_FORMATS[ext]
+    return fmt
 
 
 def _arrow_to_frame(table: pa.Table) -> pd.DataFrame:

@@ -22,7 +22,7 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    ``(table, prefix)``; after the shuffle by key, the values of a key group are compared with
    :func:`~neardup.candidates.tables.distinct_hamming_pairs`, and a pair is kept only by the first
    table whose prefix the two values share
-   (:func:`~neardup.engines.spark.tasks.first_shared_table`, a pure function of the two values
+   (:func:`~neardup.candidates.plan.first_shared_table`, a pure function of the two values
    and the plan), so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash)`` for every band; every bucket is linked
    as a star to its earliest member.
@@ -51,12 +51,12 @@ first bad row of an input and the small table of hot keys.
 Example (it needs Java and starts a Spark session, so it is not run as a doctest)::
 
     from neardup.engines.spark import spark_session, dedup_dataframe
-    from neardup.pipeline import Settings
+    from neardup.settings import Settings
 
     spark = spark_session("local[2]")
     df = spark.createDataFrame([("a", "the cat sat on the mat today"),
                                 ("b", "The cat sat on the mat, today!")], "id string, text string")
-    result = dedup_dataframe(df, Settings(hamming_k=3))
+    result = dedup_dataframe(df, Settings(method="simhash", hamming_k=3))
     [r.duplicate_id for r in result.groups.orderBy("pos").collect()]     # ['a', 'a']
 
 Command line: ``neardup dedup docs.jsonl -o groups.tsv --engine spark --spark-master local[*]``,
@@ -66,8 +66,11 @@ Modules, from the bottom: ``session`` (the session; the one import of pyspark), 
 work inside tasks), ``frames`` (stored tables, skew-safe joins and shuffles), ``rows`` and
 ``read`` (inputs), the stages ``candidates``, ``verify``, ``groups`` and ``pairs``, ``result``
 and ``write`` (outputs), and ``job`` (:class:`SparkEngine`, the run and the entry points).
+:func:`open_engine` makes the engine that :func:`neardup.engines.engine_named` gives for
+``"spark"``.
 """
 
+from neardup.engines.base import EngineOptions, EngineUnavailable
 from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, unpersist
 from neardup.engines.spark.job import (
     DEFAULT_CENTER_LOCAL_MAX,
@@ -75,7 +78,6 @@ from neardup.engines.spark.job import (
     dedup_dataframe,
     pairs_dataframe,
     run_dedup,
-    run_pairs,
 )
 from neardup.engines.spark.read import read_documents_spark, read_fingerprints_spark
 from neardup.engines.spark.result import SparkResult
@@ -85,7 +87,6 @@ from neardup.engines.spark.session import (
     require_pyspark,
     spark_session,
 )
-from neardup.engines.spark.tasks import first_shared_table
 from neardup.engines.spark.write import write_output, write_result
 
 __all__ = [
@@ -96,15 +97,36 @@ __all__ = [
     "SparkEngine",
     "SparkResult",
     "dedup_dataframe",
-    "first_shared_table",
     "pairs_dataframe",
     "read_documents_spark",
     "read_fingerprints_spark",
     "require_pyspark",
+    "open_engine",
     "run_dedup",
-    "run_pairs",
     "spark_session",
     "unpersist",
     "write_output",
     "write_result",
 ]
+
+
+def open_engine(options: EngineOptions) -> SparkEngine:
+    """The Spark engine as :func:`neardup.engines.engine_named` makes it, on the master
+    ``options.spark_master``; its session starts when the first run needs it. The options of the
+    local engine's memory (``memory_limit``, ``tmp_dir``, ``resume``) are refused: Spark manages
+    its own; ``workers`` has no bearing. :class:`~neardup.engines.base.EngineUnavailable`, with
+    the install command, when pyspark is missing. O(1).
+
+    Example (needs pyspark, so not run as a doctest)::
+
+        open_engine(EngineOptions(spark_master="local[2]")).master    # 'local[2]'
+    """
+    local_only = [flag for flag, value in (("--memory-limit", options.memory_limit),
+                                           ("--tmp-dir", options.tmp_dir),
+                                           ("--resume", options.resume)) if value]
+    if local_only:
+        raise ValueError(f"{', '.join(local_only)} apply to the local engine; Spark manages "
+                         "its own memory and spill (spark.executor.memory, spark.local.dir)")
+    if not HAVE_PYSPARK:
+        raise EngineUnavailable(INSTALL_HINT)
+    return SparkEngine(master=options.spark_master)

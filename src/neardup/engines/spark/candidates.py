@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from neardup.candidates.tables import TablePlan, plan_tables
+from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 __all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
 

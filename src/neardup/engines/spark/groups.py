@@ -9,7 +9,7 @@ from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import center_task
 from neardup.engines.spark.verify import data_columns, related
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 __all__ = ["center", "components"]
 

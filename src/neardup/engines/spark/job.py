@@ -1,6 +1,7 @@
-"""The dedup job on Spark: :class:`SparkEngine`, its stages, and the entry points that read,
-dedup and write (:func:`dedup_dataframe`, :func:`pairs_dataframe`, :func:`run_dedup`,
-:func:`run_pairs`). The stages are described in :mod:`neardup.engines.spark`.
+"""The dedup job on Spark: :class:`SparkEngine` (the :class:`~neardup.engines.base.Engine`
+protocol on Spark), its stages, and the entry points on DataFrames (:func:`dedup_dataframe`,
+:func:`pairs_dataframe`) and files (:func:`run_dedup`). The stages are described in
+:mod:`neardup.engines.spark`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
+from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
 from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, Frames, Storage, default_checkpoint
 from neardup.engines.spark.groups import center, components
@@ -21,12 +26,18 @@ from neardup.engines.spark.read import (
     read_fingerprints_spark,
 )
 from neardup.engines.spark.result import SparkResult
-from neardup.engines.spark.session import DataFrame, F, SparkSession, require_pyspark
-from neardup.engines.spark.tasks import sign_task
+from neardup.engines.spark.session import (
+    DataFrame,
+    F,
+    SparkSession,
+    require_pyspark,
+    spark_session,
+)
+from neardup.engines.spark.tasks import _signature_values, sign_task
 from neardup.engines.spark.verify import relate, with_shingle_sets
 from neardup.engines.spark.write import write_originals, write_result
-from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes
-from neardup.pipeline import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
+from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes, check_outputs
+from neardup.settings import DEFAULT_GROUPING, DEFAULT_HAMMING_K, Settings, renamed_keywords
 
 __all__ = [
     "DEFAULT_CENTER_LOCAL_MAX",
@@ -34,7 +45,6 @@ __all__ = [
     "dedup_dataframe",
     "pairs_dataframe",
     "run_dedup",
-    "run_pairs",
 ]
 
 DEFAULT_CENTER_LOCAL_MAX = 5_000
@@ -42,10 +52,15 @@ DEFAULT_CENTER_LOCAL_MAX = 5_000
 
 
 class SparkEngine:
-    """Runs the dedup stages on a Spark session (see :mod:`neardup.engines.spark`).
+    """Runs the dedup stages on a Spark session (see :mod:`neardup.engines.spark`): the
+    :class:`~neardup.engines.base.Engine` protocol (:meth:`fingerprint`, :meth:`dedup`,
+    :meth:`pairs`) and the job on DataFrames (:meth:`dedup_documents`,
+    :meth:`dedup_fingerprints`).
 
     Args:
-        spark: the session.
+        spark: the session; None: :func:`~neardup.engines.spark.spark_session` on ``master``,
+            started when the first run needs it (it takes seconds).
+        master: the master of that session (``local[*]``, ``spark://HOST:7077``, ``yarn``).
         partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions``);
             results do not depend on it.
         skew_threshold: rows above which a key is hot and is split (>= 2).
@@ -63,17 +78,16 @@ class SparkEngine:
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSession | None = None,
         *,
+        master: str | None = None,
         partitions: int | None = None,
         skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
         center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
         checkpoint: str | None = None,
     ):
         require_pyspark()
-        if partitions is None:
-            partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-        if partitions < 1:
+        if partitions is not None and partitions < 1:
             raise ValueError(f"partitions must be >= 1, got {partitions}")
         if skew_threshold < 2:
             raise ValueError(f"skew_threshold must be >= 2, got {skew_threshold}")
@@ -81,15 +95,111 @@ class SparkEngine:
             raise ValueError(f"center_local_max must be >= 1, got {center_local_max}")
         if checkpoint not in (None, "local", "reliable"):
             raise ValueError(f"checkpoint must be 'local', 'reliable' or None, got {checkpoint!r}")
-        if checkpoint is None:
-            checkpoint = default_checkpoint(spark)
-        self.spark = spark
-        self.partitions = int(partitions)
+        self.master = master
         self.skew_threshold = int(skew_threshold)
         self.center_local_max = int(center_local_max)
-        self.checkpoint_mode = checkpoint
+        self._spark = spark
+        self._partitions = None if partitions is None else int(partitions)
+        self._checkpoint = checkpoint
 
-    def dedup(self, docs: DataFrame, settings: Settings) -> SparkResult:
+    @property
+    def spark(self) -> SparkSession:
+        """The session, started on :attr:`master` at the first use when none was given."""
+        if self._spark is None:
+            self._spark = spark_session(self.master)
+        return self._spark
+
+    @property
+    def partitions(self) -> int:
+        """Partitions of every shuffle (given, or the session's
+        ``spark.sql.shuffle.partitions``)."""
+        if self._partitions is None:
+            self._partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+        return self._partitions
+
+    @property
+    def checkpoint_mode(self) -> str:
+        """``"local"`` or ``"reliable"`` (given, or reliable when the session has a checkpoint
+        directory)."""
+        if self._checkpoint is None:
+            self._checkpoint = default_checkpoint(self.spark)
+        return self._checkpoint
+
+    def fingerprint(self, texts: Sequence[str], settings: Settings) -> np.ndarray:
+        """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]) of
+        ``texts``, in order, signed in Spark tasks by the local engine's kernels. Cost: the
+        signing spread over the cluster, plus sending the texts from the driver and the
+        signatures back.
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            SparkEngine(master="local[2]").fingerprint(["a b c d"], Settings(method="simhash"))
+        """
+        docs = self.spark.createDataFrame(list(enumerate(texts)), "pos long, text string")
+        signed = docs.select("pos", F.lit(0).cast("long").alias("ts"), "text").mapInArrow(
+            partial(sign_task, settings=settings), _signature_schema(settings))
+        values = [row.sig for row in signed.orderBy("pos").select("sig").toLocalIterator()]
+        kind = pa.int64() if settings.method == "simhash" else pa.binary()
+        return _signature_values(pa.array(values, type=kind), settings)
+
+    def dedup(self, corpus: Corpus, settings: Settings, outputs: Outputs,
+              progress: Progress | None = None) -> DedupRun:
+        """``neardup dedup --engine spark``: read the files of ``corpus`` (on any file system
+        Spark reads), dedup them and write GROUPS, PAIRS and the originals' rows (see
+        :meth:`neardup.engines.base.Engine.dedup`). Outputs naming a file (``.tsv``, ``.csv``,
+        ``.jsonl``, ``.parquet``) are written as the local engine writes them; any other path
+        becomes a directory written by Spark (:func:`~neardup.engines.spark.write_output`).
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            SparkEngine(master="local[2]").dedup(Corpus(("docs.jsonl",), {"time_field": "ts"}),
+                                                 Settings(), Outputs(groups="groups.tsv"))
+        """
+        if outputs.report:
+            raise ValueError("--report works with the local engine; with --engine spark, run "
+                             "`neardup report` on the written GROUPS and PAIRS files")
+        if corpus.table is not None:
+            raise ValueError("the Spark engine reads files; a table in memory goes to Spark as "
+                             "a DataFrame, through dedup_dataframe")
+        # Spark writes GROUPS, PAIRS and the originals on any file system it reaches, and
+        # checks them itself; only the files the caller writes beside them are local.
+        check_outputs(outputs.beside, corpus.inputs)
+        (progress or Progress()).stage("running on Spark")
+        docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **corpus.reading)
+        result = self.dedup_documents(docs, settings)
+        result.hold([docs])
+        try:
+            write_result(result, settings, outputs.groups, outputs.pairs)
+            if outputs.keep:
+                originals = raw.join(result.groups.where("is_original").select("pos"), ["pos"],
+                                     "left_semi")
+                write_originals(originals, outputs.keep)
+        finally:
+            result.release()
+        return DedupRun(read_stats, result.stats)
+
+    def pairs(self, corpus: Corpus, settings: Settings, outputs: Outputs,
+              progress: Progress | None = None) -> DedupRun:
+        """``neardup pairs --engine spark``: PAIRS (and GROUPS) of the precomputed fingerprints
+        in the files of ``corpus`` (see :meth:`neardup.engines.base.Engine.pairs`), written as
+        :meth:`dedup` writes them.
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            SparkEngine(master="local[2]").pairs(Corpus(("fps.tsv",)), Settings(method="simhash"),
+                                                 Outputs(pairs="pairs.tsv"))
+        """
+        check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
+        rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
+        result = self.dedup_fingerprints(rows, settings)
+        result.hold([rows])
+        try:
+            write_result(result, settings, outputs.groups, outputs.pairs)
+        finally:
+            result.release()
+        return DedupRun(stats, result.stats)
+
+    def dedup_documents(self, docs: DataFrame, settings: Settings) -> SparkResult:
         """The whole job on ``docs`` (columns ``pos`` long unique, ``text`` string, ``ts`` long
         ordering key, ``id`` string)."""
         return self._run(settings, lambda job: job.run_texts(docs))
@@ -150,10 +260,8 @@ class _Job(Frames):
         self.tag("signatures")
         docs = docs.select(F.col("pos").cast("long"), F.col("id").cast("string"),
                            F.col("text").cast("string"), F.col("ts").cast("long"))
-        sig_schema = "pos long, ts long, c0 long, c1 long, sig " + (
-            "long" if s.method == "simhash" else "binary") + ", empty boolean"
         sig = self.keep(docs.select("pos", "ts", "text").mapInArrow(
-            partial(sign_task, settings=s), sig_schema))
+            partial(sign_task, settings=s), _signature_schema(s)))
         counts = sig.agg(F.count(F.lit(1)), F.sum(F.col("empty").cast("long"))).first()
         self.stats["documents"] = n = int(counts[0])
         self.stats["empty_documents"] = int(counts[1] or 0)
@@ -266,7 +374,7 @@ class _Job(Frames):
         """Stage 6: PAIRS with the documents' IDs. Returns the stored pairs they are read from,
         PAIRS, and the columns PAIRS is sorted by in the local engine's output."""
         s = self.settings
-        name = "distance" if s.method == "simhash" else "similarity"
+        name = pair_value_column(s.method)
         if s.pairs == "original":
             pairs, order = original_pairs(self, self.data, doc_orig, s), ("pos_b",)
         else:
@@ -283,14 +391,16 @@ class _Job(Frames):
 
 
 
+@renamed_keywords(id_col="id_field", text_col="text_field", time_col="time_field",
+                  position_col="position_field")
 def dedup_dataframe(
     df: DataFrame,
     settings: Settings | None = None,
-    id_col: str = "id",
-    text_col: str = "text",
-    time_col: str | None = None,
+    id_field: str = "id",
+    text_field: str = "text",
+    time_field: str | None = None,
     *,
-    position_col: str | None = None,
+    position_field: str | None = None,
     partitions: int | None = None,
     on_error: str = "raise",
     max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
@@ -301,13 +411,15 @@ def dedup_dataframe(
 
     Args:
         df: one row per document.
-        settings: the run's options (default: those of ``neardup dedup``, MinHash over
-            ``char:4`` shingles verified by LCS resemblance 0.8).
-        id_col, text_col: columns holding the ID (string or integer) and the text.
-        time_col: column holding the time (seconds since the epoch, ISO 8601 strings, dates or
+        settings: the run's options (default: ``Settings()``, those of ``neardup dedup``,
+            MinHash over ``char:4`` shingles verified by LCS resemblance 0.8).
+        id_field, text_field: columns holding the ID (string or integer) and the text, named
+            as ``--id-field`` and ``--text-field`` name them (``id_col`` and ``text_col``, and
+            the ``_col`` names of the other columns, are deprecated).
+        time_field: column holding the time (seconds since the epoch, ISO 8601 strings, dates or
             timestamps, as the file readers accept them); None: all equal, so input order
             decides.
-        position_col: a column giving the input order (unique integers); default: the
+        position_field: a column giving the input order (unique integers); default: the
             DataFrame's current row order (partition by partition), fixed at the start.
         partitions: shuffle partitions (results do not depend on it).
         on_error: ``"raise"`` (``InputError`` for the first bad row: missing or non-string text,
@@ -333,30 +445,33 @@ def dedup_dataframe(
     """
     require_pyspark()
     if settings is None:
-        settings = Settings(method=DEFAULT_METHOD, shingle=DEFAULT_SHINGLE, threshold=DEFAULT_THRESHOLD)
+        settings = Settings()
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
     max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
-    check_columns(df, [id_col, text_col, time_col, position_col])
+    check_columns(df, [id_field, text_field, time_field, position_field])
     engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold,
                          center_local_max=center_local_max)
     read = read_dataframe(
         df, Storage(engine.spark, engine.checkpoint_mode), "typed",
-        {"_v_id": id_col, "_v_text": text_col, "_v_time": time_col}, (id_col, text_col, time_col),
-        position_col=position_col, on_error=on_error, max_doc_bytes=max_doc_bytes)
-    return _run_on_read(engine.dedup, read, settings)
+        {"_v_id": id_field, "_v_text": text_field, "_v_time": time_field},
+        (id_field, text_field, time_field), position_col=position_field, on_error=on_error,
+        max_doc_bytes=max_doc_bytes)
+    return _run_on_read(engine.dedup_documents, read, settings)
 
 
+@renamed_keywords(id_col="id_field", fingerprint_col="fingerprint_field", time_col="time_field",
+                  position_col="position_field")
 def pairs_dataframe(
     df: DataFrame,
-    hamming_k: int = 3,
+    hamming_k: int = DEFAULT_HAMMING_K,
     *,
-    id_col: str = "id",
-    fingerprint_col: str = "fingerprint",
-    time_col: str | None = None,
-    position_col: str | None = None,
+    id_field: str = "id",
+    fingerprint_field: str = "fingerprint",
+    time_field: str | None = None,
+    position_field: str | None = None,
     pairs: str = "all",
-    grouping: str = "components",
+    grouping: str = DEFAULT_GROUPING,
     partitions: int | None = None,
     on_error: str = "raise",
     skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
@@ -365,7 +480,9 @@ def pairs_dataframe(
 
     ``df`` holds one row per document: an ID, a fingerprint (a long holding the uint64 bits, as
     Spark and Java store them, or a hex / decimal string) and optionally a time. Identical
-    fingerprints are pairs at distance 0. The same result as ``neardup pairs``.
+    fingerprints are pairs at distance 0. The same result as ``neardup pairs``. The columns are
+    named by ``id_field``, ``fingerprint_field``, ``time_field`` and ``position_field`` (their
+    ``_col`` names are deprecated).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -376,18 +493,18 @@ def pairs_dataframe(
     require_pyspark()
     settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
                         pairs=pairs)
-    check_columns(df, [id_col, fingerprint_col, time_col, position_col])
+    check_columns(df, [id_field, fingerprint_field, time_field, position_field])
     engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold)
     read = read_dataframe(
         df, Storage(engine.spark, engine.checkpoint_mode), "fp_typed",
-        {"_v_id": id_col, "_v_fp": fingerprint_col, "_v_time": time_col},
-        ("id", "fingerprint", "timestamp"), position_col=position_col, on_error=on_error)
+        {"_v_id": id_field, "_v_fp": fingerprint_field, "_v_time": time_field},
+        ("id", "fingerprint", "timestamp"), position_col=position_field, on_error=on_error)
     return _run_on_read(engine.dedup_fingerprints, read, settings)
 
 
 def _run_on_read(run: Callable[[DataFrame, Settings], SparkResult],
                  read: tuple[DataFrame, ReadStats], settings: Settings) -> SparkResult:
-    """``run`` (an engine's ``dedup`` or ``dedup_fingerprints``) on the rows a DataFrame entry
+    """``run`` (an engine's ``dedup_documents`` or ``dedup_fingerprints``) on the rows a DataFrame entry
     point read; the result holds the rows (freed by its ``release``) and the read counters
     (``stats["read"]``)."""
     rows, stats = read
@@ -407,56 +524,23 @@ def run_dedup(
     keep: str | None = None,
     partitions: int | None = None,
     **read_options: Any,
-) -> tuple[SparkResult, ReadStats]:
-    """``neardup dedup --engine spark``: read, dedup and write GROUPS (and PAIRS, originals).
-
-    ``read_options`` are those of :func:`read_documents_spark` (``id_field``, ``text_field``,
-    ``time_field``, ``input_format``, ``on_error``, ``max_doc_bytes``). Outputs naming a file
-    (``.tsv``, ``.csv``, ``.jsonl``, ``.parquet``) are written as the local engine writes them;
-    any other path becomes a Parquet directory written by Spark.
+) -> tuple[DedupRun, ReadStats]:
+    """:meth:`SparkEngine.dedup` on a session you hold: GROUPS to ``output`` (and PAIRS,
+    originals); ``read_options`` are those of :func:`read_documents_spark` (``id_field``,
+    ``text_field``, ``time_field``, ``input_format``, ``on_error``, ``max_doc_bytes``). Returns
+    the run (its ``stats``: counts and seconds per stage) and the read counters.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         run_dedup(spark, ["docs.jsonl"], "groups.tsv", Settings(), time_field="ts")
     """
-    docs, read_stats, raw = read_documents_spark(spark, inputs, **read_options)
-    engine = SparkEngine(spark, partitions=partitions)
-    result = engine.dedup(docs, settings)
-    result.hold([docs])
-    try:
-        write_result(result, settings, output, pairs_out)
-        if keep:
-            originals = raw.join(result.groups.where("is_original").select("pos"), ["pos"], "left_semi")
-            write_originals(originals, keep)
-    finally:
-        result.release()
-    return result, read_stats
+    run = SparkEngine(spark, partitions=partitions).dedup(
+        Corpus(tuple(inputs), read_options), settings,
+        Outputs(groups=output, pairs=pairs_out, keep=keep))
+    return run, run.read
 
 
-def run_pairs(
-    spark: SparkSession,
-    inputs: Sequence[str],
-    output: str,
-    settings: Settings,
-    *,
-    groups_out: str | None = None,
-    partitions: int | None = None,
-    **read_options: Any,
-) -> tuple[SparkResult, ReadStats]:
-    """``neardup pairs --engine spark``: PAIRS (and GROUPS) of precomputed fingerprints.
-
-    ``read_options`` are those of :func:`read_fingerprints_spark` (``on_error``,
-    ``fingerprint_format``).
-
-    Example (needs a Spark session, so not run as a doctest)::
-
-        run_pairs(spark, ["fps.tsv"], "pairs.tsv", Settings(hamming_k=3, pairs="all"))
-    """
-    rows, stats = read_fingerprints_spark(spark, inputs, **read_options)
-    result = SparkEngine(spark, partitions=partitions).dedup_fingerprints(rows, settings)
-    result.hold([rows])
-    try:
-        write_result(result, settings, groups_out, output)
-    finally:
-        result.release()
-    return result, stats
+def _signature_schema(settings: Settings) -> str:
+    """The rows :func:`~neardup.engines.spark.tasks.sign_task` yields, as a Spark schema."""
+    kind = "long" if settings.method == "simhash" else "binary"
+    return f"pos long, ts long, c0 long, c1 long, sig {kind}, empty boolean"

@@ -7,7 +7,7 @@ from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import bucket_pairs_task
 from neardup.engines.spark.verify import relate
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 __all__ = ["all_pairs", "original_pairs"]
 

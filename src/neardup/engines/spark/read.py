@@ -16,8 +16,10 @@ from neardup.engines.spark.frames import Storage, default_checkpoint
 from neardup.engines.spark.rows import CHECKED_SCHEMA, POS_BITS, accept_rows, rows_task
 from neardup.engines.spark.session import DataFrame, F, SparkSession, Window, require_pyspark
 from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
-from neardup.io.files import FORMAT_OF_EXTENSION
-from neardup.io.rows import missing_column
+from neardup.io.documents import check_field_names
+from neardup.io.files import FORMAT_OF_EXTENSION, split_name
+from neardup.io.rows import check_on_error, missing_column
+from neardup.io.values import check_fingerprint_format
 
 __all__ = [
     "check_columns",
@@ -89,18 +91,19 @@ def _local_path(uri: str) -> str:
 
 
 def file_extension(path: str) -> str:
-    """The format extension of a file or directory name, lower case, after a compression suffix
-    Spark reads (``.gz``, ``.bz2``, ``.zst``, ``.zstd``); "" when there is none. O(len(path)).
+    """The format extension of a file or directory name, lower case, by the rule of
+    :func:`neardup.io.files.split_name`, after a compression suffix Spark reads (``.gz``,
+    ``.zst``, ``.zstd`` and also ``.bz2``, which the local reader does not); "" when there is
+    none. O(len(path)).
 
     Example:
         >>> file_extension("hdfs:///in/Docs.JSONL.bz2"), file_extension("out/part-0/")
         ('jsonl', '')
     """
-    lower = path.lower().rstrip("/")
-    for suffix in (".gz", ".bz2", ".zst", ".zstd"):
-        lower = lower.removesuffix(suffix)
-    _, dot, ext = lower.rpartition(".")
-    return ext if dot and "/" not in ext else ""
+    name = path.rstrip("/")
+    if name.lower().endswith(".bz2"):
+        name = name[: -len(".bz2")]
+    return split_name(name)[0]
 
 
 def _is_glob_or_dir(path: str) -> bool:
@@ -232,13 +235,8 @@ def read_documents_spark(
         docs, stats, _ = read_documents_spark(spark, ["docs.jsonl"], time_field="ts")
     """
     require_pyspark()
-    for name, value in (("id_field", id_field), ("text_field", text_field)):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    if id_field == text_field:
-        raise ValueError(f"id_field and text_field must differ, both are {id_field!r}")
-    if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
+    check_field_names(id_field, text_field, time_field)
+    check_on_error(on_error)
     if not paths:
         raise ValueError("paths must name at least one input, got an empty list")
     max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
@@ -311,10 +309,8 @@ def read_fingerprints_spark(
         rows, stats = read_fingerprints_spark(spark, ["fps.tsv"])
     """
     require_pyspark()
-    if fingerprint_format not in ("auto", "hex", "dec"):
-        raise ValueError(f"fingerprint_format must be one of auto, hex, dec; got {fingerprint_format!r}")
-    if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
+    check_fingerprint_format(fingerprint_format)
+    check_on_error(on_error)
     parts, units = [], {}
     for index, path in enumerate(map(str, paths)):
         if path == "-":

@@ -1,8 +1,9 @@
 """Input rows on Spark: the local reader's checks, run inside tasks, and the accepted rows.
 
 Every row is checked by the rules of :func:`neardup.io.read_documents` and
-:func:`neardup.io.read_fingerprints` (same reasons, fields and details), so a bad input fails
-or is counted the same on both engines.
+:func:`neardup.io.read_fingerprints`, the very functions of :mod:`neardup.io.rows` (and the line
+parsers of :mod:`neardup.io.sources` and :mod:`neardup.io.fingerprints`), so a bad input fails
+or is counted the same on both engines: same reasons, fields and details.
 """
 
 from __future__ import annotations
@@ -16,9 +17,19 @@ import pyarrow as pa
 from neardup.engines.spark.frames import Storage
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import record_batch
-from neardup.io import InputError, ReadStats, oversized_text, parse_fingerprint, tsv_unescape
-from neardup.io.sources import parse_json_line
-from neardup.io.values import json_type_name, short_repr, time_to_us, utf8_length
+from neardup.io.fingerprints import fingerprint_line
+from neardup.io.rows import (
+    BadRow,
+    InputError,
+    ReadStats,
+    valid_fingerprint,
+    valid_fingerprint_time,
+    valid_id,
+    valid_text,
+    valid_time,
+)
+from neardup.io.sources import json_object_line
+from neardup.io.values import short_repr
 
 __all__ = ["CHECKED_SCHEMA", "POS_BITS", "accept_rows", "rows_task"]
 
@@ -34,77 +45,74 @@ CHECKED_SCHEMA = (
 LineOf = Callable[[int], int]
 """The 1-based line (or row) of a position, where the checked rows do not hold it."""
 
+Fields = tuple[Any, Any, Any]
+"""A row's values as read: its ID, its text (or fingerprint) and its time (None: none)."""
 
-def _check_document(ident, text, time_value, names):
-    """``(True, id, text, ts)`` for a good row, ``(False, reason, field, detail)`` for a bad
-    one, by the rules (reasons, fields, details) of :func:`neardup.io.read_documents`."""
+
+def _row_fields(batch: pa.RecordBatch, kind: str,
+                names: tuple[str, str, str | None]) -> list[Fields | BadRow | None]:
+    """Each row's :data:`Fields`, the :class:`~neardup.io.rows.BadRow` of a line that cannot be
+    read, or None for a blank line (or a header of fingerprint rows). O(rows)."""
+    if kind in ("typed", "fp_typed"):
+        ids = batch.column("_v_id").to_pylist()
+        values = batch.column("_v_fp" if kind == "fp_typed" else "_v_text").to_pylist()
+        if "_v_time" in batch.schema.names:
+            return list(zip(ids, values, batch.column("_v_time").to_pylist()))
+        return [(ident, value, None) for ident, value in zip(ids, values)]
+    keys = ("id", "fingerprint", "timestamp") if kind == "fp_jsonl" else names
+    out: list[Fields | BadRow | None] = []
+    lines = batch.column("_nd_line").to_pylist()
+    for line, s in zip(lines, batch.column("value").to_pylist()):
+        s = s or ""
+        if kind in ("jsonl", "fp_jsonl") and not s.strip():
+            out.append(None)
+            continue
+        if line == 1 and s.startswith("\ufeff"):
+            s = s[1:]  # the BOM, which the local readers drop as they decode the first line
+        if kind in ("jsonl", "fp_jsonl"):
+            obj = json_object_line(s, line)
+            if type(obj) is BadRow:
+                out.append(obj)
+            else:
+                time_value = obj.get(keys[2]) if keys[2] is not None else None
+                out.append((obj.get(keys[0]), obj.get(keys[1]), time_value))
+        else:  # fp_plain, fp_tsv
+            out.append(fingerprint_line(s, escaped=kind == "fp_tsv"))
+    return out
+
+
+def _document(fields: Fields, names: tuple[str, str, str | None],
+              max_doc_bytes: int | None) -> tuple[str, str, int, int] | BadRow:
+    """``(id, text, ts, UTF-8 bytes)`` of a document row, or its first
+    :class:`~neardup.io.rows.BadRow` in the local reader's order: ID, text, time."""
+    ident, text, time_value = fields
     id_field, text_field, time_field = names
-    if type(ident) is not str or not ident or not ident.isascii():
-        if ident is None:
-            return False, f"missing field '{id_field}'", id_field, None
-        if isinstance(ident, (int, np.integer)) and not isinstance(ident, bool):
-            ident = str(int(ident))
-        elif type(ident) is not str:
-            return False, "bad id", id_field, f"expected a string or integer, got {json_type_name(ident)}"
-        if not ident:
-            return False, "empty id", id_field, None
-        if not ident.isascii() and utf8_length(ident) is None:
-            return False, "invalid UTF-8", id_field, "unpaired surrogate in the id"
-    if type(text) is not str:
-        if text is None:
-            return False, f"missing field '{text_field}'", text_field, None
-        return False, "text not a string", text_field, f"got {json_type_name(text)}"
-    if not text.isascii() and utf8_length(text) is None:
-        return False, "invalid UTF-8", text_field, "unpaired surrogate in the text"
-    if time_field is None:
-        return True, ident, text, 0
-    us = time_to_us(time_value) if time_value is not None else None
-    if us is None:
-        if time_value is None or time_value == "":
-            return False, f"missing field '{time_field}'", time_field, None
-        detail = f"{short_repr(time_value)} is neither seconds since the epoch nor ISO 8601"
-        return False, "bad timestamp", time_field, detail
-    return True, ident, text, int(us)
+    ident = valid_id(ident, id_field)
+    if type(ident) is BadRow:
+        return ident
+    nbytes = valid_text(text, text_field, max_doc_bytes)
+    if type(nbytes) is BadRow:
+        return nbytes
+    us = 0 if time_field is None else valid_time(time_value, time_field)
+    if type(us) is BadRow:
+        return us
+    return ident, text, us, nbytes
 
 
-def _check_fingerprint(ident, value, time_value, fingerprint_format):
-    """``(True, id, fp, ts)`` or ``(False, reason, field, detail)``, by the rules of
-    :func:`neardup.io.read_fingerprints`."""
-    if type(ident) is not str or not ident or not ident.isascii():
-        checked = _check_document(ident, "", None, ("id", "text", None))
-        if not checked[0]:
-            return checked
-        ident = checked[1]
-    if value is None or value == "":
-        return False, "missing field 'fingerprint'", "fingerprint", None
-    try:
-        fp = parse_fingerprint(value, fingerprint_format)
-    except ValueError:
-        detail = f"{short_repr(value)} is not a 64-bit fingerprint (format {fingerprint_format!r})"
-        return False, "bad fingerprint", "fingerprint", detail
-    if time_value is None or (isinstance(time_value, str) and not time_value.strip()):
-        return True, ident, fp, 0
-    us = time_to_us(time_value)
-    if us is None:
-        detail = f"{short_repr(time_value)} is neither seconds since the epoch nor ISO 8601"
-        return False, "bad timestamp", "timestamp", detail
-    return True, ident, fp, int(us)
-
-
-def _parse_json_object(s: str, line: int):
-    """The JSON object of one line, or ``(reason, detail)`` as the local reader reports it."""
-    if line == 1 and s.startswith("\ufeff"):
-        s = s[1:]
-    try:
-        obj = parse_json_line(s)
-    except (ValueError, RecursionError) as e:
-        detail = str(e)
-        if line == 1 and s.lstrip().startswith("["):
-            detail += "; JSON input must be JSON Lines: one object per line, not an array"
-        return None, ("malformed JSON", detail)
-    if type(obj) is not dict:
-        return None, ("not a JSON object", f"got {json_type_name(obj)}")
-    return obj, None
+def _fingerprint(fields: Fields, fingerprint_format: str) -> tuple[str, int, int] | BadRow:
+    """``(id, fp, ts)`` of a fingerprint row, or its first :class:`~neardup.io.rows.BadRow` in
+    the local reader's order: ID, fingerprint, time."""
+    ident, value, time_value = fields
+    ident = valid_id(ident, "id")
+    if type(ident) is BadRow:
+        return ident
+    fp = valid_fingerprint(value, fingerprint_format)
+    if type(fp) is BadRow:
+        return fp
+    us = valid_fingerprint_time(time_value)
+    if type(us) is BadRow:
+        return us
+    return ident, fp, 0 if us is None else us
 
 
 def rows_task(
@@ -136,51 +144,6 @@ def rows_task(
         n = batch.num_rows
         if n == 0:
             continue
-        lines = batch.column("_nd_line").to_numpy(zero_copy_only=False)
-        ids: list[Any] = [None] * n
-        values: list[Any] = [None] * n
-        times: list[Any] = [None] * n
-        early: dict[int, tuple[str, str | None]] = {}
-        blank = np.zeros(n, dtype=bool)
-        if kind in ("typed", "fp_typed"):
-            ids = batch.column("_v_id").to_pylist()
-            values = batch.column("_v_fp" if fingerprints else "_v_text").to_pylist()
-            if "_v_time" in batch.schema.names:
-                times = batch.column("_v_time").to_pylist()
-        elif kind in ("jsonl", "fp_jsonl"):
-            keys = ("id", "fingerprint", "timestamp") if fingerprints else names
-            for i, s in enumerate(batch.column("value").to_pylist()):
-                if s is None or not s.strip():
-                    blank[i] = True
-                    continue
-                obj, problem = _parse_json_object(s, int(lines[i]))
-                if problem is not None:
-                    early[i] = problem
-                    continue
-                ids[i] = obj.get(keys[0])
-                values[i] = obj.get(keys[1])
-                times[i] = obj.get(keys[2]) if keys[2] is not None else None
-        else:  # fp_plain, fp_tsv
-            for i, s in enumerate(batch.column("value").to_pylist()):
-                s = (s or "").rstrip("\r\n")
-                if lines[i] == 1 and s.startswith("\ufeff"):
-                    s = s[1:]
-                if not s or s.isspace():
-                    blank[i] = True
-                    continue
-                parts = s.split("\t")
-                if len(parts) not in (2, 3):
-                    early[i] = ("malformed row", (
-                        f"expected id<TAB>fingerprint[<TAB>timestamp], got {len(parts)} fields"))
-                    continue
-                if parts[1].strip() == "fingerprint":
-                    blank[i] = True  # a header line
-                    continue
-                ident = parts[0]
-                if kind == "fp_tsv" and "\\" in ident:
-                    ident = tsv_unescape(ident)
-                ids[i], values[i] = ident, parts[1]
-                times[i] = parts[2] if len(parts) == 3 else None
         out_id: list[str | None] = [None] * n
         out_text: list[str | None] = [None] * n
         out_ts = np.zeros(n, dtype=np.int64)
@@ -189,32 +152,21 @@ def rows_task(
         reason: list[str | None] = [None] * n
         where: list[str | None] = [None] * n
         detail: list[str | None] = [None] * n
-        for i in range(n):
-            if blank[i]:
+        blank = np.zeros(n, dtype=bool)
+        for i, fields in enumerate(_row_fields(batch, kind, names)):
+            if fields is None:
+                blank[i] = True
                 continue
-            if i in early:
-                reason[i], detail[i] = early[i]
-                continue
-            if fingerprints:
-                r = _check_fingerprint(ids[i], values[i], times[i], fingerprint_format)
+            if type(fields) is not BadRow:
+                fields = (_fingerprint(fields, fingerprint_format) if fingerprints
+                          else _document(fields, names, max_doc_bytes))
+            if type(fields) is BadRow:
+                where[i], reason[i], detail[i] = fields
+            elif fingerprints:
+                out_id[i], out_fp[i], out_ts[i] = fields
+                out_text[i] = ""
             else:
-                r = _check_document(ids[i], values[i], times[i], names)
-            if not r[0]:
-                reason[i], where[i], detail[i] = r[1], r[2], r[3]
-                continue
-            out_id[i], out_ts[i] = r[1], r[3]
-            if fingerprints:
-                out_fp[i], out_text[i] = r[2], ""
-            else:
-                text = r[2]
-                nbytes = len(text) if text.isascii() else utf8_length(text)
-                too_large = oversized_text(nbytes, max_doc_bytes)
-                if too_large is not None:
-                    out_id[i] = None
-                    reason[i], where[i], detail[i] = "document too large", names[1], too_large
-                    continue
-                out_text[i] = text
-                out_bytes[i] = nbytes
+                out_id[i], out_text[i], out_ts[i], out_bytes[i] = fields
         out = record_batch({
             "pos": batch.column("_nd_pos"),
             "line": batch.column("_nd_line"),

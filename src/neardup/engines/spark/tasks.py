@@ -19,15 +19,16 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.candidates.bands import band_hashes
+from neardup.candidates.plan import first_shared_table
 from neardup.candidates.tables import distinct_hamming_pairs
 from neardup.groups import center_groups
-from neardup.pipeline import Relation, Settings, Signatures, sets_for, signatures
+from neardup.pipeline import Relation, Signatures, sets_for, signatures
+from neardup.settings import Settings
 
 __all__ = [
     "band_rows_task",
     "bucket_pairs_task",
     "center_task",
-    "first_shared_table",
     "record_batch",
     "relate_task",
     "round6_task",
@@ -279,33 +280,12 @@ def relate_task(
         yield record_batch(columns)
 
 
-def first_shared_table(a: np.ndarray, b: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """For each pair, the first table whose prefix mask the two fingerprints agree on, or -1.
-
-    A pair found in table ``t`` is kept only if this is ``t``: every pair within the tables'
-    Hamming distance shares at least one prefix (pigeonhole), so it is kept exactly once, and
-    the decision needs nothing but the two values and the plan. O(pairs × tables).
-
-    Example:
-        >>> masks = np.array([0xFF00, 0x00FF], dtype=np.uint64)
-        >>> a = np.array([0x1234, 0x1234, 0x1234], dtype=np.uint64)
-        >>> b = np.array([0x1299, 0x9934, 0x9999], dtype=np.uint64)
-        >>> first_shared_table(a, b, masks).tolist()
-        [0, 1, -1]
-    """
-    x = np.asarray(a, dtype=np.uint64) ^ np.asarray(b, dtype=np.uint64)
-    first = np.full(x.shape[0], -1, dtype=np.int64)
-    for t, mask in enumerate(np.asarray(masks, dtype=np.uint64)):
-        first[(first < 0) & ((x & mask) == 0)] = t
-    return first
-
-
 def table_rows_task(
     batches: Iterable[pa.RecordBatch], masks: np.ndarray
 ) -> Iterator[pa.RecordBatch]:
     """Map side of the table stage: rows ``(fp, node)`` of distinct fingerprints ->
     ``(t, key, fp, node)``, each fingerprint once per table ``t`` of the plan, keyed by its
-    prefix in that table, ``fp & masks[t]`` (:attr:`neardup.candidates.tables.TablePlan.masks`;
+    prefix in that table, ``fp & masks[t]`` (:attr:`neardup.candidates.plan.TablePlan.masks`;
     int64 bits). O(rows × tables).
 
     Example:

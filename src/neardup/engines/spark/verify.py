@@ -8,7 +8,7 @@ from functools import partial
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import relate_task, sets_task
-from neardup.pipeline import Settings
+from neardup.settings import Settings
 
 __all__ = ["data_columns", "relate", "related", "with_shingle_sets"]
 

@@ -19,30 +19,26 @@ from typing import Any
 
 import numpy as np
 
-from neardup.engines.spark.read import file_extension
+from neardup.engines.base import GROUP_COLUMNS, pair_columns, pair_value_column
 from neardup.engines.spark.result import SparkResult
 from neardup.engines.spark.session import DataFrame
 from neardup.engines.spark.tasks import round6_task
 from neardup.io import write_records, write_table
-from neardup.io.files import FORMAT_OF_EXTENSION, atomic_write
-from neardup.pipeline import Settings
+from neardup.io.files import FORMAT_OF_EXTENSION, atomic_write, split_name
+from neardup.settings import Settings
 
-__all__ = ["GROUP_COLUMNS", "write_originals", "write_output", "write_result"]
-
-GROUP_COLUMNS = ["id", "duplicate_id", "original_id", "is_original", "group_size"]
-"""The columns of GROUPS, as the local command line writes them."""
+__all__ = ["write_originals", "write_output", "write_result"]
 
 
 def _single_file_format(path: str) -> tuple[str, bool] | None:
     """(format, compressed) if ``path`` names one file the local writers can write, else None."""
     if path == "-":
         return "tsv", False
-    lower = path.lower()
-    compressed = lower.endswith((".gz", ".zst"))
-    fmt = FORMAT_OF_EXTENSION.get(file_extension(lower))
+    ext, compression = split_name(path)
+    fmt = FORMAT_OF_EXTENSION.get(ext)
     if fmt in (None, "txt") or path.endswith("/"):
         return None
-    return fmt, compressed
+    return fmt, compression is not None
 
 
 def write_output(df: DataFrame, path: str, order: Sequence[str], columns: Sequence[str],
@@ -126,7 +122,7 @@ def _rounded_pairs(pairs: DataFrame, method: str) -> DataFrame:
     if method == "simhash":
         return pairs
     schema = ", ".join(f"`{n}` {t}" for n, t in pairs.dtypes)
-    return pairs.mapInArrow(partial(round6_task, column="similarity"), schema)
+    return pairs.mapInArrow(partial(round6_task, column=pair_value_column(method)), schema)
 
 
 def write_result(result: SparkResult, settings: Settings, groups_out: str | None,
@@ -141,9 +137,8 @@ def write_result(result: SparkResult, settings: Settings, groups_out: str | None
     if groups_out:
         write_output(result.groups, groups_out, ["pos"], GROUP_COLUMNS)
     if pairs_out:
-        name = "distance" if settings.method == "simhash" else "similarity"
         write_output(_rounded_pairs(result.pairs, settings.method), pairs_out,
-                     list(result.pairs_order), ["id_a", "id_b", name, "passed"])
+                     list(result.pairs_order), pair_columns(settings.method))
 
 
 def write_originals(originals: DataFrame, path: str) -> None:
