@@ -20,6 +20,7 @@ from neardup.quality.sampling import (
     strata_keys,
     write_sheet,
 )
+from neardup.settings import DEFAULT_SHINGLES
 from neardup.simhash import simhash
 from neardup.similarity import jaccard
 from neardup.text import normalize
@@ -89,7 +90,8 @@ def test_simhash_strata_cover_the_range_and_respect_the_caps():
 def test_minhash_strata_are_jaccard_bins():
     s = sample_pairs(TEXTS, method="minhash", per_stratum=3, min_similarity=0.3, seed=2, workers=1)
     reps = distinct_indices(TEXTS)
-    exact = {(i, j): jaccard(TEXTS[i], TEXTS[j]) for i, j in combinations(reps, 2)}
+    shingle = DEFAULT_SHINGLES["minhash"]  # what sample_pairs takes when none is given
+    exact = {(i, j): jaccard(TEXTS[i], TEXTS[j], shingle) for i, j in combinations(reps, 2)}
     assert s.method == "minhash" and len(s) > 0
     for a, b, value, name in zip(s.a, s.b, s.value, s.stratum):
         assert value == pytest.approx(exact[(a, b)])

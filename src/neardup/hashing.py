@@ -32,6 +32,8 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 HASH_NAMES = ("xxh", "md5")
+#: The feature hash when none is given: XXH64 (see the module docstring).
+DEFAULT_HASH_NAME = "xxh"
 XXH, MD5 = 0, 1
 
 _P1 = np.uint64(0x9E3779B185EBCA87)
@@ -359,7 +361,7 @@ def _hash_slices(buf, starts, ends, code, s_table, k_table):
     return out
 
 
-def hash_bytes(data: bytes, hash_name: str = "xxh") -> int:
+def hash_bytes(data: bytes, hash_name: str = DEFAULT_HASH_NAME) -> int:
     """Feature hash of one byte string, as a Python int in ``0 .. 2**64 - 1``.
 
     Example:
@@ -371,7 +373,7 @@ def hash_bytes(data: bytes, hash_name: str = "xxh") -> int:
     return int(_hash_slices(buf, np.array([0]), np.array([len(data)]), code, _MD5_S, _MD5_K)[0])
 
 
-def hash_strings(strings: list[str], hash_name: str = "xxh") -> np.ndarray:
+def hash_strings(strings: list[str], hash_name: str = DEFAULT_HASH_NAME) -> np.ndarray:
     """Feature hashes of many strings (their UTF-8 bytes) as a uint64 array.
 
     The strings are joined into one buffer and hashed by one kernel call: O(total bytes).

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.hashing import DEFAULT_HASH_NAME
 from neardup.io.files import atomic_write
 from neardup.text import Features, Shingling, hash_features, shingle_sets
 
@@ -129,7 +130,7 @@ class IdfTable:
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], shingle: str = "word:1",
-                   hash_name: str = "xxh") -> IdfTable:
+                   hash_name: str = DEFAULT_HASH_NAME) -> IdfTable:
         """The table of a list of texts (hashed in batches of 10,000).
 
         Example:

@@ -30,12 +30,14 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from neardup.hashing import splitmix64_stream
-from neardup.text import Features, Shingling, hash_features
+from neardup.hashing import DEFAULT_HASH_NAME, splitmix64_stream
+from neardup.text import DEFAULT_TEXT_SHINGLE, Features, Shingling, hash_features
 
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
 MAX_NUM_PERM = 4096
 DEFAULT_SEED = 1
+#: Permutations of a signature when none are given.
+DEFAULT_NUM_PERM = 128
 
 
 def check_num_perm(num_perm: int) -> int:
@@ -100,7 +102,7 @@ def _minhash_kernel(offsets, hashes, a, b):
 
 
 def minhash_from_features(
-    features: Features, num_perm: int = 128, seed: int = DEFAULT_SEED
+    features: Features, num_perm: int = DEFAULT_NUM_PERM, seed: int = DEFAULT_SEED
 ) -> np.ndarray:
     """MinHash signatures, uint32[n, num_perm], of already hashed features.
 
@@ -113,9 +115,9 @@ def minhash_from_features(
 
 def minhash(
     texts: Sequence[str],
-    num_perm: int = 128,
-    shingle: str | Shingling = "word:3",
-    hash_name: str = "xxh",
+    num_perm: int = DEFAULT_NUM_PERM,
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
     seed: int = DEFAULT_SEED,
 ) -> np.ndarray:
     """MinHash signatures of texts, uint32[n, num_perm]. See the module docstring.

@@ -25,11 +25,11 @@ from typing import Any
 
 from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.groups import GROUPINGS
-from neardup.hashing import HASH_NAMES
+from neardup.hashing import DEFAULT_HASH_NAME, HASH_NAMES
 from neardup.lsh import optimal_params
-from neardup.minhash import DEFAULT_SEED, check_num_perm
+from neardup.minhash import DEFAULT_NUM_PERM, DEFAULT_SEED, check_num_perm
 from neardup.simhash import WEIGHTS
-from neardup.text import Shingling
+from neardup.text import DEFAULT_TEXT_SHINGLE, Shingling
 from neardup.verify import VERIFY_MEASURES, Verification, parse_verify
 
 METHODS = ("simhash", "minhash")
@@ -53,12 +53,10 @@ DEFAULT_METHOD = "minhash"
 FINGERPRINT_METHOD = "simhash"
 #: The features of each method when none are given: SimHash over word 3-grams (the seed
 #: design, and the index's), MinHash over character 4-grams (README, "Defaults, and why").
-DEFAULT_SHINGLES = {"simhash": "word:3", "minhash": "char:4"}
+DEFAULT_SHINGLES = {"simhash": DEFAULT_TEXT_SHINGLE, "minhash": "char:4"}
 #: The shingles of ``Settings()``: those of :data:`DEFAULT_METHOD`.
 DEFAULT_SHINGLE = DEFAULT_SHINGLES[DEFAULT_METHOD]
-DEFAULT_HASH_NAME = "xxh"
 DEFAULT_WEIGHTS = "set"
-DEFAULT_NUM_PERM = 128
 DEFAULT_HAMMING_K = 3
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_VERIFY = "auto"

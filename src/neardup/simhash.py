@@ -29,7 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from neardup.text import Features, Shingling, hash_features, shingle_sets
+from neardup.hashing import DEFAULT_HASH_NAME
+from neardup.text import DEFAULT_TEXT_SHINGLE, Features, Shingling, hash_features, shingle_sets
 
 WEIGHTS = ("set", "tf", "idf")
 EMPTY_FINGERPRINT = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -201,8 +202,8 @@ def simhash_from_features(features: Features, weights: str = "set", idf=None) ->
 
 def simhash(
     texts: Sequence[str],
-    shingle: str | Shingling = "word:3",
-    hash_name: str = "xxh",
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
     weights: str = "set",
     idf=None,
 ) -> np.ndarray:

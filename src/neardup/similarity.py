@@ -60,10 +60,17 @@ import math
 import numpy as np
 from numba import njit
 
-from neardup.hashing import hash_strings
-from neardup.minhash import DEFAULT_SEED, jaccard_estimate, minhash_from_features
+from neardup.hashing import DEFAULT_HASH_NAME, hash_strings
+from neardup.minhash import DEFAULT_NUM_PERM, DEFAULT_SEED, jaccard_estimate, minhash_from_features
 from neardup.simhash import hamming_distance, simhash_from_features
-from neardup.text import Features, Shingling, hash_features, normalize_many, shingle_sets
+from neardup.text import (
+    DEFAULT_TEXT_SHINGLE,
+    Features,
+    Shingling,
+    hash_features,
+    normalize_many,
+    shingle_sets,
+)
 
 __all__ = [
     "UNITS",
@@ -599,7 +606,7 @@ def _pair_sets(features: Features) -> tuple[np.ndarray, np.ndarray]:
     return hashes[offsets[0] : offsets[1]], hashes[offsets[1] : offsets[2]]
 
 
-def jaccard(a: str, b: str, shingle: str | Shingling = "word:3", hash_name: str = "xxh") -> float:
+def jaccard(a: str, b: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, hash_name: str = DEFAULT_HASH_NAME) -> float:
     """Exact Jaccard index of the two shingle sets: |S_A ∩ S_B| / |S_A ∪ S_B|, in 0..1.
 
     Shingles as in :mod:`neardup.text` (order inside a shingle counts, repeats do not), compared
@@ -617,7 +624,7 @@ def jaccard(a: str, b: str, shingle: str | Shingling = "word:3", hash_name: str 
 
 
 def containment(
-    a: str, b: str, shingle: str | Shingling = "word:3", hash_name: str = "xxh"
+    a: str, b: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, hash_name: str = DEFAULT_HASH_NAME
 ) -> float:
     """Containment of a in b: |S_A ∩ S_B| / |S_A|, in 0..1 (how much of a appears in b).
 
@@ -638,8 +645,8 @@ def containment(
 def hamming(
     a: str,
     b: str,
-    shingle: str | Shingling = "word:3",
-    hash_name: str = "xxh",
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
     weights: str = "set",
 ) -> int:
     """Hamming distance of the 64-bit SimHash fingerprints: popcount(simhash(a) XOR simhash(b)).
@@ -660,10 +667,10 @@ def hamming(
 def minhash_jaccard(
     a: str,
     b: str,
-    num_perm: int = 128,
-    shingle: str | Shingling = "word:3",
+    num_perm: int = DEFAULT_NUM_PERM,
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
     seed: int = DEFAULT_SEED,
-    hash_name: str = "xxh",
+    hash_name: str = DEFAULT_HASH_NAME,
 ) -> float:
     """MinHash estimate of the Jaccard index: the share of equal signature positions, in 0..1.
 
@@ -687,9 +694,9 @@ def compare(
     b: str,
     *,
     unit: str = "word",
-    shingle: str | Shingling = "word:3",
-    num_perm: int = 128,
-    hash_name: str = "xxh",
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    num_perm: int = DEFAULT_NUM_PERM,
+    hash_name: str = DEFAULT_HASH_NAME,
 ) -> dict[str, float | int]:
     """Every measure between two texts, in the order of ``COMPARE_KEYS``.
 

@@ -54,7 +54,13 @@ from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.io.rows import BadRow
 from neardup.io.sources import json_object_line
 from neardup.pipeline import Signatures, content_representatives
-from neardup.settings import Settings
+from neardup.settings import (
+    DEFAULT_HASH_NAME,
+    DEFAULT_NUM_PERM,
+    DEFAULT_WEIGHTS,
+    FINGERPRINT_METHOD,
+    Settings,
+)
 from neardup.text import normalize
 from neardup.verify import jaccard_pairs
 
@@ -323,15 +329,15 @@ def sample_signatures(
 def sample_pairs(
     texts: Sequence[str],
     *,
-    method: str = "simhash",
-    shingle: str = "word:3",
+    method: str = FINGERPRINT_METHOD,
+    shingle: str | None = None,
     per_stratum: int = 50,
     max_distance: int = 16,
     min_similarity: float = 0.3,
     seed: int = 1,
-    num_perm: int = 128,
-    hash_name: str = "xxh",
-    weights: str = "set",
+    num_perm: int = DEFAULT_NUM_PERM,
+    hash_name: str = DEFAULT_HASH_NAME,
+    weights: str = DEFAULT_WEIGHTS,
     workers: int | None = None,
 ) -> PairSample:
     """A stratified sample of the candidate pairs of ``texts`` (module docstring).

@@ -21,6 +21,7 @@ from neardup.text.canonical import (
 )
 from neardup.text.features import (
     CONTENT_SEEDS,
+    DEFAULT_TEXT_SHINGLE,
     MAX_SHINGLE_SIZE,
     SHINGLE_UNITS,
     STOP_WORD_LISTS,
@@ -36,6 +37,7 @@ from neardup.text.features import (
 
 __all__ = [
     "CONTENT_SEEDS",
+    "DEFAULT_TEXT_SHINGLE",
     "MAX_SHINGLE_SIZE",
     "SHINGLE_UNITS",
     "STOP_WORD_LISTS",

@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import (
+    DEFAULT_HASH_NAME,
     _MD5_K,
     _MD5_S,
     _xxh64_padded,
@@ -53,6 +54,7 @@ from neardup.text.canonical import PADDING, Canonical, normalize, normalize_many
 
 __all__ = [
     "CONTENT_SEEDS",
+    "DEFAULT_TEXT_SHINGLE",
     "MAX_SHINGLE_SIZE",
     "SHINGLE_UNITS",
     "STOP_WORD_LISTS",
@@ -65,6 +67,11 @@ __all__ = [
     "stop_word_hashes",
     "stop_words",
 ]
+
+#: The shingles of the functions on texts (:func:`shingles`, :func:`hash_features`, SimHash,
+#: MinHash, the measures of :mod:`neardup.similarity`) when none are given: word 3-grams, the
+#: seed design's; :mod:`neardup.settings` gives each method of a run its own default.
+DEFAULT_TEXT_SHINGLE = "word:3"
 
 SHINGLE_UNITS = ("word", "char", "stopword")
 MAX_SHINGLE_SIZE = 64
@@ -152,7 +159,7 @@ class Shingling:
         return f"{self.unit}:{self.size}{lists}" + (":multiset" if self.multiset else "")
 
 
-def shingles(text: str, shingle: str | Shingling = "word:3") -> list[str]:
+def shingles(text: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE) -> list[str]:
     """The shingles of one text as strings, in order, repeats included.
 
     This is the plain statement of what the kernels hash (used by ``neardup compare`` and the
@@ -326,7 +333,7 @@ class Features:
 
 
 def hash_features(
-    texts: list[str] | Canonical, shingle: str | Shingling = "word:3", hash_name: str = "xxh"
+    texts: list[str] | Canonical, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, hash_name: str = DEFAULT_HASH_NAME
 ) -> Features:
     """Hash the shingles of many texts (see the module docstring for the rules); ``texts``
     may be given as their :class:`Canonical` form when it is needed for something else too.
