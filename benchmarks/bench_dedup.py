@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from bench_fingerprint import (
     PEER_PYTHON,
     PYBIND_DIR,
@@ -141,9 +142,11 @@ def tables_worker(spec: dict) -> dict:
     rss_before = current_rss_mb()
 
     if spec["mode"] == "pairs":
+
         def run():
             return hamming_pairs(fp, k)
     else:
+
         def run():
             values, _, counts = collapse_identical(fp)
             a, b, _ = distinct_hamming_pairs(values, k)
@@ -151,8 +154,14 @@ def tables_worker(spec: dict) -> dict:
 
     seconds, runs, out = best_of(run, spec["repeat"], spec["budget"])
     peak = peak_rss_mb()
-    result = {**spec, "seconds": seconds, "runs": runs, "rss_before_mb": rss_before,
-              "peak_rss_mb": peak, "input_mb": fp.nbytes / 2**20}
+    result = {
+        **spec,
+        "seconds": seconds,
+        "runs": runs,
+        "rss_before_mb": rss_before,
+        "peak_rss_mb": peak,
+        "input_mb": fp.nbytes / 2**20,
+    }
     if spec["mode"] == "pairs":
         i, _j, dist = out
         result.update(pairs=int(i.size), identical_pairs=int(np.count_nonzero(dist == 0)))
@@ -166,8 +175,11 @@ def tables_worker(spec: dict) -> dict:
             largest_bucket=int(counts.max()),
         )
     plan = plan_tables(int(distinct), k)
-    result.update(distinct=int(distinct), plan=f"B={len(plan.blocks)}, c={plan.prefix_blocks}, "
-                  f"{plan.num_tables} tables, {plan.prefix_bits}-bit prefixes")
+    result.update(
+        distinct=int(distinct),
+        plan=f"B={len(plan.blocks)}, c={plan.prefix_blocks}, "
+        f"{plan.num_tables} tables, {plan.prefix_bits}-bit prefixes",
+    )
     return result
 
 
@@ -191,9 +203,16 @@ def pybind_worker(spec: dict) -> dict:
     peak = peak_rss_mb()
     pairs = np.array(sorted((min(a, b), max(a, b)) for a, b in out), dtype=np.uint64).reshape(-1, 2)
     np.save(spec["pairs_out"], pairs)
-    return {**spec, "seconds": seconds, "runs": runs, "rss_before_mb": rss_before,
-            "peak_rss_mb": peak, "values": len(values), "pairs": int(pairs.shape[0]),
-            "self_pairs": int(np.count_nonzero(pairs[:, 0] == pairs[:, 1])) if pairs.size else 0}
+    return {
+        **spec,
+        "seconds": seconds,
+        "runs": runs,
+        "rss_before_mb": rss_before,
+        "peak_rss_mb": peak,
+        "values": len(values),
+        "pairs": int(pairs.shape[0]),
+        "self_pairs": int(np.count_nonzero(pairs[:, 0] == pairs[:, 1])) if pairs.size else 0,
+    }
 
 
 def _pairs_from_lists(lists, n: int) -> np.ndarray:
@@ -220,8 +239,12 @@ def lsh_worker(spec: dict) -> dict:
         from neardup.pipeline import find_groups
         from neardup.settings import Settings
 
-        settings = Settings(method="minhash", shingle=spec["shingle"], threshold=spec["threshold"],
-                            num_perm=NUM_PERM)
+        settings = Settings(
+            method="minhash",
+            shingle=spec["shingle"],
+            threshold=spec["threshold"],
+            num_perm=NUM_PERM,
+        )
         stamps = np.zeros(n, dtype=np.int64)
         signatures_parallel(texts[:200], settings, 1, keep_sets=False)
         extra["bands"], extra["rows"] = settings.banding()
@@ -236,8 +259,11 @@ def lsh_worker(spec: dict) -> dict:
 
         def finish(groups):
             s = groups.stats
-            return groups.original, {"candidates": s["candidates"], "rejected": s["rejected"],
-                                     "exact_duplicates": s["exact_duplicates"]}
+            return groups.original, {
+                "candidates": s["candidates"],
+                "rejected": s["rejected"],
+                "exact_duplicates": s["exact_duplicates"],
+            }
 
     elif tool == "datasketch":
         from datasketch import MinHash, MinHashLSH
@@ -250,8 +276,7 @@ def lsh_worker(spec: dict) -> dict:
             t0 = time.perf_counter()
             sigs = []
             for text in texts:
-                m = MinHash(num_perm=NUM_PERM, seed=1, permutations=permutations,
-                            scheme="affine32")
+                m = MinHash(num_perm=NUM_PERM, seed=1, permutations=permutations, scheme="affine32")
                 m.update_batch([s.encode("utf-8") for s in word_shingles(text)])
                 sigs.append(m)
             t1 = time.perf_counter()
@@ -285,6 +310,7 @@ def lsh_worker(spec: dict) -> dict:
         raise ValueError(f"unknown tool {tool!r}")
 
     if not tool.startswith("neardup"):
+
         def finish(keys):
             from neardup.groups import connected_components
 
@@ -307,9 +333,20 @@ def lsh_worker(spec: dict) -> dict:
     labels = np.asarray(labels, dtype=np.int64)
     np.save(spec["labels_out"], labels)
     groups = int(np.unique(labels).size)
-    return {**spec, **extra, **counts, "n": n, "bytes": nbytes, "seconds": best, "runs": runs,
-            "stages": best_stages, "rss_loaded_mb": rss_loaded, "peak_rss_mb": peak,
-            "groups": groups, "removed": n - groups}
+    return {
+        **spec,
+        **extra,
+        **counts,
+        "n": n,
+        "bytes": nbytes,
+        "seconds": best,
+        "runs": runs,
+        "stages": best_stages,
+        "rss_loaded_mb": rss_loaded,
+        "peak_rss_mb": peak,
+        "groups": groups,
+        "removed": n - groups,
+    }
 
 
 def worker(spec: dict) -> dict:
@@ -333,15 +370,20 @@ def run_worker(python: str | Path, spec: dict, label: str, timeout: float = 7200
     """Run one worker in a fresh interpreter; its last stdout line is the JSON result."""
     print(f"  {label} ...", file=sys.stderr, flush=True)
     cmd = [str(python), str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO)
+    proc = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, timeout=timeout, cwd=REPO
+    )
     if proc.returncode != 0:
         print(f"  FAILED {label}:\n{proc.stderr[-3000:]}", file=sys.stderr)
         return None
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if "seconds" in result:
-        print(f"    best {result['seconds']:.2f} s of {result['runs']} run(s), "
-              f"peak RSS {result['peak_rss_mb']:.0f} MB", file=sys.stderr, flush=True)
+        print(
+            f"    best {result['seconds']:.2f} s of {result['runs']} run(s), "
+            f"peak RSS {result['peak_rss_mb']:.0f} MB",
+            file=sys.stderr,
+            flush=True,
+        )
     return result
 
 
@@ -385,8 +427,9 @@ def run_cli(args: list[str], poll: float = 0.01) -> dict:
     """Run the CLI once: wall seconds, peak RSS of the process tree (sum) and of its largest
     process, polled from /proc every ``poll`` seconds, and the run summary it prints."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
     peak_sum = peak_one = 0.0
     while proc.poll() is None:
         sizes = [_rss_mb(p) for p in [proc.pid, *_children(proc.pid)]]
@@ -402,28 +445,50 @@ def run_cli(args: list[str], poll: float = 0.01) -> dict:
         m = re.match(r"\s*([a-z][a-z :_+]*?)\s{2,}([\d,.]+)\s*$", line)
         if m:
             summary[m.group(1).strip()] = float(m.group(2).replace(",", ""))
-    return {"seconds": seconds, "peak_sum_mb": peak_sum, "peak_one_mb": peak_one,
-            "summary": summary}
+    return {
+        "seconds": seconds,
+        "peak_sum_mb": peak_sum,
+        "peak_one_mb": peak_one,
+        "summary": summary,
+    }
 
 
-def measure_cli(name: str, options: list[str], workers: int, args, workdir: Path,
-                corpus: Path | None = None) -> dict:
+def measure_cli(
+    name: str, options: list[str], workers: int, args, workdir: Path, corpus: Path | None = None
+) -> dict:
     out = workdir / "groups.tsv"
     corpus = corpus or args.corpus
-    cmd = [str(NEARDUP_CLI), "dedup", str(corpus), "-o", str(out), *options,
-           "--workers", str(workers)]
-    print(f"  neardup dedup {' '.join(options) or '(defaults)'} --workers {workers} ...",
-          file=sys.stderr, flush=True)
+    cmd = [
+        str(NEARDUP_CLI),
+        "dedup",
+        str(corpus),
+        "-o",
+        str(out),
+        *options,
+        "--workers",
+        str(workers),
+    ]
+    print(
+        f"  neardup dedup {' '.join(options) or '(defaults)'} --workers {workers} ...",
+        file=sys.stderr,
+        flush=True,
+    )
     run_cli(cmd)  # warm: page cache, numba cache files
     runs = [run_cli(cmd) for _ in range(args.repeat)]
     best = min(runs, key=lambda r: r["seconds"])
     print(f"    best {best['seconds']:.2f} s of {len(runs)}", file=sys.stderr, flush=True)
     out.unlink(missing_ok=True)
-    return {"name": name, "workers": workers, "options": options, "seconds": best["seconds"],
-            "all_seconds": [r["seconds"] for r in runs], "summary": best["summary"],
-            "peak_sum_mb": max(r["peak_sum_mb"] for r in runs),
-            "peak_one_mb": max(r["peak_one_mb"] for r in runs),
-            "file_bytes": Path(corpus).stat().st_size}
+    return {
+        "name": name,
+        "workers": workers,
+        "options": options,
+        "seconds": best["seconds"],
+        "all_seconds": [r["seconds"] for r in runs],
+        "summary": best["summary"],
+        "peak_sum_mb": max(r["peak_sum_mb"] for r in runs),
+        "peak_one_mb": max(r["peak_one_mb"] for r in runs),
+        "file_bytes": Path(corpus).stat().st_size,
+    }
 
 
 def corpus_truth(corpus: Path, docs: int):
@@ -437,8 +502,9 @@ def corpus_truth(corpus: Path, docs: int):
     if not path.is_file():
         return None
     t = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False).iloc[:docs]
-    cluster = np.where(t["kind"] == "edit", t["source"],
-                       np.where(t["kind"] == "template", "template", t["id"]))
+    cluster = np.where(
+        t["kind"] == "edit", t["source"], np.where(t["kind"] == "template", "template", t["id"])
+    )
     return ClusterTruth.from_arrays(t["id"].to_numpy(), cluster)
 
 
@@ -450,9 +516,14 @@ def score_labels(labels_path: Path, truth) -> dict | None:
     labels = np.load(labels_path)
     ids = truth.ids[: labels.size]
     e = evaluate(Prediction.from_groups(ids, labels), truth)
-    return {"precision": e.precision, "recall": e.recall, "f1": e.f1,
-            "b3_precision": e.bcubed.precision, "b3_recall": e.bcubed.recall,
-            "b3_f1": e.bcubed.f1}
+    return {
+        "precision": e.precision,
+        "recall": e.recall,
+        "f1": e.f1,
+        "b3_precision": e.bcubed.precision,
+        "b3_recall": e.bcubed.recall,
+        "b3_f1": e.bcubed.f1,
+    }
 
 
 def check_pybind(fp_path: Path, pairs_path: Path, k: int) -> dict:
@@ -467,10 +538,15 @@ def check_pybind(fp_path: Path, pairs_path: Path, k: int) -> dict:
     as_set = {tuple(p) for p in ours.tolist()}
     got = {tuple(p) for p in theirs.tolist()}
     identical = int((counts * (counts - 1) // 2).sum())
-    return {"neardup_value_pairs": len(as_set), "pybind_value_pairs": len(got),
-            "common": len(as_set & got), "only_pybind": len(got - as_set),
-            "only_neardup": len(as_set - got), "identical_index_pairs": identical,
-            "identical_values": int((counts > 1).sum())}
+    return {
+        "neardup_value_pairs": len(as_set),
+        "pybind_value_pairs": len(got),
+        "common": len(as_set & got),
+        "only_pybind": len(got - as_set),
+        "only_neardup": len(as_set - got),
+        "identical_index_pairs": identical,
+        "identical_values": int((counts > 1).sum()),
+    }
 
 
 def fmt_n(n: int) -> str:
@@ -486,16 +562,21 @@ def markdown(res: dict, args, info: dict) -> str:
         "",
         f"Machine: {info['cpu']}, {os.cpu_count()} cores, {info['mem_gb']:.0f} GB RAM, Python "
         f"{platform.python_version()}, "
-        + ", ".join(f"{k} {v}" for k, v in sorted(info["versions"].items())) + ".",
+        + ", ".join(f"{k} {v}" for k, v in sorted(info["versions"].items()))
+        + ".",
         "",
-        (f"Load while measuring (`uptime`): at the start `{info['uptime_start']}`; at the end "
-        f"`{info['uptime_end']}`. Other jobs (tests, other benchmarks) shared the 2 cores, so "
-        "every time here is an upper bound; compare rows of one run, not across runs."),
+        (
+            f"Load while measuring (`uptime`): at the start `{info['uptime_start']}`; at the end "
+            f"`{info['uptime_end']}`. Other jobs (tests, other benchmarks) shared the 2 cores, so "
+            "every time here is an upper bound; compare rows of one run, not across runs."
+        ),
         "",
-        (f"Every row is the best of up to {args.repeat} runs in a fresh process (a row stops "
-        f"repeating once {args.budget:.0f} s are spent; `runs` says how many ran). Peak RSS is "
-        "the measuring process's maximum resident memory, interpreter, numba and the loaded "
-        "input included."),
+        (
+            f"Every row is the best of up to {args.repeat} runs in a fresh process (a row stops "
+            f"repeating once {args.budget:.0f} s are spent; `runs` says how many ran). Peak RSS is "
+            "the measuring process's maximum resident memory, interpreter, numba and the loaded "
+            "input included."
+        ),
         "",
     ]
     tables = res.get("tables", [])
@@ -503,20 +584,24 @@ def markdown(res: dict, args, info: dict) -> str:
         L += [
             f"## 1. All pairs within k = {args.k} bits (permutation tables)",
             "",
-            ("`random`: N random 64-bit fingerprints, of which 1 % are near copies of another "
-            f"(1..{args.k} random bits flipped) and 0.1 % exact copies; timed: `hamming_pairs` "
-            "(every pair of input indices, identical fingerprints included, each once). "
-            f"`skewed`: one fingerprint {SKEW_IDENTICAL:,} times, {SKEW_CLUSTER:,} within 2 bits "
-            "of another base, the rest random; timed: `collapse_identical` + "
-            "`distinct_hamming_pairs` (pairs of distinct values plus each value's count), "
-            "because the index pairs of the repeated value alone are "
-            f"{SKEW_IDENTICAL * (SKEW_IDENTICAL - 1) // 2:,} (about 340 GB as int64 pairs): no "
-            "tool can write them, and neardup's pipeline never does (a bucket of identical "
-            "values is linked as a star, O(n)). `distinct` rows on the random set time the "
-            "same collapse + distinct search, the like-for-like comparison with simhash-pybind."),
+            (
+                "`random`: N random 64-bit fingerprints, of which 1 % are near copies of another "
+                f"(1..{args.k} random bits flipped) and 0.1 % exact copies; timed: `hamming_pairs` "
+                "(every pair of input indices, identical fingerprints included, each once). "
+                f"`skewed`: one fingerprint {SKEW_IDENTICAL:,} times, {SKEW_CLUSTER:,} within 2 bits "
+                "of another base, the rest random; timed: `collapse_identical` + "
+                "`distinct_hamming_pairs` (pairs of distinct values plus each value's count), "
+                "because the index pairs of the repeated value alone are "
+                f"{SKEW_IDENTICAL * (SKEW_IDENTICAL - 1) // 2:,} (about 340 GB as int64 pairs): no "
+                "tool can write them, and neardup's pipeline never does (a bucket of identical "
+                "values is linked as a star, O(n)). `distinct` rows on the random set time the "
+                "same collapse + distinct search, the like-for-like comparison with simhash-pybind."
+            ),
             "",
-            ("| set | N | distinct | timed | plan | runs | seconds | M fingerprints/s | "
-            "RSS before MB | peak RSS MB | extra MB | bytes/fp | pairs found |"),
+            (
+                "| set | N | distinct | timed | plan | runs | seconds | M fingerprints/s | "
+                "RSS before MB | peak RSS MB | extra MB | bytes/fp | pairs found |"
+            ),
             "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in tables:
@@ -526,8 +611,10 @@ def markdown(res: dict, args, info: dict) -> str:
                 found = f"{r['pairs']:,} index pairs ({r['identical_pairs']:,} identical)"
             else:
                 timed = "collapse + distinct"
-                found = (f"{r['distinct_pairs']:,} value pairs = {r['index_pairs']:,} index "
-                         f"pairs (largest bucket {r['largest_bucket']:,})")
+                found = (
+                    f"{r['distinct_pairs']:,} value pairs = {r['index_pairs']:,} index "
+                    f"pairs (largest bucket {r['largest_bucket']:,})"
+                )
             L.append(
                 f"| {r['set']} | {fmt_n(r['n'])} | {r['distinct']:,} | {timed} | {r['plan']} | "
                 f"{r['runs']} | {r['seconds']:.2f} | {r['n'] / r['seconds'] / 1e6:.1f} | "
@@ -536,15 +623,18 @@ def markdown(res: dict, args, info: dict) -> str:
             )
         L += [
             "",
-            ("`extra MB` = peak − RSS before + the input array: the memory of the input and the "
-            "search together (the interpreter and numba, about 170 MB, left out); `bytes/fp` "
-            "divides it by N (the input alone is 8 bytes/fp)."),
+            (
+                "`extra MB` = peak − RSS before + the input array: the memory of the input and the "
+                "search together (the interpreter and numba, about 170 MB, left out); `bytes/fp` "
+                "divides it by N (the input alone is 8 bytes/fp)."
+            ),
             "",
         ]
         growth = []
         for kind, mode in (("random", "pairs"), ("skewed", "distinct")):
-            rows = sorted((r for r in tables if r["set"] == kind and r["mode"] == mode),
-                          key=lambda r: r["n"])
+            rows = sorted(
+                (r for r in tables if r["set"] == kind and r["mode"] == mode), key=lambda r: r["n"]
+            )
             for lo, hi in itertools.pairwise(rows):
                 e_lo = lo["peak_rss_mb"] - lo["rss_before_mb"] + lo["input_mb"]
                 e_hi = hi["peak_rss_mb"] - hi["rss_before_mb"] + hi["input_mb"]
@@ -561,13 +651,15 @@ def markdown(res: dict, args, info: dict) -> str:
                 "|---|---|---:|---:|---:|---|",
                 *growth,
                 "",
-                ("Time grows faster than N: where the plan switches to more blocks (more "
-                "tables, longer prefixes: the cost model of `plan_tables` keeps the prefix "
-                "groups small), each of the extra tables costs a radix sort of N; with the "
-                "same plan, the prefix groups grow with N (N / 2^prefix_bits values share a "
-                "prefix on average), and at 100M the arrays are far beyond any cache. Memory "
-                "grows linearly: the tables are processed one after another, so the extra "
-                "memory is a few arrays of N, never one copy per table."),
+                (
+                    "Time grows faster than N: where the plan switches to more blocks (more "
+                    "tables, longer prefixes: the cost model of `plan_tables` keeps the prefix "
+                    "groups small), each of the extra tables costs a radix sort of N; with the "
+                    "same plan, the prefix groups grow with N (N / 2^prefix_bits values share a "
+                    "prefix on average), and at 100M the arrays are far beyond any cache. Memory "
+                    "grows linearly: the tables are processed one after another, so the extra "
+                    "memory is a few arrays of N, never one copy per table."
+                ),
                 "",
             ]
         for n, why in res.get("skipped_sizes", []):
@@ -575,48 +667,74 @@ def markdown(res: dict, args, info: dict) -> str:
 
     pyb = res.get("pybind", [])
     if pyb:
-        ref = next((r for r in tables if r["set"] == "random" and r["mode"] == "distinct"
-                    and r["n"] == args.pybind_n), None)
-        refp = next((r for r in tables if r["set"] == "random" and r["mode"] == "pairs"
-                     and r["n"] == args.pybind_n), None)
+        ref = next(
+            (
+                r
+                for r in tables
+                if r["set"] == "random" and r["mode"] == "distinct" and r["n"] == args.pybind_n
+            ),
+            None,
+        )
+        refp = next(
+            (
+                r
+                for r in tables
+                if r["set"] == "random" and r["mode"] == "pairs" and r["n"] == args.pybind_n
+            ),
+            None,
+        )
         chk = res.get("pybind_check", {})
         L += [
-            (f"## 2. simhash-pybind `find_all` on the same {fmt_n(args.pybind_n)} fingerprints, "
-            f"k = {args.k}"),
+            (
+                f"## 2. simhash-pybind `find_all` on the same {fmt_n(args.pybind_n)} fingerprints, "
+                f"k = {args.k}"
+            ),
             "",
-            ("`find_all(hashes, number_of_blocks, different_bits)` takes a Python *set* of "
-            "fingerprints (built before the timing) and returns a set of (value, value) pairs. "
-            "A set holds each value once, so two documents with the same fingerprint can never "
-            "come out as a pair."),
+            (
+                "`find_all(hashes, number_of_blocks, different_bits)` takes a Python *set* of "
+                "fingerprints (built before the timing) and returns a set of (value, value) pairs. "
+                "A set holds each value once, so two documents with the same fingerprint can never "
+                "come out as a pair."
+            ),
             "",
-            ("| tool | timed | runs | seconds | peak RSS MB | pairs found | pybind ÷ neardup "
-            "time |"),
+            (
+                "| tool | timed | runs | seconds | peak RSS MB | pairs found | pybind ÷ neardup "
+                "time |"
+            ),
             "|---|---|---:|---:|---:|---|---:|",
         ]
         if ref:
-            L.append(f"| neardup | collapse + distinct_hamming_pairs | {ref['runs']} | "
-                     f"{ref['seconds']:.2f} | {ref['peak_rss_mb']:.0f} | "
-                     f"{ref['distinct_pairs']:,} value pairs | — |")
+            L.append(
+                f"| neardup | collapse + distinct_hamming_pairs | {ref['runs']} | "
+                f"{ref['seconds']:.2f} | {ref['peak_rss_mb']:.0f} | "
+                f"{ref['distinct_pairs']:,} value pairs | — |"
+            )
         if refp:
-            L.append(f"| neardup | hamming_pairs (index pairs) | {refp['runs']} | "
-                     f"{refp['seconds']:.2f} | {refp['peak_rss_mb']:.0f} | "
-                     f"{refp['pairs']:,} index pairs ({refp['identical_pairs']:,} identical) | "
-                     "— |")
+            L.append(
+                f"| neardup | hamming_pairs (index pairs) | {refp['runs']} | "
+                f"{refp['seconds']:.2f} | {refp['peak_rss_mb']:.0f} | "
+                f"{refp['pairs']:,} index pairs ({refp['identical_pairs']:,} identical) | "
+                "— |"
+            )
         for r in pyb:
             ratio = f"{r['seconds'] / ref['seconds']:.1f}×" if ref else "—"
-            L.append(f"| simhash-pybind | find_all, {r['blocks']} blocks | {r['runs']} | "
-                     f"{r['seconds']:.2f} | {r['peak_rss_mb']:.0f} | {r['pairs']:,} value pairs "
-                     f"| {ratio} |")
+            L.append(
+                f"| simhash-pybind | find_all, {r['blocks']} blocks | {r['runs']} | "
+                f"{r['seconds']:.2f} | {r['peak_rss_mb']:.0f} | {r['pairs']:,} value pairs "
+                f"| {ratio} |"
+            )
         if chk:
             L += [
                 "",
-                (f"Check: simhash-pybind's value pairs equal neardup's distinct-value pairs: "
-                f"{chk['common']:,} in common, {chk['only_pybind']:,} only in simhash-pybind, "
-                f"{chk['only_neardup']:,} only in neardup. The set holds "
-                f"{chk['identical_values']:,} fingerprints that occur more than once; the "
-                f"{chk['identical_index_pairs']:,} pairs of documents with identical "
-                "fingerprints are missing from simhash-pybind's output (and from its pair count) "
-                "and found by `hamming_pairs`."),
+                (
+                    f"Check: simhash-pybind's value pairs equal neardup's distinct-value pairs: "
+                    f"{chk['common']:,} in common, {chk['only_pybind']:,} only in simhash-pybind, "
+                    f"{chk['only_neardup']:,} only in neardup. The set holds "
+                    f"{chk['identical_values']:,} fingerprints that occur more than once; the "
+                    f"{chk['identical_index_pairs']:,} pairs of documents with identical "
+                    "fingerprints are missing from simhash-pybind's output (and from its pair count) "
+                    "and found by `hamming_pairs`."
+                ),
             ]
         L.append("")
 
@@ -627,30 +745,36 @@ def markdown(res: dict, args, info: dict) -> str:
         L += [
             f"## 3. MinHash LSH on `{Path(args.corpus).name}`",
             "",
-            (f"{lsh[0]['n']:,} documents, {lsh[0]['bytes'] / 1e6:.1f} MB of text; 128 "
-            "permutations everywhere. Time = texts in, candidate pairs (peers) or groups "
-            "(neardup) out, shingling included; `MinHash s` and `LSH s` split it. Peers: word "
-            "3-grams of `text.lower().split()` (as in `bench_fingerprint.py`), LSH at threshold "
-            "0.8, every document inserted and queried, every returned pair kept (no "
-            "verification). neardup: what `neardup.dedup` runs, 1 worker, candidates verified "
-            "with the exact Jaccard of the shingle sets; its LSH links the members of a bucket "
-            "as a star, so its candidate count is not the all-pairs count of the peers. "
-            "`removed` = documents minus groups (connected components of the pairs). Quality "
-            "against the corpus's planted truth (an original and its light edits form a "
-            "cluster; all copies of the hot template form one): B-cubed precision / recall / F1 "
-            "(per document, `neardup.quality`) and the pairwise F1, which the one template "
-            "cluster (about 2,000 documents, 2 million of the pairs) dominates."),
+            (
+                f"{lsh[0]['n']:,} documents, {lsh[0]['bytes'] / 1e6:.1f} MB of text; 128 "
+                "permutations everywhere. Time = texts in, candidate pairs (peers) or groups "
+                "(neardup) out, shingling included; `MinHash s` and `LSH s` split it. Peers: word "
+                "3-grams of `text.lower().split()` (as in `bench_fingerprint.py`), LSH at threshold "
+                "0.8, every document inserted and queried, every returned pair kept (no "
+                "verification). neardup: what `neardup.dedup` runs, 1 worker, candidates verified "
+                "with the exact Jaccard of the shingle sets; its LSH links the members of a bucket "
+                "as a star, so its candidate count is not the all-pairs count of the peers. "
+                "`removed` = documents minus groups (connected components of the pairs). Quality "
+                "against the corpus's planted truth (an original and its light edits form a "
+                "cluster; all copies of the hot template form one): B-cubed precision / recall / F1 "
+                "(per document, `neardup.quality`) and the pairwise F1, which the one template "
+                "cluster (about 2,000 documents, 2 million of the pairs) dominates."
+            ),
             "",
-            ("| tool | shingles | threshold | bands × rows | runs | seconds | MinHash s | LSH s | "
-            "docs/s | candidate pairs | verified | removed | B³ P | B³ R | B³ F1 | pair F1 | "
-            "peak RSS MB | neardup ÷ peer |"),
-            ("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-            "---:|"),
+            (
+                "| tool | shingles | threshold | bands × rows | runs | seconds | MinHash s | LSH s | "
+                "docs/s | candidate pairs | verified | removed | B³ P | B³ R | B³ F1 | pair F1 | "
+                "peak RSS MB | neardup ÷ peer |"
+            ),
+            (
+                "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "---:|"
+            ),
         ]
         for r in lsh:
             st = r["stages"]
             q = r.get("quality") or {}
-            verified = (f"{r['candidates'] - r['rejected']:,}" if "rejected" in r else "—")
+            verified = f"{r['candidates'] - r['rejected']:,}" if "rejected" in r else "—"
             ratio = "—"
             if r["tool"] != "neardup" and ref and ref["n"] == r["n"]:
                 ratio = f"{r['seconds'] / ref['seconds']:.1f}×"
@@ -664,9 +788,11 @@ def markdown(res: dict, args, info: dict) -> str:
             )
         L += [
             "",
-            ("`neardup ÷ peer`: the peer's seconds over neardup's (word:3, threshold 0.8 row) on "
-            "the same documents. rensa's bands must divide 128: 16 bands of 8 rows "
-            "(datasketch chooses 9 × 13 for 0.8)."),
+            (
+                "`neardup ÷ peer`: the peer's seconds over neardup's (word:3, threshold 0.8 row) on "
+                "the same documents. rensa's bands must divide 128: 16 bands of 8 rows "
+                "(datasketch chooses 9 × 13 for 0.8)."
+            ),
             "",
         ]
 
@@ -675,16 +801,20 @@ def markdown(res: dict, args, info: dict) -> str:
         L += [
             f"## 4. `neardup dedup` end to end on `{Path(args.corpus).name}`",
             "",
-            (f"Read the JSONL file ({cli[0]['file_bytes'] / 1e6:.0f} MB), write GROUPS (TSV); "
-            f"one warm-up run, then best of {args.repeat}. MB/s = MB of UTF-8 text (the run "
-            "summary's `bytes`) per wall second. Peak RSS: the process tree polled every 10 ms "
-            "(sum of its processes) and its largest process. `of which pipeline s`: the run summary's own "
-            "`seconds` (reading, signatures, grouping); the rest of the wall time is starting "
-            "the interpreter, importing numpy / numba / pandas / pyarrow, loading the cached "
-            "kernels and writing the output. Target: ≤ 5 s for the SimHash run."),
+            (
+                f"Read the JSONL file ({cli[0]['file_bytes'] / 1e6:.0f} MB), write GROUPS (TSV); "
+                f"one warm-up run, then best of {args.repeat}. MB/s = MB of UTF-8 text (the run "
+                "summary's `bytes`) per wall second. Peak RSS: the process tree polled every 10 ms "
+                "(sum of its processes) and its largest process. `of which pipeline s`: the run summary's own "
+                "`seconds` (reading, signatures, grouping); the rest of the wall time is starting "
+                "the interpreter, importing numpy / numba / pandas / pyarrow, loading the cached "
+                "kernels and writing the output. Target: ≤ 5 s for the SimHash run."
+            ),
             "",
-            ("| run | workers | wall s (runs) | of which pipeline s | docs/s | MB/s | "
-            "peak RSS MB (sum / largest) | candidates | pairs | groups | largest group |"),
+            (
+                "| run | workers | wall s (runs) | of which pipeline s | docs/s | MB/s | "
+                "peak RSS MB (sum / largest) | candidates | pairs | groups | largest group |"
+            ),
             "|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|",
         ]
         for r in cli:
@@ -702,20 +832,30 @@ def markdown(res: dict, args, info: dict) -> str:
             )
         fixed = res.get("cli_fixed")
         if fixed:
-            L += ["", (f"Fixed cost of a run: the SimHash command on a one-document file takes "
-                       f"{fixed['seconds']:.2f} s wall (best of {len(fixed['all_seconds'])}): "
-                       "interpreter start, imports, loading the cached kernels, reading and "
-                       "writing.")]
+            L += [
+                "",
+                (
+                    f"Fixed cost of a run: the SimHash command on a one-document file takes "
+                    f"{fixed['seconds']:.2f} s wall (best of {len(fixed['all_seconds'])}): "
+                    "interpreter start, imports, loading the cached kernels, reading and "
+                    "writing."
+                ),
+            ]
         sim = [r for r in cli if "simhash" in r["options"]]
         if sim:
             best = min(sim, key=lambda r: r["seconds"])
             verdict = "met" if best["seconds"] <= 5 else "not met"
-            L += ["", (f"SimHash target ≤ 5 s: {verdict} (best wall time "
-                       f"{best['seconds']:.2f} s, "
-                  f"{best['workers']} worker(s), of which "
-                  f"{best['summary'].get('seconds', nan):.2f} s in the pipeline; load average "
-                  f"{info['load_cli'][0]:.1f} when the section started, "
-                  f"{info['load_cli'][1]:.1f} when it ended, on {os.cpu_count()} cores).")]
+            L += [
+                "",
+                (
+                    f"SimHash target ≤ 5 s: {verdict} (best wall time "
+                    f"{best['seconds']:.2f} s, "
+                    f"{best['workers']} worker(s), of which "
+                    f"{best['summary'].get('seconds', nan):.2f} s in the pipeline; load average "
+                    f"{info['load_cli'][0]:.1f} when the section started, "
+                    f"{info['load_cli'][1]:.1f} when it ended, on {os.cpu_count()} cores)."
+                ),
+            ]
         L.append("")
     return "\n".join(L)
 
@@ -724,22 +864,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="JSONL corpus (corpus.py)")
-    ap.add_argument("--sizes", default="1000000,10000000,100000000",
-                    help="fingerprint counts for section 1 (a size that would not fit in the "
-                         "available memory is skipped)")
+    ap.add_argument(
+        "--sizes",
+        default="1000000,10000000,100000000",
+        help="fingerprint counts for section 1 (a size that would not fit in the "
+        "available memory is skipped)",
+    )
     ap.add_argument("--k", type=int, default=3, help="hamming_k")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pybind-n", type=int, default=1_000_000, help="set size for section 2")
     ap.add_argument("--blocks", default="4,5,6", help="simhash-pybind number_of_blocks to try")
     ap.add_argument("--docs", type=int, default=100_000, help="documents for section 3")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
-    ap.add_argument("--budget", type=float, default=150.0,
-                    help="a row stops repeating after this many seconds")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: "
-                    + ", ".join(SECTIONS))
+    ap.add_argument(
+        "--budget", type=float, default=150.0, help="a row stops repeating after this many seconds"
+    )
+    ap.add_argument(
+        "--sections", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS)
+    )
     ap.add_argument("--skip-peers", action="store_true", help="neardup rows only")
-    ap.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
-                    help="scratch folder for the fingerprint sets (deleted at the end)")
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=DEFAULT_WORKDIR,
+        help="scratch folder for the fingerprint sets (deleted at the end)",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown file to write")
     ap.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     args = ap.parse_args(argv)
@@ -751,16 +900,24 @@ def main(argv: list[str] | None = None) -> int:
         if s not in SECTIONS:
             ap.error(f"--sections: unknown section {s!r}; choose from {', '.join(SECTIONS)}")
     if {"lsh", "cli"} & set(sections) and not args.corpus.is_file():
-        ap.error(f"corpus {args.corpus} not found; make it with benchmarks/corpus.py --docs "
-                 "100000 --seed 1 --truth ... -o ...")
+        ap.error(
+            f"corpus {args.corpus} not found; make it with benchmarks/corpus.py --docs "
+            "100000 --seed 1 --truth ... -o ..."
+        )
     peers = not args.skip_peers and PEER_PYTHON.exists()
     if not args.skip_peers and not peers:
-        print(f"no peers environment at {PEER_PYTHON.parent.parent}; run "
-              "benchmarks/setup_peers.sh (peer rows skipped)", file=sys.stderr)
+        print(
+            f"no peers environment at {PEER_PYTHON.parent.parent}; run "
+            "benchmarks/setup_peers.sh (peer rows skipped)",
+            file=sys.stderr,
+        )
     here = sys.executable
     args.workdir.mkdir(parents=True, exist_ok=True)
-    info = {"uptime_start": uptime(), "cpu": cpu_model(),
-            "mem_gb": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30}
+    info = {
+        "uptime_start": uptime(),
+        "cpu": cpu_model(),
+        "mem_gb": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30,
+    }
     print(f"start: {info['uptime_start']}", file=sys.stderr)
     res: dict = {"tables": [], "skipped_sizes": [], "pybind": [], "lsh": [], "cli": []}
     common = {"repeat": args.repeat, "budget": args.budget, "k": args.k}
@@ -777,17 +934,28 @@ def main(argv: list[str] | None = None) -> int:
             need = n * BYTES_PER_FINGERPRINT / 2**20 + 500
             avail = mem_available_mb()
             if need > 0.8 * avail:
-                why = (f"needs about {need / 1024:.1f} GB, {avail / 1024:.1f} GB available "
-                       "(the search needs about 60 bytes per fingerprint, input included)")
+                why = (
+                    f"needs about {need / 1024:.1f} GB, {avail / 1024:.1f} GB available "
+                    "(the search needs about 60 bytes per fingerprint, input included)"
+                )
                 res["skipped_sizes"].append((n, why))
                 print(f"  N = {n:,} skipped: {why}", file=sys.stderr)
                 continue
             paths = {}
             for kind in ("random", "skewed"):
                 path = args.workdir / f"{kind}_{n}.npy"
-                made = run_worker(here, {"kind": "make_set", "set": kind, "n": n, "k": args.k,
-                                         "seed": args.seed, "path": str(path)},
-                                  f"make {kind} set N={n:,}")
+                made = run_worker(
+                    here,
+                    {
+                        "kind": "make_set",
+                        "set": kind,
+                        "n": n,
+                        "k": args.k,
+                        "seed": args.seed,
+                        "path": str(path),
+                    },
+                    f"make {kind} set N={n:,}",
+                )
                 if made:
                     paths[kind] = path
             if "tables" in sections or n == args.pybind_n:
@@ -799,9 +967,18 @@ def main(argv: list[str] | None = None) -> int:
                 for kind, mode in modes:
                     if kind not in paths:
                         continue
-                    r = run_worker(here, {"kind": "tables", "set": kind, "mode": mode, "n": n,
-                                          "path": str(paths[kind]), **common},
-                                   f"neardup {mode} on {kind} N={n:,}")
+                    r = run_worker(
+                        here,
+                        {
+                            "kind": "tables",
+                            "set": kind,
+                            "mode": mode,
+                            "n": n,
+                            "path": str(paths[kind]),
+                            **common,
+                        },
+                        f"neardup {mode} on {kind} N={n:,}",
+                    )
                     if r:
                         res["tables"].append(r)
             for kind, path in paths.items():
@@ -814,10 +991,17 @@ def main(argv: list[str] | None = None) -> int:
         print("section 2: simhash-pybind find_all", file=sys.stderr)
         for blocks in [int(b) for b in args.blocks.split(",")]:
             pairs_out = args.workdir / f"pybind_pairs_{blocks}.npy"
-            r = run_worker(PEER_PYTHON, {"kind": "pybind", "path": str(keep_for_pybind),
-                                         "blocks": blocks, "pairs_out": str(pairs_out),
-                                         **common},
-                           f"simhash-pybind find_all blocks={blocks}")
+            r = run_worker(
+                PEER_PYTHON,
+                {
+                    "kind": "pybind",
+                    "path": str(keep_for_pybind),
+                    "blocks": blocks,
+                    "pairs_out": str(pairs_out),
+                    **common,
+                },
+                f"simhash-pybind find_all blocks={blocks}",
+            )
             if r:
                 res["pybind"].append(r)
                 if "pybind_check" not in res:
@@ -829,16 +1013,29 @@ def main(argv: list[str] | None = None) -> int:
     if "lsh" in sections:
         print("section 3: MinHash LSH", file=sys.stderr)
         truth = corpus_truth(args.corpus, args.docs)
-        rows = [(here, {"tool": "neardup", "shingle": "word:3", "threshold": PEER_THRESHOLD}),
-                (here, {"tool": "neardup", "shingle": "char:5", "threshold": 0.7})]
+        rows = [
+            (here, {"tool": "neardup", "shingle": "word:3", "threshold": PEER_THRESHOLD}),
+            (here, {"tool": "neardup", "shingle": "char:5", "threshold": 0.7}),
+        ]
         if peers:
-            rows += [(PEER_PYTHON, {"tool": t, "shingle": "word:3", "threshold": PEER_THRESHOLD})
-                     for t in ("datasketch", "rensa")]
+            rows += [
+                (PEER_PYTHON, {"tool": t, "shingle": "word:3", "threshold": PEER_THRESHOLD})
+                for t in ("datasketch", "rensa")
+            ]
         for python, spec in rows:
             labels_out = args.workdir / f"labels_{spec['tool']}_{spec['shingle']}.npy"
-            r = run_worker(python, {"kind": "lsh", "corpus": str(args.corpus), "docs": args.docs,
-                                    "labels_out": str(labels_out), **spec, **common},
-                           f"{spec['tool']} MinHash LSH {spec['shingle']} docs={args.docs:,}")
+            r = run_worker(
+                python,
+                {
+                    "kind": "lsh",
+                    "corpus": str(args.corpus),
+                    "docs": args.docs,
+                    "labels_out": str(labels_out),
+                    **spec,
+                    **common,
+                },
+                f"{spec['tool']} MinHash LSH {spec['shingle']} docs={args.docs:,}",
+            )
             if r:
                 r["quality"] = score_labels(labels_out, truth)
                 res["lsh"].append(r)
@@ -847,9 +1044,10 @@ def main(argv: list[str] | None = None) -> int:
     if "cli" in sections:
         print("section 4: neardup dedup end to end", file=sys.stderr)
         load_cli = os.getloadavg()[0]
-        configs = [("defaults (MinHash char:5, 0.7, verified)", []),
-                   ("SimHash word:3, k = 3", ["--method", "simhash", "--shingle", "word:3",
-                                              "-k", "3"])]
+        configs = [
+            ("defaults (MinHash char:5, 0.7, verified)", []),
+            ("SimHash word:3, k = 3", ["--method", "simhash", "--shingle", "word:3", "-k", "3"]),
+        ]
         for name, options in configs:
             for workers in (1, 2):
                 res["cli"].append(measure_cli(name, options, workers, args, args.workdir))
@@ -863,8 +1061,9 @@ def main(argv: list[str] | None = None) -> int:
     info["uptime_end"] = uptime()
     info["versions"] = versions(here)
     if peers:
-        info["versions"].update({k: v for k, v in versions(str(PEER_PYTHON)).items()
-                                 if k not in info["versions"]})
+        info["versions"].update(
+            {k: v for k, v in versions(str(PEER_PYTHON)).items() if k not in info["versions"]}
+        )
         info["versions"].update(versions(str(PEER_PYTHON), PYBIND_DIR))
     shutil.rmtree(args.workdir, ignore_errors=True)
     text = markdown(res, args, info)

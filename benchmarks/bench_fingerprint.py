@@ -337,14 +337,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=100_000, help="documents for neardup rows")
     ap.add_argument("--peer-docs", type=int, default=20_000, help="documents for peer rows")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
-    ap.add_argument("--budget", type=float, default=60.0,
-                    help="stop repeating a row after this many seconds")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                    help="the 'all cores' worker count (default: all cores); the scaling table "
-                         "has 1, 2 and this many")
+    ap.add_argument(
+        "--budget", type=float, default=60.0, help="stop repeating a row after this many seconds"
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="the 'all cores' worker count (default: all cores); the scaling table "
+        "has 1, 2 and this many",
+    )
     ap.add_argument("--skip-peers", action="store_true", help="neardup rows only")
-    ap.add_argument("--peers", default="datasketch,rensa,simhash-1e0ng,simhash-pybind",
-                    help="comma-separated peers to run")
+    ap.add_argument(
+        "--peers",
+        default="datasketch,rensa,simhash-1e0ng,simhash-pybind",
+        help="comma-separated peers to run",
+    )
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="markdown file to write")
     args = ap.parse_args(argv)
     if args.worker:
@@ -354,9 +362,16 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"corpus {args.corpus} not found; make it with benchmarks/corpus.py")
 
     def spec(tool, method, workers=1, docs=args.docs, words=None):
-        return {"tool": tool, "method": method, "workers": workers, "docs": docs,
-                "words": words, "corpus": args.corpus, "repeat": args.repeat,
-                "budget": args.budget}
+        return {
+            "tool": tool,
+            "method": method,
+            "workers": workers,
+            "docs": docs,
+            "words": words,
+            "corpus": args.corpus,
+            "repeat": args.repeat,
+            "budget": args.budget,
+        }
 
     here = sys.executable
     load_start = os.getloadavg()[0]
@@ -376,12 +391,17 @@ def main(argv: list[str] | None = None) -> int:
                 results["main"].append(r)
     if not args.skip_peers:
         if not PEER_PYTHON.exists():
-            print(f"no peers environment at {PEERS}; run benchmarks/setup_peers.sh",
-                  file=sys.stderr)
+            print(
+                f"no peers environment at {PEERS}; run benchmarks/setup_peers.sh", file=sys.stderr
+            )
         else:
             print("peers:", file=sys.stderr)
-            methods = {"datasketch": "minhash", "rensa": "minhash",
-                       "simhash-1e0ng": "simhash", "simhash-pybind": "simhash"}
+            methods = {
+                "datasketch": "minhash",
+                "rensa": "minhash",
+                "simhash-1e0ng": "simhash",
+                "simhash-pybind": "simhash",
+            }
             for tool in args.peers.split(","):
                 r = measure(str(PEER_PYTHON), spec(tool, methods[tool], 1, args.peer_docs))
                 if r:
@@ -402,8 +422,9 @@ def main(argv: list[str] | None = None) -> int:
         "load": (load_start, os.getloadavg()[0]),
     }
     if not args.skip_peers and PEER_PYTHON.exists():
-        info["versions"].update({k: v for k, v in versions(str(PEER_PYTHON)).items()
-                                 if k not in info["versions"]})
+        info["versions"].update(
+            {k: v for k, v in versions(str(PEER_PYTHON)).items() if k not in info["versions"]}
+        )
         info["versions"].update(versions(str(PEER_PYTHON), PYBIND_DIR))
     del texts
     text = markdown(results, args, info)

@@ -32,8 +32,9 @@ RESULTS = HERE / "results" / "pairs.md"
 def make_rows(rows: int, near: float, seed: int, path: Path) -> None:
     """Write the benchmark rows (deterministic for the same arguments)."""
     rng = np.random.default_rng(seed)
-    fps = rng.integers(0, 2**63, size=rows, dtype=np.int64).astype(np.uint64) * np.uint64(2) \
-        + rng.integers(0, 2, size=rows).astype(np.uint64)
+    fps = rng.integers(0, 2**63, size=rows, dtype=np.int64).astype(np.uint64) * np.uint64(
+        2
+    ) + rng.integers(0, 2, size=rows).astype(np.uint64)
     copies = np.flatnonzero(rng.random(rows) < near)
     copies = copies[copies > 0]
     sources = (rng.random(copies.shape[0]) * copies).astype(np.int64)
@@ -43,10 +44,12 @@ def make_rows(rows: int, near: float, seed: int, path: Path) -> None:
         flips ^= np.where(rng.random(copies.shape[0]) < 0.7, np.uint64(1) << bit, np.uint64(0))
     fps[copies] = fps[sources] ^ flips
     seconds = 1_704_067_200 + np.cumsum(rng.integers(0, 30, size=rows))
-    stamps = pc.strftime(pa.array(seconds * 1_000_000, type=pa.timestamp("us", "UTC")),
-                         format="%Y-%m-%dT%H:%M:%SZ")
-    ids = pc.binary_join_element_wise("u", pa.array(np.char.zfill(
-        np.arange(rows).astype(str), 9)), "")
+    stamps = pc.strftime(
+        pa.array(seconds * 1_000_000, type=pa.timestamp("us", "UTC")), format="%Y-%m-%dT%H:%M:%SZ"
+    )
+    ids = pc.binary_join_element_wise(
+        "u", pa.array(np.char.zfill(np.arange(rows).astype(str), 9)), ""
+    )
     hexes = pa.array(np.char.zfill(np.char.mod("%x", fps), 16))
     lines = pc.binary_join_element_wise(ids, hexes, stamps, "\t")
     tmp = path.with_suffix(".tmp")
@@ -71,8 +74,15 @@ def main() -> None:
         make_rows(args.rows, args.near, args.seed, rows_path)
         print(f"wrote {rows_path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     out = DATA / "pairs-out.tsv"
-    command = [str(Path(sys.executable).with_name("neardup")), "pairs", str(rows_path), "-k",
-               str(args.k), "-o", str(out)]
+    command = [
+        str(Path(sys.executable).with_name("neardup")),
+        "pairs",
+        str(rows_path),
+        "-k",
+        str(args.k),
+        "-o",
+        str(out),
+    ]
     started = time.perf_counter()
     proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -81,12 +91,16 @@ def main() -> None:
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6
     mb = rows_path.stat().st_size / 1e6
     pairs = sum(1 for _ in open(out, "rb"))
-    row = (f"| {args.rows:,} | {mb:,.0f} | {pairs:,} | {wall:.1f} | {rss:.2f} | "
-           f"{mb / wall:.0f} | {time.strftime('%Y-%m-%d')} |")
+    row = (
+        f"| {args.rows:,} | {mb:,.0f} | {pairs:,} | {wall:.1f} | {rss:.2f} | "
+        f"{mb / wall:.0f} | {time.strftime('%Y-%m-%d')} |"
+    )
     if not RESULTS.exists():
-        RESULTS.write_text("# `neardup pairs` over seed rows (ISO timestamps), whole process\n\n"
-                           "| rows | MB | pairs | wall s | peak RSS GB | MB/s | date |\n"
-                           "|---:|---:|---:|---:|---:|---:|---|\n")
+        RESULTS.write_text(
+            "# `neardup pairs` over seed rows (ISO timestamps), whole process\n\n"
+            "| rows | MB | pairs | wall s | peak RSS GB | MB/s | date |\n"
+            "|---:|---:|---:|---:|---:|---:|---|\n"
+        )
     with open(RESULTS, "a") as fh:
         fh.write(row + "\n")
     print(row)

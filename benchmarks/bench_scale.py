@@ -42,12 +42,15 @@ RESULTS = HERE / "results" / "scale.md"
 PEER_PYTHON = HERE / ".peers" / "venv" / "bin" / "python"
 
 CORPORA = {
-    "heavy_200k": dict(docs=200_000, seed=11, exact=0.12, edits=0.35, template=0.02, shards=1,
-                       real=0.45),
-    "heavy_1m": dict(docs=1_000_000, seed=12, exact=0.05, edits=0.20, template=0.01, shards=1,
-                     real=0.3),
-    "heavy_10m": dict(docs=10_000_000, seed=13, exact=0.05, edits=0.20, template=0.01, shards=2,
-                      real=0.3),
+    "heavy_200k": dict(
+        docs=200_000, seed=11, exact=0.12, edits=0.35, template=0.02, shards=1, real=0.45
+    ),
+    "heavy_1m": dict(
+        docs=1_000_000, seed=12, exact=0.05, edits=0.20, template=0.01, shards=1, real=0.3
+    ),
+    "heavy_10m": dict(
+        docs=10_000_000, seed=13, exact=0.05, edits=0.20, template=0.01, shards=2, real=0.3
+    ),
 }
 
 
@@ -63,11 +66,31 @@ def make_corpus(name: str) -> Path:
     for k in range(spec["shards"]):
         part = DATA / f"{name}.part{k}.jsonl"
         parts.append(part)
-        procs.append(subprocess.Popen([
-            sys.executable, str(HERE / "corpus.py"), "--docs", str(per), "--seed",
-            str(spec["seed"] if spec["shards"] == 1 else spec["seed"] * 100 + k), "--start", str(k * per), "--exact-rate",
-            str(spec["exact"]), "--near-dup-rate", str(spec["edits"]), "--template-rate",
-            str(spec["template"]), "--real-rate", str(spec["real"]), "--chains", "-o", str(part)]))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(HERE / "corpus.py"),
+                    "--docs",
+                    str(per),
+                    "--seed",
+                    str(spec["seed"] if spec["shards"] == 1 else spec["seed"] * 100 + k),
+                    "--start",
+                    str(k * per),
+                    "--exact-rate",
+                    str(spec["exact"]),
+                    "--near-dup-rate",
+                    str(spec["edits"]),
+                    "--template-rate",
+                    str(spec["template"]),
+                    "--real-rate",
+                    str(spec["real"]),
+                    "--chains",
+                    "-o",
+                    str(part),
+                ]
+            )
+        )
     for p in procs:
         if p.wait() != 0:
             raise SystemExit(f"corpus.py failed for {name}")
@@ -115,10 +138,12 @@ def main() -> None:
 
     out_dir = DATA / "scale-out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = [f"\n## {time.strftime('%Y-%m-%d %H:%M')} — {platform.machine()}, "
-             f"{os.cpu_count()} cores, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB\n",
-             "| corpus | command | docs | MB | wall s | peak RSS GB | MB/s | docs/s | stages |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"\n## {time.strftime('%Y-%m-%d %H:%M')} — {platform.machine()}, "
+        f"{os.cpu_count()} cores, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB\n",
+        "| corpus | command | docs | MB | wall s | peak RSS GB | MB/s | docs/s | stages |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     neardup = str(Path(sys.executable).with_name("neardup"))
     for name in args.corpus:
         corpus = make_corpus(name) if args.make else DATA / f"{name}.jsonl"
@@ -126,25 +151,49 @@ def main() -> None:
             raise SystemExit(f"{corpus} is missing: run with --make")
         mb = corpus.stat().st_size / 1e6
         docs = sum(1 for _ in open(corpus, "rb"))
-        commands = {"neardup dedup (defaults)": [
-            neardup, "dedup", str(corpus), "-o", str(out_dir / "groups.tsv"), "--pairs-out",
-            str(out_dir / "pairs.tsv"), "--time-field", "ts", *args.neardup_args.split()]}
+        commands = {
+            "neardup dedup (defaults)": [
+                neardup,
+                "dedup",
+                str(corpus),
+                "-o",
+                str(out_dir / "groups.tsv"),
+                "--pairs-out",
+                str(out_dir / "pairs.tsv"),
+                "--time-field",
+                "ts",
+                *args.neardup_args.split(),
+            ]
+        }
         if args.peers:
-            commands["rensa script"] = [str(PEER_PYTHON), str(HERE / "rensa_dedup.py"),
-                                        str(corpus), "-o", str(out_dir / "rensa.tsv")]
+            commands["rensa script"] = [
+                str(PEER_PYTHON),
+                str(HERE / "rensa_dedup.py"),
+                str(corpus),
+                "-o",
+                str(out_dir / "rensa.tsv"),
+            ]
         walls = {}
         for label, command in commands.items():
             runs = sorted((timed(command) for _ in range(args.runs)), key=lambda r: r["wall"])
             run = runs[len(runs) // 2]
             walls[label] = run["wall"]
             figures = summary_figures(run["stderr"]) if label.startswith("neardup") else {}
-            stages = "; ".join(f"{k.removeprefix('seconds: ')} {v}" for k, v in figures.items()
-                               if k.startswith("seconds: ")) + (
+            stages = "; ".join(
+                f"{k.removeprefix('seconds: ')} {v}"
+                for k, v in figures.items()
+                if k.startswith("seconds: ")
+            ) + (
                 f"; spilled {figures.get('spilled MB', '0')} MB; re-read "
-                f"{figures.get('documents re-read', '0')} docs" if figures else "")
-            lines.append(f"| {name} | {label} | {docs:,} | {mb:,.0f} | {run['wall']:.1f} | "
-                         f"{run['rss_gb']:.2f} | {mb / run['wall']:.0f} | "
-                         f"{docs / run['wall']:,.0f} | {stages} |")
+                f"{figures.get('documents re-read', '0')} docs"
+                if figures
+                else ""
+            )
+            lines.append(
+                f"| {name} | {label} | {docs:,} | {mb:,.0f} | {run['wall']:.1f} | "
+                f"{run['rss_gb']:.2f} | {mb / run['wall']:.0f} | "
+                f"{docs / run['wall']:,.0f} | {stages} |"
+            )
             print(lines[-1], flush=True)
         if len(walls) == 2:
             ratio = walls["rensa script"] / walls["neardup dedup (defaults)"]

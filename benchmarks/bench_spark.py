@@ -58,8 +58,11 @@ def write_inputs(corpus: Path, docs: int, skew_share: float, folder: Path) -> di
     step = max(1, round(1 / skew_share))
     hot_text = None
     written = 0
-    with open(corpus, encoding="utf-8") as src, open(plain, "w", encoding="utf-8") as p, \
-            open(skewed, "w", encoding="utf-8") as s:
+    with (
+        open(corpus, encoding="utf-8") as src,
+        open(plain, "w", encoding="utf-8") as p,
+        open(skewed, "w", encoding="utf-8") as s,
+    ):
         for i, line in enumerate(src):
             if i == docs:
                 break
@@ -78,8 +81,21 @@ def write_inputs(corpus: Path, docs: int, skew_share: float, folder: Path) -> di
 
 def local_run(path: Path, method: str, out: Path) -> float:
     """Wall seconds of ``neardup dedup`` with the local engine (GROUPS and PAIRS to ``out``)."""
-    cmd = [sys.executable, "-m", "neardup", "dedup", str(path), "-o", str(out / "groups.tsv"),
-           "--pairs-out", str(out / "pairs.tsv"), "--time-field", "ts", "-q", *METHODS[method]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "neardup",
+        "dedup",
+        str(path),
+        "-o",
+        str(out / "groups.tsv"),
+        "--pairs-out",
+        str(out / "pairs.tsv"),
+        "--time-field",
+        "ts",
+        "-q",
+        *METHODS[method],
+    ]
     start = time.perf_counter()
     subprocess.run(cmd, check=True)
     return time.perf_counter() - start
@@ -109,8 +125,9 @@ def stage_metrics(ui: str, app: str, since_job: int) -> tuple[dict[str, int], fl
             seen.add(stage_id)
             stage = stages[stage_id]
             per_group[group] = per_group.get(group, 0) + stage["shuffleWriteBytes"]
-            summary = _rest(ui, app, f"stages/{stage_id}/{stage['attemptId']}/taskSummary"
-                                     "?quantiles=1.0")
+            summary = _rest(
+                ui, app, f"stages/{stage_id}/{stage['attemptId']}/taskSummary?quantiles=1.0"
+            )
             longest = max(longest, summary["executorRunTime"][0] / 1000)
     return per_group, longest, last
 
@@ -123,19 +140,33 @@ def spark_run(spark, path: Path, method: str, out: Path, state: dict) -> dict:
     if method == "simhash":
         settings = Settings(method="simhash", shingle="word:3", hamming_k=3, verify=None)
     else:
-        settings = Settings(method=DEFAULT_METHOD, shingle=DEFAULT_SHINGLE,
-                            threshold=DEFAULT_THRESHOLD)
+        settings = Settings(
+            method=DEFAULT_METHOD, shingle=DEFAULT_SHINGLE, threshold=DEFAULT_THRESHOLD
+        )
     start = time.perf_counter()
-    result, _ = run_dedup(spark, [str(path)], str(out / "groups.tsv"), settings,
-                          pairs_out=str(out / "pairs.tsv"), time_field="ts")
+    result, _ = run_dedup(
+        spark,
+        [str(path)],
+        str(out / "groups.tsv"),
+        settings,
+        pairs_out=str(out / "pairs.tsv"),
+        time_field="ts",
+    )
     wall = time.perf_counter() - start
     sc = spark.sparkContext
-    shuffles, longest, state["last_job"] = stage_metrics(sc.uiWebUrl, sc.applicationId,
-                                                         state["last_job"])
-    return {"wall": wall, "seconds": result.stats["seconds"], "shuffle": shuffles,
-            "longest_task": longest, "candidates": result.stats["candidates"],
-            "groups": result.stats["groups"], "largest_group": result.stats["largest_group"],
-            "split_keys": result.stats.get("split_keys", 0)}
+    shuffles, longest, state["last_job"] = stage_metrics(
+        sc.uiWebUrl, sc.applicationId, state["last_job"]
+    )
+    return {
+        "wall": wall,
+        "seconds": result.stats["seconds"],
+        "shuffle": shuffles,
+        "longest_task": longest,
+        "candidates": result.stats["candidates"],
+        "groups": result.stats["groups"],
+        "largest_group": result.stats["largest_group"],
+        "split_keys": result.stats.get("split_keys", 0),
+    }
 
 
 def same_files(a: Path, b: Path) -> bool:
@@ -149,11 +180,16 @@ def mb(n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, required=True, help="JSONL corpus (corpus.py)")
-    parser.add_argument("--docs", default="100000",
-                        help="comma-separated corpus sizes, each the first N documents")
+    parser.add_argument(
+        "--docs", default="100000", help="comma-separated corpus sizes, each the first N documents"
+    )
     parser.add_argument("--methods", default="simhash,minhash")
-    parser.add_argument("--skew-share", type=float, default=0.3,
-                        help="share of documents replaced in the skewed copy, in (0, 1)")
+    parser.add_argument(
+        "--skew-share",
+        type=float,
+        default=0.3,
+        help="share of documents replaced in the skewed copy, in (0, 1)",
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=8, help="shuffle partitions")
     parser.add_argument("--driver-memory", default="4g")
@@ -166,11 +202,15 @@ def main() -> None:
 
     from neardup.engines.spark import spark_session
 
-    spark = spark_session(args.master, app_name="neardup-bench", config={
-        "spark.sql.shuffle.partitions": str(args.partitions),
-        "spark.driver.memory": args.driver_memory,
-        "spark.ui.showConsoleProgress": "false",
-    })
+    spark = spark_session(
+        args.master,
+        app_name="neardup-bench",
+        config={
+            "spark.sql.shuffle.partitions": str(args.partitions),
+            "spark.driver.memory": args.driver_memory,
+            "spark.ui.showConsoleProgress": "false",
+        },
+    )
     spark.sparkContext.setLogLevel("ERROR")
     state = {"last_job": -1}
     rows: list[dict] = []
@@ -193,10 +233,19 @@ def main() -> None:
                         o.mkdir()
                     local_s = local_run(path, method, outs["local"])
                     r = spark_run(spark, path, method, outs["spark"], state)
-                    r.update(docs=docs, mb=size_mb, method=method, variant=variant, local=local_s,
-                             identical=same_files(outs["local"], outs["spark"]))
-                    print(f"{docs:,} {method} {variant}: local {local_s:.1f} s, spark "
-                          f"{r['wall']:.1f} s, identical {r['identical']}", flush=True)
+                    r.update(
+                        docs=docs,
+                        mb=size_mb,
+                        method=method,
+                        variant=variant,
+                        local=local_s,
+                        identical=same_files(outs["local"], outs["spark"]),
+                    )
+                    print(
+                        f"{docs:,} {method} {variant}: local {local_s:.1f} s, spark "
+                        f"{r['wall']:.1f} s, identical {r['identical']}",
+                        flush=True,
+                    )
                     rows.append(r)
                     for o in outs.values():
                         for f in o.iterdir():
@@ -212,17 +261,19 @@ def write_report(args, rows: list[dict]) -> None:
     lines = [
         f"# Spark engine on {args.master}",
         "",
-        (f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-         f"{platform.python_version()}; load average at the end {os.getloadavg()[0]:.1f}. "
-         f"Corpus: the first N documents of `{args.corpus.name}` (benchmarks/corpus.py). "
-         f"Skewed copy, same size: one document in every {round(1 / share)} replaced, "
-         "alternately, by one fixed text (one exact-duplicate group) and by a copy of one notice "
-         f"template with random slots (one cluster of distinct near-duplicates); {share / 2:.0%} "
-         f"of the documents each. One untimed warm-up run per method first. {args.partitions} "
-         f"shuffle partitions, driver memory {args.driver_memory}. "
-         "simhash = `--method simhash --shingle word:3 -k 3`; minhash = the defaults "
-         "(MinHash-128 char:5, Jaccard 0.7, verified). Wall times include reading the JSONL "
-         "input and writing GROUPS and PAIRS as single TSV files."),
+        (
+            f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}; load average at the end {os.getloadavg()[0]:.1f}. "
+            f"Corpus: the first N documents of `{args.corpus.name}` (benchmarks/corpus.py). "
+            f"Skewed copy, same size: one document in every {round(1 / share)} replaced, "
+            "alternately, by one fixed text (one exact-duplicate group) and by a copy of one notice "
+            f"template with random slots (one cluster of distinct near-duplicates); {share / 2:.0%} "
+            f"of the documents each. One untimed warm-up run per method first. {args.partitions} "
+            f"shuffle partitions, driver memory {args.driver_memory}. "
+            "simhash = `--method simhash --shingle word:3 -k 3`; minhash = the defaults "
+            "(MinHash-128 char:5, Jaccard 0.7, verified). Wall times include reading the JSONL "
+            "input and writing GROUPS and PAIRS as single TSV files."
+        ),
         "",
         "| documents | method | corpus | local s | spark s | spark ÷ local | identical output | "
         + " | ".join(f"{s} s" for s in STAGES)
@@ -236,14 +287,24 @@ def write_report(args, rows: list[dict]) -> None:
             f"{r['wall']:.1f} | {r['wall'] / r['local']:.1f}× | "
             f"{'yes' if r['identical'] else '**no**'} | {stage_s} | "
             f"{mb(sum(r['shuffle'].values()))} | {r['longest_task']:.1f} | {r['candidates']:,} | "
-            f"{r['groups']:,} | {r['largest_group']:,} |")
-    lines += ["", ("Shuffle MB written per stage (Spark's REST API, jobs tagged by stage; `read` "
-                   "= reading and checking the input):"), "",
-              "| documents | method | corpus | " + " | ".join(("read", *STAGES)) + " |",
-              "|---:|---|---|" + "---:|" * (len(STAGES) + 1)]
+            f"{r['groups']:,} | {r['largest_group']:,} |"
+        )
+    lines += [
+        "",
+        (
+            "Shuffle MB written per stage (Spark's REST API, jobs tagged by stage; `read` "
+            "= reading and checking the input):"
+        ),
+        "",
+        "| documents | method | corpus | " + " | ".join(("read", *STAGES)) + " |",
+        "|---:|---|---|" + "---:|" * (len(STAGES) + 1),
+    ]
     for r in rows:
-        lines.append(f"| {r['docs']:,} | {r['method']} | {r['variant']} | "
-                     + " | ".join(mb(r["shuffle"].get(s, 0)) for s in ("read", *STAGES)) + " |")
+        lines.append(
+            f"| {r['docs']:,} | {r['method']} | {r['variant']} | "
+            + " | ".join(mb(r["shuffle"].get(s, 0)) for s in ("read", *STAGES))
+            + " |"
+        )
     lines += ["", "Skew: skewed ÷ plain Spark wall time (target ≤ 2×):", ""]
     for docs in dict.fromkeys(r["docs"] for r in rows):
         for method in dict.fromkeys(r["method"] for r in rows):
@@ -254,7 +315,8 @@ def write_report(args, rows: list[dict]) -> None:
                     f"- {docs:,} {method}: {ratio:.2f}× ({'holds' if ratio <= 2 else '**fails**'}); "
                     f"longest task {by['plain']['longest_task']:.1f} s plain, "
                     f"{by['skewed']['longest_task']:.1f} s skewed; hot keys split: "
-                    f"{by['skewed']['split_keys']:,}")
+                    f"{by['skewed']['split_keys']:,}"
+                )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines), flush=True)

@@ -181,5 +181,6 @@ def main() -> None:
     elif args.mode == "both":
         print("hamming_pairs: skipped, output above --max-output")
 
+
 if __name__ == "__main__":
     main()

@@ -102,8 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"saved {len(got)} arrays for {len(texts)} texts to {args.save}")
         return 0
     ref = np.load(args.compare)
-    bad = [k for k in ref.files if k not in got or not np.array_equal(ref[k], got[k])
-           or ref[k].dtype != got[k].dtype]
+    bad = [
+        k
+        for k in ref.files
+        if k not in got or not np.array_equal(ref[k], got[k]) or ref[k].dtype != got[k].dtype
+    ]
     bad += [k for k in got if k not in ref.files]
     if bad:
         print(f"DIFFERENT: {', '.join(bad)}", file=sys.stderr)

@@ -295,17 +295,27 @@ def generate(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, default=100_000, help="number of documents (default 100000)")
+    ap.add_argument(
+        "--docs", type=int, default=100_000, help="number of documents (default 100000)"
+    )
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     ap.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write")
-    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA,
-                    help=f"folder holding the Debian description data sets (default {DEFAULT_DATA})")
+    ap.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"folder holding the Debian description data sets (default {DEFAULT_DATA})",
+    )
     ap.add_argument("--near-dup-rate", type=float, default=0.04, help="share of edited copies")
     ap.add_argument("--template-rate", type=float, default=0.02, help="share of hot-template docs")
     ap.add_argument("--truth", type=Path, default=None, help="also write id/kind/source TSV here")
     ap.add_argument("--exact-rate", type=float, default=0.0, help="share of verbatim copies")
-    ap.add_argument("--real-rate", type=float, default=0.0,
-                    help="share of originals that are real Debian descriptions (short texts)")
+    ap.add_argument(
+        "--real-rate",
+        type=float,
+        default=0.0,
+        help="share of originals that are real Debian descriptions (short texts)",
+    )
     ap.add_argument("--chains", action="store_true", help="edits and copies can be edited again")
     ap.add_argument("--start", type=int, default=0, help="first document number (for shards)")
     args = ap.parse_args(argv)
@@ -317,9 +327,19 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.data_dir / rel).is_file():
             ap.error(f"missing source file {args.data_dir / rel} (set --data-dir)")
     t0 = time.perf_counter()
-    counts = generate(args.docs, args.seed, args.output, args.data_dir, args.near_dup_rate,
-                      args.template_rate, args.truth, args.exact_rate, args.real_rate,
-                      args.chains, args.start)
+    counts = generate(
+        args.docs,
+        args.seed,
+        args.output,
+        args.data_dir,
+        args.near_dup_rate,
+        args.template_rate,
+        args.truth,
+        args.exact_rate,
+        args.real_rate,
+        args.chains,
+        args.start,
+    )
     size = args.output.stat().st_size
     print(
         f"wrote {args.docs} docs ({counts['orig']} originals, {counts['edit']} edits, "

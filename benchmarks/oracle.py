@@ -171,10 +171,14 @@ def oracle_pairs(texts: list[str], unit: str, threshold: float = 0.8, workers: i
         keys, values = keys[order], values[order]
         first = np.ones(keys.shape[0], dtype=bool)
         first[1:] = keys[1:] != keys[:-1]
-        stats = {"documents": n, "all_pairs": n * (n - 1) // 2,
-                 "accepted": int(first.sum()), "seconds": sum(f[3]["seconds"] for f in found),
-                 "lcs_computed": sum(f[3]["lcs_computed"] for f in found),
-                 "accepted_per_unit": [f[3]["accepted"] for f in found]}
+        stats = {
+            "documents": n,
+            "all_pairs": n * (n - 1) // 2,
+            "accepted": int(first.sum()),
+            "seconds": sum(f[3]["seconds"] for f in found),
+            "lcs_computed": sum(f[3]["lcs_computed"] for f in found),
+            "accepted_per_unit": [f[3]["accepted"] for f in found],
+        }
         return keys[first] // n, keys[first] % n, values[first], stats
     start = time.perf_counter()
     offsets, codes = lcs_units(texts, unit)
@@ -186,18 +190,26 @@ def oracle_pairs(texts: list[str], unit: str, threshold: float = 0.8, workers: i
     bounds = np.unique(np.linspace(0, n, 257).astype(np.int64))
     workers = workers or os.cpu_count() or 1
     with ThreadPoolExecutor(workers) as pool:
-        parts = list(pool.map(
-            lambda k: _oracle_chunk(order, lengths, offsets, codes, bags,
-                                    bounds[k], bounds[k + 1], threshold),
-            range(bounds.shape[0] - 1)))
+        parts = list(
+            pool.map(
+                lambda k: _oracle_chunk(
+                    order, lengths, offsets, codes, bags, bounds[k], bounds[k + 1], threshold
+                ),
+                range(bounds.shape[0] - 1),
+            )
+        )
     i = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
     j = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
     v = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
     key = np.lexsort((j, i))
-    stats = {"documents": n, "all_pairs": n * (n - 1) // 2,
-             "after_length_filter": int(sum(p[3] for p in parts)),
-             "lcs_computed": int(sum(p[4] for p in parts)),
-             "accepted": int(i.shape[0]), "seconds": time.perf_counter() - start}
+    stats = {
+        "documents": n,
+        "all_pairs": n * (n - 1) // 2,
+        "after_length_filter": int(sum(p[3] for p in parts)),
+        "lcs_computed": int(sum(p[4] for p in parts)),
+        "accepted": int(i.shape[0]),
+        "seconds": time.perf_counter() - start,
+    }
     return i[key], j[key], v[key], stats
 
 
@@ -207,8 +219,9 @@ def pair_keys(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     return lo * n + hi
 
 
-def per_band(truth_keys: np.ndarray, found_keys: np.ndarray, words: np.ndarray,
-             n: int) -> list[dict]:
+def per_band(
+    truth_keys: np.ndarray, found_keys: np.ndarray, words: np.ndarray, n: int
+) -> list[dict]:
     """Precision and recall per band of the longer text's word count (and over all)."""
     truth_keys = np.unique(truth_keys)
     found_keys = np.unique(found_keys)
@@ -224,9 +237,15 @@ def per_band(truth_keys: np.ndarray, found_keys: np.ndarray, words: np.ndarray,
         st = np.ones_like(bt, dtype=bool) if b < 0 else bt == b
         sf = np.ones_like(bf, dtype=bool) if b < 0 else bf == b
         truth, found = int(st.sum()), int(sf.sum())
-        rows.append({"band": name, "truth": truth, "found": found,
-                     "recall": hit_truth[st].mean() if truth else float("nan"),
-                     "precision": hit_found[sf].mean() if found else float("nan")})
+        rows.append(
+            {
+                "band": name,
+                "truth": truth,
+                "found": found,
+                "recall": hit_truth[st].mean() if truth else float("nan"),
+                "precision": hit_found[sf].mean() if found else float("nan"),
+            }
+        )
     return rows
 
 
@@ -235,8 +254,10 @@ def print_rows(title: str, rows: list[dict], extra: str = "") -> None:
     print("| band (words) | oracle pairs | found | precision | recall |")
     print("|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['band']} | {r['truth']:,} | {r['found']:,} | {r['precision']:.3f} "
-              f"| {r['recall']:.3f} |")
+        print(
+            f"| {r['band']} | {r['truth']:,} | {r['found']:,} | {r['precision']:.3f} "
+            f"| {r['recall']:.3f} |"
+        )
 
 
 def oracle_path(lang: str, unit: str, threshold: float) -> Path:
@@ -272,10 +293,14 @@ def cmd_build(args) -> None:
                 fh.write(f"{ids[x]}\t{ids[y]}\t{r:.4f}\t{BANDS[bb][2]}\n")
         counts = np.bincount(band, minlength=4)
         print(f"{args.lang} {unit} T={args.threshold}: {stats}")
-        print("  accepted per band: " + ", ".join(
-            f"{BANDS[k][2]}: {int(counts[k]):,}" for k in range(4)))
-        print(f"  {stats['seconds']:.1f} s on {args.workers or os.cpu_count()} threads "
-              f"(prefilters included) → {path}")
+        print(
+            "  accepted per band: "
+            + ", ".join(f"{BANDS[k][2]}: {int(counts[k]):,}" for k in range(4))
+        )
+        print(
+            f"  {stats['seconds']:.1f} s on {args.workers or os.cpu_count()} threads "
+            f"(prefilters included) → {path}"
+        )
     print(f"docs → {docs}")
 
 
@@ -294,8 +319,9 @@ def cmd_evaluate(args) -> None:
             fa.append(index[parts[0]])
             fb.append(index[parts[1]])
     rows = per_band(pair_keys(ta, tb, n), pair_keys(np.array(fa), np.array(fb), n), words, n)
-    print_rows(f"{args.pairs} against the {args.lang} oracle ({args.unit}, T={args.threshold})",
-               rows)
+    print_rows(
+        f"{args.pairs} against the {args.lang} oracle ({args.unit}, T={args.threshold})", rows
+    )
 
 
 def _parse_config(text: str) -> dict:
@@ -305,24 +331,31 @@ def _parse_config(text: str) -> dict:
     for part in text.split("+"):
         fields = part.split("/")
         bands, rows = map(int, fields[2].split("x"))
-        stages.append({"shingle": fields[0], "num_perm": int(fields[1]), "bands": bands,
-                       "rows": rows, "max_words": int(fields[3]) if len(fields) > 3 else None})
+        stages.append(
+            {
+                "shingle": fields[0],
+                "num_perm": int(fields[1]),
+                "bands": bands,
+                "rows": rows,
+                "max_words": int(fields[3]) if len(fields) > 3 else None,
+            }
+        )
     return {"name": text, "stages": stages}
 
 
 DEFAULT_CONFIGS = (
-    "char:5/128/20x6",                      # today's defaults' banding (tuned for Jaccard 0.7)
+    "char:5/128/20x6",  # today's defaults' banding (tuned for Jaccard 0.7)
     "char:5/128/32x4",
     "char:4/128/32x4",
     "char:4/128/42x3",
     "char:3/128/42x3",
-    "char:4/128/32x4+char:3/128/42x3/30",   # recommended: + a char:3 LSH over ≤ 30-word texts
+    "char:4/128/32x4+char:3/128/42x3/30",  # recommended: + a char:3 LSH over ≤ 30-word texts
 )
 
 
 def cmd_sweep(args) -> None:
-    from neardup.candidates.bands import candidate_pairs
     from neardup.api import fingerprint
+    from neardup.candidates.bands import candidate_pairs
 
     ids, texts = load(args.lang)
     n = len(ids)
@@ -340,13 +373,21 @@ def cmd_sweep(args) -> None:
             sig_key = (stage["shingle"], stage["num_perm"])
             if sig_key not in signatures:
                 s0 = time.perf_counter()
-                signatures[sig_key] = fingerprint(texts, method="minhash", shingle=stage["shingle"],
-                                                  num_perm=stage["num_perm"], workers=args.workers)
+                signatures[sig_key] = fingerprint(
+                    texts,
+                    method="minhash",
+                    shingle=stage["shingle"],
+                    num_perm=stage["num_perm"],
+                    workers=args.workers,
+                )
                 signatures[sig_key + ("s",)] = time.perf_counter() - s0
             sign_s += signatures[sig_key + ("s",)]
             sig = signatures[sig_key]
-            subset = (np.arange(n) if stage["max_words"] is None
-                      else np.flatnonzero(words <= stage["max_words"]))
+            subset = (
+                np.arange(n)
+                if stage["max_words"] is None
+                else np.flatnonzero(words <= stage["max_words"])
+            )
             a, b = candidate_pairs(np.ascontiguousarray(sig[subset]), stage["bands"], stage["rows"])
             keys.append(pair_keys(subset[a], subset[b], n))
         cand = np.unique(np.concatenate(keys))
@@ -358,16 +399,20 @@ def cmd_sweep(args) -> None:
         value = np.zeros(a.shape[0])
         for _, offsets, codes in units:  # word+syllable: accepted by either unit
             value = np.maximum(
-                value, _parallel_lcs(offsets, codes, a, b, args.workers, args.threshold))
+                value, _parallel_lcs(offsets, codes, a, b, args.workers, args.threshold)
+            )
         lcs_s = time.perf_counter() - t1
         found = cand[value >= args.threshold]
         cand_rows = per_band(truth, cand, words, n)
         rows = per_band(truth, found, words, n)
-        print_rows(f"{args.lang} {config['name']} + lcs:{args.unit}:{args.threshold}", rows,
-                   f"  (candidates {cand.shape[0]:,}: candidate recall per band "
-                   + ", ".join(f"{r['band']} {r['recall']:.3f}" for r in cand_rows)
-                   + f"; signatures {sign_s:.1f} s (cached across configs), banding {cand_s:.1f} s,"
-                   f" LCS {lcs_s:.2f} s = {cand.shape[0] / max(lcs_s, 1e-9):,.0f} pairs/s)")
+        print_rows(
+            f"{args.lang} {config['name']} + lcs:{args.unit}:{args.threshold}",
+            rows,
+            f"  (candidates {cand.shape[0]:,}: candidate recall per band "
+            + ", ".join(f"{r['band']} {r['recall']:.3f}" for r in cand_rows)
+            + f"; signatures {sign_s:.1f} s (cached across configs), banding {cand_s:.1f} s,"
+            f" LCS {lcs_s:.2f} s = {cand.shape[0] / max(lcs_s, 1e-9):,.0f} pairs/s)",
+        )
 
 
 def _parallel_lcs(offsets, codes, a, b, workers, threshold=None):
@@ -385,16 +430,20 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("build", "evaluate", "sweep"):
         p = sub.add_parser(name)
         p.add_argument("--lang", choices=sorted(CORPORA), required=True)
-        p.add_argument("--unit", default="auto",
-                       help="auto, syllable, word or word+syllable (accepted by either); "
-                            "build: a comma-separated list")
+        p.add_argument(
+            "--unit",
+            default="auto",
+            help="auto, syllable, word or word+syllable (accepted by either); "
+            "build: a comma-separated list",
+        )
         p.add_argument("--threshold", type=float, default=0.8)
         p.add_argument("--workers", type=int, default=None)
         if name == "evaluate":
             p.add_argument("pairs", help="PAIRS TSV: id_a, id_b, ...")
         if name == "sweep":
-            p.add_argument("--configs", nargs="*",
-                           help="SHINGLE/PERM/BANDSxROWS[/MAXWORDS], '+' for a union")
+            p.add_argument(
+                "--configs", nargs="*", help="SHINGLE/PERM/BANDSxROWS[/MAXWORDS], '+' for a union"
+            )
     args = ap.parse_args(argv)
     {"build": cmd_build, "evaluate": cmd_evaluate, "sweep": cmd_sweep}[args.command](args)
 

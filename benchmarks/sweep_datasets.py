@@ -26,21 +26,26 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_quality import SYNTH_DIR, load_truth, make_synth, read_docs
-
 from neardup import quality
 from neardup.engines.local import signatures_parallel
 from neardup.io import write_table
 from neardup.settings import DEFAULT_METHOD, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, Settings
 
 DATASETS = ("synth", "clough_stevenson", "pan13_passages", "korean_question_pair", "korsts", "mrpc")
-CONFIGS = (("minhash", "char:5"), ("minhash", "word:3"), ("simhash", "char:5"), ("simhash", "word:3"))
+CONFIGS = (
+    ("minhash", "char:5"),
+    ("minhash", "word:3"),
+    ("simhash", "char:5"),
+    ("simhash", "word:3"),
+)
 
 
 def pan13_truth(folder: Path):
     frame = quality.read_table(folder / "pairs.tsv")
     label = np.where(frame["label"].to_numpy() == "no-obfuscation", 1, 0)
-    return quality.PairTruth.from_arrays(frame["id_a"], frame["id_b"], label,
-                                         category=frame["label"].to_numpy())
+    return quality.PairTruth.from_arrays(
+        frame["id_a"], frame["id_b"], label, category=frame["label"].to_numpy()
+    )
 
 
 def dataset(name: str, data_dir: Path):
@@ -66,9 +71,12 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--out-dir", type=Path, default=Path("docs/sweeps"))
-    ap.add_argument("--plots", default="synth:minhash:char:5,synth:simhash:word:3,"
-                    "korean_question_pair:minhash:char:5,pan13_passages:minhash:char:5",
-                    help="dataset:method:unit:size of the sweeps to plot")
+    ap.add_argument(
+        "--plots",
+        default="synth:minhash:char:5,synth:simhash:word:3,"
+        "korean_question_pair:minhash:char:5,pan13_passages:minhash:char:5",
+        help="dataset:method:unit:size of the sweeps to plot",
+    )
     ap.add_argument("--out", type=Path, default=Path("docs/sweeps/README.md"))
     args = ap.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,22 +104,40 @@ def main() -> None:
             write_table(args.out_dir / f"{tag}.tsv", {k: [r.get(k) for r in table] for k in keys})
             if f"{name}:{method}:{shingle}" in plots:
                 distances = quality.pair_distances(
-                    signatures_parallel(texts, base, keep_sets=True), ids, truth, method)
+                    signatures_parallel(texts, base, keep_sets=True), ids, truth, method
+                )
                 best, _ = quality.best_settings(rows, 0.99)
-                quality.plot_sweep(rows, args.out_dir / f"{tag}.png", distances, chosen=best,
-                                   title=f"{method} {shingle} on {name}")
+                quality.plot_sweep(
+                    rows,
+                    args.out_dir / f"{tag}.png",
+                    distances,
+                    chosen=best,
+                    title=f"{method} {shingle} on {name}",
+                )
             results.extend((method, shingle, r) for r in rows)
-            print(f"{name} {method} {shingle}: best F1 "
-                  f"{max(r.evaluation.f1 for r in rows):.3f}", flush=True)
-        default = next(r for m, s, r in results if m == DEFAULT_METHOD and s == DEFAULT_SHINGLE
-                       and abs(r.value - DEFAULT_THRESHOLD) < 1e-9)
+            print(
+                f"{name} {method} {shingle}: best F1 {max(r.evaluation.f1 for r in rows):.3f}",
+                flush=True,
+            )
+        default = next(
+            r
+            for m, s, r in results
+            if m == DEFAULT_METHOD
+            and s == DEFAULT_SHINGLE
+            and abs(r.value - DEFAULT_THRESHOLD) < 1e-9
+        )
         best = max(results, key=lambda x: (x[2].evaluation.f1, x[2].evaluation.precision or 0))
         precise = [x for x in results if (x[2].evaluation.precision or 0) >= 0.99]
         top = max(precise, key=lambda x: x[2].evaluation.f1) if precise else None
         lines.append(
             f"| {name} | {fmt(default.evaluation)} | {best[0]} {best[1]} {best[2].label} | "
             f"{fmt(best[2].evaluation)} | "
-            + (f"{top[0]} {top[1]} {top[2].label} | {fmt(top[2].evaluation)} |" if top else "– | – |"))
+            + (
+                f"{top[0]} {top[1]} {top[2].label} | {fmt(top[2].evaluation)} |"
+                if top
+                else "– | – |"
+            )
+        )
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

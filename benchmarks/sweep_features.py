@@ -17,12 +17,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from sweep_datasets import DATASETS, dataset
-
 from neardup import quality
 from neardup.idf import IdfTable
 from neardup.settings import Settings
 from neardup.text import hash_features
+from sweep_datasets import DATASETS, dataset
 
 # (label, method, shingle, weights, the value read as "at the default")
 VARIANTS = (
@@ -59,12 +58,17 @@ def main() -> None:
             rows = quality.sweep(texts, ids, None, truth, base)
             best = max(rows, key=lambda r: (r.evaluation.f1, -abs(r.value - default)))
             at_default = next(r for r in rows if abs(r.value - default) < 1e-9)
-            results[label][name] = (f"{at_default.evaluation.f1:.3f} "
-                                    f"(best {best.evaluation.f1:.3f} at {best.label})")
+            results[label][name] = (
+                f"{at_default.evaluation.f1:.3f} (best {best.evaluation.f1:.3f} at {best.label})"
+            )
             print(name, label, results[label][name], flush=True)
-    lines = ["F1 at the default threshold (MinHash 0.7) or k (SimHash 3), and the best F1 over "
-             "the sweep with its setting.", "", header,
-             "|---|" + "---|" * len(names)]
+    lines = [
+        "F1 at the default threshold (MinHash 0.7) or k (SimHash 3), and the best F1 over "
+        "the sweep with its setting.",
+        "",
+        header,
+        "|---|" + "---|" * len(names),
+    ]
     for label, _, _, _, _ in VARIANTS:
         lines.append(f"| {label} | " + " | ".join(results[label][n] for n in names) + " |")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

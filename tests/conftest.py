@@ -69,8 +69,12 @@ def kill_writer_after():
     with SIGKILL; returns the acknowledged IDs. Fails if the writer stopped early."""
 
     def run(script: str, *args: str, want: int, timeout: float = 60.0) -> list[str]:
-        proc = subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + timeout
         acknowledged: list[str] = []
         try:

@@ -12,17 +12,25 @@ from neardup.cli import main
 from neardup.io import write_records
 from neardup.simhash import simhash
 
-KOREAN = ("고대 전쟁 실시간 전략 게임 짧게 말하면 게이머가 서구 문명의 역사를 재현하거나 다시 만들 수 있도록 "
-          "하는 역사 기반의 전쟁 경제 게임입니다 이 프로젝트는 매우 야심찬 프로젝트로 최첨단 3D 그래픽 상세한 "
-          "아트웍 사운드 유연하고 강력한 맞춤형 게임 엔진을 다루고 있습니다 이 패키지는 게임에 필요한 데이터 "
-          "파일을 담고 있으며 설정 및 도구를 함께 제공합니다 자세한 내용은 프로젝트 누리집을 참고하십시오")
-ENGLISH = ("neardup fingerprints every document and finds all near duplicate pairs without comparing "
-           "every pair of documents then gives each group one duplicate id and names its original")
+KOREAN = (
+    "고대 전쟁 실시간 전략 게임 짧게 말하면 게이머가 서구 문명의 역사를 재현하거나 다시 만들 수 있도록 "
+    "하는 역사 기반의 전쟁 경제 게임입니다 이 프로젝트는 매우 야심찬 프로젝트로 최첨단 3D 그래픽 상세한 "
+    "아트웍 사운드 유연하고 강력한 맞춤형 게임 엔진을 다루고 있습니다 이 패키지는 게임에 필요한 데이터 "
+    "파일을 담고 있으며 설정 및 도구를 함께 제공합니다 자세한 내용은 프로젝트 누리집을 참고하십시오"
+)
+ENGLISH = (
+    "neardup fingerprints every document and finds all near duplicate pairs without comparing "
+    "every pair of documents then gives each group one duplicate id and names its original"
+)
 DOCS = [
     {"id": "en1", "text": ENGLISH, "ts": 20},
-    {"id": "en2", "text": ENGLISH.upper().replace(" ", "\n", 3) + "!", "ts": 10},   # re-wrapped copy, earlier
+    {
+        "id": "en2",
+        "text": ENGLISH.upper().replace(" ", "\n", 3) + "!",
+        "ts": 10,
+    },  # re-wrapped copy, earlier
     {"id": "ko1", "text": KOREAN, "ts": 5},
-    {"id": "ko2", "text": KOREAN + " 감사합니다", "ts": 6},                            # one added word
+    {"id": "ko2", "text": KOREAN + " 감사합니다", "ts": 6},  # one added word
     {"id": "other", "text": "a completely different short note about the weather", "ts": 1},
     {"id": "empty", "text": "  ...  ", "ts": 2},
 ]
@@ -34,7 +42,9 @@ def run(*args, input=None):
 
 
 def write_jsonl(path, docs):
-    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8"
+    )
     return path
 
 
@@ -44,7 +54,9 @@ def corpus(tmp_path):
 
 
 def read_tsv(path, header=True):
-    return pd.read_csv(path, sep="\t", header=0 if header else None, dtype=str, keep_default_na=False)
+    return pd.read_csv(
+        path, sep="\t", header=0 if header else None, dtype=str, keep_default_na=False
+    )
 
 
 def test_fingerprint_tsv_is_the_seed_format(corpus, tmp_path):
@@ -123,36 +135,87 @@ def test_fingerprint_output_formats(corpus, tmp_path, ext):
 
 def test_minhash_signatures_written_as_hex(corpus, tmp_path):
     out = tmp_path / "sig.jsonl"
-    assert run("fingerprint", corpus, "-o", out, "--method", "minhash", "--num-perm", "16",
-               "--workers", "1", "-q").exit_code == 0
+    assert (
+        run(
+            "fingerprint",
+            corpus,
+            "-o",
+            out,
+            "--method",
+            "minhash",
+            "--num-perm",
+            "16",
+            "--workers",
+            "1",
+            "-q",
+        ).exit_code
+        == 0
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(len(r["signature"]) == 16 * 8 for r in rows)
 
 
 def test_output_is_byte_identical_across_runs_and_workers(corpus, tmp_path):
-    big = write_jsonl(tmp_path / "big.jsonl", [
-        {"id": f"{d['id']}-{i}", "text": d["text"] + f" copy {i % 7}", "ts": i} for i in range(700) for d in DOCS
-    ])
+    big = write_jsonl(
+        tmp_path / "big.jsonl",
+        [
+            {"id": f"{d['id']}-{i}", "text": d["text"] + f" copy {i % 7}", "ts": i}
+            for i in range(700)
+            for d in DOCS
+        ],
+    )
     outs = []
     for workers in ("1", "2", "2"):
         out = tmp_path / f"groups{len(outs)}.tsv"
         pairs = tmp_path / f"pairs{len(outs)}.tsv"
-        assert run("dedup", big, "-o", out, "--pairs-out", pairs, "--time-field", "ts",
-                   "--workers", workers, "-q").exit_code == 0
+        assert (
+            run(
+                "dedup",
+                big,
+                "-o",
+                out,
+                "--pairs-out",
+                pairs,
+                "--time-field",
+                "ts",
+                "--workers",
+                workers,
+                "-q",
+            ).exit_code
+            == 0
+        )
         outs.append((out.read_bytes(), pairs.read_bytes()))
     assert outs[0] == outs[1] == outs[2]
 
 
 def test_dedup_groups_and_originals(corpus, tmp_path):
     out, pairs, keep = tmp_path / "g.tsv", tmp_path / "p.tsv", tmp_path / "keep.jsonl"
-    result = run("dedup", corpus, "-o", out, "--time-field", "ts", "--pairs-out", pairs,
-                 "--keep", keep, "--workers", "1")
+    result = run(
+        "dedup",
+        corpus,
+        "-o",
+        out,
+        "--time-field",
+        "ts",
+        "--pairs-out",
+        pairs,
+        "--keep",
+        keep,
+        "--workers",
+        "1",
+    )
     assert result.exit_code == 0, result.output
     groups = read_tsv(out)
-    assert list(groups.columns) == ["id", "duplicate_id", "original_id", "is_original", "group_size"]
+    assert list(groups.columns) == [
+        "id",
+        "duplicate_id",
+        "original_id",
+        "is_original",
+        "group_size",
+    ]
     assert groups["id"].tolist() == [d["id"] for d in DOCS]
     by_id = dict(zip(groups["id"], groups["original_id"]))
-    assert by_id["en1"] == by_id["en2"] == "en2"          # the earlier copy is the original
+    assert by_id["en1"] == by_id["en2"] == "en2"  # the earlier copy is the original
     assert by_id["ko1"] == by_id["ko2"] == "ko1"
     assert by_id["other"] == "other" and by_id["empty"] == "empty"
     assert (groups["duplicate_id"] == groups["original_id"]).all()
@@ -168,16 +231,34 @@ def test_dedup_groups_and_originals(corpus, tmp_path):
 
 def test_dedup_minhash_and_center(corpus, tmp_path):
     out = tmp_path / "g.tsv"
-    result = run("dedup", corpus, "-o", out, "--method", "minhash", "--threshold", "0.5",
-                 "--grouping", "center", "--workers", "1", "-q")
+    result = run(
+        "dedup",
+        corpus,
+        "-o",
+        out,
+        "--method",
+        "minhash",
+        "--threshold",
+        "0.5",
+        "--grouping",
+        "center",
+        "--workers",
+        "1",
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     by_id = dict(zip(*read_tsv(out)[["id", "original_id"]].T.values))
     assert by_id["en2"] == "en1" and by_id["ko2"] == "ko1"
 
 
 def test_pairs_command_from_fingerprint_rows(tmp_path):
-    rows = ["a\t0000000000000000\t3", "b\t0000000000000003\t1", "c\tffffffffffffffff\t2",
-            "d\t0000000000000000\t9", "e\t18446744073709551615\t0"]  # e is c, in decimal
+    rows = [
+        "a\t0000000000000000\t3",
+        "b\t0000000000000003\t1",
+        "c\tffffffffffffffff\t2",
+        "d\t0000000000000000\t9",
+        "e\t18446744073709551615\t0",
+    ]  # e is c, in decimal
     (tmp_path / "fps.tsv").write_text("\n".join(rows) + "\n")
     out, groups = tmp_path / "pairs.tsv", tmp_path / "groups.tsv"
     result = run("pairs", tmp_path / "fps.tsv", "-k", "2", "-o", out, "--groups-out", groups)
@@ -185,36 +266,67 @@ def test_pairs_command_from_fingerprint_rows(tmp_path):
     pairs = read_tsv(out)
     assert list(pairs.columns) == ["id_a", "id_b", "distance", "passed"]
     assert sorted(zip(pairs["id_a"], pairs["id_b"], pairs["distance"], pairs["passed"])) == [
-        ("a", "b", "2", "true"), ("a", "d", "0", "true"), ("b", "d", "2", "true"),
-        ("c", "e", "0", "true")]
+        ("a", "b", "2", "true"),
+        ("a", "d", "0", "true"),
+        ("b", "d", "2", "true"),
+        ("c", "e", "0", "true"),
+    ]
     g = read_tsv(groups)
-    assert dict(zip(g["id"], g["original_id"])) == {"a": "b", "b": "b", "c": "e", "d": "b", "e": "e"}
+    assert dict(zip(g["id"], g["original_id"])) == {
+        "a": "b",
+        "b": "b",
+        "c": "e",
+        "d": "b",
+        "e": "e",
+    }
 
 
 # A ≈ B (LCS 17/20 = 0.85) and B ≈ C (0.85), but A and C keep only 14 of 20 words (0.7): under
 # `components` C is in A's group, and its row from the original A does not pass the rule.
-CHAIN_WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-               "november oscar papa quebec romeo sierra tango").split()
+CHAIN_WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+    "november oscar papa quebec romeo sierra tango"
+).split()
 CHAIN_DOCS = [
     {"id": "A", "text": " ".join(CHAIN_WORDS), "ts": 1},
     {"id": "B", "text": " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:]), "ts": 2},
-    {"id": "C", "text": " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:17]
-                                 + ["uniform", "victor", "whiskey"]), "ts": 3},
+    {
+        "id": "C",
+        "text": " ".join(
+            ["zulu", "yankee", "xray"] + CHAIN_WORDS[3:17] + ["uniform", "victor", "whiskey"]
+        ),
+        "ts": 3,
+    },
     {"id": "D", "text": "an unrelated sentence about something else entirely", "ts": 0},
 ]
 
 
-@pytest.mark.parametrize("options, expected", [
-    ((), [("A", "B", "0.85", "true"), ("A", "C", "0.7", "false")]),
-    (("--pairs", "all"), [("A", "B", "0.85", "true"), ("B", "C", "0.85", "true")]),
-    (("--grouping", "center"), [("A", "B", "0.85", "true")]),
-    (("--verify", "lcs:0.7"), [("A", "B", "0.85", "true"), ("A", "C", "0.7", "true")]),
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ((), [("A", "B", "0.85", "true"), ("A", "C", "0.7", "false")]),
+        (("--pairs", "all"), [("A", "B", "0.85", "true"), ("B", "C", "0.85", "true")]),
+        (("--grouping", "center"), [("A", "B", "0.85", "true")]),
+        (("--verify", "lcs:0.7"), [("A", "B", "0.85", "true"), ("A", "C", "0.7", "true")]),
+    ],
+)
 def test_pairs_say_whether_the_pair_itself_passed(tmp_path, options, expected):
     docs = write_jsonl(tmp_path / "chain.jsonl", CHAIN_DOCS)
     groups, pairs = tmp_path / "g.tsv", tmp_path / "p.tsv"
-    result = run("dedup", docs, "-o", groups, "--pairs-out", pairs, "--time-field", "ts", "-q",
-                 "--workers", "1", *options)
+    result = run(
+        "dedup",
+        docs,
+        "-o",
+        groups,
+        "--pairs-out",
+        pairs,
+        "--time-field",
+        "ts",
+        "-q",
+        "--workers",
+        "1",
+        *options,
+    )
     assert result.exit_code == 0, result.output
     rows = read_tsv(pairs)
     assert list(rows.columns) == ["id_a", "id_b", "similarity", "passed"]
@@ -226,12 +338,16 @@ def test_pairs_command_marks_links_through_the_original(tmp_path):
     rows = ["a\t0000000000000000\t1", "b\t0000000000000003\t2", "c\t000000000000000f\t3"]
     (tmp_path / "fps.tsv").write_text("\n".join(rows) + "\n")
     out = tmp_path / "pairs.tsv"
-    for mode, expected in (("original", [("a", "b", "2", "true"), ("a", "c", "4", "false")]),
-                           ("all", [("a", "b", "2", "true"), ("b", "c", "2", "true")])):
+    for mode, expected in (
+        ("original", [("a", "b", "2", "true"), ("a", "c", "4", "false")]),
+        ("all", [("a", "b", "2", "true"), ("b", "c", "2", "true")]),
+    ):
         result = run("pairs", tmp_path / "fps.tsv", "-k", "2", "-o", out, "--pairs", mode, "-q")
         assert result.exit_code == 0, result.output
         pairs = read_tsv(out)
-        assert list(zip(pairs["id_a"], pairs["id_b"], pairs["distance"], pairs["passed"])) == expected
+        assert (
+            list(zip(pairs["id_a"], pairs["id_b"], pairs["distance"], pairs["passed"])) == expected
+        )
 
 
 BAD_CASES = [
@@ -261,8 +377,10 @@ def test_invalid_utf8_is_reported(tmp_path):
 
 def test_skip_bad_rows_when_asked(tmp_path):
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b'{"id": "x", "text": "one two three"}\n{oops\n{"id": "y"}\n'
-                     b'{"id": "z", "text": "\xff"}\n{"id": "x", "text": "dup"}\n{"id": "w", "text": "four"}\n')
+    path.write_bytes(
+        b'{"id": "x", "text": "one two three"}\n{oops\n{"id": "y"}\n'
+        b'{"id": "z", "text": "\xff"}\n{"id": "x", "text": "dup"}\n{"id": "w", "text": "four"}\n'
+    )
     out = tmp_path / "g.tsv"
     result = run("dedup", path, "-o", out, "--on-error", "skip", "--workers", "1")
     assert result.exit_code == 0, result.output
@@ -297,8 +415,9 @@ def test_compare_reads_files(tmp_path):
     assert json.loads(result.output)["jaccard"] == 1.0
 
 
-@pytest.mark.parametrize("args", [["missing.txt", "b"], ["a", "docs/missing"],
-                                  ["--file", "a b", "b"]])
+@pytest.mark.parametrize(
+    "args", [["missing.txt", "b"], ["a", "docs/missing"], ["--file", "a b", "b"]]
+)
 def test_compare_refuses_a_path_that_does_not_exist(args, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run("compare", *args)
@@ -358,8 +477,10 @@ def test_help_has_examples():
 
 def test_idf_weights_save_the_table_with_the_run_and_reuse_it(tmp_path):
     docs = tmp_path / "docs.jsonl"
-    rows = [{"id": str(i), "text": f"common words everywhere plus rare{i} token{i % 3}"}
-            for i in range(30)]
+    rows = [
+        {"id": str(i), "text": f"common words everywhere plus rare{i} token{i % 3}"}
+        for i in range(30)
+    ]
     docs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     first, second = tmp_path / "a.tsv", tmp_path / "b.tsv"
     options = ["--method", "simhash", "--shingle", "word:1", "--weights", "idf", "-q"]
@@ -371,8 +492,19 @@ def test_idf_weights_save_the_table_with_the_run_and_reuse_it(tmp_path):
     assert result.exit_code == 0, result.output
     assert first.read_bytes() == second.read_bytes()
     fps = tmp_path / "fps.tsv"
-    result = run("fingerprint", str(docs), "-o", str(fps), "--shingle", "word:1", "--weights",
-                 "idf", "--idf-in", str(table), "-q")
+    result = run(
+        "fingerprint",
+        str(docs),
+        "-o",
+        str(fps),
+        "--shingle",
+        "word:1",
+        "--weights",
+        "idf",
+        "--idf-in",
+        str(table),
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     assert len(fps.read_text().splitlines()) == 30
 
@@ -381,22 +513,44 @@ def test_idf_errors(tmp_path):
     docs = tmp_path / "docs.jsonl"
     docs.write_text('{"id": "a", "text": "x y"}\n')
     out = str(tmp_path / "g.tsv")
-    result = run("dedup", "-", "-o", out, "--method", "simhash", "--weights", "idf",
-                 input='{"id": "a", "text": "x y"}\n')
+    result = run(
+        "dedup",
+        "-",
+        "-o",
+        out,
+        "--method",
+        "simhash",
+        "--weights",
+        "idf",
+        input='{"id": "a", "text": "x y"}\n',
+    )
     assert result.exit_code == 1 and "standard input" in result.output
     result = run("dedup", str(docs), "-o", out, "--idf-in", "t.parquet")
     assert result.exit_code == 1 and "--idf-in applies to method simhash" in result.output
-    result = run("dedup", str(docs), "-o", out, "--method", "simhash", "--weights", "idf",
-                 "--engine", "spark")
+    result = run(
+        "dedup",
+        str(docs),
+        "-o",
+        out,
+        "--method",
+        "simhash",
+        "--weights",
+        "idf",
+        "--engine",
+        "spark",
+    )
     assert result.exit_code == 1 and "--idf-in" in result.output
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("word:3:ko", "stopword:3[:auto|en|ko|FILE]"),
-    ("word:3:bag", "optionally with :multiset"),
-    ("stopword:3:nowhere.txt", "auto, en, ko or a readable file"),
-    ("stopword:0", "shingle size must be in 1..64"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("word:3:ko", "stopword:3[:auto|en|ko|FILE]"),
+        ("word:3:bag", "optionally with :multiset"),
+        ("stopword:3:nowhere.txt", "auto, en, ko or a readable file"),
+        ("stopword:0", "shingle size must be in 1..64"),
+    ],
+)
 def test_bad_feature_options_fail_with_the_valid_forms(corpus, tmp_path, spec, message):
     result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--shingle", spec)
     assert result.exit_code == 1 and message in result.output, result.output
@@ -419,20 +573,41 @@ def test_feature_options_on_the_command_line_equal_the_api(corpus, tmp_path):
 def test_an_idf_table_is_tied_to_its_shingling(tmp_path):
     docs = write_jsonl(tmp_path / "docs.jsonl", DOCS)
     options = ["--method", "simhash", "--weights", "idf", "-q"]
-    result = run("fingerprint", docs, "-o", tmp_path / "a.tsv", "--shingle", "stopword:2:en",
-                 *options, "--idf-out", tmp_path / "t.parquet")
+    result = run(
+        "fingerprint",
+        docs,
+        "-o",
+        tmp_path / "a.tsv",
+        "--shingle",
+        "stopword:2:en",
+        *options,
+        "--idf-out",
+        tmp_path / "t.parquet",
+    )
     assert result.exit_code == 0, result.output
-    result = run("fingerprint", docs, "-o", tmp_path / "b.tsv", "--shingle", "stopword:2:ko",
-                 *options, "--idf-in", tmp_path / "t.parquet")
+    result = run(
+        "fingerprint",
+        docs,
+        "-o",
+        tmp_path / "b.tsv",
+        "--shingle",
+        "stopword:2:ko",
+        *options,
+        "--idf-in",
+        tmp_path / "t.parquet",
+    )
     assert result.exit_code == 1 and "--shingle stopword:2:en" in result.output
 
 
-@pytest.mark.parametrize("command", [
-    ["generate", "{docs}", "-o", "{tmp}/g.jsonl", "--pairs-out", "{tmp}/gp.tsv"],
-    ["sample", "{docs}", "-o", "{tmp}/s.tsv"],
-    ["sweep", "{docs}", "--truth", "{tmp}/truth.tsv"],
-    ["report", "{docs}", "--groups", "{tmp}/groups.tsv", "-o", "{tmp}/r.html"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["generate", "{docs}", "-o", "{tmp}/g.jsonl", "--pairs-out", "{tmp}/gp.tsv"],
+        ["sample", "{docs}", "-o", "{tmp}/s.tsv"],
+        ["sweep", "{docs}", "--truth", "{tmp}/truth.tsv"],
+        ["report", "{docs}", "--groups", "{tmp}/groups.tsv", "-o", "{tmp}/r.html"],
+    ],
+)
 def test_every_document_reader_honours_max_doc_bytes(tmp_path, command):
     docs = tmp_path / "docs.jsonl"
     rows = [{"id": "a", "text": "hello there world"}, {"id": "b", "text": "long " * 400}]
@@ -450,10 +625,13 @@ def test_max_doc_bytes_takes_sizes_and_refuses_others(tmp_path):
     docs.write_text(json.dumps({"id": "a", "text": "x" * 3000}) + "\n")
     out = tmp_path / "g.tsv"
     for limit, code in (("2K", 1), ("3000", 0), ("0", 0), ("2.5k", 1)):
-        result = CliRunner().invoke(main, ["dedup", str(docs), "-o", str(out), "-q",
-                                           "--max-doc-bytes", limit])
+        result = CliRunner().invoke(
+            main, ["dedup", str(docs), "-o", str(out), "-q", "--max-doc-bytes", limit]
+        )
         assert result.exit_code == code, (limit, result.output)
-    result = CliRunner().invoke(main, ["dedup", str(docs), "-o", str(out), "--max-doc-bytes", "big"])
+    result = CliRunner().invoke(
+        main, ["dedup", str(docs), "-o", str(out), "--max-doc-bytes", "big"]
+    )
     assert result.exit_code == 2 and "--max-doc-bytes" in result.output and "'big'" in result.output
 
 
@@ -462,18 +640,22 @@ def test_compare_gives_the_definitions_verdict():
     result = json.loads(spaced.output)
     assert result["jaccard"] == 0.0  # word 3-grams see a different text
     assert (result["definition_lcs"], result["near_duplicate"]) == (1.0, "yes")
-    other = json.loads(run("compare", "one two three four five", "one two six seven eight",
-                           "--json").output)
+    other = json.loads(
+        run("compare", "one two three four five", "one two six seven eight", "--json").output
+    )
     assert (other["definition_lcs"], other["near_duplicate"]) == (0.4, "no")  # 2 of 5 words
 
 
-@pytest.mark.parametrize("args, flag, owner", [
-    (["--method", "minhash", "-k", "4"], "--hamming-k", "simhash"),
-    (["--weights", "tf"], "--weights", "simhash"),
-    (["--method", "simhash", "--threshold", "0.5"], "--threshold", "minhash"),
-    (["--method", "simhash", "--num-perm", "64"], "--num-perm", "minhash"),
-    (["--method", "simhash", "--bands", "8", "--rows", "4"], "--bands", "minhash"),
-])
+@pytest.mark.parametrize(
+    "args, flag, owner",
+    [
+        (["--method", "minhash", "-k", "4"], "--hamming-k", "simhash"),
+        (["--weights", "tf"], "--weights", "simhash"),
+        (["--method", "simhash", "--threshold", "0.5"], "--threshold", "minhash"),
+        (["--method", "simhash", "--num-perm", "64"], "--num-perm", "minhash"),
+        (["--method", "simhash", "--bands", "8", "--rows", "4"], "--bands", "minhash"),
+    ],
+)
 def test_options_of_the_other_method_are_refused(tmp_path, args, flag, owner):
     docs = write_jsonl(tmp_path / "d.jsonl", DOCS)
     result = run("dedup", docs, "-o", tmp_path / "g.tsv", *args)
@@ -484,8 +666,19 @@ def test_options_of_the_other_method_are_refused(tmp_path, args, flag, owner):
 
 def test_threshold_with_simhash_counts_when_it_sets_the_verification(tmp_path):
     docs = write_jsonl(tmp_path / "d.jsonl", DOCS)
-    result = run("dedup", docs, "-o", tmp_path / "g.tsv", "--method", "simhash", "--verify",
-                 "jaccard", "--threshold", "0.5", "-q")
+    result = run(
+        "dedup",
+        docs,
+        "-o",
+        tmp_path / "g.tsv",
+        "--method",
+        "simhash",
+        "--verify",
+        "jaccard",
+        "--threshold",
+        "0.5",
+        "-q",
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -503,12 +696,14 @@ def test_defaults_are_one_per_method_everywhere(corpus, tmp_path):
     with NearDupIndex(tmp_path / "idx", readonly=True) as index:
         assert index.settings.shingle == DEFAULT_SHINGLES["simhash"]
         assert {i: g[0] for i, g in index.groups().items()} == dict(
-            zip(groups["id"], groups["duplicate_id"]))
+            zip(groups["id"], groups["duplicate_id"])
+        )
     help_text = " ".join(run("dedup", "--help").output.split())
     assert "word:3 with --method simhash, char:4 with minhash" in help_text
     tuned = run("tune", "--json").output
     assert (json.loads(tuned)["bands"], json.loads(tuned)["rows"]) == Settings(
-        method="minhash", shingle=DEFAULT_SHINGLES["minhash"]).banding()
+        method="minhash", shingle=DEFAULT_SHINGLES["minhash"]
+    ).banding()
 
 
 def test_renamed_flags_take_their_new_names_and_the_old_ones_for_one_release(corpus, tmp_path):
@@ -540,4 +735,3 @@ def test_renamed_flags_take_their_new_names_and_the_old_ones_for_one_release(cor
 
     same_with_either("--pairs-in", "--pairs", report)
     same_with_either("--from-fingerprints", "--fingerprints", index)
-

@@ -12,7 +12,9 @@ from neardup.io import output_set, write_table
 @pytest.fixture
 def docs(tmp_path):
     path = tmp_path / "docs.jsonl"
-    rows = [{"id": f"d{i}", "text": f"some words here number {i % 3} and more words"} for i in range(9)]
+    rows = [
+        {"id": f"d{i}", "text": f"some words here number {i % 3} and more words"} for i in range(9)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -21,29 +23,52 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-@pytest.mark.parametrize("command", [
-    ("dedup", "-o", "{input}"),
-    ("dedup", "-o", "{dir}/g.tsv", "--keep", "{input}"),
-    ("dedup", "-o", "{dir}/g.tsv", "--pairs-out", "{dir}/./docs.jsonl"),
-    ("fingerprint", "-o", "{input}"),
-    ("generate", "-o", "{dir}/g.jsonl", "--pairs-out", "{input}"),
-    ("sample", "-o", "{dir}/s.tsv", "--strata-out", "{input}"),
-    ("sweep", "--truth", "{dir}/truth.tsv", "-o", "{dir}/truth.tsv"),
-    ("report", "--groups", "{dir}/groups.tsv", "-o", "{dir}/groups.tsv"),
-    ("index", "add", "-d", "{dir}/idx", "-o", "{input}"),
-    ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/q.tsv", "--matches-out", "{input}"),
-    ("dedup", "-o", "{dir}/g.tsv", "--summary-out", "{input}"),
-    ("fingerprint", "-o", "{dir}/f.tsv", "--summary-out", "{input}"),
-    ("index", "add", "-d", "{dir}/idx", "--summary-out", "{input}"),
-    ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/q.tsv", "--summary-out", "{input}"),
-    ("index", "build", "-d", "{dir}/new.idx", "--summary-out", "{input}"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("dedup", "-o", "{input}"),
+        ("dedup", "-o", "{dir}/g.tsv", "--keep", "{input}"),
+        ("dedup", "-o", "{dir}/g.tsv", "--pairs-out", "{dir}/./docs.jsonl"),
+        ("fingerprint", "-o", "{input}"),
+        ("generate", "-o", "{dir}/g.jsonl", "--pairs-out", "{input}"),
+        ("sample", "-o", "{dir}/s.tsv", "--strata-out", "{input}"),
+        ("sweep", "--truth", "{dir}/truth.tsv", "-o", "{dir}/truth.tsv"),
+        ("report", "--groups", "{dir}/groups.tsv", "-o", "{dir}/groups.tsv"),
+        ("index", "add", "-d", "{dir}/idx", "-o", "{input}"),
+        (
+            "index",
+            "query-batch",
+            "-d",
+            "{dir}/idx",
+            "-o",
+            "{dir}/q.tsv",
+            "--matches-out",
+            "{input}",
+        ),
+        ("dedup", "-o", "{dir}/g.tsv", "--summary-out", "{input}"),
+        ("fingerprint", "-o", "{dir}/f.tsv", "--summary-out", "{input}"),
+        ("index", "add", "-d", "{dir}/idx", "--summary-out", "{input}"),
+        (
+            "index",
+            "query-batch",
+            "-d",
+            "{dir}/idx",
+            "-o",
+            "{dir}/q.tsv",
+            "--summary-out",
+            "{input}",
+        ),
+        ("index", "build", "-d", "{dir}/new.idx", "--summary-out", "{input}"),
+    ],
+)
 def test_an_output_that_is_an_input_is_refused_before_any_work(docs, command):
     from neardup.index.store import NearDupIndex
 
     NearDupIndex.create(docs.parent / "idx").close()
-    for name, text in (("truth.tsv", "id_a\tid_b\tlabel\nd0\td1\t1\n"),
-                       ("groups.tsv", "id\toriginal_id\nd0\td0\n")):
+    for name, text in (
+        ("truth.tsv", "id_a\tid_b\tlabel\nd0\td1\t1\n"),
+        ("groups.tsv", "id\toriginal_id\nd0\td0\n"),
+    ):
         (docs.parent / name).write_text(text)
     before = {p.name: p.read_bytes() for p in docs.parent.iterdir() if p.is_file()}
     args = [a.format(input=docs, dir=docs.parent) for a in command]
@@ -60,8 +85,11 @@ def test_pairs_refuses_to_overwrite_its_fingerprints(tmp_path):
     fps = tmp_path / "fps.tsv"
     fps.write_text("a\t00000000000000ff\t1\nb\t00000000000000fe\t2\n")
     before = fps.read_bytes()
-    for args in (("-o", fps), ("-o", tmp_path / "p.tsv", "--groups-out", fps),
-                 ("-o", tmp_path / "p.tsv", "--summary-out", fps)):
+    for args in (
+        ("-o", fps),
+        ("-o", tmp_path / "p.tsv", "--groups-out", fps),
+        ("-o", tmp_path / "p.tsv", "--summary-out", fps),
+    ):
         result = run("pairs", fps, *args)
         assert result.exit_code == 1 and "refusing to overwrite" in result.output
         assert fps.read_bytes() == before
@@ -74,11 +102,14 @@ def test_a_hard_link_to_the_input_is_refused(docs):
     assert result.exit_code == 1 and "refusing to overwrite" in result.output
 
 
-@pytest.mark.parametrize("output, message", [
-    ("missing/g.tsv", "does not exist"),
-    ("docs.jsonl/g.tsv", "is a file, not a directory"),
-    (".", "is a directory"),
-])
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("missing/g.tsv", "does not exist"),
+        ("docs.jsonl/g.tsv", "is a file, not a directory"),
+        (".", "is a directory"),
+    ],
+)
 def test_unwritable_outputs_fail_before_reading(docs, output, message, monkeypatch):
     import neardup.cli.dedup as dedup_command
 
@@ -117,8 +148,12 @@ def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
     import subprocess
     import sys
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pid = int(dead.stdout)  # a process that has exited
     out = tmp_path / "out"
     out.mkdir()
@@ -126,10 +161,14 @@ def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
     (out / f".pairs.tsv.{pid}-0123456789ab.tmp").write_text("new pairs\n")
     (out / "pairs.tsv").write_text("OLD pairs\n")
     journal = out / f".neardup-commit.{pid}-0123456789ab.json"
-    journal.write_text(json.dumps([
-        [str(out / f".groups.tsv.{pid}-ba9876543210.tmp"), str(out / "groups.tsv")],
-        [str(out / f".pairs.tsv.{pid}-0123456789ab.tmp"), str(out / "pairs.tsv")],
-    ]))
+    journal.write_text(
+        json.dumps(
+            [
+                [str(out / f".groups.tsv.{pid}-ba9876543210.tmp"), str(out / "groups.tsv")],
+                [str(out / f".pairs.tsv.{pid}-0123456789ab.tmp"), str(out / "pairs.tsv")],
+            ]
+        )
+    )
     (out / f".keep.jsonl.{pid}-00000000000a.tmp").write_text("debris of a dead run")
     live = out / f".other.tsv.{os.getpid()}-00000000000b.tmp"
     live.write_text("a live run's file")
@@ -137,7 +176,8 @@ def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
     assert result.exit_code == 0, result.output
     assert (out / "pairs.tsv").read_text() == "new pairs\n"
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["fps.tsv", "groups.tsv", "pairs.tsv", live.name])
+        ["fps.tsv", "groups.tsv", "pairs.tsv", live.name]
+    )
 
 
 def test_index_add_with_an_unwritable_output_adds_nothing(docs, tmp_path):
@@ -151,6 +191,7 @@ def test_index_add_with_an_unwritable_output_adds_nothing(docs, tmp_path):
 
 
 # --summary-out: the end-of-run summary as one JSON object, for pipelines.
+
 
 def stderr_summary(text):
     """The summary lines of stderr as {label: number}."""
@@ -170,12 +211,34 @@ def test_summary_out_counts_equal_the_groups_file_and_the_stderr_summary(docs, t
     bad = tmp_path / "more.jsonl"
     bad.write_text('{"id": "x1", "text": "fine words"}\nnot json\n{"id": "x2"}\n')
     groups, summary = tmp_path / "g.tsv", tmp_path / "run.json"
-    result = run("dedup", docs, bad, "-o", groups, "--summary-out", summary, "--on-error", "skip",
-                 "--method", "simhash", "-k", "4")
+    result = run(
+        "dedup",
+        docs,
+        bad,
+        "-o",
+        groups,
+        "--summary-out",
+        summary,
+        "--on-error",
+        "skip",
+        "--method",
+        "simhash",
+        "-k",
+        "4",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(summary.read_text())
-    assert list(data) == ["command", "version", "inputs", "outputs", "settings", "counts",
-                          "rates", "seconds", "exit"]
+    assert list(data) == [
+        "command",
+        "version",
+        "inputs",
+        "outputs",
+        "settings",
+        "counts",
+        "rates",
+        "seconds",
+        "exit",
+    ]
     assert data["command"] == "dedup" and data["exit"] == "ok"
     from neardup import __version__
 
@@ -192,17 +255,25 @@ def test_summary_out_counts_equal_the_groups_file_and_the_stderr_summary(docs, t
     assert counts["skipped_rows"] == 2
     assert sum(counts["skipped_reasons"].values()) == 2
     shown = stderr_summary(result.stderr)
-    for label, key in [("documents", "documents"), ("skipped rows", "skipped_rows"),
-                       ("exact duplicates", "exact_duplicates"),
-                       ("candidate pairs", "candidate_pairs"),
-                       ("rejected by verification", "rejected"),
-                       ("pairs written", "pairs_written"), ("groups", "groups"),
-                       ("largest group", "largest_group"),
-                       ("documents removed", "documents_removed")]:
+    for label, key in [
+        ("documents", "documents"),
+        ("skipped rows", "skipped_rows"),
+        ("exact duplicates", "exact_duplicates"),
+        ("candidate pairs", "candidate_pairs"),
+        ("rejected by verification", "rejected"),
+        ("pairs written", "pairs_written"),
+        ("groups", "groups"),
+        ("largest group", "largest_group"),
+        ("documents removed", "documents_removed"),
+    ]:
         assert shown[label] == counts[key], label
     every = [counts, data["rates"], data["seconds"]]
-    assert all(isinstance(v, (int, float)) and not isinstance(v, bool)
-               for d in every for k, v in d.items() if k != "skipped_reasons")
+    assert all(
+        isinstance(v, (int, float)) and not isinstance(v, bool)
+        for d in every
+        for k, v in d.items()
+        if k != "skipped_reasons"
+    )
     assert all(k == k.lower() and " " not in k for d in [data, *every, data["settings"]] for k in d)
     seconds = data["seconds"]
     assert abs(seconds["total"] - shown["seconds"]) < 1e-3
@@ -240,9 +311,26 @@ def test_summary_out_settings_are_the_values_used(docs, tmp_path):
     assert (simhash["verify"], simhash["verify_threshold"]) == ("none", None)
     assert simhash["bands"] is None
 
-    given = settings("--shingle", "word:2", "--threshold", "0.7", "--verify", "jaccard",
-                     "--grouping", "center", "--pairs", "all", "--num-perm", "64",
-                     "--memory-limit", "256M", "--workers", "1", "--max-doc-bytes", "1M")
+    given = settings(
+        "--shingle",
+        "word:2",
+        "--threshold",
+        "0.7",
+        "--verify",
+        "jaccard",
+        "--grouping",
+        "center",
+        "--pairs",
+        "all",
+        "--num-perm",
+        "64",
+        "--memory-limit",
+        "256M",
+        "--workers",
+        "1",
+        "--max-doc-bytes",
+        "1M",
+    )
     assert given["shingle"] == "word:2" and given["threshold"] == 0.7
     assert (given["verify"], given["verify_threshold"]) == ("jaccard", 0.7)
     assert (given["grouping"], given["pairs"], given["num_perm"]) == ("center", "all", 64)
@@ -259,12 +347,17 @@ def test_summary_out_is_written_with_quiet(docs, tmp_path):
     assert data["counts"]["documents"] == 9 and data["settings"]["method"] == "minhash"
 
 
-@pytest.mark.parametrize("command, keys", [
-    (("fingerprint", "-o", "{dir}/f.tsv"), {"documents": 9, "skipped_rows": 0}),
-    (("fingerprint", "-o", "{dir}/f.tsv", "--weights", "idf", "--shingle", "word:1"),
-     {"documents": 9}),
-    (("index", "build", "-d", "{dir}/idx"), {"documents": 9, "skipped_rows": 0}),
-])
+@pytest.mark.parametrize(
+    "command, keys",
+    [
+        (("fingerprint", "-o", "{dir}/f.tsv"), {"documents": 9, "skipped_rows": 0}),
+        (
+            ("fingerprint", "-o", "{dir}/f.tsv", "--weights", "idf", "--shingle", "word:1"),
+            {"documents": 9},
+        ),
+        (("index", "build", "-d", "{dir}/idx"), {"documents": 9, "skipped_rows": 0}),
+    ],
+)
 def test_summary_out_of_the_other_commands(docs, tmp_path, command, keys):
     out = tmp_path / "run.json"
     args = [a.format(dir=tmp_path) for a in command]
@@ -285,14 +378,27 @@ def test_summary_out_of_pairs_and_the_index_commands(docs, tmp_path):
     fps = tmp_path / "fps.tsv"
     assert run("fingerprint", docs, "-o", fps, "-q").exit_code == 0
     out = tmp_path / "pairs.json"
-    result = run("pairs", fps, "-o", tmp_path / "p.tsv", "--groups-out", tmp_path / "g.tsv",
-                 "--summary-out", out)
+    result = run(
+        "pairs",
+        fps,
+        "-o",
+        tmp_path / "p.tsv",
+        "--groups-out",
+        tmp_path / "g.tsv",
+        "--summary-out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     written = len((tmp_path / "p.tsv").read_text().splitlines()) - 1
     assert data["counts"]["fingerprints"] == 9 and data["counts"]["pairs_written"] == written
-    assert data["settings"] == {**data["settings"], "method": "simhash", "hamming_k": 3,
-                                "pairs": "all", "grouping": "components"}
+    assert data["settings"] == {
+        **data["settings"],
+        "method": "simhash",
+        "hamming_k": 3,
+        "pairs": "all",
+        "grouping": "components",
+    }
     assert data["outputs"]["groups_out"] == str(tmp_path / "g.tsv")
 
     idx = tmp_path / "idx"
@@ -304,8 +410,18 @@ def test_summary_out_of_pairs_and_the_index_commands(docs, tmp_path):
     assert data["command"] == "index add" and data["counts"]["skipped_already_stored"] == 9
     assert data["settings"]["hamming_k"] == 4  # the index's
     out = tmp_path / "query.json"
-    result = run("index", "query-batch", docs, "-d", idx, "-o", tmp_path / "q.tsv",
-                 "--summary-out", out, "-q")
+    result = run(
+        "index",
+        "query-batch",
+        docs,
+        "-d",
+        idx,
+        "-o",
+        tmp_path / "q.tsv",
+        "--summary-out",
+        out,
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["counts"]["probes"] == 9 and data["settings"]["hamming_k"] == 4
@@ -358,8 +474,9 @@ def test_progress_stages_show_a_total_when_it_is_known(tmp_path, monkeypatch):
     assert ["stage", "reading", size, "B", size] in calls
     verify = [c for c in calls if c[1] == "verify" and c[2] is not None]
     assert counts["candidate_pairs"] >= 6
-    assert verify == [["stage", "verify", counts["candidate_pairs"], "pairs",
-                       counts["candidate_pairs"]]]
+    assert verify == [
+        ["stage", "verify", counts["candidate_pairs"], "pairs", counts["candidate_pairs"]]
+    ]
     calls.clear()
     result = run("fingerprint", path, "-o", tmp_path / "f.tsv")
     assert result.exit_code == 0, result.output

@@ -19,7 +19,11 @@ def test_word_diff_counts_case_and_punctuation():
 
 
 def test_word_diff_splits_cjk_per_character_and_keeps_korean_words():
-    assert word_diff("東京は晴れ", "東京は雨") == [("equal", "東京は"), ("delete", "晴れ"), ("insert", "雨")]
+    assert word_diff("東京は晴れ", "東京は雨") == [
+        ("equal", "東京は"),
+        ("delete", "晴れ"),
+        ("insert", "雨"),
+    ]
     assert word_diff("서울은 맑음", "서울은 흐림") == [
         ("equal", "서울은 "),
         ("delete", "맑음"),

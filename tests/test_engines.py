@@ -30,9 +30,11 @@ def test_every_engine_has_the_protocols_operations(name):
 
 def test_the_spark_engine_is_imported_only_when_asked_for():
     # pyspark takes seconds to import: the command line and the local engine never wait for it.
-    code = ("import sys, neardup, neardup.cli.dedup, neardup.engines; "
-            "neardup.engines.engine_named('local', workers=1); "
-            "print(sorted(m for m in sys.modules if m.startswith(('pyspark', 'neardup.engines.spark'))))")
+    code = (
+        "import sys, neardup, neardup.cli.dedup, neardup.engines; "
+        "neardup.engines.engine_named('local', workers=1); "
+        "print(sorted(m for m in sys.modules if m.startswith(('pyspark', 'neardup.engines.spark'))))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

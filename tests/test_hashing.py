@@ -21,7 +21,9 @@ def test_fixed_vectors():
     assert hash_bytes(b"", "md5") == 0xD41D8CD98F00B204
 
 
-@pytest.mark.parametrize("length", [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 31, 32, 33, 55, 56, 57, 63, 64, 65, 127, 1000])
+@pytest.mark.parametrize(
+    "length", [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 31, 32, 33, 55, 56, 57, 63, 64, 65, 127, 1000]
+)
 def test_every_length_path_matches_reference(length):
     data = bytes((i * 37 + 11) % 256 for i in range(length))
     assert hash_bytes(data) == xxhash.xxh64_intdigest(data)

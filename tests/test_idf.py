@@ -66,7 +66,7 @@ def test_weighted_simhash_equals_a_numpy_reference():
     got = simhash_from_features(features, "idf", t)
     offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
     for d in range(len(TEXTS)):
-        h = hashes[offsets[d]:offsets[d + 1]]
+        h = hashes[offsets[d] : offsets[d + 1]]
         w = t.weights(h)
         bits = ((h[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(bool)
         v = np.where(bits, w[:, None], -w[:, None]).sum(axis=0)
@@ -80,7 +80,9 @@ def test_same_table_same_fingerprints_for_new_documents(tmp_path):
     settings = Settings(method="simhash", shingle="word:1", weights="idf", idf=IdfTable.load(path))
     new = ["the cat sat on a mat", "completely new words here"]
     first = signatures(new, settings).signature
-    again = signatures(new, Settings(method="simhash", shingle="word:1", weights="idf", idf=table())).signature
+    again = signatures(
+        new, Settings(method="simhash", shingle="word:1", weights="idf", idf=table())
+    ).signature
     assert first.tolist() == again.tolist()
 
 

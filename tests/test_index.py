@@ -784,13 +784,18 @@ def add_in_random_batches(index: NearDupIndex, ids, texts, stamps, seed: int) ->
     i = 0
     while i < len(order):
         chunk = order[i : i + rng.choice([1, 1, 3, 17])]
-        index.add_many([ids[j] for j in chunk], [texts[j] for j in chunk],
-                       timestamps=[stamps[j] for j in chunk])
+        index.add_many(
+            [ids[j] for j in chunk],
+            [texts[j] for j in chunk],
+            timestamps=[stamps[j] for j in chunk],
+        )
         i += len(chunk)
 
 
-@pytest.mark.parametrize("options", [{}, {"verify": "jaccard:0.6", "shingle": "word:2"},
-                                     {"verify": "none", "threshold": 0.5}])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"verify": "jaccard:0.6", "shingle": "word:2"}, {"verify": "none", "threshold": 0.5}],
+)
 def test_minhash_build_and_adds_agree_with_dedup(tmp_path, options):
     ids, texts, stamps = corpus(11)
     # Exact duplicates (after normalisation) and documents without any word join in too.
@@ -801,8 +806,9 @@ def test_minhash_build_and_adds_agree_with_dedup(tmp_path, options):
     assert any(size > 2 for _, _, size in want.values())
     assert len({v[0] for v in want.values()}) > 10
     us = np.array(stamps, dtype=np.int64) * 1_000_000
-    with NearDupIndex.build(tmp_path / "bulk", ids, texts=texts, timestamps_us=us,
-                            method="minhash", **options) as index:
+    with NearDupIndex.build(
+        tmp_path / "bulk", ids, texts=texts, timestamps_us=us, method="minhash", **options
+    ) as index:
         assert index.groups() == want
         assert index.settings.method == "minhash"
     # Added one by one and in batches, in another order: the same groups.
@@ -862,8 +868,12 @@ def test_minhash_late_original_bridge_and_removals(tmp_path):
         r = index.add("b", " ".join(b), timestamp=200)
         assert (r.status, r.duplicate_id, r.matches[0].id) == ("duplicate", "a", "a")
         assert r.matches[0].similarity == pytest.approx(0.9) and r.matches[0].distance is None
-        assert r.to_dict()["matches"][0] == {"id": "a", "similarity": pytest.approx(0.9),
-                                             "duplicate_id": "a", "original_id": "a"}
+        assert r.to_dict()["matches"][0] == {
+            "id": "a",
+            "similarity": pytest.approx(0.9),
+            "duplicate_id": "a",
+            "original_id": "a",
+        }
         r = index.add("old", " ".join(old), timestamp=50)
         assert (r.status, r.is_original, r.group_size) == ("duplicate", True, 3)
         assert index.get("a").duplicate_id == "old" and index.get("b").original_id == "old"
@@ -886,7 +896,13 @@ def test_minhash_settings_are_stored_and_other_requests_refused(tmp_path):
     with NearDupIndex(path) as index:
         s = index.settings
         assert (s.method, s.shingle, s.num_perm, s.threshold, s.verify_measure, s.verify) == (
-            "minhash", "char:4", 64, 0.7, "lcs", 0.7)
+            "minhash",
+            "char:4",
+            64,
+            0.7,
+            "lcs",
+            0.7,
+        )
         assert index.hamming_k is None and index.stats()["bands"] == s.bands
         with pytest.raises(ValueError, match="MinHash index: probe it with texts"):
             index.query(fingerprint=5)
@@ -902,8 +918,9 @@ def test_minhash_settings_are_stored_and_other_requests_refused(tmp_path):
     with pytest.raises(ValueError, match="num_perm applies to method minhash"):
         NearDupIndex.create(tmp_path / "bad2", num_perm=64)
     with pytest.raises(ValueError, match="MinHash index is built from texts"):
-        NearDupIndex.build(tmp_path / "bad3", ["a"], fingerprints=np.array([1], np.uint64),
-                           method="minhash")
+        NearDupIndex.build(
+            tmp_path / "bad3", ["a"], fingerprints=np.array([1], np.uint64), method="minhash"
+        )
 
 
 def test_index_without_method_record_is_simhash(tmp_path):
@@ -933,18 +950,51 @@ def test_cli_minhash_build_add_query_and_refusals(tmp_path):
         for i, t, s in zip(ids, texts, stamps):
             fh.write(json.dumps({"id": i, "text": t, "ts": s}) + "\n")
     more = tmp_path / "more.jsonl"
-    more.write_text(json.dumps({"id": "late", "text": texts[0] + " again", "ts": -5}) + "\n"
-                    + json.dumps({"id": "fresh", "text": "nothing like the others", "ts": 9})
-                    + "\n")
+    more.write_text(
+        json.dumps({"id": "late", "text": texts[0] + " again", "ts": -5})
+        + "\n"
+        + json.dumps({"id": "fresh", "text": "nothing like the others", "ts": 9})
+        + "\n"
+    )
     d = str(tmp_path / "idx")
-    r = _invoke(index_cmd, ["build", str(docs), "-d", d, "--time-field", "ts", "--method",
-                            "minhash", "--workers", "1", "-q"])
+    r = _invoke(
+        index_cmd,
+        [
+            "build",
+            str(docs),
+            "-d",
+            d,
+            "--time-field",
+            "ts",
+            "--method",
+            "minhash",
+            "--workers",
+            "1",
+            "-q",
+        ],
+    )
     assert r.exit_code == 0, r.output
     with NearDupIndex(d, readonly=True) as index:
         assert index.groups() == dedup_groups(ids, texts, stamps, method="minhash")
     out = tmp_path / "dec.tsv"
-    r = _invoke(index_cmd, ["add", str(more), "-d", d, "--time-field", "ts", "-o", str(out),
-                            "--method", "minhash", "--workers", "1", "-q"])
+    r = _invoke(
+        index_cmd,
+        [
+            "add",
+            str(more),
+            "-d",
+            d,
+            "--time-field",
+            "ts",
+            "-o",
+            str(out),
+            "--method",
+            "minhash",
+            "--workers",
+            "1",
+            "-q",
+        ],
+    )
     assert r.exit_code == 0, r.output
     dec = pd.read_csv(out, sep="\t")
     assert dec.status.tolist() == ["duplicate", "new"] and "similarity" in dec.columns
@@ -954,8 +1004,9 @@ def test_cli_minhash_build_add_query_and_refusals(tmp_path):
     r = _invoke(index_cmd, ["query", "-d", d, "--json", texts[0]])
     assert json.loads(r.output)["matches"][0]["similarity"] == 1.0
     batch_out = tmp_path / "q.tsv"
-    r = _invoke(index_cmd, ["query-batch", str(more), "-d", d, "-o", str(batch_out),
-                            "--workers", "1", "-q"])
+    r = _invoke(
+        index_cmd, ["query-batch", str(more), "-d", d, "-o", str(batch_out), "--workers", "1", "-q"]
+    )
     assert r.exit_code == 0, r.output
     assert pd.read_csv(batch_out, sep="\t").match_count.tolist()[0] >= 2
     # Other settings or another method are refused, with the index's settings named.
@@ -963,25 +1014,41 @@ def test_cli_minhash_build_add_query_and_refusals(tmp_path):
     assert r.exit_code == 1 and "--method minhash --shingle char:4" in r.output
     r = _invoke(index_cmd, ["query", "-d", d, "--fingerprint", "00000000000000ff"])
     assert r.exit_code == 1 and "probe it with texts" in r.output
-    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "x"), "--method", "minhash",
-                            "-k", "3"])
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "x"), "--method", "minhash", "-k", "3"])
     assert r.exit_code == 1 and "--hamming-k applies to method simhash" in r.output
     r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "y"), "--num-perm", "64"])
     assert r.exit_code == 1 and "--num-perm applies to method minhash" in r.output
-    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "z"), "--method", "minhash",
-                            "--verify", "jaccard:0.7", "--bands", "16", "--rows", "8"])
+    r = _invoke(
+        index_cmd,
+        [
+            "create",
+            "-d",
+            str(tmp_path / "z"),
+            "--method",
+            "minhash",
+            "--verify",
+            "jaccard:0.7",
+            "--bands",
+            "16",
+            "--rows",
+            "8",
+        ],
+    )
     assert r.exit_code == 0 and "--bands 16 --rows 8 --verify jaccard:0.7" in r.output
 
 
 def test_minhash_reader_sees_writer_adds_and_removals(tmp_path):
     path = tmp_path / "idx"
     page = "a page about the index and the crawler that asks it questions all day long"
-    with NearDupIndex.create(path, method="minhash") as writer, \
-            NearDupIndex(path, readonly=True) as reader:
+    with (
+        NearDupIndex.create(path, method="minhash") as writer,
+        NearDupIndex(path, readonly=True) as reader,
+    ):
         assert reader.query(page).status == "new"
         writer.add("a", page, timestamp=5)
-        writer.add_many([f"n{i}" for i in range(300)],
-                        [f"note {i} of {i % 13}" for i in range(300)])
+        writer.add_many(
+            [f"n{i}" for i in range(300)], [f"note {i} of {i % 13}" for i in range(300)]
+        )
         r = reader.query(page + "!")
         assert (r.status, r.duplicate_id, r.matches[0].similarity) == ("duplicate", "a", 1.0)
         assert len(reader) == 301
@@ -992,8 +1059,10 @@ def test_minhash_reader_sees_writer_adds_and_removals(tmp_path):
 
 
 @HYP
-@given(st.lists(st.lists(st.sampled_from("abcdef"), max_size=12), min_size=2, max_size=8),
-       st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6"]))
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), max_size=12), min_size=2, max_size=8),
+    st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6"]),
+)
 def test_minhash_size_bound_never_drops_a_near_duplicate(docs, verify):
     from neardup.index.minhash import pair_similarity, size_bound, verification_data
     from neardup.settings import Settings

@@ -18,7 +18,9 @@ from neardup.index.minhash import (
     data_sizes,
     decode_text,
     encode_texts,
+    concat_data,
     pair_similarity,
+    take_data,
     verification_data,
     verify_threshold,
 )
@@ -234,6 +236,18 @@ def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candida
         assert [x.tolist() for x in got] == [[0], [0], [0.9]]
     assert asked == [[0, 1]]  # position 2 was recorded; sizes are kept
     assert read == [[0]]  # 1 is too short, 2's sketch rules it out; 0 is cached
+
+
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=5), max_size=6), st.randoms())
+def test_take_and_concat_data_rows(seqs, rnd):
+    data = csr(seqs)
+    rows = [rnd.randrange(len(seqs)) for _ in range(rnd.randrange(8))] if seqs else []
+    offsets, values = take_data(data, rows)
+    assert [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))] == \
+        [seqs[r] for r in rows]
+    offsets, values = concat_data([data, (offsets, values)])
+    got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(offsets.shape[0] - 1)]
+    assert got == seqs + [seqs[r] for r in rows] and values.dtype == np.uint64
 
 
 def test_stored_texts_round_trip_and_damage_is_reported():

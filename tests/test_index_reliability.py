@@ -4,11 +4,8 @@ damaged index files (flip, truncate, delete) compared with a clean index, damage
 
 from __future__ import annotations
 
-import errno
 import json
-import shutil
 import sqlite3
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -64,11 +61,31 @@ def _cases():
 def _args(command: str, source: str, inputs: str, tmp: Path) -> list[str]:
     out = str(tmp / "out.tsv")
     if command == "fingerprint":
-        return ["fingerprint", inputs, "-o", out, "--time-field", "ts", "--workers", "1",
-                "--max-doc-bytes", "1K"]
+        return [
+            "fingerprint",
+            inputs,
+            "-o",
+            out,
+            "--time-field",
+            "ts",
+            "--workers",
+            "1",
+            "--max-doc-bytes",
+            "1K",
+        ]
     if command == "dedup":
-        return ["dedup", inputs, "-o", out, "--time-field", "ts", "--workers", "1",
-                "--max-doc-bytes", "1K"]
+        return [
+            "dedup",
+            inputs,
+            "-o",
+            out,
+            "--time-field",
+            "ts",
+            "--workers",
+            "1",
+            "--max-doc-bytes",
+            "1K",
+        ]
     if command == "pairs":
         return ["pairs", inputs, "-o", out]
     sub = command.split()[1]
@@ -193,7 +210,6 @@ def test_flipped_bytes_in_any_cached_table_file_never_answer_wrong(tmp_path):
 
 
 def test_check_and_recover_an_index(tmp_path):
-    import sqlite3
 
     import numpy as np
 
@@ -218,8 +234,9 @@ def test_check_and_recover_an_index(tmp_path):
     # A record changed behind the index's back: the full check finds it.
     conn = sqlite3.connect(path / "index.sqlite")
     conn.execute("PRAGMA writable_schema = OFF")
-    (table,) = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE "
-                            "'%doc%' LIMIT 1").fetchone()
+    (table,) = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '%doc%' LIMIT 1"
+    ).fetchone()
     conn.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} LIMIT 5)")
     conn.commit()
     conn.close()
@@ -239,17 +256,20 @@ def test_index_check_and_recover_commands(tmp_path):
     NearDupIndex.build(path, [f"d{i}" for i in range(500)], fingerprints=fps).close()
     checked = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
     assert checked.exit_code == 0 and checked.output.startswith("ok: 500 documents")
-    recovered = CliRunner().invoke(main, ["index", "recover", "-d", str(path), "--to",
-                                          str(tmp_path / "copy")])
+    recovered = CliRunner().invoke(
+        main, ["index", "recover", "-d", str(path), "--to", str(tmp_path / "copy")]
+    )
     assert recovered.exit_code == 0 and "recovered 500 documents" in recovered.output
     (path / "index.sqlite").write_bytes((path / "index.sqlite").read_bytes()[:4096])
     damaged = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
     assert damaged.exit_code == 1 and "Traceback" not in damaged.output
 
 
-SQLITE_FAULTS = [("flip", f) for f in (0.0, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.99)] + [
-    ("truncate", f) for f in (0.0, 0.02, 0.3, 0.6, 0.95)] + [
-    ("delete", "tables.json"), ("delete", "index.sqlite")]
+SQLITE_FAULTS = (
+    [("flip", f) for f in (0.0, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.99)]
+    + [("truncate", f) for f in (0.0, 0.02, 0.3, 0.6, 0.95)]
+    + [("delete", "tables.json"), ("delete", "index.sqlite")]
+)
 
 
 @pytest.mark.parametrize("fault,where", SQLITE_FAULTS)
@@ -293,8 +313,9 @@ def test_damaged_database_answers_right_or_fails_in_one_line(tmp_path, fault, wh
 
     check = run("index", "check", "-d", path)
     for i in (0, 1234, 4999):
-        query = run("index", "query", "-d", path, "--fingerprint", format(int(fps[i]), "016x"),
-                    "--json")
+        query = run(
+            "index", "query", "-d", path, "--fingerprint", format(int(fps[i]), "016x"), "--json"
+        )
         if query.exit_code == 0:
             assert json.loads(query.output)["matches"][0]["id"] == f"d{i}"
     added = run("index", "add", docs, "-d", path, "-q")
@@ -308,8 +329,9 @@ def test_damaged_database_answers_right_or_fails_in_one_line(tmp_path, fault, wh
 
 
 @pytest.mark.parametrize("command", ["add", "build"])
-def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, monkeypatch,
-                                                                     command):
+def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(
+    tmp_path, monkeypatch, command
+):
     """SQLite's "database or disk is full" (a page limit stands in for the disk) while adding
     or building: one line naming the file, the adds acknowledged before it kept, no debris."""
     from click.testing import CliRunner
@@ -330,11 +352,18 @@ def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(tmp_path, m
 
     monkeypatch.setattr(storage, "connect", small_disk)
     docs = tmp_path / "many.jsonl"
-    docs.write_text("".join(json.dumps({"id": f"n{i}", "text": f"document {i} " + "w " * (i % 50)})
-                            + "\n" for i in range(30_000)))
+    docs.write_text(
+        "".join(
+            json.dumps({"id": f"n{i}", "text": f"document {i} " + "w " * (i % 50)}) + "\n"
+            for i in range(30_000)
+        )
+    )
     target = path if command == "add" else tmp_path / "new.idx"
-    args = (["index", "add", str(docs), "-d", str(path)] if command == "add"
-            else ["index", "build", str(docs), "-d", str(target)])
+    args = (
+        ["index", "add", str(docs), "-d", str(path)]
+        if command == "add"
+        else ["index", "build", str(docs), "-d", str(target)]
+    )
     result = CliRunner().invoke(main, [*args, "-q"], catch_exceptions=False)
     assert result.exit_code == 1, result.output
     errors = [ln for ln in result.output.splitlines() if ln.startswith("neardup: error:")]
@@ -416,7 +445,9 @@ def test_minhash_damaged_cache_is_rebuilt_and_check_recover_work(tmp_path):
     assert report["ok"], report["problems"]
     recovered = recover_index(path, tmp_path / "copy")
     assert (recovered["recovered"], recovered["lost_positions"]) == (600, 0)
-    with NearDupIndex(tmp_path / "copy", readonly=True) as copy, \
-            NearDupIndex(path, readonly=True) as index:
+    with (
+        NearDupIndex(tmp_path / "copy", readonly=True) as copy,
+        NearDupIndex(path, readonly=True) as index,
+    ):
         assert copy.settings == index.settings and copy.groups() == index.groups()
         assert copy.get("d5").duplicate_id == "late"

@@ -19,7 +19,6 @@ pty = pytest.importorskip("pty")
 TIMEOUT = 60.0  # seconds for a whole session; the run takes about one
 
 
-
 class Terminal:
     """``neardup label`` running on the slave side of a new pseudo-terminal."""
 
@@ -29,7 +28,11 @@ class Terminal:
         env = dict(os.environ, TERM="xterm", COLUMNS="100", LINES="40")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "neardup", "label", *args],
-            stdin=self.slave, stdout=self.slave, stderr=self.slave, env=env, start_new_session=True,
+            stdin=self.slave,
+            stdout=self.slave,
+            stderr=self.slave,
+            env=env,
+            start_new_session=True,
         )
         self.output = b""
         self.seen = 0  # how much of the output read_until has matched

@@ -166,8 +166,11 @@ def test_bad_input():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 4), max_size=300), st.lists(st.integers(0, 4), max_size=300),
-       st.sampled_from([0.3, 0.5, 0.7, 0.8, 0.9, 1.0]))
+@given(
+    st.lists(st.integers(0, 4), max_size=300),
+    st.lists(st.integers(0, 4), max_size=300),
+    st.sampled_from([0.3, 0.5, 0.7, 0.8, 0.9, 1.0]),
+)
 def test_threshold_mode_decides_like_the_reference(x, y, threshold):
     offsets, codes = _csr([x, y])
     value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=threshold)[0])
@@ -206,8 +209,9 @@ def test_threads_give_the_same_values():
     assert np.array_equal(np.concatenate(parts), serial)
 
 
-TOKENS = st.sampled_from(["a", "b", "ab", "가", "나다", "학교에", "학교", "東京", "に", " ", "  ",
-                          "\n", "x"])
+TOKENS = st.sampled_from(
+    ["a", "b", "ab", "가", "나다", "학교에", "학교", "東京", "に", " ", "  ", "\n", "x"]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -218,7 +222,9 @@ def test_auto_units_are_characters_for_cjk_texts_and_words_otherwise(text):
     import re
 
     o, got = lcs_units([text], "auto")
-    if re.search(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]", text):
+    if re.search(
+        r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]", text
+    ):
         want = lcs_units([text], "syllable")[1].astype(np.uint64) | np.uint64(1 << 63)
     else:
         want = lcs_units([text], "word")[1] & ~np.uint64(1 << 63)
@@ -226,9 +232,12 @@ def test_auto_units_are_characters_for_cjk_texts_and_words_otherwise(text):
 
 
 def test_auto_units_forgive_korean_spacing_but_not_changed_english_words():
-    texts = ["오늘 나는 학교에 갔다", "오늘 나는학교에 갔다",
-             "one two three four five six seven eight nine ten",
-             "one two three four five six seven eight nine extraordinary"]
+    texts = [
+        "오늘 나는 학교에 갔다",
+        "오늘 나는학교에 갔다",
+        "one two three four five six seven eight nine ten",
+        "one two three four five six seven eight nine extraordinary",
+    ]
     o, c = lcs_units(texts, "auto")
     assert lcs_pairs(o, c, np.array([0, 2]), np.array([1, 3])).tolist() == [1.0, 0.9]
     o, c = lcs_units(["alpha beta gamma delta epsilon", "alpha beta gamut delft epsilon"], "auto")

@@ -34,23 +34,37 @@ SETTINGS = {
 
 def written(engine, corpus, settings, tmp_path, tag):
     """GROUPS and PAIRS of a run of ``engine``, as bytes."""
-    outputs = Outputs(groups=str(tmp_path / f"{tag}.groups.tsv"),
-                      pairs=str(tmp_path / f"{tag}.pairs.tsv"))
+    outputs = Outputs(
+        groups=str(tmp_path / f"{tag}.groups.tsv"), pairs=str(tmp_path / f"{tag}.pairs.tsv")
+    )
     engine.dedup(corpus, settings, outputs)
     return [(tmp_path / f"{tag}.{name}.tsv").read_bytes() for name in ("groups", "pairs")]
 
 
 @pytest.mark.parametrize("method", sorted(SETTINGS))
-def test_table_in_memory_and_file_out_of_core_write_the_same_bytes(rows, corpus_file, tmp_path,
-                                                                  method):
+def test_table_in_memory_and_file_out_of_core_write_the_same_bytes(
+    rows, corpus_file, tmp_path, method
+):
     settings = SETTINGS[method]
-    table = {"id": [r["id"] for r in rows], "text": [r["text"] for r in rows],
-             "ts": [r["ts"] for r in rows]}
-    in_memory = written(LocalEngine(2), Corpus(table=table, reading={"time_field": "ts"}),
-                        settings, tmp_path, "memory")
-    out_of_core = written(LocalEngine(2, memory_limit="1M"),
-                          Corpus((str(corpus_file),), {"time_field": "ts"}), settings, tmp_path,
-                          "files")
+    table = {
+        "id": [r["id"] for r in rows],
+        "text": [r["text"] for r in rows],
+        "ts": [r["ts"] for r in rows],
+    }
+    in_memory = written(
+        LocalEngine(2),
+        Corpus(table=table, reading={"time_field": "ts"}),
+        settings,
+        tmp_path,
+        "memory",
+    )
+    out_of_core = written(
+        LocalEngine(2, memory_limit="1M"),
+        Corpus((str(corpus_file),), {"time_field": "ts"}),
+        settings,
+        tmp_path,
+        "files",
+    )
     assert in_memory == out_of_core
     assert in_memory[1].count(b"\n") > 20  # the corpus has near-duplicates to find
 
@@ -58,16 +72,26 @@ def test_table_in_memory_and_file_out_of_core_write_the_same_bytes(rows, corpus_
 @pytest.mark.parametrize("method", sorted(SETTINGS))
 def test_workers_and_memory_limit_do_not_change_the_output(corpus_file, tmp_path, method):
     corpus = Corpus((str(corpus_file),), {"time_field": "ts"})
-    runs = {(workers, limit): written(LocalEngine(workers, memory_limit=limit), corpus,
-                                      SETTINGS[method], tmp_path, f"{workers}-{limit}")
-            for workers in (1, 2) for limit in ("1M", "1G")}
+    runs = {
+        (workers, limit): written(
+            LocalEngine(workers, memory_limit=limit),
+            corpus,
+            SETTINGS[method],
+            tmp_path,
+            f"{workers}-{limit}",
+        )
+        for workers in (1, 2)
+        for limit in ("1M", "1G")
+    }
     assert len(set(map(tuple, runs.values()))) == 1
 
 
 def test_a_small_memory_limit_spills_and_the_run_says_so(tmp_path):
     # 4,000 documents: their band hashes (37 bands of 8 bytes each) outgrow half of 1M.
     path = tmp_path / "docs.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in make_corpus(4000, seed=3)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r) + "\n" for r in make_corpus(4000, seed=3)), encoding="utf-8"
+    )
     corpus = Corpus((str(path),), {"time_field": "ts"})
     small = LocalEngine(1, memory_limit="1M").dedup(corpus, SETTINGS["minhash"], Outputs())
     large = LocalEngine(1, memory_limit="1G").dedup(corpus, SETTINGS["minhash"], Outputs())
@@ -75,8 +99,9 @@ def test_a_small_memory_limit_spills_and_the_run_says_so(tmp_path):
     assert small.resolved == {"memory_limit": 1 << 20}
     assert small.figures["memory limit MB"] == (1 << 20) / 1e6
     assert small.read_seconds is not None and small.read.documents == 4000
-    assert [c.to_pylist() for c in (small.groups["id"], small.groups["original_id"])] == \
-        [c.to_pylist() for c in (large.groups["id"], large.groups["original_id"])]
+    assert [c.to_pylist() for c in (small.groups["id"], small.groups["original_id"])] == [
+        c.to_pylist() for c in (large.groups["id"], large.groups["original_id"])
+    ]
 
 
 def test_a_table_run_equals_the_pipeline_in_memory(rows):
@@ -84,8 +109,9 @@ def test_a_table_run_equals_the_pipeline_in_memory(rows):
     table = {"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}
     run = LocalEngine(2).dedup(Corpus(table=table), settings, Outputs())
     texts = table["text"]
-    expected = find_groups(signatures(texts, settings), np.zeros(len(texts), np.int64), settings,
-                           texts)
+    expected = find_groups(
+        signatures(texts, settings), np.zeros(len(texts), np.int64), settings, texts
+    )
     assert list(run.groups) == list(GROUP_COLUMNS)
     np.testing.assert_array_equal(run.groups["is_original"], expected.is_original)
     assert run.groups["original_id"].to_pylist() == [table["id"][i] for i in expected.original]
@@ -103,7 +129,9 @@ def test_fingerprint_is_the_same_for_any_number_of_workers(rows):
 
 def test_the_columns_are_the_ones_every_engine_writes(rows):
     settings = SETTINGS["minhash"]
-    batch = read_table({"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}).read_all()
+    batch = read_table(
+        {"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}
+    ).read_all()
     groups = find_groups(signatures(batch.texts, settings), batch.timestamps, settings, batch.texts)
     assert tuple(groups_columns(batch.ids, groups)) == GROUP_COLUMNS
     assert tuple(pairs_columns(batch.ids, groups, "minhash")) == pair_columns("minhash")
@@ -112,28 +140,43 @@ def test_the_columns_are_the_ones_every_engine_writes(rows):
 
 def test_a_table_has_no_input_rows_to_keep(tmp_path):
     with pytest.raises(ValueError, match="keep writes the input rows of files"):
-        LocalEngine(1).dedup(Corpus(table={"id": ["a"], "text": ["x y"]}), Settings(),
-                             Outputs(keep=str(tmp_path / "kept.jsonl")))
+        LocalEngine(1).dedup(
+            Corpus(table={"id": ["a"], "text": ["x y"]}),
+            Settings(),
+            Outputs(keep=str(tmp_path / "kept.jsonl")),
+        )
 
 
 def test_outputs_are_checked_before_any_reading(corpus_file):
     with pytest.raises(ValueError, match="refusing to overwrite it"):
-        LocalEngine(1).dedup(Corpus((str(corpus_file),)), Settings(),
-                             Outputs(groups="g.tsv", beside=(str(corpus_file),)))
+        LocalEngine(1).dedup(
+            Corpus((str(corpus_file),)),
+            Settings(),
+            Outputs(groups="g.tsv", beside=(str(corpus_file),)),
+        )
 
 
 def test_the_report_of_a_table_run_shows_its_texts(tmp_path):
     table = {"id": ["a", "b", "c"], "text": ["the cat sat on the mat today"] * 2 + ["other"]}
     report = tmp_path / "report.html"
-    LocalEngine(1).dedup(Corpus(table=table), Settings(method="simhash"),
-                         Outputs(report=str(report)))
+    LocalEngine(1).dedup(
+        Corpus(table=table), Settings(method="simhash"), Outputs(report=str(report))
+    )
     assert "the cat sat on the mat today" in report.read_text(encoding="utf-8")
 
 
 def test_open_engine_takes_the_local_options():
-    engine = open_engine(EngineOptions(workers=3, memory_limit="64M", tmp_dir="/tmp",
-                                       resume=True, spark_master="local[2]"))
-    assert (engine.name, engine.workers, engine.memory_limit, engine.tmp_dir, engine.resume) == \
-        ("local", 3, 64 << 20, "/tmp", True)
+    engine = open_engine(
+        EngineOptions(
+            workers=3, memory_limit="64M", tmp_dir="/tmp", resume=True, spark_master="local[2]"
+        )
+    )
+    assert (engine.name, engine.workers, engine.memory_limit, engine.tmp_dir, engine.resume) == (
+        "local",
+        3,
+        64 << 20,
+        "/tmp",
+        True,
+    )
     with pytest.raises(ValueError, match="workers must be"):
         LocalEngine(-1)

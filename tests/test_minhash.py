@@ -5,7 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.minhash import EMPTY_VALUE, coefficients, jaccard_estimate, minhash, minhash_from_features
+from neardup.minhash import (
+    EMPTY_VALUE,
+    coefficients,
+    jaccard_estimate,
+    minhash,
+    minhash_from_features,
+)
 from neardup.text import Features
 
 
@@ -25,8 +31,11 @@ def test_signature_vectors_are_stable():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=13), min_size=1, max_size=6),
-       st.integers(1, 40), st.integers(0, 1000))
+@given(
+    st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=13), min_size=1, max_size=6),
+    st.integers(1, 40),
+    st.integers(0, 1000),
+)
 def test_kernel_equals_the_formula(sets, num_perm, seed):
     # Every document length modulo the kernel's four-shingle step, against the module formula.
     sig = minhash_from_features(features_of(sets), num_perm, seed)

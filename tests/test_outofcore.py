@@ -24,8 +24,10 @@ from neardup.io import read_documents
 from neardup.pipeline import find_groups, signatures
 from neardup.settings import Settings
 
-WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho "
-         "sigma tau upsilon phi chi psi omega 고대 전쟁 실시간 전략 게임 역사 기반 경제 프로젝트").split()
+WORDS = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho "
+    "sigma tau upsilon phi chi psi omega 고대 전쟁 실시간 전략 게임 역사 기반 경제 프로젝트"
+).split()
 
 
 def make_corpus(n: int = 600, seed: int = 7) -> list[dict]:
@@ -60,7 +62,9 @@ def write_jsonl(path, docs, bad_rows=False):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     # 4,000 documents: enough for 1M of memory limit to spill band hashes and shingle sets.
-    return write_jsonl(tmp_path_factory.mktemp("ooc") / "docs.jsonl", make_corpus(4000), bad_rows=True)
+    return write_jsonl(
+        tmp_path_factory.mktemp("ooc") / "docs.jsonl", make_corpus(4000), bad_rows=True
+    )
 
 
 def run(*args):
@@ -73,9 +77,22 @@ def outputs(tmp_path, tag):
 
 def dedup(corpus, tmp_path, tag, *extra):
     out = outputs(tmp_path, tag)
-    result = run("dedup", corpus, "-o", out["groups.tsv"], "--pairs-out", out["pairs.tsv"],
-                 "--keep", out["keep.jsonl"], "--time-field", "ts", "--on-error", "skip", "-q",
-                 *extra)
+    result = run(
+        "dedup",
+        corpus,
+        "-o",
+        out["groups.tsv"],
+        "--pairs-out",
+        out["pairs.tsv"],
+        "--keep",
+        out["keep.jsonl"],
+        "--time-field",
+        "ts",
+        "--on-error",
+        "skip",
+        "-q",
+        *extra,
+    )
     assert result.exit_code == 0, result.output
     return {name: path.read_bytes() for name, path in out.items()}
 
@@ -115,11 +132,23 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
 
     monkeypatch.setattr(OutOfCoreDedup, "_sets", record_block)
     roomy = dedup(corpus, tmp_path, "roomy", *options, "--workers", "1")
-    assert len(set_blocks) == ("--verify none" not in " ".join(options)
-                               and ("simhash" not in options or "--verify" in options))
+    assert len(set_blocks) == (
+        "--verify none" not in " ".join(options)
+        and ("simhash" not in options or "--verify" in options)
+    )
     set_blocks.clear()
-    tight = dedup(corpus, tmp_path, "tight", *options, "--memory-limit", "1M", "--workers", "2",
-                  "--tmp-dir", spill_dir)
+    tight = dedup(
+        corpus,
+        tmp_path,
+        "tight",
+        *options,
+        "--memory-limit",
+        "1M",
+        "--workers",
+        "2",
+        "--tmp-dir",
+        spill_dir,
+    )
     assert tight == roomy
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
@@ -130,15 +159,17 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 
 
-@pytest.mark.parametrize("method, verify", [("minhash", "auto"), ("simhash", "none"),
-                                            ("minhash", "lcs:0.8")])
+@pytest.mark.parametrize(
+    "method, verify", [("minhash", "auto"), ("simhash", "none"), ("minhash", "lcs:0.8")]
+)
 @pytest.mark.parametrize("batch_size", [1, 7, 10_000])
 def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batch_size):
     settings = Settings(method=method, shingle="char:5", threshold=0.7, verify=verify)
     reader_args = dict(time_field="ts", on_error="skip")
     everything = read_documents([corpus], **reader_args).read_all()
-    expected = find_groups(signatures(everything.texts, settings, keep_sets=True),
-                           everything.timestamps, settings)
+    expected = find_groups(
+        signatures(everything.texts, settings, keep_sets=True), everything.timestamps, settings
+    )
 
     def reopen(records):
         return read_documents([corpus], batch_size=batch_size, keep_records=records, **reader_args)
@@ -148,8 +179,15 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
         job.collect()
         groups = job.group()
         assert any(c.spilled for c in job.collected.band_columns) == (method == "minhash")
-    for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value",
-                 "pair_passed"):
+    for name in (
+        "original",
+        "is_original",
+        "group_size",
+        "pair_a",
+        "pair_b",
+        "pair_value",
+        "pair_passed",
+    ):
         np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
     assert job.collected.ids.to_pylist() == everything.ids
 
@@ -157,8 +195,19 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
 def test_temp_dir_is_empty_after_a_failed_run(corpus, tmp_path):
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
-    result = CliRunner().invoke(main, ["dedup", str(corpus), "-o", str(tmp_path / "g.tsv"),
-                                       "--tmp-dir", str(spill_dir), "--memory-limit", "1M"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "dedup",
+            str(corpus),
+            "-o",
+            str(tmp_path / "g.tsv"),
+            "--tmp-dir",
+            str(spill_dir),
+            "--memory-limit",
+            "1M",
+        ],
+    )
     assert result.exit_code == 1
     assert "line 6" in result.output  # the broken row, reported as before
     assert list(spill_dir.iterdir()) == []
@@ -209,9 +258,21 @@ def test_full_temp_disk_is_one_clear_error(corpus, tmp_path, monkeypatch):
         return builtins.open(path, mode, *args, **kwargs)
 
     monkeypatch.setattr(spill, "open", full_disk_open, raising=False)
-    result = CliRunner().invoke(main, ["dedup", str(corpus), "-o", str(tmp_path / "g.tsv"),
-                                       "--on-error", "skip", "--memory-limit", "1M",
-                                       "--tmp-dir", str(spill_dir)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "dedup",
+            str(corpus),
+            "-o",
+            str(tmp_path / "g.tsv"),
+            "--on-error",
+            "skip",
+            "--memory-limit",
+            "1M",
+            "--tmp-dir",
+            str(spill_dir),
+        ],
+    )
     assert result.exit_code == 1
     assert "no space left" in result.output and str(spill_dir) in result.output
     assert "Traceback" not in result.output
@@ -220,22 +281,44 @@ def test_full_temp_disk_is_one_clear_error(corpus, tmp_path, monkeypatch):
 
 
 def test_unwritable_or_missing_temp_dir(corpus, tmp_path):
-    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--on-error", "skip",
-                 "--tmp-dir", tmp_path / "missing")
+    result = run(
+        "dedup",
+        corpus,
+        "-o",
+        tmp_path / "g.tsv",
+        "--on-error",
+        "skip",
+        "--tmp-dir",
+        tmp_path / "missing",
+    )
     assert result.exit_code != 0
     assert "missing" in result.output
 
 
-def test_resume_continues_after_an_interrupt_and_refuses_changed_options(corpus, tmp_path,
-                                                                         monkeypatch):
+def test_resume_continues_after_an_interrupt_and_refuses_changed_options(
+    corpus, tmp_path, monkeypatch
+):
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
     clean = dedup(corpus, tmp_path, "clean")
     args = ("--resume", "--tmp-dir", spill_dir, "--memory-limit", "1M")
     out = outputs(tmp_path, "resumed")
-    command = ["dedup", str(corpus), "-o", str(out["groups.tsv"]), "--pairs-out",
-               str(out["pairs.tsv"]), "--keep", str(out["keep.jsonl"]), "--time-field", "ts",
-               "--on-error", "skip", "-q", *map(str, args)]
+    command = [
+        "dedup",
+        str(corpus),
+        "-o",
+        str(out["groups.tsv"]),
+        "--pairs-out",
+        str(out["pairs.tsv"]),
+        "--keep",
+        str(out["keep.jsonl"]),
+        "--time-field",
+        "ts",
+        "--on-error",
+        "skip",
+        "-q",
+        *map(str, args),
+    ]
     with monkeypatch.context() as m:
         m.setattr(Reporter, "stage", _interrupt_at("verify", Reporter))
         result = CliRunner().invoke(main, command)
@@ -279,8 +362,9 @@ def test_spill_column_keeps_order_across_memory_and_disk(tmp_path):
 
 
 def test_spark_refuses_local_only_options(corpus, tmp_path):
-    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--engine", "spark",
-                 "--memory-limit", "2G")
+    result = run(
+        "dedup", corpus, "-o", tmp_path / "g.tsv", "--engine", "spark", "--memory-limit", "2G"
+    )
     assert result.exit_code == 1
     assert "--memory-limit" in result.output and "local engine" in result.output
 
@@ -291,8 +375,12 @@ def test_work_folders_of_killed_runs_are_removed_by_the_next_run(corpus, tmp_pat
 
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     stale = spill_dir / f"neardup-tmp-{dead.stdout.strip()}-0123456789abcdef"
     stale.mkdir()  # killed right after creating it: empty but for a spill file
     (stale / "band-0.bin").write_bytes(b"x" * 100)
@@ -312,9 +400,24 @@ def test_sigterm_removes_temp_files_and_partial_outputs(corpus, tmp_path):
     spill_dir.mkdir()
     big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=3))
     process = subprocess.Popen(
-        [sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(tmp_path / "g.tsv"),
-         "--memory-limit", "1M", "--tmp-dir", str(spill_dir), "-q", "--workers", "1"],
-        stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "neardup",
+            "dedup",
+            str(big),
+            "-o",
+            str(tmp_path / "g.tsv"),
+            "--memory-limit",
+            "1M",
+            "--tmp-dir",
+            str(spill_dir),
+            "-q",
+            "--workers",
+            "1",
+        ],
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not list(spill_dir.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -334,9 +437,26 @@ def test_progress_bar_on_a_terminal(tmp_path):
     big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=5))
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(tmp_path / "g.tsv"),
-         "--memory-limit", "1M", "--tmp-dir", str(tmp_path), "--workers", "1"],
-        stdin=follower, stdout=follower, stderr=follower, env={**os.environ, "COLUMNS": "150"})
+        [
+            sys.executable,
+            "-m",
+            "neardup",
+            "dedup",
+            str(big),
+            "-o",
+            str(tmp_path / "g.tsv"),
+            "--memory-limit",
+            "1M",
+            "--tmp-dir",
+            str(tmp_path),
+            "--workers",
+            "1",
+        ],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, "COLUMNS": "150"},
+    )
     os.close(follower)
     screen = b""
     while True:
@@ -367,9 +487,26 @@ def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_
     spill_dir.mkdir()
     out.mkdir()
     names = ["g.tsv", "p.tsv", "k.jsonl"]
-    command = [sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(out / names[0]),
-               "--pairs-out", str(out / names[1]), "--keep", str(out / names[2]),
-               "--memory-limit", "1M", "--tmp-dir", str(spill_dir), "-q", "--workers", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "neardup",
+        "dedup",
+        str(big),
+        "-o",
+        str(out / names[0]),
+        "--pairs-out",
+        str(out / names[1]),
+        "--keep",
+        str(out / names[2]),
+        "--memory-limit",
+        "1M",
+        "--tmp-dir",
+        str(spill_dir),
+        "-q",
+        "--workers",
+        "1",
+    ]
     reference = tmp_path / "reference"
     reference.mkdir()
     expected_args = [a.replace(str(out), str(reference)) for a in command[3:]]

@@ -4,10 +4,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.engines.local import signatures_parallel
-from neardup.pipeline import Signatures, find_groups, signatures, content_representatives
+from neardup.lcs import lcs_pairs
+from neardup.pipeline import Signatures, content_representatives, find_groups, signatures
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance
-from neardup.lcs import lcs_pairs
 from neardup.verify import jaccard_pairs
 
 
@@ -43,8 +43,11 @@ def test_original_is_earliest_then_input_order():
 
 
 @settings(deadline=None, max_examples=60)
-@given(st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=60), st.integers(0, 6),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=60),
+    st.integers(0, 6),
+    st.randoms(use_true_random=False),
+)
 def test_all_pairs_equal_brute_force(values, k, rnd):
     # Plant near copies so that pairs exist at every distance.
     fps = list(values)
@@ -54,11 +57,15 @@ def test_all_pairs_equal_brute_force(values, k, rnd):
             flipped ^= 1 << bit
         fps.append(flipped)
     sig = fingerprint_signatures(fps)
-    groups = find_groups(sig, stamps(len(fps)), Settings(method="simhash", hamming_k=k, pairs="all"))
+    groups = find_groups(
+        sig, stamps(len(fps)), Settings(method="simhash", hamming_k=k, pairs="all")
+    )
     arr = np.asarray(fps, dtype=np.uint64)
     dist = hamming_distance(arr[:, None], arr[None, :])
     i, j = np.nonzero(np.triu(dist <= k, 1))
-    assert sorted(zip(groups.pair_a.tolist(), groups.pair_b.tolist())) == sorted(zip(i.tolist(), j.tolist()))
+    assert sorted(zip(groups.pair_a.tolist(), groups.pair_b.tolist())) == sorted(
+        zip(i.tolist(), j.tolist())
+    )
     assert (groups.pair_value == dist[groups.pair_a, groups.pair_b]).all()
     # Components of the pairs are the groups.
     assert (groups.original[groups.pair_a] == groups.original[groups.pair_b]).all()
@@ -68,7 +75,9 @@ def test_every_document_once_and_group_sizes_consistent():
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**63, size=50, dtype=np.int64).astype(np.uint64)
     fps = np.concatenate([base, base ^ np.uint64(1), base[:10]])
-    groups = find_groups(fingerprint_signatures(fps), stamps(fps.shape[0]), Settings(method="simhash", hamming_k=1))
+    groups = find_groups(
+        fingerprint_signatures(fps), stamps(fps.shape[0]), Settings(method="simhash", hamming_k=1)
+    )
     n = fps.shape[0]
     assert groups.original.shape == (n,)
     counts = np.bincount(groups.original, minlength=n)
@@ -78,7 +87,9 @@ def test_every_document_once_and_group_sizes_consistent():
 
 def test_hot_template_is_linear_not_quadratic():
     n = 20_000
-    texts = ["Congratulations on your new blog! Start writing today."] * n + ["a different text here"]
+    texts = ["Congratulations on your new blog! Start writing today."] * n + [
+        "a different text here"
+    ]
     s = Settings(method="simhash")
     sig = signatures(texts, s)
     groups = find_groups(sig, stamps(n + 1), s)
@@ -108,8 +119,9 @@ def test_text_dedup_both_methods(method, grouping):
 def test_minhash_verification_rejects_and_counts():
     texts = near_duplicate_texts()
     for verify, measure in (("jaccard", jaccard_pairs), ("auto", lcs_pairs)):
-        s = Settings(method="minhash", shingle="word:3", threshold=0.8, bands=64, rows=1,
-                     verify=verify)  # loose bands
+        s = Settings(
+            method="minhash", shingle="word:3", threshold=0.8, bands=64, rows=1, verify=verify
+        )  # loose bands
         groups = find_groups(signatures(texts, s), stamps(len(texts)), s)
         assert groups.stats["candidates"] >= groups.stats["rejected"] >= 0
         sig = signatures(texts, s)
@@ -185,14 +197,21 @@ def test_multiset_verification_is_multiset_jaccard(method):
     from neardup.text import shingles
 
     for spec, expected_pair in (("word:2", True), ("word:2:multiset", False)):
-        s = Settings(method=method, shingle=spec, threshold=0.6, hamming_k=32,
-                     verify=0.8, pairs="all")
+        s = Settings(
+            method=method, shingle=spec, threshold=0.6, hamming_k=32, verify=0.8, pairs="all"
+        )
         groups = find_groups(signatures(REPEATED, s), stamps(3), s, REPEATED)
         assert (groups.original[1] == 0) == expected_pair, spec
     ca, cb = Counter(shingles(REPEATED[0], "word:2")), Counter(shingles(REPEATED[1], "word:2"))
     brute = sum((ca & cb).values()) / sum((ca | cb).values())
-    s = Settings(method=method, shingle="word:2:multiset", threshold=0.5, hamming_k=32,
-                 verify=0.5, pairs="all")
+    s = Settings(
+        method=method,
+        shingle="word:2:multiset",
+        threshold=0.5,
+        hamming_k=32,
+        verify=0.5,
+        pairs="all",
+    )
     groups = find_groups(signatures(REPEATED, s), stamps(3), s, REPEATED)
     assert brute == pytest.approx(0.6) and groups.original[1] == 0
     if method == "minhash":  # MinHash reports the verified (exact) Jaccard

@@ -43,8 +43,9 @@ def test_ties_between_groups_go_to_the_original_earlier_in_the_input():
 
 
 def test_distances_borderline_is_the_largest_distance():
-    run = RunData.from_columns(["a", "b", "c"], ["a", "a", "a"], (["a", "a"], ["b", "c"]),
-                               [1, 3], "distance", 3)
+    run = RunData.from_columns(
+        ["a", "b", "c"], ["a", "a", "a"], (["a", "a"], ["b", "c"]), [1, 3], "distance", 3
+    )
     assert select(run, max_pairs=1).pairs == [(0, 2, 3.0)]
 
 
@@ -59,8 +60,16 @@ def test_unknown_ids_and_bad_limits_are_errors():
 
 def _sides(diff: str) -> tuple[str, str]:
     """The two texts a diff was made from, read back from its tags."""
-    old = re.sub(r"<ins>.*?</ins>", "", diff, flags=re.DOTALL).replace("<del>", "").replace("</del>", "")
-    new = re.sub(r"<del>.*?</del>", "", diff, flags=re.DOTALL).replace("<ins>", "").replace("</ins>", "")
+    old = (
+        re.sub(r"<ins>.*?</ins>", "", diff, flags=re.DOTALL)
+        .replace("<del>", "")
+        .replace("</del>", "")
+    )
+    new = (
+        re.sub(r"<del>.*?</del>", "", diff, flags=re.DOTALL)
+        .replace("<ins>", "")
+        .replace("</ins>", "")
+    )
     return old, new
 
 
@@ -101,18 +110,21 @@ def test_ids_cannot_end_or_confuse_the_filter_data_script():
     bad = "<!--<script>x</script>"
     run = RunData.from_columns([bad, "y"], [bad, bad], ([bad], ["y"]), [0.8])
     page = render(run, {0: "a b c", 1: "a b d"})
-    data = re.search(r'<script type="application/json" id="index-data">(.*?)</script>', page,
-                     re.DOTALL).group(1)
+    data = re.search(
+        r'<script type="application/json" id="index-data">(.*?)</script>', page, re.DOTALL
+    ).group(1)
     assert "<" not in data
     assert json.loads(data) == [[bad, 0, 2], ["y", 0, 2]]
 
 
 def test_page_is_self_contained_and_deterministic():
     texts = {i: f"text number {i} 日本語のテキスト 한국어 문장" for i in range(6)}
-    page = render(small_run(settings={"method": "minhash"}, stats={"seconds": {"verify": 0.5}}),
-                  texts)
-    assert page == render(small_run(settings={"method": "minhash"},
-                                    stats={"seconds": {"verify": 0.5}}), texts)
+    page = render(
+        small_run(settings={"method": "minhash"}, stats={"seconds": {"verify": 0.5}}), texts
+    )
+    assert page == render(
+        small_run(settings={"method": "minhash"}, stats={"seconds": {"verify": 0.5}}), texts
+    )
     assert '<meta charset="utf-8">' in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "http://" not in page and "https://" not in page
@@ -122,8 +134,9 @@ def test_page_is_self_contained_and_deterministic():
 
 def test_pairs_beyond_the_threshold_are_flagged_and_members_show_their_value():
     # c joined a's group through b: its similarity to the original is below the threshold.
-    run = RunData.from_columns(["a", "b", "c"], ["a", "a", "a"], (["a", "a"], ["b", "c"]),
-                               [0.9, 0.55], "similarity", 0.7)
+    run = RunData.from_columns(
+        ["a", "b", "c"], ["a", "a", "a"], (["a", "a"], ["b", "c"]), [0.9, 0.55], "similarity", 0.7
+    )
     page = render(run, {0: "x y z", 1: "x y z w", 2: "x y q w"})
     assert page.count('class="beyond"') == 1
     assert "a ↔ c: similarity 0.550 <span" in page
@@ -142,18 +155,22 @@ def test_a_run_without_settings_or_pairs_says_so():
     assert "Settings and seconds per stage are not known" in page
     assert "No pairs to show" in page
     assert "Settings and seconds per stage are not known" not in render(
-        small_run(settings={"method": "minhash"}), {})
+        small_run(settings={"method": "minhash"}), {}
+    )
 
 
 def test_filter_index_lists_documents_with_duplicates():
     page = render(small_run(), {})
-    data = re.search(r'<script type="application/json" id="index-data">(.*?)</script>', page).group(1)
+    data = re.search(r'<script type="application/json" id="index-data">(.*?)</script>', page).group(
+        1
+    )
     # Originals listed in the index are named by their row.
     assert json.loads(data) == [["a", 0, 3], ["b", 0, 3], ["c", 0, 3], ["d", 3, 2], ["e", 3, 2]]
     # ... and by their ID when the index stops before them; it stops at a count or a size.
     late = RunData.from_columns(["a", "b", "c"], ["c", "c", "c"])
-    assert json.loads(re.search(r'id="index-data">(.*?)</script>', render(
-        late, {}, max_index=2)).group(1)) == [["a", "c", 3], ["b", "c", 3]]
+    assert json.loads(
+        re.search(r'id="index-data">(.*?)</script>', render(late, {}, max_index=2)).group(1)
+    ) == [["a", "c", 3], ["b", "c", 3]]
     assert select(late, max_index_bytes=2).index == [0, 1]
     assert select(late, max_index_bytes=1).index == [0]
 
@@ -164,15 +181,23 @@ def test_page_size_stays_bounded_on_a_large_run():
     # nothing in common for the diffs to share).
     n = 200_000
     rng = np.random.default_rng(1)
-    ids = np.asarray([f"https://example.org/archive/2024/{i:07d}/index.html" for i in range(n)],
-                     dtype=object)
+    ids = np.asarray(
+        [f"https://example.org/archive/2024/{i:07d}/index.html" for i in range(n)], dtype=object
+    )
     original = np.arange(n)
     original[1:60_000] = 0
     dup = np.arange(60_001, n, 2)[:40_000]
     original[dup] = dup - 1
     members = np.flatnonzero(original != np.arange(n))
-    run = RunData(ids, original, original[members], members, rng.uniform(0.5, 1, members.size),
-                  "similarity", 0.7)
+    run = RunData(
+        ids,
+        original,
+        original[members],
+        members,
+        rng.uniform(0.5, 1, members.size),
+        "similarity",
+        0.7,
+    )
     chosen = select(run)
     syllables = rng.integers(0xAC00, 0xD7A4, size=(len(chosen.positions()), 5_000))
     texts = {p: "".join(map(chr, row)) for p, row in zip(chosen.positions(), syllables)}
@@ -188,23 +213,62 @@ def test_dedup_report_and_report_command_write_the_same_groups(tmp_path):
     runner = CliRunner()
     groups, pairs = tmp_path / "groups.tsv", tmp_path / "pairs.tsv"
     first, second = tmp_path / "run.html", tmp_path / "later.html"
-    result = runner.invoke(main, ["dedup", str(SAMPLE), "-o", str(groups), "--pairs-out",
-                                  str(pairs), "--report", str(first), "-q"])
+    result = runner.invoke(
+        main,
+        [
+            "dedup",
+            str(SAMPLE),
+            "-o",
+            str(groups),
+            "--pairs-out",
+            str(pairs),
+            "--report",
+            str(first),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["report", str(SAMPLE), "--groups", str(groups), "--pairs-in",
-                                  str(pairs), "-o", str(second), "-q"])
+    result = runner.invoke(
+        main,
+        [
+            "report",
+            str(SAMPLE),
+            "--groups",
+            str(groups),
+            "--pairs-in",
+            str(pairs),
+            "-o",
+            str(second),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     one, two = first.read_text(encoding="utf-8"), second.read_text(encoding="utf-8")
     again = tmp_path / "again.html"
-    result = runner.invoke(main, ["report", str(SAMPLE), "--groups", str(groups), "--pairs-in",
-                                  str(pairs), "-o", str(again), "-q"])
+    result = runner.invoke(
+        main,
+        [
+            "report",
+            str(SAMPLE),
+            "--groups",
+            str(groups),
+            "--pairs-in",
+            str(pairs),
+            "-o",
+            str(again),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0 and again.read_bytes() == second.read_bytes()
     headings = re.compile(r"<h3>group of [^<]*</h3>")
     assert headings.findall(one) == headings.findall(two) and headings.findall(one)
     # The run's own facts, which GROUPS and PAIRS files do not hold.
     assert "<caption>seconds per stage</caption>" in one and "<th>verify</th>" in one
     assert "<th>LSH bands × rows</th><td>32 × 4</td>" in one
-    assert "<th>verification</th><td>LCS resemblance ≥ 0.8 (words; Hangul, kana, Han by character)</td>" in one
+    assert (
+        "<th>verification</th><td>LCS resemblance ≥ 0.8 (words; Hangul, kana, Han by character)</td>"
+        in one
+    )
     assert "Settings and seconds per stage are not known" in two
     assert "<del>" in one and "<ins>" in one
 
@@ -212,15 +276,45 @@ def test_dedup_report_and_report_command_write_the_same_groups(tmp_path):
 def test_report_command_marks_dedups_default_k_for_simhash_distances(tmp_path):
     docs = tmp_path / "docs.jsonl"
     text = " ".join(f"word{i}" for i in range(200))  # one more word moves few of 64 bits
-    docs.write_text(json.dumps({"id": "a", "text": text}) + "\n"
-                    + json.dumps({"id": "b", "text": text + " again"}) + "\n")
+    docs.write_text(
+        json.dumps({"id": "a", "text": text})
+        + "\n"
+        + json.dumps({"id": "b", "text": text + " again"})
+        + "\n"
+    )
     groups, pairs, page = tmp_path / "g.tsv", tmp_path / "p.tsv", tmp_path / "r.html"
     runner = CliRunner()
-    result = runner.invoke(main, ["dedup", str(docs), "-o", str(groups), "--method", "simhash",
-                                  "--shingle", "word:3", "--pairs-out", str(pairs), "-q"])
+    result = runner.invoke(
+        main,
+        [
+            "dedup",
+            str(docs),
+            "-o",
+            str(groups),
+            "--method",
+            "simhash",
+            "--shingle",
+            "word:3",
+            "--pairs-out",
+            str(pairs),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["report", str(docs), "--groups", str(groups), "--pairs-in",
-                                  str(pairs), "-o", str(page), "-q"])
+    result = runner.invoke(
+        main,
+        [
+            "report",
+            str(docs),
+            "--groups",
+            str(groups),
+            "--pairs-in",
+            str(pairs),
+            "-o",
+            str(page),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     html = page.read_text(encoding="utf-8")
     assert "reported pairs by distance" in html and ">k = 3</text>" in html
@@ -235,8 +329,9 @@ def test_report_command_refuses_inputs_that_are_not_the_runs(tmp_path):
     groups = tmp_path / "g.tsv"
     runner = CliRunner()
     assert runner.invoke(main, ["dedup", str(docs), "-o", str(groups), "-q"]).exit_code == 0
-    result = runner.invoke(main, ["report", str(other), "--groups", str(groups), "-o",
-                                  str(tmp_path / "r.html")])
+    result = runner.invoke(
+        main, ["report", str(other), "--groups", str(groups), "-o", str(tmp_path / "r.html")]
+    )
     assert result.exit_code == 1
     assert "do not match GROUPS" in result.output and "'q'" in result.output
 
@@ -244,6 +339,7 @@ def test_report_command_refuses_inputs_that_are_not_the_runs(tmp_path):
 def test_report_command_names_a_file_that_is_not_groups(tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("x\ty\n1\t2\n")
-    result = CliRunner().invoke(main, ["report", str(SAMPLE), "--groups", str(bad), "-o",
-                                       str(tmp_path / "r.html")])
+    result = CliRunner().invoke(
+        main, ["report", str(SAMPLE), "--groups", str(bad), "-o", str(tmp_path / "r.html")]
+    )
     assert result.exit_code == 1 and "bad.tsv" in result.output and "original_id" in result.output

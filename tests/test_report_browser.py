@@ -23,10 +23,13 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.jsonl"
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(
-    not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
-    reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
-)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
+        reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +43,20 @@ def browser(tmp_path_factory):
     # The flags keep Chromium from reaching for the network: no updates, sync or background
     # requests, and no host name resolves (a file:// page needs none; Chromium still looks up
     # Google's account and update hosts otherwise), so the test runs the same offline.
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
-                 "--window-size=1200,1600", f"--user-data-dir={profile}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
+        "--window-size=1200,1600",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(flag)
     # An explicit driver path: Selenium then never tries to download one.
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
@@ -57,8 +69,9 @@ def browser(tmp_path_factory):
 def report_page(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
     page = folder / "report.html"
-    result = CliRunner().invoke(main, ["dedup", str(SAMPLE), "-o", str(folder / "groups.tsv"),
-                                       "--report", str(page), "-q"])
+    result = CliRunner().invoke(
+        main, ["dedup", str(SAMPLE), "-o", str(folder / "groups.tsv"), "--report", str(page), "-q"]
+    )
     assert result.exit_code == 0, result.output
     return page
 
@@ -90,7 +103,9 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
 
     # A Korean group of the sample: OpenStack Aodh's packages, diffed word by word.
     korean = browser.find_element(By.ID, "group-ko:aodh-api#6b8d05cc")
-    assert korean.find_element(By.TAG_NAME, "h3").text == "group of 9: original ko:aodh-api#6b8d05cc"
+    assert (
+        korean.find_element(By.TAG_NAME, "h3").text == "group of 9: original ko:aodh-api#6b8d05cc"
+    )
     assert "알람" in korean.find_element(By.CSS_SELECTOR, ".doc.original").text
     added = [e.text for e in korean.find_elements(By.CSS_SELECTOR, ".doc.diff ins")]
     assert "알람 평가기" in added  # aodh-evaluator: "API 서버" became "알람 평가기"
@@ -102,8 +117,7 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
 
     box = browser.find_element(By.ID, "filter")
     box.send_keys("apertium-en-gl")
-    WebDriverWait(browser, 10).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, "#matches li"))
+    WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#matches li"))
     matches = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#matches li")]
     assert any(m.startswith("apertium-en-gl") and "group of 42" in m for m in matches)
     assert "found" in browser.find_element(By.ID, "match-count").text
@@ -115,7 +129,8 @@ def test_report_renders_and_filters_in_chromium(browser, report_page, tmp_path):
     box.clear()
     box.send_keys("no-such-document-id")
     WebDriverWait(browser, 10).until(
-        lambda d: d.find_element(By.ID, "match-count").text.startswith("0 "))
+        lambda d: d.find_element(By.ID, "match-count").text.startswith("0 ")
+    )
     assert not browser.find_elements(By.CSS_SELECTOR, "#matches li")
 
     for name in ("report.png", "report-filter.png"):
@@ -127,10 +142,18 @@ def test_chinese_and_japanese_diffs_render_per_character(browser, tmp_path):
 
     from neardup.report import RunData, render
 
-    run = RunData.from_columns(["ja-1", "ja-2", "zh-1", "zh-2"], ["ja-1", "ja-1", "zh-1", "zh-1"],
-                               (["ja-1", "zh-1"], ["ja-2", "zh-2"]), [0.8, 0.75])
-    texts = {0: "東京は今日も晴れています。", 1: "東京は今日も雨が降っています。",
-             2: "北京今天天气很好。", 3: "北京今天天气不好。"}
+    run = RunData.from_columns(
+        ["ja-1", "ja-2", "zh-1", "zh-2"],
+        ["ja-1", "ja-1", "zh-1", "zh-1"],
+        (["ja-1", "zh-1"], ["ja-2", "zh-2"]),
+        [0.8, 0.75],
+    )
+    texts = {
+        0: "東京は今日も晴れています。",
+        1: "東京は今日も雨が降っています。",
+        2: "北京今天天气很好。",
+        3: "北京今天天气不好。",
+    }
     page = tmp_path / "cjk.html"
     page.write_text(render(run, texts, "近似重複 レポート"), encoding="utf-8")
     browser.get(page.as_uri())
@@ -138,7 +161,9 @@ def test_chinese_and_japanese_diffs_render_per_character(browser, tmp_path):
     japanese = browser.find_element(By.ID, "group-ja-1")
     assert japanese.find_element(By.CSS_SELECTOR, ".doc.original").text == texts[0]
     assert [e.text for e in japanese.find_elements(By.CSS_SELECTOR, ".doc.diff del")] == ["晴れ"]
-    assert [e.text for e in japanese.find_elements(By.CSS_SELECTOR, ".doc.diff ins")] == ["雨が降っ"]
+    assert [e.text for e in japanese.find_elements(By.CSS_SELECTOR, ".doc.diff ins")] == [
+        "雨が降っ"
+    ]
     chinese = browser.find_element(By.ID, "group-zh-1")
     assert [e.text for e in chinese.find_elements(By.CSS_SELECTOR, ".doc.diff del")] == ["很"]
     assert [e.text for e in chinese.find_elements(By.CSS_SELECTOR, ".doc.diff ins")] == ["不"]

@@ -84,7 +84,9 @@ def test_simhash_strata_cover_the_range_and_respect_the_caps():
     again = sample_pairs(TEXTS, per_stratum=2, max_distance=16, seed=5, workers=1)
     assert again.a.tolist() == s.a.tolist() and again.b.tolist() == s.b.tolist()
     other = sample_pairs(TEXTS, per_stratum=2, max_distance=16, seed=6, workers=1)
-    assert sorted(zip(other.a.tolist(), other.b.tolist())) != sorted(zip(s.a.tolist(), s.b.tolist()))
+    assert sorted(zip(other.a.tolist(), other.b.tolist())) != sorted(
+        zip(s.a.tolist(), s.b.tolist())
+    )
 
 
 def test_minhash_strata_are_jaccard_bins():
@@ -128,8 +130,17 @@ def test_sheet_round_trip(tmp_path, ext):
     write_sheet(path, columns)
     sheet = read_sheet(path)
     assert sheet.columns == list(columns)
-    assert sheet.columns == ["id_a", "id_b", "distance", "stratum", "population", "weight",
-                             "text_a", "text_b", "label"]
+    assert sheet.columns == [
+        "id_a",
+        "id_b",
+        "distance",
+        "stratum",
+        "population",
+        "weight",
+        "text_a",
+        "text_b",
+        "label",
+    ]
     assert [r["text_a"] for r in sheet.rows] == columns["text_a"]
     assert [r["id_b"] for r in sheet.rows] == columns["id_b"]
     assert all(r["label"] is None for r in sheet.rows) and sheet.labelled == 0
@@ -158,7 +169,6 @@ def test_bad_sheets(tmp_path):
         read_sheet(tmp_path / "s.csv")
     path.write_text("id_a\tid_b\ttext_a\tlabel\na\tb\tx\nc\td\ty\t0\n")  # trailing tab dropped
     assert [r["label"] for r in read_sheet(path).rows] == [None, 0]
-
 
 
 @pytest.mark.parametrize("ext", ["tsv", "jsonl"])
@@ -191,8 +201,11 @@ def test_label_session_saves_every_answer_and_resumes(labelling_sheet, tmp_path,
 
 
 def test_label_session_answers():
-    sheet = Sheet("mem.tsv", ["id_a", "id_b", "label"],
-                  [{"id_a": str(i), "id_b": "x", "label": None} for i in range(4)])
+    sheet = Sheet(
+        "mem.tsv",
+        ["id_a", "id_b", "label"],
+        [{"id_a": str(i), "id_b": "x", "label": None} for i in range(4)],
+    )
     saves = []
     session = LabelSession(sheet, save=lambda s: saves.append([r["label"] for r in s.rows]))
     assert session.current == 0
@@ -227,8 +240,19 @@ def test_sample_command(tmp_path):
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(IDS, TEXTS)))
     sheet, strata = tmp_path / "sheet.tsv", tmp_path / "strata.tsv"
-    args = [str(docs), "-o", str(sheet), "--per-stratum", "3", "--seed", "4", "--workers", "1",
-            "--strata-out", str(strata)]
+    args = [
+        str(docs),
+        "-o",
+        str(sheet),
+        "--per-stratum",
+        "3",
+        "--seed",
+        "4",
+        "--workers",
+        "1",
+        "--strata-out",
+        str(strata),
+    ]
     result = CliRunner().invoke(sample, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "candidate pairs" in result.output and "stratum d" in result.output
@@ -243,8 +267,21 @@ def test_sample_command(tmp_path):
     assert sheet.read_bytes() == first
 
     jsonl = tmp_path / "sheet.jsonl"
-    result = CliRunner().invoke(sample, [str(docs), "-o", str(jsonl), "--method", "minhash",
-                                         "--min-similarity", "0.4", "--workers", "1", "-q"])
+    result = CliRunner().invoke(
+        sample,
+        [
+            str(docs),
+            "-o",
+            str(jsonl),
+            "--method",
+            "minhash",
+            "--min-similarity",
+            "0.4",
+            "--workers",
+            "1",
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert rows and all(r["similarity"] >= 0.4 and r["label"] is None for r in rows)

@@ -447,11 +447,18 @@ def test_docs_page_renders_offline_in_chromium(index, tmp_path):
     options.binary_location = CHROMIUM
     # No host resolves but the server's address, so anything the page wanted from the internet
     # would fail (the rules apply to IP literals too, hence the exclusion).
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage",
-                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-                 f"--user-data-dir={tmp_path}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+        f"--user-data-dir={tmp_path}",
+    ):
         options.add_argument(flag)
     driver = None
     try:
@@ -463,8 +470,10 @@ def test_docs_page_renders_offline_in_chromium(index, tmp_path):
         driver.set_page_load_timeout(30)
         driver.get(f"http://127.0.0.1:{port}/docs")
         WebDriverWait(driver, 30).until(
-            lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock")
-            or "Unable to render" in d.find_element(By.ID, "swagger-ui").text
+            lambda d: (
+                d.find_elements(By.CSS_SELECTOR, ".opblock")
+                or "Unable to render" in d.find_element(By.ID, "swagger-ui").text
+            )
         )
         shown = driver.find_element(By.ID, "swagger-ui").text
         assert "Unable to render" not in shown, shown[:300]
@@ -627,10 +636,18 @@ def test_minhash_index_answers_with_similarity(tmp_path):
         r = client.post("/v1/documents", json={"id": "a", "text": PAGE, "timestamp": 100})
         assert r.status_code == 200 and r.json()["status"] == "new"
         edited = PAGE.replace("lazy", "sleepy")
-        r = client.post("/v1/documents", json={"documents": [
-            {"id": "old", "text": edited, "timestamp": 50},
-            {"id": "other", "text": "a page about something else entirely, with numbers 1 2 3"},
-        ]})
+        r = client.post(
+            "/v1/documents",
+            json={
+                "documents": [
+                    {"id": "old", "text": edited, "timestamp": 50},
+                    {
+                        "id": "other",
+                        "text": "a page about something else entirely, with numbers 1 2 3",
+                    },
+                ]
+            },
+        )
         assert r.status_code == 200, r.text
         old, other = r.json()["results"]
         assert (old["status"], old["is_original"], other["status"]) == ("duplicate", True, "new")
@@ -641,18 +658,31 @@ def test_minhash_index_answers_with_similarity(tmp_path):
         assert r.status_code == 200
         q = r.json()
         assert (q["duplicate_id"], q["match_count"]) == ("old", 2)
-        assert q["matches"][0] == {"id": "a", "similarity": 1.0, "duplicate_id": "old",
-                                   "original_id": "old"}
-        r = client.post("/v1/query", json={"documents": [{"text": PAGE, "id": "p"},
-                                                          {"text": "nothing alike", "id": "q"}]})
+        assert q["matches"][0] == {
+            "id": "a",
+            "similarity": 1.0,
+            "duplicate_id": "old",
+            "original_id": "old",
+        }
+        r = client.post(
+            "/v1/query",
+            json={"documents": [{"text": PAGE, "id": "p"}, {"text": "nothing alike", "id": "q"}]},
+        )
         assert [x["status"] for x in r.json()["results"]] == ["duplicate", "new"]
         # A MinHash index takes texts: fingerprints and hamming_k are refused, nothing stored.
         r = client.post("/v1/query", json={"fingerprint": "00000000000000ff"})
         assert r.status_code == 422 and "probe it with texts" in r.json()["detail"]
         r = client.post("/v1/query", json={"text": PAGE, "hamming_k": 2})
         assert r.status_code == 422 and "hamming_k applies to SimHash" in r.json()["detail"]
-        r = client.post("/v1/documents", json={"documents": [
-            {"id": "x", "text": PAGE}, {"id": "y", "fingerprint": "00000000000000ff"}]})
+        r = client.post(
+            "/v1/documents",
+            json={
+                "documents": [
+                    {"id": "x", "text": PAGE},
+                    {"id": "y", "fingerprint": "00000000000000ff"},
+                ]
+            },
+        )
         assert r.status_code == 422 and len(idx) == 3
         stats = client.get("/v1/stats").json()
         assert (stats["method"], stats["bands"], stats["verify"]) == ("minhash", 32, "lcs:0.8")

@@ -9,8 +9,18 @@ from neardup.text import hash_features, shingles
 
 # Stored fingerprints are compared across versions: these values must never change.
 VECTORS = [
-    ("SimHash 계산 방법을 간단히 정리하면 다음과 같다.", 0x80804D34B1A4AAE1, 0xBCD21F7D91D73DF1, 0x9A5E26F00040CA0F),
-    ("The quick brown fox jumps over the lazy dog.", 0x39EDBF7F29B4B877, 0x51591F05F3D327AD, 0x8BAC2707D1FBDCCA),
+    (
+        "SimHash 계산 방법을 간단히 정리하면 다음과 같다.",
+        0x80804D34B1A4AAE1,
+        0xBCD21F7D91D73DF1,
+        0x9A5E26F00040CA0F,
+    ),
+    (
+        "The quick brown fox jumps over the lazy dog.",
+        0x39EDBF7F29B4B877,
+        0x51591F05F3D327AD,
+        0x8BAC2707D1FBDCCA,
+    ),
     ("日本語の文章です。", 0x7423CB83402FF686, 0xE7EAFEFFDB4BF797, 0xE5B59FFC65E9D4EF),
 ]
 
@@ -73,9 +83,16 @@ def test_bad_weights():
 
 
 @settings(deadline=None, max_examples=60)
-@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "가", "나", "the", "of"]), max_size=12)
-                .map(" ".join), min_size=1, max_size=8),
-       st.sampled_from(["word:1", "word:2", "stopword:1"]))
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "가", "나", "the", "of"]), max_size=12).map(
+            " ".join
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(["word:1", "word:2", "stopword:1"]),
+)
 def test_idf_weighted_simhash_equals_the_plain_definition(corpus, spec):
     import math
 
@@ -112,8 +129,9 @@ def test_long_documents_sorted_path_equals_hash_set(docs, long_document):
     # Few distinct values force many repeats, which the two ways of de-duplicating must agree on.
     from neardup.simhash import _BYTE_LANES, _simhash_kernel
 
-    values = np.array([(0x9E3779B97F4A7C15 * (v + 1)) % 2**64 for doc in docs for v in doc],
-                      np.uint64)
+    values = np.array(
+        [(0x9E3779B97F4A7C15 * (v + 1)) % 2**64 for doc in docs for v in doc], np.uint64
+    )
     offsets = np.cumsum([0] + [len(doc) for doc in docs]).astype(np.int64)
     by_set = _simhash_kernel(offsets, values, True, _BYTE_LANES, 1 << 30)
     by_sorting = _simhash_kernel(offsets, values, True, _BYTE_LANES, long_document)

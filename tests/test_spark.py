@@ -39,9 +39,11 @@ from neardup.settings import Settings
 pytestmark = pytest.mark.spark
 
 VOCAB = [f"w{i}" for i in range(4000)]
-TEMPLATE = ("dear customer thank you for your order number {} this message confirms that your "
-            "subscription has been renewed and will remain active for the next twelve months if you "
-            "did not request this renewal please contact our support team within fourteen days")
+TEMPLATE = (
+    "dear customer thank you for your order number {} this message confirms that your "
+    "subscription has been renewed and will remain active for the next twelve months if you "
+    "did not request this renewal please contact our support team within fourteen days"
+)
 
 
 def make_docs(n, seed=0, templates=0, variants=0):
@@ -63,7 +65,9 @@ def make_docs(n, seed=0, templates=0, variants=0):
             text = " ".join(VOCAB[k] for k in rng.integers(0, len(VOCAB), size=size))
         docs.append((f"d{i}", text, int(rng.integers(0, 40))))
     docs += [(f"t{i}", TEMPLATE.format(7), int(rng.integers(0, 40))) for i in range(templates)]
-    docs += [(f"v{i}", TEMPLATE.format(1000 + i), int(rng.integers(0, 40))) for i in range(variants)]
+    docs += [
+        (f"v{i}", TEMPLATE.format(1000 + i), int(rng.integers(0, 40))) for i in range(variants)
+    ]
     order = rng.permutation(len(docs))
     return [docs[i] for i in order]
 
@@ -81,7 +85,9 @@ def local_files(docs, settings, tmp_path):
 
 def spark_files(result, settings, tmp_path):
     try:
-        write_result(result, settings, str(tmp_path / "groups_spark.tsv"), str(tmp_path / "pairs_spark.tsv"))
+        write_result(
+            result, settings, str(tmp_path / "groups_spark.tsv"), str(tmp_path / "pairs_spark.tsv")
+        )
     finally:
         result.release()
 
@@ -95,7 +101,9 @@ def same_bytes(tmp_path):
 
 def docs_frame(spark, docs, partitions):
     rows = [(i, d[0], d[1], d[2]) for i, d in enumerate(docs)]
-    return spark.createDataFrame(rows, "p long, id string, text string, ts long").repartition(partitions)
+    return spark.createDataFrame(rows, "p long, id string, text string, ts long").repartition(
+        partitions
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,24 +124,42 @@ def corpus():
         ("minhash", "center", "original", 2, False),
     ],
 )
-def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, grouping, pairs, partitions,
-                                        adaptive):
+def test_same_groups_and_pairs_as_local(
+    spark, corpus, tmp_path, method, grouping, pairs, partitions, adaptive
+):
     # The input's partitions and the engine's shuffle partitions vary together; one case runs
     # with adaptive query execution, which re-plans joins and coalesces partitions at run time.
-    settings = Settings(method=method, grouping=grouping, pairs=pairs, shingle="word:3", hamming_k=4,
-                        threshold=0.7)
+    settings = Settings(
+        method=method, grouping=grouping, pairs=pairs, shingle="word:3", hamming_k=4, threshold=0.7
+    )
     groups = local_files(corpus, settings, tmp_path)
     assert groups.stats["candidates"] > 50 and groups.stats["exact_duplicates"] > 50
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
     try:
-        result = dedup_dataframe(docs_frame(spark, corpus, partitions), settings, "id", "text", "ts",
-                                 position_field="p", partitions=partitions)
+        result = dedup_dataframe(
+            docs_frame(spark, corpus, partitions),
+            settings,
+            "id",
+            "text",
+            "ts",
+            position_field="p",
+            partitions=partitions,
+        )
         spark_files(result, settings, tmp_path)
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", "false")
     same_bytes(tmp_path)
-    for key in ("documents", "exact_duplicates", "candidates", "rejected", "pairs", "groups",
-                "largest_group", "duplicates_removed", "empty_documents"):
+    for key in (
+        "documents",
+        "exact_duplicates",
+        "candidates",
+        "rejected",
+        "pairs",
+        "groups",
+        "largest_group",
+        "duplicates_removed",
+        "empty_documents",
+    ):
         assert result.stats[key] == groups.stats[key], key
     # Only a components group links members to its original through other members.
     passed = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")["passed"]
@@ -143,26 +169,41 @@ def test_same_groups_and_pairs_as_local(spark, corpus, tmp_path, method, groupin
 
 # A ≈ B (LCS 0.85) and B ≈ C (0.85), A and C only 0.7: C is in A's group (components), and the
 # row A -> C does not pass the rule.
-CHAIN_WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-               "november oscar papa quebec romeo sierra tango").split()
+CHAIN_WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+    "november oscar papa quebec romeo sierra tango"
+).split()
 CHAIN_DOCS = [
     ("A", " ".join(CHAIN_WORDS), 1),
     ("B", " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:]), 2),
-    ("C", " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:17]
-                   + ["uniform", "victor", "whiskey"]), 3),
+    (
+        "C",
+        " ".join(["zulu", "yankee", "xray"] + CHAIN_WORDS[3:17] + ["uniform", "victor", "whiskey"]),
+        3,
+    ),
     ("D", "an unrelated sentence about something else entirely", 0),
 ]
 
 
-@pytest.mark.parametrize("pairs, expected", [
-    ("original", [("A", "B", 0.85, True), ("A", "C", 0.7, False)]),
-    ("all", [("A", "B", 0.85, True), ("B", "C", 0.85, True)]),
-])
+@pytest.mark.parametrize(
+    "pairs, expected",
+    [
+        ("original", [("A", "B", 0.85, True), ("A", "C", 0.7, False)]),
+        ("all", [("A", "B", 0.85, True), ("B", "C", 0.85, True)]),
+    ],
+)
 def test_pairs_passed_through_the_original_same_as_local(spark, tmp_path, pairs, expected):
     settings = Settings(method="minhash", shingle="char:4", pairs=pairs)  # LCS 0.8, the default
     local_files(CHAIN_DOCS, settings, tmp_path)
-    result = dedup_dataframe(docs_frame(spark, CHAIN_DOCS, 2), settings, "id", "text", "ts",
-                             position_field="p", partitions=2)
+    result = dedup_dataframe(
+        docs_frame(spark, CHAIN_DOCS, 2),
+        settings,
+        "id",
+        "text",
+        "ts",
+        position_field="p",
+        partitions=2,
+    )
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
     rows = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")
@@ -170,20 +211,35 @@ def test_pairs_passed_through_the_original_same_as_local(spark, tmp_path, pairs,
     assert list(rows.itertuples(index=False, name=None)) == expected
 
 
-@pytest.mark.parametrize("method, grouping, partitions",
-                         [("simhash", "center", 3), ("minhash", "components", 5)])
+@pytest.mark.parametrize(
+    "method, grouping, partitions", [("simhash", "center", 3), ("minhash", "components", 5)]
+)
 def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitions):
     # 3,000 copies of one template and 200 one-slot variants of it: with a low skew threshold the
     # hot keys are split (table prefixes, LSH buckets, joins on the template's representative)
     # and the large center component goes through distributed rounds.
     docs = make_docs(300, seed=3, templates=3000, variants=200)
-    settings = Settings(method=method, grouping=grouping, pairs="original", shingle="word:3",
-                        hamming_k=6, threshold=0.7)
+    settings = Settings(
+        method=method,
+        grouping=grouping,
+        pairs="original",
+        shingle="word:3",
+        hamming_k=6,
+        threshold=0.7,
+    )
     groups = local_files(docs, settings, tmp_path)
     assert groups.stats["largest_group"] >= 3000
-    result = dedup_dataframe(docs_frame(spark, docs, partitions), settings, "id", "text", "ts",
-                             position_field="p", partitions=partitions, skew_threshold=100,
-                             center_local_max=40)
+    result = dedup_dataframe(
+        docs_frame(spark, docs, partitions),
+        settings,
+        "id",
+        "text",
+        "ts",
+        position_field="p",
+        partitions=partitions,
+        skew_threshold=100,
+        center_local_max=40,
+    )
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
     if method == "simhash":
@@ -195,10 +251,14 @@ def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitio
 def test_salted_lookup_and_split_cells(spark):
     job = _Job(SparkEngine(spark, partitions=3, skew_threshold=10), Settings())
     job.skewed = True
-    left = spark.createDataFrame([(i % 3 if i < 90 else i, i) for i in range(120)], "k long, v long")
+    left = spark.createDataFrame(
+        [(i % 3 if i < 90 else i, i) for i in range(120)], "k long, v long"
+    )
     right = spark.createDataFrame([(k, k * 10) for k in range(0, 120, 2)], "k long, w long")
     for how in ("inner", "left"):
-        got = sorted(map(tuple, job.lookup(left, right, ["k"], how).select("k", "v", "w").collect()))
+        got = sorted(
+            map(tuple, job.lookup(left, right, ["k"], how).select("k", "v", "w").collect())
+        )
         want = sorted(map(tuple, left.join(right, ["k"], how).select("k", "v", "w").collect()))
         assert got == want
     # Every pair of rows of a hot key meets in exactly one cell.
@@ -212,7 +272,7 @@ def test_salted_lookup_and_split_cells(spark):
     meet = Counter()
     for (lo, hi), cell in by_cell.items():
         for i, x in enumerate(cell):
-            for y in cell[i + 1:]:
+            for y in cell[i + 1 :]:
                 if lo == hi or x.blk != y.blk:
                     meet[min(x.val, y.val), max(x.val, y.val)] += 1
     assert len(meet) == 40 * 39 // 2 and set(meet.values()) == {1}
@@ -239,8 +299,10 @@ def test_connected_components_match_union_find(spark):
 
 def test_dataframe_api_examples(spark):
     # The module docstring's example: exact duplicates after case folding and punctuation.
-    df = spark.createDataFrame([("a", "the cat sat on the mat today"),
-                                ("b", "The cat sat on the mat, today!")], "id string, text string")
+    df = spark.createDataFrame(
+        [("a", "the cat sat on the mat today"), ("b", "The cat sat on the mat, today!")],
+        "id string, text string",
+    )
     result = dedup_dataframe(df.coalesce(1), Settings(method="simhash", hamming_k=3))
     assert [r.duplicate_id for r in result.groups.orderBy("pos").collect()] == ["a", "a"]
     result.release()
@@ -249,15 +311,17 @@ def test_dataframe_api_examples(spark):
     top = -(2**63)
     fps = spark.createDataFrame(
         [("p", top | 5, 3), ("q", top | 4, 1), ("r", 0xFF, 2), ("s", 0xFF, 5)],
-        "id string, fingerprint long, ts long")
+        "id string, fingerprint long, ts long",
+    )
     result = spark_engine.pairs_dataframe(fps.coalesce(1), 1, time_field="ts")
     pairs = sorted((p.id_a, p.id_b, p.distance, p.passed) for p in result.pairs.collect())
     groups = {g.id: g.original_id for g in result.groups.collect()}
     result.release()
     assert pairs == [("p", "q", 1, True), ("r", "s", 0, True)]
     assert groups == {"p": "q", "q": "q", "r": "r", "s": "r"}
-    text_fps = spark.createDataFrame([("x", "00000000000000ff"), ("y", "00000000000000fe")],
-                                     "id string, fingerprint string")
+    text_fps = spark.createDataFrame(
+        [("x", "00000000000000ff"), ("y", "00000000000000fe")], "id string, fingerprint string"
+    )
     result = spark_engine.pairs_dataframe(text_fps.coalesce(1), 1, pairs="original")
     assert [(p.id_a, p.id_b, p.distance) for p in result.pairs.collect()] == [("x", "y", 1)]
     result.release()
@@ -268,7 +332,9 @@ def test_dataframe_api_examples(spark):
 
 
 def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -289,11 +355,29 @@ def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path):
     second = write_jsonl(tmp_path / "b.jsonl", rows[500:])
     outputs = {}
     for engine in ("local", "spark"):
-        out = {k: tmp_path / f"{k}_{engine}.{ext}" for k, ext in
-               (("groups", "tsv"), ("pairs", "tsv"), ("kept", "jsonl"))}
-        result = run("dedup", first, second, "-o", out["groups"], "--pairs-out", out["pairs"],
-                     "--keep", out["kept"], "--time-field", "ts", "--engine", engine, "--workers", "1",
-                     "--on-error", "skip")
+        out = {
+            k: tmp_path / f"{k}_{engine}.{ext}"
+            for k, ext in (("groups", "tsv"), ("pairs", "tsv"), ("kept", "jsonl"))
+        }
+        result = run(
+            "dedup",
+            first,
+            second,
+            "-o",
+            out["groups"],
+            "--pairs-out",
+            out["pairs"],
+            "--keep",
+            out["kept"],
+            "--time-field",
+            "ts",
+            "--engine",
+            engine,
+            "--workers",
+            "1",
+            "--on-error",
+            "skip",
+        )
         assert result.exit_code == 0, result.output
         assert "groups" in result.output
         outputs[engine] = {k: p.read_bytes() for k, p in out.items()}
@@ -307,8 +391,19 @@ def test_cli_dedup_bad_row_stops_both_engines_with_one_message(spark, tmp_path):
     path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
     messages = {}
     for engine in ("local", "spark"):
-        result = CliRunner().invoke(main, ["dedup", str(path), "-o", str(tmp_path / f"{engine}.tsv"),
-                                           "--time-field", "ts", "--engine", engine])
+        result = CliRunner().invoke(
+            main,
+            [
+                "dedup",
+                str(path),
+                "-o",
+                str(tmp_path / f"{engine}.tsv"),
+                "--time-field",
+                "ts",
+                "--engine",
+                engine,
+            ],
+        )
         assert result.exit_code == 1
         messages[engine] = [line for line in result.output.splitlines() if "error" in line]
     assert messages["spark"] == messages["local"]
@@ -318,13 +413,37 @@ def test_cli_dedup_bad_row_stops_both_engines_with_one_message(spark, tmp_path):
 def test_cli_pairs_spark_matches_local(spark, tmp_path):
     docs = make_docs(600, seed=5)
     write_jsonl(tmp_path / "docs.jsonl", [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs])
-    assert run("fingerprint", tmp_path / "docs.jsonl", "-o", tmp_path / "fps.tsv", "--time-field", "ts",
-               "--workers", "1").exit_code == 0
+    assert (
+        run(
+            "fingerprint",
+            tmp_path / "docs.jsonl",
+            "-o",
+            tmp_path / "fps.tsv",
+            "--time-field",
+            "ts",
+            "--workers",
+            "1",
+        ).exit_code
+        == 0
+    )
     outputs = {}
     for engine in ("local", "spark"):
         pairs_out, groups_out = tmp_path / f"pairs_{engine}.tsv", tmp_path / f"groups_{engine}.tsv"
-        result = run("pairs", tmp_path / "fps.tsv", "-k", "4", "-o", pairs_out, "--groups-out", groups_out,
-                     "--grouping", "center", "--engine", engine, "-q")
+        result = run(
+            "pairs",
+            tmp_path / "fps.tsv",
+            "-k",
+            "4",
+            "-o",
+            pairs_out,
+            "--groups-out",
+            groups_out,
+            "--grouping",
+            "center",
+            "--engine",
+            engine,
+            "-q",
+        )
         assert result.exit_code == 0, result.output
         outputs[engine] = (pairs_out.read_bytes(), groups_out.read_bytes())
     assert outputs["spark"] == outputs["local"]
@@ -337,19 +456,45 @@ def test_cli_spark_stderr_has_no_log_noise(tmp_path):
     pytest.importorskip("pyspark")
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         pytest.skip("the Spark tests need a Java runtime")
-    docs = write_jsonl(tmp_path / "docs.jsonl", [
-        {"id": "a", "text": "the cat sat on the mat today"},
-        {"id": "b", "text": "The cat sat on the mat, today!"},
-        {"id": "c", "text": "a different sentence about the weather"}])
+    docs = write_jsonl(
+        tmp_path / "docs.jsonl",
+        [
+            {"id": "a", "text": "the cat sat on the mat today"},
+            {"id": "b", "text": "The cat sat on the mat, today!"},
+            {"id": "c", "text": "a different sentence about the weather"},
+        ],
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     done = subprocess.run(
-        [sys.executable, "-m", "neardup", "dedup", str(docs), "-o", str(tmp_path / "g.tsv"),
-         "--pairs-out", str(tmp_path / "p.tsv"), "--engine", "spark", "--spark-master", "local[1]"],
-        capture_output=True, text=True, env=env, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "neardup",
+            "dedup",
+            str(docs),
+            "-o",
+            str(tmp_path / "g.tsv"),
+            "--pairs-out",
+            str(tmp_path / "p.tsv"),
+            "--engine",
+            "spark",
+            "--spark-master",
+            "local[1]",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "pairs written" in done.stderr  # the summary is still there
-    for noise in ("WindowExec", "NativeCodeLoader", "log4j profile", "Setting default log level",
-                  "locally checkpointed"):
+    for noise in (
+        "WindowExec",
+        "NativeCodeLoader",
+        "log4j profile",
+        "Setting default log level",
+        "locally checkpointed",
+    ):
         assert noise not in done.stderr, noise
     assert (tmp_path / "p.tsv").read_text() == "id_a\tid_b\tsimilarity\tpassed\na\tb\t1.0\ttrue\n"
 
@@ -361,8 +506,11 @@ def test_only_the_noise_loggers_are_quieted(spark):
     try:
         for name in _QUIET_LOGGERS:
             assert log4j.LogManager.getLogger(name).getLevel().toString() == "ERROR", name
-        for name in ("org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.SparkContext",
-                     "org.apache.spark.sql.execution.datasources.FileScanRDD"):
+        for name in (
+            "org.apache.spark.scheduler.TaskSetManager",
+            "org.apache.spark.SparkContext",
+            "org.apache.spark.sql.execution.datasources.FileScanRDD",
+        ):
             assert log4j.LogManager.getLogger(name).getLevel().toString() == "WARN", name
     finally:
         spark.sparkContext.setLogLevel("ERROR")
@@ -374,7 +522,9 @@ def test_only_the_noise_loggers_are_quieted(spark):
 def test_cli_reports_missing_pyspark(tmp_path, monkeypatch):
     monkeypatch.setattr(spark_engine, "HAVE_PYSPARK", False)
     path = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "text": "x y z"}])
-    result = CliRunner().invoke(main, ["dedup", str(path), "-o", str(tmp_path / "g.tsv"), "--engine", "spark"])
+    result = CliRunner().invoke(
+        main, ["dedup", str(path), "-o", str(tmp_path / "g.tsv"), "--engine", "spark"]
+    )
     assert result.exit_code == 1
     assert "pip install 'neardup[spark]'" in result.output
 
@@ -397,8 +547,8 @@ BAD_ROWS = [
     '{"id": "a", "text": "a repeated id", "ts": 4}',
     '{"id": "e", "text": "eight nine", "ts": "yesterday"}',
     '{"id": "f", "text": "ten eleven',
-    '[1, 2]',
-    '',
+    "[1, 2]",
+    "",
     '{"id": "g", "text": 12, "ts": 5}',
     '{"id": 7, "text": "an integer id", "ts": 6}',
     '{"text": "no id", "ts": 7}',
@@ -423,11 +573,13 @@ def test_bad_rows_raise_the_local_readers_error(spark, tmp_path):
 def test_bad_rows_skipped_and_counted_as_the_local_reader_does(spark, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
-    reader = read_documents([str(path)], time_field="ts", on_error="skip",
-                            max_doc_bytes=LONGEST_GOOD_TEXT)
+    reader = read_documents(
+        [str(path)], time_field="ts", on_error="skip", max_doc_bytes=LONGEST_GOOD_TEXT
+    )
     batch = reader.read_all()
-    docs, stats, _ = read_documents_spark(spark, [str(path)], time_field="ts", on_error="skip",
-                                          max_doc_bytes=LONGEST_GOOD_TEXT)
+    docs, stats, _ = read_documents_spark(
+        spark, [str(path)], time_field="ts", on_error="skip", max_doc_bytes=LONGEST_GOOD_TEXT
+    )
     got = docs.orderBy("pos").select("id", "ts").collect()
     spark_engine.unpersist(docs)
     assert [r.id for r in got] == batch.ids
@@ -435,12 +587,17 @@ def test_bad_rows_skipped_and_counted_as_the_local_reader_does(spark, tmp_path):
     assert Counter(stats.skipped_reasons) == Counter(reader.stats.skipped_reasons)
     assert stats.skipped_reasons["document too large"] == 1
     assert (stats.documents, stats.skipped, stats.bytes) == (
-        reader.stats.documents, reader.stats.skipped, reader.stats.bytes)
+        reader.stats.documents,
+        reader.stats.skipped,
+        reader.stats.bytes,
+    )
 
 
 def test_duplicate_id_names_both_places(spark, tmp_path):
     path = tmp_path / "dup.jsonl"
-    write_jsonl(path, [{"id": "x", "text": "a b c"}, {"id": "y", "text": "d e f"}, {"id": "x", "text": "g"}])
+    write_jsonl(
+        path, [{"id": "x", "text": "a b c"}, {"id": "y", "text": "d e f"}, {"id": "x", "text": "g"}]
+    )
     with pytest.raises(InputError) as local:
         read_documents([str(path)]).read_all()
     with pytest.raises(InputError) as remote:
@@ -464,16 +621,29 @@ TYPED_BAD_ROWS = [
 
 @pytest.mark.parametrize("ident, text, ts", TYPED_BAD_ROWS)
 def test_rows_task_reports_a_bad_row_as_the_local_reader(ident, text, ts):
-    columns = {"id": pa.array([ident], pa.string()), "text": pa.array([text], pa.string()),
-               "ts": pa.array([ts], pa.float64())}
+    columns = {
+        "id": pa.array([ident], pa.string()),
+        "text": pa.array([text], pa.string()),
+        "ts": pa.array([ts], pa.float64()),
+    }
     with pytest.raises(InputError) as local:
         read_table(pa.table(columns), time_field="ts", max_doc_bytes=5).read_all()
-    raw = pa.record_batch({"_nd_pos": [0], "_nd_line": [1], "_nd_src": ["<table>"],
-                           "_v_id": columns["id"], "_v_text": columns["text"],
-                           "_v_time": columns["ts"]})
+    raw = pa.record_batch(
+        {
+            "_nd_pos": [0],
+            "_nd_line": [1],
+            "_nd_src": ["<table>"],
+            "_v_id": columns["id"],
+            "_v_text": columns["text"],
+            "_v_time": columns["ts"],
+        }
+    )
     row = next(rows_task([raw], "typed", ("id", "text", "ts"), max_doc_bytes=5)).to_pylist()[0]
     assert (row["reason"], row["field"], row["detail"]) == (
-        local.value.reason, local.value.field, local.value.detail)
+        local.value.reason,
+        local.value.field,
+        local.value.detail,
+    )
 
 
 FINGERPRINT_BAD_LINES = [
@@ -491,12 +661,16 @@ def test_rows_task_reports_a_bad_fingerprint_line_as_the_local_reader(tmp_path, 
     path.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(InputError) as local:
         read_fingerprints([path])
-    raw = pa.record_batch({"_nd_pos": [0], "_nd_line": [1], "_nd_src": [str(path)],
-                           "value": [line]})
+    raw = pa.record_batch(
+        {"_nd_pos": [0], "_nd_line": [1], "_nd_src": [str(path)], "value": [line]}
+    )
     names = ("id", "fingerprint", "timestamp")
     row = next(rows_task([raw], "fp_jsonl", names)).to_pylist()[0]
     assert (row["reason"], row["field"], row["detail"]) == (
-        local.value.reason, local.value.field, local.value.detail)
+        local.value.reason,
+        local.value.field,
+        local.value.detail,
+    )
 
 
 def test_missing_column_and_missing_file(spark, tmp_path):
@@ -522,8 +696,9 @@ def test_globs_of_parquet_and_csv_in_a_parquet_directory_out(spark, tmp_path):
     # named one by one, in the order the glob gives them (sorted paths). GROUPS go to a Parquet
     # directory (a path without a file extension) and must hold the local rows.
     docs = make_docs(600, seed=3)
-    frame = pd.DataFrame({"id": [d[0] for d in docs], "text": [d[1] for d in docs],
-                          "ts": [d[2] for d in docs]})
+    frame = pd.DataFrame(
+        {"id": [d[0] for d in docs], "text": [d[1] for d in docs], "ts": [d[2] for d in docs]}
+    )
     parts = tmp_path / "parts"
     parts.mkdir()
     frame.iloc[:250].to_parquet(parts / "part-0.parquet", index=False)
@@ -531,10 +706,38 @@ def test_globs_of_parquet_and_csv_in_a_parquet_directory_out(spark, tmp_path):
     frame.iloc[400:].to_csv(tmp_path / "rest.csv", index=False)
     local_out, spark_out = tmp_path / "local.tsv", tmp_path / "groups_dir"
     files = [parts / "part-0.parquet", parts / "part-1.parquet", tmp_path / "rest.csv"]
-    assert run("dedup", *files, "-o", local_out, "--time-field", "ts", "--method", "simhash",
-               "-k", "4", "-q").exit_code == 0
-    result = run("dedup", parts / "*.parquet", tmp_path / "rest.csv", "-o", spark_out,
-                 "--time-field", "ts", "--method", "simhash", "-k", "4", "--engine", "spark", "-q")
+    assert (
+        run(
+            "dedup",
+            *files,
+            "-o",
+            local_out,
+            "--time-field",
+            "ts",
+            "--method",
+            "simhash",
+            "-k",
+            "4",
+            "-q",
+        ).exit_code
+        == 0
+    )
+    result = run(
+        "dedup",
+        parts / "*.parquet",
+        tmp_path / "rest.csv",
+        "-o",
+        spark_out,
+        "--time-field",
+        "ts",
+        "--method",
+        "simhash",
+        "-k",
+        "4",
+        "--engine",
+        "spark",
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     got = pd.read_parquet(spark_out)  # part files in name order hold the rows in input order
     expected = pd.read_csv(local_out, sep="\t", dtype=str, keep_default_na=False)

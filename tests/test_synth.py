@@ -52,8 +52,9 @@ CONTENT_LIGHT = [e for e in synth.LIGHT_EDITS if e not in synth.FORMATTING_EDITS
 
 @pytest.fixture(scope="module")
 def corpus():
-    return synth.generate(ENGLISH + KOREAN, seed=7, per_base=len(synth.EDITS), edits="all",
-                          hot_template=25)
+    return synth.generate(
+        ENGLISH + KOREAN, seed=7, per_base=len(synth.EDITS), edits="all", hot_template=25
+    )
 
 
 def by_id(c):
@@ -67,12 +68,14 @@ def derived_pairs(c, edit):
 
 
 def test_same_seed_gives_the_same_corpus(corpus):
-    again = synth.generate(ENGLISH + KOREAN, seed=7, per_base=len(synth.EDITS), edits="all",
-                           hot_template=25)
+    again = synth.generate(
+        ENGLISH + KOREAN, seed=7, per_base=len(synth.EDITS), edits="all", hot_template=25
+    )
     assert again.docs == corpus.docs
     assert again.pairs.equals(corpus.pairs)
-    other = synth.generate(ENGLISH + KOREAN, seed=8, per_base=len(synth.EDITS), edits="all",
-                           hot_template=25)
+    other = synth.generate(
+        ENGLISH + KOREAN, seed=8, per_base=len(synth.EDITS), edits="all", hot_template=25
+    )
     assert other.docs != corpus.docs
 
 
@@ -131,7 +134,9 @@ def test_content_edits_change_what_they_say(corpus):
         assert [re.sub(r"\d+", "#", x) for x in a] == [re.sub(r"\d+", "#", y) for y in b]
     for base, copy in derived_pairs(corpus, "boilerplate"):
         assert base["text"].strip() in copy["text"]
-        assert len(copy["text"].split()) - len(base["text"].split()) <= max(2, 0.15 * len(base["text"].split()))
+        assert len(copy["text"].split()) - len(base["text"].split()) <= max(
+            2, 0.15 * len(base["text"].split())
+        )
     for base, copy in derived_pairs(corpus, "truncate"):
         a, b = base["text"].split(), re.sub(r"(…|\.\.\.)$", "", copy["text"]).split()
         assert b == a[: len(b)] and 1 <= len(a) - len(b) <= 0.1 * len(a)
@@ -166,8 +171,16 @@ def test_korean_spacing_changes_only_spaces(corpus):
 def test_korean_particles_swap_only_particles(corpus):
     pairs = derived_pairs(corpus, "particles")
     assert len(pairs) == len(KOREAN)
-    allowed = {("은", "이"), ("는", "가"), ("이", "은"), ("가", "는"), ("을", "은"), ("를", "는"),
-               ("에", "에서"), ("에서", "에")}
+    allowed = {
+        ("은", "이"),
+        ("는", "가"),
+        ("이", "은"),
+        ("가", "는"),
+        ("을", "은"),
+        ("를", "는"),
+        ("에", "에서"),
+        ("에서", "에"),
+    }
     for base, copy in pairs:
         a, b = base["text"].split(), copy["text"].split()
         assert len(a) == len(b)
@@ -176,7 +189,7 @@ def test_korean_particles_swap_only_particles(corpus):
         for x, y in changed:
             x, y = x.rstrip(".,"), y.rstrip(".,")
             stem = x[:-2] if x.endswith("에서") else x[:-1]
-            assert y.startswith(stem) and (x[len(stem):], y[len(stem):]) in allowed, (x, y)
+            assert y.startswith(stem) and (x[len(stem) :], y[len(stem) :]) in allowed, (x, y)
 
 
 def test_hot_template(corpus):
@@ -205,18 +218,22 @@ def test_bases_are_cleaned():
     s = c.stats
     assert (s["bases_read"], s["skipped_duplicate"], s["skipped_empty"]) == (5, 1, 1)
     assert s["bases_used"] == 1 and s["skipped_sample"] == 2
-    kept = synth.generate(texts, seed=1, per_base=1, edits="rewrap", distinct_bases=False,
-                          min_words=20)
+    kept = synth.generate(
+        texts, seed=1, per_base=1, edits="rewrap", distinct_bases=False, min_words=20
+    )
     assert kept.stats["bases_used"] == 4
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"per_base": 0}, f"per_base must be an integer 1..{len(synth.EDITS)}; got 0"),
-    ({"edits": "light,nope"}, "got 'nope'"),
-    ({"language": "fr"}, "language must be one of auto, en, ko; got 'fr'"),
-    ({"hot_template": -1}, "hot_template must be an integer"),
-    ({"max_bases": 0}, "max_bases must be an integer >= 1; got 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"per_base": 0}, f"per_base must be an integer 1..{len(synth.EDITS)}; got 0"),
+        ({"edits": "light,nope"}, "got 'nope'"),
+        ({"language": "fr"}, "language must be one of auto, en, ko; got 'fr'"),
+        ({"hot_template": -1}, "hot_template must be an integer"),
+        ({"max_bases": 0}, "max_bases must be an integer >= 1; got 0"),
+    ],
+)
 def test_bad_arguments_name_the_value_and_the_range(kwargs, message):
     options = {"edits": "all", **kwargs}
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -225,15 +242,35 @@ def test_bad_arguments_name_the_value_and_the_range(kwargs, message):
 
 def test_generate_command_end_to_end(tmp_path):
     bases = tmp_path / "bases.jsonl"
-    bases.write_text("".join(json.dumps({"id": f"doc{i}", "text": t}, ensure_ascii=False) + "\n"
-                             for i, t in enumerate(ENGLISH + KOREAN)), encoding="utf-8")
+    bases.write_text(
+        "".join(
+            json.dumps({"id": f"doc{i}", "text": t}, ensure_ascii=False) + "\n"
+            for i, t in enumerate(ENGLISH + KOREAN)
+        ),
+        encoding="utf-8",
+    )
     outputs = []
     for run in range(2):
         docs, pairs = tmp_path / f"docs{run}.jsonl", tmp_path / f"pairs{run}.tsv"
         result = CliRunner().invoke(
             generate_command,
-            [str(bases), "-o", str(docs), "--pairs-out", str(pairs), "--seed", "3", "--per-base", "2",
-             "--edits", "light,heavy,template", "--hot-template", "10", "--workers", "1"],
+            [
+                str(bases),
+                "-o",
+                str(docs),
+                "--pairs-out",
+                str(pairs),
+                "--seed",
+                "3",
+                "--per-base",
+                "2",
+                "--edits",
+                "light,heavy,template",
+                "--hot-template",
+                "10",
+                "--workers",
+                "1",
+            ],
             catch_exceptions=False,
         )
         assert result.exit_code == 0, result.output
@@ -250,6 +287,8 @@ def test_generate_command_end_to_end(tmp_path):
     assert len(rows) == 2 * len(ENGLISH + KOREAN) + 9
     assert set(records[0]) == {"id", "text", "ts", "base_id", "edit", "lang"}
     # Bad options are one clear line and exit status 1.
-    bad = CliRunner().invoke(generate_command, [str(bases), "-o", str(docs), "--pairs-out", str(pairs),
-                                                "--per-base", "0"])
+    bad = CliRunner().invoke(
+        generate_command,
+        [str(bases), "-o", str(docs), "--pairs-out", str(pairs), "--per-base", "0"],
+    )
     assert bad.exit_code == 1 and "per_base must be an integer" in bad.output

@@ -11,17 +11,18 @@ Example:
     0
 """
 
+from neardup._version import __version__
 from neardup.api import dedup, fingerprint, groups_from_pairs, pairs_from_fingerprints
 from neardup.lsh import optimal_params
 from neardup.minhash import jaccard_estimate, minhash
 from neardup.settings import Settings
-from neardup.similarity import compare
 from neardup.simhash import hamming_distance, simhash
+from neardup.similarity import compare
 from neardup.text import hash_features, normalize, shingles
-from neardup._version import __version__
 
 __all__ = [
     "Settings",
+    "__version__",
     "compare",
     "dedup",
     "fingerprint",

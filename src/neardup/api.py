@@ -92,8 +92,16 @@ def fingerprint(
         (2,)
     """
     texts = _check_texts(_texts(data, text_field))
-    settings = Settings(method=method, shingle=shingle, num_perm=num_perm, hash_name=hash_name,
-                        weights=weights, seed=seed, verify=None, idf=idf)
+    settings = Settings(
+        method=method,
+        shingle=shingle,
+        num_perm=num_perm,
+        hash_name=hash_name,
+        weights=weights,
+        seed=seed,
+        verify=None,
+        idf=idf,
+    )
     return engine_named("local", workers=workers).fingerprint(texts, settings)
 
 
@@ -173,12 +181,23 @@ def dedup(
     check_method_options(settings.method, options, options.get("verify", DEFAULT_VERIFY))
     if not (hasattr(data, "column_names") or hasattr(data, "iloc") or isinstance(data, Mapping)):
         data, id_field = {text_field: _texts(data, text_field)}, None
-    corpus = Corpus(table=data, reading={
-        "id_field": id_field, "text_field": text_field, "time_field": time_field,
-        "on_error": on_error, "max_doc_bytes": max_doc_bytes})
+    corpus = Corpus(
+        table=data,
+        reading={
+            "id_field": id_field,
+            "text_field": text_field,
+            "time_field": time_field,
+            "on_error": on_error,
+            "max_doc_bytes": max_doc_bytes,
+        },
+    )
     run = engine_named("local", workers=workers).dedup(corpus, settings, Outputs())
     # The IDs come as Arrow columns; pandas takes them as arrays of Python strings.
-    result = pd.DataFrame({name: column.to_numpy() if isinstance(column, pa.ChunkedArray)
-                           else column for name, column in run.groups.items()})
+    result = pd.DataFrame(
+        {
+            name: column.to_numpy() if isinstance(column, pa.ChunkedArray) else column
+            for name, column in run.groups.items()
+        }
+    )
     result.attrs["skipped_rows"] = run.read.skipped
     return result

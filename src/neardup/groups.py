@@ -34,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit

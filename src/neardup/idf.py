@@ -71,13 +71,22 @@ class IdfTable:
     stored values, so it gives the same fingerprints wherever it is used.
     """
 
-    def __init__(self, hashes: np.ndarray, df: np.ndarray, documents: int, shingle: str,
-                 hash_name: str, weight: np.ndarray | None = None, unseen: int | None = None):
+    def __init__(
+        self,
+        hashes: np.ndarray,
+        df: np.ndarray,
+        documents: int,
+        shingle: str,
+        hash_name: str,
+        weight: np.ndarray | None = None,
+        unseen: int | None = None,
+    ):
         hashes = np.asarray(hashes, dtype=np.uint64)
         df = np.asarray(df, dtype=np.int64)
         if hashes.shape != df.shape or hashes.ndim != 1:
-            raise ValueError(f"hashes and df must be 1-d of one length; got {hashes.shape} and "
-                             f"{df.shape}")
+            raise ValueError(
+                f"hashes and df must be 1-d of one length; got {hashes.shape} and {df.shape}"
+            )
         if hashes.size and not (hashes[1:] > hashes[:-1]).all():
             raise ValueError("hashes must be sorted and distinct")
         if documents < 0 or (df.size and (df.min() < 1 or df.max() > documents)):
@@ -91,16 +100,22 @@ class IdfTable:
         self.shingle, self.hash_name = str(Shingling.parse(shingle)), hash_name
 
     def __repr__(self) -> str:
-        return (f"IdfTable({self.hashes.size:,} features over {self.documents:,} documents, "
-                f"shingle={self.shingle}, hash={self.hash_name})")
+        return (
+            f"IdfTable({self.hashes.size:,} features over {self.documents:,} documents, "
+            f"shingle={self.shingle}, hash={self.hash_name})"
+        )
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, IdfTable) and self.documents == other.documents
-                and self.shingle == other.shingle and self.hash_name == other.hash_name
-                and self.unseen == other.unseen
-                and np.array_equal(self.hashes, other.hashes)
-                and np.array_equal(self.df, other.df)
-                and np.array_equal(self.weight, other.weight))
+        return (
+            isinstance(other, IdfTable)
+            and self.documents == other.documents
+            and self.shingle == other.shingle
+            and self.hash_name == other.hash_name
+            and self.unseen == other.unseen
+            and np.array_equal(self.hashes, other.hashes)
+            and np.array_equal(self.df, other.df)
+            and np.array_equal(self.weight, other.weight)
+        )
 
     __hash__ = None  # mutable arrays inside
 
@@ -129,8 +144,9 @@ class IdfTable:
         return cls(hashes, df, documents, shingle, hash_name)
 
     @classmethod
-    def from_texts(cls, texts: Sequence[str], shingle: str = "word:1",
-                   hash_name: str = DEFAULT_HASH_NAME) -> IdfTable:
+    def from_texts(
+        cls, texts: Sequence[str], shingle: str = "word:1", hash_name: str = DEFAULT_HASH_NAME
+    ) -> IdfTable:
         """The table of a list of texts (hashed in batches of 10,000).
 
         Example:
@@ -138,8 +154,10 @@ class IdfTable:
             [1, 1, 2]
         """
         texts = list(texts)
-        batches = (hash_features(texts[i:i + _BATCH], shingle, hash_name)
-                   for i in range(0, len(texts), _BATCH))
+        batches = (
+            hash_features(texts[i : i + _BATCH], shingle, hash_name)
+            for i in range(0, len(texts), _BATCH)
+        )
         return cls.from_features(batches, shingle, hash_name)
 
     def weights(self, feature_hashes: np.ndarray) -> np.ndarray:
@@ -155,13 +173,23 @@ class IdfTable:
         """Write the table as Parquet (columns ``hash`` uint64, ``df`` int64, ``weight`` int64;
         the corpus size, the unseen weight, shingling and hash in the file's metadata),
         atomically."""
-        table = pa.table({"hash": pa.array(self.hashes, pa.uint64()),
-                          "df": pa.array(self.df, pa.int64()),
-                          "weight": pa.array(self.weight, pa.int64())})
-        table = table.replace_schema_metadata({
-            "format": FORMAT, "documents": str(self.documents), "unseen": str(self.unseen),
-            "weight_scale": str(WEIGHT_SCALE), "shingle": self.shingle,
-            "hash_name": self.hash_name})
+        table = pa.table(
+            {
+                "hash": pa.array(self.hashes, pa.uint64()),
+                "df": pa.array(self.df, pa.int64()),
+                "weight": pa.array(self.weight, pa.int64()),
+            }
+        )
+        table = table.replace_schema_metadata(
+            {
+                "format": FORMAT,
+                "documents": str(self.documents),
+                "unseen": str(self.unseen),
+                "weight_scale": str(WEIGHT_SCALE),
+                "shingle": self.shingle,
+                "hash_name": self.hash_name,
+            }
+        )
         with atomic_write(path) as fh:
             pq.write_table(table, fh)
 
@@ -174,11 +202,19 @@ class IdfTable:
             raise ValueError(f"{os.fspath(path)}: not a readable IDF table ({error})") from None
         meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
         if meta.get("format") != FORMAT or {"hash", "df", "weight"} - set(table.column_names):
-            raise ValueError(f"{os.fspath(path)}: not an IDF table written by neardup "
-                             f"(format {meta.get('format')!r}, expected {FORMAT!r})")
-        return cls(table.column("hash").to_numpy(), table.column("df").to_numpy(),
-                   int(meta["documents"]), meta["shingle"], meta["hash_name"],
-                   table.column("weight").to_numpy(), int(meta["unseen"]))
+            raise ValueError(
+                f"{os.fspath(path)}: not an IDF table written by neardup "
+                f"(format {meta.get('format')!r}, expected {FORMAT!r})"
+            )
+        return cls(
+            table.column("hash").to_numpy(),
+            table.column("df").to_numpy(),
+            int(meta["documents"]),
+            meta["shingle"],
+            meta["hash_name"],
+            table.column("weight").to_numpy(),
+            int(meta["unseen"]),
+        )
 
     def check(self, shingle: str, hash_name: str) -> None:
         """Raise ValueError unless the table was made with these features."""
@@ -186,4 +222,5 @@ class IdfTable:
         if (shingle, hash_name) != (self.shingle, self.hash_name):
             raise ValueError(
                 f"the IDF table was computed for --shingle {self.shingle} --hash-name {self.hash_name}, "
-                f"not --shingle {shingle} --hash-name {hash_name}")
+                f"not --shingle {shingle} --hash-name {hash_name}"
+            )

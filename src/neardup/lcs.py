@@ -106,12 +106,19 @@ def _syllable_codes(canon, offsets):
                 cp = ((b0 & 0x1F) << 6) | (np.uint32(canon[i + 1]) & 0x3F)
                 i += 2
             elif b0 < 0xF0:
-                cp = (((b0 & 0x0F) << 12) | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
-                      | (np.uint32(canon[i + 2]) & 0x3F))
+                cp = (
+                    ((b0 & 0x0F) << 12)
+                    | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
+                    | (np.uint32(canon[i + 2]) & 0x3F)
+                )
                 i += 3
             else:
-                cp = (((b0 & 0x07) << 18) | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
-                      | ((np.uint32(canon[i + 2]) & 0x3F) << 6) | (np.uint32(canon[i + 3]) & 0x3F))
+                cp = (
+                    ((b0 & 0x07) << 18)
+                    | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
+                    | ((np.uint32(canon[i + 2]) & 0x3F) << 6)
+                    | (np.uint32(canon[i + 3]) & 0x3F)
+                )
                 i += 4
             if cp != 32:
                 codes[o] = cp
@@ -155,9 +162,15 @@ def _unspaced_script(cp):
     """Hangul (syllables and jamo), kana and Han: scripts written without spaces between
     words, or (Hangul) with spacing that writers get wrong."""
     return cp >= 0x1100 and (
-        (0xAC00 <= cp <= 0xD7A3) or (cp <= 0x11FF) or (0x3130 <= cp <= 0x318F)
-        or (0x3040 <= cp <= 0x30FF) or (0x3400 <= cp <= 0x4DBF) or (0x4E00 <= cp <= 0x9FFF)
-        or (0xF900 <= cp <= 0xFAFF) or (0x20000 <= cp <= 0x2FFFF))
+        (0xAC00 <= cp <= 0xD7A3)
+        or (cp <= 0x11FF)
+        or (0x3130 <= cp <= 0x318F)
+        or (0x3040 <= cp <= 0x30FF)
+        or (0x3400 <= cp <= 0x4DBF)
+        or (0x4E00 <= cp <= 0x9FFF)
+        or (0xF900 <= cp <= 0xFAFF)
+        or (0x20000 <= cp <= 0x2FFFF)
+    )
 
 
 @njit(cache=True, nogil=True)
@@ -240,8 +253,9 @@ def lcs_unit_counts(texts: list[str] | Canonical, unit: str = "auto") -> np.ndar
     """
     if unit != "auto":
         if isinstance(texts, Canonical):
-            raise ValueError(f"the {unit!r} units are counted from the texts, not their "
-                             "canonical form")
+            raise ValueError(
+                f"the {unit!r} units are counted from the texts, not their canonical form"
+            )
         return np.diff(lcs_units(texts, unit)[0])
     canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
     return _auto_counts(canonical.data, canonical.offsets)
@@ -282,14 +296,14 @@ def lcs_scratch(longest: int) -> tuple:
     while capacity < 2 * longest:
         capacity *= 2
     return (
-        np.zeros(capacity, dtype=np.uint64),      # hash table: unit code
-        np.full(capacity, -1, dtype=np.int64),    # hash table: the call that owns the slot
-        np.zeros(capacity, dtype=np.int32),       # hash table: dense id of the code
-        np.zeros(longest + 1, dtype=np.int32),    # dense ids of the pattern
-        np.zeros(longest + 1, dtype=np.int32),    # dense ids of the text
-        np.zeros(longest + 2, dtype=np.uint64),   # match mask of each id, for one block
-        np.zeros(longest + 1, dtype=np.uint8),    # carry of each text position across blocks
-        np.zeros(1, dtype=np.int64),              # calls so far
+        np.zeros(capacity, dtype=np.uint64),  # hash table: unit code
+        np.full(capacity, -1, dtype=np.int64),  # hash table: the call that owns the slot
+        np.zeros(capacity, dtype=np.int32),  # hash table: dense id of the code
+        np.zeros(longest + 1, dtype=np.int32),  # dense ids of the pattern
+        np.zeros(longest + 1, dtype=np.int32),  # dense ids of the text
+        np.zeros(longest + 2, dtype=np.uint64),  # match mask of each id, for one block
+        np.zeros(longest + 1, dtype=np.uint8),  # carry of each text position across blocks
+        np.zeros(1, dtype=np.int64),  # calls so far
     )
 
 
@@ -436,7 +450,10 @@ def _check_pairs(offsets, codes, a, b):
 
 
 def lcs_pairs(
-    offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray,
+    offsets: np.ndarray,
+    codes: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
     threshold: float | None = None,
 ) -> np.ndarray:
     """LCS resemblance of texts ``a[p]`` and ``b[p]`` for every pair p (float64).

@@ -98,8 +98,11 @@ class Signatures:
             text_bytes=np.concatenate([p.text_bytes for p in parts]),
             set_offsets=set_offsets,
             set_hashes=set_hashes,
-            sizes=(np.concatenate([p.sizes for p in parts])
-                   if all(p.sizes is not None for p in parts) else None),
+            sizes=(
+                np.concatenate([p.sizes for p in parts])
+                if all(p.sizes is not None for p in parts)
+                else None
+            ),
         )
 
 
@@ -118,16 +121,23 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
     lcs = settings.verify is not None and settings.verify_measure == "lcs"
-    sizes = (lcs_unit_counts(canonical if LCS_UNIT == "auto" else texts, LCS_UNIT) if lcs
-             else np.diff(features.offsets))
-    result = Signatures(features.content, signature, features.empty, features.text_bytes,
-                        sizes=sizes)
+    sizes = (
+        lcs_unit_counts(canonical if LCS_UNIT == "auto" else texts, LCS_UNIT)
+        if lcs
+        else np.diff(features.offsets)
+    )
+    result = Signatures(
+        features.content, signature, features.empty, features.text_bytes, sizes=sizes
+    )
     if settings.needs_sets if keep_sets is None else keep_sets:
         if settings.verify_measure == "jaccard":
-            result.set_offsets, result.set_hashes, _ = shingle_sets(features.offsets, features.hashes)
+            result.set_offsets, result.set_hashes, _ = shingle_sets(
+                features.offsets, features.hashes
+            )
         else:
             result.set_offsets, result.set_hashes = settings.verification.prepare(
-                texts, settings.shingle, settings.hash_name)
+                texts, settings.shingle, settings.hash_name
+            )
     return result
 
 
@@ -210,7 +220,9 @@ def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.nda
     return values, head, inverse
 
 
-def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+def sets_for(
+    texts: list[str], indices: np.ndarray, settings: Settings
+) -> tuple[np.ndarray, np.ndarray]:
     """Verification data (CSR over all ``len(texts)`` documents: shingle sets, or LCS units with
     ``verify="lcs:T"``) holding only the documents ``indices``; every other document has an
     empty range. O(bytes of those documents).
@@ -227,7 +239,8 @@ def sets_for(texts: list[str], indices: np.ndarray, settings: Settings) -> tuple
         keep[1:] = chosen[1:] != chosen[:-1]
         chosen = chosen[keep]
     set_offsets, set_hashes = _verification(settings).prepare(
-        [texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name)
+        [texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name
+    )
     sizes = np.zeros(n, dtype=np.int64)
     sizes[chosen] = np.diff(set_offsets)
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -269,8 +282,9 @@ class Relation:
         self.sig = sig
         self.settings = settings
         if verified is None and sig.set_offsets is not None:
-            verified = functools.partial(_verification(settings).similarity, sig.set_offsets,
-                                         sig.set_hashes)
+            verified = functools.partial(
+                _verification(settings).similarity, sig.set_offsets, sig.set_hashes
+            )
         self.verified = verified
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -325,7 +339,9 @@ class _MemoVerified:
         # verification data by the memory left beside them.
         ra, rb = self.rep_of[a], self.rep_of[b]
         out = np.ones(ra.shape[0], dtype=np.float64)
-        key = (np.minimum(ra, rb).astype(np.uint64) << np.uint64(32)) | np.maximum(ra, rb).astype(np.uint64)
+        key = (np.minimum(ra, rb).astype(np.uint64) << np.uint64(32)) | np.maximum(ra, rb).astype(
+            np.uint64
+        )
         need = ra != rb
         if self.keys.shape[0]:
             at = np.minimum(np.searchsorted(self.keys, key), self.keys.shape[0] - 1)
@@ -357,8 +373,9 @@ SetSource = Callable[[np.ndarray], PairSimilarity]
 (ascending indices), it returns a :data:`PairSimilarity` over those documents."""
 
 
-def _band_columns_of(sig: Signatures, settings: Settings, subset: np.ndarray | None,
-                     band_keys: BandKeys | None) -> Iterable[np.ndarray]:
+def _band_columns_of(
+    sig: Signatures, settings: Settings, subset: np.ndarray | None, band_keys: BandKeys | None
+) -> Iterable[np.ndarray]:
     """The band hash columns of the documents ``subset`` (None = all), one band at a time."""
     if band_keys is not None:
         return (c if subset is None else np.asarray(c)[subset] for c in band_keys())
@@ -368,7 +385,10 @@ def _band_columns_of(sig: Signatures, settings: Settings, subset: np.ndarray | N
 
 
 def candidate_edges(
-    sig: Signatures, reps: np.ndarray, rank: np.ndarray, settings: Settings,
+    sig: Signatures,
+    reps: np.ndarray,
+    rank: np.ndarray,
+    settings: Settings,
     band_keys: BandKeys | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
@@ -432,7 +452,9 @@ def find_groups(
     n = len(sig)
     timestamps = np.asarray(timestamps, dtype=np.int64)
     if timestamps.shape[0] != n:
-        raise ValueError(f"timestamps must have one value per document ({n}); got {timestamps.shape[0]}")
+        raise ValueError(
+            f"timestamps must have one value per document ({n}); got {timestamps.shape[0]}"
+        )
     stats: dict = {"documents": n, "seconds": {}}
     clock = time.perf_counter()
 
@@ -457,13 +479,18 @@ def find_groups(
 
     cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys)
     stats["candidates"] = int(cand_a.shape[0])
-    lap("candidates", "shingle sets" if settings.needs_sets and sig.set_offsets is None else "verify")
+    lap(
+        "candidates",
+        "shingle sets" if settings.needs_sets and sig.set_offsets is None else "verify",
+    )
 
     verified = None
     if settings.needs_sets and sig.set_offsets is None:
         if set_source is None and texts is None:
-            raise ValueError("verification needs shingle sets: pass the texts, a set source, "
-                             "or signatures computed with keep_sets=True")
+            raise ValueError(
+                "verification needs shingle sets: pass the texts, a set source, "
+                "or signatures computed with keep_sets=True"
+            )
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
         linked = connected_components(
@@ -506,14 +533,19 @@ def find_groups(
         pair_a = original[pair_b]
     else:
         pair_a, pair_b = all_pairs(sig, settings, relation, band_keys)
-    pair_value = relation.similarity(pair_a, pair_b) if pair_a.shape[0] else (
-        np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64)
+    pair_value = (
+        relation.similarity(pair_a, pair_b)
+        if pair_a.shape[0]
+        else (np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64))
     )
     if settings.pairs == "all":  # all_pairs keeps the pairs the relation accepts
         pair_passed = np.ones(pair_a.shape[0], dtype=bool)
     else:  # the decision that accepted candidates (verified values are remembered: no re-measure)
-        pair_passed = np.asarray(relation(pair_a, pair_b), dtype=bool) if pair_a.shape[0] else (
-            np.zeros(0, dtype=bool))
+        pair_passed = (
+            np.asarray(relation(pair_a, pair_b), dtype=bool)
+            if pair_a.shape[0]
+            else (np.zeros(0, dtype=bool))
+        )
     lap("pairs")
 
     groups = int(is_original.sum())
@@ -524,5 +556,4 @@ def find_groups(
         largest_group=int(group_size.max()) if n else 0,
         empty_documents=int(sig.empty.sum()),
     )
-    return Groups(original, is_original, group_size, pair_a, pair_b, pair_value, pair_passed,
-                  stats)
+    return Groups(original, is_original, group_size, pair_a, pair_b, pair_value, pair_passed, stats)

@@ -149,9 +149,13 @@ def select(
     max_index_bytes: int = MAX_INDEX_BYTES,
 ) -> Selection:
     """Choose what the page shows, by the rules of the module docstring. O(n log n + pairs)."""
-    for name, value in (("max_groups", max_groups), ("max_members", max_members),
-                        ("max_pairs", max_pairs), ("max_index", max_index),
-                        ("max_index_bytes", max_index_bytes)):
+    for name, value in (
+        ("max_groups", max_groups),
+        ("max_members", max_members),
+        ("max_pairs", max_pairs),
+        ("max_index", max_index),
+        ("max_index_bytes", max_index_bytes),
+    ):
         if value < 0:
             raise ValueError(f"{name} must be ≥ 0; got {value}")
     n = len(run.ids)
@@ -171,13 +175,15 @@ def select(
         # Borderline = farthest from a certain duplicate: largest distance, lowest similarity.
         value = run.pair_value if run.value_name == "distance" else -run.pair_value
         nearest = np.lexsort((run.pair_b, run.pair_a, -value))[:max_pairs]
-        pairs = [(int(run.pair_a[i]), int(run.pair_b[i]), float(run.pair_value[i]))
-                 for i in nearest]
+        pairs = [
+            (int(run.pair_a[i]), int(run.pair_b[i]), float(run.pair_value[i])) for i in nearest
+        ]
 
     in_groups = np.flatnonzero(sizes[run.original] > 1)
     listed = in_groups[:max_index]
-    id_bytes = np.cumsum([len(str(run.ids[p]).encode("utf-8")) for p in listed.tolist()],
-                         dtype=np.int64)
+    id_bytes = np.cumsum(
+        [len(str(run.ids[p]).encode("utf-8")) for p in listed.tolist()], dtype=np.int64
+    )
     listed = listed[: int(np.searchsorted(id_bytes, max_index_bytes, side="right"))]
     return Selection(groups, pairs, listed.tolist(), int(in_groups.shape[0]))
 
@@ -191,14 +197,18 @@ def describe_settings(settings) -> dict[str, str]:
         >>> describe_settings(Settings(method="simhash"))["near-duplicates"]
         'Hamming distance ≤ 3 bits'
     """
-    shown = {"method": settings.method, "shingles": settings.shingle,
-             "feature hash": settings.hash_name}
+    shown = {
+        "method": settings.method,
+        "shingles": settings.shingle,
+        "feature hash": settings.hash_name,
+    }
     if settings.method == "simhash":
         weights = settings.weights
         if settings.idf is not None:
             weights += f" ({settings.idf.documents:,}-document IDF table)"
-        shown.update({"weights": weights,
-                      "near-duplicates": f"Hamming distance ≤ {settings.hamming_k} bits"})
+        shown.update(
+            {"weights": weights, "near-duplicates": f"Hamming distance ≤ {settings.hamming_k} bits"}
+        )
     else:
         bands, rows = settings.banding()
         if settings.verify is None:
@@ -207,16 +217,25 @@ def describe_settings(settings) -> dict[str, str]:
             decides = f"LCS resemblance ≥ {settings.verify:g} (words kept in order)"
         else:
             decides = f"Jaccard ≥ {settings.verify:g}"
-        shown.update({"permutations": str(settings.num_perm), "seed": str(settings.seed),
-                      "near-duplicates": decides, "LSH bands × rows": f"{bands} × {rows}"})
+        shown.update(
+            {
+                "permutations": str(settings.num_perm),
+                "seed": str(settings.seed),
+                "near-duplicates": decides,
+                "LSH bands × rows": f"{bands} × {rows}",
+            }
+        )
     if settings.verify is None:
         verification = "none"
     elif settings.verify_measure == "lcs":
-        verification = f"LCS resemblance ≥ {settings.verify:g} (words; Hangul, kana, Han by character)"
+        verification = (
+            f"LCS resemblance ≥ {settings.verify:g} (words; Hangul, kana, Han by character)"
+        )
     else:
         verification = f"exact Jaccard ≥ {settings.verify:g}"
-    shown.update({"verification": verification, "grouping": settings.grouping,
-                  "pairs": settings.pairs})
+    shown.update(
+        {"verification": verification, "grouping": settings.grouping, "pairs": settings.pairs}
+    )
     return shown
 
 
@@ -273,8 +292,15 @@ def _bins_values(run: RunData) -> tuple[list[str], list[int], float | None]:
     return [f"{edges[i]:.2f}" for i in range(len(edges) - 1)], counts.tolist(), mark
 
 
-def svg_bars(labels: Sequence[str], counts: Sequence[int], title: str, x_label: str,
-             mark: float | None = None, mark_label: str = "", beyond: str | None = None) -> str:
+def svg_bars(
+    labels: Sequence[str],
+    counts: Sequence[int],
+    title: str,
+    x_label: str,
+    mark: float | None = None,
+    mark_label: str = "",
+    beyond: str | None = None,
+) -> str:
     """A bar chart as inline SVG (log-scaled bar heights, exact counts in tooltips).
 
     ``mark`` draws a dashed line that many bars from the left edge, labelled ``mark_label``;
@@ -290,30 +316,42 @@ def svg_bars(labels: Sequence[str], counts: Sequence[int], title: str, x_label: 
     n = max(1, len(labels))
     bar = (width - left - 10) / n
     peak = math.log10(max(max(counts, default=1), 1) + 1)
-    parts = [(f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
-              f'aria-label="{html.escape(title)}">'),
-             f'<text x="{width / 2}" y="16" class="title">{html.escape(title)}</text>']
+    parts = [
+        (
+            f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{html.escape(title)}">'
+        ),
+        f'<text x="{width / 2}" y="16" class="title">{html.escape(title)}</text>',
+    ]
     for i, (label, count) in enumerate(zip(labels, counts)):
         h = 0 if count == 0 else (height - bottom - top) * math.log10(count + 1) / peak
         x = left + i * bar
         y = height - bottom - h
-        greyed = mark is not None and (beyond == "left" and i + 1 <= mark
-                                       or beyond == "right" and i >= mark)
-        parts.append(f'<rect class="{"bar beyond" if greyed else "bar"}" x="{x + 1:.1f}" '
-                     f'y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}">'
-                     f"<title>{html.escape(label)}: {count:,}</title></rect>")
+        greyed = mark is not None and (
+            beyond == "left" and i + 1 <= mark or beyond == "right" and i >= mark
+        )
+        parts.append(
+            f'<rect class="{"bar beyond" if greyed else "bar"}" x="{x + 1:.1f}" '
+            f'y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}">'
+            f"<title>{html.escape(label)}: {count:,}</title></rect>"
+        )
         if n <= 12 or i % math.ceil(n / 12) == 0:
-            parts.append(f'<text x="{x + bar / 2:.1f}" y="{height - bottom + 14}" class="tick">'
-                         f"{html.escape(label)}</text>")
+            parts.append(
+                f'<text x="{x + bar / 2:.1f}" y="{height - bottom + 14}" class="tick">'
+                f"{html.escape(label)}</text>"
+            )
     if mark is not None:
         x = left + mark * bar
         # The label sits above the plot, left of the line when the line is far right.
         anchor, dx = ("end", -4) if x > width * 0.75 else ("start", 4)
-        parts.append(f'<line class="threshold" x1="{x:.1f}" x2="{x:.1f}" y1="{top - 10}" '
-                     f'y2="{height - bottom}"/><text x="{x + dx:.1f}" y="{top - 2}" '
-                     f'class="mark" text-anchor="{anchor}">{html.escape(mark_label)}</text>')
-    parts.append(f'<text x="{width / 2}" y="{height - 6}" class="axis">{html.escape(x_label)}'
-                 "</text></svg>")
+        parts.append(
+            f'<line class="threshold" x1="{x:.1f}" x2="{x:.1f}" y1="{top - 10}" '
+            f'y2="{height - bottom}"/><text x="{x + dx:.1f}" y="{top - 2}" '
+            f'class="mark" text-anchor="{anchor}">{html.escape(mark_label)}</text>'
+        )
+    parts.append(
+        f'<text x="{width / 2}" y="{height - 6}" class="axis">{html.escape(x_label)}</text></svg>'
+    )
     return "".join(parts)
 
 
@@ -359,11 +397,16 @@ def _format(value) -> str:
 
 
 # Labels of the run's counters (``Groups.stats``) in the summary table.
-_STAT_NAMES = {"candidates": "candidate pairs", "rejected": "rejected by verification",
-               "exact_duplicates": "exact duplicates", "empty_documents": "empty documents"}
+_STAT_NAMES = {
+    "candidates": "candidate pairs",
+    "rejected": "rejected by verification",
+    "exact_duplicates": "exact duplicates",
+    "empty_documents": "empty documents",
+}
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans","Noto Sans CJK KR","Noto Sans CJK JP",sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans","Noto Sans CJK KR","Noto Sans CJK JP",sans-serif;
+margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left;border-bottom:1px solid #eee}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -451,93 +494,145 @@ def render(
     def doc_id(position: int) -> str:
         return html.escape(str(ids[position]))
 
-    out = ['<!DOCTYPE html><html lang="und"><head><meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-           f"<h1>{html.escape(title)}</h1>"]
+    out = [
+        '<!DOCTYPE html><html lang="und"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
 
-    out.append('<nav class="meta"><a href="#summary">summary</a> · <a href="#charts">charts</a> · '
-               '<a href="#find">find a document</a> · <a href="#groups">largest groups</a> · '
-               '<a href="#borderline">borderline pairs</a></nav>')
+    out.append(
+        '<nav class="meta"><a href="#summary">summary</a> · <a href="#charts">charts</a> · '
+        '<a href="#find">find a document</a> · <a href="#groups">largest groups</a> · '
+        '<a href="#borderline">borderline pairs</a></nav>'
+    )
 
-    summary = [("documents", n), ("groups", int(originals.shape[0])),
-               ("documents removed (duplicates)", n - int(originals.shape[0])),
-               ("largest group", int(group_sizes.max()) if group_sizes.size else 0),
-               (f"pairs reported ({run.value_name})", int(run.pair_value.shape[0]))]
+    summary = [
+        ("documents", n),
+        ("groups", int(originals.shape[0])),
+        ("documents removed (duplicates)", n - int(originals.shape[0])),
+        ("largest group", int(group_sizes.max()) if group_sizes.size else 0),
+        (f"pairs reported ({run.value_name})", int(run.pair_value.shape[0])),
+    ]
     already = {"documents", "groups", "duplicates_removed", "largest_group", "pairs", "seconds"}
-    summary += [(_STAT_NAMES.get(k, k.replace("_", " ")), v) for k, v in run.stats.items()
-                if k not in already and not isinstance(v, dict)]
+    summary += [
+        (_STAT_NAMES.get(k, k.replace("_", " ")), v)
+        for k, v in run.stats.items()
+        if k not in already and not isinstance(v, dict)
+    ]
     out.append('<h2 id="summary">Summary</h2><div class="facts"><table class="summary">')
-    out += [f'<tr><th>{html.escape(k)}</th><td class="num">{_format(v)}</td></tr>'
-            for k, v in summary]
+    out += [
+        f'<tr><th>{html.escape(k)}</th><td class="num">{_format(v)}</td></tr>' for k, v in summary
+    ]
     out.append("</table>")
     seconds = run.stats.get("seconds") or {}
     if seconds:
         out.append('<table class="stages"><caption>seconds per stage</caption>')
-        out += [f'<tr><th>{html.escape(k.replace("_", " "))}</th>'
-                f'<td class="num">{v:,.3f}</td></tr>' for k, v in seconds.items()]
+        out += [
+            f'<tr><th>{html.escape(k.replace("_", " "))}</th><td class="num">{v:,.3f}</td></tr>'
+            for k, v in seconds.items()
+        ]
         out.append("</table>")
     if run.settings:
         out.append('<table class="settings"><caption>settings</caption>')
-        out += [f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-                for k, v in run.settings.items()]
+        out += [
+            f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in run.settings.items()
+        ]
         out.append("</table>")
     out.append("</div>")
     if not seconds and not run.settings:
-        out.append('<p class="note">Settings and seconds per stage are not known: GROUPS and '
-                   "PAIRS files do not record them (a report written by the run itself, "
-                   "<code>neardup dedup --report</code>, shows them).</p>")
+        out.append(
+            '<p class="note">Settings and seconds per stage are not known: GROUPS and '
+            "PAIRS files do not record them (a report written by the run itself, "
+            "<code>neardup dedup --report</code>, shows them).</p>"
+        )
 
     out.append('<h2 id="charts">Charts</h2><div class="charts">')
     labels, counts = _bins_group_sizes(group_sizes)
     out.append(svg_bars(labels, counts, "groups by size", "group size (documents)"))
     labels, counts, mark = _bins_values(run)
     unit = "Hamming distance (bits)" if run.value_name == "distance" else "Jaccard similarity"
-    mark_label = "" if run.threshold is None else (
-        f"k = {int(run.threshold)}" if run.value_name == "distance"
-        else f"threshold {run.threshold:g}")
-    out.append(svg_bars(labels, counts, f"reported pairs by {run.value_name}", unit, mark,
-                        mark_label, "right" if run.value_name == "distance" else "left"))
+    mark_label = (
+        ""
+        if run.threshold is None
+        else (
+            f"k = {int(run.threshold)}"
+            if run.value_name == "distance"
+            else f"threshold {run.threshold:g}"
+        )
+    )
+    out.append(
+        svg_bars(
+            labels,
+            counts,
+            f"reported pairs by {run.value_name}",
+            unit,
+            mark,
+            mark_label,
+            "right" if run.value_name == "distance" else "left",
+        )
+    )
     out.append("</div>")
-    out.append('<p class="note">Bar heights are on a log scale; hover a bar for its count. '
-               "Grey bars: pairs beyond the threshold (see borderline pairs)."
-               + ("" if run.pair_value.shape[0] else
-                  " No pairs to show (none reported, or no PAIRS file given).") + "</p>")
+    out.append(
+        '<p class="note">Bar heights are on a log scale; hover a bar for its count. '
+        "Grey bars: pairs beyond the threshold (see borderline pairs)."
+        + (
+            ""
+            if run.pair_value.shape[0]
+            else " No pairs to show (none reported, or no PAIRS file given)."
+        )
+        + "</p>"
+    )
 
     # An original listed in the index is named by its row number: each ID is written once.
     row_of = {p: row for row, p in enumerate(chosen.index)}
-    index = [[str(ids[p]), row_of.get(int(run.original[p]), str(ids[run.original[p]])),
-              int(sizes[p])] for p in chosen.index]
+    index = [
+        [str(ids[p]), row_of.get(int(run.original[p]), str(ids[run.original[p]])), int(sizes[p])]
+        for p in chosen.index
+    ]
     if len(index) == chosen.index_total:
-        note = (f"all {chosen.index_total:,} documents that have a near-duplicate; a document "
-                "not found is unique (a group of one)")
+        note = (
+            f"all {chosen.index_total:,} documents that have a near-duplicate; a document "
+            "not found is unique (a group of one)"
+        )
     else:
-        note = (f"the first {len(index):,} (input order) of the {chosen.index_total:,} "
-                "documents that have a near-duplicate (the page holds at most "
-                f"{max_index:,} of their IDs and {max_index_bytes / 1e6:g} MB); a document "
-                "not found is unique or beyond those")
-    out.append('<h2 id="find">Find a document</h2>'
-               f'<p class="note">Searches {note}. A match whose group is shown below links to '
-               "it.</p>"
-               '<input id="filter" type="search" placeholder="document ID (or part of it)" '
-               'autocomplete="off"><p id="match-count" class="meta"></p><ul id="matches"></ul>')
+        note = (
+            f"the first {len(index):,} (input order) of the {chosen.index_total:,} "
+            "documents that have a near-duplicate (the page holds at most "
+            f"{max_index:,} of their IDs and {max_index_bytes / 1e6:g} MB); a document "
+            "not found is unique or beyond those"
+        )
+    out.append(
+        '<h2 id="find">Find a document</h2>'
+        f'<p class="note">Searches {note}. A match whose group is shown below links to '
+        "it.</p>"
+        '<input id="filter" type="search" placeholder="document ID (or part of it)" '
+        'autocomplete="off"><p id="match-count" class="meta"></p><ul id="matches"></ul>'
+    )
 
     value_of = _member_values(run, chosen)
     out.append('<h2 id="groups">Largest groups</h2>')
-    out.append(f'<p class="note">The {len(chosen.groups)} largest groups of two or more '
-               f"(ties: the original earlier in the input), each with its first {max_members} "
-               f"members in input order, shown against the original; texts are cut at "
-               f"{max_chars:,} characters. Deleted words are <del>struck</del>, added ones "
-               "<ins>highlighted</ins>.</p>")
+    out.append(
+        f'<p class="note">The {len(chosen.groups)} largest groups of two or more '
+        f"(ties: the original earlier in the input), each with its first {max_members} "
+        f"members in input order, shown against the original; texts are cut at "
+        f"{max_chars:,} characters. Deleted words are <del>struck</del>, added ones "
+        "<ins>highlighted</ins>.</p>"
+    )
     for original, members, size in chosen.groups:
-        out.append(f'<div class="group" id="group-{doc_id(original)}">'
-                   f"<h3>group of {size:,}: original {doc_id(original)}</h3>"
-                   f'<div class="doc original">{html.escape(text(original))}</div>')
+        out.append(
+            f'<div class="group" id="group-{doc_id(original)}">'
+            f"<h3>group of {size:,}: original {doc_id(original)}</h3>"
+            f'<div class="doc original">{html.escape(text(original))}</div>'
+        )
         for m in members:
             value = value_of.get((original, m))
             measured = "" if value is None else f" ({_value_text(run, value)} to the original)"
-            out.append(f'<p class="meta">member {doc_id(m)}{measured}</p>'
-                       f'<div class="doc diff">{diff_html(text(original), text(m))}</div>')
+            out.append(
+                f'<p class="meta">member {doc_id(m)}{measured}</p>'
+                f'<div class="doc diff">{diff_html(text(original), text(m))}</div>'
+            )
         if size - 1 > len(members):
             out.append(f'<p class="meta">… and {size - 1 - len(members):,} more members</p>')
         out.append("</div>")
@@ -545,22 +640,28 @@ def render(
     out.append('<h2 id="borderline">Borderline pairs</h2>')
     direction = "largest distances" if run.value_name == "distance" else "lowest similarities"
     beyond = _beyond_threshold(run, run.pair_value)
-    out.append(f'<p class="note">The {len(chosen.pairs)} reported pairs with the {direction} '
-               "(ties by input position): the weakest links, the ones to check first. When "
-               "every near-duplicate pair is reported (<code>--pairs all</code>), these are the "
-               "pairs nearest the threshold. When one pair per duplicate is reported, from its "
-               "original (<code>--pairs original</code>, the default), a pair can lie beyond "
-               "the threshold: the duplicate joined its group through another member. "
-               f"Pairs beyond the threshold in this run: {int(beyond.sum()):,} of "
-               f"{beyond.shape[0]:,}.</p>")
+    out.append(
+        f'<p class="note">The {len(chosen.pairs)} reported pairs with the {direction} '
+        "(ties by input position): the weakest links, the ones to check first. When "
+        "every near-duplicate pair is reported (<code>--pairs all</code>), these are the "
+        "pairs nearest the threshold. When one pair per duplicate is reported, from its "
+        "original (<code>--pairs original</code>, the default), a pair can lie beyond "
+        "the threshold: the duplicate joined its group through another member. "
+        f"Pairs beyond the threshold in this run: {int(beyond.sum()):,} of "
+        f"{beyond.shape[0]:,}.</p>"
+    )
     for a, b, value in chosen.pairs:
         flag = ""
         if _beyond_threshold(run, np.asarray([value]))[0]:
-            flag = ' <span class="beyond">beyond the threshold: joined through another member</span>'
-        out.append(f'<div class="group pair"><h3>{doc_id(a)} ↔ {doc_id(b)}: '
-                   f"{_value_text(run, value)}{flag}</h3>"
-                   f'<div class="doc original">{html.escape(text(a))}</div>'
-                   f'<div class="doc diff">{diff_html(text(a), text(b))}</div></div>')
+            flag = (
+                ' <span class="beyond">beyond the threshold: joined through another member</span>'
+            )
+        out.append(
+            f'<div class="group pair"><h3>{doc_id(a)} ↔ {doc_id(b)}: '
+            f"{_value_text(run, value)}{flag}</h3>"
+            f'<div class="doc original">{html.escape(text(a))}</div>'
+            f'<div class="doc diff">{diff_html(text(a), text(b))}</div></div>'
+        )
 
     # No "<" may reach the script element: "</script>" would end it and "<!--" would change
     # how the HTML parser looks for its end. In JSON strings, \u003c is the same character.

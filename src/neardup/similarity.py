@@ -606,7 +606,12 @@ def _pair_sets(features: Features) -> tuple[np.ndarray, np.ndarray]:
     return hashes[offsets[0] : offsets[1]], hashes[offsets[1] : offsets[2]]
 
 
-def jaccard(a: str, b: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, hash_name: str = DEFAULT_HASH_NAME) -> float:
+def jaccard(
+    a: str,
+    b: str,
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
+) -> float:
     """Exact Jaccard index of the two shingle sets: |S_A ∩ S_B| / |S_A ∪ S_B|, in 0..1.
 
     Shingles as in :mod:`neardup.text` (order inside a shingle counts, repeats do not), compared
@@ -624,7 +629,10 @@ def jaccard(a: str, b: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, has
 
 
 def containment(
-    a: str, b: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, hash_name: str = DEFAULT_HASH_NAME
+    a: str,
+    b: str,
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
 ) -> float:
     """Containment of a in b: |S_A ∩ S_B| / |S_A|, in 0..1 (how much of a appears in b).
 

@@ -92,7 +92,9 @@ class Verification:
         """Bytes per value of the verification data (for memory budgets)."""
         return 8
 
-    def prepare(self, texts: list[str], shingle: str, hash_name: str) -> tuple[np.ndarray, np.ndarray]:
+    def prepare(
+        self, texts: list[str], shingle: str, hash_name: str
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Each text's verification data, CSR ``(offsets int64[n + 1], values uint64)``: its
         sorted distinct shingle hashes (Jaccard) or its :data:`LCS_UNIT` units (at most one per
         UTF-8 byte of the canonical text). O(total bytes)."""
@@ -102,8 +104,15 @@ class Verification:
         offsets, hashes, _ = shingle_sets(features.offsets, features.hashes)
         return offsets, hashes
 
-    def similarity(self, offsets: np.ndarray, values: np.ndarray, a: np.ndarray,
-                   b: np.ndarray, exact: bool = False, workers: int = 1) -> np.ndarray:
+    def similarity(
+        self,
+        offsets: np.ndarray,
+        values: np.ndarray,
+        a: np.ndarray,
+        b: np.ndarray,
+        exact: bool = False,
+        workers: int = 1,
+    ) -> np.ndarray:
         """The measure of documents ``a[p]`` and ``b[p]`` over data from :meth:`prepare`.
 
         LCS values below the threshold are only some value below it (the kernel stops once the

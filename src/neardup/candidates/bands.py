@@ -59,8 +59,14 @@ import numpy as np
 from numba import njit
 
 __all__ = [
-    "BandBuckets", "band_columns", "band_hashes", "band_buckets", "candidate_pairs",
-    "pairs_from_band_columns", "rank_positions", "MODES",
+    "BandBuckets",
+    "band_columns",
+    "band_hashes",
+    "band_buckets",
+    "candidate_pairs",
+    "pairs_from_band_columns",
+    "rank_positions",
+    "MODES",
 ]
 
 #: The values of ``mode`` accepted by :func:`candidate_pairs`.
@@ -192,8 +198,9 @@ def rank_positions(rank: object, n: int) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise ValueError(f"rank must be an integer or float array, got dtype {arr.dtype}")
     if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise ValueError("rank must not contain NaN, got NaN at index "
-                         f"{int(np.flatnonzero(np.isnan(arr))[0])}")
+        raise ValueError(
+            f"rank must not contain NaN, got NaN at index {int(np.flatnonzero(np.isnan(arr))[0])}"
+        )
     order = np.lexsort((np.arange(n), arr))
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n, dtype=np.int64)

@@ -28,25 +28,39 @@ def _text_argument(value: str, source: str) -> str:
         return path.read_text(encoding="utf-8")
     if source == "file" or _PATH_LIKE.fullmatch(value):
         raise click.BadParameter(
-            f"no such file: {value}" + ("" if source == "file" else
-                                        " (pass --text to compare it as a literal string)"))
+            f"no such file: {value}"
+            + ("" if source == "file" else " (pass --text to compare it as a literal string)")
+        )
     return value
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("a")
 @click.argument("b")
-@click.option("--unit", type=click.Choice(["char", "word", "jamo", "syllable"]), default="word",
-              show_default=True, help="Unit of edit distance, LCS and cosine.")
-@setting_option("shingle", default=DEFAULT_SHINGLES[FINGERPRINT_METHOD],
-                help="Shingles for Jaccard, SimHash, MinHash.")
+@click.option(
+    "--unit",
+    type=click.Choice(["char", "word", "jamo", "syllable"]),
+    default="word",
+    show_default=True,
+    help="Unit of edit distance, LCS and cosine.",
+)
+@setting_option(
+    "shingle",
+    default=DEFAULT_SHINGLES[FINGERPRINT_METHOD],
+    help="Shingles for Jaccard, SimHash, MinHash.",
+)
 @setting_option("num_perm", help="MinHash permutations.")
 @setting_option("hash_name", old="--hash")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--text", "source", flag_value="text",
-              help="A and B are texts, even where they name files.")
-@click.option("--file", "source", flag_value="file",
-              help="A and B are files (an error when one does not exist).")
+@click.option(
+    "--text", "source", flag_value="text", help="A and B are texts, even where they name files."
+)
+@click.option(
+    "--file",
+    "source",
+    flag_value="file",
+    help="A and B are files (an error when one does not exist).",
+)
 @click.option("--auto", "source", flag_value="auto", default=True, hidden=True)
 @handle_errors
 def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
@@ -64,12 +78,14 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
     from neardup.similarity import compare as compare_texts
 
     text_a, text_b = _text_argument(a, source), _text_argument(b, source)
-    result = compare_texts(text_a, text_b, unit=unit, shingle=shingle, num_perm=num_perm,
-                           hash_name=hash_name)
+    result = compare_texts(
+        text_a, text_b, unit=unit, shingle=shingle, num_perm=num_perm, hash_name=hash_name
+    )
     rule = Settings().verification  # dedup's: LCS resemblance at its default threshold
     offsets, values = rule.prepare([text_a, text_b], shingle, hash_name)
-    resemblance = float(rule.similarity(offsets, values, np.array([0]), np.array([1]),
-                                        exact=True)[0])
+    resemblance = float(
+        rule.similarity(offsets, values, np.array([0]), np.array([1]), exact=True)[0]
+    )
     result["definition_lcs"] = resemblance
     result["near_duplicate"] = "yes" if resemblance >= rule.threshold else "no"
     if as_json:
@@ -89,13 +105,21 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
 @click.command(context_settings=CONTEXT)
 @setting_option("threshold", help="The near-duplicate threshold, as `neardup dedup --threshold`.")
 @setting_option("num_perm", help="MinHash permutations.")
-@setting_option("verify",
-                help="The verification, as `neardup dedup --verify`: it decides which Jaccard the "
-                "bands are tuned for (LCS at T: Jaccard T/2).")
-@click.option("--fp-weight", type=float, default=None,
-              help="Tune for a Jaccard of --threshold with this weight of false positives "
-              "(with --fn-weight) instead of as dedup does.")
-@click.option("--fn-weight", type=float, default=None, help="Weight of false negatives (see --fp-weight).")
+@setting_option(
+    "verify",
+    help="The verification, as `neardup dedup --verify`: it decides which Jaccard the "
+    "bands are tuned for (LCS at T: Jaccard T/2).",
+)
+@click.option(
+    "--fp-weight",
+    type=float,
+    default=None,
+    help="Tune for a Jaccard of --threshold with this weight of false positives "
+    "(with --fn-weight) instead of as dedup does.",
+)
+@click.option(
+    "--fn-weight", type=float, default=None, help="Weight of false negatives (see --fp-weight)."
+)
 @click.option("--plot", default=None, help="Write the S-curve p(s) = 1 − (1 − s^r)^b as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @handle_errors
@@ -122,16 +146,23 @@ def tune(threshold, num_perm, verify, fp_weight, fn_weight, plot, as_json):
     )
 
     if (fp_weight is None) != (fn_weight is None):
-        raise ValueError("give --fp-weight and --fn-weight together (or neither: tune as dedup does)")
+        raise ValueError(
+            "give --fp-weight and --fn-weight together (or neither: tune as dedup does)"
+        )
     if fp_weight is None:
         settings = Settings(method="minhash", threshold=threshold, num_perm=num_perm, verify=verify)
         bands, rows = settings.banding()
         lcs = settings.verify is not None and settings.verify_measure == "lcs"
         tuned_for = settings.verify / 2 if lcs else threshold
         note = f" (half of --verify lcs:{settings.verify:g})" if lcs else ""
-        params = LSHParams(bands, rows, tuned_for, num_perm,
-                           false_positive_area(tuned_for, bands, rows),
-                           false_negative_area(tuned_for, bands, rows))
+        params = LSHParams(
+            bands,
+            rows,
+            tuned_for,
+            num_perm,
+            false_positive_area(tuned_for, bands, rows),
+            false_negative_area(tuned_for, bands, rows),
+        )
     else:
         params = optimal_params(threshold, num_perm, fp_weight=fp_weight, fn_weight=fn_weight)
         tuned_for, note = threshold, ""
@@ -142,16 +173,29 @@ def tune(threshold, num_perm, verify, fp_weight, fn_weight, plot, as_json):
     if plot:
         plot_s_curve(params.bands, params.rows, plot, threshold=threshold)
     if as_json:
-        click.echo(json.dumps({
-            "threshold": threshold, "num_perm": num_perm, "bands": params.bands, "rows": params.rows,
-            "approx_threshold": params.approx_threshold, "fp_area": params.fp_area,
-            "fn_area": params.fn_area,
-            "candidate_probability": {str(s): float(p) for s, p in zip(sims, probs)},
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "threshold": threshold,
+                    "num_perm": num_perm,
+                    "bands": params.bands,
+                    "rows": params.rows,
+                    "approx_threshold": params.approx_threshold,
+                    "fp_area": params.fp_area,
+                    "fn_area": params.fn_area,
+                    "candidate_probability": {str(s): float(p) for s, p in zip(sims, probs)},
+                },
+                indent=2,
+            )
+        )
         return
-    click.echo(f"Jaccard {threshold:g}{note}, num_perm {num_perm}: bands b = {params.bands}, rows r = {params.rows} "
-               f"(uses {params.bands * params.rows} values; (1/b)^(1/r) = {params.approx_threshold:.3f})")
-    click.echo(f"false-positive area {params.fp_area:.5f}, false-negative area {params.fn_area:.5f}")
+    click.echo(
+        f"Jaccard {threshold:g}{note}, num_perm {num_perm}: bands b = {params.bands}, rows r = {params.rows} "
+        f"(uses {params.bands * params.rows} values; (1/b)^(1/r) = {params.approx_threshold:.3f})"
+    )
+    click.echo(
+        f"false-positive area {params.fp_area:.5f}, false-negative area {params.fn_area:.5f}"
+    )
     click.echo(f"{'similarity':>10}  {'P(candidate)':>12}  {'P(missed)':>10}")
     for s, p in zip(sims, probs):
         marker = "  ← threshold" if s == threshold else ""

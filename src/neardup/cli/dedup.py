@@ -39,20 +39,25 @@ def idf_options(command):
 
     Example: ``@idf_options`` above a command function gives it ``idf_in`` and ``idf_out``."""
     options = [
-        click.option("--idf-in", default=None,
-                     help="With --weights idf: the IDF table to use (saved by an earlier run), "
-                     "instead of computing it from INPUTS."),
-        click.option("--idf-out", default=None,
-                     help="With --weights idf: where to save the IDF table computed from INPUTS "
-                     "[default: OUTPUT.idf.parquet]."),
+        click.option(
+            "--idf-in",
+            default=None,
+            help="With --weights idf: the IDF table to use (saved by an earlier run), "
+            "instead of computing it from INPUTS.",
+        ),
+        click.option(
+            "--idf-out",
+            default=None,
+            help="With --weights idf: where to save the IDF table computed from INPUTS "
+            "[default: OUTPUT.idf.parquet].",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
-def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, reading,
-               reporter):
+def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, reading, reporter):
     """The IDF table of ``--weights idf``: loaded from ``--idf-in``, or computed from the inputs
     in a first pass and saved (``--idf-out``, else next to the output) with the run."""
     from neardup.idf import IdfTable
@@ -67,8 +72,10 @@ def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, rea
         table.check(shingle, hash_name)
         return table
     if "-" in inputs:
-        raise ValueError("--weights idf reads the inputs twice (the IDF table first), which "
-                         "standard input cannot do: give files, or a table with --idf-in")
+        raise ValueError(
+            "--weights idf reads the inputs twice (the IDF table first), which "
+            "standard input cannot do: give files, or a table with --idf-in"
+        )
     reader = read_documents(list(inputs), **reading)
     reporter.reading(reader, "IDF table (first pass)")
 
@@ -95,12 +102,16 @@ def _check_method_options(method: str, verify: str = "auto") -> None:
     """Refuse the options the user gave on the command line that ``method`` does not use."""
     ctx = click.get_current_context()
     names = {"idf_in": "idf"}
-    given = [names.get(p.name, p.name) for p in ctx.command.params
-             if ctx.get_parameter_source(p.name) in (click.core.ParameterSource.COMMANDLINE,
-                                                     click.core.ParameterSource.ENVIRONMENT)]
+    given = [
+        names.get(p.name, p.name)
+        for p in ctx.command.params
+        if ctx.get_parameter_source(p.name)
+        in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    ]
     flags = {"idf": "--idf-in"}
-    check_method_options(method, given, verify,
-                         lambda name: flags.get(name, "--" + name.replace("_", "-")))
+    check_method_options(
+        method, given, verify, lambda name: flags.get(name, "--" + name.replace("_", "-"))
+    )
 
 
 def _raw_timestamp_column(raw: list) -> list[str]:
@@ -114,7 +125,9 @@ def _signature_column(signature: np.ndarray) -> list[str]:
     return [row.tobytes().hex() for row in signature.astype(">u4")]
 
 
-def _read_summary(reporter: Reporter, stats, elapsed: float, empty: int) -> list[tuple[str, object]]:
+def _read_summary(
+    reporter: Reporter, stats, elapsed: float, empty: int
+) -> list[tuple[str, object]]:
     mb = stats.bytes / 1e6
     rows = [
         ("documents", stats.documents),
@@ -128,17 +141,32 @@ def _read_summary(reporter: Reporter, stats, elapsed: float, empty: int) -> list
     return rows
 
 
-
 @click.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="Output file (.tsv .csv .jsonl .parquet, - = stdout).")
+@click.option(
+    "-o", "--output", required=True, help="Output file (.tsv .csv .jsonl .parquet, - = stdout)."
+)
 @signature_options
 @idf_options
 @input_options
 @summary_option
 @handle_errors
-def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, seed, idf_in,
-                idf_out, reading, workers, quiet, summary_out):
+def fingerprint(
+    inputs,
+    output,
+    method,
+    shingle,
+    hash_name,
+    weights,
+    num_perm,
+    seed,
+    idf_in,
+    idf_out,
+    reading,
+    workers,
+    quiet,
+    summary_out,
+):
     """Fingerprint every document: one row per document, in input order.
 
     For SimHash a .tsv output has exactly the rows of the batch job's input,
@@ -157,11 +185,18 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
     _check_method_options(method)
     check_outputs([output, idf_out, summary_out], inputs)
     reader = read_documents(list(inputs), **reading)
-    settings = Settings(method=method, shingle=shingle, hash_name=hash_name, num_perm=num_perm,
-                        seed=seed, verify=None)
+    settings = Settings(
+        method=method,
+        shingle=shingle,
+        hash_name=hash_name,
+        num_perm=num_perm,
+        seed=seed,
+        verify=None,
+    )
     with Reporter(quiet, summary_out) as reporter:
-        idf = _idf_table(weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs,
-                         reading, reporter)
+        idf = _idf_table(
+            weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs, reading, reporter
+        )
         settings = settings.replace(weights=weights, idf=idf)
         reporter.reading(reader)
         collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
@@ -176,10 +211,13 @@ def fingerprint(inputs, output, method, shingle, hash_name, weights, num_perm, s
         is_seed_tsv = output != "-" and Path(output).suffix == ".tsv" or output == "-"
         write_table(output, columns, header=not is_seed_tsv)
     elapsed = time.perf_counter() - reporter.started
-    reporter.summary(_read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())),
-                     settings=settings_fields(settings, ("method", "shingle", "hash_name", "weights",
-                                                         "num_perm", "seed")),
-                     outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)})
+    reporter.summary(
+        _read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())),
+        settings=settings_fields(
+            settings, ("method", "shingle", "hash_name", "weights", "num_perm", "seed")
+        ),
+        outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)},
+    )
 
 
 def _groups_summary(run) -> list[tuple[str, object]]:
@@ -201,54 +239,120 @@ def _groups_summary(run) -> list[tuple[str, object]]:
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="GROUPS file: one row per input document.")
 @signature_options_for(DEFAULT_METHOD)
-@setting_option("hamming_k", "-k",
-                help="SimHash: near-duplicates differ in at most this many of 64 bits.")
-@setting_option("threshold",
-                help="MinHash: the near-duplicate threshold: of the LCS resemblance with --verify auto or "
-                "lcs, of the Jaccard with --verify jaccard or none; picks the LSH bands (see `neardup tune`).")
+@setting_option(
+    "hamming_k", "-k", help="SimHash: near-duplicates differ in at most this many of 64 bits."
+)
+@setting_option(
+    "threshold",
+    help="MinHash: the near-duplicate threshold: of the LCS resemblance with --verify auto or "
+    "lcs, of the Jaccard with --verify jaccard or none; picks the LSH bands (see `neardup tune`).",
+)
 @setting_option("bands", type=int, help="MinHash: force the number of LSH bands (with --rows).")
 @setting_option("rows", type=int, help="MinHash: force the rows per band (with --bands).")
-@setting_option("verify",
-                help="Check candidates exactly: lcs[:T] (the share of the longer text's words kept in "
-                "order, Korean/Chinese/Japanese by characters: the definition's rule), jaccard[:T] (of "
-                "the shingle sets) or none. auto = lcs:THRESHOLD for MinHash, none for SimHash.")
-@setting_option("grouping",
-                help="components: transitive groups; center: each member is a near-duplicate of its original.")
-@setting_option("pairs", "pairs_mode",
-                help="Pairs to write: an edge from each original to its members, or every near-duplicate pair.")
-@click.option("--pairs-out", default=None,
-              help="Also write PAIRS: id_a, id_b, distance|similarity, passed (whether the pair "
-              "itself meets the threshold: with --grouping components a member can reach its "
-              "original only through other members).")
-@click.option("--keep", default=None, help="Also write the originals (the deduplicated corpus) with all their fields.")
-@click.option("--report", "report_out", default=None,
-              help="Also write a self-contained HTML report of the run (see `neardup report`).")
-@click.option("--engine", type=click.Choice(sorted(ENGINES)), default="local", show_default=True,
-              help="local: the cores of this machine; spark: Apache Spark (pip install 'neardup[spark]'), "
-              "same output. With spark, inputs may be directories or globs on any file system Spark "
-              "reads, and an output that is not a .tsv/.csv/.jsonl/.parquet file is a Parquet directory.")
-@click.option("--spark-master", default=None,
-              help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
-              "under spark-submit, its --master.")
-@click.option("--memory-limit", default=None,
-              help="Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
-              "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
-              "that fit. Default: 1/16 of this machine's RAM, at least 256M.")
-@click.option("--tmp-dir", type=click.Path(file_okay=False), default=None,
-              help="Local engine: folder for spill files (default: the system's temp dir, "
-              "$TMPDIR). Removed when the run ends, fails or is interrupted.")
-@click.option("--resume", is_flag=True,
-              help="Local engine: keep completed stages in --tmp-dir if the run fails or is "
-              "interrupted, and continue from them when run again with --resume (refused if the "
-              "inputs or options changed).")
+@setting_option(
+    "verify",
+    help="Check candidates exactly: lcs[:T] (the share of the longer text's words kept in "
+    "order, Korean/Chinese/Japanese by characters: the definition's rule), jaccard[:T] (of "
+    "the shingle sets) or none. auto = lcs:THRESHOLD for MinHash, none for SimHash.",
+)
+@setting_option(
+    "grouping",
+    help="components: transitive groups; center: each member is a near-duplicate of its original.",
+)
+@setting_option(
+    "pairs",
+    "pairs_mode",
+    help="Pairs to write: an edge from each original to its members, or every near-duplicate pair.",
+)
+@click.option(
+    "--pairs-out",
+    default=None,
+    help="Also write PAIRS: id_a, id_b, distance|similarity, passed (whether the pair "
+    "itself meets the threshold: with --grouping components a member can reach its "
+    "original only through other members).",
+)
+@click.option(
+    "--keep",
+    default=None,
+    help="Also write the originals (the deduplicated corpus) with all their fields.",
+)
+@click.option(
+    "--report",
+    "report_out",
+    default=None,
+    help="Also write a self-contained HTML report of the run (see `neardup report`).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(sorted(ENGINES)),
+    default="local",
+    show_default=True,
+    help="local: the cores of this machine; spark: Apache Spark (pip install 'neardup[spark]'), "
+    "same output. With spark, inputs may be directories or globs on any file system Spark "
+    "reads, and an output that is not a .tsv/.csv/.jsonl/.parquet file is a Parquet directory.",
+)
+@click.option(
+    "--spark-master",
+    default=None,
+    help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
+    "under spark-submit, its --master.",
+)
+@click.option(
+    "--memory-limit",
+    default=None,
+    help="Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
+    "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
+    "that fit. Default: 1/16 of this machine's RAM, at least 256M.",
+)
+@click.option(
+    "--tmp-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Local engine: folder for spill files (default: the system's temp dir, "
+    "$TMPDIR). Removed when the run ends, fails or is interrupted.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Local engine: keep completed stages in --tmp-dir if the run fails or is "
+    "interrupted, and continue from them when run again with --resume (refused if the "
+    "inputs or options changed).",
+)
 @idf_options
 @input_options
 @summary_option
 @handle_errors
-def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, hamming_k, threshold,
-          bands, rows, verify, grouping, pairs_mode, pairs_out, keep, report_out, engine,
-          spark_master, memory_limit, tmp_dir, resume, idf_in, idf_out, reading, workers, quiet,
-          summary_out):
+def dedup(
+    inputs,
+    output,
+    method,
+    shingle,
+    hash_name,
+    weights,
+    num_perm,
+    seed,
+    hamming_k,
+    threshold,
+    bands,
+    rows,
+    verify,
+    grouping,
+    pairs_mode,
+    pairs_out,
+    keep,
+    report_out,
+    engine,
+    spark_master,
+    memory_limit,
+    tmp_dir,
+    resume,
+    idf_in,
+    idf_out,
+    reading,
+    workers,
+    quiet,
+    summary_out,
+):
     """Find every group of near-duplicates; give each a duplicate ID and name its original.
 
     GROUPS has one row per input document, in input order:
@@ -268,32 +372,54 @@ def dedup(inputs, output, method, shingle, hash_name, weights, num_perm, seed, h
     # The IDF table's first pass reads the inputs on this machine; Spark's may be on any file
     # system Spark reaches, so it takes a table saved beforehand.
     if engine == "spark" and weights == "idf" and not idf_in:
-        raise ValueError("with --engine spark, --weights idf takes a saved table (--idf-in); "
-                         "make one with `neardup fingerprint ... --weights idf --idf-out FILE`")
+        raise ValueError(
+            "with --engine spark, --weights idf takes a saved table (--idf-in); "
+            "make one with `neardup fingerprint ... --weights idf --idf-out FILE`"
+        )
     settings = Settings(
-        method=method, shingle=shingle, hash_name=hash_name, num_perm=num_perm, seed=seed,
-        hamming_k=hamming_k, threshold=threshold, bands=bands, rows=rows, verify=verify,
-        grouping=grouping, pairs=pairs_mode,
+        method=method,
+        shingle=shingle,
+        hash_name=hash_name,
+        num_perm=num_perm,
+        seed=seed,
+        hamming_k=hamming_k,
+        threshold=threshold,
+        bands=bands,
+        rows=rows,
+        verify=verify,
+        grouping=grouping,
+        pairs=pairs_mode,
     )
     with Reporter(True) as silent:
-        idf = _idf_table(weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs,
-                         reading, silent)
+        idf = _idf_table(
+            weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs, reading, silent
+        )
     settings = settings.replace(weights=weights, idf=idf)
-    runner = _engine(engine, workers=workers, memory_limit=memory_limit, tmp_dir=tmp_dir,
-                     resume=resume, spark_master=spark_master)
-    outputs = Outputs(groups=output, pairs=pairs_out, keep=keep, report=report_out,
-                      beside=(summary_out,))
+    runner = _engine(
+        engine,
+        workers=workers,
+        memory_limit=memory_limit,
+        tmp_dir=tmp_dir,
+        resume=resume,
+        spark_master=spark_master,
+    )
+    outputs = Outputs(
+        groups=output, pairs=pairs_out, keep=keep, report=report_out, beside=(summary_out,)
+    )
     with Reporter(quiet, summary_out) as reporter:
         run = runner.dedup(Corpus(tuple(inputs), reading), settings, outputs, reporter)
     elapsed = time.perf_counter() - reporter.started
     summary = _read_summary(reporter, run.read, elapsed, run.stats["empty_documents"])
     if run.read_seconds is not None:
-        summary[-2:-2] = [("seconds: read + signatures", run.read_seconds),
-                          ("MB/s: read + signatures",
-                           run.read.bytes / 1e6 / max(run.read_seconds, 1e-9))]
-    reporter.summary(summary + _groups_summary(run) + list(run.figures.items()),
-                     settings={**settings_fields(settings), **run.resolved},
-                     outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)})
+        summary[-2:-2] = [
+            ("seconds: read + signatures", run.read_seconds),
+            ("MB/s: read + signatures", run.read.bytes / 1e6 / max(run.read_seconds, 1e-9)),
+        ]
+    reporter.summary(
+        summary + _groups_summary(run) + list(run.figures.items()),
+        settings={**settings_fields(settings), **run.resolved},
+        outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)},
+    )
 
 
 def _engine(name: str, **options) -> Engine:
@@ -309,23 +435,57 @@ def _engine(name: str, **options) -> Engine:
 @click.argument("fingerprints", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="PAIRS file: id_a, id_b, distance, passed.")
 @setting_option("hamming_k", "-k", help="Maximum Hamming distance.")
-@setting_option("pairs", "pairs_mode", default="all",
-                help="Every pair within k (default), or an edge from each group's original to its members.")
+@setting_option(
+    "pairs",
+    "pairs_mode",
+    default="all",
+    help="Every pair within k (default), or an edge from each group's original to its members.",
+)
 @setting_option("grouping", help="Grouping rule for --groups-out.")
 @click.option("--groups-out", default=None, help="Also write GROUPS (one row per fingerprint).")
-@click.option("--fingerprint-format", type=click.Choice(FINGERPRINT_FORMATS), default="auto",
-              show_default=True, help="How fingerprints are written in the input.")
-@click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
-              help="On a bad row: stop with an error, or skip and count it.")
+@click.option(
+    "--fingerprint-format",
+    type=click.Choice(FINGERPRINT_FORMATS),
+    default="auto",
+    show_default=True,
+    help="How fingerprints are written in the input.",
+)
+@click.option(
+    "--on-error",
+    type=click.Choice(ON_ERROR),
+    default="raise",
+    show_default=True,
+    help="On a bad row: stop with an error, or skip and count it.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No summary.")
-@click.option("--engine", type=click.Choice(sorted(ENGINES)), default="local", show_default=True,
-              help="local: this machine; spark: Apache Spark (pip install 'neardup[spark]'), same output.")
-@click.option("--spark-master", default=None,
-              help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn.")
+@click.option(
+    "--engine",
+    type=click.Choice(sorted(ENGINES)),
+    default="local",
+    show_default=True,
+    help="local: this machine; spark: Apache Spark (pip install 'neardup[spark]'), same output.",
+)
+@click.option(
+    "--spark-master",
+    default=None,
+    help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn.",
+)
 @summary_option
 @handle_errors
-def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fingerprint_format,
-          on_error, quiet, engine, spark_master, summary_out):
+def pairs(
+    fingerprints,
+    output,
+    hamming_k,
+    pairs_mode,
+    grouping,
+    groups_out,
+    fingerprint_format,
+    on_error,
+    quiet,
+    engine,
+    spark_master,
+    summary_out,
+):
     """All pairs of fingerprints within Hamming distance k (the batch job's map-reduce step).
 
     Input rows: `document ID <TAB> fingerprint <TAB> timestamp` (fingerprints from any system,
@@ -337,16 +497,23 @@ def pairs(fingerprints, output, hamming_k, pairs_mode, grouping, groups_out, fin
       neardup pairs fps.tsv -k 3 -o pairs.tsv
       neardup pairs fps.tsv -k 4 -o pairs.tsv --groups-out groups.tsv
     """
-    settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
-                        pairs=pairs_mode)
+    settings = Settings(
+        method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping, pairs=pairs_mode
+    )
     runner = _engine(engine, spark_master=spark_master)
-    corpus = Corpus(tuple(fingerprints), {"on_error": on_error,
-                                          "fingerprint_format": fingerprint_format})
+    corpus = Corpus(
+        tuple(fingerprints), {"on_error": on_error, "fingerprint_format": fingerprint_format}
+    )
     outputs = Outputs(groups=groups_out, pairs=output, beside=(summary_out,))
     with Reporter(quiet, summary_out) as reporter:
         run = runner.pairs(corpus, settings, outputs, reporter)
     elapsed = time.perf_counter() - reporter.started
-    reporter.summary([("fingerprints", run.read.documents), ("skipped rows", run.read.skipped),
-                      ("seconds", elapsed)] + _groups_summary(run), settings={"method": "simhash"})
-
-
+    reporter.summary(
+        [
+            ("fingerprints", run.read.documents),
+            ("skipped rows", run.read.skipped),
+            ("seconds", elapsed),
+        ]
+        + _groups_summary(run),
+        settings={"method": "simhash"},
+    )

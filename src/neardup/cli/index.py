@@ -9,258 +9,39 @@ import time
 
 import click
 
+from neardup.cli.index_options import (
+    create_keywords,
+    directory_option,
+    index_fields,
+    match_value,
+    measure_column,
+    method_option,
+    probe_options,
+    result_columns,
+    settings_options,
+    source_batches,
+    source_options,
+    synchronous_option,
+)
 from neardup.cli.options import (
     CONTEXT,
-    RenamedOption,
     Reporter,
     handle_errors,
     input_options,
-    setting_option,
-    settings_fields,
-    shingle_defaults,
     summary_option,
 )
 from neardup.index import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
     NearDupIndex,
     describe_settings,
     index_settings,
 )
 from neardup.io import (
-    FINGERPRINT_FORMATS,
     check_outputs,
     output_set,
     read_documents,
     read_fingerprints,
     write_table,
 )
-from neardup.pipeline import signatures
-from neardup.settings import (
-    CHOICES,
-    DEFAULT_HAMMING_K,
-    DEFAULT_NUM_PERM,
-    DEFAULT_SEED,
-    DEFAULT_THRESHOLD,
-    DEFAULT_VERIFY,
-    DEFAULT_WEIGHTS,
-    FINGERPRINT_METHOD,
-    Settings,
-    check_method_options,
-)
-
-
-def directory_option(command):
-    """-d/--dir DIR, the index directory, for the commands that open an index (``directory``).
-
-    Example: ``@directory_option`` above a command function gives it ``directory``."""
-    return click.option(
-        "-d", "--dir", "directory", required=True, metavar="DIR", help="The index directory."
-    )(command)
-
-
-def _source_options(command):
-    options = [
-        click.option(
-            "--from-fingerprints",
-            is_flag=True,
-            cls=RenamedOption,
-            old="--fingerprints",
-            help="INPUTS hold fingerprint rows (`id <TAB> fingerprint <TAB> timestamp`, as "
-            "`neardup fingerprint` writes them) instead of documents.",
-        ),
-        click.option(
-            "--fingerprint-format",
-            type=click.Choice(FINGERPRINT_FORMATS),
-            default="auto",
-            show_default=True,
-            help="With --from-fingerprints: how fingerprints are written.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-def synchronous_option(description: str):
-    """--synchronous normal|full, the durability of the adds of the commands that write an
-    index (``synchronous``, as :class:`NearDupIndex` takes it), with the command's own help
-    text ``description``.
-
-    Example: ``@synchronous_option("normal: survives a crash; full: also power loss.")``."""
-    return click.option(
-        "--synchronous",
-        type=click.Choice(["normal", "full"]),
-        default="normal",
-        show_default=True,
-        help=description,
-    )
-
-
-def _settings_options(command):
-    """The settings of a new index: ``dedup``'s options and defaults for its method."""
-    options = [
-        setting_option(
-            "method",
-            default=FINGERPRINT_METHOD,
-            help="SimHash fingerprints (Hamming distance, permutation tables) or MinHash "
-            "signatures (LSH bands, candidates verified as `neardup dedup` verifies them; the "
-            "index then keeps the texts, compressed).",
-        ),
-        # The method's own options default to None, so that the other method's are refused
-        # only when given; --help shows the defaults they take.
-        setting_option(
-            "hamming_k",
-            "-k",
-            default=None,
-            help="SimHash: near-duplicates differ in at most this many of 64 bits "
-            f"[default: {DEFAULT_HAMMING_K}].",
-        ),
-        setting_option(
-            "shingle",
-            help=f"Features: word:K or char:K [default: {shingle_defaults()}].",
-        ),
-        setting_option("hash_name", old="--hash", help="Feature hash."),
-        setting_option(
-            "weights",
-            # An index stores no IDF table, so its fingerprints use fixed weights.
-            type=click.Choice([w for w in CHOICES["weights"] if w != "idf"]),
-            default=None,
-            help=f"SimHash weights [default: {DEFAULT_WEIGHTS}].",
-        ),
-        setting_option("num_perm", default=None,
-                       help=f"MinHash permutations [default: {DEFAULT_NUM_PERM}]."),
-        setting_option("seed", default=None, help=f"MinHash seed [default: {DEFAULT_SEED}]."),
-        setting_option("threshold", default=None,
-                       help=f"MinHash: near-duplicate threshold of the verification (or of the "
-                       f"MinHash estimate with --verify none) [default: {DEFAULT_THRESHOLD}]."),
-        setting_option("bands", type=int,
-                       help="MinHash: force the number of LSH bands (with --rows) [default: tuned "
-                       "as `neardup dedup` tunes them]."),
-        setting_option("rows", type=int,
-                       help="MinHash: force the rows per band (with --bands)."),
-        setting_option("verify", default=None,
-                       help="MinHash: how candidates are verified, as `neardup dedup --verify`: "
-                       "auto (LCS resemblance at --threshold), lcs:T, jaccard:T or none "
-                       f"[default: {DEFAULT_VERIFY}]."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-def _index_settings(method, hamming_k, shingle, hash_name, weights, num_perm, seed, threshold,
-                    bands, rows, verify) -> dict:
-    """The settings keywords of :meth:`NearDupIndex.create` from the command-line options,
-    refusing an option of the other method in its command-line spelling."""
-    options = {"hamming_k": hamming_k, "weights": weights, "num_perm": num_perm, "seed": seed,
-               "threshold": threshold, "bands": bands, "rows": rows}
-    check_method_options(method, [k for k, v in options.items() if v is not None],
-                         spell=lambda name: "--" + name.replace("_", "-"))
-    if method == "simhash" and verify not in (None, "none"):
-        raise ValueError("--verify applies to --method minhash (a SimHash index does not verify)")
-    keywords = dict(options, method=method, shingle=shingle, hash_name=hash_name, verify=verify)
-    index_settings(**keywords)  # validated before anything is read
-    return keywords
-
-
-def _method_option(command):
-    return setting_option(
-        "method",
-        default=None,
-        help="Expect an index of this method (default: any); another is refused.",
-    )(command)
-
-
-def _probe_options(limit_help: str):
-    """--method, -k and --limit of the commands that probe the index."""
-
-    def decorate(command):
-        command = click.option("--limit", type=click.IntRange(0, MAX_LIMIT), default=DEFAULT_LIMIT,
-                               show_default=True, help=limit_help)(command)
-        command = setting_option("hamming_k", "-k", default=None,
-                                 help="SimHash index: largest distance, at most the index's "
-                                 "(default: the index's).")(command)
-        return _method_option(command)
-
-    return decorate
-
-
-# The settings fixed for an index, per method (in the --summary-out JSON of its commands).
-_INDEX_SETTINGS = {
-    "simhash": ("method", "shingle", "hash_name", "weights", "hamming_k"),
-    "minhash": ("method", "shingle", "hash_name", "num_perm", "seed", "threshold", "bands", "rows",
-                "verify", "verify_threshold"),
-}
-
-
-def _index_fields(settings: Settings) -> dict:
-    """The --summary-out settings of an index."""
-    return settings_fields(settings, _INDEX_SETTINGS[settings.method])
-
-
-def _fingerprint_batch(batch, settings: Settings) -> dict:
-    """The probe keywords of a batch: SimHash fingerprints computed here (in the reader's
-    worker threads), or the texts for a MinHash index (signed and verified under its lock)."""
-    if settings.method == "minhash":
-        return {"texts": batch.texts}
-    return {"fingerprints": signatures(batch.texts, settings).signature}
-
-
-def _batches(
-    index: NearDupIndex,
-    inputs,
-    from_fingerprints,
-    fingerprint_format,
-    reading,
-    workers,
-    reporter,
-):
-    """(ids, probe keywords, int64 µs timestamps) per input batch, in input order; the
-    keywords are ``fingerprints`` (SimHash) or ``texts`` (MinHash)."""
-    if from_fingerprints:
-        table = read_fingerprints(
-            list(inputs), on_error=reading["on_error"], fingerprint_format=fingerprint_format
-        )
-        step = 10_000
-        for start in range(0, len(table), step):
-            stop = min(len(table), start + step)
-            yield (
-                table.ids[start:stop].to_pylist(),
-                {"fingerprints": table.fingerprints[start:stop]},
-                table.timestamps[start:stop],
-            )
-        return
-    from neardup.engines.workers import check_workers, ordered_map
-
-    reader = read_documents(list(inputs), **reading)
-    reporter.reading(reader)
-    for batch, probe in ordered_map(
-        _fingerprint_batch, reader, check_workers(workers), index.settings
-    ):
-        reporter.batch(batch)
-        yield batch.ids, probe, batch.timestamps
-
-
-def _measure(method: str) -> str:
-    """The name of a match's value: ``distance`` (SimHash) or ``similarity`` (MinHash)."""
-    return "similarity" if method == "minhash" else "distance"
-
-
-def _value(match) -> float | int | None:
-    return match.distance if match.similarity is None else match.similarity
-
-
-def _result_columns(results, method: str) -> dict:
-    return {
-        "id": [r.id for r in results],
-        "status": [r.status for r in results],
-        "duplicate_id": [r.duplicate_id for r in results],
-        "original_id": [r.original_id for r in results],
-        "match_count": [r.match_count for r in results],
-        "nearest_id": [r.matches[0].id if r.matches else None for r in results],
-        _measure(method): [_value(r.matches[0]) if r.matches else None for r in results],
-    }
 
 
 @click.group("index", context_settings=CONTEXT)
@@ -287,7 +68,7 @@ def index() -> None:
 
 @index.command(context_settings=CONTEXT)
 @directory_option
-@_settings_options
+@settings_options
 @handle_errors
 def create(directory, **options):
     """Create an empty index (settings fixed from now on).
@@ -297,7 +78,7 @@ def create(directory, **options):
       neardup index create -d crawl.idx -k 3 --shingle word:3
       neardup index create -d crawl.idx --method minhash
     """
-    idx = NearDupIndex.create(directory, **_index_settings(**options))
+    idx = NearDupIndex.create(directory, **create_keywords(**options))
     idx.close()
     click.echo(f"created {directory} ({describe_settings(idx.settings)})", err=True)
 
@@ -305,8 +86,8 @@ def create(directory, **options):
 @index.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @directory_option
-@_source_options
-@_settings_options
+@source_options
+@settings_options
 @click.option("--force", is_flag=True, help="Replace an existing index at DIR.")
 @input_options
 @summary_option
@@ -348,19 +129,37 @@ def build(
     """
     from neardup.engines.local import LocalEngine
 
-    keywords = _index_settings(method, hamming_k, shingle, hash_name, weights, num_perm, seed,
-                               threshold, bands, rows, verify)
+    keywords = create_keywords(
+        method,
+        hamming_k,
+        shingle,
+        hash_name,
+        weights,
+        num_perm,
+        seed,
+        threshold,
+        bands,
+        rows,
+        verify,
+    )
     settings = index_settings(**keywords)
     if from_fingerprints and method == "minhash":
-        raise ValueError("--from-fingerprints builds a SimHash index: a MinHash index is built from "
-                         "documents (it keeps their texts to verify candidates)")
+        raise ValueError(
+            "--from-fingerprints builds a SimHash index: a MinHash index is built from "
+            "documents (it keeps their texts to verify candidates)"
+        )
     check_outputs([summary_out], inputs)
     with Reporter(quiet, summary_out) as reporter:
         if from_fingerprints:
             table = read_fingerprints(
                 list(inputs), on_error=reading["on_error"], fingerprint_format=fingerprint_format
             )
-            ids, stamps, sig, fps = table.ids.to_pylist(), table.timestamps, None, table.fingerprints
+            ids, stamps, sig, fps = (
+                table.ids.to_pylist(),
+                table.timestamps,
+                None,
+                table.fingerprints,
+            )
             texts = None
             skipped = table.stats.skipped
         else:
@@ -412,14 +211,14 @@ def build(
             ("memory bytes / document", stats["bytes_per_document"] or 0.0),
             ("seconds", elapsed),
         ],
-        settings=_index_fields(settings),
+        settings=index_fields(settings),
     )
 
 
 @index.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @directory_option
-@_source_options
+@source_options
 @click.option(
     "-o",
     "--output",
@@ -437,7 +236,7 @@ def build(
 @synchronous_option(
     "normal: an add survives a crash of the process; full: also power loss (fsync)."
 )
-@_method_option
+@method_option
 @input_options
 @summary_option
 @handle_errors
@@ -469,11 +268,13 @@ def add(
     check_outputs([output, summary_out], inputs)
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
-    with Reporter(quiet, summary_out) as reporter, \
-            NearDupIndex(directory, synchronous=synchronous) as idx:
+    with (
+        Reporter(quiet, summary_out) as reporter,
+        NearDupIndex(directory, synchronous=synchronous) as idx,
+    ):
         idx.check_method(method)
         try:
-            for ids, probe, stamps in _batches(
+            for ids, probe, stamps in source_batches(
                 idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
             ):
                 batch_results = idx.add_arrays(
@@ -492,9 +293,9 @@ def add(
             raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
         reporter.stage("writing")
         if output:
-            write_table(output, _result_columns(results, idx.method))
+            write_table(output, result_columns(results, idx.method))
         total = len(idx)
-        used = _index_fields(idx.settings)
+        used = index_fields(idx.settings)
     elapsed = time.perf_counter() - reporter.started
     added = counts["new"] + counts["duplicate"]
     reporter.summary(
@@ -520,7 +321,7 @@ def _print_query(result, method: str, as_json: bool) -> None:
         head += f"  duplicate_id {result.duplicate_id}  original_id {result.original_id}"
     click.echo(head)
     if result.matches:
-        click.echo(f"{_measure(method)}\tid\tduplicate_id\toriginal_id")
+        click.echo(f"{measure_column(method)}\tid\tduplicate_id\toriginal_id")
         for m in result.matches:
             value = m.distance if m.similarity is None else f"{m.similarity:.4f}"
             click.echo(f"{value}\t{m.id}\t{m.duplicate_id}\t{m.original_id}")
@@ -539,7 +340,7 @@ def _print_query(result, method: str, as_json: bool) -> None:
     default=None,
     help="Query the text of a file.",
 )
-@_probe_options("Matches to list.")
+@probe_options("Matches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_json):
@@ -586,8 +387,8 @@ def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_
     help="Also write one row per listed match: id, match_id, distance (or similarity), "
     "duplicate_id, original_id.",
 )
-@_source_options
-@_probe_options("Matches listed per probe (for --matches-out).")
+@source_options
+@probe_options("Matches listed per probe (for --matches-out).")
 @input_options
 @summary_option
 @handle_errors
@@ -617,18 +418,16 @@ def query_batch(
     results = []
     with Reporter(quiet, summary_out) as reporter, NearDupIndex(directory, readonly=True) as idx:
         idx.check_method(method)
-        used = _index_fields(idx.settings)
+        used = index_fields(idx.settings)
         if idx.method == "simhash":
             used["hamming_k"] = idx.settings.hamming_k if hamming_k is None else hamming_k
-        for ids, probe, _ in _batches(
+        for ids, probe, _ in source_batches(
             idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
         ):
-            results.extend(
-                idx.query_many(ids=ids, hamming_k=hamming_k, limit=limit, **probe)
-            )
+            results.extend(idx.query_many(ids=ids, hamming_k=hamming_k, limit=limit, **probe))
         reporter.stage("writing")
         with output_set():
-            write_table(output, _result_columns(results, idx.method))
+            write_table(output, result_columns(results, idx.method))
             if matches_out:
                 rows = [(r.id, m) for r in results for m in r.matches]
                 write_table(
@@ -636,7 +435,7 @@ def query_batch(
                     {
                         "id": [q for q, _ in rows],
                         "match_id": [m.id for _, m in rows],
-                        _measure(idx.method): [_value(m) for _, m in rows],
+                        measure_column(idx.method): [match_value(m) for _, m in rows],
                         "duplicate_id": [m.duplicate_id for _, m in rows],
                         "original_id": [m.original_id for _, m in rows],
                     },
@@ -732,9 +531,11 @@ def check(directory, as_json):
         if report["documents"] is None:
             click.echo(f"damaged: the records could not be read ({report['seconds']:.2f} s)")
         else:
-            click.echo(f"{'ok' if report['ok'] else 'damaged'}: {report['documents']} documents, "
-                       f"{report['groups']} groups, tables {report['tables']}, "
-                       f"{report['seconds']:.2f} s")
+            click.echo(
+                f"{'ok' if report['ok'] else 'damaged'}: {report['documents']} documents, "
+                f"{report['groups']} groups, tables {report['tables']}, "
+                f"{report['seconds']:.2f} s"
+            )
     if not report["ok"]:
         sys.exit(1)
 
@@ -754,6 +555,8 @@ def recover(directory, target):
     from neardup.index.integrity import recover_index
 
     result = recover_index(directory, target)
-    click.echo(f"recovered {result['recovered']:,} documents into {result['target']}; "
-               f"{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped",
-               err=True)
+    click.echo(
+        f"recovered {result['recovered']:,} documents into {result['target']}; "
+        f"{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped",
+        err=True,
+    )

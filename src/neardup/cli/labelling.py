@@ -38,25 +38,64 @@ __all__ = ["generate", "sample", "label"]
 
 @click.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="DOCS file: id, text, ts, base_id, edit, lang (.jsonl).")
+@click.option(
+    "-o", "--output", required=True, help="DOCS file: id, text, ts, base_id, edit, lang (.jsonl)."
+)
 @click.option("--pairs-out", required=True, help="PAIRS file: id_a, id_b, label, category (.tsv).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of every random choice.")
-@click.option("--per-base", type=int, default=2, show_default=True, help="Edited copies per base text.")
-@click.option("--edits", default="light,heavy,template", show_default=True,
-              help="Edits to make: groups light, heavy, template, all, or edit names "
-              f"({', '.join(synth.EDITS)}), comma-separated.")
-@click.option("--max-bases", type=int, default=None, help="Use at most N base texts (a seeded random sample).")
-@click.option("--min-words", type=int, default=0, show_default=True, help="Skip base texts with fewer words.")
-@click.option("--hot-template", type=int, default=0, show_default=True,
-              help="Also add N copies of one template that differ only in a name (skew tests).")
-@click.option("--language", type=click.Choice(synth.LANGUAGES), default="auto", show_default=True,
-              help="Language of the base texts (auto: per text; ko enables the Korean edits).")
-@click.option("--keep-similar-bases", is_flag=True,
-              help="Keep base texts that are near-duplicates of an earlier one (default: drop them).")
+@click.option(
+    "--per-base", type=int, default=2, show_default=True, help="Edited copies per base text."
+)
+@click.option(
+    "--edits",
+    default="light,heavy,template",
+    show_default=True,
+    help="Edits to make: groups light, heavy, template, all, or edit names "
+    f"({', '.join(synth.EDITS)}), comma-separated.",
+)
+@click.option(
+    "--max-bases", type=int, default=None, help="Use at most N base texts (a seeded random sample)."
+)
+@click.option(
+    "--min-words", type=int, default=0, show_default=True, help="Skip base texts with fewer words."
+)
+@click.option(
+    "--hot-template",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Also add N copies of one template that differ only in a name (skew tests).",
+)
+@click.option(
+    "--language",
+    type=click.Choice(synth.LANGUAGES),
+    default="auto",
+    show_default=True,
+    help="Language of the base texts (auto: per text; ko enables the Korean edits).",
+)
+@click.option(
+    "--keep-similar-bases",
+    is_flag=True,
+    help="Keep base texts that are near-duplicates of an earlier one (default: drop them).",
+)
 @input_options
 @handle_errors
-def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_words, hot_template,
-             language, keep_similar_bases, reading, workers, quiet):
+def generate(
+    inputs,
+    output,
+    pairs_out,
+    seed,
+    per_base,
+    edits,
+    max_bases,
+    min_words,
+    hot_template,
+    language,
+    keep_similar_bases,
+    reading,
+    workers,
+    quiet,
+):
     """Derive labelled near-duplicates from real texts.
 
     Every base text is kept and edited copies are added, each paired with its base and labelled
@@ -82,9 +121,17 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
         reporter.batch(batch)
         reporter.stage("editing")
         corpus = synth.generate(
-            batch.texts, seed=seed, per_base=per_base, edits=chosen, language=language,
-            base_ids=batch.ids, hot_template=hot_template, max_bases=max_bases,
-            min_words=min_words, distinct_bases=not keep_similar_bases, workers=workers,
+            batch.texts,
+            seed=seed,
+            per_base=per_base,
+            edits=chosen,
+            language=language,
+            base_ids=batch.ids,
+            hot_template=hot_template,
+            max_bases=max_bases,
+            min_words=min_words,
+            distinct_bases=not keep_similar_bases,
+            workers=workers,
         )
         reporter.stage("writing")
         with output_set():
@@ -115,17 +162,45 @@ def generate(inputs, output, pairs_out, seed, per_base, edits, max_bases, min_wo
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="Labelling sheet to write (.jsonl or .tsv).")
 @signature_options
-@click.option("--per-stratum", type=int, default=50, show_default=True, help="Pairs drawn per stratum.")
-@click.option("--max-distance", type=int, default=None,
-              help="SimHash: candidates within this many bits, one stratum per distance. [default: 16]")
-@click.option("--min-similarity", type=float, default=None,
-              help="MinHash: candidates with exact Jaccard at least this, strata of 0.05. [default: 0.3]")
-@click.option("--strata-out", default=None,
-              help="Also write the strata: stratum, low, high, population, drawn, weight.")
+@click.option(
+    "--per-stratum", type=int, default=50, show_default=True, help="Pairs drawn per stratum."
+)
+@click.option(
+    "--max-distance",
+    type=int,
+    default=None,
+    help="SimHash: candidates within this many bits, one stratum per distance. [default: 16]",
+)
+@click.option(
+    "--min-similarity",
+    type=float,
+    default=None,
+    help="MinHash: candidates with exact Jaccard at least this, strata of 0.05. [default: 0.3]",
+)
+@click.option(
+    "--strata-out",
+    default=None,
+    help="Also write the strata: stratum, low, high, population, drawn, weight.",
+)
 @input_options
 @handle_errors
-def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, per_stratum,
-           max_distance, min_similarity, strata_out, reading, workers, quiet):
+def sample(
+    inputs,
+    output,
+    method,
+    shingle,
+    hash_name,
+    weights,
+    num_perm,
+    seed,
+    per_stratum,
+    max_distance,
+    min_similarity,
+    strata_out,
+    reading,
+    workers,
+    quiet,
+):
     """Draw a stratified sample of candidate pairs and write a labelling sheet.
 
     Candidates cover the whole range of interest: for SimHash every pair within --max-distance
@@ -151,48 +226,69 @@ def sample(inputs, output, method, shingle, hash_name, weights, num_perm, seed, 
     check_outputs([output, strata_out], inputs)
     if method == "simhash":
         if min_similarity is not None:
-            raise ValueError("--min-similarity applies to --method minhash; use --max-distance with simhash")
+            raise ValueError(
+                "--min-similarity applies to --method minhash; use --max-distance with simhash"
+            )
         max_distance = 16 if max_distance is None else max_distance
-        settings = Settings(method="simhash", shingle=shingle, hash_name=hash_name, weights=weights,
-                            verify=None)
+        settings = Settings(
+            method="simhash", shingle=shingle, hash_name=hash_name, weights=weights, verify=None
+        )
     else:
         if max_distance is not None:
-            raise ValueError("--max-distance applies to --method simhash; use --min-similarity with minhash")
+            raise ValueError(
+                "--max-distance applies to --method simhash; use --min-similarity with minhash"
+            )
         min_similarity = 0.3 if min_similarity is None else min_similarity
         if not 0.0 < min_similarity < 1.0:
             raise ValueError(f"min_similarity must be in (0, 1); got {min_similarity}")
-        settings = Settings(method="minhash", shingle=shingle, hash_name=hash_name, num_perm=num_perm,
-                            seed=seed, threshold=min_similarity, verify=min_similarity)
+        settings = Settings(
+            method="minhash",
+            shingle=shingle,
+            hash_name=hash_name,
+            num_perm=num_perm,
+            seed=seed,
+            threshold=min_similarity,
+            verify=min_similarity,
+        )
     with Reporter(quiet) as reporter:
         batch = read_documents(list(inputs), **reading).read_all()
         reporter.batch(batch)
         reporter.stage("signatures")
         sig = signatures_parallel(batch.texts, settings, workers)
         reporter.stage("candidates")
-        result = sample_signatures(sig, settings, per_stratum=per_stratum,
-                                   max_distance=max_distance if max_distance is not None else 16,
-                                   min_similarity=min_similarity if min_similarity is not None else 0.3,
-                                   seed=seed)
+        result = sample_signatures(
+            sig,
+            settings,
+            per_stratum=per_stratum,
+            max_distance=max_distance if max_distance is not None else 16,
+            min_similarity=min_similarity if min_similarity is not None else 0.3,
+            seed=seed,
+        )
         reporter.stage("writing")
         with output_set():
             write_sheet(output, sheet_columns(result, batch.ids, batch.texts))
             if strata_out:
-                write_table(strata_out, {
-                    "stratum": [s.name for s in result.strata],
-                    "low": [s.low for s in result.strata],
-                    "high": [s.high for s in result.strata],
-                    "population": [s.population for s in result.strata],
-                    "drawn": [s.drawn for s in result.strata],
-                    "weight": [round(s.weight, 6) for s in result.strata],
-                })
+                write_table(
+                    strata_out,
+                    {
+                        "stratum": [s.name for s in result.strata],
+                        "low": [s.low for s in result.strata],
+                        "high": [s.high for s in result.strata],
+                        "population": [s.population for s in result.strata],
+                        "drawn": [s.drawn for s in result.strata],
+                        "weight": [round(s.weight, 6) for s in result.strata],
+                    },
+                )
     rows: list[tuple[str, object]] = [
         ("documents", len(batch.ids)),
         ("same text as an earlier document", result.exact_duplicates),
         ("candidate pairs", result.candidates),
         ("pairs drawn", len(result)),
     ]
-    rows += [(f"  stratum {s.name}", f"{s.population:,} candidates, {s.drawn:,} drawn")
-             for s in result.strata]
+    rows += [
+        (f"  stratum {s.name}", f"{s.population:,} candidates, {s.drawn:,} drawn")
+        for s in result.strata
+    ]
     rows.append(("seconds", time.perf_counter() - reporter.started))
     reporter.summary(rows)
 
@@ -206,7 +302,9 @@ def _show(console, session: LabelSession, show_diff: bool) -> None:
 
     sheet = session.sheet
     row = sheet.rows[session.current]
-    head = f"pair {session.current + 1} of {len(sheet)}  ·  {sheet.labelled} of {len(sheet)} labelled"
+    head = (
+        f"pair {session.current + 1} of {len(sheet)}  ·  {sheet.labelled} of {len(sheet)} labelled"
+    )
     console.print(Rule(head))
     facts = [f"[bold]{escape(str(row['id_a']))}[/bold] ↔ [bold]{escape(str(row['id_b']))}[/bold]"]
     value = describe_value(row)
@@ -219,8 +317,10 @@ def _show(console, session: LabelSession, show_diff: bool) -> None:
     console.print("  ·  ".join(facts), soft_wrap=True)
     text_a, text_b = str(row.get("text_a") or ""), str(row.get("text_b") or "")
     kept = synth.words_kept(text_a, text_b)
-    words = (f"words {len(text_a.split()):,} / {len(text_b.split()):,}  ·  "
-             f"{kept:.0%} of the longer text's words kept in order")
+    words = (
+        f"words {len(text_a.split()):,} / {len(text_b.split()):,}  ·  "
+        f"{kept:.0%} of the longer text's words kept in order"
+    )
     if same_after_normalisation(text_a, text_b):
         words += "  ·  same text apart from formatting"
     console.print(f"[dim]{words}[/dim]")
@@ -303,7 +403,7 @@ class _TerminalKeys:
             elif not self._fill(_ESCAPE_WAIT):
                 key = _first_key(self._pending, complete=True)
                 break
-        self._pending = self._pending[len(key):]
+        self._pending = self._pending[len(key) :]
         return None if key in _STOP_KEYS else key
 
     def _fill(self, timeout: float | None) -> bool:
@@ -331,8 +431,12 @@ def _read_answer(keys: _TerminalKeys | None) -> str | None:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("sheet")
-@click.option("--show-diff/--no-diff", default=True, show_default=True,
-              help="Show a word-level diff of the two texts, or both texts in full.")
+@click.option(
+    "--show-diff/--no-diff",
+    default=True,
+    show_default=True,
+    help="Show a word-level diff of the two texts, or both texts in full.",
+)
 @handle_errors
 def label(sheet, show_diff):
     """Label the pairs of a sheet interactively: y = near-duplicate, n = not, s = skip,
@@ -358,7 +462,11 @@ def label(sheet, show_diff):
     console = Console(highlight=False)
     keys = _TerminalKeys(sys.stdin.fileno(), sys.stdin.encoding) if sys.stdin.isatty() else None
     if session.done:
-        state = f"all {len(data):,} pairs of {sheet} are labelled" if len(data) else f"{sheet} has no pairs"
+        state = (
+            f"all {len(data):,} pairs of {sheet} are labelled"
+            if len(data)
+            else f"{sheet} has no pairs"
+        )
         console.print(state, soft_wrap=True)
         return
     with _cbreak(keys.fd) if keys is not None else contextlib.nullcontext():

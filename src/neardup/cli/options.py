@@ -96,8 +96,9 @@ class Reporter:
     def _end_stage(self) -> None:
         if self._stage_name is not None:
             now = time.perf_counter()
-            self.stage_seconds[self._stage_name] = (self.stage_seconds.get(self._stage_name, 0.0)
-                                                    + now - self._stage_started)
+            self.stage_seconds[self._stage_name] = (
+                self.stage_seconds.get(self._stage_name, 0.0) + now - self._stage_started
+            )
             self._stage_name = None
 
     def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
@@ -150,11 +151,19 @@ class Reporter:
             self.advance(now - self._read_bytes, docs=docs)
             self._read_bytes = now
             return
-        self.advance(sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
-                     if self._unit == "B" else len(batch.ids), docs=docs)
+        self.advance(
+            sum(len(t.encode("utf-8", "surrogatepass")) for t in batch.texts)
+            if self._unit == "B"
+            else len(batch.ids),
+            docs=docs,
+        )
 
-    def summary(self, rows: list[tuple[str, object]], settings: dict | None = None,
-                outputs: dict | None = None) -> None:
+    def summary(
+        self,
+        rows: list[tuple[str, object]],
+        settings: dict | None = None,
+        outputs: dict | None = None,
+    ) -> None:
         """Print the summary ``rows`` (label, number) unless quiet, and with ``summary_out``
         write it as JSON (:func:`summary_json`; ``settings``: the resolved values that the
         command's option values do not show, e.g. :func:`settings_fields`; ``outputs``: paths
@@ -171,13 +180,25 @@ class Reporter:
             self._end_stage()
             document = summary_json(rows, self.stage_seconds, settings, outputs)
             with atomic_output(self.summary_out) as fh:
-                fh.write((json.dumps(document, indent=2, ensure_ascii=False, default=_json_number)
-                          + "\n").encode("utf-8"))
+                fh.write(
+                    (
+                        json.dumps(document, indent=2, ensure_ascii=False, default=_json_number)
+                        + "\n"
+                    ).encode("utf-8")
+                )
 
 
 # Options that name files a command writes: "outputs" of the --summary-out JSON.
-_OUTPUT_KEYS = ("output", "pairs_out", "groups_out", "matches_out", "keep", "report", "idf_out",
-                "summary_out")
+_OUTPUT_KEYS = (
+    "output",
+    "pairs_out",
+    "groups_out",
+    "matches_out",
+    "keep",
+    "report",
+    "idf_out",
+    "summary_out",
+)
 # Summary labels whose JSON key is not their snake_case form.
 _SUMMARY_KEYS = {"rejected by verification": "rejected"}
 
@@ -209,18 +230,30 @@ def settings_fields(settings: Settings, only: tuple[str, ...] | None = None) -> 
     """
     bands, rows = settings.banding() if settings.method == "minhash" else (None, None)
     fields = {
-        "method": settings.method, "shingle": settings.shingle, "hash_name": settings.hash_name,
-        "weights": settings.weights, "num_perm": settings.num_perm, "seed": settings.seed,
-        "hamming_k": settings.hamming_k, "threshold": settings.threshold, "bands": bands,
-        "rows": rows, "verify": "none" if settings.verify is None else settings.verify_measure,
-        "verify_threshold": settings.verify, "grouping": settings.grouping,
+        "method": settings.method,
+        "shingle": settings.shingle,
+        "hash_name": settings.hash_name,
+        "weights": settings.weights,
+        "num_perm": settings.num_perm,
+        "seed": settings.seed,
+        "hamming_k": settings.hamming_k,
+        "threshold": settings.threshold,
+        "bands": bands,
+        "rows": rows,
+        "verify": "none" if settings.verify is None else settings.verify_measure,
+        "verify_threshold": settings.verify,
+        "grouping": settings.grouping,
         "pairs": settings.pairs,
     }
     return fields if only is None else {k: fields[k] for k in only}
 
 
-def summary_json(rows: list[tuple[str, object]], stage_seconds: dict[str, float] | None = None,
-                 settings: dict | None = None, outputs: dict | None = None) -> dict:
+def summary_json(
+    rows: list[tuple[str, object]],
+    stage_seconds: dict[str, float] | None = None,
+    settings: dict | None = None,
+    outputs: dict | None = None,
+) -> dict:
     """The ``--summary-out`` object of the running command (from click's context): its
     command, version, inputs (its arguments), outputs and settings (every option, defaults
     included, ``settings`` over them), the summary ``rows`` as counts (snake_case labels;
@@ -273,10 +306,17 @@ def summary_json(rows: list[tuple[str, object]], stage_seconds: dict[str, float]
                 counts.setdefault("skipped_reasons", {})
     if "total" in seconds:
         seconds = {"total": seconds.pop("total"), **seconds}
-    return {"command": " ".join(names[1:] or names), "version": __version__,
-            "inputs": [str(i) for i in inputs], "outputs": {**written, **(outputs or {})},
-            "settings": options, "counts": counts, "rates": rates, "seconds": seconds,
-            "exit": "ok"}
+    return {
+        "command": " ".join(names[1:] or names),
+        "version": __version__,
+        "inputs": [str(i) for i in inputs],
+        "outputs": {**written, **(outputs or {})},
+        "settings": options,
+        "counts": counts,
+        "rates": rates,
+        "seconds": seconds,
+        "exit": "ok",
+    }
 
 
 def fail(message: str) -> None:
@@ -337,27 +377,46 @@ def input_options(command):
         return command(*args, reading=reading, **kwargs)
 
     options = [
-        click.option("--id-field", default="id", show_default=True, help="Field holding the document ID."),
-        click.option("--text-field", default="text", show_default=True, help="Field holding the text."),
         click.option(
-            "--time-field", default=None,
+            "--id-field", default="id", show_default=True, help="Field holding the document ID."
+        ),
+        click.option(
+            "--text-field", default="text", show_default=True, help="Field holding the text."
+        ),
+        click.option(
+            "--time-field",
+            default=None,
             help="Field holding the timestamp (seconds since epoch or ISO 8601); the earliest "
             "document of a group is its original. Default: input order.",
         ),
         click.option(
-            "--input-format", type=click.Choice(INPUT_FORMATS), default=None,
+            "--input-format",
+            type=click.Choice(INPUT_FORMATS),
+            default=None,
             help="Input format; default from each file's extension (JSONL for stdin).",
         ),
         click.option(
-            "--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
+            "--on-error",
+            type=click.Choice(ON_ERROR),
+            default="raise",
+            show_default=True,
             help="On a bad row: stop with an error naming file, line and field, or skip and count it.",
         ),
         click.option(
-            "--max-doc-bytes", default="16M", show_default=True, callback=_byte_size,
+            "--max-doc-bytes",
+            default="16M",
+            show_default=True,
+            callback=_byte_size,
             help="Largest text accepted, in UTF-8 bytes (K/M/G suffixes; 0 = no limit). A longer "
             "document is a bad row (see --on-error); it bounds the memory of one document.",
         ),
-        click.option("--workers", type=int, default=0, show_default=True, help="Worker threads (0 = all cores)."),
+        click.option(
+            "--workers",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Worker threads (0 = all cores).",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary."),
     ]
     for option in reversed(options):
@@ -369,7 +428,9 @@ def summary_option(command):
     """--summary-out FILE, for the commands that end with a summary (:meth:`Reporter.summary`);
     the command passes it to its Reporter and checks it with its other outputs."""
     return click.option(
-        "--summary-out", default=None, metavar="FILE",
+        "--summary-out",
+        default=None,
+        metavar="FILE",
         help="Also write the run's summary as one JSON object: command, version, inputs, "
         "outputs, settings (every option, defaults resolved), counts, rates, seconds per stage "
         "(written atomically at the end of a successful run; also with --quiet).",
@@ -385,20 +446,28 @@ def signature_options_for(method: str):
 
     def decorate(command):
         options = [
-            setting_option("method", default=method,
-                           help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
-                           "(Hamming distance, permutation tables)."),
-            setting_option("shingle",
-                           help=f"Features [default: {shingle_defaults()}]: "
-                           "word:K (K-word shingles), char:K (K characters, spaces removed) or "
-                           "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
-                           "English and Korean, en, ko, or a file with one word a line); add :multiset "
-                           "to count repeats (word:3:multiset)."),
-            setting_option("hash_name", old="--hash",
-                           help="Feature hash: XXH64, or the upper 64 bits of MD5."),
-            setting_option("weights",
-                           help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
-                           "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out)."),
+            setting_option(
+                "method",
+                default=method,
+                help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
+                "(Hamming distance, permutation tables).",
+            ),
+            setting_option(
+                "shingle",
+                help=f"Features [default: {shingle_defaults()}]: "
+                "word:K (K-word shingles), char:K (K characters, spaces removed) or "
+                "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
+                "English and Korean, en, ko, or a file with one word a line); add :multiset "
+                "to count repeats (word:3:multiset).",
+            ),
+            setting_option(
+                "hash_name", old="--hash", help="Feature hash: XXH64, or the upper 64 bits of MD5."
+            ),
+            setting_option(
+                "weights",
+                help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
+                "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out).",
+            ),
             setting_option("num_perm", help="MinHash permutations."),
             setting_option("seed", help="MinHash seed."),
         ]
@@ -421,8 +490,10 @@ def shingle_defaults() -> str:
         'word:3 with --method simhash, char:4 with minhash'
     """
     first, *others = METHODS
-    return ", ".join([f"{DEFAULT_SHINGLES[first]} with --method {first}"]
-                     + [f"{DEFAULT_SHINGLES[m]} with {m}" for m in others])
+    return ", ".join(
+        [f"{DEFAULT_SHINGLES[first]} with --method {first}"]
+        + [f"{DEFAULT_SHINGLES[m]} with {m}" for m in others]
+    )
 
 
 def setting_option(name: str, *decls: str, old: str | None = None, **attrs):
@@ -474,16 +545,18 @@ class RenamedOption(click.Option):
     def add_to_parser(self, parser, ctx: click.Context) -> None:
         super().add_to_parser(parser, ctx)
         if self.is_flag:
-            parser.add_option(obj=self, opts=[self.old], dest=self._old_key, action="store_const",
-                              const=True)
+            parser.add_option(
+                obj=self, opts=[self.old], dest=self._old_key, action="store_const", const=True
+            )
         else:
             parser.add_option(obj=self, opts=[self.old], dest=self._old_key, nargs=self.nargs)
 
     def handle_parse_result(self, ctx: click.Context, opts, args):
         if self._old_key in opts:
             if self.name in opts:
-                raise click.UsageError(f"{self.old} is the old name of {self._new}; give "
-                                       f"{self._new} alone", ctx)
+                raise click.UsageError(
+                    f"{self.old} is the old name of {self._new}; give {self._new} alone", ctx
+                )
             click.echo(f"neardup: warning: {self.old} is deprecated; use {self._new}", err=True)
             opts = {**opts, self.name: opts[self._old_key]}
         return super().handle_parse_result(ctx, opts, args)

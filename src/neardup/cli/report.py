@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import click
 
 from neardup import report as html_report
@@ -13,8 +12,9 @@ from neardup.quality import read_table
 from neardup.settings import DEFAULT_HAMMING_K, DEFAULT_THRESHOLD
 
 
-def texts_by_position(inputs, positions: list[int], ids, *, reporter: Reporter | None = None,
-                      **reading) -> dict[int, str]:
+def texts_by_position(
+    inputs, positions: list[int], ids, *, reporter: Reporter | None = None, **reading
+) -> dict[int, str]:
     """The texts at ``positions`` of the documents read from ``inputs`` (``reading``: the
     keywords of :func:`neardup.io.read_documents`), checked against the run's IDs (``ids`` in
     input order): a report of other inputs than the run's is an error. Streams the inputs once;
@@ -33,14 +33,16 @@ def texts_by_position(inputs, positions: list[int], ids, *, reporter: Reporter |
                 expected = ids[position] if position < len(ids) else "nothing (GROUPS is shorter)"
                 raise ValueError(
                     f"the inputs do not match GROUPS: document {position + 1} is {ident!r} in "
-                    f"the inputs and {expected!r} in GROUPS; give the run's inputs and options")
+                    f"the inputs and {expected!r} in GROUPS; give the run's inputs and options"
+                )
             if position in wanted:
                 found[position] = text
     return found
 
 
-def write_report(path: str, run: html_report.RunData, texts: dict[int, str], title: str,
-                 **limits) -> int:
+def write_report(
+    path: str, run: html_report.RunData, texts: dict[int, str], title: str, **limits
+) -> int:
     """Render the page of ``run`` with ``texts`` (position -> text) and write it to ``path``
     (UTF-8, atomically); returns its size in bytes. ``limits``: ``max_groups``, ``max_pairs``
     of :func:`neardup.report.render`. O(page size).
@@ -59,31 +61,71 @@ def _pairs(path: str | None):
     name = next((c for c in ("similarity", "distance") if c in frame.columns), None)
     missing = [c for c in ("id_a", "id_b") if c not in frame.columns]
     if name is None or missing:
-        raise InputError(path, None, None, "not a PAIRS file",
-                         "expected columns id_a, id_b and similarity or distance")
-    return ((frame["id_a"].tolist(), frame["id_b"].tolist()),
-            frame[name].astype(float).tolist(), name)
+        raise InputError(
+            path,
+            None,
+            None,
+            "not a PAIRS file",
+            "expected columns id_a, id_b and similarity or distance",
+        )
+    return (
+        (frame["id_a"].tolist(), frame["id_b"].tolist()),
+        frame[name].astype(float).tolist(),
+        name,
+    )
 
 
 @click.command("report", context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--groups", "groups_path", required=True, help="The run's GROUPS file.")
-@click.option("--pairs-in", "pairs_path", default=None, cls=RenamedOption, old="--pairs",
-              help="The run's PAIRS file (--pairs-out).")
+@click.option(
+    "--pairs-in",
+    "pairs_path",
+    default=None,
+    cls=RenamedOption,
+    old="--pairs",
+    help="The run's PAIRS file (--pairs-out).",
+)
 @click.option("-o", "--output", required=True, help="The HTML file to write.")
-@click.option("--threshold", type=float, default=None,
-              help="The run's Jaccard threshold (similarities) or Hamming k (distances), marked "
-              f"on the chart. Default: dedup's, {DEFAULT_THRESHOLD} or {DEFAULT_HAMMING_K}.")
-@click.option("--title", default="neardup report", show_default=True,
-              help="The page's title and heading.")
-@click.option("--max-groups", type=click.IntRange(0), default=html_report.MAX_GROUPS,
-              show_default=True, help="Largest groups shown.")
-@click.option("--max-pairs", type=click.IntRange(0), default=html_report.MAX_PAIRS,
-              show_default=True, help="Borderline pairs shown.")
+@click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    help="The run's Jaccard threshold (similarities) or Hamming k (distances), marked "
+    f"on the chart. Default: dedup's, {DEFAULT_THRESHOLD} or {DEFAULT_HAMMING_K}.",
+)
+@click.option(
+    "--title", default="neardup report", show_default=True, help="The page's title and heading."
+)
+@click.option(
+    "--max-groups",
+    type=click.IntRange(0),
+    default=html_report.MAX_GROUPS,
+    show_default=True,
+    help="Largest groups shown.",
+)
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(0),
+    default=html_report.MAX_PAIRS,
+    show_default=True,
+    help="Borderline pairs shown.",
+)
 @input_options
 @handle_errors
-def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups, max_pairs,
-           reading, workers, quiet):
+def report(
+    inputs,
+    groups_path,
+    pairs_path,
+    output,
+    threshold,
+    title,
+    max_groups,
+    max_pairs,
+    reading,
+    workers,
+    quiet,
+):
     """Write a self-contained HTML page showing what a dedup run decided.
 
     INPUTS are the run's documents (read again for the texts that the page shows), with the
@@ -102,18 +144,19 @@ def report(inputs, groups_path, pairs_path, output, threshold, title, max_groups
     groups = read_table(groups_path)
     missing = [c for c in ("id", "original_id") if c not in groups.columns]
     if missing:
-        raise InputError(groups_path, None, None, "not a GROUPS file",
-                         f"missing column(s) {', '.join(missing)}")
+        raise InputError(
+            groups_path, None, None, "not a GROUPS file", f"missing column(s) {', '.join(missing)}"
+        )
     pair_ids, values, name = _pairs(pairs_path)
     if threshold is None:
         threshold = DEFAULT_THRESHOLD if name == "similarity" else DEFAULT_HAMMING_K
     ids = groups["id"].tolist()
-    run = html_report.RunData.from_columns(ids, groups["original_id"].tolist(), pair_ids, values,
-                                           name, threshold)
+    run = html_report.RunData.from_columns(
+        ids, groups["original_id"].tolist(), pair_ids, values, name, threshold
+    )
     chosen = html_report.select(run, max_groups=max_groups, max_pairs=max_pairs)
     with Reporter(quiet) as reporter:
         texts = texts_by_position(inputs, chosen.positions(), ids, reporter=reporter, **reading)
-        size = write_report(output, run, texts, title, max_groups=max_groups,
-                            max_pairs=max_pairs)
+        size = write_report(output, run, texts, title, max_groups=max_groups, max_pairs=max_pairs)
     if not quiet:
         click.echo(f"report written to {output} ({size / 1e6:.2f} MB)", err=True)

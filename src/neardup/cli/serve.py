@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from neardup.cli.index import directory_option, synchronous_option
+from neardup.cli.index_options import directory_option, synchronous_option
 from neardup.cli.options import CONTEXT, handle_errors
 
 
@@ -90,8 +90,10 @@ def serve(
         from neardup.index.service import _is_loopback
         from neardup.index.service import serve as run
     except ImportError as error:
-        raise ValueError(f"neardup serve needs FastAPI and uvicorn ({error.name} is missing): "
-                         "pip install 'neardup[service]'") from None
+        raise ValueError(
+            f"neardup serve needs FastAPI and uvicorn ({error.name} is missing): "
+            "pip install 'neardup[service]'"
+        ) from None
 
     if token_file is not None:
         if token is not None:

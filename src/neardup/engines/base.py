@@ -209,15 +209,17 @@ class Engine(Protocol):
         O(shingles × num_perm) (MinHash)."""
         ...
 
-    def dedup(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-              progress: Progress | None = None) -> DedupRun:
+    def dedup(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
+    ) -> DedupRun:
         """Read ``corpus``, find its groups of near-duplicates under ``settings`` and write
         ``outputs``, checked before any work; ``progress`` hears of each stage. Cost: the
         pipeline's, about linear in the corpus plus the candidate pairs."""
         ...
 
-    def pairs(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-              progress: Progress | None = None) -> DedupRun:
+    def pairs(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
+    ) -> DedupRun:
         """The near-duplicate pairs of precomputed SimHash fingerprints (``corpus``: fingerprint
         rows; ``settings``: SimHash without verification) and their groups: PAIRS to
         ``outputs.pairs``, GROUPS to ``outputs.groups``. Identical fingerprints are pairs at

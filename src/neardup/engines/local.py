@@ -134,9 +134,17 @@ def pairs_columns(ids, groups: Groups, method: str) -> dict:
     values = groups.pair_value
     if method != "simhash":
         values = np.round(values.astype(np.float64), 6)
-    return dict(zip(pair_columns(method), (
-        ids.take(pa.array(groups.pair_a)), ids.take(pa.array(groups.pair_b)), values,
-        np.asarray(groups.pair_passed, dtype=bool))))
+    return dict(
+        zip(
+            pair_columns(method),
+            (
+                ids.take(pa.array(groups.pair_a)),
+                ids.take(pa.array(groups.pair_b)),
+                values,
+                np.asarray(groups.pair_passed, dtype=bool),
+            ),
+        )
+    )
 
 
 class LocalEngine:
@@ -159,8 +167,14 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, *, memory_limit: str | int | None = None,
-                 tmp_dir: str | None = None, resume: bool = False):
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        memory_limit: str | int | None = None,
+        tmp_dir: str | None = None,
+        resume: bool = False,
+    ):
         self.workers = check_workers(workers)
         self.memory_limit = parse_memory_limit(memory_limit)
         self.tmp_dir = tmp_dir
@@ -218,8 +232,9 @@ class LocalEngine:
         stamps = np.concatenate(timestamps) if timestamps else np.zeros(0, dtype=np.int64)
         return Collection(ids, stamps, raw, records, Signatures.concat(parts, settings), texts)
 
-    def dedup(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-              progress: Progress | None = None) -> DedupRun:
+    def dedup(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
+    ) -> DedupRun:
         """Read ``corpus``, find its groups and write ``outputs`` (see
         :meth:`neardup.engines.base.Engine.dedup`): files out of core under the memory limit,
         a table in memory. The run keeps GROUPS' columns (``run.groups``).
@@ -231,65 +246,100 @@ class LocalEngine:
             (['a', 'a'], 1)
         """
         progress = progress or Progress()
-        check_outputs([outputs.groups, outputs.pairs, outputs.keep, outputs.report,
-                       *outputs.beside], corpus.inputs)
+        check_outputs(
+            [outputs.groups, outputs.pairs, outputs.keep, outputs.report, *outputs.beside],
+            corpus.inputs,
+        )
         if corpus.table is not None:
             return self._dedup_table(corpus, settings, outputs, progress)
         return self._dedup_files(corpus, settings, outputs, progress)
 
-    def _dedup_table(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-                     progress: Progress) -> DedupRun:
+    def _dedup_table(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress
+    ) -> DedupRun:
         if outputs.keep:
-            raise ValueError("keep writes the input rows of files; a table in memory is its "
-                             "own: select its originals with GROUPS' is_original")
+            raise ValueError(
+                "keep writes the input rows of files; a table in memory is its "
+                "own: select its originals with GROUPS' is_original"
+            )
         started = time.perf_counter()
         reader = read_table(corpus.table, **corpus.reading)
         batch = reader.read_all()
         sig = signatures_parallel(batch.texts, settings, self.workers, keep_sets=False)
         read_seconds = time.perf_counter() - started
-        groups = find_groups(sig, batch.timestamps, settings, batch.texts,
-                             on_stage=progress.stage)
-        columns = _write_outputs(outputs, batch.ids, groups, settings, progress,
-                                 lambda positions: {p: batch.texts[p] for p in positions},
-                                 read_seconds)
+        groups = find_groups(sig, batch.timestamps, settings, batch.texts, on_stage=progress.stage)
+        columns = _write_outputs(
+            outputs,
+            batch.ids,
+            groups,
+            settings,
+            progress,
+            lambda positions: {p: batch.texts[p] for p in positions},
+            read_seconds,
+        )
         return DedupRun(reader.stats, groups.stats, columns, read_seconds)
 
-    def _dedup_files(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-                     progress: Progress) -> DedupRun:
+    def _dedup_files(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress
+    ) -> DedupRun:
         inputs, reading = list(corpus.inputs), dict(corpus.reading)
         if self.resume and "-" in inputs:
             raise ValueError("--resume needs input files: standard input cannot be read again")
-        key = run_key(version=__version__, settings=repr(settings), reader=reading,
-                      inputs=input_identity(inputs) if self.resume else inputs)
+        key = run_key(
+            version=__version__,
+            settings=repr(settings),
+            reader=reading,
+            inputs=input_identity(inputs) if self.resume else inputs,
+        )
         with WorkDir(self.tmp_dir, key, outputs.groups or "-", resume=self.resume) as work:
 
             def reopen(records: bool):
-                return read_documents(inputs, **reading, keep_records=records,
-                                      batch_size=BATCH_SIZE)
+                return read_documents(
+                    inputs, **reading, keep_records=records, batch_size=BATCH_SIZE
+                )
 
-            reader = read_documents(inputs, **reading, spill_dir=str(work.path),
-                                    batch_size=BATCH_SIZE)
-            job = OutOfCoreDedup(reader, reopen, settings, work, self.memory_limit, self.workers,
-                                 progress=progress)
+            reader = read_documents(
+                inputs, **reading, spill_dir=str(work.path), batch_size=BATCH_SIZE
+            )
+            job = OutOfCoreDedup(
+                reader, reopen, settings, work, self.memory_limit, self.workers, progress=progress
+            )
             collected = job.collect()
             groups = job.group()
 
             def texts_at(positions: list[int]) -> dict[int, str]:
                 wanted = np.unique(np.asarray(positions, dtype=np.int64))
-                return {p: text for batch in (job.refetch(wanted) if wanted.size else ())
-                        for p, text in zip(batch.positions.tolist(), batch.texts)}
+                return {
+                    p: text
+                    for batch in (job.refetch(wanted) if wanted.size else ())
+                    for p, text in zip(batch.positions.tolist(), batch.texts)
+                }
 
-            columns = _write_outputs(outputs, collected.ids, groups, settings, progress,
-                                     texts_at, collected.seconds,
-                                     originals=lambda rows: job.refetch(rows, records=True))
+            columns = _write_outputs(
+                outputs,
+                collected.ids,
+                groups,
+                settings,
+                progress,
+                texts_at,
+                collected.seconds,
+                originals=lambda rows: job.refetch(rows, records=True),
+            )
         figures = dict(job.figures)
         figures["spilled MB"] = figures.pop("spilled bytes") / 1e6
         figures["memory limit MB"] = self.memory_limit / 1e6
-        return DedupRun(collected.stats, groups.stats, columns, collected.seconds, figures,
-                        {"memory_limit": self.memory_limit})
+        return DedupRun(
+            collected.stats,
+            groups.stats,
+            columns,
+            collected.seconds,
+            figures,
+            {"memory_limit": self.memory_limit},
+        )
 
-    def pairs(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-              progress: Progress | None = None) -> DedupRun:
+    def pairs(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
+    ) -> DedupRun:
         """PAIRS and GROUPS of precomputed SimHash fingerprints (see
         :meth:`neardup.engines.base.Engine.pairs`), in memory: O(n) columns plus the pairs.
 
@@ -311,8 +361,13 @@ class LocalEngine:
         sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
         groups = find_groups(sig, table.timestamps, settings, on_stage=progress.stage)
         # Fingerprints hold no documents: no originals' rows, no report.
-        columns = _write_outputs(Outputs(groups=outputs.groups, pairs=outputs.pairs), table.ids,
-                                 groups, settings, progress)
+        columns = _write_outputs(
+            Outputs(groups=outputs.groups, pairs=outputs.pairs),
+            table.ids,
+            groups,
+            settings,
+            progress,
+        )
         return DedupRun(table.stats, groups.stats, columns)
 
 
@@ -325,8 +380,12 @@ def open_engine(options: EngineOptions) -> LocalEngine:
         >>> open_engine(EngineOptions(workers=1, resume=True)).resume
         True
     """
-    return LocalEngine(options.workers, memory_limit=options.memory_limit,
-                       tmp_dir=options.tmp_dir, resume=options.resume)
+    return LocalEngine(
+        options.workers,
+        memory_limit=options.memory_limit,
+        tmp_dir=options.tmp_dir,
+        resume=options.resume,
+    )
 
 
 def _write_outputs(
@@ -365,8 +424,14 @@ def _progress_records(batches: Iterable[DocumentBatch], progress: Progress) -> I
         progress.advance(len(batch.records))
 
 
-def _write_report(path: str, ids: pa.ChunkedArray, groups: Groups, settings: Settings,
-                  read_seconds: float, texts_at: Callable[[list[int]], dict[int, str]]) -> None:
+def _write_report(
+    path: str,
+    ids: pa.ChunkedArray,
+    groups: Groups,
+    settings: Settings,
+    read_seconds: float,
+    texts_at: Callable[[list[int]], dict[int, str]],
+) -> None:
     """The page of :mod:`neardup.report` for a run, with its settings and seconds per stage
     (which GROUPS and PAIRS files do not record), written atomically."""
     simhash = settings.method == "simhash"
@@ -375,12 +440,14 @@ def _write_report(path: str, ids: pa.ChunkedArray, groups: Groups, settings: Set
     run = html_report.RunData(
         ids=ids.to_numpy(),
         original=groups.original,
-        pair_a=groups.pair_a, pair_b=groups.pair_b,
+        pair_a=groups.pair_a,
+        pair_b=groups.pair_b,
         pair_value=np.asarray(groups.pair_value, dtype=np.float64),
         value_name=pair_value_column(settings.method),
         # MinHash pairs are accepted by their verified Jaccard when verification is on.
         threshold=settings.hamming_k if simhash else (settings.verify or settings.threshold),
-        settings=html_report.describe_settings(settings), stats=stats,
+        settings=html_report.describe_settings(settings),
+        stats=stats,
     )
     texts = texts_at(html_report.select(run).positions())
     page = html_report.render(run, texts, "neardup report").encode("utf-8")

@@ -115,8 +115,12 @@ class OutOfCoreDedup:
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
         #: Figures of the run for its summary: spill written, texts re-read, set blocks.
-        self.figures = {"spilled bytes": 0, "documents re-read": 0, "set blocks": 0,
-                        "seconds: re-read + shingle sets": 0.0}
+        self.figures = {
+            "spilled bytes": 0,
+            "documents re-read": 0,
+            "set blocks": 0,
+            "seconds: re-read + shingle sets": 0.0,
+        }
 
     # -- pass 1 ------------------------------------------------------------------------------
 
@@ -130,11 +134,17 @@ class OutOfCoreDedup:
         warm_up(s)
         minhash = s.method == "minhash"
         banding = s.banding() if minhash else None
-        bands = [SpillColumn(self.work, f"band-{j}", np.uint64, self.budget)
-                 for j in range(banding[0])] if minhash else []
+        bands = (
+            [SpillColumn(self.work, f"band-{j}", np.uint64, self.budget) for j in range(banding[0])]
+            if minhash
+            else []
+        )
         estimate = minhash and s.verify is None
-        sig_column = (SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
-                      if estimate else None)
+        sig_column = (
+            SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
+            if estimate
+            else None
+        )
         ids, stamps, locations, content, empty, text_bytes, fps, sizes = ([] for _ in range(8))
         total = self.reader.total_bytes()
         self.progress.stage("reading", total, "B")
@@ -158,15 +168,20 @@ class OutOfCoreDedup:
                 fps.append(sig.signature)
             # Input bytes when the total is known (a true share of the work), else text bytes.
             now_bytes = self.reader.bytes_consumed if total is not None else self.reader.stats.bytes
-            self.progress.advance(now_bytes - done_bytes, docs=self.reader.stats.documents,
-                                  spilled=sum(column.disk_bytes for column in bands))
+            self.progress.advance(
+                now_bytes - done_bytes,
+                docs=self.reader.stats.documents,
+                spilled=sum(column.disk_bytes for column in bands),
+            )
             done_bytes = now_bytes
         n = sum(len(a) for a in ids)
         for column in bands + ([sig_column] if sig_column is not None else []):
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
         if minhash:
-            signature = sig_column.array() if sig_column is not None else np.zeros((n, 0), np.uint32)
+            signature = (
+                sig_column.array() if sig_column is not None else np.zeros((n, 0), np.uint32)
+            )
         else:
             signature = _cat(fps, np.uint64, (0,))
         sig = Signatures(
@@ -189,7 +204,6 @@ class OutOfCoreDedup:
             self._save_collected(sig_column)
         return self.collected
 
-
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
         for name in ("content", "empty", "text_bytes", "sizes"):
@@ -205,18 +219,29 @@ class OutOfCoreDedup:
             with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
                 writer.write_table(pa.table({"id": c.ids}))
         stats = c.stats
-        w.save_json("collect", {
-            "documents": stats.documents, "bytes": stats.bytes, "skipped": stats.skipped,
-            "skipped_reasons": dict(stats.skipped_reasons), "files": stats.files,
-            "seconds": c.seconds, "spill_columns": len(c.band_columns),
-        })
+        w.save_json(
+            "collect",
+            {
+                "documents": stats.documents,
+                "bytes": stats.bytes,
+                "skipped": stats.skipped,
+                "skipped_reasons": dict(stats.skipped_reasons),
+                "files": stats.files,
+                "seconds": c.seconds,
+                "spill_columns": len(c.band_columns),
+            },
+        )
         w.complete("collect")
 
     def _load_collected(self) -> Collected:
         w, s = self.work, self.settings
         info = w.load_json("collect")
-        stats = ReadStats(documents=info["documents"], bytes=info["bytes"],
-                          skipped=info["skipped"], files=info["files"])
+        stats = ReadStats(
+            documents=info["documents"],
+            bytes=info["bytes"],
+            skipped=info["skipped"],
+            files=info["files"],
+        )
         stats.skipped_reasons.update(info["skipped_reasons"])
         with pa.memory_map(str(w.file("ids.arrow"))) as source:
             ids = pa.ipc.open_file(source).read_all().column("id")
@@ -233,8 +258,13 @@ class OutOfCoreDedup:
             signature = w.load(f"spill-{info['spill_columns']}", mmap=True)
         else:
             signature = np.zeros((n, 0), np.uint32)
-        sig = Signatures(content=w.load("content"), signature=signature, empty=w.load("empty"),
-                         text_bytes=w.load("text_bytes"), sizes=w.load("sizes"))
+        sig = Signatures(
+            content=w.load("content"),
+            signature=signature,
+            empty=w.load("empty"),
+            text_bytes=w.load("text_bytes"),
+            sizes=w.load("sizes"),
+        )
         locations = w.load("locations") if w.file("locations.npy").exists() else None
         return Collected(ids, timestamps, locations, sig, bands, stats, info["seconds"])
 
@@ -260,8 +290,10 @@ class OutOfCoreDedup:
             elif keep.any():
                 yield _subset(batch, np.flatnonzero(keep))
         if found != positions.shape[0]:
-            raise ValueError("the inputs changed while the run was reading them (documents "
-                             "differ from the first pass); run again on inputs that stay put")
+            raise ValueError(
+                "the inputs changed while the run was reading them (documents "
+                "differ from the first pass); run again on inputs that stay put"
+            )
 
     def _units(self, docs: np.ndarray) -> np.ndarray:
         """An upper bound of each document's verification data, in values (pass 1's
@@ -279,8 +311,9 @@ class OutOfCoreDedup:
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
         row, end = 0, 0
         batches = self.refetch(docs)
-        for batch, (part_offsets, part) in ordered_map(_batch_sets, batches, self.workers,
-                                                       self.settings):
+        for batch, (part_offsets, part) in ordered_map(
+            _batch_sets, batches, self.workers, self.settings
+        ):
             if values is None:
                 values = np.empty(capacity, dtype=part.dtype)
             m = len(batch)
@@ -335,8 +368,19 @@ class OutOfCoreDedup:
             ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
             order = np.lexsort((ib, ia, connected_components(docs.shape[0], ia, ib)[ia]))
             ia, ib = ia[order], ib[order]
-            bounds = np.flatnonzero(np.diff(_chunks_of_pairs(
-                ia, ib, np.asarray(cost, dtype=np.float64), float(max(self.budget.limit, 1))))) + 1
+            bounds = (
+                np.flatnonzero(
+                    np.diff(
+                        _chunks_of_pairs(
+                            ia,
+                            ib,
+                            np.asarray(cost, dtype=np.float64),
+                            float(max(self.budget.limit, 1)),
+                        )
+                    )
+                )
+                + 1
+            )
             for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]):
                 ca, cb = ia[start:end], ib[start:end]
                 local = np.unique(np.concatenate([ca, cb]))
@@ -344,8 +388,13 @@ class OutOfCoreDedup:
                 self.progress.stage("shingle sets", int(chunk_docs.shape[0]), "docs")
                 offsets, values = self._sets(chunk_docs)
                 out[order[start:end]] = verification.similarity(
-                    offsets, values, np.searchsorted(local, ca), np.searchsorted(local, cb),
-                    exact, self.workers)
+                    offsets,
+                    values,
+                    np.searchsorted(local, ca),
+                    np.searchsorted(local, cb),
+                    exact,
+                    self.workers,
+                )
                 # Free this chunk's data before the next one is built beside it.
                 del offsets, values
                 return_freed_memory()
@@ -357,8 +406,9 @@ class OutOfCoreDedup:
         self._stage = name
         self.progress.stage(name)
 
-    def _measured(self, measure: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray,
-                  b: np.ndarray) -> np.ndarray:
+    def _measured(
+        self, measure: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray
+    ) -> np.ndarray:
         """``measure(a, b)``; in the verify stage, in steps of at least ``VERIFY_STEP`` pairs
         that advance the progress display (a bar over the pairs, with rate and time left)."""
         n = a.shape[0]
@@ -378,7 +428,9 @@ class OutOfCoreDedup:
         if self.work.completed("group"):
             return self._load_groups()
         groups = find_groups(
-            c.signatures, c.timestamps, self.settings,
+            c.signatures,
+            c.timestamps,
+            self.settings,
             band_keys=c.band_keys if c.band_columns else None,
             set_source=self.set_source,
             on_stage=self._on_stage,
@@ -386,8 +438,15 @@ class OutOfCoreDedup:
         for column in c.band_columns:
             column.release()
         if self.work.resume:
-            for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value",
-                         "pair_passed"):
+            for name in (
+                "original",
+                "is_original",
+                "group_size",
+                "pair_a",
+                "pair_b",
+                "pair_value",
+                "pair_passed",
+            ):
                 self.work.save(name, getattr(groups, name))
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
@@ -395,9 +454,18 @@ class OutOfCoreDedup:
 
     def _load_groups(self) -> Groups:
         w = self.work
-        arrays = [w.load(name) for name in
-                  ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_value",
-                   "pair_passed")]
+        arrays = [
+            w.load(name)
+            for name in (
+                "original",
+                "is_original",
+                "group_size",
+                "pair_a",
+                "pair_b",
+                "pair_value",
+                "pair_passed",
+            )
+        ]
         return Groups(*arrays, stats=w.load_json("group"))
 
 

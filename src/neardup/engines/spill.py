@@ -143,10 +143,14 @@ def disk_error(error: OSError, path: Path | str) -> OSError:
     its ``errno`` is the original one."""
     code = error.errno
     if code in (errno.ENOSPC, errno.EDQUOT):
-        message = (f"no space left on the device of the temp dir, writing {path}; free some "
-                   "space or point --tmp-dir to a larger disk")
+        message = (
+            f"no space left on the device of the temp dir, writing {path}; free some "
+            "space or point --tmp-dir to a larger disk"
+        )
     elif code in (errno.EACCES, errno.EPERM, errno.EROFS):
-        message = f"cannot write to the temp dir: {path} is not writable (choose another with --tmp-dir)"
+        message = (
+            f"cannot write to the temp dir: {path} is not writable (choose another with --tmp-dir)"
+        )
     else:
         message = f"writing {path} in the temp dir failed: {error.strerror or error}"
     result = OSError(message)
@@ -290,7 +294,9 @@ class WorkDir:
 
     def load(self, name: str, mmap: bool = False) -> np.ndarray:
         """An array stored by :meth:`save` (memory-mapped with ``mmap``)."""
-        return np.load(self.file(name + ".npy"), mmap_mode="r" if mmap else None, allow_pickle=False)
+        return np.load(
+            self.file(name + ".npy"), mmap_mode="r" if mmap else None, allow_pickle=False
+        )
 
     def save_json(self, name: str, value: Any) -> None:
         """Store ``value`` as ``name.json``, atomically as :meth:`save` (a crash mid-write must

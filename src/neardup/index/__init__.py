@@ -1,6 +1,20 @@
 """A persistent near-duplicate index for crawlers: an embedded store (:mod:`neardup.index.store`)
 and an HTTP service on top of it (:mod:`neardup.index.service`).
 
+Two kinds of index, chosen when it is created (``method``), decide near-duplicates exactly as
+``neardup dedup --method M --grouping components`` with the same settings does:
+
+``simhash``
+    64-bit SimHash fingerprints within ``hamming_k`` bits, found with permutation tables
+    (:mod:`~neardup.index.tables`). Small (about 90 bytes per document in memory, 150 on disk)
+    and fast, but it catches only about a third of light word-level edits (README, "Quality").
+``minhash`` (``dedup``'s default)
+    MinHash LSH band candidates, each verified on the texts by the run's verification (by
+    default the LCS resemblance at 0.8): the groups of ``dedup``'s defaults, which find
+    nearly every light edit. Band tables in memory (:mod:`neardup.index.minhash`, 8 bytes per
+    band per document: 258 at the default 32 bands) and the texts zstd-compressed in SQLite,
+    read only for candidates.
+
 The modules, each one concept, bottom first (a module imports only those above it in this list):
 
 - :mod:`~neardup.index.errors`: what an index refuses (exceptions, checks of its inputs).

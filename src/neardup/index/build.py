@@ -64,19 +64,22 @@ def build_index(
     if (texts is None) == (fingerprints is None) and signatures_ is None:
         raise ValueError("give exactly one of texts and fingerprints")
     if settings.method == "minhash" and texts is None:
-        raise ValueError("a MinHash index is built from texts (it keeps them to verify "
-                         "candidates); fingerprints are SimHash's")
+        raise ValueError(
+            "a MinHash index is built from texts (it keeps them to verify "
+            "candidates); fingerprints are SimHash's"
+        )
     if texts is not None:
         texts = list(texts)
         if len(texts) != n:
             raise ValueError(f"texts must have one entry per id ({n}), got {len(texts)}")
-    sig = signatures_ if signatures_ is not None else _signatures(
-        n, texts, fingerprints, settings, workers)
+    sig = (
+        signatures_
+        if signatures_ is not None
+        else _signatures(n, texts, fingerprints, settings, workers)
+    )
     if len(sig) != n:
         raise ValueError(f"signatures must have one row per id ({n}), got {len(sig)}")
-    stamps = (
-        np.zeros(n, np.int64) if timestamps_us is None else np.asarray(timestamps_us, np.int64)
-    )
+    stamps = np.zeros(n, np.int64) if timestamps_us is None else np.asarray(timestamps_us, np.int64)
     if stamps.shape != (n,):
         raise ValueError(f"timestamps_us must have shape ({n},), got {stamps.shape}")
     groups = find_groups(sig, stamps, settings, texts)
@@ -84,8 +87,11 @@ def build_index(
     if settings.method == "minhash":
         # The content fingerprint stands in the fingerprint column (exact duplicates).
         fps = np.ascontiguousarray(sig.content[:, 0], dtype=np.uint64)
-        minhash_rows = (band_keys(sig.signature, settings), data_sizes(texts, settings),
-                        encode_texts(texts))
+        minhash_rows = (
+            band_keys(sig.signature, settings),
+            data_sizes(texts, settings),
+            encode_texts(texts),
+        )
     else:
         fps = np.ascontiguousarray(sig.signature, dtype=np.uint64)
     if target.exists() and not (target.is_dir() and not any(target.iterdir())):
@@ -93,13 +99,19 @@ def build_index(
             raise FileExistsError(
                 f"{target} already exists; choose a new directory or overwrite it"
             )
-    _write_new_index(target, settings, ids, fps, stamps, groups.original, groups.group_size,
-                     minhash_rows)
+    _write_new_index(
+        target, settings, ids, fps, stamps, groups.original, groups.group_size, minhash_rows
+    )
     return target
 
 
-def _signatures(n: int, texts: list[str] | None, fingerprints: np.ndarray | None,
-                settings: Settings, workers: int | None) -> Signatures:
+def _signatures(
+    n: int,
+    texts: list[str] | None,
+    fingerprints: np.ndarray | None,
+    settings: Settings,
+    workers: int | None,
+) -> Signatures:
     """The signatures to group with: of the texts (on ``workers`` processes), or standing in
     for SimHash ``fingerprints`` given without texts."""
     if texts is not None:
@@ -119,9 +131,16 @@ def _signatures(n: int, texts: list[str] | None, fingerprints: np.ndarray | None
     return Signatures(content, fps, np.zeros(n, bool), np.zeros(n, np.int64))
 
 
-def _write_new_index(target: Path, settings: Settings, ids: list[str], fps: np.ndarray,
-                     stamps: np.ndarray, original: np.ndarray, group_size: np.ndarray,
-                     minhash_rows: tuple | None) -> None:
+def _write_new_index(
+    target: Path,
+    settings: Settings,
+    ids: list[str],
+    fps: np.ndarray,
+    stamps: np.ndarray,
+    original: np.ndarray,
+    group_size: np.ndarray,
+    minhash_rows: tuple | None,
+) -> None:
     """Write the records and the first cache generation in a temporary directory beside
     ``target``, then rename it into place; a failure leaves nothing behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +150,9 @@ def _write_new_index(target: Path, settings: Settings, ids: list[str], fps: np.n
         write_records(tmp, settings, ids, fps, stamps, original, group_size, minhash_rows)
         positions = np.arange(1, len(ids) + 1, dtype=np.int64)
         values = fps if minhash_rows is None else minhash_rows[0]
-        save_generation(tmp, new_tables(settings, positions, values), 1, max_pos=len(ids),
-                        tomb_seq=0)
+        save_generation(
+            tmp, new_tables(settings, positions, values), 1, max_pos=len(ids), tomb_seq=0
+        )
         install(tmp, target)
     except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)

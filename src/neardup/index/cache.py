@@ -209,8 +209,9 @@ def _tables_from_records(conn: sqlite3.Connection, settings: Settings) -> Tables
     return new_tables(settings, pos, values)
 
 
-def catch_up(conn: sqlite3.Connection, settings: Settings, tables: Tables, max_pos: int,
-             tomb_seq: int) -> int:
+def catch_up(
+    conn: sqlite3.Connection, settings: Settings, tables: Tables, max_pos: int, tomb_seq: int
+) -> int:
     """Apply to ``tables`` the rows added after position ``max_pos`` and the removals logged
     after ``tomb_seq``; returns the rows added. Call it inside
     :func:`~neardup.index.storage.read_snapshot` for a consistent state. O(rows since)."""
@@ -224,8 +225,9 @@ def catch_up(conn: sqlite3.Connection, settings: Settings, tables: Tables, max_p
     return added
 
 
-def load_tables(path: Path, conn: sqlite3.Connection, settings: Settings,
-                info: OpenInfo) -> tuple[Tables, dict[str, int]]:
+def load_tables(
+    path: Path, conn: sqlite3.Connection, settings: Settings, info: OpenInfo
+) -> tuple[Tables, dict[str, int]]:
     """The tables of the index at ``path``: from the cache if it checks out (plus the rows
     since), else rebuilt from the records; ``info`` says which. Returns the tables and the
     records' :func:`~neardup.index.storage.sql_state` they match.
@@ -250,8 +252,9 @@ def load_tables(path: Path, conn: sqlite3.Connection, settings: Settings,
 # --------------------------------------------------------------------------------------------
 
 
-def _load_cache(path: Path, conn: sqlite3.Connection, settings: Settings,
-                state: dict[str, int], info: OpenInfo) -> tuple[Tables, str]:
+def _load_cache(
+    path: Path, conn: sqlite3.Connection, settings: Settings, state: dict[str, int], info: OpenInfo
+) -> tuple[Tables, str]:
     manifest_path = path / MANIFEST_NAME
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -312,9 +315,15 @@ def _spot_check_rows(conn: sqlite3.Connection, alive: np.ndarray, select: str) -
     ).fetchall()
 
 
-def _permutation_cache(conn: sqlite3.Connection, settings: Settings, manifest: dict,
-                       keys: np.ndarray, rows: np.ndarray, alive: np.ndarray,
-                       gen_dir: Path) -> PermutationTables:
+def _permutation_cache(
+    conn: sqlite3.Connection,
+    settings: Settings,
+    manifest: dict,
+    keys: np.ndarray,
+    rows: np.ndarray,
+    alive: np.ndarray,
+    gen_dir: Path,
+) -> PermutationTables:
     """SimHash tables from a verified cache generation, spot-checked against SQLite."""
     hamming_k = settings.hamming_k
     plan_info = manifest["plan"]
@@ -332,13 +341,25 @@ def _permutation_cache(conn: sqlite3.Connection, settings: Settings, manifest: d
         if np.uint64(unsigned(fp)) != fps[pos]:
             raise _CacheMiss(f"cached fingerprint of position {pos} differs")
     return PermutationTables.from_arrays(
-        hamming_k, plan, keys, rows, fps, alive, int(manifest.get("planned_n", 0)),
+        hamming_k,
+        plan,
+        keys,
+        rows,
+        fps,
+        alive,
+        int(manifest.get("planned_n", 0)),
         manifest.get("main_dead"),
     )
 
 
-def _band_cache(conn: sqlite3.Connection, settings: Settings, manifest: dict, keys: np.ndarray,
-                rows: np.ndarray, alive: np.ndarray) -> BandTables:
+def _band_cache(
+    conn: sqlite3.Connection,
+    settings: Settings,
+    manifest: dict,
+    keys: np.ndarray,
+    rows: np.ndarray,
+    alive: np.ndarray,
+) -> BandTables:
     """MinHash band tables from a verified cache generation; a few positions are looked up
     in the first band under the keys SQLite holds for them (O(log n) each)."""
     bands = settings.bands

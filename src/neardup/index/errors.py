@@ -146,8 +146,9 @@ def timestamp_us(value: Any, where: str) -> int:
         raise ValueError(f"{where}: {error}") from None
 
 
-def batch_inputs(ids: list[str], texts: Sequence[str] | None, fingerprints: Any,
-                 timestamps: Sequence[Any] | None) -> tuple[list[str] | None, Any, np.ndarray]:
+def batch_inputs(
+    ids: list[str], texts: Sequence[str] | None, fingerprints: Any, timestamps: Sequence[Any] | None
+) -> tuple[list[str] | None, Any, np.ndarray]:
     """The texts (as a list), fingerprints (a list unless an array) and timestamps (``int64``
     microseconds, :func:`timestamp_us`; None: all 0) of a batch to add, each checked to have
     one entry per ID. O(n).
@@ -163,9 +164,7 @@ def batch_inputs(ids: list[str], texts: Sequence[str] | None, fingerprints: Any,
     else:
         timestamps = list(timestamps)
         if len(timestamps) != n:
-            raise ValueError(
-                f"timestamps must have one entry per id ({n}), got {len(timestamps)}"
-            )
+            raise ValueError(f"timestamps must have one entry per id ({n}), got {len(timestamps)}")
         stamps = np.array(
             [timestamp_us(v, f"timestamp of {ids[i]!r}") for i, v in enumerate(timestamps)],
             dtype=np.int64,
@@ -177,7 +176,5 @@ def batch_inputs(ids: list[str], texts: Sequence[str] | None, fingerprints: Any,
     elif fingerprints is not None and not isinstance(fingerprints, np.ndarray):
         fingerprints = list(fingerprints)
     if fingerprints is not None and len(fingerprints) != n:
-        raise ValueError(
-            f"fingerprints must have one entry per id ({n}), got {len(fingerprints)}"
-        )
+        raise ValueError(f"fingerprints must have one entry per id ({n}), got {len(fingerprints)}")
     return texts, fingerprints, stamps

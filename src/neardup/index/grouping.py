@@ -189,12 +189,14 @@ def _minhash_neighbourhood(matcher: Matcher, batch: Probes, limit: int) -> Neigh
     sim = pair_similarity(*batch.data, ca, cb, settings)
     ok = sim >= verify_threshold(settings)
     top = [matcher.small_match_set(p, d, limit)[1] if p.size else [] for p, d in stored]
-    return _neighbourhood(np.arange(len(batch)), stored, info, stored_gids,
-                          (ca[ok], cb[ok], -sim[ok]), top)
+    return _neighbourhood(
+        np.arange(len(batch)), stored, info, stored_gids, (ca[ok], cb[ok], -sim[ok]), top
+    )
 
 
-def _neighbourhood(inverse: np.ndarray, stored: list, info: dict, stored_gids: list,
-                   pairs: tuple, stored_top: list) -> Neighbourhood:
+def _neighbourhood(
+    inverse: np.ndarray, stored: list, info: dict, stored_gids: list, pairs: tuple, stored_top: list
+) -> Neighbourhood:
     """The method-independent part: the stored groups touched and the batch's own pairs as
     adjacency lists."""
     states: dict[int, GroupState] = {}
@@ -206,9 +208,15 @@ def _neighbourhood(inverse: np.ndarray, stored: list, info: dict, stored_gids: l
     for a, c, d in zip(*(x.tolist() for x in pairs)):
         nbr[a].append((c, d))
         nbr[c].append((a, d))
-    return Neighbourhood(inverse, gids, [states[g] for g in gids],
-                         [int(p.size) for p, _ in stored],
-                         [{index[g] for g in unit} for unit in stored_gids], nbr, stored_top)
+    return Neighbourhood(
+        inverse,
+        gids,
+        [states[g] for g in gids],
+        [int(p.size) for p, _ in stored],
+        [{index[g] for g in unit} for unit in stored_gids],
+        nbr,
+        stored_top,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,7 +278,10 @@ class _Grouping:
             keep.size += s.size
             if (s.original_ts, s.original) < (keep.original_ts, keep.original):
                 keep.original, keep.original_ts, keep.original_id = (
-                    s.original, s.original_ts, s.original_id)
+                    s.original,
+                    s.original_ts,
+                    s.original_id,
+                )
         keep.size += 1
         if (ts, pos) < (keep.original_ts, keep.original):
             keep.original, keep.original_ts, keep.original_id = pos, ts, ident
@@ -280,15 +291,30 @@ class _Grouping:
     def outcome(self, results: list[AddResult]) -> BatchGroups:
         """The final groups, once every document is placed."""
         groups = {self.gid(g): s for g, s in enumerate(self.states) if s is not None}
-        merged = {self.gid(g): self.gid(self.find(g)) for g in range(self.stored)
-                  if self.states[g] is None}
+        merged = {
+            self.gid(g): self.gid(self.find(g))
+            for g in range(self.stored)
+            if self.states[g] is None
+        }
         created = sum(1 for s in groups.values() if not s.stored)
-        return BatchGroups(results, [self.gid(self.find(g)) for g in self.doc_group], groups,
-                           merged, created - len(merged))
+        return BatchGroups(
+            results,
+            [self.gid(self.find(g)) for g in self.doc_group],
+            groups,
+            merged,
+            created - len(merged),
+        )
 
 
-def group_batch(matcher: Matcher, hood: Neighbourhood, ids: list[str], fps: np.ndarray,
-                stamps: np.ndarray, base: int, limit: int) -> BatchGroups:
+def group_batch(
+    matcher: Matcher,
+    hood: Neighbourhood,
+    ids: list[str],
+    fps: np.ndarray,
+    stamps: np.ndarray,
+    base: int,
+    limit: int,
+) -> BatchGroups:
     """Take the documents of a batch in order (positions ``base``, ``base + 1``, ...), each
     joining, merging or starting groups as the rules say and seeing the documents before it.
     Each result describes its document's group right after it was added, with its first
@@ -312,8 +338,11 @@ def group_batch(matcher: Matcher, hood: Neighbourhood, ids: list[str], fps: np.n
     for j, ident in enumerate(ids):
         unit = int(hood.inverse[j])
         roots = grouping.met(j, unit)
-        match_count = hood.stored_count[unit] + int(seen_count[unit]) + sum(
-            int(seen_count[w]) for w, _ in hood.nbr[unit])
+        match_count = (
+            hood.stored_count[unit]
+            + int(seen_count[unit])
+            + sum(int(seen_count[w]) for w, _ in hood.nbr[unit])
+        )
         status = "duplicate" if roots and match_count else "new"
         g = grouping.join(j, roots, int(stamps[j]), ident)
         # Matches: stored ones (as of the batch start) and earlier documents of the batch.
@@ -323,8 +352,19 @@ def group_batch(matcher: Matcher, hood: Neighbourhood, ids: list[str], fps: np.n
             candidates.extend((d, mid) for mid in seen_ids[w])
         candidates.sort()
         matches = tuple(match(mid, d, g.original_id) for d, mid in candidates[:limit])
-        results.append(AddResult(ident, status, int(fps[j]), g.original_id, g.original_id,
-                                 g.original == base + j, g.size, match_count, matches))
+        results.append(
+            AddResult(
+                ident,
+                status,
+                int(fps[j]),
+                g.original_id,
+                g.original_id,
+                g.original == base + j,
+                g.size,
+                match_count,
+                matches,
+            )
+        )
         if limit:
             bisect.insort(seen_ids[unit], ident)
             if len(seen_ids[unit]) > limit:
@@ -338,8 +378,15 @@ def group_batch(matcher: Matcher, hood: Neighbourhood, ids: list[str], fps: np.n
 # --------------------------------------------------------------------------------------------
 
 
-def add_batch(matcher: Matcher, ids: list[str], probes: Probes, stamps: np.ndarray,
-              if_exists: str, limit: int, max_pos: int) -> tuple[list[AddResult], int]:
+def add_batch(
+    matcher: Matcher,
+    ids: list[str],
+    probes: Probes,
+    stamps: np.ndarray,
+    if_exists: str,
+    limit: int,
+    max_pos: int,
+) -> tuple[list[AddResult], int]:
     """Add checked documents (unique ``ids``, their ``probes`` and ``stamps``) after position
     ``max_pos`` in one transaction: the IDs already stored are refused or skipped
     (``if_exists``), the others grouped in order (:func:`group_batch`), written
@@ -359,8 +406,9 @@ def add_batch(matcher: Matcher, ids: list[str], probes: Probes, stamps: np.ndarr
     b_ids = [ids[i] for i in todo]
     b_ts = stamps[todo]
     base = max_pos + 1
-    grouped = group_batch(matcher, neighbourhood(matcher, batch, limit), b_ids, batch.fps, b_ts,
-                          base, limit)
+    grouped = group_batch(
+        matcher, neighbourhood(matcher, batch, limit), b_ids, batch.fps, b_ts, base, limit
+    )
     conn = matcher.conn
     with write_transaction(conn):
         last = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
@@ -369,15 +417,17 @@ def add_batch(matcher: Matcher, ids: list[str], probes: Probes, stamps: np.ndarr
                 f"index {matcher.path} was written by another process while open for writing"
             )
         write_batch(conn, base, b_ids, batch, b_ts, grouped)
-    matcher.tables.add(np.arange(base, base + b, dtype=np.int64),
-                       batch.fps if batch.keys is None else batch.keys)
+    matcher.tables.add(
+        np.arange(base, base + b, dtype=np.int64), batch.fps if batch.keys is None else batch.keys
+    )
     for i, result in zip(todo, grouped.results):
         results[i] = result
     return results, b
 
 
-def _existing_results(conn: sqlite3.Connection, ids: list[str],
-                      if_exists: str) -> tuple[list[AddResult | None], list[int]]:
+def _existing_results(
+    conn: sqlite3.Connection, ids: list[str], if_exists: str
+) -> tuple[list[AddResult | None], list[int]]:
     """The results of the IDs already stored (status ``exists``; or
     :class:`~neardup.index.errors.DocumentExistsError` with ``if_exists="error"``) and the
     indices of the others, to add."""
@@ -395,13 +445,28 @@ def _existing_results(conn: sqlite3.Connection, ids: list[str],
     for i, ident in enumerate(ids):
         if ident in existing:
             r = existing[ident]
-            results[i] = AddResult(ident, "exists", r.fingerprint, r.duplicate_id,
-                                   r.original_id, r.is_original, r.group_size, 0, ())
+            results[i] = AddResult(
+                ident,
+                "exists",
+                r.fingerprint,
+                r.duplicate_id,
+                r.original_id,
+                r.is_original,
+                r.group_size,
+                0,
+                (),
+            )
     return results, [i for i, r in enumerate(results) if r is None]
 
 
-def write_batch(conn: sqlite3.Connection, base: int, ids: list[str], batch: Probes,
-                stamps: np.ndarray, grouped: BatchGroups) -> None:
+def write_batch(
+    conn: sqlite3.Connection,
+    base: int,
+    ids: list[str],
+    batch: Probes,
+    stamps: np.ndarray,
+    grouped: BatchGroups,
+) -> None:
     """Store a decided batch (inside the open write transaction): its documents at positions
     ``base``, ``base + 1``, ... (MinHash: with their band keys, data sizes and texts), the
     merged groups folded into the groups they joined, and the rows of the remaining groups.
@@ -409,14 +474,20 @@ def write_batch(conn: sqlite3.Connection, base: int, ids: list[str], batch: Prob
     b = len(ids)
     conn.executemany(
         "INSERT INTO docs (pos, id, fingerprint, timestamp, gid) VALUES (?, ?, ?, ?, ?)",
-        [(base + j, ids[j], signed(int(batch.fps[j])), int(stamps[j]), grouped.doc_gids[j])
-         for j in range(b)],
+        [
+            (base + j, ids[j], signed(int(batch.fps[j])), int(stamps[j]), grouped.doc_gids[j])
+            for j in range(b)
+        ],
     )
     if batch.keys is not None:
         conn.executemany(
             "INSERT INTO minhash (pos, keys, units, text) VALUES (?, ?, ?, ?)",
-            zip(range(base, base + b), key_blobs(batch.keys), batch.sizes.tolist(),
-                encode_texts(batch.texts)),
+            zip(
+                range(base, base + b),
+                key_blobs(batch.keys),
+                batch.sizes.tolist(),
+                encode_texts(batch.texts),
+            ),
         )
     for old, new in grouped.merged.items():
         conn.execute("UPDATE docs SET gid = ? WHERE gid = ?", (new, old))
@@ -489,8 +560,9 @@ def regroup(conn: sqlite3.Connection, settings: Settings, gid: int) -> int:
     return first.shape[0] - 1
 
 
-def _member_components(conn: sqlite3.Connection, settings: Settings, pos: np.ndarray,
-                       fps: np.ndarray) -> np.ndarray:
+def _member_components(
+    conn: sqlite3.Connection, settings: Settings, pos: np.ndarray, fps: np.ndarray
+) -> np.ndarray:
     """The component label of each of the documents ``pos`` (with fingerprints ``fps``) under
     the index's near-duplicate relation. SimHash: O(m²) comparisons of distinct fingerprints
     up to 2,048, tables above; MinHash: band pairs of the members, each verified on the stored
@@ -515,8 +587,9 @@ def _member_components(conn: sqlite3.Connection, settings: Settings, pos: np.nda
     return connected_components(values.shape[0], a, b)[inverse]
 
 
-def write_removal(conn: sqlite3.Connection, settings: Settings, positions: list[int],
-                  gids: list[int]) -> int:
+def write_removal(
+    conn: sqlite3.Connection, settings: Settings, positions: list[int], gids: list[int]
+) -> int:
     """Remove the documents at ``positions`` from the groups ``gids`` (inside the open write
     transaction), log them for readers in other processes and re-check each group once
     (:func:`regroup`). Returns the sequence number of the last removal logged.

@@ -75,8 +75,14 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
     started = time.perf_counter()
     path = Path(path)
     db = path / DB_NAME
-    report: dict[str, Any] = {"ok": False, "problems": [], "documents": None, "groups": None,
-                              "tables": None, "seconds": 0.0}
+    report: dict[str, Any] = {
+        "ok": False,
+        "problems": [],
+        "documents": None,
+        "groups": None,
+        "tables": None,
+        "seconds": 0.0,
+    }
     problems: list[str] = report["problems"]
     try:
         conn = _readonly_connection(db)
@@ -162,15 +168,19 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
         info = index._open_info
         report["tables"] = f"{info.source} ({info.detail})"
         if info.source == "rebuilt" and "damaged" in info.detail:
-            problems.append(f"the cached tables were damaged ({info.detail}); they were rebuilt "
-                            "from the records for this check, and a writer caches them again")
+            problems.append(
+                f"the cached tables were damaged ({info.detail}); they were rebuilt "
+                "from the records for this check, and a writer caches them again"
+            )
         t = index._tables
         live = np.flatnonzero(t.alive[: t.size])
         if not np.array_equal(live, pos):
             missing = np.setdiff1d(pos, live)[:5].tolist()
             extra = np.setdiff1d(live, pos)[:5].tolist()
-            problems.append(f"tables and records hold different positions (records only: "
-                            f"{missing}, tables only: {extra})")
+            problems.append(
+                f"tables and records hold different positions (records only: "
+                f"{missing}, tables only: {extra})"
+            )
         elif index.method == "minhash":
             _check_band_tables(index, pos, problems)
         elif not np.array_equal(t.fps[pos], values):
@@ -218,8 +228,9 @@ def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
             return
         order = np.lexsort((table_rows, table_keys))
         want = keys[in_main, band][np.searchsorted(main, table_rows)]
-        if not (np.array_equal(order, np.arange(table_rows.size))
-                and np.array_equal(table_keys, want)):
+        if not (
+            np.array_equal(order, np.arange(table_rows.size)) and np.array_equal(table_keys, want)
+        ):
             problems.append(f"band table {band} is not sorted by the stored band keys")
             return
 
@@ -231,10 +242,10 @@ def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
 
 _RECOVER_SQL = {
     "simhash": "SELECT pos, id, fingerprint, timestamp FROM docs WHERE pos BETWEEN ? AND ? "
-               "ORDER BY pos",
+    "ORDER BY pos",
     # A MinHash index is rebuilt from the texts it kept (the fingerprint column is derived).
     "minhash": "SELECT d.pos, d.id, m.text, d.timestamp FROM docs d JOIN minhash m "
-               "ON m.pos = d.pos WHERE d.pos BETWEEN ? AND ? ORDER BY d.pos",
+    "ON m.pos = d.pos WHERE d.pos BETWEEN ? AND ? ORDER BY d.pos",
 }
 
 

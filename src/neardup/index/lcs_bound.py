@@ -126,6 +126,8 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
                     break
             elif found + rest < need:
                 break
+        # Ruled out: what was found plus what was not looked at bounds the LCS. Kept: the
+        # bound is at least what was found, enough to reach the threshold.
         out[p] = min(found + rest, low) / top if found < need else min(found, low) / top
 
 

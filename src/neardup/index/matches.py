@@ -75,8 +75,12 @@ class Probes:
         """The probes ``rows``, in that order."""
         if self.keys is None:
             return Probes(self.fps[rows])
-        return Probes(self.fps[rows], self.keys[rows], [self.texts[i] for i in rows],
-                      take_data(self.data, rows))
+        return Probes(
+            self.fps[rows],
+            self.keys[rows],
+            [self.texts[i] for i in rows],
+            take_data(self.data, rows),
+        )
 
 
 def text_list(texts: str | Sequence[str]) -> list[str]:
@@ -138,8 +142,9 @@ class Matcher:
     Not thread-safe: the index calls it under its lock.
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, tables: Tables,
-                 settings: Settings) -> None:
+    def __init__(
+        self, path: Path, conn: sqlite3.Connection, tables: Tables, settings: Settings
+    ) -> None:
         self.path = path
         self.conn = conn
         self.tables = tables
@@ -163,8 +168,9 @@ class Matcher:
         k = self.settings.hamming_k if hamming_k is None else hamming_k
         return check_int("hamming_k", k, 0, self.settings.hamming_k)
 
-    def prepare(self, texts: list[str] | None, fingerprints: Any,
-                n_expected: int | None = None) -> Probes:
+    def prepare(
+        self, texts: list[str] | None, fingerprints: Any, n_expected: int | None = None
+    ) -> Probes:
         """What probing and storing need of ``texts`` (checked) or SimHash ``fingerprints``
         (exactly one of the two; ``n_expected`` of them if given). O(total text)."""
         if (texts is None) == (fingerprints is None):
@@ -179,10 +185,12 @@ class Matcher:
         elif isinstance(fingerprints, np.ndarray) and fingerprints.dtype == np.uint64:
             probes = Probes(np.ascontiguousarray(fingerprints.reshape(-1)))
         else:
-            probes = Probes(np.array(
-                [_parse_fp(v, f"fingerprint #{i}") for i, v in enumerate(fingerprints)],
-                dtype=np.uint64,
-            ))
+            probes = Probes(
+                np.array(
+                    [_parse_fp(v, f"fingerprint #{i}") for i, v in enumerate(fingerprints)],
+                    dtype=np.uint64,
+                )
+            )
         if n_expected is not None and len(probes) != n_expected:
             raise ValueError(f"expected {n_expected} texts or fingerprints, got {len(probes)}")
         return probes
@@ -192,20 +200,28 @@ class Matcher:
         if not texts:
             if not self.minhash:
                 return Probes(np.zeros(0, np.uint64))
-            return Probes(np.zeros(0, np.uint64), np.zeros((0, self.settings.bands), np.uint32),
-                          [], (np.zeros(1, np.int64), np.zeros(0, np.uint64)))
+            return Probes(
+                np.zeros(0, np.uint64),
+                np.zeros((0, self.settings.bands), np.uint32),
+                [],
+                (np.zeros(1, np.int64), np.zeros(0, np.uint64)),
+            )
         if not self.minhash:
             sig = signatures(texts, self.settings)
             return Probes(np.ascontiguousarray(sig.signature, dtype=np.uint64))
         sig = signatures(texts, self.settings, keep_sets=False)
-        return Probes(np.ascontiguousarray(sig.content[:, 0]),
-                      band_keys(sig.signature, self.settings), texts,
-                      verification_data(texts, self.settings, sig.signature))
+        return Probes(
+            np.ascontiguousarray(sig.content[:, 0]),
+            band_keys(sig.signature, self.settings),
+            texts,
+            verification_data(texts, self.settings, sig.signature),
+        )
 
     # ------------------------------------------------------------------ finding
 
-    def stored(self, probes: Probes, hamming_k: int | None = None
-               ) -> list[tuple[np.ndarray, np.ndarray]]:
+    def stored(
+        self, probes: Probes, hamming_k: int | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per probe, its stored near-duplicates as ``(positions, ranks)`` sorted by rank then
         position (SimHash: within ``hamming_k`` bits, default the index's). Complexity: the
         probe of the tables; MinHash adds one SQLite look-up, decompression and verification
@@ -258,8 +274,9 @@ class Matcher:
 
     # ------------------------------------------------------------------ describing
 
-    def results(self, probes: Probes, hamming_k: int | None, limit: int,
-                ids: list[str] | None) -> list[QueryResult]:
+    def results(
+        self, probes: Probes, hamming_k: int | None, limit: int, ids: list[str] | None
+    ) -> list[QueryResult]:
         """The :class:`~neardup.index.results.QueryResult` of each probe (``ids`` echoed)."""
         results = []
         for i, (p, d) in enumerate(self.stored(probes, hamming_k)):

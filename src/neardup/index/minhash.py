@@ -190,12 +190,15 @@ def take_data(data: tuple[np.ndarray, np.ndarray], rows: Sequence[int]
         [[0, 2, 3], [8, 9, 7]]
     """
     offsets, values = data
+    offsets = np.asarray(offsets, np.int64)
     rows = np.asarray(rows, np.int64)
-    sizes = np.diff(offsets)[rows]
+    starts = offsets[rows]
+    sizes = offsets[rows + 1] - starts
     out = np.zeros(rows.shape[0] + 1, np.int64)
     np.cumsum(sizes, out=out[1:])
-    parts = [values[offsets[r] : offsets[r + 1]] for r in rows.tolist()]
-    return out, (np.concatenate(parts) if parts else values[:0]).astype(np.uint64)
+    # Each value's place in ``values``: its row's start plus its place in the row.
+    index = np.repeat(starts - out[:-1], sizes) + np.arange(out[-1])
+    return out, values[index].astype(np.uint64, copy=False)
 
 
 def concat_data(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +213,8 @@ def concat_data(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndar
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     offsets = np.concatenate([p[0][:-1] + s for p, s in zip(parts, starts)]
                              + [ends[-1:].astype(np.int64)])
-    return offsets.astype(np.int64), np.concatenate([p[1] for p in parts]).astype(np.uint64)
+    return (offsets.astype(np.int64, copy=False),
+            np.concatenate([p[1] for p in parts]).astype(np.uint64, copy=False))
 
 
 def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np.ndarray:

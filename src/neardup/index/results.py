@@ -77,16 +77,21 @@ class Match:
     """
 
     id: str
-    distance: int | None = field(metadata={
-        "optional": True,
-        "doc": "SimHash index: Hamming distance in bits (absent for MinHash).",
-    })
+    distance: int | None = field(
+        metadata={
+            "optional": True,
+            "doc": "SimHash index: Hamming distance in bits (absent for MinHash).",
+        }
+    )
     duplicate_id: str
     original_id: str
-    similarity: float | None = field(default=None, metadata={
-        "optional": True,
-        "doc": "MinHash index: the verification measure in 0..1 (absent for SimHash).",
-    })
+    similarity: float | None = field(
+        default=None,
+        metadata={
+            "optional": True,
+            "doc": "MinHash index: the verification measure in 0..1 (absent for SimHash).",
+        },
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``distance`` (SimHash) or ``similarity`` (MinHash)."""
@@ -259,7 +264,10 @@ def json_fields(cls: type) -> dict[str, JsonField]:
     """
     hints = typing.get_type_hints(cls)
     return {
-        f.name: JsonField(f.metadata.get("json", hints[f.name]),
-                          not f.metadata.get("optional", False), f.metadata.get("doc"))
+        f.name: JsonField(
+            f.metadata.get("json", hints[f.name]),
+            not f.metadata.get("optional", False),
+            f.metadata.get("doc"),
+        )
         for f in dataclasses.fields(cls)
     }

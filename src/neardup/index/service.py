@@ -196,8 +196,9 @@ class QueryBatch(BaseModel):
     limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
 
 
-def _json_model(name: str, cls: type, nested: dict[type, type[BaseModel]] | None = None
-                ) -> type[BaseModel]:
+def _json_model(
+    name: str, cls: type, nested: dict[type, type[BaseModel]] | None = None
+) -> type[BaseModel]:
     """The pydantic model of the JSON form of a result class of :mod:`neardup.index.results`
     (:func:`~neardup.index.results.json_fields`), for the OpenAPI description; ``nested``
     gives the models of the result classes inside it. O(fields)."""
@@ -393,11 +394,17 @@ async def _probe_arguments(index: NearDupIndex, probes: list, in_thread: bool) -
     if all(t is None for t in texts) or index.method == "minhash":
         return {"fingerprints": [p.fingerprint for p in probes]}
     given = [t for t in texts if t is not None]
-    fps = await run_in_threadpool(index.fingerprint, given) if in_thread else (
-        index.fingerprint(given))
+    fps = (
+        await run_in_threadpool(index.fingerprint, given)
+        if in_thread
+        else (index.fingerprint(given))
+    )
     computed = iter(fps.tolist())
-    return {"fingerprints": [next(computed) if t is not None else p.fingerprint
-                             for t, p in zip(texts, probes)]}
+    return {
+        "fingerprints": [
+            next(computed) if t is not None else p.fingerprint for t, p in zip(texts, probes)
+        ]
+    }
 
 
 def _checked_doc_id(doc_id: str) -> str:
@@ -435,8 +442,12 @@ class _Routes:
         """Register the routes on ``app``, in the order the OpenAPI description lists them."""
         app.get("/healthz", tags=["service"], summary="Liveness")(self.healthz)
         app.router.add_api_route(
-            "/v1/documents", self.add_documents, methods=["POST"], tags=["documents"],
-            summary="Add one document or a batch", response_model=AddOut | AddBatchOut,
+            "/v1/documents",
+            self.add_documents,
+            methods=["POST"],
+            tags=["documents"],
+            summary="Add one document or a batch",
+            response_model=AddOut | AddBatchOut,
             responses={
                 **_ERRORS,
                 403: {"model": ErrorOut, "description": "Read-only service"},
@@ -446,20 +457,29 @@ class _Routes:
             route_class_override=DirectRoute,
         )
         app.router.add_api_route(
-            "/v1/query", self.query, methods=["POST"], tags=["documents"],
-            summary="Probe without storing", response_model=QueryOut | QueryBatchOut,
+            "/v1/query",
+            self.query,
+            methods=["POST"],
+            tags=["documents"],
+            summary="Probe without storing",
+            response_model=QueryOut | QueryBatchOut,
             responses=_ERRORS,
             openapi_extra={**_body_schema(QueryOne, QueryBatch), **self.secured},
             route_class_override=DirectRoute,
         )
         unknown = {404: {"model": ErrorOut, "description": "Unknown ID"}}
         app.get(
-            "/v1/documents/{doc_id:path}", tags=["documents"], summary="A stored record",
-            response_model=RecordOut, openapi_extra=self.secured,
+            "/v1/documents/{doc_id:path}",
+            tags=["documents"],
+            summary="A stored record",
+            response_model=RecordOut,
+            openapi_extra=self.secured,
             responses={401: _ERRORS[401], **unknown},
         )(self.get_document)
         app.delete(
-            "/v1/documents/{doc_id:path}", tags=["documents"], summary="Remove a document",
+            "/v1/documents/{doc_id:path}",
+            tags=["documents"],
+            summary="Remove a document",
             openapi_extra=self.secured,
             responses={
                 401: _ERRORS[401],
@@ -468,8 +488,11 @@ class _Routes:
             },
         )(self.delete_document)
         app.get(
-            "/v1/stats", tags=["service"], summary="Index statistics",
-            openapi_extra=self.secured, responses={401: _ERRORS[401]},
+            "/v1/stats",
+            tags=["service"],
+            summary="Index statistics",
+            openapi_extra=self.secured,
+            responses={401: _ERRORS[401]},
         )(self.stats)
 
     async def healthz(self):
@@ -497,8 +520,12 @@ class _Routes:
             docs, if_exists, limit = [one], one.if_exists, one.limit
         kwargs = await _probe_arguments(self.index, docs, in_thread=True)
         results = await _write(
-            self.index.add_many, [d.id for d in docs], timestamps=[d.timestamp for d in docs],
-            if_exists=if_exists, limit=limit, **kwargs
+            self.index.add_many,
+            [d.id for d in docs],
+            timestamps=[d.timestamp for d in docs],
+            if_exists=if_exists,
+            limit=limit,
+            **kwargs,
         )
         out = [r.to_dict() for r in results]
         return json_response({"results": out} if "documents" in data else out[0])

@@ -69,19 +69,38 @@ def index_settings(
         ValueError: hamming_k applies to method simhash, not minhash; drop it ...
     """
     _check_method(method)
-    options = {"hamming_k": hamming_k, "weights": weights, "num_perm": num_perm, "seed": seed,
-               "threshold": threshold, "bands": bands, "rows": rows}
+    options = {
+        "hamming_k": hamming_k,
+        "weights": weights,
+        "num_perm": num_perm,
+        "seed": seed,
+        "threshold": threshold,
+        "bands": bands,
+        "rows": rows,
+    }
     check_method_options(method, [k for k, v in options.items() if v is not None])
     given = {k: v for k, v in options.items() if v is not None}
     if method == "simhash":
         if verify not in (None, "none", "auto"):
-            raise ValueError(f"verify applies to method minhash in an index, not simhash; "
-                             f"got {verify!r}")
-        return Settings(method="simhash", shingle=shingle, hash_name=hash_name, verify=None,
-                        grouping="components", **given)
-    settings = Settings(method="minhash", shingle=shingle, hash_name=hash_name,
-                        verify="auto" if verify is None else verify, grouping="components",
-                        **given)
+            raise ValueError(
+                f"verify applies to method minhash in an index, not simhash; got {verify!r}"
+            )
+        return Settings(
+            method="simhash",
+            shingle=shingle,
+            hash_name=hash_name,
+            verify=None,
+            grouping="components",
+            **given,
+        )
+    settings = Settings(
+        method="minhash",
+        shingle=shingle,
+        hash_name=hash_name,
+        verify="auto" if verify is None else verify,
+        grouping="components",
+        **given,
+    )
     b, r = settings.banding()
     return settings.replace(bands=b, rows=r)
 
@@ -124,15 +143,24 @@ def settings_fields(settings: Settings) -> dict[str, Any]:
         >>> list(fields), fields["hamming_k"]
         (['method', 'shingle', 'hash_name', 'grouping', 'hamming_k', 'weights'], 4)
     """
-    out: dict[str, Any] = {"method": settings.method, "shingle": settings.shingle,
-                           "hash_name": settings.hash_name, "grouping": "components"}
+    out: dict[str, Any] = {
+        "method": settings.method,
+        "shingle": settings.shingle,
+        "hash_name": settings.hash_name,
+        "grouping": "components",
+    }
     if settings.method == "simhash":
         out.update(hamming_k=settings.hamming_k, weights=settings.weights)
     else:
         verification = settings.verification
-        out.update(num_perm=settings.num_perm, seed=settings.seed, threshold=settings.threshold,
-                   bands=settings.bands, rows=settings.rows,
-                   verify="none" if verification is None else str(verification))
+        out.update(
+            num_perm=settings.num_perm,
+            seed=settings.seed,
+            threshold=settings.threshold,
+            bands=settings.bands,
+            rows=settings.rows,
+            verify="none" if verification is None else str(verification),
+        )
     return out
 
 
@@ -161,12 +189,19 @@ def settings_from_meta(meta: dict[str, str]) -> Settings:
     existed has no ``method`` row and is SimHash."""
     method = meta.get("method", "simhash")
     if method == "simhash":
-        return index_settings(int(meta["hamming_k"]), meta["shingle"], meta["hash_name"],
-                              meta["weights"])
+        return index_settings(
+            int(meta["hamming_k"]), meta["shingle"], meta["hash_name"], meta["weights"]
+        )
     return index_settings(
-        None, meta["shingle"], meta["hash_name"], method=method,
-        num_perm=int(meta["num_perm"]), seed=int(meta["seed"]),
-        threshold=float(meta["threshold"]), bands=int(meta["bands"]), rows=int(meta["rows"]),
+        None,
+        meta["shingle"],
+        meta["hash_name"],
+        method=method,
+        num_perm=int(meta["num_perm"]),
+        seed=int(meta["seed"]),
+        threshold=float(meta["threshold"]),
+        bands=int(meta["bands"]),
+        rows=int(meta["rows"]),
         verify=meta["verify"],
     )
 
@@ -179,10 +214,14 @@ def describe_settings(settings: Settings) -> str:
         '--method simhash -k 3 --shingle word:3 --hash-name xxh --weights set'
     """
     if settings.method == "simhash":
-        return (f"--method simhash -k {settings.hamming_k} --shingle {settings.shingle} "
-                f"--hash-name {settings.hash_name} --weights {settings.weights}")
+        return (
+            f"--method simhash -k {settings.hamming_k} --shingle {settings.shingle} "
+            f"--hash-name {settings.hash_name} --weights {settings.weights}"
+        )
     verification = settings.verification
-    return (f"--method minhash --shingle {settings.shingle} --hash-name {settings.hash_name} "
-            f"--num-perm {settings.num_perm} --seed {settings.seed} "
-            f"--threshold {settings.threshold:g} --bands {settings.bands} --rows {settings.rows} "
-            f"--verify {'none' if verification is None else verification}")
+    return (
+        f"--method minhash --shingle {settings.shingle} --hash-name {settings.hash_name} "
+        f"--num-perm {settings.num_perm} --seed {settings.seed} "
+        f"--threshold {settings.threshold:g} --bands {settings.bands} --rows {settings.rows} "
+        f"--verify {'none' if verification is None else verification}"
+    )

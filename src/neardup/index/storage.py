@@ -265,8 +265,10 @@ def sqlite_error(error: sqlite3.Error, db: Path) -> OSError:
             f"no space left on the device of {db}: the write was rolled back (nothing of it "
             "is stored); free some space and retry",
         )
-    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in text or (
-        "not a database" in text
+    if (
+        primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+        or "malformed" in text
+        or ("not a database" in text)
     ):
         return IndexDamagedError(f"{db} is damaged ({text}); {repair_hint(db)}")
     if primary == _SQLITE_IOERR or "disk I/O error" in text:
@@ -390,8 +392,9 @@ def check_database_file(path: Path) -> None:
             "`neardup index build` or NearDupIndex.create"
         )
     if db.stat().st_size == 0:
-        raise ValueError(f"{db} is empty: not an index (truncated?); rebuild it with "
-                         "`neardup index build`")
+        raise ValueError(
+            f"{db} is empty: not an index (truncated?); rebuild it with `neardup index build`"
+        )
 
 
 @contextmanager
@@ -444,8 +447,9 @@ def sql_state(conn: sqlite3.Connection) -> dict[str, int]:
     }
 
 
-def rows_after(conn: sqlite3.Connection, settings: Settings,
-               max_pos: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def rows_after(
+    conn: sqlite3.Connection, settings: Settings, max_pos: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Chunks of ``(positions int64, values)`` of the rows after ``max_pos``, in position
     order: what the tables hold of them, fingerprints (``uint64``) or band keys
     (``uint32[m, bands]``). Call it inside :func:`read_snapshot` for a consistent state."""
@@ -542,9 +546,14 @@ def write_records(
     fsync_path(db)
 
 
-def _insert_documents(conn: sqlite3.Connection, ids: list[str], fps: np.ndarray,
-                      stamps: np.ndarray, gid: np.ndarray,
-                      minhash_rows: tuple[np.ndarray, np.ndarray, list[bytes]] | None) -> None:
+def _insert_documents(
+    conn: sqlite3.Connection,
+    ids: list[str],
+    fps: np.ndarray,
+    stamps: np.ndarray,
+    gid: np.ndarray,
+    minhash_rows: tuple[np.ndarray, np.ndarray, list[bytes]] | None,
+) -> None:
     """Insert the ``docs`` rows of a new index at positions 1..n (and its ``minhash`` rows),
     in chunks that bound the Python objects alive at once."""
     n = len(ids)
@@ -566,8 +575,12 @@ def _insert_documents(conn: sqlite3.Connection, ids: list[str], fps: np.ndarray,
             keys, sizes, blobs = minhash_rows
             conn.executemany(
                 "INSERT INTO minhash (pos, keys, units, text) VALUES (?, ?, ?, ?)",
-                zip(range(start + 1, stop + 1), key_blobs(keys[start:stop]),
-                    sizes[start:stop].tolist(), blobs[start:stop]),
+                zip(
+                    range(start + 1, stop + 1),
+                    key_blobs(keys[start:stop]),
+                    sizes[start:stop].tolist(),
+                    blobs[start:stop],
+                ),
             )
 
 

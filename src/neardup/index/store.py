@@ -5,22 +5,9 @@ module answers in microseconds to a few milliseconds, and stores the page if ask
 server. :class:`NearDupIndex` is the Python API; ``neardup index ...`` and ``neardup serve`` are
 built on it.
 
-Two kinds of index, chosen when it is created (``method``), decide near-duplicates exactly as
-``neardup dedup --method M --grouping components`` with the same settings does:
-
-``simhash``
-    64-bit SimHash fingerprints within ``hamming_k`` bits, found with permutation tables
-    (:mod:`neardup.index.tables`). Small (about 90 bytes per document in memory, 150 on disk)
-    and fast, but it catches only about a third of light word-level edits (README, "Quality").
-``minhash`` (``dedup``'s default)
-    MinHash LSH band candidates, each verified on the texts by the run's verification (by
-    default the LCS resemblance at 0.8): the groups of ``dedup``'s defaults, which find
-    nearly every light edit. Band tables in memory (:mod:`neardup.index.minhash`, 8 bytes per
-    band per document: 258 at the default 32 bands) and the texts zstd-compressed in SQLite,
-    read only for candidates.
-
-This module holds the public operations; the package docstring (:mod:`neardup.index`) lists
-the modules below it, one concept each.
+This module holds the public operations; the package docstring (:mod:`neardup.index`) tells
+the two kinds of index (``method``) apart and lists the modules below this one, one concept
+each.
 
 Concurrency: one writer (``NearDupIndex(DIR)``, holding the writer lock) and any number of
 readers, ``NearDupIndex(DIR, readonly=True)``, in other processes. A reader sees committed
@@ -177,8 +164,9 @@ class NearDupIndex:
             ('minhash', 'char:4', 32)
             >>> index.close()
         """
-        return cls._build(path, [], keyword_settings(settings, "create"), texts=[],
-                          synchronous=synchronous)
+        return cls._build(
+            path, [], keyword_settings(settings, "create"), texts=[], synchronous=synchronous
+        )
 
     @classmethod
     def build(
@@ -234,13 +222,29 @@ class NearDupIndex:
             'x'
             >>> index.close()
         """
-        return cls._build(path, ids, keyword_settings(settings, "build"), texts=texts,
-                          fingerprints=fingerprints, timestamps_us=timestamps_us, workers=workers,
-                          overwrite=overwrite, synchronous=synchronous, signatures_=signatures_)
+        return cls._build(
+            path,
+            ids,
+            keyword_settings(settings, "build"),
+            texts=texts,
+            fingerprints=fingerprints,
+            timestamps_us=timestamps_us,
+            workers=workers,
+            overwrite=overwrite,
+            synchronous=synchronous,
+            signatures_=signatures_,
+        )
 
     @classmethod
-    def _build(cls, path: str | os.PathLike, ids: Sequence[str], settings: Settings, *,
-               synchronous: str, **inputs: Any) -> NearDupIndex:
+    def _build(
+        cls,
+        path: str | os.PathLike,
+        ids: Sequence[str],
+        settings: Settings,
+        *,
+        synchronous: str,
+        **inputs: Any,
+    ) -> NearDupIndex:
         """Write a new index with ``settings`` (:mod:`neardup.index.build`) and open it."""
         check_synchronous(synchronous)
         return cls(build_index(Path(path), settings, ids, **inputs), synchronous=synchronous)
@@ -355,8 +359,13 @@ class NearDupIndex:
             tables = self._tables
             if tables.delta_len or tables._main_dead:
                 tables.merge()  # the cache then holds no dead row
-            save_generation(self.path, tables, next_generation(self.path),
-                            max_pos=self._max_pos, tomb_seq=self._tomb_seq)
+            save_generation(
+                self.path,
+                tables,
+                next_generation(self.path),
+                max_pos=self._max_pos,
+                tomb_seq=self._tomb_seq,
+            )
             self._dirty = False
             self._saved_live = tables.live
 
@@ -703,16 +712,18 @@ class NearDupIndex:
             )
         return self._add(ids, probes, stamps, if_exists, limit)
 
-    def _add(self, ids: list[str], probes: Probes, stamps: np.ndarray, if_exists: str,
-             limit: int) -> list[AddResult]:
+    def _add(
+        self, ids: list[str], probes: Probes, stamps: np.ndarray, if_exists: str, limit: int
+    ) -> list[AddResult]:
         """The part of :meth:`add_many` and :meth:`add_arrays` under the lock, once the inputs
         are checked (:func:`neardup.index.grouping.add_batch`)."""
         with self._lock:
             self._check_writable()
             if not ids:
                 return []
-            results, added = add_batch(self._matcher, ids, probes, stamps, if_exists, limit,
-                                       self._max_pos)
+            results, added = add_batch(
+                self._matcher, ids, probes, stamps, if_exists, limit, self._max_pos
+            )
             if added:
                 self._max_pos += added
                 self._after_write()
@@ -782,4 +793,3 @@ class NearDupIndex:
                 f"SELECT d.id, o.id, g.original = d.pos, g.size {GROUPED}ORDER BY d.pos"
             ).fetchall()
         return {r[0]: (r[1], bool(r[2]), int(r[3])) for r in rows}
-

@@ -194,8 +194,9 @@ def _key_fields(plan: TablePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     top, and the right shift that leaves the top ``min(prefix bits, 32)`` bits: the key."""
     fields = [table_fields(plan, t) for t in range(plan.num_tables)]
     src, dst, wmask = (np.stack([f[i] for f in fields]) for i in range(3))
-    shift = np.array([plan.bits - min(width, _KEY_BITS) for width in plan.table_prefix_bits],
-                     np.uint64)
+    shift = np.array(
+        [plan.bits - min(width, _KEY_BITS) for width in plan.table_prefix_bits], np.uint64
+    )
     return src, dst, wmask, shift
 
 
@@ -360,9 +361,13 @@ class PermutationTables(LiveRows):
             {'tables': 4, 'blocks': 4, 'prefix_blocks': 1, 'prefix_bits': 16, 'planned_for': 0}
         """
         plan = self.plan
-        return {"tables": plan.num_tables, "blocks": len(plan.blocks),
-                "prefix_blocks": plan.prefix_blocks, "prefix_bits": plan.prefix_bits,
-                "planned_for": self.planned_n}
+        return {
+            "tables": plan.num_tables,
+            "blocks": len(plan.blocks),
+            "prefix_blocks": plan.prefix_blocks,
+            "prefix_bits": plan.prefix_bits,
+            "planned_for": self.planned_n,
+        }
 
     def keys_of(self, values: np.ndarray) -> np.ndarray:
         """The ``uint32[T, n]`` keys of ``uint64`` fingerprints in every table of the plan (the
@@ -528,4 +533,3 @@ class PermutationTables(LiveRows):
             if m <= buffers[0].shape[0]:
                 return buffers[0][:m].copy(), buffers[1][:m].copy(), buffers[2][:m].copy()
             buffers = _buffers(m)
-

@@ -188,8 +188,11 @@ class CandidateVerifier:
         texts = [decode_text(blob) for blob in self._read_texts(positions)]
         data = verification_data(texts, self.settings)
         if self.sketched:
-            self.record(positions[self._sketch_of[positions] < 0],
-                        take_data(data, np.flatnonzero(self._sketch_of[positions] < 0)))
+            new = self._sketch_of[positions] < 0
+            if new.all():
+                self.record(positions, data)
+            elif new.any():
+                self.record(positions[new], take_data(data, np.flatnonzero(new)))
         return data
 
     def _grow(self, size: int) -> None:

@@ -79,28 +79,49 @@ _TEMPLATE = {
 
 _HEADERS = {
     "en": [
-        "[mirror copy]", "Archived page", "Posted by the editors", "Last updated: 2023-05-14",
-        "Source: community package archive", "Printed from the online archive.",
-        "Read more on the project page.", "Translated automatically; please report errors.",
-        "Copyright 2021 the contributors.", "See also the related packages below.",
+        "[mirror copy]",
+        "Archived page",
+        "Posted by the editors",
+        "Last updated: 2023-05-14",
+        "Source: community package archive",
+        "Printed from the online archive.",
+        "Read more on the project page.",
+        "Translated automatically; please report errors.",
+        "Copyright 2021 the contributors.",
+        "See also the related packages below.",
     ],
     "ko": [
-        "[미러 사본]", "보관된 문서", "편집부 게시", "최종 수정: 2023-05-14",
-        "출처: 커뮤니티 패키지 저장소", "온라인 보관소에서 인쇄함.",
-        "자세한 내용은 프로젝트 누리집을 참고하세요.", "자동 번역된 글입니다. 오류를 알려 주세요.",
-        "저작권 2021 기여자 일동.", "무단 전재 및 재배포 금지",
+        "[미러 사본]",
+        "보관된 문서",
+        "편집부 게시",
+        "최종 수정: 2023-05-14",
+        "출처: 커뮤니티 패키지 저장소",
+        "온라인 보관소에서 인쇄함.",
+        "자세한 내용은 프로젝트 누리집을 참고하세요.",
+        "자동 번역된 글입니다. 오류를 알려 주세요.",
+        "저작권 2021 기여자 일동.",
+        "무단 전재 및 재배포 금지",
     ],
 }
 
 _SHORT_SENTENCES = {
     "en": [
-        "It works well.", "It is fast.", "No configuration is needed.",
-        "See the manual for details.", "Feedback is welcome.", "This is a short note.",
-        "It has few dependencies.", "Bug reports are appreciated.",
+        "It works well.",
+        "It is fast.",
+        "No configuration is needed.",
+        "See the manual for details.",
+        "Feedback is welcome.",
+        "This is a short note.",
+        "It has few dependencies.",
+        "Bug reports are appreciated.",
     ],
     "ko": [
-        "빠르게 동작합니다.", "설정은 필요 없습니다.", "자세한 내용은 설명서를 참고하세요.",
-        "의견을 환영합니다.", "의존성이 적습니다.", "버그 보고를 환영합니다.",
+        "빠르게 동작합니다.",
+        "설정은 필요 없습니다.",
+        "자세한 내용은 설명서를 참고하세요.",
+        "의견을 환영합니다.",
+        "의존성이 적습니다.",
+        "버그 보고를 환영합니다.",
     ],
 }
 
@@ -152,7 +173,7 @@ class _Words:
         self.lead = text[: matches[0].start()] if matches else text
         self.words = [m.group() for m in matches]
         self.seps = [
-            text[m.end(): matches[i + 1].start()] if i + 1 < len(matches) else text[m.end():]
+            text[m.end() : matches[i + 1].start()] if i + 1 < len(matches) else text[m.end() :]
             for i, m in enumerate(matches)
         ]
 
@@ -190,9 +211,9 @@ def _typo(core: str, rng: np.random.Generator) -> str | None:
     i = int(rng.integers(0, len(core) - 1))
     kind = int(rng.integers(0, 3))
     if kind == 0 and core[i] != core[i + 1]:
-        return core[:i] + core[i + 1] + core[i] + core[i + 2:]
+        return core[:i] + core[i + 1] + core[i] + core[i + 2 :]
     if kind == 1:
-        return core[:i] + core[i + 1:]
+        return core[:i] + core[i + 1 :]
     return core[:i] + core[i] + core[i:]
 
 
@@ -219,13 +240,12 @@ def _hard_wrap(paragraph: str, width: int) -> str:
     """Break every ``width`` characters, inside words too; a break on a space replaces it."""
     lines, pos = [], 0
     while pos < len(paragraph):
-        line = paragraph[pos: pos + width]
+        line = paragraph[pos : pos + width]
         pos += width
         if pos < len(paragraph) and paragraph[pos] == " ":
             pos += 1
         lines.append(line.rstrip(" "))
     return "\n".join(lines)
-
 
 
 class Editor:
@@ -282,7 +302,9 @@ class Editor:
     def _editable(self, w: _Words) -> list[int]:
         return [i for i, word in enumerate(w.words) if any(c.isalnum() for c in word)]
 
-    def others(self, i: int, size: int, min_words: int = 1, same_language: bool = False) -> list[int]:
+    def others(
+        self, i: int, size: int, min_words: int = 1, same_language: bool = False
+    ) -> list[int]:
         """Up to ``size`` distinct random other bases with at least ``min_words`` words, of the
         same language when it has other bases (only those with ``same_language``)."""
         same = self.by_lang.get(self.langs[i], [])
@@ -305,15 +327,18 @@ class Editor:
         found = self.others(i, 1, min_words)
         return found[0] if found else None
 
-    def _change_words(self, text: str, lang: str, count: int, mix: tuple[float, float, float],
-                      typos: bool) -> str | None:
+    def _change_words(
+        self, text: str, lang: str, count: int, mix: tuple[float, float, float], typos: bool
+    ) -> str | None:
         """Apply ``count`` substitutions / insertions / deletions (shares ``mix``) at distinct
         words, keeping the layout."""
         w = _Words(text)
         positions = self._editable(w)
         if len(positions) < count or count < 1:
             return None
-        chosen = sorted(self.rng.choice(positions, size=count, replace=False).tolist(), reverse=True)
+        chosen = sorted(
+            self.rng.choice(positions, size=count, replace=False).tolist(), reverse=True
+        )
         ops = self.rng.choice(3, size=count, p=mix)
         for i, op in zip(chosen, ops):
             if op == 2 and len(w) > 2:
@@ -358,14 +383,27 @@ class Editor:
             rate = self._uniform(0.3, 1.0)
             out = re.sub(
                 r"[,.;:!?\"'()](?=\s|$)|(?<=\s)[\"'(]",
-                lambda m: "" if rng.random() < rate else m.group(), out,
+                lambda m: "" if rng.random() < rate else m.group(),
+                out,
             )
         if 2 in ops:  # change marks
-            swaps = {",": ";", ";": ",", ".": "!", "!": ".", "?": ".", ":": " -",
-                     '"': "\u201c", "'": "\u2019", "-": "\u2013"}
+            swaps = {
+                ",": ";",
+                ";": ",",
+                ".": "!",
+                "!": ".",
+                "?": ".",
+                ":": " -",
+                '"': "\u201c",
+                "'": "\u2019",
+                "-": "\u2013",
+            }
             rate = self._uniform(0.3, 1.0)
-            out = re.sub(r"[,;.!?:\"'-]",
-                         lambda m: swaps[m.group()] if rng.random() < rate else m.group(), out)
+            out = re.sub(
+                r"[,;.!?:\"'-]",
+                lambda m: swaps[m.group()] if rng.random() < rate else m.group(),
+                out,
+            )
         if 3 in ops:  # full-width forms for some words
             w = _Words(out)
             for j in range(len(w)):
@@ -401,7 +439,7 @@ class Editor:
         parts, last = [], 0
         for k in chosen:
             m = runs[k]
-            parts += [text[last: m.start()], self._other_number(m.group())]
+            parts += [text[last : m.start()], self._other_number(m.group())]
             last = m.end()
         parts.append(text[last:])
         return "".join(parts)
@@ -432,8 +470,11 @@ class Editor:
         n = _normalized_count(text)
         budget = max(2, int(0.15 * n))
         spans = _sentences(text)
-        removable = [(s, e) for s, e in spans
-                     if 1 <= _normalized_count(text[s:e]) <= budget] if len(spans) > 1 else []
+        removable = (
+            [(s, e) for s, e in spans if 1 <= _normalized_count(text[s:e]) <= budget]
+            if len(spans) > 1
+            else []
+        )
         if removable and self.rng.random() < 0.5:
             s, e = self._pick(removable)
             return (text[:s] + text[e:]).rstrip() if e == len(text) else text[:s] + text[e:]
@@ -466,10 +507,14 @@ class Editor:
         if lang != "ko":
             return None
         chars = list(text)
-        spaces = [k for k in range(1, len(chars) - 1)
-                  if chars[k] == " " and not chars[k - 1].isspace() and not chars[k + 1].isspace()]
-        inside = [k for k in range(1, len(chars))
-                  if is_hangul(chars[k - 1]) and is_hangul(chars[k])]
+        spaces = [
+            k
+            for k in range(1, len(chars) - 1)
+            if chars[k] == " " and not chars[k - 1].isspace() and not chars[k + 1].isspace()
+        ]
+        inside = [
+            k for k in range(1, len(chars)) if is_hangul(chars[k - 1]) and is_hangul(chars[k])
+        ]
         n_remove = min(len(spaces), max(1, int(self._uniform(0.05, 0.15) * len(spaces))))
         n_add = min(len(inside), int(round(self._uniform(0.02, 0.06) * word_count(text))))
         if n_remove + n_add == 0:
@@ -580,5 +625,3 @@ def _swap_particle(stem: str, particle: str) -> str:
     if particle in ("이", "가", "을", "를"):
         return "은" if batchim else "는"
     return "에서" if particle == "에" else "에"
-
-

@@ -315,5 +315,3 @@ def labelled_pair_confusion(positive, predicted) -> PairConfusion:
     fp = int(np.count_nonzero(~pos & pred))
     fn = int(np.count_nonzero(pos & ~pred))
     return PairConfusion(tp, fp, fn, pos.shape[0] - tp - fp - fn)
-
-

@@ -154,4 +154,3 @@ def plot_sweep(
     out = Path(path)
     fig.savefig(out, format="png", metadata={"Software": None})
     return out
-

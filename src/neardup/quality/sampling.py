@@ -90,10 +90,22 @@ BIN_WIDTH = 0.05
 """Width of the Jaccard strata."""
 SHEET_FORMATS = ("jsonl", "tsv")
 ANSWERS = {
-    "y": "near-duplicate", "n": "not a near-duplicate", "s": "skip", "b": "back", "q": "quit",
+    "y": "near-duplicate",
+    "n": "not a near-duplicate",
+    "s": "skip",
+    "b": "back",
+    "q": "quit",
 }
-_ALIASES = {"yes": "y", "1": "y", "no": "n", "0": "n", "skip": "s", "back": "b", "quit": "q",
-            "exit": "q"}
+_ALIASES = {
+    "yes": "y",
+    "1": "y",
+    "no": "n",
+    "0": "n",
+    "skip": "s",
+    "back": "b",
+    "quit": "q",
+    "exit": "q",
+}
 _BINS = int(round(1 / BIN_WIDTH))
 
 
@@ -153,8 +165,10 @@ class PairSample:
 
 
 def _check_max_distance(max_distance: int) -> int:
-    if isinstance(max_distance, bool) or not isinstance(max_distance, (int, np.integer)) or not (
-        0 <= max_distance <= MAX_HAMMING_K
+    if (
+        isinstance(max_distance, bool)
+        or not isinstance(max_distance, (int, np.integer))
+        or not (0 <= max_distance <= MAX_HAMMING_K)
     ):
         raise ValueError(
             f"max_distance must be an integer in 0..{MAX_HAMMING_K}; got {max_distance!r}"
@@ -213,8 +227,10 @@ def range_pairs(
         return reps[i].astype(np.int64), reps[j].astype(np.int64), dist.astype(np.uint8), dups
     threshold = _check_min_similarity(min_similarity)
     if sig.set_offsets is None:
-        raise ValueError("MinHash range pairs need the shingle sets: build the signatures with "
-                         "a verify threshold (Settings(verify=...))")
+        raise ValueError(
+            "MinHash range pairs need the shingle sets: build the signatures with "
+            "a verify threshold (Settings(verify=...))"
+        )
     if settings.bands is not None:
         bands, rows = settings.bands, settings.rows
     else:
@@ -247,7 +263,9 @@ def strata_keys(
     if method != "minhash":
         raise ValueError(f"method must be one of simhash, minhash; got {method!r}")
     # The epsilon keeps 0.3 (= 0.29999… in binary) in the bin that starts at 0.30.
-    keys = np.minimum(np.floor(values.astype(np.float64) * _BINS + 1e-9), _BINS - 1).astype(np.int64)
+    keys = np.minimum(np.floor(values.astype(np.float64) * _BINS + 1e-9), _BINS - 1).astype(
+        np.int64
+    )
     names = {}
     for k in np.unique(keys).tolist():
         low, high = k / _BINS, (k + 1) / _BINS
@@ -275,7 +293,7 @@ def draw_stratified(
     values, starts, counts = np.unique(keys[order], return_index=True, return_counts=True)
     chosen, population = [], {}
     for key, start, count in zip(values.tolist(), starts.tolist(), counts.tolist()):
-        members = order[start: start + count]
+        members = order[start : start + count]
         if count > per_stratum:
             members = np.sort(rng.choice(members, size=per_stratum, replace=False))
         chosen.append(members)
@@ -306,23 +324,30 @@ def sample_signatures(
         (['j0.65-0.70'], [0.667])
     """
     per_stratum = _check_per_stratum(per_stratum)
-    a, b, value, dups = range_pairs(sig, settings, max_distance=max_distance,
-                                    min_similarity=min_similarity)
+    a, b, value, dups = range_pairs(
+        sig, settings, max_distance=max_distance, min_similarity=min_similarity
+    )
     keys, names = strata_keys(value, settings.method)
     rng = np.random.default_rng(seed)
     chosen, population = draw_stratified(keys, per_stratum, rng)
     drawn = {k: min(p, per_stratum) for k, p in population.items()}
     chosen = chosen[rng.permutation(chosen.shape[0])]
-    strata = [Stratum(names[k][0], names[k][1], names[k][2], population[k], drawn[k])
-              for k in sorted(population)]
+    strata = [
+        Stratum(names[k][0], names[k][1], names[k][2], population[k], drawn[k])
+        for k in sorted(population)
+    ]
     chosen_keys = keys[chosen].tolist()
     return PairSample(
         method=settings.method,
-        a=a[chosen], b=b[chosen], value=value[chosen],
+        a=a[chosen],
+        b=b[chosen],
+        value=value[chosen],
         stratum=[names[k][0] for k in chosen_keys],
         population=np.asarray([population[k] for k in chosen_keys], dtype=np.int64),
         weight=np.asarray([population[k] / drawn[k] for k in chosen_keys], dtype=np.float64),
-        strata=strata, candidates=int(a.shape[0]), exact_duplicates=dups,
+        strata=strata,
+        candidates=int(a.shape[0]),
+        exact_duplicates=dups,
     )
 
 
@@ -356,15 +381,29 @@ def sample_pairs(
 
     if method == "minhash":
         threshold = _check_min_similarity(min_similarity)
-        settings = Settings(method="minhash", shingle=shingle, num_perm=num_perm, seed=seed,
-                            hash_name=hash_name, threshold=threshold, verify=threshold)
+        settings = Settings(
+            method="minhash",
+            shingle=shingle,
+            num_perm=num_perm,
+            seed=seed,
+            hash_name=hash_name,
+            threshold=threshold,
+            verify=threshold,
+        )
     else:
-        settings = Settings(method=method, shingle=shingle, hash_name=hash_name, weights=weights,
-                            verify=None)
+        settings = Settings(
+            method=method, shingle=shingle, hash_name=hash_name, weights=weights, verify=None
+        )
         _check_max_distance(max_distance)
     sig = signatures_parallel(list(texts), settings, workers)
-    return sample_signatures(sig, settings, per_stratum=per_stratum, max_distance=max_distance,
-                             min_similarity=min_similarity, seed=seed)
+    return sample_signatures(
+        sig,
+        settings,
+        per_stratum=per_stratum,
+        max_distance=max_distance,
+        min_similarity=min_similarity,
+        seed=seed,
+    )
 
 
 # --------------------------------------------------------------------------- the sheet
@@ -381,9 +420,11 @@ def sheet_columns(sample: PairSample, ids: Sequence[str], texts: Sequence[str]) 
         (['id_a', 'id_b', 'distance', 'stratum'], [None])
     """
     value_name = "distance" if sample.method == "simhash" else "similarity"
-    values = sample.value.astype(np.int64).tolist() if sample.method == "simhash" else [
-        round(float(v), 6) for v in sample.value
-    ]
+    values = (
+        sample.value.astype(np.int64).tolist()
+        if sample.method == "simhash"
+        else [round(float(v), 6) for v in sample.value]
+    )
     a, b = sample.a.tolist(), sample.b.tolist()
     return {
         "id_a": [ids[i] for i in a],
@@ -476,8 +517,13 @@ def write_sheet(path: str | Path, columns: dict[str, list]) -> None:
     if "label" not in columns:
         raise ValueError(f"a sheet needs a label column; got columns {', '.join(columns)}")
     if fmt == "tsv":
-        write_table(path, {c: ["" if v is None else str(v) for v in values] if c == "label" else values
-                           for c, values in columns.items()})
+        write_table(
+            path,
+            {
+                c: ["" if v is None else str(v) for v in values] if c == "label" else values
+                for c, values in columns.items()
+            },
+        )
         return
     names = list(columns)
     n = len(columns["label"])
@@ -511,8 +557,13 @@ def read_sheet(path: str | Path) -> Sheet:
                     continue
                 cells = line.split("\t")
                 if len(cells) > len(columns):
-                    raise InputError(name, line_no, None, "more cells than columns",
-                                     f"expected {len(columns)}, got {len(cells)}")
+                    raise InputError(
+                        name,
+                        line_no,
+                        None,
+                        "more cells than columns",
+                        f"expected {len(columns)}, got {len(cells)}",
+                    )
                 # Editors may drop the empty cells at the end of a row.
                 cells += [""] * (len(columns) - len(cells))
                 rows.append(dict(zip(columns, (tsv_unescape(c) for c in cells))))
@@ -531,8 +582,13 @@ def read_sheet(path: str | Path) -> Sheet:
             columns = list(seen)
     missing = [c for c in ("id_a", "id_b", "label") if c not in columns]
     if missing and not (fmt == "jsonl" and not rows):  # an empty JSON Lines sheet has no columns
-        raise InputError(name, None, None, f"sheet lacks column(s) {', '.join(missing)}",
-                         f"has {', '.join(columns) or 'none'}")
+        raise InputError(
+            name,
+            None,
+            None,
+            f"sheet lacks column(s) {', '.join(missing)}",
+            f"has {', '.join(columns) or 'none'}",
+        )
     for row, line_no in zip(rows, lines):
         row["label"] = _parse_label(row.get("label"), name, line_no)
     return Sheet(name, columns, rows)

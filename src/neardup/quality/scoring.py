@@ -384,5 +384,3 @@ def evaluate(
         raise ValueError("closure applies to PAIRS predictions; GROUPS are already closed")
     labels = dense_codes(prediction.group, "group")
     return Scorer(truth, prediction.ids).score(labels, "groups")
-
-

@@ -118,8 +118,15 @@ MIN_WORDS = 8
 """Fewest words a base needs for any edit that changes words (``truncate`` needs 10)."""
 
 LIGHT_EDITS = (
-    "rewrap", "punctuation", "boilerplate", "numbers", "word_edits", "sentence", "truncate",
-    "spacing", "particles",
+    "rewrap",
+    "punctuation",
+    "boilerplate",
+    "numbers",
+    "word_edits",
+    "sentence",
+    "truncate",
+    "spacing",
+    "particles",
 )
 HEAVY_EDITS = ("heavy_words", "half", "insertion")
 NEGATIVE_EDITS = ("template",)
@@ -133,8 +140,11 @@ EDIT_GROUPS = {
     "all": EDITS,
 }
 HOT_CATEGORY = "hot_template"
-EDIT_LABELS = {**{e: 1 for e in LIGHT_EDITS}, **{e: 0 for e in HEAVY_EDITS + NEGATIVE_EDITS},
-               HOT_CATEGORY: 1}
+EDIT_LABELS = {
+    **{e: 1 for e in LIGHT_EDITS},
+    **{e: 0 for e in HEAVY_EDITS + NEGATIVE_EDITS},
+    HOT_CATEGORY: 1,
+}
 LANGUAGES = ("auto", "en", "ko")
 
 LIGHT_MIN_KEPT = 0.8
@@ -149,16 +159,36 @@ _TS0 = 1_700_000_000
 
 _HOT_TEXT = {
     "en": "{name} is a small utility that keeps track of scheduled maintenance tasks on a single "
-          "machine. This package contains the command line client for {name}, together with "
-          "manual pages and example configuration files. Install it if you want to run {name} "
-          "jobs from scripts or from a terminal, or to check their results later.",
+    "machine. This package contains the command line client for {name}, together with "
+    "manual pages and example configuration files. Install it if you want to run {name} "
+    "jobs from scripts or from a terminal, or to check their results later.",
     "ko": "{name} 프로그램은 한 대의 컴퓨터에서 예약된 유지 보수 작업을 관리하는 작은 도구입니다. 이 "
-          "패키지는 {name} 명령행 클라이언트와 설명서, 예제 설정 파일을 담고 있습니다. 스크립트나 "
-          "터미널에서 {name} 작업을 실행하거나 나중에 결과를 확인하려면 이 패키지를 설치하십시오.",
+    "패키지는 {name} 명령행 클라이언트와 설명서, 예제 설정 파일을 담고 있습니다. 스크립트나 "
+    "터미널에서 {name} 작업을 실행하거나 나중에 결과를 확인하려면 이 패키지를 설치하십시오.",
 }
 
-_NAME_SYLLABLES = ("ka", "ro", "mi", "te", "lu", "sa", "no", "vi", "de", "pa", "zu", "fi", "go",
-                   "ha", "ri", "be", "ko", "ta", "ne", "xo")
+_NAME_SYLLABLES = (
+    "ka",
+    "ro",
+    "mi",
+    "te",
+    "lu",
+    "sa",
+    "no",
+    "vi",
+    "de",
+    "pa",
+    "zu",
+    "fi",
+    "go",
+    "ha",
+    "ri",
+    "be",
+    "ko",
+    "ta",
+    "ne",
+    "xo",
+)
 
 # --------------------------------------------------------------------------- the checks
 
@@ -274,8 +304,11 @@ def _hot_names(count: int, rng: np.random.Generator) -> list[str]:
 
 
 def _check_int(name: str, value: int, low: int, high: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or (
-        high is not None and value > high
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < low
+        or (high is not None and value > high)
     ):
         limit = f"{low}..{high}" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be an integer {limit}; got {value!r}")
@@ -388,16 +421,26 @@ def generate(
 
     def add(doc_id: str, text: str, base_id: str, edit: str, lang: str) -> None:
         nonlocal clock
-        docs.append({"id": doc_id, "text": text, "ts": _TS0 + clock, "base_id": base_id,
-                     "edit": edit, "lang": lang})
+        docs.append(
+            {
+                "id": doc_id,
+                "text": text,
+                "ts": _TS0 + clock,
+                "base_id": base_id,
+                "edit": edit,
+                "lang": lang,
+            }
+        )
         clock += 1
 
     for i, (text, bid, lang) in enumerate(zip(bases, bids, langs)):
         add(bid, text, bid, "base", lang)
         short = word_count(text) < MIN_WORDS
-        usable = [e for e in chosen_edits
-                  if (lang == "ko" or e not in KOREAN_EDITS)
-                  and not (short and e in _CONTENT_EDITS)]
+        usable = [
+            e
+            for e in chosen_edits
+            if (lang == "ko" or e not in KOREAN_EDITS) and not (short and e in _CONTENT_EDITS)
+        ]
         tiebreak = rng_edit.random(len(usable))
         # Balanced per language, so every edit sees both languages in their proportions.
         order = sorted(range(len(usable)), key=lambda k: (per_lang[lang, usable[k]], tiebreak[k]))
@@ -450,8 +493,10 @@ def generate(
     seen: set[str] = set()
     for doc in docs:
         if doc["id"] in seen:
-            raise ValueError(f"document ID {doc['id']!r} occurs twice: base IDs may not look like "
-                             f"'<id>~<edit>' or 'hot~NNNNN'")
+            raise ValueError(
+                f"document ID {doc['id']!r} occurs twice: base IDs may not look like "
+                f"'<id>~<edit>' or 'hot~NNNNN'"
+            )
         seen.add(doc["id"])
     order = rng_order.permutation(len(docs))
     stats["edits"] = made
@@ -479,4 +524,3 @@ def write(corpus: SynthCorpus, docs_path: str | Path, pairs_path: str | Path) ->
     write_records(docs_path, corpus.docs)
     columns = ("id_a", "id_b", "label", "category")
     write_table(pairs_path, {c: corpus.pairs[c].tolist() for c in columns})
-

@@ -41,9 +41,9 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import (
-    DEFAULT_HASH_NAME,
     _MD5_K,
     _MD5_S,
+    DEFAULT_HASH_NAME,
     _xxh64_padded,
     hash_code,
     md5_64_slice,
@@ -333,7 +333,9 @@ class Features:
 
 
 def hash_features(
-    texts: list[str] | Canonical, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE, hash_name: str = DEFAULT_HASH_NAME
+    texts: list[str] | Canonical,
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
 ) -> Features:
     """Hash the shingles of many texts (see the module docstring for the rules); ``texts``
     may be given as their :class:`Canonical` form when it is needed for something else too.

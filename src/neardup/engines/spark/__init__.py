@@ -121,12 +121,20 @@ def open_engine(options: EngineOptions) -> SparkEngine:
 
         open_engine(EngineOptions(spark_master="local[2]")).master    # 'local[2]'
     """
-    local_only = [flag for flag, value in (("--memory-limit", options.memory_limit),
-                                           ("--tmp-dir", options.tmp_dir),
-                                           ("--resume", options.resume)) if value]
+    local_only = [
+        flag
+        for flag, value in (
+            ("--memory-limit", options.memory_limit),
+            ("--tmp-dir", options.tmp_dir),
+            ("--resume", options.resume),
+        )
+        if value
+    ]
     if local_only:
-        raise ValueError(f"{', '.join(local_only)} apply to the local engine; Spark manages "
-                         "its own memory and spill (spark.executor.memory, spark.local.dir)")
+        raise ValueError(
+            f"{', '.join(local_only)} apply to the local engine; Spark manages "
+            "its own memory and spill (spark.executor.memory, spark.local.dir)"
+        )
     if not HAVE_PYSPARK:
         raise EngineUnavailable(INSTALL_HINT)
     return SparkEngine(master=options.spark_master)

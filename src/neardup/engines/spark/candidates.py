@@ -14,8 +14,9 @@ from neardup.settings import Settings
 __all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
 
 
-def simhash_candidates(frames: Frames, reps: DataFrame,
-                       hamming_k: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+def simhash_candidates(
+    frames: Frames, reps: DataFrame, hamming_k: int
+) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Candidate pairs ``(a, b)`` of SimHash representatives (``pos, ts, sig``): each one to
     the earliest representative with its fingerprint, its *node*, and the pairs of distinct
     fingerprints within ``hamming_k`` bits by the permutation tables. Returns the candidates,
@@ -29,21 +30,30 @@ def simhash_candidates(frames: Frames, reps: DataFrame,
     """
     r = reps.select("pos", "ts", F.col("sig").alias("fp"))
     heads = frames.earliest(r, ["fp"], "node")
-    fp_rep = frames.keep(frames.lookup(r, heads.where("n > 1").select("fp", "node"), ["fp"], "left")
-                         .select("pos", "fp", F.coalesce("node", "pos").alias("node")))
+    fp_rep = frames.keep(
+        frames.lookup(r, heads.where("n > 1").select("fp", "node"), ["fp"], "left").select(
+            "pos", "fp", F.coalesce("node", "pos").alias("node")
+        )
+    )
     star = fp_rep.where("node != pos").select(F.col("node").alias("a"), F.col("pos").alias("b"))
     distinct = fp_rep.where("node = pos").select("fp", "node")
     n_distinct = distinct.count()
     plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
     masks = plan.masks
-    rows = distinct.mapInArrow(partial(table_rows_task, masks=masks),
-                               "t int, key long, fp long, node long")
+    rows = distinct.mapInArrow(
+        partial(table_rows_task, masks=masks), "t int, key long, fp long, node long"
+    )
     cells = frames.split_cells(rows, ["t", "key"], "fp")
     frames.stats["tables"] = plan.num_tables
-    fp_pairs = frames.keep(frames.reduce(
-        cells, ["t", "key", "lo", "hi"], [],
-        partial(table_pairs_task, masks=masks, hamming_k=hamming_k), "a long, b long, dist int",
-    ))
+    fp_pairs = frames.keep(
+        frames.reduce(
+            cells,
+            ["t", "key", "lo", "hi"],
+            [],
+            partial(table_pairs_task, masks=masks, hamming_k=hamming_k),
+            "a long, b long, dist int",
+        )
+    )
     return star.unionByName(fp_pairs.select("a", "b")), fp_pairs, fp_rep
 
 
@@ -56,7 +66,8 @@ def band_rows(reps: DataFrame, settings: Settings) -> DataFrame:
         rows = band_rows(reps, Settings(method="minhash"))
     """
     return reps.select("pos", "ts", "sig").mapInArrow(
-        partial(band_rows_task, settings=settings), "band int, h long, pos long, ts long")
+        partial(band_rows_task, settings=settings), "band int, h long, pos long, ts long"
+    )
 
 
 def minhash_candidates(frames: Frames, reps: DataFrame, settings: Settings) -> DataFrame:

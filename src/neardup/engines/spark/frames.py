@@ -91,8 +91,9 @@ class Storage:
         else:
             done = df.localCheckpoint(eager=True)
         jdf = done._jdf
-        fresh = DataFrame(self.spark._jsparkSession.createDataFrame(jdf.javaRDD(), jdf.schema()),
-                          self.spark)
+        fresh = DataFrame(
+            self.spark._jsparkSession.createDataFrame(jdf.javaRDD(), jdf.schema()), self.spark
+        )
         # DataFrame.unpersist cannot reach the checkpointed rows under the fresh plan:
         # unpersist() frees them through this handle.
         fresh._neardup_stored = jdf.queryExecution().logical().rdd()
@@ -131,8 +132,9 @@ class Frames(Storage):
         joined = frames.lookup(rows, per_key, ["key"])
     """
 
-    def __init__(self, spark: SparkSession, checkpoint: str, *, partitions: int,
-                 skew_threshold: int):
+    def __init__(
+        self, spark: SparkSession, checkpoint: str, *, partitions: int, skew_threshold: int
+    ):
         super().__init__(spark, checkpoint)
         self.P = partitions
         self.threshold = skew_threshold
@@ -150,11 +152,13 @@ class Frames(Storage):
         """
         counts = rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("_n"))
         hot = counts.where(F.col("_n") > self.threshold).select(
-            *keys, F.ceil(F.col("_n") / F.lit(per_block)).cast("int").alias("_S"))
+            *keys, F.ceil(F.col("_n") / F.lit(per_block)).cast("int").alias("_S")
+        )
         return self.spark.createDataFrame(hot.collect(), hot.schema)
 
-    def lookup(self, left: DataFrame, right: DataFrame, keys: list[str],
-               how: str = "inner") -> DataFrame:
+    def lookup(
+        self, left: DataFrame, right: DataFrame, keys: list[str], how: str = "inner"
+    ) -> DataFrame:
         """``left`` joined with ``right`` (at most one row per key) on ``keys``, skew-safe.
 
         A key holding more than ``skew_threshold`` rows of ``left`` is salted: its rows get a
@@ -166,11 +170,18 @@ class Frames(Storage):
             return left.join(right, keys, how)
         hot = F.broadcast(self.hot_keys(left, keys, self.threshold))
         salt = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in left.columns]), F.col("_S"))
-        salted_left = left.join(hot, keys, "left").withColumn(
-            "_salt", F.when(F.col("_S").isNull(), F.lit(0)).otherwise(salt).cast("int")).drop("_S")
-        salted_right = right.join(hot, keys, "left").withColumn(
-            "_salt", F.explode(F.sequence(F.lit(0), F.coalesce(F.col("_S"), F.lit(1)) - 1))
-        ).drop("_S")
+        salted_left = (
+            left.join(hot, keys, "left")
+            .withColumn("_salt", F.when(F.col("_S").isNull(), F.lit(0)).otherwise(salt).cast("int"))
+            .drop("_S")
+        )
+        salted_right = (
+            right.join(hot, keys, "left")
+            .withColumn(
+                "_salt", F.explode(F.sequence(F.lit(0), F.coalesce(F.col("_S"), F.lit(1)) - 1))
+            )
+            .drop("_S")
+        )
         return salted_left.join(salted_right, [*keys, "_salt"], how).drop("_salt")
 
     def earliest(self, df: DataFrame, keys: list[str], name: str) -> DataFrame:
@@ -200,8 +211,9 @@ class Frames(Storage):
             .drop("c")
         )
 
-    def reduce(self, df: DataFrame, keys: list[str], order: list[str], task: ArrowTask,
-               schema: str) -> DataFrame:
+    def reduce(
+        self, df: DataFrame, keys: list[str], order: list[str], task: ArrowTask, schema: str
+    ) -> DataFrame:
         """Shuffle by ``keys``, sort each partition by keys and ``order``, run ``task`` on it
         (its output has Spark's DDL ``schema``). One shuffle of ``df``."""
         return (

@@ -39,17 +39,25 @@ def components(frames: Frames, edges: DataFrame, nodes: DataFrame, n_edges: int)
             rounds += 1
             if rounds > _MAX_CC_ROUNDS:
                 raise RuntimeError(
-                    f"connected components did not converge in {_MAX_CC_ROUNDS} rounds")
+                    f"connected components did not converge in {_MAX_CC_ROUNDS} rounds"
+                )
             # large-star: node u links every larger neighbour to m(u) = min(u, neighbours)
             both = e.select(F.col("hi").alias("u"), F.col("lo").alias("v")).unionByName(
-                e.select(F.col("lo").alias("u"), F.col("hi").alias("v")))
+                e.select(F.col("lo").alias("u"), F.col("hi").alias("v"))
+            )
             m = both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))
-            large = frames.lookup(both.where("v > u"), m, ["u"]).select(
-                F.col("v").alias("hi"), F.col("m").alias("lo")).distinct()
+            large = (
+                frames.lookup(both.where("v > u"), m, ["u"])
+                .select(F.col("v").alias("hi"), F.col("m").alias("lo"))
+                .distinct()
+            )
             # small-star: node u links itself and its smaller neighbours to their minimum
             m2 = large.groupBy("hi").agg(F.min("lo").alias("m"))
-            moved = frames.lookup(large, m2, ["hi"]).where("lo != m").select(
-                F.col("lo").alias("hi"), F.col("m").alias("lo"))
+            moved = (
+                frames.lookup(large, m2, ["hi"])
+                .where("lo != m")
+                .select(F.col("lo").alias("hi"), F.col("m").alias("lo"))
+            )
             previous = e
             e = frames.keep(moved.unionByName(m2.select("hi", F.col("m").alias("lo"))).distinct())
             frames.release(previous)
@@ -67,13 +75,15 @@ def _has_non_star(e: DataFrame) -> bool:
     """Whether some node is the ``hi`` of two edges, or both a ``hi`` and a ``lo``."""
     ends = e.select(F.col("hi").alias("node"), F.lit(1).alias("as_hi"), F.lit(0).alias("as_lo"))
     ends = ends.unionByName(
-        e.select(F.col("lo").alias("node"), F.lit(0).alias("as_hi"), F.lit(1).alias("as_lo")))
+        e.select(F.col("lo").alias("node"), F.lit(0).alias("as_hi"), F.lit(1).alias("as_lo"))
+    )
     per_node = ends.groupBy("node").agg(F.sum("as_hi").alias("h"), F.max("as_lo").alias("l"))
     return per_node.where("h > 1 or (h > 0 and l > 0)").limit(1).count() > 0
 
 
-def center(frames: Frames, labels: DataFrame, data: DataFrame, settings: Settings,
-           local_max: int) -> DataFrame:
+def center(
+    frames: Frames, labels: DataFrame, data: DataFrame, settings: Settings, local_max: int
+) -> DataFrame:
     """(pos, center) for every representative (``labels``: ``pos, ts, label``; ``data``: the
     representatives' data the relation reads), by the rule of
     :func:`neardup.groups.center_groups`.
@@ -94,15 +104,24 @@ def center(frames: Frames, labels: DataFrame, data: DataFrame, settings: Setting
     size = labels.groupBy("label").agg(F.count(F.lit(1)).alias("size"))
     sized = frames.keep(frames.lookup(labels, size, ["label"]))
     parts = [sized.where("size = 1").select("pos", F.col("pos").alias("center"))]
-    pending = frames.keep(sized.where("size > 1").join(data, ["pos"])
-                          .select("label", "ts", "pos", "size", *cols))
+    pending = frames.keep(
+        sized.where("size > 1").join(data, ["pos"]).select("label", "ts", "pos", "size", *cols)
+    )
     rounds = 0
     while True:
         small = pending.where(f"size <= {local_max}").select("label", "ts", "pos", *cols)
         # Eager: the part must not depend on ``pending`` once that is released.
-        parts.append(frames.keep(frames.reduce(small, ["label"], ["ts", "pos"],
-                                               partial(center_task, settings=settings),
-                                               "pos long, center long")))
+        parts.append(
+            frames.keep(
+                frames.reduce(
+                    small,
+                    ["label"],
+                    ["ts", "pos"],
+                    partial(center_task, settings=settings),
+                    "pos long, center long",
+                )
+            )
+        )
         big = pending.where(f"size > {local_max}").drop("size")
         if big.limit(1).count() == 0:
             break
@@ -112,18 +131,24 @@ def center(frames: Frames, labels: DataFrame, data: DataFrame, settings: Setting
         heads = frames.earliest(big, ["label"], "center").select("label", "center")
         center_data = heads.join(
             big.select(F.col("pos").alias("center"), *[F.col(c).alias(c + "_b") for c in cols]),
-            ["center"])
-        tested = frames.lookup(big.withColumnsRenamed({"sig": "sig_a", "sset": "set_a"}),
-                               center_data, ["label"])
+            ["center"],
+        )
+        tested = frames.lookup(
+            big.withColumnsRenamed({"sig": "sig_a", "sset": "set_a"}), center_data, ["label"]
+        )
         tested = tested.withColumnsRenamed({"sset_b": "set_b", "pos": "a"})
         checked = frames.keep(related(tested, ["label", "ts", "a", "center"], settings))
         parts.append(checked.where("ok or a = center").select(F.col("a").alias("pos"), "center"))
         failed = checked.where("not ok and a != center").select(
-            "label", "ts", F.col("a").alias("pos"))
+            "label", "ts", F.col("a").alias("pos")
+        )
         left = failed.groupBy("label").agg(F.count(F.lit(1)).alias("size"))
         previous = pending
-        pending = frames.keep(frames.lookup(failed, left, ["label"]).join(data, ["pos"])
-                              .select("label", "ts", "pos", "size", *cols))
+        pending = frames.keep(
+            frames.lookup(failed, left, ["label"])
+            .join(data, ["pos"])
+            .select("label", "ts", "pos", "size", *cols)
+        )
         frames.release(previous)
     frames.stats["center_rounds"] = rounds
     result = parts[0]

@@ -137,13 +137,15 @@ class SparkEngine:
         """
         docs = self.spark.createDataFrame(list(enumerate(texts)), "pos long, text string")
         signed = docs.select("pos", F.lit(0).cast("long").alias("ts"), "text").mapInArrow(
-            partial(sign_task, settings=settings), _signature_schema(settings))
+            partial(sign_task, settings=settings), _signature_schema(settings)
+        )
         values = [row.sig for row in signed.orderBy("pos").select("sig").toLocalIterator()]
         kind = pa.int64() if settings.method == "simhash" else pa.binary()
         return _signature_values(pa.array(values, type=kind), settings)
 
-    def dedup(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-              progress: Progress | None = None) -> DedupRun:
+    def dedup(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
+    ) -> DedupRun:
         """``neardup dedup --engine spark``: read the files of ``corpus`` (on any file system
         Spark reads), dedup them and write GROUPS, PAIRS and the originals' rows (see
         :meth:`neardup.engines.base.Engine.dedup`). Outputs naming a file (``.tsv``, ``.csv``,
@@ -156,11 +158,15 @@ class SparkEngine:
                                                  Settings(), Outputs(groups="groups.tsv"))
         """
         if outputs.report:
-            raise ValueError("--report works with the local engine; with --engine spark, run "
-                             "`neardup report` on the written GROUPS and PAIRS files")
+            raise ValueError(
+                "--report works with the local engine; with --engine spark, run "
+                "`neardup report` on the written GROUPS and PAIRS files"
+            )
         if corpus.table is not None:
-            raise ValueError("the Spark engine reads files; a table in memory goes to Spark as "
-                             "a DataFrame, through dedup_dataframe")
+            raise ValueError(
+                "the Spark engine reads files; a table in memory goes to Spark as "
+                "a DataFrame, through dedup_dataframe"
+            )
         # Spark writes GROUPS, PAIRS and the originals on any file system it reaches, and
         # checks them itself; only the files the caller writes beside them are local.
         check_outputs(outputs.beside, corpus.inputs)
@@ -171,15 +177,17 @@ class SparkEngine:
         try:
             write_result(result, settings, outputs.groups, outputs.pairs)
             if outputs.keep:
-                originals = raw.join(result.groups.where("is_original").select("pos"), ["pos"],
-                                     "left_semi")
+                originals = raw.join(
+                    result.groups.where("is_original").select("pos"), ["pos"], "left_semi"
+                )
                 write_originals(originals, outputs.keep)
         finally:
             result.release()
         return DedupRun(read_stats, result.stats)
 
-    def pairs(self, corpus: Corpus, settings: Settings, outputs: Outputs,
-              progress: Progress | None = None) -> DedupRun:
+    def pairs(
+        self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
+    ) -> DedupRun:
         """``neardup pairs --engine spark``: PAIRS (and GROUPS) of the precomputed fingerprints
         in the files of ``corpus`` (see :meth:`neardup.engines.base.Engine.pairs`), written as
         :meth:`dedup` writes them.
@@ -224,8 +232,12 @@ class _Job(Frames):
     """One run: the stages as methods, sharing the settings, counters and tuning."""
 
     def __init__(self, engine: SparkEngine, settings: Settings):
-        super().__init__(engine.spark, engine.checkpoint_mode, partitions=engine.partitions,
-                         skew_threshold=engine.skew_threshold)
+        super().__init__(
+            engine.spark,
+            engine.checkpoint_mode,
+            partitions=engine.partitions,
+            skew_threshold=engine.skew_threshold,
+        )
         self.engine = engine
         self.settings = settings
         self.stats["seconds"] = {}
@@ -238,8 +250,13 @@ class _Job(Frames):
         now = time.perf_counter()
         self.stats["seconds"][name] = now - self._clock
         self._clock = now
-        following = {"signatures": "exact_duplicates", "exact_duplicates": "candidates",
-                     "candidates": "verify", "verify": "groups", "groups": "pairs"}.get(name)
+        following = {
+            "signatures": "exact_duplicates",
+            "exact_duplicates": "candidates",
+            "candidates": "verify",
+            "verify": "groups",
+            "groups": "pairs",
+        }.get(name)
         self.tag(following)
 
     def tag(self, stage: str | None) -> None:
@@ -258,10 +275,17 @@ class _Job(Frames):
         """Stage 1 on documents (``pos, id, text, ts``), then the other stages."""
         s = self.settings
         self.tag("signatures")
-        docs = docs.select(F.col("pos").cast("long"), F.col("id").cast("string"),
-                           F.col("text").cast("string"), F.col("ts").cast("long"))
-        sig = self.keep(docs.select("pos", "ts", "text").mapInArrow(
-            partial(sign_task, settings=s), _signature_schema(s)))
+        docs = docs.select(
+            F.col("pos").cast("long"),
+            F.col("id").cast("string"),
+            F.col("text").cast("string"),
+            F.col("ts").cast("long"),
+        )
+        sig = self.keep(
+            docs.select("pos", "ts", "text").mapInArrow(
+                partial(sign_task, settings=s), _signature_schema(s)
+            )
+        )
         counts = sig.agg(F.count(F.lit(1)), F.sum(F.col("empty").cast("long"))).first()
         self.stats["documents"] = n = int(counts[0])
         self.stats["empty_documents"] = int(counts[1] or 0)
@@ -274,13 +298,23 @@ class _Job(Frames):
         """The stages on fingerprint rows (``pos, id, fp, ts``): the fingerprint is both the
         content and the signature."""
         self.tag("signatures")
-        rows = rows.select(F.col("pos").cast("long"), F.col("id").cast("string"),
-                           F.col("fp").cast("long"), F.col("ts").cast("long"))
+        rows = rows.select(
+            F.col("pos").cast("long"),
+            F.col("id").cast("string"),
+            F.col("fp").cast("long"),
+            F.col("ts").cast("long"),
+        )
         n = rows.count()
         self.stats["documents"] = n
         self.skewed = n > self.threshold
-        sig = rows.select("pos", "ts", F.col("fp").alias("c0"), F.lit(0).cast("long").alias("c1"),
-                          F.col("fp").alias("sig"), F.lit(False).alias("empty"))
+        sig = rows.select(
+            "pos",
+            "ts",
+            F.col("fp").alias("c0"),
+            F.lit(0).cast("long").alias("c1"),
+            F.col("fp").alias("sig"),
+            F.lit(False).alias("empty"),
+        )
         self.stats["empty_documents"] = 0
         self.lap("signatures")
         return self.run(rows.select("pos", "id"), sig)
@@ -303,11 +337,15 @@ class _Job(Frames):
         every document's ``pos, ts, rep`` and the representatives' ``pos, ts, c0, c1, sig``."""
         content = self.earliest(sig, ["c0", "c1"], "rep").where("n > 1").select("c0", "c1", "rep")
         docrep = self.keep(
-            self.lookup(sig.select("pos", "ts", "c0", "c1"), content, ["c0", "c1"], "left")
-            .select("pos", "ts", F.coalesce("rep", "pos").alias("rep"))
+            self.lookup(sig.select("pos", "ts", "c0", "c1"), content, ["c0", "c1"], "left").select(
+                "pos", "ts", F.coalesce("rep", "pos").alias("rep")
+            )
         )
-        reps = self.keep(sig.join(docrep.where("rep = pos").select("pos"), ["pos"], "left_semi")
-                         .select("pos", "ts", "c0", "c1", "sig"))
+        reps = self.keep(
+            sig.join(docrep.where("rep = pos").select("pos"), ["pos"], "left_semi").select(
+                "pos", "ts", "c0", "c1", "sig"
+            )
+        )
         self.data = reps.select("pos", "sig")
         self.stats["exact_duplicates"] = docrep.where("rep != pos").count()
         self.lap("exact_duplicates")
@@ -340,26 +378,38 @@ class _Job(Frames):
         self.lap("verify")
         return edges, n_edges
 
-    def groups(self, ids: DataFrame, docrep: DataFrame, reps: DataFrame, edges: DataFrame,
-               n_edges: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+    def groups(
+        self, ids: DataFrame, docrep: DataFrame, reps: DataFrame, edges: DataFrame, n_edges: int
+    ) -> tuple[DataFrame, DataFrame, DataFrame]:
         """Stage 5: groups over the representatives, then every document takes its
         representative's original. Returns every document's ``pos, rep, orig``, each original's
         ``orig, group_size, original_id``, and GROUPS."""
         labels = components(self, edges, reps.select("pos", "ts"), n_edges)
         if self.settings.grouping == "components":
             first = self.earliest(labels, ["label"], "orig").select("label", "orig")
-            rep_orig = self.lookup(labels, first, ["label"]).select(F.col("pos").alias("rep"), "orig")
+            rep_orig = self.lookup(labels, first, ["label"]).select(
+                F.col("pos").alias("rep"), "orig"
+            )
         else:
             centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
             rep_orig = centers.select(F.col("pos").alias("rep"), F.col("center").alias("orig"))
-        doc_orig = self.keep(self.lookup(docrep.select("pos", "rep"), rep_orig, ["rep"])
-                           .select("pos", "rep", "orig"))
+        doc_orig = self.keep(
+            self.lookup(docrep.select("pos", "rep"), rep_orig, ["rep"]).select("pos", "rep", "orig")
+        )
         sizes = doc_orig.groupBy("orig").agg(F.count(F.lit(1)).alias("group_size"))
         orig_ids = ids.select(F.col("pos").alias("orig"), F.col("id").alias("original_id"))
         per_orig = self.keep(sizes.join(orig_ids, ["orig"]))
-        groups = self.lookup(doc_orig, per_orig, ["orig"]).join(ids, ["pos"]).select(
-            "pos", "id", F.col("original_id").alias("duplicate_id"), "original_id",
-            (F.col("pos") == F.col("orig")).alias("is_original"), "group_size",
+        groups = (
+            self.lookup(doc_orig, per_orig, ["orig"])
+            .join(ids, ["pos"])
+            .select(
+                "pos",
+                "id",
+                F.col("original_id").alias("duplicate_id"),
+                "original_id",
+                (F.col("pos") == F.col("orig")).alias("is_original"),
+                "group_size",
+            )
         )
         counts = per_orig.agg(F.count(F.lit(1)), F.max("group_size")).first()
         self.stats["groups"] = int(counts[0])
@@ -368,9 +418,15 @@ class _Job(Frames):
         self.lap("groups")
         return doc_orig, per_orig, groups
 
-    def pairs(self, ids: DataFrame, doc_orig: DataFrame, docrep: DataFrame, reps: DataFrame,
-              fp_pairs: DataFrame | None, fp_rep: DataFrame | None,
-              ) -> tuple[DataFrame, DataFrame, tuple[str, ...]]:
+    def pairs(
+        self,
+        ids: DataFrame,
+        doc_orig: DataFrame,
+        docrep: DataFrame,
+        reps: DataFrame,
+        fp_pairs: DataFrame | None,
+        fp_rep: DataFrame | None,
+    ) -> tuple[DataFrame, DataFrame, tuple[str, ...]]:
         """Stage 6: PAIRS with the documents' IDs. Returns the stored pairs they are read from,
         PAIRS, and the columns PAIRS is sorted by in the local engine's output."""
         s = self.settings
@@ -385,14 +441,15 @@ class _Job(Frames):
         id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
         id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         named = self.lookup(self.lookup(stored, id_a, ["pos_a"]), id_b, ["pos_b"]).select(
-            "pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed")
+            "pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed"
+        )
         self.lap("pairs")
         return stored, named, order
 
 
-
-@renamed_keywords(id_col="id_field", text_col="text_field", time_col="time_field",
-                  position_col="position_field")
+@renamed_keywords(
+    id_col="id_field", text_col="text_field", time_col="time_field", position_col="position_field"
+)
 def dedup_dataframe(
     df: DataFrame,
     settings: Settings | None = None,
@@ -450,18 +507,31 @@ def dedup_dataframe(
         raise ValueError(f"on_error must be one of raise, skip; got {on_error!r}")
     max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
     check_columns(df, [id_field, text_field, time_field, position_field])
-    engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold,
-                         center_local_max=center_local_max)
+    engine = SparkEngine(
+        df.sparkSession,
+        partitions=partitions,
+        skew_threshold=skew_threshold,
+        center_local_max=center_local_max,
+    )
     read = read_dataframe(
-        df, Storage(engine.spark, engine.checkpoint_mode), "typed",
+        df,
+        Storage(engine.spark, engine.checkpoint_mode),
+        "typed",
         {"_v_id": id_field, "_v_text": text_field, "_v_time": time_field},
-        (id_field, text_field, time_field), position_col=position_field, on_error=on_error,
-        max_doc_bytes=max_doc_bytes)
+        (id_field, text_field, time_field),
+        position_col=position_field,
+        on_error=on_error,
+        max_doc_bytes=max_doc_bytes,
+    )
     return _run_on_read(engine.dedup_documents, read, settings)
 
 
-@renamed_keywords(id_col="id_field", fingerprint_col="fingerprint_field", time_col="time_field",
-                  position_col="position_field")
+@renamed_keywords(
+    id_col="id_field",
+    fingerprint_col="fingerprint_field",
+    time_col="time_field",
+    position_col="position_field",
+)
 def pairs_dataframe(
     df: DataFrame,
     hamming_k: int = DEFAULT_HAMMING_K,
@@ -491,19 +561,28 @@ def pairs_dataframe(
         # [('a', 'b', 1)]
     """
     require_pyspark()
-    settings = Settings(method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping,
-                        pairs=pairs)
+    settings = Settings(
+        method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping, pairs=pairs
+    )
     check_columns(df, [id_field, fingerprint_field, time_field, position_field])
     engine = SparkEngine(df.sparkSession, partitions=partitions, skew_threshold=skew_threshold)
     read = read_dataframe(
-        df, Storage(engine.spark, engine.checkpoint_mode), "fp_typed",
+        df,
+        Storage(engine.spark, engine.checkpoint_mode),
+        "fp_typed",
         {"_v_id": id_field, "_v_fp": fingerprint_field, "_v_time": time_field},
-        ("id", "fingerprint", "timestamp"), position_col=position_field, on_error=on_error)
+        ("id", "fingerprint", "timestamp"),
+        position_col=position_field,
+        on_error=on_error,
+    )
     return _run_on_read(engine.dedup_fingerprints, read, settings)
 
 
-def _run_on_read(run: Callable[[DataFrame, Settings], SparkResult],
-                 read: tuple[DataFrame, ReadStats], settings: Settings) -> SparkResult:
+def _run_on_read(
+    run: Callable[[DataFrame, Settings], SparkResult],
+    read: tuple[DataFrame, ReadStats],
+    settings: Settings,
+) -> SparkResult:
     """``run`` (an engine's ``dedup_documents`` or ``dedup_fingerprints``) on the rows a DataFrame entry
     point read; the result holds the rows (freed by its ``release``) and the read counters
     (``stats["read"]``)."""
@@ -535,8 +614,10 @@ def run_dedup(
         run_dedup(spark, ["docs.jsonl"], "groups.tsv", Settings(), time_field="ts")
     """
     run = SparkEngine(spark, partitions=partitions).dedup(
-        Corpus(tuple(inputs), read_options), settings,
-        Outputs(groups=output, pairs=pairs_out, keep=keep))
+        Corpus(tuple(inputs), read_options),
+        settings,
+        Outputs(groups=output, pairs=pairs_out, keep=keep),
+    )
     return run, run.read
 
 

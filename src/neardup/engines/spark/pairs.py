@@ -12,8 +12,9 @@ from neardup.settings import Settings
 __all__ = ["all_pairs", "original_pairs"]
 
 
-def original_pairs(frames: Frames, data: DataFrame, doc_orig: DataFrame,
-                   settings: Settings) -> DataFrame:
+def original_pairs(
+    frames: Frames, data: DataFrame, doc_orig: DataFrame, settings: Settings
+) -> DataFrame:
     """Original -> member (``pos_a, pos_b, value, passed``) for every non-original of
     ``doc_orig`` (``pos, rep, orig``), valued on (original, member's representative) with the
     representatives' ``data``. Cost: one relation per distinct (original, representative).
@@ -25,14 +26,22 @@ def original_pairs(frames: Frames, data: DataFrame, doc_orig: DataFrame,
     members = doc_orig.where("pos != orig")
     rep_pairs = members.select(F.col("orig").alias("a"), F.col("rep").alias("b")).distinct()
     valued = relate(frames, data, rep_pairs, ["a", "b"], settings).select(
-        F.col("a").alias("orig"), F.col("b").alias("rep"), "value", F.col("ok").alias("passed"))
+        F.col("a").alias("orig"), F.col("b").alias("rep"), "value", F.col("ok").alias("passed")
+    )
     return members.join(valued, ["orig", "rep"]).select(
-        F.col("orig").alias("pos_a"), F.col("pos").alias("pos_b"), "value", "passed")
+        F.col("orig").alias("pos_a"), F.col("pos").alias("pos_b"), "value", "passed"
+    )
 
 
-def all_pairs(frames: Frames, data: DataFrame, docrep: DataFrame, reps: DataFrame,
-              fp_pairs: DataFrame | None, fp_rep: DataFrame | None,
-              settings: Settings) -> DataFrame:
+def all_pairs(
+    frames: Frames,
+    data: DataFrame,
+    docrep: DataFrame,
+    reps: DataFrame,
+    fp_pairs: DataFrame | None,
+    fp_rep: DataFrame | None,
+    settings: Settings,
+) -> DataFrame:
     """Every near-duplicate pair of documents (``pos_a < pos_b``, ``value``, ``passed``), from
     the pairs of representatives the relation accepts, expanded to their exact duplicates
     (``docrep``: ``pos, rep``). SimHash reads the fingerprint pairs and nodes of
@@ -46,12 +55,19 @@ def all_pairs(frames: Frames, data: DataFrame, docrep: DataFrame, reps: DataFram
     s = settings
     if s.method == "simhash":
         # representatives with equal fingerprints, and the reps of fingerprint pairs
-        same = fp_rep.alias("x").join(fp_rep.alias("y"), "node").where("x.pos < y.pos").select(
-            F.col("x.pos").alias("a"), F.col("y.pos").alias("b"), F.lit(0).alias("dist"))
+        same = (
+            fp_rep.alias("x")
+            .join(fp_rep.alias("y"), "node")
+            .where("x.pos < y.pos")
+            .select(F.col("x.pos").alias("a"), F.col("y.pos").alias("b"), F.lit(0).alias("dist"))
+        )
         ra = fp_rep.select(F.col("node").alias("a"), F.col("pos").alias("ra"))
         rb = fp_rep.select(F.col("node").alias("b"), F.col("pos").alias("rb"))
-        cross = fp_pairs.join(ra, ["a"]).join(rb, ["b"]).select(
-            F.least("ra", "rb").alias("a"), F.greatest("ra", "rb").alias("b"), "dist")
+        cross = (
+            fp_pairs.join(ra, ["a"])
+            .join(rb, ["b"])
+            .select(F.least("ra", "rb").alias("a"), F.greatest("ra", "rb").alias("b"), "dist")
+        )
         rep_pairs = frames.keep(same.unionByName(cross))
         if s.verify is not None:
             accepted = relate(frames, data, rep_pairs.select("a", "b"), ["a", "b"], s)
@@ -63,19 +79,30 @@ def all_pairs(frames: Frames, data: DataFrame, docrep: DataFrame, reps: DataFram
         shared = rows.groupBy("band", "h").agg(F.count(F.lit(1)).alias("n")).where("n > 1")
         rows = frames.lookup(rows, shared, ["band", "h"]).select("band", "h", "pos")
         cells = frames.split_cells(rows, ["band", "h"], "pos")
-        cand = frames.reduce(cells, ["band", "h", "lo", "hi"], ["pos"], bucket_pairs_task,
-                             "a long, b long").distinct()
+        cand = frames.reduce(
+            cells, ["band", "h", "lo", "hi"], ["pos"], bucket_pairs_task, "a long, b long"
+        ).distinct()
         accepted = relate(frames, data, frames.keep(cand), ["a", "b"], s)
         accepted = accepted.where("ok").select("a", "b", "value")
     accepted = frames.keep(accepted)
     same_value = 0 if s.method == "simhash" else 1.0
     members = docrep.select("pos", "rep")
-    within = members.alias("x").join(members.alias("y"), "rep").where("x.pos < y.pos").select(
-        F.col("x.pos").alias("pos_a"), F.col("y.pos").alias("pos_b"),
-        F.lit(same_value).cast("int" if s.method == "simhash" else "double").alias("value"))
+    within = (
+        members.alias("x")
+        .join(members.alias("y"), "rep")
+        .where("x.pos < y.pos")
+        .select(
+            F.col("x.pos").alias("pos_a"),
+            F.col("y.pos").alias("pos_b"),
+            F.lit(same_value).cast("int" if s.method == "simhash" else "double").alias("value"),
+        )
+    )
     ma = members.select(F.col("rep").alias("a"), F.col("pos").alias("pa"))
     mb = members.select(F.col("rep").alias("b"), F.col("pos").alias("pb"))
-    across = accepted.join(ma, ["a"]).join(mb, ["b"]).select(
-        F.least("pa", "pb").alias("pos_a"), F.greatest("pa", "pb").alias("pos_b"), "value")
+    across = (
+        accepted.join(ma, ["a"])
+        .join(mb, ["b"])
+        .select(F.least("pa", "pb").alias("pos_a"), F.greatest("pa", "pb").alias("pos_b"), "value")
+    )
     # Every pair written here was accepted by the relation.
     return within.unionByName(across).withColumn("passed", F.lit(True))

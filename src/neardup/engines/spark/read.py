@@ -33,8 +33,9 @@ _DATAFRAME = "<DataFrame>"
 """The input name of a DataFrame's rows in messages."""
 
 
-def check_columns(df: DataFrame, columns: Sequence[str | None], path: str = _DATAFRAME,
-                  unit: str = "row") -> None:
+def check_columns(
+    df: DataFrame, columns: Sequence[str | None], path: str = _DATAFRAME, unit: str = "row"
+) -> None:
     """Raise the reader's ``InputError`` for the first named column ``df`` lacks (None: not
     used), naming the input ``path`` and its ``unit`` (``"line"`` or ``"row"``). O(columns).
 
@@ -72,9 +73,12 @@ def read_dataframe(
         docs, stats = read_dataframe(df, storage, "typed", {"_v_id": "id", "_v_text": "text"},
                                      ("id", "text", None), position_col=None, on_error="raise")
     """
-    pos = (F.col(position_col).cast("long") if position_col else F.monotonically_increasing_id())
-    select = [pos.alias("_nd_pos"), F.lit(None).cast("long").alias("_nd_line"),
-              F.lit(_DATAFRAME).alias("_nd_src")]
+    pos = F.col(position_col).cast("long") if position_col else F.monotonically_increasing_id()
+    select = [
+        pos.alias("_nd_pos"),
+        F.lit(None).cast("long").alias("_nd_line"),
+        F.lit(_DATAFRAME).alias("_nd_src"),
+    ]
     select += [F.col(c).alias(alias) for alias, c in columns.items() if c is not None]
     # The checkpoint of the checked rows fixes the positions of monotonically_increasing_id.
     task = partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes)
@@ -126,16 +130,21 @@ def _document_format(path: str, input_format: str | None) -> str:
     if input_format is not None:
         fmt = FORMAT_OF_EXTENSION.get(input_format.lower().split(".")[0])
         if fmt is None:
-            raise ValueError(f"input_format must be one of jsonl, csv, tsv, parquet; got {input_format!r}")
+            raise ValueError(
+                f"input_format must be one of jsonl, csv, tsv, parquet; got {input_format!r}"
+            )
     else:
         fmt = FORMAT_OF_EXTENSION.get(file_extension(path) or _directory_ext(path))
         if fmt is None:
             raise ValueError(
                 f"cannot tell the format of {path}: supported extensions are .jsonl/.json/.ndjson, "
                 ".csv, .tsv, .parquet (text formats optionally .gz or .bz2), also for the files of "
-                "a directory; pass input_format to choose one")
+                "a directory; pass input_format to choose one"
+            )
     if fmt == "txt":
-        raise ValueError("directories of .txt files are read by the local engine only (--engine local)")
+        raise ValueError(
+            "directories of .txt files are read by the local engine only (--engine local)"
+        )
     return fmt
 
 
@@ -146,16 +155,22 @@ def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
             return spark.read.text(path)
         if fmt in ("csv", "tsv"):
             # RFC 4180 as Python's csv module reads it; empty fields stay empty strings.
-            return (spark.read.option("header", True).option("multiLine", True)
-                    .option("escape", '"').option("sep", "\t" if fmt == "tsv" else ",")
-                    .option("nullValue", _NULL_SENTINEL).csv(path))
+            return (
+                spark.read.option("header", True)
+                .option("multiLine", True)
+                .option("escape", '"')
+                .option("sep", "\t" if fmt == "tsv" else ",")
+                .option("nullValue", _NULL_SENTINEL)
+                .csv(path)
+            )
         try:
             return spark.read.parquet(path)
         except Exception as error:
             if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
                 raise
-            raise InputError(path, None, None, "not a readable Parquet file",
-                             str(error).splitlines()[0]) from None
+            raise InputError(
+                path, None, None, "not a readable Parquet file", str(error).splitlines()[0]
+            ) from None
     except InputError:
         raise
     except Exception as error:
@@ -185,21 +200,29 @@ def _positioned(raw: DataFrame, index: int, path: str, header_lines: int) -> Dat
         F.monotonically_increasing_id().alias("_nd_mono"),
     )
     splits = marked.groupBy("_nd_file", "_nd_block").agg(
-        F.min("_nd_mono").alias("_nd_first"), F.count(F.lit(1)).alias("_nd_rows"))
+        F.min("_nd_mono").alias("_nd_first"), F.count(F.lit(1)).alias("_nd_rows")
+    )
     before = Window.unboundedPreceding
     in_file = Window.partitionBy("_nd_file").orderBy("_nd_block").rowsBetween(before, -1)
     in_input = Window.orderBy("_nd_file", "_nd_block").rowsBetween(before, -1)
     splits = splits.select(
-        "_nd_file", "_nd_block", "_nd_first",
+        "_nd_file",
+        "_nd_block",
+        "_nd_first",
         F.coalesce(F.sum("_nd_rows").over(in_file), F.lit(0)).alias("_nd_file_before"),
         F.coalesce(F.sum("_nd_rows").over(in_input), F.lit(0)).alias("_nd_input_before"),
     )
     offset = F.col("_nd_mono") - F.col("_nd_first")
-    src = (F.lit(path) if not _is_glob_or_dir(path)
-           else F.regexp_replace(F.col("_nd_file"), "^file:", ""))
+    src = (
+        F.lit(path)
+        if not _is_glob_or_dir(path)
+        else F.regexp_replace(F.col("_nd_file"), "^file:", "")
+    )
     return marked.join(F.broadcast(splits), ["_nd_file", "_nd_block"]).select(
         *[F.col(f"`{c}`") for c in data_cols],
-        (F.lit(index << POS_BITS).cast("long") + F.col("_nd_input_before") + offset).alias("_nd_pos"),
+        (F.lit(index << POS_BITS).cast("long") + F.col("_nd_input_before") + offset).alias(
+            "_nd_pos"
+        ),
         (F.col("_nd_file_before") + offset + 1 + header_lines).alias("_nd_line"),
         src.alias("_nd_src"),
     )
@@ -258,16 +281,23 @@ def read_documents_spark(
             kind = "jsonl"
             record = F.col("value")
         else:
-            values = [F.col(f"`{id_field}`").alias("_v_id"), F.col(f"`{text_field}`").alias("_v_text")]
+            values = [
+                F.col(f"`{id_field}`").alias("_v_id"),
+                F.col(f"`{text_field}`").alias("_v_text"),
+            ]
             if time_field:
                 values.append(F.col(f"`{time_field}`").alias("_v_time"))
             task_input = rows.select(*base, *values)
             kind = "typed"
-            record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_cols]),
-                               {"ignoreNullFields": "false"})
-        checked_parts.append(task_input.mapInArrow(
-            partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes),
-            CHECKED_SCHEMA))
+            record = F.to_json(
+                F.struct(*[F.col(f"`{c}`") for c in data_cols]), {"ignoreNullFields": "false"}
+            )
+        checked_parts.append(
+            task_input.mapInArrow(
+                partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes),
+                CHECKED_SCHEMA,
+            )
+        )
         kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
         record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
     reader = Storage(spark, default_checkpoint(spark))
@@ -286,8 +316,9 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 def _fingerprint_format_of(path: str) -> str:
     ext = file_extension(path) or _directory_ext(path)
-    return {"jsonl": "fp_jsonl", "csv": "csv", "parquet": "parquet",
-            "tsv": "fp_tsv"}.get(FORMAT_OF_EXTENSION.get(ext), "fp_plain")
+    return {"jsonl": "fp_jsonl", "csv": "csv", "parquet": "parquet", "tsv": "fp_tsv"}.get(
+        FORMAT_OF_EXTENSION.get(ext), "fp_plain"
+    )
 
 
 def read_fingerprints_spark(
@@ -329,9 +360,17 @@ def read_fingerprints_spark(
             if "timestamp" in raw.columns:
                 values.append(F.col("timestamp").alias("_v_time"))
             task_input, kind = rows.select(*base, *values), "fp_typed"
-        parts.append(task_input.mapInArrow(
-            partial(rows_task, kind=kind, names=("id", "fingerprint", "timestamp"),
-                    fingerprint_format=fingerprint_format), CHECKED_SCHEMA))
+        parts.append(
+            task_input.mapInArrow(
+                partial(
+                    rows_task,
+                    kind=kind,
+                    names=("id", "fingerprint", "timestamp"),
+                    fingerprint_format=fingerprint_format,
+                ),
+                CHECKED_SCHEMA,
+            )
+        )
     reader = Storage(spark, default_checkpoint(spark))
     checked = reader.keep(_union(parts))
     rows, stats = accept_rows(checked, on_error, units, reader)

@@ -49,8 +49,9 @@ Fields = tuple[Any, Any, Any]
 """A row's values as read: its ID, its text (or fingerprint) and its time (None: none)."""
 
 
-def _row_fields(batch: pa.RecordBatch, kind: str,
-                names: tuple[str, str, str | None]) -> list[Fields | BadRow | None]:
+def _row_fields(
+    batch: pa.RecordBatch, kind: str, names: tuple[str, str, str | None]
+) -> list[Fields | BadRow | None]:
     """Each row's :data:`Fields`, the :class:`~neardup.io.rows.BadRow` of a line that cannot be
     read, or None for a blank line (or a header of fingerprint rows). O(rows)."""
     if kind in ("typed", "fp_typed"):
@@ -81,8 +82,9 @@ def _row_fields(batch: pa.RecordBatch, kind: str,
     return out
 
 
-def _document(fields: Fields, names: tuple[str, str, str | None],
-              max_doc_bytes: int | None) -> tuple[str, str, int, int] | BadRow:
+def _document(
+    fields: Fields, names: tuple[str, str, str | None], max_doc_bytes: int | None
+) -> tuple[str, str, int, int] | BadRow:
     """``(id, text, ts, UTF-8 bytes)`` of a document row, or its first
     :class:`~neardup.io.rows.BadRow` in the local reader's order: ID, text, time."""
     ident, text, time_value = fields
@@ -158,8 +160,11 @@ def rows_task(
                 blank[i] = True
                 continue
             if type(fields) is not BadRow:
-                fields = (_fingerprint(fields, fingerprint_format) if fingerprints
-                          else _document(fields, names, max_doc_bytes))
+                fields = (
+                    _fingerprint(fields, fingerprint_format)
+                    if fingerprints
+                    else _document(fields, names, max_doc_bytes)
+                )
             if type(fields) is BadRow:
                 where[i], reason[i], detail[i] = fields
             elif fingerprints:
@@ -167,24 +172,29 @@ def rows_task(
                 out_text[i] = ""
             else:
                 out_id[i], out_text[i], out_ts[i], out_bytes[i] = fields
-        out = record_batch({
-            "pos": batch.column("_nd_pos"),
-            "line": batch.column("_nd_line"),
-            "src": batch.column("_nd_src"),
-            "id": pa.array(out_id, pa.string()),
-            "text": pa.array(out_text, pa.string()),
-            "ts": pa.array(out_ts),
-            "fp": pa.array(out_fp.view(np.int64)),
-            "nbytes": pa.array(out_bytes),
-            "reason": pa.array(reason, pa.string()),
-            "field": pa.array(where, pa.string()),
-            "detail": pa.array(detail, pa.string()),
-        })
+        out = record_batch(
+            {
+                "pos": batch.column("_nd_pos"),
+                "line": batch.column("_nd_line"),
+                "src": batch.column("_nd_src"),
+                "id": pa.array(out_id, pa.string()),
+                "text": pa.array(out_text, pa.string()),
+                "ts": pa.array(out_ts),
+                "fp": pa.array(out_fp.view(np.int64)),
+                "nbytes": pa.array(out_bytes),
+                "reason": pa.array(reason, pa.string()),
+                "field": pa.array(where, pa.string()),
+                "detail": pa.array(detail, pa.string()),
+            }
+        )
         yield out if not blank.any() else out.filter(pa.array(~blank))
 
 
 def accept_rows(
-    checked: DataFrame, on_error: str, units: dict[int, str], storage: Storage,
+    checked: DataFrame,
+    on_error: str,
+    units: dict[int, str],
+    storage: Storage,
     line_of: LineOf | None = None,
 ) -> tuple[DataFrame, ReadStats]:
     """Good rows minus later repeats of an ID; the first bad row raises (``on_error="raise"``)
@@ -215,8 +225,11 @@ def accept_rows(
             if repeated:
                 stats.skipped_reasons["duplicate id"] += repeated
             stats.skipped = sum(stats.skipped_reasons.values())
-        accepted = storage.keep(good.join(dups.select("pos"), ["pos"], "left_anti")
-                            .select("pos", "id", "text", "ts", "fp", "nbytes"))
+        accepted = storage.keep(
+            good.join(dups.select("pos"), ["pos"], "left_anti").select(
+                "pos", "id", "text", "ts", "fp", "nbytes"
+            )
+        )
         totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
         stats.documents = int(totals[0])
         stats.bytes = int(totals[1] or 0)
@@ -228,15 +241,32 @@ def accept_rows(
     return accepted, stats
 
 
-def _raise_first_bad(checked: DataFrame, dups: DataFrame, units: dict[int, str],
-                     line_of: LineOf | None) -> None:
+def _raise_first_bad(
+    checked: DataFrame, dups: DataFrame, units: dict[int, str], line_of: LineOf | None
+) -> None:
     """Raise the :class:`~neardup.io.InputError` of the first bad row in input order, if any."""
     bad = checked.where("reason is not null").select(
-        "pos", "line", "src", "reason", "field", "detail",
-        F.lit(None).cast("long").alias("first_pos"), F.lit(None).cast("string").alias("dup"))
-    bad = bad.unionByName(dups.select(
-        "pos", "line", "src", F.lit("duplicate id").alias("reason"), F.lit("id").alias("field"),
-        F.lit(None).cast("string").alias("detail"), "first_pos", F.col("id").alias("dup")))
+        "pos",
+        "line",
+        "src",
+        "reason",
+        "field",
+        "detail",
+        F.lit(None).cast("long").alias("first_pos"),
+        F.lit(None).cast("string").alias("dup"),
+    )
+    bad = bad.unionByName(
+        dups.select(
+            "pos",
+            "line",
+            "src",
+            F.lit("duplicate id").alias("reason"),
+            F.lit("id").alias("field"),
+            F.lit(None).cast("string").alias("detail"),
+            "first_pos",
+            F.col("id").alias("dup"),
+        )
+    )
     found = bad.orderBy("pos").limit(1).collect()
     if not found:
         return

@@ -89,7 +89,8 @@ def spark_session(
         builder = builder.master(master)
     if local:
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
-            "spark.driver.host", "127.0.0.1")
+            "spark.driver.host", "127.0.0.1"
+        )
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     with _driver_log_config():
@@ -106,9 +107,11 @@ def _driver_log_config() -> Iterator[None]:
     in Spark's configuration folder (it would be overridden) or the file is missing."""
     saved = os.environ.get("SPARK_SUBMIT_OPTS")
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
+    )
     user_file = conf_dir is not None and any(
-        os.path.exists(os.path.join(conf_dir, name)) for name in _LOG4J2_FILES)
+        os.path.exists(os.path.join(conf_dir, name)) for name in _LOG4J2_FILES
+    )
     if not user_file and _LOG_CONFIG.is_file():
         ours = f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
         os.environ["SPARK_SUBMIT_OPTS"] = f"{ours} {saved}" if saved else ours
@@ -135,4 +138,3 @@ def _quiet_loggers(spark: SparkSession) -> None:
                 log4j.core.config.Configurator.setLevel(name, error)
     except Exception:  # noqa: BLE001 - logging is a convenience; never fail a run over it
         pass
-

@@ -201,14 +201,16 @@ def sign_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator
         if batch.num_rows == 0:
             continue
         sig = signatures(batch.column("text").to_pylist(), settings, keep_sets=False)
-        yield record_batch({
-            "pos": batch.column("pos"),
-            "ts": batch.column("ts"),
-            "c0": pa.array(sig.content[:, 0].view(np.int64)),
-            "c1": pa.array(sig.content[:, 1].view(np.int64)),
-            "sig": _signature_column(sig.signature),
-            "empty": pa.array(sig.empty),
-        })
+        yield record_batch(
+            {
+                "pos": batch.column("pos"),
+                "ts": batch.column("ts"),
+                "c0": pa.array(sig.content[:, 0].view(np.int64)),
+                "c1": pa.array(sig.content[:, 1].view(np.int64)),
+                "sig": _signature_column(sig.signature),
+                "empty": pa.array(sig.empty),
+            }
+        )
 
 
 def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
@@ -313,7 +315,11 @@ def table_rows_task(
 
 
 def _prefix_group_pairs(
-    fp: np.ndarray, rows: np.ndarray, table: int, masks: np.ndarray, hamming_k: int,
+    fp: np.ndarray,
+    rows: np.ndarray,
+    table: int,
+    masks: np.ndarray,
+    hamming_k: int,
     cross: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)`` of ``rows`` (indices into ``fp``) within ``hamming_k`` bits that table
@@ -367,8 +373,11 @@ def table_pairs_task(
                 rows = hot[s:e]
                 r0 = rows[0]
                 groups.append((rows, int(t[r0]), None if lo[r0] == hi[r0] else blk[rows]))
-        found = [_prefix_group_pairs(fp, rows, table, masks, hamming_k, cross)
-                 for rows, table, cross in groups if rows.shape[0] >= 2]
+        found = [
+            _prefix_group_pairs(fp, rows, table, masks, hamming_k, cross)
+            for rows, table, cross in groups
+            if rows.shape[0] >= 2
+        ]
         if found:
             yield record_batch(
                 {
@@ -437,9 +446,7 @@ def bucket_pairs_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
             yield record_batch({"a": pa.array(np.minimum(a, b)), "b": pa.array(np.maximum(a, b))})
 
 
-def center_task(
-    batches: Iterable[pa.RecordBatch], settings: Settings
-) -> Iterator[pa.RecordBatch]:
+def center_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
     """``center`` grouping inside whole components: rows ``(label, ts, pos, sig[, sset])``
     sorted by ``(label, ts, pos)`` -> ``(pos, center)``, by
     :func:`neardup.groups.center_groups` itself. Cost: that of ``center_groups`` on each chunk

@@ -24,8 +24,14 @@ def data_columns(settings: Settings) -> list[str]:
     return ["sig", "sset"] if settings.needs_sets else ["sig"]
 
 
-def with_shingle_sets(frames: Frames, texts: DataFrame, reps: DataFrame, cand: DataFrame,
-                      content: DataFrame, settings: Settings) -> DataFrame:
+def with_shingle_sets(
+    frames: Frames,
+    texts: DataFrame,
+    reps: DataFrame,
+    cand: DataFrame,
+    content: DataFrame,
+    settings: Settings,
+) -> DataFrame:
     """(pos, sig, sset) of every representative (``reps``), stored, with the shingle set of
     those that can ever be compared: the ends of candidate pairs ``cand`` and the heads of
     exact-duplicate groups ``content`` (others get an empty set, never read), as the local
@@ -35,18 +41,25 @@ def with_shingle_sets(frames: Frames, texts: DataFrame, reps: DataFrame, cand: D
 
         data = with_shingle_sets(frames, docs.select("pos", "text"), reps, cand, content, s)
     """
-    needed = (cand.select(F.col("a").alias("pos"))
-              .unionByName(cand.select(F.col("b").alias("pos")))
-              .unionByName(content.select(F.col("rep").alias("pos"))).distinct())
+    needed = (
+        cand.select(F.col("a").alias("pos"))
+        .unionByName(cand.select(F.col("b").alias("pos")))
+        .unionByName(content.select(F.col("rep").alias("pos")))
+        .distinct()
+    )
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
     empty = F.lit(b"").cast("binary")
-    return frames.keep(reps.select("pos", "sig").join(sets, ["pos"], "left")
-                       .select("pos", "sig", F.coalesce("sset", empty).alias("sset")))
+    return frames.keep(
+        reps.select("pos", "sig")
+        .join(sets, ["pos"], "left")
+        .select("pos", "sig", F.coalesce("sset", empty).alias("sset"))
+    )
 
 
-def relate(frames: Frames, data: DataFrame, pairs: DataFrame, keep: list[str],
-           settings: Settings) -> DataFrame:
+def relate(
+    frames: Frames, data: DataFrame, pairs: DataFrame, keep: list[str], settings: Settings
+) -> DataFrame:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added (see :func:`related`), by joining
     both documents' ``data`` (``pos`` and :func:`data_columns`); ``keep`` names the columns of
     ``pairs`` kept. Cost: two skew-safe joins of the pairs and one relation per pair.

@@ -41,8 +41,13 @@ def _single_file_format(path: str) -> tuple[str, bool] | None:
     return fmt, compression is not None
 
 
-def write_output(df: DataFrame, path: str, order: Sequence[str], columns: Sequence[str],
-                 chunk_rows: int = 200_000) -> None:
+def write_output(
+    df: DataFrame,
+    path: str,
+    order: Sequence[str],
+    columns: Sequence[str],
+    chunk_rows: int = 200_000,
+) -> None:
     """Write ``df`` sorted by ``order``: to one file when ``path`` names one (``.tsv``, ``.csv``,
     ``.jsonl``, ``.parquet``; byte-identical to :func:`neardup.io.write_table`), else to a
     Parquet directory written by Spark.
@@ -74,9 +79,12 @@ def write_output(df: DataFrame, path: str, order: Sequence[str], columns: Sequen
     # empty table), then one piece per chunk of rows.
     header = {c: [] for c in columns}
     directory = os.path.dirname(os.path.abspath(path))
-    with tempfile.TemporaryDirectory(prefix=".neardup-", dir=directory,
-                                     ignore_cleanup_errors=True) as scratch, \
-            atomic_write(path) as out:
+    with (
+        tempfile.TemporaryDirectory(
+            prefix=".neardup-", dir=directory, ignore_cleanup_errors=True
+        ) as scratch,
+        atomic_write(path) as out,
+    ):
         piece = os.path.join(scratch, "piece" + Path(path).suffix)
         for chunk in chain([header], chunks):
             write_table(piece, _typed(chunk, df, columns), header=chunk is header)
@@ -125,8 +133,9 @@ def _rounded_pairs(pairs: DataFrame, method: str) -> DataFrame:
     return pairs.mapInArrow(partial(round6_task, column=pair_value_column(method)), schema)
 
 
-def write_result(result: SparkResult, settings: Settings, groups_out: str | None,
-                 pairs_out: str | None = None) -> None:
+def write_result(
+    result: SparkResult, settings: Settings, groups_out: str | None, pairs_out: str | None = None
+) -> None:
     """Write GROUPS (input order) and PAIRS (the local engine's order; MinHash similarities
     rounded to 6 digits) as ``neardup dedup`` writes them; see :func:`write_output`.
 
@@ -137,8 +146,12 @@ def write_result(result: SparkResult, settings: Settings, groups_out: str | None
     if groups_out:
         write_output(result.groups, groups_out, ["pos"], GROUP_COLUMNS)
     if pairs_out:
-        write_output(_rounded_pairs(result.pairs, settings.method), pairs_out,
-                     list(result.pairs_order), pair_columns(settings.method))
+        write_output(
+            _rounded_pairs(result.pairs, settings.method),
+            pairs_out,
+            list(result.pairs_order),
+            pair_columns(settings.method),
+        )
 
 
 def write_originals(originals: DataFrame, path: str) -> None:
@@ -161,4 +174,3 @@ def write_originals(originals: DataFrame, path: str) -> None:
             yield json.loads(row[0])
 
     write_records(path, records())
-
