@@ -1,6 +1,7 @@
 """Shared fixtures."""
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import time
 
 import pytest
+from synth_helpers import ENGLISH, KOREAN
 
 
 @pytest.fixture(scope="session")
@@ -92,3 +94,53 @@ def kill_writer_after():
         return acknowledged
 
     return run
+
+
+def synthetic_corpus(seed=7, families=12, copies=4):
+    """Families of near-duplicates: a base text and copies with 0..3 changed words."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(400)]
+    texts, ids, cluster = [], [], []
+    for f in range(families):
+        base = [rng.choice(vocab) for _ in range(rng.randint(25, 60))]
+        for c in range(copies):
+            words = list(base)
+            for _ in range(rng.randint(0, 3) if c else 0):
+                words[rng.randrange(len(words))] = rng.choice(vocab)
+            texts.append(" ".join(words))
+            ids.append(f"f{f}c{c}")
+            cluster.append(f)
+    return texts, ids, cluster
+
+
+@pytest.fixture(scope="module")
+def labelled_families():
+    """The texts and IDs of :func:`synthetic_corpus` (12 families of 4) with two truths of it:
+    80 labelled pairs (about half within a family) and the families as clusters; returns
+    ``(texts, ids, pair_truth, cluster_truth)``."""
+    from neardup.quality import ClusterTruth, PairTruth
+
+    texts, ids, cluster = synthetic_corpus()
+    rng = random.Random(3)
+    a, b, labels = [], [], []
+    for _ in range(80):
+        i, j = rng.sample(range(len(ids)), 2)
+        if rng.random() < 0.5:  # oversample same-family pairs
+            j = (i // 4) * 4 + (i + 1) % 4
+        a.append(ids[i])
+        b.append(ids[j])
+        labels.append(int(cluster[i] == cluster[j]))
+    pairs = PairTruth.from_arrays(a, b, labels)
+    clusters = ClusterTruth.from_arrays(ids, cluster)
+    return texts, ids, pairs, clusters
+
+
+@pytest.fixture(scope="module")
+def synth_corpus():
+    """The labelled corpus that ``synth.generate`` derives from the English and Korean bases of
+    synth_helpers.py: every edit once per base, and 25 documents of the hot template."""
+    from neardup.quality import synth
+
+    return synth.generate(
+        ENGLISH + KOREAN, seed=7, per_base=len(synth.EDITS), edits="all", hot_template=25
+    )

@@ -1,4 +1,5 @@
-"""The package keeps its shape: imports run one way, down the floors, and no module grows too big.
+"""The package keeps its shape: imports run one way, down the floors, no module grows too big,
+and every module has its test module.
 
 Every module under ``src/neardup`` is read with :mod:`ast`, not imported, so the test needs none
 of the optional extras. An import counts wherever it stands (inside a function too, where one is
@@ -14,8 +15,12 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+TESTS = Path(__file__).resolve().parent
 ROOT = "neardup"
 MAX_LINES = 800
+# Modules that need no test module of their own: what a package hands on, the entry point of
+# `python -m neardup` and the version string.
+NO_TEST_MODULE = ("__init__", "__main__", "_version")
 
 # The ground floor: the pipeline's stages as pure functions over arrays, which every engine
 # shares. The version comes from neardup._version, not from the package root.
@@ -299,3 +304,27 @@ def test_no_module_is_over_the_size_limit():
         if lines > MAX_LINES:
             big.append(f"  {path.relative_to(SRC.parent).as_posix()}: {lines}")
     assert not big, f"modules over {MAX_LINES} lines (split them by concept):\n" + "\n".join(big)
+
+
+def mirror_names(path: Path) -> tuple[str, ...]:
+    """The names a module's test module may have: ``test_<module>.py`` or, for a module in a
+    subpackage, ``test_<package>_<module>.py`` (``io/rows.py`` → ``test_io_rows.py``) or
+    ``test_<package>.py``: a subpackage tested through its public face (the index through
+    ``NearDupIndex``, the Spark engine through its runs, the commands through the CLI) keeps
+    its tests together, named after it."""
+    if path.parent == SRC / ROOT:
+        return (f"test_{path.stem}.py",)
+    package = path.parent.name
+    return (f"test_{path.stem}.py", f"test_{package}_{path.stem}.py", f"test_{package}.py")
+
+
+def test_every_module_has_a_test_module():
+    tests = {p.name for p in TESTS.glob("test_*.py")}
+    missing = [
+        f"  {path.relative_to(SRC.parent).as_posix()}: " + " or ".join(mirror_names(path))
+        for path in package_modules().values()
+        if path.stem not in NO_TEST_MODULE and not tests.intersection(mirror_names(path))
+    ]
+    assert not missing, (
+        "modules without a test module (tests mirror modules, in tests/):\n" + "\n".join(missing)
+    )
