@@ -84,20 +84,26 @@ def open_probe(path: str, method: str, probe_texts: list[str]) -> dict:
     index.warm_up()
     for text in probe_texts:
         index.query(text)
-    return {"open_seconds": opened, "rss_bytes": (rss_mb() - base) * 1e6,
-            "memory_bytes": index.stats()["memory_bytes"], "source": index.stats()["opened_from"]}
+    return {
+        "open_seconds": opened,
+        "rss_bytes": (rss_mb() - base) * 1e6,
+        "memory_bytes": index.stats()["memory_bytes"],
+        "source": index.stats()["opened_from"],
+    }
 
 
-def bench(method: str, n: int, corpus: Path, queries: int, seed: int, workdir: Path,
-          http: int = 0) -> dict:
+def bench(
+    method: str, n: int, corpus: Path, queries: int, seed: int, workdir: Path, http: int = 0
+) -> dict:
     from neardup.index.store import NearDupIndex
 
     extra = 101_300 if n >= 100_000 else 2 * 1000 + 1300
     ids, texts, stamps = read_corpus(corpus, n + extra)
     path = workdir / f"{method}-{n}"
     t0 = time.perf_counter()
-    NearDupIndex.build(path, ids[:n], texts=texts[:n], timestamps_us=stamps[:n], method=method,
-                       workers=None).close()
+    NearDupIndex.build(
+        path, ids[:n], texts=texts[:n], timestamps_us=stamps[:n], method=method, workers=None
+    ).close()
     build = time.perf_counter() - t0
     disk = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     rng = np.random.default_rng(seed)
@@ -108,21 +114,31 @@ def bench(method: str, n: int, corpus: Path, queries: int, seed: int, workdir: P
     order = rng.permutation(len(probes))
     # The fresh process needs the kernels compiled (cached on disk by numba) and the page cache
     # warm, as after a restart.
-    opened = json.loads(subprocess.run(
-        [sys.executable, __file__, "--open-probe", str(path)],
-        input=json.dumps({"method": method, "texts": [probes[i] for i in order[:200]]}),
-        capture_output=True, text=True,
-        check=True).stdout)
+    opened = json.loads(
+        subprocess.run(
+            [sys.executable, __file__, "--open-probe", str(path)],
+            input=json.dumps({"method": method, "texts": [probes[i] for i in order[:200]]}),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     out: dict = {
-        "method": method, "n": n, "build_seconds": round(build, 1),
+        "method": method,
+        "n": n,
+        "build_seconds": round(build, 1),
         "disk_bytes_per_document": round(disk / n, 1),
-        "open_seconds": round(opened["open_seconds"], 3), "opened_from": opened["source"],
+        "open_seconds": round(opened["open_seconds"], 3),
+        "opened_from": opened["source"],
         "rss_bytes_per_document": round(opened["rss_bytes"] / n, 1),
         "array_bytes_per_document": round(opened["memory_bytes"] / n, 1),
     }
     with NearDupIndex(path) as index:
-        out["settings"] = {k: v for k, v in index.stats().items()
-                           if k in ("shingle", "hamming_k", "bands", "rows", "verify")}
+        out["settings"] = {
+            k: v
+            for k, v in index.stats().items()
+            if k in ("shingle", "hamming_k", "bands", "rows", "verify")
+        }
         index.warm_up()
         lat, cpu, found = [], [], 0
         for i in order:
@@ -141,8 +157,11 @@ def bench(method: str, n: int, corpus: Path, queries: int, seed: int, workdir: P
         t1 = time.perf_counter()
         for b in range(batches):
             s = start + 1000 * b
-            index.add_many(ids[s : s + 1000], texts[s : s + 1000],
-                           timestamps=(stamps[s : s + 1000] // 1_000_000).tolist())
+            index.add_many(
+                ids[s : s + 1000],
+                texts[s : s + 1000],
+                timestamps=(stamps[s : s + 1000] // 1_000_000).tolist(),
+            )
         out["adds_batched_per_second"] = round(batches * 1000 / (time.perf_counter() - t1))
         out["adds_batched"] = batches * 1000
         s = start + 1000 * batches
@@ -167,8 +186,10 @@ def bench_http(path: Path, probes: list[str], concurrency: int) -> dict:
     import signal
 
     port = free_port()
-    code = ("import sys; from neardup.index.service import serve; "
-            "serve(sys.argv[1], host='127.0.0.1', port=int(sys.argv[2]), log_level='error')")
+    code = (
+        "import sys; from neardup.index.service import serve; "
+        "serve(sys.argv[1], host='127.0.0.1', port=int(sys.argv[2]), log_level='error')"
+    )
     server = subprocess.Popen([sys.executable, "-c", code, str(path), str(port)])
     bodies = [json.dumps({"text": t}).encode() for t in probes]
     try:
@@ -176,14 +197,20 @@ def bench_http(path: Path, probes: list[str], concurrency: int) -> dict:
         deadline = time.monotonic() + 300
         asyncio.run(run_load(port, bodies[:200], "/v1/query", concurrency, None, deadline))
         t0 = time.perf_counter()
-        lat, errors = asyncio.run(run_load(port, bodies[200:], "/v1/query", concurrency, None,
-                                           deadline))
+        lat, errors = asyncio.run(
+            run_load(port, bodies[200:], "/v1/query", concurrency, None, deadline)
+        )
         elapsed = time.perf_counter() - t0
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(60)
-    return {"requests": len(lat), "errors": errors, "concurrency": concurrency,
-            "per_second": round(len(lat) / elapsed, 1), **percentiles(lat)}
+    return {
+        "requests": len(lat),
+        "errors": errors,
+        "concurrency": concurrency,
+        "per_second": round(len(lat) / elapsed, 1),
+        **percentiles(lat),
+    }
 
 
 def markdown(results: dict) -> str:
@@ -210,29 +237,45 @@ def markdown(results: dict) -> str:
         )
     http = [r for r in results["runs"] if r.get("http_query")]
     if http:
-        lines += ["", "HTTP `POST /v1/query` by text, the same probes, client and server on the "
-                  "same cores:", "", "| method | N | connections | queries/s | p50 ms | p99 ms |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "HTTP `POST /v1/query` by text, the same probes, client and server on the same cores:",
+            "",
+            "| method | N | connections | queries/s | p50 ms | p99 ms |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in http:
             h = r["http_query"]
-            lines.append(f"| {r['method']} | {r['n']:,} | {h['concurrency']} | {h['per_second']} "
-                         f"| {h['p50_us'] / 1e3:.2f} | {h['p99_us'] / 1e3:.2f} |")
-    lines += ["", "Settings: " + "; ".join(
-        f"{r['method']} {r['settings']}" for r in results["runs"][:2]), ""]
+            lines.append(
+                f"| {r['method']} | {r['n']:,} | {h['concurrency']} | {h['per_second']} "
+                f"| {h['p50_us'] / 1e3:.2f} | {h['p99_us'] / 1e3:.2f} |"
+            )
+    lines += [
+        "",
+        "Settings: " + "; ".join(f"{r['method']} {r['settings']}" for r in results["runs"][:2]),
+        "",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="20000", help="Stored documents, comma-separated.")
     parser.add_argument("--methods", default=",".join(METHODS))
-    parser.add_argument("--corpus", default=None,
-                        help="Corpus JSONL (default: generated by corpus.py, --seed).")
+    parser.add_argument(
+        "--corpus", default=None, help="Corpus JSONL (default: generated by corpus.py, --seed)."
+    )
     parser.add_argument("--queries", type=int, default=2000)
-    parser.add_argument("--http", type=int, default=16, metavar="CONNECTIONS",
-                        help="At the largest size, also query `neardup serve` over this many "
-                        "connections (0: skip).")
+    parser.add_argument(
+        "--http",
+        type=int,
+        default=16,
+        metavar="CONNECTIONS",
+        help="At the largest size, also query `neardup serve` over this many "
+        "connections (0: skip).",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--out", default=None, help="Markdown report.")
@@ -250,17 +293,40 @@ def main(argv: list[str] | None = None) -> int:
     corpus = Path(args.corpus) if args.corpus else workdir / "corpus.jsonl"
     if not args.corpus:
         docs = max(sizes) + (101_300 if max(sizes) >= 100_000 else 3300)
-        subprocess.run([sys.executable, str(HERE / "corpus.py"), "--docs", str(docs), "--seed",
-                        str(args.seed), "-o", str(corpus)], check=True)
-    results: dict = {"machine": machine(), "corpus": args.corpus or "corpus.py (defaults)",
-                     "command": " ".join(["python benchmarks/bench_index_methods.py"]
-                                         + (argv if argv is not None else sys.argv[1:])),
-                     "runs": []}
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "corpus.py"),
+                "--docs",
+                str(docs),
+                "--seed",
+                str(args.seed),
+                "-o",
+                str(corpus),
+            ],
+            check=True,
+        )
+    results: dict = {
+        "machine": machine(),
+        "corpus": args.corpus or "corpus.py (defaults)",
+        "command": " ".join(
+            ["python benchmarks/bench_index_methods.py"]
+            + (argv if argv is not None else sys.argv[1:])
+        ),
+        "runs": [],
+    }
     try:
         for n in sizes:
             for method in args.methods.split(","):
-                r = bench(method, n, corpus, args.queries, args.seed, workdir,
-                          args.http if n == max(sizes) else 0)
+                r = bench(
+                    method,
+                    n,
+                    corpus,
+                    args.queries,
+                    args.seed,
+                    workdir,
+                    args.http if n == max(sizes) else 0,
+                )
                 print(json.dumps(r), file=sys.stderr)
                 results["runs"].append(r)
     finally:

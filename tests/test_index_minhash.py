@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from neardup.index.lcs_bound import SKETCH_BITS, lcs_upper_bounds, unit_sketches
 from neardup.index.minhash import (
     BandTables,
+    concat_data,
     data_sizes,
     decode_text,
     encode_texts,
-    concat_data,
     pair_similarity,
     take_data,
     verification_data,
@@ -62,8 +62,9 @@ def colliding_units(count: int, seed: int = 0) -> list[int]:
 # repeats, reorderings and bucket collisions all occur.
 _POOL = colliding_units(4) + [1, 2, 3, 2**63 + 7, 2**64 - 1]
 sequences = st.lists(st.sampled_from(_POOL), max_size=14)
-thresholds = st.one_of(st.sampled_from([0.5, 0.6, 2 / 3, 0.75, 0.8, 0.9, 1.0]),
-                       st.floats(0.01, 1.0))
+thresholds = st.one_of(
+    st.sampled_from([0.5, 0.6, 2 / 3, 0.75, 0.8, 0.9, 1.0]), st.floats(0.01, 1.0)
+)
 
 
 def test_unit_sketches_set_the_bucket_of_every_unit():
@@ -87,8 +88,15 @@ def test_lcs_upper_bound_never_drops_a_pair_that_reaches_the_threshold(seqs, thr
     b = np.array([rnd.randrange(n) for _ in range(12)], np.int64)
     known = np.array([rnd.random() < 0.8 for _ in range(12)])
     sketch_of = np.where(known, b, -1)
-    bound = lcs_upper_bounds(offsets, values, a, np.diff(offsets)[b], unit_sketches(offsets, values),
-                             sketch_of, threshold)
+    bound = lcs_upper_bounds(
+        offsets,
+        values,
+        a,
+        np.diff(offsets)[b],
+        unit_sketches(offsets, values),
+        sketch_of,
+        threshold,
+    )
     for p in range(a.shape[0]):
         exact = resemblance_reference(seqs[a[p]], seqs[b[p]])
         if bound[p] < threshold:
@@ -102,15 +110,15 @@ def test_lcs_upper_bound_on_adversarial_pairs(threshold):
     shared = colliding_units(12, seed=1)
     other = colliding_units(12, seed=2)
     cases = [
-        (shared, shared),                      # identical: resemblance 1
-        (shared, shared[::-1]),                # same units, reversed: LCS 1, bound keeps it
-        (shared, other),                       # no unit shared, every bucket shared
-        (shared[:10], shared[:8]),             # at the length bound exactly (0.8)
-        (shared[:5], shared[:4]),              # 4 / 5 = 0.8 exactly
+        (shared, shared),  # identical: resemblance 1
+        (shared, shared[::-1]),  # same units, reversed: LCS 1, bound keeps it
+        (shared, other),  # no unit shared, every bucket shared
+        (shared[:10], shared[:8]),  # at the length bound exactly (0.8)
+        (shared[:5], shared[:4]),  # 4 / 5 = 0.8 exactly
         (shared[:4] + [1], shared[:4] + [2]),  # one unit apart, in different buckets
-        ([], []),                              # two empty texts are identical
+        ([], []),  # two empty texts are identical
         ([], [1]),
-        ([1] * 10, [1] * 8 + [2] * 2),         # repeats
+        ([1] * 10, [1] * 8 + [2] * 2),  # repeats
     ]
     offsets, values = csr([s for pair in cases for s in pair])
     a = np.arange(0, 2 * len(cases), 2)
@@ -125,17 +133,27 @@ def test_lcs_upper_bound_on_adversarial_pairs(threshold):
     x = [10**6 + i for i in range(10)]
     y = x[:7] + [u for u in range(10**7, 10**7 + 5000) if bucket(u) not in map(bucket, x)][:3]
     offsets, values = csr([x, y])
-    far = lcs_upper_bounds(offsets, values, np.array([0]), np.array([10]),
-                           unit_sketches(offsets, values), np.array([1]), 0.8)
+    far = lcs_upper_bounds(
+        offsets,
+        values,
+        np.array([0]),
+        np.array([10]),
+        unit_sketches(offsets, values),
+        np.array([1]),
+        0.8,
+    )
     assert far[0] == pytest.approx(0.7)
 
 
 @HYP
-@given(st.lists(st.lists(st.sampled_from("abcdefg"), max_size=12), min_size=2, max_size=7),
-       st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6", "none"]))
+@given(
+    st.lists(st.lists(st.sampled_from("abcdefg"), max_size=12), min_size=2, max_size=7),
+    st.sampled_from(["lcs:0.8", "lcs:0.5", "jaccard:0.6", "none"]),
+)
 def test_screened_pair_similarity_passes_the_same_pairs(docs, verify):
-    settings = Settings(method="minhash", shingle="word:1", verify=verify, threshold=0.5,
-                        num_perm=16)
+    settings = Settings(
+        method="minhash", shingle="word:1", verify=verify, threshold=0.5, num_perm=16
+    )
     texts = [" ".join(d) for d in docs]
     offsets, values = verification_data(texts, settings)
     a, b = np.triu_indices(len(texts), 1)
@@ -179,8 +197,10 @@ def _corpus(seed: int, n: int = 40) -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("options", [{}, {"verify": "lcs:0.6"}, {"verify": "jaccard:0.5"},
-                                     {"verify": "none", "threshold": 0.5}])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"verify": "lcs:0.6"}, {"verify": "jaccard:0.5"}, {"verify": "none", "threshold": 0.5}],
+)
 def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options):
     settings = Settings(method="minhash", shingle="word:1", num_perm=32, **options)
     stored = _corpus(1)
@@ -192,8 +212,13 @@ def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options
         return [blobs[p] for p in positions]
 
     # A small cache: rows are evicted and read again.
-    verifier = CandidateVerifier(settings, lambda ps: data_sizes([stored[p] for p in ps], settings),
-                                 read_texts, max_values=60, workers=2)
+    verifier = CandidateVerifier(
+        settings,
+        lambda ps: data_sizes([stored[p] for p in ps], settings),
+        read_texts,
+        max_values=60,
+        workers=2,
+    )
     verifier.record(np.arange(10), verification_data(stored[:10], settings))
     threshold = verify_threshold(settings)
     rng = np.random.default_rng(2)
@@ -219,15 +244,19 @@ def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options
 
 def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candidate():
     settings = Settings(method="minhash")
-    stored = ["one two three four five six seven eight nine ten", "one two",
-              "alpha beta gamma delta epsilon zeta eta theta iota kappa"]
+    stored = [
+        "one two three four five six seven eight nine ten",
+        "one two",
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa",
+    ]
     asked: list[list[int]] = []
     read: list[list[int]] = []
     blobs = encode_texts(stored)
     verifier = CandidateVerifier(
         settings,
         lambda ps: asked.append(ps.tolist()) or data_sizes([stored[p] for p in ps], settings),
-        lambda ps: read.append(ps.tolist()) or [blobs[p] for p in ps])
+        lambda ps: read.append(ps.tolist()) or [blobs[p] for p in ps],
+    )
     verifier.record(np.array([2]), verification_data(stored[2:], settings))
     probe = verification_data(["one two three four five six seven eight nine eleven"], settings)
     qi, pos = np.zeros(3, np.int64), np.arange(3)
@@ -243,8 +272,9 @@ def test_take_and_concat_data_rows(seqs, rnd):
     data = csr(seqs)
     rows = [rnd.randrange(len(seqs)) for _ in range(rnd.randrange(8))] if seqs else []
     offsets, values = take_data(data, rows)
-    assert [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))] == \
-        [seqs[r] for r in rows]
+    assert [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))] == [
+        seqs[r] for r in rows
+    ]
     offsets, values = concat_data([data, (offsets, values)])
     got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(offsets.shape[0] - 1)]
     assert got == seqs + [seqs[r] for r in rows] and values.dtype == np.uint64
@@ -273,8 +303,12 @@ def test_stored_texts_round_trip_and_damage_is_reported():
 
 
 @settings(deadline=None, max_examples=60)
-@given(st.lists(st.tuples(st.sampled_from(["add", "discard", "merge", "probe"]),
-                          st.integers(0, 2**16)), max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["add", "discard", "merge", "probe"]), st.integers(0, 2**16)),
+        max_size=30,
+    )
+)
 def test_band_tables_probe_equals_brute_force(steps):
     """Adds, discards and merges in any order, over initial tables: a probe returns every live
     position sharing a band key with the query, once, whether it is in the tables, the
@@ -304,6 +338,5 @@ def test_band_tables_probe_equals_brute_force(steps):
             tables.merge()
         queries = rng.integers(0, 4, (2, bands)).astype(np.uint32)
         qi, pos = tables.probe(queries)
-        want = sorted((q, p) for q in range(2) for p in live
-                      if np.any(keys[p] == queries[q]))
+        want = sorted((q, p) for q in range(2) for p in live if np.any(keys[p] == queries[q]))
         assert list(zip(qi.tolist(), pos.tolist())) == want

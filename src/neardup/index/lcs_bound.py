@@ -48,8 +48,9 @@ def _sketch_kernel(offsets, values, rows, out):
             out[r, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
 
 
-def unit_sketches(offsets: np.ndarray, values: np.ndarray,
-                  rows: np.ndarray | None = None) -> np.ndarray:
+def unit_sketches(
+    offsets: np.ndarray, values: np.ndarray, rows: np.ndarray | None = None
+) -> np.ndarray:
     """The unit sketch of CSR rows ``rows`` (default all) of LCS units
     (:func:`neardup.lcs.lcs_units`): ``uint64[len(rows), 8]``, bit ``k`` set when some unit of
     the row falls in bucket ``k`` of :data:`SKETCH_BITS` (the top 9 bits of the unit times an
@@ -62,8 +63,11 @@ def unit_sketches(offsets: np.ndarray, values: np.ndarray,
         [1, 0]
     """
     offsets = np.ascontiguousarray(offsets, np.int64)
-    rows = (np.arange(offsets.shape[0] - 1, dtype=np.int64) if rows is None
-            else np.ascontiguousarray(rows, np.int64))
+    rows = (
+        np.arange(offsets.shape[0] - 1, dtype=np.int64)
+        if rows is None
+        else np.ascontiguousarray(rows, np.int64)
+    )
     out = np.zeros((rows.shape[0], _SKETCH_WORDS), np.uint64)
     _sketch_kernel(offsets, np.ascontiguousarray(values, np.uint64), rows, out)
     return out
@@ -131,9 +135,15 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
         out[p] = min(found + rest, low) / top if found < need else min(found, low) / top
 
 
-def lcs_upper_bounds(offsets: np.ndarray, values: np.ndarray, a: np.ndarray,
-                     sizes: np.ndarray, sketches: np.ndarray, sketch_of: np.ndarray,
-                     threshold: float) -> np.ndarray:
+def lcs_upper_bounds(
+    offsets: np.ndarray,
+    values: np.ndarray,
+    a: np.ndarray,
+    sizes: np.ndarray,
+    sketches: np.ndarray,
+    sketch_of: np.ndarray,
+    threshold: float,
+) -> np.ndarray:
     """Upper bounds of the LCS resemblance (:mod:`neardup.lcs`) of row ``a[p]`` of LCS units
     (CSR ``offsets``, ``values``) and a document known by its size ``sizes[p]`` and, when
     ``sketch_of[p] >= 0``, its :func:`unit_sketches` row ``sketches[sketch_of[p]]``
@@ -159,16 +169,28 @@ def lcs_upper_bounds(offsets: np.ndarray, values: np.ndarray, a: np.ndarray,
         return out
     # Pairs sharing a row are taken together: the row's bucket counts are computed once.
     order = np.argsort(a, kind="stable")
-    out[order] = _bounds_in_order(offsets, values, a[order], np.asarray(sizes)[order],
-                                  sketches, np.asarray(sketch_of)[order], threshold)
+    out[order] = _bounds_in_order(
+        offsets,
+        values,
+        a[order],
+        np.asarray(sizes)[order],
+        sketches,
+        np.asarray(sketch_of)[order],
+        threshold,
+    )
     return out
 
 
 def _bounds_in_order(offsets, values, a, sizes, sketches, sketch_of, threshold):
     out = np.empty(a.shape[0], np.float64)
-    _upper_bounds_kernel(np.ascontiguousarray(offsets, np.int64),
-                         np.ascontiguousarray(values, np.uint64), a,
-                         np.ascontiguousarray(sizes, np.int64),
-                         np.ascontiguousarray(sketches, np.uint64),
-                         np.ascontiguousarray(sketch_of, np.int64), float(threshold), out)
+    _upper_bounds_kernel(
+        np.ascontiguousarray(offsets, np.int64),
+        np.ascontiguousarray(values, np.uint64),
+        a,
+        np.ascontiguousarray(sizes, np.int64),
+        np.ascontiguousarray(sketches, np.uint64),
+        np.ascontiguousarray(sketch_of, np.int64),
+        float(threshold),
+        out,
+    )
     return out

@@ -139,8 +139,9 @@ def verify_threshold(settings: Settings) -> float:
     return settings.threshold if settings.verify is None else float(settings.verify)
 
 
-def verification_data(texts: Sequence[str], settings: Settings,
-                      signature: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def verification_data(
+    texts: Sequence[str], settings: Settings, signature: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """What :func:`pair_similarity` compares, as CSR ``(offsets int64[n + 1], values uint64)``:
     the data of the settings' verification (:meth:`neardup.verify.Verification.prepare`: LCS
     units or sorted distinct shingle hashes, the functions ``dedup`` calls), or without
@@ -180,8 +181,9 @@ def data_sizes(texts: Sequence[str], settings: Settings) -> np.ndarray:
     return np.diff(verification_data(texts, settings)[0])
 
 
-def take_data(data: tuple[np.ndarray, np.ndarray], rows: Sequence[int]
-              ) -> tuple[np.ndarray, np.ndarray]:
+def take_data(
+    data: tuple[np.ndarray, np.ndarray], rows: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """The CSR rows ``rows`` of ``data``, in that order. O(their values).
 
     Example:
@@ -211,10 +213,13 @@ def concat_data(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndar
     """
     ends = np.cumsum([p[1].shape[0] for p in parts])
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    offsets = np.concatenate([p[0][:-1] + s for p, s in zip(parts, starts)]
-                             + [ends[-1:].astype(np.int64)])
-    return (offsets.astype(np.int64, copy=False),
-            np.concatenate([p[1] for p in parts]).astype(np.uint64, copy=False))
+    offsets = np.concatenate(
+        [p[0][:-1] + s for p, s in zip(parts, starts)] + [ends[-1:].astype(np.int64)]
+    )
+    return (
+        offsets.astype(np.int64, copy=False),
+        np.concatenate([p[1] for p in parts]).astype(np.uint64, copy=False),
+    )
 
 
 def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np.ndarray:
@@ -238,8 +243,16 @@ def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np
     return ratio >= verify_threshold(settings)
 
 
-def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: np.ndarray,
-                    settings: Settings, *, screen: bool = True, workers: int = 1) -> np.ndarray:
+def pair_similarity(
+    offsets: np.ndarray,
+    values: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    settings: Settings,
+    *,
+    screen: bool = True,
+    workers: int = 1,
+) -> np.ndarray:
     """The near-duplicate measure of rows ``a[p]`` and ``b[p]`` of :func:`verification_data`
     (float64 per pair), as ``dedup`` verifies its candidates: the verification measure of the
     settings, or the MinHash estimate of Jaccard when ``verify`` is None. Values at or above
@@ -266,11 +279,17 @@ def pair_similarity(offsets: np.ndarray, values: np.ndarray, a: np.ndarray, b: n
     if verification.measure != "lcs" or not screen:
         return verification.similarity(offsets, values, a, b, workers=workers)
     used, at = np.unique(b, return_inverse=True)
-    sim = lcs_upper_bounds(offsets, values, a, np.diff(offsets)[b],
-                           unit_sketches(offsets, values, used), at, verification.threshold)
+    sim = lcs_upper_bounds(
+        offsets,
+        values,
+        a,
+        np.diff(offsets)[b],
+        unit_sketches(offsets, values, used),
+        at,
+        verification.threshold,
+    )
     compare = sim >= verification.threshold
-    sim[compare] = verification.similarity(offsets, values, a[compare], b[compare],
-                                           workers=workers)
+    sim[compare] = verification.similarity(offsets, values, a[compare], b[compare], workers=workers)
     return sim
 
 
@@ -303,9 +322,11 @@ class DataCache:
         """Values held (8 bytes each)."""
         return self._values
 
-    def rows(self, positions: Sequence[int] | np.ndarray,
-             load: Callable[[list[int]], tuple[np.ndarray, np.ndarray]]
-             ) -> tuple[np.ndarray, np.ndarray]:
+    def rows(
+        self,
+        positions: Sequence[int] | np.ndarray,
+        load: Callable[[list[int]], tuple[np.ndarray, np.ndarray]],
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The CSR data of ``positions``, in that order; the positions not cached are read with
         one call of ``load`` (which returns their CSR data in the order given) and kept.
         O(values returned) plus ``load``."""
@@ -324,8 +345,7 @@ class DataCache:
             for p, row in fresh.items():
                 self._put(p, row)
         out = np.zeros(len(found) + 1, np.int64)
-        np.cumsum(np.fromiter((row.shape[0] for row in found), np.int64, len(found)),
-                  out=out[1:])
+        np.cumsum(np.fromiter((row.shape[0] for row in found), np.int64, len(found)), out=out[1:])
         return out, (np.concatenate(found) if found else np.zeros(0)).astype(np.uint64, copy=False)
 
     def _put(self, position: int, row: np.ndarray) -> None:
@@ -371,8 +391,9 @@ def _probe_run(keys, rows, t, key, alive, seen, qi, m, out_q, out_p):
 
 
 @njit(cache=True)
-def _band_probe_kernel(qkeys, keys, rows, fkeys, frows, alive, tail, tkeys, tail_len, seen,
-                       out_q, out_p):
+def _band_probe_kernel(
+    qkeys, keys, rows, fkeys, frows, alive, tail, tkeys, tail_len, seen, out_q, out_p
+):
     """Every (query, live position) equal on a band, once: binary search per band of the
     sorted tables and of the sorted part of the delta, then a scan of the delta's unsorted
     tail. ``seen`` (all False on entry and on return when everything fit) marks the positions
@@ -436,20 +457,26 @@ class BandTables(LiveRows):
         [2]
     """
 
-    def __init__(self, bands: int, *, positions: np.ndarray | None = None,
-                 keys: np.ndarray | None = None) -> None:
+    def __init__(
+        self, bands: int, *, positions: np.ndarray | None = None, keys: np.ndarray | None = None
+    ) -> None:
         if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
             raise ValueError(f"bands must be an integer >= 1, got {bands!r}")
         self.bands = int(bands)
         positions = np.zeros(0, np.int64) if positions is None else np.asarray(positions, np.int64)
-        keys = (np.zeros((0, self.bands), np.uint32) if keys is None
-                else np.ascontiguousarray(keys, np.uint32))
+        keys = (
+            np.zeros((0, self.bands), np.uint32)
+            if keys is None
+            else np.ascontiguousarray(keys, np.uint32)
+        )
         if keys.shape != (positions.shape[0], self.bands):
-            raise ValueError(f"keys must have shape ({positions.shape[0]}, {self.bands}), "
-                             f"got {keys.shape}")
+            raise ValueError(
+                f"keys must have shape ({positions.shape[0]}, {self.bands}), got {keys.shape}"
+            )
         if positions.size and (positions.min() < 0 or positions.max() > MAX_POSITION):
-            raise ValueError(f"positions must be in 0..{MAX_POSITION}, "
-                             f"got {positions.min()}..{positions.max()}")
+            raise ValueError(
+                f"positions must be in 0..{MAX_POSITION}, got {positions.min()}..{positions.max()}"
+            )
         size = int(positions.max()) + 1 if positions.size else 0
         self.alive = np.zeros(max(size, 16), np.bool_)
         self.alive[positions] = True
@@ -467,8 +494,9 @@ class BandTables(LiveRows):
         self._per_query = 0.0
 
     @classmethod
-    def from_arrays(cls, keys: np.ndarray, rows: np.ndarray, alive: np.ndarray,
-                    main_dead: int | None = None) -> BandTables:
+    def from_arrays(
+        cls, keys: np.ndarray, rows: np.ndarray, alive: np.ndarray, main_dead: int | None = None
+    ) -> BandTables:
         """Tables from already sorted ``(bands, n)`` arrays (e.g. memory-mapped from a cache)
         holding positions below ``len(alive)``; ``main_dead`` counts their rows no longer
         alive (None: count them, O(n)). O(size) to copy ``alive``.
@@ -480,8 +508,9 @@ class BandTables(LiveRows):
             2
         """
         if keys.shape != rows.shape or keys.ndim != 2:
-            raise ValueError(f"keys and rows must have one shape (bands, n), "
-                             f"got {keys.shape} and {rows.shape}")
+            raise ValueError(
+                f"keys and rows must have one shape (bands, n), got {keys.shape} and {rows.shape}"
+            )
         self = cls.__new__(cls)
         self.bands = int(keys.shape[0])
         self.keys, self.rows = keys, rows
@@ -521,9 +550,16 @@ class BandTables(LiveRows):
     @property
     def nbytes(self) -> int:
         """Bytes held in arrays (tables, alive and scratch flags, delta)."""
-        return int(self.keys.nbytes + self.rows.nbytes + self.alive.nbytes + self._seen.nbytes
-                   + self.delta.nbytes + self._fold_keys.nbytes + self._fold_rows.nbytes
-                   + self._tail_keys.nbytes)
+        return int(
+            self.keys.nbytes
+            + self.rows.nbytes
+            + self.alive.nbytes
+            + self._seen.nbytes
+            + self.delta.nbytes
+            + self._fold_keys.nbytes
+            + self._fold_rows.nbytes
+            + self._tail_keys.nbytes
+        )
 
     def add(self, positions: np.ndarray, keys: np.ndarray) -> None:
         """Insert new positions (increasing, above every position seen) with their band keys
@@ -533,8 +569,9 @@ class BandTables(LiveRows):
         positions = np.asarray(positions, np.int64)
         keys = np.asarray(keys, np.uint32)
         if keys.shape != (positions.shape[0], self.bands):
-            raise ValueError(f"keys must have shape ({positions.shape[0]}, {self.bands}), "
-                             f"got {keys.shape}")
+            raise ValueError(
+                f"keys must have shape ({positions.shape[0]}, {self.bands}), got {keys.shape}"
+            )
         if positions.size == 0:
             return
         top = self._check_new(positions)
@@ -561,13 +598,16 @@ class BandTables(LiveRows):
     def _fold(self) -> None:
         """Sort the delta's tail into the delta's sorted tables. O(bands · delta)."""
         tail = self.delta_len - self._folded
-        tkeys, trows = sort_rows(np.ascontiguousarray(self._tail_keys[:tail].T),
-                                 self.delta[self._folded : self.delta_len])
+        tkeys, trows = sort_rows(
+            np.ascontiguousarray(self._tail_keys[:tail].T),
+            self.delta[self._folded : self.delta_len],
+        )
         n_out = self._fold_keys.shape[1] + tail
         out_keys = np.empty((self.bands, n_out), np.uint32)
         out_rows = np.empty((self.bands, n_out), np.uint32)
-        merge_rows(self._fold_keys, self._fold_rows, tkeys, trows, self.alive, False,
-                   out_keys, out_rows)
+        merge_rows(
+            self._fold_keys, self._fold_rows, tkeys, trows, self.alive, False, out_keys, out_rows
+        )
         self._fold_keys, self._fold_rows = out_keys, out_rows
         self._folded = self.delta_len
         if self._tail_keys.shape[0] > self.TAIL_LIMIT:
@@ -587,8 +627,9 @@ class BandTables(LiveRows):
         n_out = self.rows.shape[1] - self._main_dead + count
         out_keys = np.empty((self.bands, n_out), np.uint32)
         out_rows = np.empty((self.bands, n_out), np.uint32)
-        written = merge_rows(self.keys, self.rows, dkeys, drows, self.alive, self._main_dead > 0,
-                             out_keys, out_rows)
+        written = merge_rows(
+            self.keys, self.rows, dkeys, drows, self.alive, self._main_dead > 0, out_keys, out_rows
+        )
         if written != n_out:
             raise RuntimeError(f"merge wrote {written} rows per band, expected {n_out}")
         self.keys, self.rows = out_keys, out_rows
@@ -621,10 +662,20 @@ class BandTables(LiveRows):
         while True:
             out_q = np.empty(cap, np.int64)
             out_p = np.empty(cap, np.int64)
-            m = _band_probe_kernel(queries, self.keys, self.rows, self._fold_keys,
-                                   self._fold_rows, self.alive, self.delta[self._folded :],
-                                   self._tail_keys, np.int64(self.delta_len - self._folded),
-                                   self._seen, out_q, out_p)
+            m = _band_probe_kernel(
+                queries,
+                self.keys,
+                self.rows,
+                self._fold_keys,
+                self._fold_rows,
+                self.alive,
+                self.delta[self._folded :],
+                self._tail_keys,
+                np.int64(self.delta_len - self._folded),
+                self._seen,
+                out_q,
+                out_p,
+            )
             if m <= cap:
                 break
             # Marks of positions that did not fit were not cleared.

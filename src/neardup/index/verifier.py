@@ -71,10 +71,14 @@ class CandidateVerifier:
 
     _UNKNOWN = np.iinfo(np.uint32).max
 
-    def __init__(self, settings: Settings,
-                 read_sizes: Callable[[np.ndarray], np.ndarray],
-                 read_texts: Callable[[np.ndarray], list[bytes]],
-                 max_values: int = 4_000_000, workers: int = 1) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        read_sizes: Callable[[np.ndarray], np.ndarray],
+        read_texts: Callable[[np.ndarray], list[bytes]],
+        max_values: int = 4_000_000,
+        workers: int = 1,
+    ) -> None:
         self.settings = settings
         self.threshold = verify_threshold(settings)
         verification = settings.verification
@@ -92,8 +96,12 @@ class CandidateVerifier:
     @property
     def nbytes(self) -> int:
         """Bytes held in arrays: sizes, sketches and the data cache's values."""
-        return int(self._sizes.nbytes + self._sketch_of.nbytes + self._sketch_rows.nbytes
-                   + 8 * self.cache.values)
+        return int(
+            self._sizes.nbytes
+            + self._sketch_of.nbytes
+            + self._sketch_rows.nbytes
+            + 8 * self.cache.values
+        )
 
     def record(self, positions: np.ndarray, data: tuple[np.ndarray, np.ndarray]) -> None:
         """Learn the sizes (and sketches) of stored documents from their verification data
@@ -126,8 +134,9 @@ class CandidateVerifier:
             self._sketch_of[positions] = np.arange(start, need, dtype=np.int32)
             self._sketch_count = need
 
-    def matches(self, probe_data: tuple[np.ndarray, np.ndarray], qi: np.ndarray,
-                pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def matches(
+        self, probe_data: tuple[np.ndarray, np.ndarray], qi: np.ndarray, pos: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The candidate pairs (probe row ``qi[p]`` of ``probe_data``, stored position
         ``pos[p]``) that pass the verification, with their measure:
         ``(qi, pos, similarity)``, in the order given: the same pairs and values as
@@ -149,12 +158,19 @@ class CandidateVerifier:
         if unsketched.size:
             # Their sketches were learnt on reading them: screen them before comparing.
             keep = np.ones(pos.shape[0], bool)
-            keep[unsketched] = self._may_pass(probe_data, qi[unsketched], pos[unsketched],
-                                              sizes[unsketched])
+            keep[unsketched] = self._may_pass(
+                probe_data, qi[unsketched], pos[unsketched], sizes[unsketched]
+            )
             qi, pos, at = qi[keep], pos[keep], at[keep]
         n = probe_data[0].shape[0] - 1
-        sim = pair_similarity(*concat_data([probe_data, stored]), qi, n + at, self.settings,
-                              screen=False, workers=self.workers)
+        sim = pair_similarity(
+            *concat_data([probe_data, stored]),
+            qi,
+            n + at,
+            self.settings,
+            screen=False,
+            workers=self.workers,
+        )
         ok = sim >= self.threshold
         return qi[ok], pos[ok], sim[ok]
 
@@ -172,13 +188,19 @@ class CandidateVerifier:
             self._sizes[ask[fits]] = read[fits]
         return sizes
 
-    def _may_pass(self, probe_data: tuple[np.ndarray, np.ndarray], qi: np.ndarray,
-                  pos: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    def _may_pass(
+        self,
+        probe_data: tuple[np.ndarray, np.ndarray],
+        qi: np.ndarray,
+        pos: np.ndarray,
+        sizes: np.ndarray,
+    ) -> np.ndarray:
         """Which candidate pairs their sizes and the sketches known do not rule out."""
         if not self.sketched:
             return size_bound(np.diff(probe_data[0])[qi], sizes, self.settings)
-        bound = lcs_upper_bounds(*probe_data, qi, sizes, self._sketch_rows,
-                                 self._sketch_of[pos], self.threshold)
+        bound = lcs_upper_bounds(
+            *probe_data, qi, sizes, self._sketch_rows, self._sketch_of[pos], self.threshold
+        )
         return bound >= self.threshold
 
     def _load(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
