@@ -417,9 +417,11 @@ def add_batch(
                 f"index {matcher.path} was written by another process while open for writing"
             )
         write_batch(conn, base, b_ids, batch, b_ts, grouped)
-    matcher.tables.add(
-        np.arange(base, base + b, dtype=np.int64), batch.fps if batch.keys is None else batch.keys
-    )
+    positions = np.arange(base, base + b, dtype=np.int64)
+    matcher.tables.add(positions, batch.fps if batch.keys is None else batch.keys)
+    if batch.keys is not None:
+        # After the commit: a rolled-back batch must leave nothing known of its positions.
+        matcher.verifier.record(positions, batch.data)
     for i, result in zip(todo, grouped.results):
         results[i] = result
     return results, b

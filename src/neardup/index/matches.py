@@ -25,19 +25,14 @@ import numpy as np
 from neardup.index.cache import Tables
 from neardup.index.errors import IndexDamagedError, check_int
 from neardup.index.minhash import (
-    DataCache,
     band_keys,
-    concat_data,
-    decode_text,
-    pair_similarity,
-    size_bound,
     take_data,
     verification_data,
-    verify_threshold,
 )
 from neardup.index.results import Match, QueryResult
 from neardup.index.settings import describe_settings
 from neardup.index.storage import GROUPED, grouped_rows, json_list, signed
+from neardup.index.verifier import CandidateVerifier
 from neardup.io import parse_fingerprint
 from neardup.pipeline import signatures
 from neardup.settings import Settings
@@ -137,7 +132,8 @@ def split_by_query(
 class Matcher:
     """Finds and describes the stored near-duplicates of probes, for one open index: its
     directory ``path`` (for messages), records ``conn``, in-memory ``tables`` and
-    ``settings``; MinHash keeps the verification data of recent candidates in ``data_cache``.
+    ``settings``; MinHash verifies candidates with ``verifier``
+    (:class:`~neardup.index.verifier.CandidateVerifier`).
 
     Not thread-safe: the index calls it under its lock.
     """
@@ -150,8 +146,13 @@ class Matcher:
         self.tables = tables
         self.settings = settings
         self.minhash = settings.method == "minhash"
-        # MinHash: the verification data of recent candidates (bounded, 32 MB at most).
-        self.data_cache = DataCache()
+        # MinHash: what rules candidates out before their texts are read, and the verification
+        # data of recent candidates (bounded, 32 MB at most).
+        self.verifier = CandidateVerifier(
+            settings,
+            lambda positions: self._minhash_column("units", positions),
+            lambda positions: self._minhash_column("text", positions),
+        )
 
     # ------------------------------------------------------------------ probes
 
@@ -231,25 +232,8 @@ class Matcher:
             qi, pos, dist = self.tables.probe(probes.fps, hamming_k)
             return [_sorted_matches(pos, dist)] if n == 1 else split_by_query(qi, pos, dist, n)
         qi, pos = self.tables.probe(probes.keys)
-        upos = np.unique(pos)
-        sizes = self._minhash_column("units", upos)
-        at = np.searchsorted(upos, pos)
-        # The sizes alone rule out most false candidates, before any text is read.
-        keep = size_bound(probes.sizes[qi], sizes[at], self.settings)
-        qi, pos = qi[keep], pos[keep]
-        # Rows 0..n-1 are the probes' data, then one row per candidate kept, each read and
-        # prepared once (or found in the cache).
-        used, at = np.unique(pos, return_inverse=True)
-        stored = self.data_cache.rows(used.tolist(), self._stored_data)
-        offsets, values = concat_data([probes.data, stored])
-        sim = pair_similarity(offsets, values, qi, n + at, self.settings)
-        ok = sim >= verify_threshold(self.settings)
-        return split_by_query(qi[ok], pos[ok], -sim[ok], n)
-
-    def _stored_data(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The verification data of stored positions, in that order, from their texts."""
-        blobs = self._minhash_column("text", np.array(positions, np.int64))
-        return verification_data([decode_text(b) for b in blobs], self.settings)
+        qi, pos, sim = self.verifier.matches(probes.data, qi, pos)
+        return split_by_query(qi, pos, -sim, n)
 
     def _minhash_column(self, column: str, positions: np.ndarray) -> Any:
         """A column of the ``minhash`` rows of ``positions``, in their order: ``units`` (as

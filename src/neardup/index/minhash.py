@@ -543,11 +543,6 @@ class BandTables(LiveRows):
         self._tail_keys = np.zeros((self.TAIL_LIMIT, self.bands), np.uint32)
 
     @property
-    def delta_limit(self) -> int:
-        """Delta size that triggers a merge: 1/16 of the live documents, in 4096..65536."""
-        return int(min(max(4096, self.live // 16), 65536))
-
-    @property
     def nbytes(self) -> int:
         """Bytes held in arrays (tables, alive and scratch flags, delta)."""
         return int(

@@ -108,6 +108,12 @@ class LiveRows:
     _main_max: int
     _main_dead: int
 
+    @property
+    def delta_limit(self) -> int:
+        """Delta size that triggers a merge: 1/16 of the live positions, in 4096..65536 (a
+        merge rewrites every table: O(T · n))."""
+        return int(min(max(4096, self.live // 16), 65536))
+
     def _check_new(self, positions: np.ndarray) -> int:
         """Validate positions to add (increasing, above every position seen, at most
         :data:`MAX_POSITION`) and return the new ``size``. O(len(positions))."""

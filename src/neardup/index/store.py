@@ -559,6 +559,7 @@ class NearDupIndex:
                 "SELECT COUNT(*), COALESCE(MAX(size), 0) FROM groups"
             ).fetchone()
             t = self._tables
+            memory = t.nbytes + (self._matcher.verifier.nbytes if self.method == "minhash" else 0)
             db_bytes = sum(p.stat().st_size for p in self.path.glob(DB_NAME + "*") if p.is_file())
             return {
                 "path": str(self.path),
@@ -572,8 +573,8 @@ class NearDupIndex:
                 "synchronous": self.synchronous,
                 "delta": t.delta_len,
                 "delta_limit": t.delta_limit,
-                "memory_bytes": t.nbytes,
-                "bytes_per_document": round(t.nbytes / t.live, 1) if t.live else None,
+                "memory_bytes": memory,
+                "bytes_per_document": round(memory / t.live, 1) if t.live else None,
                 "database_bytes": db_bytes,
                 "last_position": self._max_pos,
                 **self._open_info.stats(),

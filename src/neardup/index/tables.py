@@ -338,11 +338,6 @@ class PermutationTables(LiveRows):
         self._masks = plan.masks
 
     @property
-    def delta_limit(self) -> int:
-        """Delta size that triggers a merge: 1/16 of the live fingerprints, in 4096..65536."""
-        return int(min(max(4096, self.live // 16), 65536))
-
-    @property
     def nbytes(self) -> int:
         """Bytes held in arrays (tables, fingerprints, alive flags, delta buffer)."""
         return int(
@@ -414,13 +409,7 @@ class PermutationTables(LiveRows):
         self.alive[positions] = True
         self.size = top
         self.live += positions.shape[0]
-        need = self.delta_len + positions.shape[0]
-        if need > self.delta.shape[0]:
-            grown = np.zeros(max(need, 2 * self.delta.shape[0]), np.uint32)
-            grown[: self.delta_len] = self.delta[: self.delta_len]
-            self.delta = grown
-        self.delta[self.delta_len : need] = positions
-        self.delta_len = need
+        self._append_delta(positions)
         if self.delta_len > self.delta_limit:
             self.merge()
 
