@@ -500,6 +500,15 @@ def machine() -> dict:
     }
 
 
+def publish(report: str, results: dict, out: str | None, json_out: str | None) -> None:
+    """Print the Markdown report and write it (``--out``) and the raw figures (``--json``)."""
+    print(report)
+    if out:
+        Path(out).write_text(report)
+    if json_out:
+        Path(json_out).write_text(json.dumps(results, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -557,12 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             tmp.cleanup()
-    report = markdown(results)
-    print(report)
-    if args.out:
-        Path(args.out).write_text(report)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n")
+    publish(markdown(results), results, args.out, args.json_out)
     return 0
 
 

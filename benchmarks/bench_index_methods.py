@@ -36,7 +36,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_index import machine, percentiles, rss_mb  # noqa: E402
+from bench_index import machine, percentiles, publish, rss_mb  # noqa: E402
 from load_service import free_port, run_load, wait_ready  # noqa: E402
 
 METHODS = ("simhash", "minhash")
@@ -332,12 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             tmp.cleanup()
-    report = markdown(results)
-    print(report)
-    if args.out:
-        Path(args.out).write_text(report)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n")
+    publish(markdown(results), results, args.out, args.json_out)
     return 0
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pyarrow as pa
@@ -51,6 +51,10 @@ SPILL_SHARE = 0.5
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
+
+
+#: The arrays of :class:`~neardup.pipeline.Groups` that ``--resume`` checkpoints (all but stats).
+_GROUP_ARRAYS = tuple(f.name for f in fields(Groups) if f.name != "stats")
 
 
 @dataclass
@@ -438,15 +442,7 @@ class OutOfCoreDedup:
         for column in c.band_columns:
             column.release()
         if self.work.resume:
-            for name in (
-                "original",
-                "is_original",
-                "group_size",
-                "pair_a",
-                "pair_b",
-                "pair_value",
-                "pair_passed",
-            ):
+            for name in _GROUP_ARRAYS:
                 self.work.save(name, getattr(groups, name))
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
@@ -454,18 +450,7 @@ class OutOfCoreDedup:
 
     def _load_groups(self) -> Groups:
         w = self.work
-        arrays = [
-            w.load(name)
-            for name in (
-                "original",
-                "is_original",
-                "group_size",
-                "pair_a",
-                "pair_b",
-                "pair_value",
-                "pair_passed",
-            )
-        ]
+        arrays = [w.load(name) for name in _GROUP_ARRAYS]
         return Groups(*arrays, stats=w.load_json("group"))
 
 
