@@ -89,6 +89,20 @@ def test_kernel_hashes_the_stated_shingles(texts, spec, hash_name):
         assert got.tolist() == expected.tolist()
 
 
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(st.text(alphabet="abcXYZ 0129,.;!-\n", max_size=80), max_size=6),
+    st.sampled_from(["char:1", "char:3", "char:4", "char:8", "char:31", "char:32", "char:40"]),
+)
+def test_ascii_texts_take_the_fixed_length_hash_with_the_same_values(texts, spec):
+    # Texts of ASCII only have every char shingle `size` bytes long: a path of their own.
+    features = hash_features(texts, spec, "xxh")
+    for d, text in enumerate(texts):
+        expected = hash_strings(shingles(text, spec), "xxh")
+        got = features.hashes[features.offsets[d] : features.offsets[d + 1]]
+        assert got.tolist() == expected.tolist()
+
+
 def test_content_fingerprint_equal_iff_same_normalised_text():
     f = hash_features(["Hello, World!", "hello world", "hello  world.", "hello worlds"])
     c = [tuple(row) for row in f.content.tolist()]

@@ -75,8 +75,13 @@ class Collected:
     def band_keys(self) -> Iterator[np.ndarray]:
         """Each band's hash column in turn (read back from disk when spilled)."""
         for column in self.band_columns:
-            values = column.array()
-            yield np.array(values) if isinstance(values, np.memmap) else values
+            if column.spilled:
+                # Copied in, and the map's pages dropped: read once, a column is sorted whole.
+                values = np.array(column.array())
+                column.drop_pages()
+                yield values
+            else:
+                yield column.array()
 
 
 def _sign_batch(batch: DocumentBatch, settings: Settings, banding: tuple[int, int] | None):
@@ -118,11 +123,12 @@ class OutOfCoreDedup:
         self.progress = progress or Progress()
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
-        #: Figures of the run for its summary: spill written, texts re-read, set blocks.
+        #: Figures of the run for its summary: spill written, texts re-read, and the chunks
+        #: the verification data were measured in when they exceeded the budget (0: in memory).
         self.figures = {
             "spilled bytes": 0,
             "documents re-read": 0,
-            "set blocks": 0,
+            "verification chunks": 0,
             "seconds: re-read + shingle sets": 0.0,
         }
 
@@ -304,11 +310,14 @@ class OutOfCoreDedup:
         :attr:`Signatures.sizes`: shingles, or LCS units)."""
         return self.collected.signatures.sizes[docs].astype(np.int64)
 
-    def _sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _sets(
+        self, docs: np.ndarray, sink: SpillColumn | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
-        the real size are never touched)."""
+        the real size are never touched), or appended to ``sink`` (which spills what exceeds
+        the budget) and mapped back from it."""
         started = time.perf_counter()
         capacity = int(self._units(docs).sum())
         values = None
@@ -318,27 +327,35 @@ class OutOfCoreDedup:
         for batch, (part_offsets, part) in ordered_map(
             _batch_sets, batches, self.workers, self.settings
         ):
-            if values is None:
-                values = np.empty(capacity, dtype=part.dtype)
             m = len(batch)
             offsets[row + 1 : row + m + 1] = end + part_offsets[1:]
-            values[end : end + part.shape[0]] = part
+            if sink is not None:
+                sink.append(part)
+            else:
+                if values is None:
+                    values = np.empty(capacity, dtype=part.dtype)
+                values[end : end + part.shape[0]] = part
             row, end = row + m, end + part.shape[0]
-            self.progress.advance(m)
+            self.progress.advance(m, spilled=sink.disk_bytes if sink is not None else None)
         self.figures["documents re-read"] += int(docs.shape[0])
-        self.figures["set blocks"] += 1
         self.figures["seconds: re-read + shingle sets"] += time.perf_counter() - started
+        if sink is not None:
+            sink.finish()
+            self.figures["spilled bytes"] += sink.disk_bytes
+            return offsets, sink.array()
         return offsets, (values[:end] if values is not None else np.zeros(0, np.uint64))
 
     def set_source(self, docs: np.ndarray) -> PairSimilarity:
         """The verification measure over the documents ``docs`` (see
         :data:`neardup.pipeline.SetSource`).
 
-        When their data fit the budget (estimated from pass 1: :meth:`_units` values of the
-        measure's item size) they are built once and kept. Otherwise every call works through
-        its pairs in chunks, sorted by their first document (so that the hub of a star of
-        candidates is read once per chunk), each chunk holding the data of at most a budget's
-        worth of documents.
+        Their texts are read again once, in input order, and their data built by the worker
+        threads. When the data fit the budget (estimated from pass 1: :meth:`_units` values of
+        the measure's item size) they are kept in memory. Otherwise they are spilled to the work
+        folder, and every call works through its pairs in chunks, sorted by connected
+        component, each chunk reading back the data of at most a budget's worth of documents
+        (:meth:`SpillColumn.take_ranges`). Cost: one re-read of ``docs``, and a read of the
+        spill per chunk; memory O(budget).
         """
         docs = np.asarray(docs, dtype=np.int64)
         verification = self.settings.verification
@@ -361,47 +378,49 @@ class OutOfCoreDedup:
 
             return verified
 
+        # More than the budget: the data of every compared document are built once and
+        # spilled to the work folder; pairs are measured in chunks whose documents' data fit
+        # the budget, each chunk reading its documents' data back from the spill.
+        sink = SpillColumn(self.work, "verification", np.uint64, self.budget)
+        offsets, _ = self._sets(docs, sink)
+
         def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
             if a.shape[0] == 0:
                 return out
             # Pairs of one connected component side by side, so that a document's pairs
-            # mostly share a chunk and it is read once, not once per hub it is linked to.
-            # Pairs are held as positions in ``docs``, each temporary dropped once used: they
-            # are resident beside every block.
+            # mostly share a chunk and its data are read once, not once per hub it is linked
+            # to. Pairs are held as positions in ``docs``, each temporary dropped once used:
+            # they are resident beside every chunk.
             ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
             order = np.lexsort((ib, ia, connected_components(docs.shape[0], ia, ib)[ia]))
             ia, ib = ia[order], ib[order]
-            bounds = (
-                np.flatnonzero(
-                    np.diff(
-                        _chunks_of_pairs(
-                            ia,
-                            ib,
-                            np.asarray(cost, dtype=np.float64),
-                            float(max(self.budget.limit, 1)),
-                        )
-                    )
-                )
-                + 1
+            chunk_of = _chunks_of_pairs(
+                ia, ib, np.asarray(cost, dtype=np.float64), float(max(self.budget.limit, 1))
             )
+            bounds = np.flatnonzero(np.diff(chunk_of)) + 1
+            del chunk_of
+            progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
+            if progress:
+                self.progress.stage("verify", int(a.shape[0]), "pairs")
             for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]):
                 ca, cb = ia[start:end], ib[start:end]
                 local = np.unique(np.concatenate([ca, cb]))
-                chunk_docs = docs[local]
-                self.progress.stage("shingle sets", int(chunk_docs.shape[0]), "docs")
-                offsets, values = self._sets(chunk_docs)
+                chunk_offsets, chunk_values = sink.take_ranges(offsets[local], offsets[local + 1])
                 out[order[start:end]] = verification.similarity(
-                    offsets,
-                    values,
+                    chunk_offsets,
+                    chunk_values,
                     np.searchsorted(local, ca),
                     np.searchsorted(local, cb),
                     exact,
                     self.workers,
                 )
-                # Free this chunk's data before the next one is built beside it.
-                del offsets, values
+                # Free this chunk's data before the next one is read beside it.
+                del chunk_offsets, chunk_values
                 return_freed_memory()
+                self.figures["verification chunks"] += 1
+                if progress:
+                    self.progress.advance(end - start)
             return out
 
         return chunked

@@ -24,9 +24,11 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import hashlib
 import json
+import mmap
 import os
 import re
 import secrets
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from neardup.io.files import atomic_write, process_gone
 
@@ -66,8 +69,6 @@ def return_freed_memory() -> None:
     keeps reusing its heap (a fixed threshold instead cost 12 % of the run in page faults).
     O(heap size).
     """
-    import ctypes
-
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
@@ -332,6 +333,7 @@ class SpillColumn:
         self._parts: list[np.ndarray] = []
         self._held = 0
         self._file = None
+        self._map: mmap.mmap | None = None
 
     @property
     def spilled(self) -> bool:
@@ -373,9 +375,99 @@ class SpillColumn:
             return self._parts[0].reshape(shape)
         if self.rows == 0:
             return np.zeros(shape, dtype=self.dtype)
-        return np.memmap(self.path, dtype=self.dtype, mode="r", shape=shape)
+        if self._map is None:
+            with open(self.path, "rb") as fh:
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return np.frombuffer(self._map, dtype=self.dtype).reshape(shape)
+
+    def drop_pages(self) -> None:
+        """Take the pages of the spilled column that were read out of this process's resident
+        memory (they stay in the system's page cache while it has room; the next read maps them
+        again). A read-only map only: nothing is lost. O(mapped pages)."""
+        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
+
+    def take_ranges(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values ``[starts[i], ends[i])`` of a one-value-per-row column for ascending,
+        disjoint ranges, packed as CSR ``(offsets int64[k + 1], values)``.
+
+        A spilled column is read straight into the result with one ``pread`` per run of
+        adjacent ranges, from compiled code, not through its map: scattered reads through a
+        map bring whole neighbourhoods of pages into the resident memory. O(values + runs)
+        time, memory O(values).
+        """
+        starts = np.asarray(starts, dtype=np.int64)
+        lengths = np.asarray(ends, dtype=np.int64) - starts
+        offsets = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.empty(int(offsets[-1]), dtype=self.dtype)
+        if starts.shape[0] == 0 or not self.spilled:
+            _pack(self.array(), starts, lengths, offsets, values)
+            return offsets, values
+        self.finish()
+        first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + lengths[:-1]]))
+        item = self.dtype.itemsize
+        with writing(self.path), open(self.path, "rb", buffering=0) as fh:
+            short = _read_runs(
+                fh.fileno(),
+                values,
+                np.append(offsets[first], offsets[-1]) * item,
+                starts[first] * item,
+            )
+        if short >= 0:
+            raise OSError(f"{self.path} is shorter than written (was it changed?)")
+        return offsets, values
 
     def release(self) -> None:
         """Drop the in-memory part and give its bytes back to the budget."""
         self.budget.give_back(self._held)
         self._parts, self._held = [], 0
+
+
+@njit(cache=True, nogil=True)
+def _pack(source, starts, lengths, offsets, out):
+    """``out[offsets[i]:offsets[i + 1]] = source[starts[i]:starts[i] + lengths[i]]``."""
+    for i in range(starts.shape[0]):
+        out[offsets[i] : offsets[i] + lengths[i]] = source[starts[i] : starts[i] + lengths[i]]
+
+
+def _libc_pread():
+    # pread(2) from the C library, callable from compiled code (a Python-level read per range
+    # costs twice as much); a Python loop where the C library has none.
+    try:
+        pread = ctypes.CDLL(None).pread
+    except (OSError, AttributeError):
+        return None
+    pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
+    pread.restype = ctypes.c_ssize_t
+    return pread
+
+
+_PREAD = _libc_pread()
+
+if _PREAD is not None:
+
+    @njit(cache=False, nogil=True)
+    def _read_runs(fd, buffer, at, start):
+        """Read run r (file bytes from ``start[r]``, as many as up to the next run's place in
+        ``buffer``) into ``buffer`` at byte ``at[r]``; the first run read short, or -1."""
+        base = buffer.ctypes.data
+        for r in range(start.shape[0]):
+            want = at[r + 1] - at[r]
+            done = 0
+            while done < want:
+                got = _PREAD(fd, base + at[r] + done, want - done, start[r] + done)
+                if got <= 0:
+                    return r
+                done += got
+        return -1
+
+else:  # pragma: no cover - platforms without pread in their C library
+
+    def _read_runs(fd, buffer, at, start):
+        view = memoryview(buffer).cast("B")
+        for r in range(start.shape[0]):
+            lo, hi = int(at[r]), int(at[r + 1])
+            if os.preadv(fd, [view[lo:hi]], int(start[r])) != hi - lo:
+                return r
+        return -1

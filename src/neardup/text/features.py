@@ -44,6 +44,7 @@ from neardup.hashing import (
     _MD5_K,
     _MD5_S,
     DEFAULT_HASH_NAME,
+    _xxh64_inline,
     _xxh64_padded,
     hash_code,
     md5_64_slice,
@@ -265,6 +266,7 @@ def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
             continue
         m = 0
         units = 0
+        high = 0
         # Branch-free: every byte is written and recorded, the counts move on when it counts
         # (a space is overwritten, a continuation byte's start by the next lead byte's).
         for i in range(offsets[d], offsets[d + 1]):
@@ -274,10 +276,16 @@ def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
             starts[np.uint64(units)] = m
             units += keep & np.int64((b & 0xC0) != 0x80)
             m += keep
+            high |= b
         starts[units] = m
         if units < size:
             starts[size] = m
-        if code == 0:
+        if code == 0 and high < 0x80 and units >= size:
+            # ASCII: every shingle is `size` bytes, so the general hash's branches on the
+            # length always go the same way (the branch-free form costs three times more).
+            for i in range(count):
+                hashes[o + i] = _xxh64_inline(packed, i, i + size, np.uint64(0))
+        elif code == 0:
             for i in range(count):
                 hashes[o + i] = _xxh64_padded(
                     packed, starts[np.uint64(i)], starts[np.uint64(i + size)]
