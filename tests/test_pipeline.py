@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import pipeline
 from neardup.engines.local import signatures_parallel
 from neardup.lcs import lcs_pairs
 from neardup.pipeline import Signatures, content_representatives, find_groups, signatures
@@ -242,3 +243,36 @@ def test_content_representatives_is_the_earliest_equal_document(contents, random
     for d in range(n):
         same = [e for e in range(n) if contents[e] == contents[d]]
         assert reps[d] == min(same, key=lambda e: rank[e])
+
+
+def edited_copies(n_bases=25, copies=12, seed=3):
+    """Texts in families: each base text with copies that change 1-40 % of its words (some
+    pass the 0.8 LCS threshold, some are candidates that fail it)."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"v{i}" for i in range(3000)]
+    texts = []
+    for _ in range(n_bases):
+        base = list(rng.choice(vocab, 80))
+        texts.append(" ".join(base))
+        for _ in range(copies):
+            words = list(base)
+            for i in rng.choice(80, int(rng.integers(1, 32)), replace=False):
+                words[i] = str(rng.choice(vocab))
+            texts.append(" ".join(words))
+    order = rng.permutation(len(texts))
+    return [texts[i] for i in order]
+
+
+@pytest.mark.parametrize("grouping", ["components", "center"])
+@pytest.mark.parametrize("pairs", ["original", "all"])
+def test_verification_in_slices_gives_the_same_groups(monkeypatch, grouping, pairs):
+    texts = edited_copies()
+    s = Settings(grouping=grouping, pairs=pairs, bands=40, rows=2)  # loose bands: rejections
+    whole = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    assert whole.stats["rejected"] > 0 and whole.stats["candidates"] > 400
+    monkeypatch.setattr(pipeline, "VERIFY_SLICE", 37)
+    sliced = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_passed"):
+        assert np.array_equal(getattr(whole, name), getattr(sliced, name)), name
+    np.testing.assert_array_equal(whole.pair_value, sliced.pair_value)
+    assert {**whole.stats, "seconds": None} == {**sliced.stats, "seconds": None}

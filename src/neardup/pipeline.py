@@ -310,32 +310,36 @@ class Relation:
         return ok
 
 
+#: Most pairs measured in one step of :class:`_MemoVerified`: its temporaries (about 100 bytes
+#: a pair) stay bounded however many candidates a run has.
+VERIFY_SLICE = 1 << 22
+_MEMO_RUNS = 8
+
+
 class _MemoVerified:
     """The verification measure of pairs through their exact-duplicate representatives,
-    remembering every value computed, so that a pair is measured once per run (the pairs
-    reported are mostly candidates already verified; an out-of-core run re-reads texts for
-    each pair it has to measure). Both measures are symmetric; a pair of one representative
-    (identical normalised texts) is 1.0 without measuring."""
+    remembering the values at or above the threshold, so that an accepted pair is measured once
+    per run (the pairs reported are mostly candidates already accepted; an out-of-core run
+    reads verification data back for each pair it has to measure). Both measures are
+    symmetric; a pair of one representative (identical normalised texts) is 1.0 without
+    measuring. Pairs are taken :data:`VERIFY_SLICE` at a time: memory O(slice + accepted)."""
 
     def __init__(self, measure: PairSimilarity, rep_of: np.ndarray, threshold: float):
         self.measure = measure
         self.rep_of = rep_of
         self.threshold = threshold
-        self.keys = np.zeros(0, dtype=np.uint64)
-        self.values = np.zeros(0, dtype=np.float64)
+        #: Sorted pair keys and their values, one run per measured slice.
+        self.runs: list[tuple[np.ndarray, np.ndarray]] = []
 
     def __call__(self, a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
-        out = self._remembered(a, b)
-        if exact:
-            # Values below the threshold may be bounds (see Verification.similarity): the few
-            # such pairs a run writes are measured again, exactly (and not remembered).
-            low = np.flatnonzero((out < self.threshold) & (self.rep_of[a] != self.rep_of[b]))
-            if low.shape[0]:
-                out[low] = self.measure(self.rep_of[a[low]], self.rep_of[b[low]], exact=True)
+        out = np.empty(a.shape[0], dtype=np.float64)
+        for start in range(0, a.shape[0], VERIFY_SLICE):
+            part = slice(start, start + VERIFY_SLICE)
+            out[part] = self._slice(a[part], b[part], exact)
         return out
 
-    def _remembered(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        # Temporaries are dropped before measuring: an out-of-core run sizes its blocks of
+    def _slice(self, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:
+        # Temporaries are dropped before measuring: an out-of-core run sizes its chunks of
         # verification data by the memory left beside them.
         ra, rb = self.rep_of[a], self.rep_of[b]
         out = np.ones(ra.shape[0], dtype=np.float64)
@@ -343,10 +347,10 @@ class _MemoVerified:
             np.uint64
         )
         need = ra != rb
-        if self.keys.shape[0]:
-            at = np.minimum(np.searchsorted(self.keys, key), self.keys.shape[0] - 1)
-            known = self.keys[at] == key
-            out[known] = self.values[at[known]]
+        for keys, values in self.runs:
+            at = np.minimum(np.searchsorted(keys, key), keys.shape[0] - 1)
+            known = need & (keys[at] == key)
+            out[known] = values[at[known]]
             need &= ~known
             del at, known
         need = np.flatnonzero(need)
@@ -356,11 +360,19 @@ class _MemoVerified:
             first = need[first]
             pa, pb = ra[first], rb[first]
             del ra, rb, first
-            values = self.measure(pa, pb)
+            # Values below the threshold may be bounds (see Verification.similarity): measured
+            # exactly when asked, and not remembered (the few such pairs a run writes again are
+            # measured again, cheaply: the bound stops early).
+            values = self.measure(pa, pb, exact=exact)
+            del pa, pb
             out[need] = values[inverse]
-            keys = np.concatenate([self.keys, new_keys])
-            order = np.argsort(keys, kind="stable")
-            self.keys, self.values = keys[order], np.concatenate([self.values, values])[order]
+            accepted = values >= self.threshold
+            if accepted.any():
+                self.runs.append((new_keys[accepted], values[accepted]))
+            if len(self.runs) > _MEMO_RUNS:  # keep lookups cheap for callers of many small calls
+                keys = np.concatenate([k for k, _ in self.runs])
+                order = np.argsort(keys, kind="stable")
+                self.runs = [(keys[order], np.concatenate([v for _, v in self.runs])[order])]
         return out
 
 
@@ -498,6 +510,12 @@ def find_groups(
         )
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
+        if cand_a.shape[0] > VERIFY_SLICE:
+            # Pairs of one component side by side: a slice of them then needs the data of few
+            # documents (an out-of-core run reads them back for each slice).
+            order = np.argsort(linked[cand_a], kind="stable")
+            cand_a, cand_b = cand_a[order], cand_b[order]
+            del order
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)
             rep_verified = functools.partial(settings.verification.similarity, offsets, values)
