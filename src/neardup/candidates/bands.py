@@ -337,6 +337,34 @@ def _sorted_distinct(values: np.ndarray) -> np.ndarray:
     return values[keep]
 
 
+@njit(cache=True, nogil=True)
+def _merge_distinct(x, y):
+    """The sorted distinct union of two sorted distinct uint64 arrays. O(len(x) + len(y))."""
+    out = np.empty(x.shape[0] + y.shape[0], dtype=np.uint64)
+    i = j = k = 0
+    while i < x.shape[0] and j < y.shape[0]:
+        if x[i] < y[j]:
+            out[k] = x[i]
+            i += 1
+        elif y[j] < x[i]:
+            out[k] = y[j]
+            j += 1
+        else:
+            out[k] = x[i]
+            i += 1
+            j += 1
+        k += 1
+    while i < x.shape[0]:
+        out[k] = x[i]
+        i += 1
+        k += 1
+    while j < y.shape[0]:
+        out[k] = y[j]
+        j += 1
+        k += 1
+    return out[:k].copy()
+
+
 def candidate_pairs(
     signatures: np.ndarray,
     bands: int,
@@ -436,7 +464,7 @@ def pairs_from_band_columns(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    chunks = []
+    packed = None
     for column in columns:
         n = column.shape[0]
         if n > _MAX_DOCS:
@@ -451,12 +479,14 @@ def pairs_from_band_columns(
             pos = np.arange(n, dtype=np.int64) if positions is None else positions
             total = int(np.sum(sizes - 1))
             band_pairs = _star_edges_kernel(order, starts, sizes, pos, total)
-        # Deduplicating per band first keeps the final merge no larger than the distinct pairs.
-        chunks.append(_sorted_distinct(band_pairs))
-    if not chunks:
+        # Each band's distinct pairs are merged into those so far: memory O(distinct pairs),
+        # not O(pairs of all bands), which repeat one another for near-identical documents.
+        band_pairs = _sorted_distinct(band_pairs)
+        packed = band_pairs if packed is None else _merge_distinct(packed, band_pairs)
+        del band_pairs
+    if packed is None:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
-    packed = _sorted_distinct(np.concatenate(chunks)) if len(chunks) > 1 else chunks[0]
     left = (packed >> np.uint64(32)).astype(np.int64)
     right = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
     return left, right
