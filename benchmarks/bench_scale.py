@@ -185,7 +185,8 @@ def main() -> None:
                 if k.startswith("seconds: ")
             ) + (
                 f"; spilled {figures.get('spilled MB', '0')} MB; re-read "
-                f"{figures.get('documents re-read', '0')} docs"
+                f"{figures.get('documents re-read', '0')} docs; verified in "
+                f"{figures.get('verification chunks', '0')} chunks"
                 if figures
                 else ""
             )
