@@ -2,19 +2,25 @@
 
 Generates ``--rows`` rows ``id <TAB> fingerprint (16 hex digits) <TAB> ISO 8601 timestamp``
 (the format `neardup fingerprint -o x.tsv` writes): random 64-bit fingerprints, of which
-``--near`` are copies of an earlier one with 1–3 bits flipped, so the output has pairs. Then
-times ``neardup pairs ROWS -k 3 -o pairs.tsv`` with ``/usr/bin/time -v`` (wall seconds, peak
-RSS) and appends a row to ``benchmarks/results/pairs.md``.
+``--near`` are copies of an earlier one with 1–3 bits flipped, so the output has pairs; the
+rows are kept in ``benchmarks/.data`` and reused. Then times ``--runs`` fresh processes of
+``neardup pairs ROWS -k 3 -o pairs.tsv`` with ``/usr/bin/time -v`` (wall seconds, peak RSS)
+and prints each run with its stage seconds (``--summary-out``) and the machine's load
+average, then appends the median run (largest peak RSS) to ``benchmarks/results/pairs.md``,
+unless ``--no-record`` (for figures from a loaded machine, which are not comparable).
 
 Usage::
 
-    python benchmarks/bench_pairs.py --rows 10000000
+    python benchmarks/bench_pairs.py --rows 10000000 --runs 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -66,6 +72,8 @@ def main() -> None:
     parser.add_argument("--near", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-k", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="fresh processes; the median counts")
+    parser.add_argument("--no-record", action="store_true", help="print, do not append")
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     rows_path = DATA / f"seed_rows_{args.rows}.tsv"
@@ -74,6 +82,7 @@ def main() -> None:
         make_rows(args.rows, args.near, args.seed, rows_path)
         print(f"wrote {rows_path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     out = DATA / "pairs-out.tsv"
+    summary = DATA / "pairs-summary.json"
     command = [
         str(Path(sys.executable).with_name("neardup")),
         "pairs",
@@ -82,19 +91,37 @@ def main() -> None:
         str(args.k),
         "-o",
         str(out),
+        "--summary-out",
+        str(summary),
+        "-q",
     ]
-    started = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr[-2000:])
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6
+    walls, peaks = [], []
+    for run in range(args.runs):
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-2000:])
+        rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6
+        stages = json.loads(summary.read_text())["seconds"]
+        walls.append(wall)
+        peaks.append(rss)
+        print(
+            f"run {run + 1}: {wall:.1f} s, {rss:.2f} GB, load {load:.1f} before; stages: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in stages.items() if k != "total"),
+            file=sys.stderr,
+        )
+    wall, rss = statistics.median(walls), max(peaks)
     mb = rows_path.stat().st_size / 1e6
     pairs = sum(1 for _ in open(out, "rb"))
     row = (
         f"| {args.rows:,} | {mb:,.0f} | {pairs:,} | {wall:.1f} | {rss:.2f} | "
         f"{mb / wall:.0f} | {time.strftime('%Y-%m-%d')} |"
     )
+    print(row)
+    if args.no_record:
+        return
     if not RESULTS.exists():
         RESULTS.write_text(
             "# `neardup pairs` over seed rows (ISO timestamps), whole process\n\n"
@@ -103,7 +130,6 @@ def main() -> None:
         )
     with open(RESULTS, "a") as fh:
         fh.write(row + "\n")
-    print(row)
 
 
 if __name__ == "__main__":

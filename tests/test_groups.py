@@ -79,6 +79,16 @@ def test_document_order_ties_by_index():
     assert document_order(np.zeros(0, dtype=np.int64)).tolist() == []
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-3, 3), max_size=30), st.booleans())
+def test_document_order_is_the_stable_time_order(ts, ascending):
+    """Timestamps already in order (the fast path) and any others rank as a stable sort does."""
+    ts = np.array(sorted(ts) if ascending else ts, dtype=np.int64)
+    want = np.empty(ts.size, dtype=np.int64)
+    want[sorted(range(ts.size), key=lambda i: (ts[i], i))] = np.arange(ts.size)
+    assert document_order(ts).tolist() == want.tolist()
+
+
 def test_chain_components_rule():
     # A=0 ≈ B=1 ≈ C=2, A ≉ C; C is written first, so it is the original under transitivity.
     labels = connected_components(3, arr(0, 1), arr(1, 2))

@@ -148,6 +148,22 @@ def test_fingerprint_table_formats_errors(tmp_path):
         read_fingerprints([bad])
 
 
+def read_outcome(path, on_error):
+    """What a read gives: the columns and counts, or the message of its error."""
+    try:
+        t = read_fingerprints([path], on_error=on_error)
+    except InputError as e:
+        return str(e)
+    return (
+        t.ids.to_pylist(),
+        t.fingerprints.tolist(),
+        t.timestamps.tolist(),
+        t.raw_timestamps.to_pylist(),
+        t.stats.documents,
+        t.stats.skipped,
+    )
+
+
 _SEED_STAMPS = st.one_of(
     st.just(""),
     st.integers(0, 10**12 - 1).map(str),
@@ -203,18 +219,7 @@ def test_seed_rows_in_bulk_equal_row_by_row(
     path.write_text("".join(f"{i}\t{f}\t{t}\n" for i, f, t in rows), encoding="utf-8")
 
     def read():
-        try:
-            t = read_fingerprints([path], on_error=on_error)
-        except InputError as e:
-            return str(e)
-        return (
-            t.ids.to_pylist(),
-            t.fingerprints.tolist(),
-            t.timestamps.tolist(),
-            t.raw_timestamps.to_pylist(),
-            t.stats.documents,
-            t.stats.skipped,
-        )
+        return read_outcome(path, on_error)
 
     bulk = read()
     original = io_fingerprints._seed_rows_in_bulk
@@ -281,6 +286,90 @@ def test_valid_seed_rows_take_the_bulk_path_and_agree(tmp_path_factory, rows):
     assert bulk.fingerprints.tolist() == slow.fingerprints.tolist()
     assert bulk.timestamps.tolist() == slow.timestamps.tolist()
     assert bulk.raw_timestamps.to_pylist() == slow.raw_timestamps.to_pylist()
+
+
+_SEED_LINES = st.one_of(
+    st.tuples(
+        st.sampled_from(["a", "b", "c9", "é", "id-" * 5, "x y", "z\x00", "\\q", "p\rq"]),
+        st.integers(0, 2**64 - 1).map(lambda v: f"{v:016x}"),
+        st.sampled_from(
+            [
+                "",
+                "17",
+                "0017",
+                "000000000000",
+                "2024-02-29T23:59:59.5Z",
+                "2024-02-30T00:00:00Z",
+                "0001-01-01T00:00:00.000001Z",
+                "1969-12-31T23:59:59.9Z",
+                "9999-12-31T23:59:59.999999Z",
+                "x",
+            ]
+        ),
+    ).map(lambda r: "\t".join(r).encode()),
+    st.sampled_from([b"", b"a\t00000000000000ff", b"a\tb\t00000000000000ff\t1", b"\xff\xfe"]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(_SEED_LINES, min_size=1, max_size=12),
+    st.booleans(),
+    st.sampled_from([1, 24, 4096]),
+    st.booleans(),
+)
+def test_seed_rows_in_blocks_equal_row_by_row(tmp_path_factory, lines, ascending, block, ending):
+    """Any lines, cut into blocks of any size, sorted or not: the bulk reader gives what the
+    row-by-row reader gives (blank lines, rows of 2 or 4 fields, CR and backslash in IDs,
+    invalid UTF-8, duplicate IDs in the same or another block, no newline at the end), or
+    leaves the file to it."""
+    if ascending:
+        lines = sorted(set(lines))
+    path = tmp_path_factory.mktemp("blocks") / "part-00000"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if ending else b""))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(io_fingerprints, "_BLOCK_BYTES", block)
+        bulk = read_outcome(path, "skip")
+        patch.setattr(io_fingerprints, "_seed_rows_in_bulk", lambda src, rows_: None)
+        assert read_outcome(path, "skip") == bulk
+
+
+def test_seed_rows_in_blocks_are_taken(tmp_path, monkeypatch):
+    """Rows in many blocks, IDs out of order (the ID table decides) and one absent time."""
+    path = tmp_path / "part-00000"
+    rows = [f"id{k:03d}\t{k:016x}\t{1700000000 + k}\n" for k in range(200)]
+    rows[7] = "id007\t0000000000000007\t\n"
+    rows.reverse()
+    path.write_text("".join(rows))
+    monkeypatch.setattr(io_fingerprints, "_BLOCK_BYTES", 100)
+    monkeypatch.setattr(io_fingerprints._FingerprintCollector, "read_plain", None)
+    t = read_fingerprints([path])
+    assert t.ids.to_pylist() == [f"id{k:03d}" for k in reversed(range(200))]
+    assert t.fingerprints.tolist() == list(reversed(range(200)))
+    assert t.timestamps.tolist()[-8] == 0 and t.raw_timestamps.to_pylist()[-8] is None
+    assert t.raw_timestamps.to_pylist()[0] == "1700000199"
+
+
+def test_bulk_raw_timestamps_are_the_text_given(tmp_path, monkeypatch):
+    """The bulk reader gives the timestamps back from their microseconds: every form it takes."""
+    stamps = [
+        "",
+        "0",
+        "0017",
+        "999999999999",
+        "1970-01-01T00:00:00Z",
+        "0001-01-01T00:00:00.000001Z",
+        "1969-12-31T23:59:59.9Z",
+        "2000-02-29T12:34:56.78Z",
+        "9999-12-31T23:59:59.999999Z",
+        "2024-06-30T01:02:03.0000Z",
+    ]
+    path = tmp_path / "part-00000"
+    path.write_text("".join(f"d{k}\t{k:016x}\t{ts}\n" for k, ts in enumerate(stamps)))
+    monkeypatch.setattr(io_fingerprints._FingerprintCollector, "read_plain", None)
+    t = read_fingerprints([path])
+    assert t.raw_timestamps.to_pylist() == [ts or None for ts in stamps]
+    assert t.timestamps.tolist() == [0] + [parse_timestamp(ts) for ts in stamps[1:]]
 
 
 def test_csv_fingerprints_share_the_csv_rules(tmp_path):

@@ -226,6 +226,29 @@ def test_recursion_is_exercised(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls and max(calls) > 4
 
 
+@settings(deadline=None, max_examples=40)
+@given(fp=clustered_fingerprints(max_size=200), k=st.integers(0, 6), data=st.data())
+def test_tables_on_all_cores_match_brute_force(fp: np.ndarray, k: int, data: st.DataObject) -> None:
+    """The tables run on several threads (forced here for small inputs) give the same pairs."""
+    prefix_blocks = data.draw(st.sampled_from([None, 1, 2, 3]))
+    plan = (
+        plan_tables(np.unique(fp).size, k, prefix_blocks=prefix_blocks) if prefix_blocks else None
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tables, "_PARALLEL_MIN_VALUES", 0)
+        check(fp, k, plan=plan, max_group=data.draw(st.sampled_from([2, 4096])))
+
+
+def test_more_pairs_than_values() -> None:
+    """Every pair of a dense cluster is within k: more pairs than values to hold them."""
+    rng = np.random.default_rng(2)
+    base = rng.integers(0, 2**64, dtype=np.uint64, endpoint=False)
+    fp = base ^ (np.uint64(1) << np.arange(40, dtype=np.uint64))
+    for max_group in (2, 4096):
+        i, _, _ = check(fp, 2, max_group=max_group)
+        assert i.size == math.comb(40, 2)
+
+
 def test_empty_and_tiny_inputs() -> None:
     for n in (0, 1):
         i, j, d = hamming_pairs(np.zeros(n, dtype=np.uint64), 3)

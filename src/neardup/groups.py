@@ -89,7 +89,7 @@ def _check_originals(originals: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def find_root(parent, x):
     """The root of ``x`` in the union-find forest ``parent`` (int64 array, ``parent[r] == r``
     for a root); a union links one root under another (``parent[r2] = r1``). Path halving
@@ -107,10 +107,11 @@ def find_root(parent, x):
     return x
 
 
-@njit(cache=True)
-def _components_kernel(n, a, b):
-    parent = np.arange(n, dtype=np.int64)
-    size = np.ones(n, dtype=np.int64)
+@njit(cache=True, nogil=True)
+def _components_kernel(a, b, parent, size, labels):
+    # parent = arange(n) and size = ones(n) on entry; size then serves as each root's
+    # smallest member. The arrays come from numpy: it backs large ones with huge pages.
+    n = parent.shape[0]
     for e in range(a.size):
         ra = find_root(parent, a[e])
         rb = find_root(parent, b[e])
@@ -122,30 +123,35 @@ def _components_kernel(n, a, b):
         size[ra] += size[rb]
     # Which node ends up as root depends on edge order; the smallest member does not.
     # Scanning i upwards, the first member seen of each root is its smallest.
-    smallest = np.full(n, -1, dtype=np.int64)
-    labels = np.empty(n, dtype=np.int64)
+    smallest = size
+    smallest[:] = -1
     for i in range(n):
         r = find_root(parent, i)
         if smallest[r] < 0:
             smallest[r] = i
         labels[i] = smallest[r]
-    return labels
 
 
-@njit(cache=True)
-def _min_rank_member(labels, rank):
+@njit(cache=True, nogil=True)
+def _min_rank_member(labels, rank, best, out):
     # labels are compact (0..n-1); strict "<" keeps the smaller index on equal rank.
     n = labels.size
-    best = np.full(n, -1, dtype=np.int64)
+    best[:] = -1
     for i in range(n):
         g = labels[i]
         j = best[g]
         if j < 0 or rank[i] < rank[j]:
             best[g] = i
-    out = np.empty(n, dtype=np.int64)
     for i in range(n):
         out[i] = best[labels[i]]
-    return out
+
+
+@njit(cache=True, nogil=True)
+def _ascending(values):
+    for i in range(1, values.shape[0]):
+        if values[i] < values[i - 1]:
+            return False
+    return True
 
 
 def _compact_labels(labels: np.ndarray) -> np.ndarray:
@@ -169,7 +175,8 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         int64 array of length n, a permutation of ``0..n-1``. Equal timestamps are ranked by
         index (the earlier input row first).
 
-    Complexity: O(n log n) time (one stable sort), O(n) memory.
+    Complexity: O(n log n) time (one stable sort), O(n) when the timestamps are already in
+    order; O(n) memory.
 
     Example:
         >>> document_order(np.array([30, 10, 30, 10])).tolist()
@@ -180,6 +187,8 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         raise ValueError(f"timestamps must be a 1-D array, got shape {ts.shape}")
     if ts.size and ts.dtype.kind not in "iu":
         raise ValueError(f"timestamps must have an integer dtype, got {ts.dtype}")
+    if ts.size and _ascending(ts):
+        return np.arange(ts.size, dtype=np.int64)  # already in time order, as crawls often are
     order = np.argsort(ts, kind="stable")
     rank = np.empty(ts.size, dtype=np.int64)
     rank[order] = np.arange(ts.size, dtype=np.int64)
@@ -217,7 +226,9 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _check_same_length("b", b, "a", a.size)
     _check_indices("a", a, n)
     _check_indices("b", b, n)
-    return _components_kernel(n, a, b)
+    labels = np.empty(n, dtype=np.int64)
+    _components_kernel(a, b, np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), labels)
+    return labels
 
 
 def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -242,7 +253,10 @@ def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     labels = _index_array("labels", labels)
     rank = _index_array("rank", rank)
     _check_same_length("rank", rank, "labels", labels.size)
-    return _min_rank_member(_compact_labels(labels), rank)
+    n = labels.size
+    out = np.empty(n, dtype=np.int64)
+    _min_rank_member(_compact_labels(labels), rank, np.empty(n, dtype=np.int64), out)
+    return out
 
 
 def center_groups(

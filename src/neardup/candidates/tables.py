@@ -2,9 +2,14 @@
 
 The tables are those of a :class:`~neardup.candidates.plan.TablePlan` (see
 :mod:`neardup.candidates.plan` for the method and its pigeonhole guarantee). For each table, the
-fingerprints are permuted so that the table's prefix blocks lead, radix-sorted by that prefix,
-and only fingerprints that share the prefix are compared (XOR + popcount). Every pair within
-``k`` shares the prefix of at least one table, so the search is exact, not probabilistic.
+fingerprints are sorted by the table's prefix, and only fingerprints that share the prefix are
+compared (XOR + popcount). Every pair within ``k`` shares the prefix of at least one table, so
+the search is exact, not probabilistic. The prefix blocks are read where they are in the
+fingerprint (no permuted copy): the tables that start with the same block share one
+partition of the values by that block (a radix sort, :mod:`neardup.candidates.radix`), and
+each bucket, small enough for the cache, is sorted by the table's other prefix blocks and
+scanned while it is there. Sorted distinct values are partitioned by the leading block
+already, and in the order of the table of the leading blocks.
 
 Each pair is reported exactly once without a global de-duplication: table ``t`` keeps a pair
 only if ``t`` is the *first* table on whose prefix the two fingerprints agree, i.e. it skips a
@@ -13,16 +18,25 @@ pair whose XOR is zero on the prefix mask of some earlier table ``t' < t``
 
 Skew (one prefix shared by a very large group) is handled by the recursive variant: the members
 of a large group already agree on the table prefix, so only the bits on which they differ are
-kept (gathered into a narrower word) and the same block-permutation method is applied to them.
-The enclosing tables' "skip if it agrees on an earlier prefix" masks travel down with it
-(gathered the same way), so a pair is still kept by exactly one table at every level, and a
-group whose members all agree on an earlier prefix is skipped whole.
+kept (gathered into a narrower word) and the same method is applied to them. The enclosing
+tables' "skip if it agrees on an earlier prefix" masks travel down with it (gathered the same
+way), so a pair is still kept by exactly one table at every level, and a group whose members
+all agree on an earlier prefix is skipped whole.
 
-Tables are processed one after another, so extra memory is a few arrays of the input size
-(about 40 bytes per distinct fingerprint), not one copy per table.
+Tables are independent: from :data:`_PARALLEL_MIN_VALUES` values on, the groups of tables
+that share a first block run on all cores (compiled kernels release the GIL), each core with
+two buffers of the input's size; the pairs are put together in table order, so the result does
+not depend on the cores. Large arrays are allocated by numpy, which backs them with huge pages
+where it can, and filled by the kernels.
 """
 
 from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, types
@@ -36,20 +50,31 @@ from neardup.candidates.plan import (
     estimated_cost,
     first_agreeing_mask,
     permute_bits,
-    permute_bits_into,
     plan_tables,
-    table_fields,
+)
+from neardup.candidates.radix import (
+    DIGIT_BITS,
+    argsort64,
+    digit_starts,
+    digits,
+    sort_range,
+    sorted_pairs,
 )
 
 __all__ = [
+    "IdenticalBuckets",
     "collapse_identical",
     "distinct_hamming_pairs",
     "hamming_pairs",
     "popcount64",
 ]
 
-_RADIX_DIGIT_BITS = 11
-"""Largest digit of the prefix radix sort: 2048 counters stay in L1 cache."""
+_PARTITION_BITS = 16
+"""Widest partition of a search's values by the leading bits of a table's first block:
+65,536 buckets, their starts well within the cache."""
+
+_PARALLEL_MIN_VALUES = 1 << 20
+"""Searches over fewer values run their tables one after another: threads would not pay."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,7 +94,7 @@ def _ctpop(typingctx, x):
     return sig, codegen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def popcount64(x: np.uint64) -> int:
     """Number of set bits of a uint64: one POPCNT instruction inside numba kernels. O(1).
 
@@ -80,386 +105,162 @@ def popcount64(x: np.uint64) -> int:
     return np.int64(_ctpop(np.uint64(x)))
 
 
-@njit(cache=True)
-def _radix_sort_bits(keys, scratch, lo_bit, hi_bit, max_digit_bits):
-    """Stable LSD radix sort of uint64 ``keys`` by bits ``lo_bit .. hi_bit - 1`` only.
+@njit(cache=True, nogil=True)
+def _scan_range(ordered, s, e, mask, hamming_k, excl, max_group, xa, xb, dist, m, large, nl):
+    """Compare within every run of equal ``value & mask`` in ``ordered[s:e]``.
 
-    Sorts in place, using ``scratch`` (same length) as the second buffer; returns whichever
-    of the two holds the result. ``O(n * passes)``, ``passes = ceil((hi_bit - lo_bit) /
-    max_digit_bits)``; passes whose digit is the same for every key are skipped.
+    Runs of at most ``max_group`` values are compared directly (XOR + popcount, skipping pairs
+    of earlier tables, see `first_agreeing_mask`); their pairs go to ``xa/xb/dist[m:]`` while
+    there is room, and are counted beyond it. A longer run is noted, as its start and end in
+    ``large[nl]``, for the recursive search. Returns the new ``(m, nl)``.
+    ``O(e - s + sum g^2)`` over runs ``g <= max_group``.
     """
-    n = keys.shape[0]
-    src = keys
-    if n < 2 or hi_bit <= lo_bit:
-        return src
-    dst = scratch
-    nbits = hi_bit - lo_bit
-    passes = (nbits + max_digit_bits - 1) // max_digit_bits
-    digit_bits = (nbits + passes - 1) // passes
-    counts = np.zeros((1 << digit_bits) + 1, np.int64)
-    shift = lo_bit
-    while shift < hi_bit:
-        width = min(digit_bits, hi_bit - shift)
-        mask = np.uint64((1 << width) - 1)
-        s = np.uint64(shift)
-        nb = 1 << width
-        counts[: nb + 1] = 0
-        for i in range(n):
-            counts[np.int64((src[i] >> s) & mask) + 1] += 1
-        if counts[np.int64((src[0] >> s) & mask) + 1] != n:
-            for b in range(nb):
-                counts[b + 1] += counts[b]
-            for i in range(n):
-                d = np.int64((src[i] >> s) & mask)
-                p = counts[d]
-                counts[d] = p + 1
-                dst[p] = src[i]
-            src, dst = dst, src
-        shift += width
-    return src
-
-
-@njit(cache=True)
-def _count_within(values, s, e, hamming_k, excl):
-    """Number of pairs in ``values[s:e]`` within ``hamming_k`` not excluded by an earlier
-    table (`first_agreeing_mask`): exactly what `_emit_within` writes.
-
-    Kept free of stores: this tight loop is where nearly all comparisons happen.
-    """
-    c = 0
-    for i in range(s, e - 1):
-        x = values[i]
-        for j in range(i + 1, e):
-            d = x ^ values[j]
-            if popcount64(d) <= hamming_k and first_agreeing_mask(d, excl) < 0:
-                c += 1
-    return c
-
-
-@njit(cache=True)
-def _emit_within(values, s, e, hamming_k, excl, xa, xb, dist, m):
-    """Write the pairs of ``values[s:e]`` within ``hamming_k`` not excluded by an earlier table
-    (`first_agreeing_mask`) at ``xa/xb/dist[m:]``; returns the new ``m``."""
-    for i in range(s, e - 1):
-        x = values[i]
-        for j in range(i + 1, e):
-            d = x ^ values[j]
-            pc = popcount64(d)
-            if pc <= hamming_k and first_agreeing_mask(d, excl) < 0:
-                xa[m] = x
-                xb[m] = values[j]
-                dist[m] = pc
-                m += 1
-    return m
-
-
-@njit(cache=True)
-def _run_end(keys, i, shift):
-    """End (exclusive) of the run of equal ``key >> shift`` starting at ``i``."""
-    n = keys.shape[0]
-    prefix = keys[i] >> shift
-    e = i + 1
-    while e < n and (keys[e] >> shift) == prefix:
-        e += 1
-    return e
-
-
-@njit(cache=True)
-def _scan_table(keys, shift, hamming_k, excl, max_group):
-    """Compare within every run of equal ``key >> shift`` of the sorted ``keys``.
-
-    Runs of at most ``max_group`` keys are compared directly (XOR + popcount, skipping pairs
-    of earlier tables, see `first_agreeing_mask`); longer runs are only reported, as
-    ``(start, end)``, for the recursive search. Returns ``(xa, xb, dist, large_starts,
-    large_ends)``; ``O(n + sum g^2)`` over runs ``g <= max_group``.
-
-    Two passes over the runs: the first counts the pairs (and marks the runs that have any),
-    the second fills exactly-sized arrays; no array is reallocated inside a loop, which keeps
-    numba's reference counting out of the per-run path.
-    """
-    n = keys.shape[0]
-    sh = np.uint64(shift)
-    has_pairs = np.zeros(n, np.bool_)
-    total = 0
-    nl = 0
-    i = 0
-    while i < n:
-        e = _run_end(keys, i, sh)
-        if e - i > max_group:
+    i = s
+    while i < e - 1:
+        if ((ordered[i] ^ ordered[i + 1]) & mask) != 0:
+            i += 1  # the common case: a run of one
+            continue
+        prefix = ordered[i] & mask
+        j = i + 2
+        while j < e and (ordered[j] & mask) == prefix:
+            j += 1
+        if j - i > max_group:
+            large[nl, 0] = i
+            large[nl, 1] = j
             nl += 1
-        elif e - i > 1:
-            c = _count_within(keys, i, e, hamming_k, excl)
-            if c > 0:
-                total += c
-                has_pairs[i] = True
-        i = e
-    xa = np.empty(total, np.uint64)
-    xb = np.empty(total, np.uint64)
-    dist = np.empty(total, np.uint8)
-    large_s = np.empty(nl, np.int64)
-    large_e = np.empty(nl, np.int64)
+        else:
+            for a in range(i, j - 1):
+                x = ordered[a]
+                for b in range(a + 1, j):
+                    diff = x ^ ordered[b]
+                    pc = popcount64(diff)
+                    if pc <= hamming_k and first_agreeing_mask(diff, excl) < 0:
+                        if m < xa.shape[0]:
+                            xa[m] = x
+                            xb[m] = ordered[b]
+                            dist[m] = pc
+                        m += 1
+        i = j
+    return m, nl
+
+
+@njit(cache=True, nogil=True)
+def _scan_all(ordered, mask, hamming_k, excl, max_group, xa, xb, dist, large):
+    """:func:`_scan_range` over all of ``ordered``: returns ``(pairs, large runs)``."""
+    return _scan_range(
+        ordered, 0, ordered.shape[0], mask, hamming_k, excl, max_group, xa, xb, dist, 0, large, 0
+    )
+
+
+@njit(cache=True, nogil=True)
+def _scan_buckets(
+    part, scratch, starts, shifts, masks, mask, hamming_k, excl, max_group, xa, xb, dist, large
+):
+    """Sort each bucket ``part[starts[d] : starts[d + 1]]`` of a partition by the rest of a
+    table's prefix (:func:`~neardup.candidates.radix.sort_range` by the digits ``shifts``,
+    ``masks``; none: the buckets are its runs already) and scan its runs
+    (:func:`_scan_range`) while it is in cache. Sorting sorted buckets keeps them as they
+    are, so a second call gives what the first gave. Returns ``(pairs, large runs)``."""
+    counts = np.zeros((1 << DIGIT_BITS) + 1, np.int64)
     m = 0
     nl = 0
-    i = 0
-    while i < n:
-        e = _run_end(keys, i, sh)
-        if e - i > max_group:
-            large_s[nl] = i
-            large_e[nl] = e
-            nl += 1
-        elif has_pairs[i]:
-            m = _emit_within(keys, i, e, hamming_k, excl, xa, xb, dist, m)
-        i = e
-    return xa, xb, dist, large_s, large_e
+    for d in range(starts.shape[0] - 1):
+        s = starts[d]
+        e = starts[d + 1]
+        if e - s < 2:
+            continue
+        if shifts.shape[0]:
+            sort_range(part, scratch, s, e, shifts, masks, counts)
+        m, nl = _scan_range(
+            part, s, e, mask, hamming_k, excl, max_group, xa, xb, dist, m, large, nl
+        )
+    return m, nl
 
 
-@njit(cache=True)
-def _compare_all(values, hamming_k, excl):
-    """All pairs of ``values`` within ``hamming_k`` not excluded by an earlier table."""
-    n = values.shape[0]
-    c = _count_within(values, 0, n, hamming_k, excl)
-    xa = np.empty(c, np.uint64)
-    xb = np.empty(c, np.uint64)
-    dist = np.empty(c, np.uint8)
-    _emit_within(values, 0, n, hamming_k, excl, xa, xb, dist, 0)
-    return xa, xb, dist
-
-
-@njit(cache=True)
-def _locate(sorted_values, needles):
-    """Index of each needle in the strictly increasing ``sorted_values`` (needles must occur).
-
-    Sorts the needles and merges, ``O(m + n)``: random binary searches into a large array
-    would miss the cache at every level. Needles repeat a lot (a value in many pairs), which
-    rules out a plain quicksort.
-    """
-    m = needles.shape[0]
-    out = np.empty(m, np.int64)
-    if m == 0:
-        return out
-    if m < 65536:
-        order = np.argsort(needles, kind="mergesort")
-    else:
-        order = _radix_argsort64(needles)[1]
+@njit(cache=True, nogil=True)
+def _merge_positions(sorted_values, sorted_needles, order, out):
     p = 0
-    for q in range(m):
-        v = needles[order[q]]
+    for q in range(sorted_needles.shape[0]):
+        v = sorted_needles[q]
         while sorted_values[p] < v:
             p += 1
         out[order[q]] = p
+
+
+def _locate(sorted_values: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """Index of each needle in the strictly increasing ``sorted_values`` (needles must occur).
+
+    Sorts the needles and merges, ``O(m + n)``: random binary searches into a large array
+    would miss the cache at every level.
+    """
+    out = np.empty(needles.shape[0], np.int64)
+    if needles.shape[0]:
+        _merge_positions(sorted_values, *argsort64(needles), out)
     return out
 
 
-@njit(cache=True)
-def _sort_pairs(a, b, dist, n):
-    """Sort pairs by (a, b): counting sort on ``a`` in ``0..n-1``, then each ``a`` group by ``b``.
-
-    ``O(m + n + sum g log g)`` over groups ``g`` of equal ``a``.
-    """
-    m = a.shape[0]
-    off = np.zeros(n + 1, np.int64)
-    for i in range(m):
-        off[a[i] + 1] += 1
-    for v in range(n):
-        off[v + 1] += off[v]
-    pos = off[:-1].copy()
-    packed = np.empty(m, np.int64)
-    for i in range(m):
-        p = pos[a[i]]
-        pos[a[i]] = p + 1
-        packed[p] = (b[i] << 8) | np.int64(dist[i])
-    oa = np.empty(m, np.int64)
-    ob = np.empty(m, np.int64)
-    od = np.empty(m, np.uint8)
-    for v in range(n):
-        s = off[v]
-        e = off[v + 1]
-        if e - s > 1:
-            packed[s:e].sort()
-        for p in range(s, e):
-            oa[p] = v
-            ob[p] = packed[p] >> 8
-            od[p] = packed[p] & 255
-    return oa, ob, od
-
-
-@njit(cache=True)
-def _radix_argsort64(keys):
-    """Stable LSD radix argsort of uint64 keys (16-bit digits). Returns (sorted keys, order)."""
-    n = keys.shape[0]
-    src_k = keys  # only read; the first pass that moves anything writes to dst_k
-    src_i = np.arange(n)
-    if n < 2:
-        return src_k.copy(), src_i
-    dst_k = np.empty(n, np.uint64)
-    dst_i = np.empty(n, np.int64)
-    moved = False
-    counts = np.zeros((4, 65537), np.int64)
-    mask = np.uint64(0xFFFF)
-    # One read pass builds all four histograms.
-    for i in range(n):
-        v = keys[i]
-        counts[0, np.int64(v & mask) + 1] += 1
-        counts[1, np.int64((v >> np.uint64(16)) & mask) + 1] += 1
-        counts[2, np.int64((v >> np.uint64(32)) & mask) + 1] += 1
-        counts[3, np.int64(v >> np.uint64(48)) + 1] += 1
-    for d in range(4):
-        s = np.uint64(16 * d)
-        if counts[d, np.int64((keys[0] >> s) & mask) + 1] == n:
-            continue  # every key has the same digit here
-        for b in range(65536):
-            counts[d, b + 1] += counts[d, b]
-        for i in range(n):
-            digit = np.int64((src_k[i] >> s) & mask)
-            p = counts[d, digit]
-            counts[d, digit] = p + 1
-            dst_k[p] = src_k[i]
-            dst_i[p] = src_i[i]
-        if not moved:
-            # Never write into the caller's array: the second buffer becomes fresh memory.
-            src_k = np.empty(n, np.uint64)
-            moved = True
-        src_k, dst_k = dst_k, src_k
-        src_i, dst_i = dst_i, src_i
-    if not moved:
-        return keys.copy(), src_i
-    return src_k, src_i
-
-
-@njit(cache=True)
-def _distinct_runs(sorted_keys):
-    """Distinct values of sorted keys and the offsets of their runs (length distinct + 1)."""
-    n = sorted_keys.shape[0]
-    nd = 0
-    for p in range(n):
+@njit(cache=True, nogil=True)
+def _count_runs(sorted_keys):
+    runs = 0
+    for p in range(sorted_keys.shape[0]):
         if p == 0 or sorted_keys[p] != sorted_keys[p - 1]:
-            nd += 1
-    values = np.empty(nd, np.uint64)
-    offsets = np.empty(nd + 1, np.int64)
+            runs += 1
+    return runs
+
+
+@njit(cache=True, nogil=True)
+def _distinct_runs(sorted_keys, values, offsets):
+    """Fill the distinct values of sorted keys and the offsets of their runs."""
     v = 0
-    for p in range(n):
+    for p in range(sorted_keys.shape[0]):
         if p == 0 or sorted_keys[p] != sorted_keys[p - 1]:
             values[v] = sorted_keys[p]
             offsets[v] = p
             v += 1
-    offsets[nd] = n
-    return values, offsets
+    offsets[v] = sorted_keys.shape[0]
 
 
-@njit(cache=True)
-def _inverse_from_members(offsets, members):
+@njit(cache=True, nogil=True)
+def _inverse_from_members(offsets, members, inverse):
     """``inverse[i]`` = the distinct value held by input ``i``, from the bucket lists."""
-    inverse = np.empty(members.shape[0], np.int64)
     for v in range(offsets.shape[0] - 1):
         for p in range(offsets[v], offsets[v + 1]):
             inverse[members[p]] = v
-    return inverse
 
 
-@njit(cache=True)
-def _symmetric_adjacency(a, b, dist, n):
-    """CSR neighbour lists (both directions) of the pairs (a, b) over nodes 0..n-1."""
-    m = a.shape[0]
-    off = np.zeros(n + 1, np.int64)
-    for i in range(m):
-        off[a[i] + 1] += 1
-        off[b[i] + 1] += 1
-    for v in range(n):
-        off[v + 1] += off[v]
-    pos = off[:-1].copy()
-    nbr = np.empty(2 * m, np.int64)
-    nd = np.empty(2 * m, np.uint8)
-    for i in range(m):
-        p = pos[a[i]]
-        pos[a[i]] = p + 1
-        nbr[p] = b[i]
-        nd[p] = dist[i]
-        p = pos[b[i]]
-        pos[b[i]] = p + 1
-        nbr[p] = a[i]
-        nd[p] = dist[i]
-    return off, nbr, nd
+@njit(cache=True, nogil=True)
+def _expanded_size(offsets, a, b):
+    """Index pairs of the buckets of identical values plus those of the value pairs."""
+    total = 0
+    for v in range(offsets.shape[0] - 1):
+        c = offsets[v + 1] - offsets[v]
+        total += c * (c - 1) // 2
+    for p in range(a.shape[0]):
+        total += (offsets[a[p] + 1] - offsets[a[p]]) * (offsets[b[p] + 1] - offsets[b[p]])
+    return total
 
 
-@njit(cache=True)
-def _first_greater(members, s, e, i):
-    """First position p in the sorted ``members[s:e]`` with ``members[p] > i``."""
-    while s < e:
-        mid = (s + e) >> 1
-        if members[mid] <= i:
-            s = mid + 1
-        else:
-            e = mid
-    return s
-
-
-@njit(cache=True)
-def _row_lengths(bucket_off, members, active, nbr_off, nbr):
-    """For each input index i, how many partners j > i it has; and the largest candidate
-    list ``P(v)`` (own bucket plus neighbouring buckets) over distinct values ``v``."""
-    n = members.shape[0]
-    row_len = np.zeros(n + 1, np.int64)
-    largest = 0
-    for v in range(bucket_off.shape[0] - 1):
-        if not active[v]:
-            continue
-        size = bucket_off[v + 1] - bucket_off[v]
-        for q in range(nbr_off[v], nbr_off[v + 1]):
-            u = nbr[q]
-            size += bucket_off[u + 1] - bucket_off[u]
-        largest = max(largest, size)
-        for p in range(bucket_off[v], bucket_off[v + 1]):
-            i = members[p]
-            c = bucket_off[v + 1] - p - 1  # later copies of the same value
-            for q in range(nbr_off[v], nbr_off[v + 1]):
-                u = nbr[q]
-                first = _first_greater(members, bucket_off[u], bucket_off[u + 1], i)
-                c += bucket_off[u + 1] - first
-            row_len[i + 1] = c
-    return row_len, largest
-
-
-@njit(cache=True)
-def _expand(bucket_off, members, active, nbr_off, nbr, nbr_dist, row_off, largest):
-    """Pairs of input indices (i, j), i < j, from buckets of identical values and the pairs
-    of distinct values, in (i, j) order; row ``i`` goes to ``row_off[i]:row_off[i + 1]``.
-
-    ``members[bucket_off[v]:bucket_off[v + 1]]`` are the input indices holding distinct value
-    ``v``, ascending. All copies of ``v`` share one candidate list ``P(v)`` (own bucket at
-    distance 0 plus the buckets of the neighbouring values), so it is gathered and sorted
-    once per distinct value; each copy ``i`` then takes the part of it above ``i``.
-    ``O(N + output + sum over v of |P(v)| log |P(v)|)``.
-    """
-    total = row_off[-1]
-    oi = np.empty(total, np.int64)
-    oj = np.empty(total, np.int64)
-    od = np.empty(total, np.uint8)
-    cand = np.empty(largest, np.int64)
-    for v in range(bucket_off.shape[0] - 1):
-        if not active[v]:
-            continue
-        m = 0
-        for p in range(bucket_off[v], bucket_off[v + 1]):
-            cand[m] = members[p] << 8
-            m += 1
-        for q in range(nbr_off[v], nbr_off[v + 1]):
-            u = nbr[q]
-            du = np.int64(nbr_dist[q])
-            for p in range(bucket_off[u], bucket_off[u + 1]):
-                cand[m] = (members[p] << 8) | du
-                m += 1
-        if nbr_off[v + 1] > nbr_off[v]:
-            cand[:m].sort()  # (j << 8 | dist): sorts by j, each j appears once
-        for p in range(bucket_off[v], bucket_off[v + 1]):
-            i = members[p]
-            w = row_off[i]
-            start = m - (row_off[i + 1] - w)  # the row is the tail of P(v) above i
-            for r in range(start, m):
-                oi[w] = i
-                oj[w] = cand[r] >> 8
-                od[w] = cand[r] & 255
+@njit(cache=True, nogil=True)
+def _expand(offsets, members, a, b, dist, oi, oj, od):
+    """Index pairs ``(i, j)``, ``i < j``, in no particular order: every two copies of one value
+    (distance 0), and every copy of ``a[p]`` with every copy of ``b[p]``."""
+    w = 0
+    for v in range(offsets.shape[0] - 1):
+        for p in range(offsets[v], offsets[v + 1] - 1):
+            for q in range(p + 1, offsets[v + 1]):
+                # members ascend within a bucket (the sort is stable)
+                oi[w] = members[p]
+                oj[w] = members[q]
+                od[w] = 0
                 w += 1
-    return oi, oj, od
+    for p in range(a.shape[0]):
+        for x in range(offsets[a[p]], offsets[a[p] + 1]):
+            for y in range(offsets[b[p]], offsets[b[p] + 1]):
+                i, j = members[x], members[y]
+                oi[w] = min(i, j)
+                oj[w] = max(i, j)
+                od[w] = dist[p]
+                w += 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,11 +293,40 @@ _EMPTY_U64 = np.empty(0, np.uint64)
 _EMPTY_U8 = np.empty(0, np.uint8)
 
 
+def _scanned(
+    scan: Callable[..., tuple[int, int]], n: int, max_group: int, *args: object
+) -> tuple[np.ndarray, ...]:
+    """Run a scan kernel (:func:`_scan_all`, :func:`_scan_buckets`) over ``n`` values with
+    ``args`` and room for as many pairs as values, or, if it found more, again with room for
+    all of them. Returns ``(xa, xb, dist, large)``, ``large`` the ``(start, end)`` rows of the
+    runs left to the recursive search."""
+    large = np.empty((n // (max_group + 1) + 1, 2), np.int64)
+    room = n
+    while True:
+        xa, xb, dist = (
+            np.empty(room, np.uint64),
+            np.empty(room, np.uint64),
+            np.empty(room, np.uint8),
+        )
+        m, nl = scan(*args, xa, xb, dist, large)
+        if m <= room:
+            return xa[:m].copy(), xb[:m].copy(), dist[:m].copy(), large[:nl]
+        room = m
+
+
+def _compare_all(
+    values: np.ndarray, hamming_k: int, excl: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All pairs of ``values`` within ``hamming_k`` not excluded by an earlier table."""
+    n = values.shape[0]
+    return _scanned(_scan_all, n, n, values, np.uint64(0), hamming_k, excl, n)[:3]
+
+
 def _search_group(
     group: np.ndarray, hamming_k: int, excl: np.ndarray, max_group: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs of one large prefix group (values in its table's bit order), minus the pairs
-    that agree on a mask in ``excl`` (same coordinates), as value pairs with distances.
+    """Pairs of one large prefix group, minus the pairs that agree on a mask in ``excl``, as
+    value pairs with distances.
 
     The members agree on the table prefix, usually on more; only the bits where they differ
     (``free``) can contribute to a distance. Those bits are gathered into an ``f``-bit word
@@ -529,16 +359,91 @@ def _search_group(
     return permute_bits(xa, deposit) | common, permute_bits(xb, deposit) | common, dist
 
 
-def _search_sorted(
-    values: np.ndarray, hamming_k: int, plan: TablePlan, max_group: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every pair within ``hamming_k`` of strictly increasing ``values``, once, as index pairs
-    ``a < b`` (unordered list) with distances."""
-    xa, xb, dist = _search_values(values, hamming_k, plan, max_group, _EMPTY_U64)
-    m = xa.shape[0]
-    ab = _locate(values, np.concatenate([xa, xb]))
-    a, b = ab[:m], ab[m:]
-    return np.minimum(a, b), np.maximum(a, b), dist
+class _Buffers:
+    """The arrays one worker of a search reuses from table to table: a partition of the
+    values and the second buffer of its sorts, each the values' size."""
+
+    def __init__(self, n: int) -> None:
+        self.part = np.empty(n, np.uint64)
+        self.scratch = np.empty(n, np.uint64)
+
+
+def _first_block_pairs(
+    values: np.ndarray,
+    ascending: bool,
+    plan: TablePlan,
+    first: int,
+    hamming_k: int,
+    max_group: int,
+    excl: np.ndarray,
+    buffers: _Buffers,
+) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The pairs (as values) of the tables whose prefix starts with block ``first``, by table.
+
+    The values are partitioned once by the leading bits of that block (up to
+    :data:`_PARTITION_BITS` of them, a radix sort; ascending values, led by block 0, are so
+    already); for each table, every bucket is then sorted by the rest of the table's prefix
+    and its runs compared (:func:`_scan_buckets`), and the runs too large for that are
+    searched recursively. Ascending values are in the order of the table of the leading
+    blocks as they are."""
+    start, width = plan.blocks[first]
+    digit = min(width, _PARTITION_BITS)
+    shift = start + width - digit
+    leading = tuple(range(plan.prefix_blocks))
+    tables = [
+        t
+        for t in range(plan.num_tables)
+        # (a whole-width prefix is never shared by distinct values)
+        if plan.tables[t][0] == first and plan.table_prefix_bits[t] < plan.bits
+    ]
+    part = buffers.part
+    starts = np.empty((1 << digit) + 1, np.int64)
+    if any(not ascending or plan.tables[t] != leading for t in tables):
+        digit_starts(values, shift, digit, starts)
+        part[:] = values
+        if not (ascending and first == 0):
+            counts = np.zeros((1 << DIGIT_BITS) + 1, np.int64)
+            sort_range(part, buffers.scratch, 0, len(part), *digits([(shift, digit)]), counts)
+    found = {}
+    for t in tables:
+        mask = plan.masks[t]
+        table_excl = np.concatenate([plan.masks[:t], excl])
+        if ascending and plan.tables[t] == leading:
+            ordered = values
+            xa, xb, dist, large = _scanned(
+                _scan_all,
+                values.shape[0],
+                max_group,
+                values,
+                mask,
+                hamming_k,
+                table_excl,
+                max_group,
+            )
+        else:
+            ordered = part
+            rest = [(start, width - digit)] if width > digit else []
+            rest += [plan.blocks[b] for b in plan.tables[t][1:]]
+            xa, xb, dist, large = _scanned(
+                _scan_buckets,
+                values.shape[0],
+                max_group,
+                part,
+                buffers.scratch,
+                starts,
+                *digits(rest),
+                mask,
+                hamming_k,
+                table_excl,
+                max_group,
+            )
+        if large.shape[0]:
+            parts = [(xa, xb, dist)]
+            for s, e in large.tolist():
+                parts.append(_search_group(ordered[s:e].copy(), hamming_k, table_excl, max_group))
+            xa, xb, dist = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        found[t] = (xa, xb, dist)
+    return found
 
 
 def _search_values(
@@ -553,47 +458,55 @@ def _search_values(
 
     Table ``t`` skips pairs that agree on the prefix of a table ``t' < t`` (they are found by
     the first such table) or on a mask of ``excl`` (an enclosing level's earlier tables).
+    The tables that start with the same block share one partition of the values
+    (:func:`_first_block_pairs`); from :data:`_PARALLEL_MIN_VALUES` values on, the groups of
+    such tables run on all cores, the most tables first.
     """
     n = values.shape[0]
-    bits = plan.bits
-    all_masks = plan.masks
-    prefix_bits = plan.table_prefix_bits
-    xs: list[np.ndarray] = []
-    ys: list[np.ndarray] = []
-    ds: list[np.ndarray] = []
-    # Two buffers reused by every table: the permuted keys and the radix sort's scratch.
-    keys = np.empty(n, np.uint64)
-    scratch = np.empty(n, np.uint64)
-    for t in range(plan.num_tables if n >= 2 else 0):
-        if prefix_bits[t] == bits:
-            continue  # distinct values never share a whole-width prefix
-        fields = table_fields(plan, t)
-        table_excl = permute_bits(np.concatenate([all_masks[:t], excl]), fields)
-        permute_bits_into(values, *fields, keys)
-        shift = bits - prefix_bits[t]
-        ordered = _radix_sort_bits(keys, scratch, shift, bits, _RADIX_DIGIT_BITS)
-        xa, xb, dist, large_s, large_e = _scan_table(
-            ordered, shift, hamming_k, table_excl, max_group
-        )
-        parts = [(xa, xb, dist)]
-        for s, e in zip(large_s.tolist(), large_e.tolist()):
-            parts.append(_search_group(ordered[s:e], hamming_k, table_excl, max_group))
-        if len(parts) > 1:
-            xa = np.concatenate([p[0] for p in parts])
-            xb = np.concatenate([p[1] for p in parts])
-            dist = np.concatenate([p[2] for p in parts])
-        # Back to the original bit order: the inverse moves each field back.
-        inverse_fields = (fields[1], fields[0], fields[2])
-        xs.append(permute_bits(xa, inverse_fields))
-        ys.append(permute_bits(xb, inverse_fields))
-        ds.append(dist)
-    del keys, scratch
-    if len(xs) == 1:
-        return xs[0], ys[0], ds[0]
-    xa = np.concatenate(xs) if xs else _EMPTY_U64
-    xb = np.concatenate(ys) if ys else _EMPTY_U64
-    dist = np.concatenate(ds) if ds else _EMPTY_U8
-    return xa, xb, dist
+    if n < 2:
+        return _EMPTY_U64, _EMPTY_U64, _EMPTY_U8
+    ascending = bool(np.all(values[1:] > values[:-1]))
+    firsts = sorted(
+        {table[0] for table in plan.tables}, key=lambda b: -sum(t[0] == b for t in plan.tables)
+    )
+    workers = min(len(firsts), os.cpu_count() or 1) if n >= _PARALLEL_MIN_VALUES else 1
+    spare: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(workers):
+        spare.put(_Buffers(n))
+
+    def group(first: int) -> dict:
+        buffers = spare.get()
+        try:
+            return _first_block_pairs(
+                values, ascending, plan, first, hamming_k, max_group, excl, buffers
+            )
+        finally:
+            spare.put(buffers)
+
+    found: dict = {}
+    if workers == 1:
+        for first in firsts:
+            found.update(group(first))
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            for part in pool.map(group, firsts):
+                found.update(part)
+    if not found:
+        return _EMPTY_U64, _EMPTY_U64, _EMPTY_U8
+    tables = sorted(found)
+    return tuple(np.concatenate([found[t][i] for t in tables]) for i in range(3))
+
+
+def _search_sorted(
+    values: np.ndarray, hamming_k: int, plan: TablePlan, max_group: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair within ``hamming_k`` of strictly increasing ``values``, once, as index pairs
+    ``a < b`` (unordered list) with distances."""
+    xa, xb, dist = _search_values(values, hamming_k, plan, max_group, _EMPTY_U64)
+    m = xa.shape[0]
+    ab = _locate(values, np.concatenate([xa, xb]))
+    a, b = ab[:m], ab[m:]
+    return np.minimum(a, b), np.maximum(a, b), dist
 
 
 def _as_fingerprints(fingerprints: np.ndarray, name: str) -> np.ndarray:
@@ -623,11 +536,86 @@ def _check_search_args(hamming_k: int, plan: TablePlan | None, max_group: int) -
             raise ValueError(f"plan.bits must be {FINGERPRINT_BITS}, got {plan.bits}")
 
 
+@dataclass(frozen=True)
+class IdenticalBuckets:
+    """The inputs holding each distinct fingerprint: bucket ``v`` holds ``values[v]``, at the
+    input indices ``members[offsets[v] : offsets[v + 1]]`` (ascending).
+
+    A search over distinct fingerprints (`distinct_hamming_pairs` on ``values``) and
+    :meth:`expand` give every pair of inputs within ``k``, which is what `hamming_pairs`
+    does; the buckets also give each input its value (:meth:`inverse`).
+
+    Attributes:
+        values: ``uint64`` distinct fingerprints, strictly increasing.
+        offsets: ``int64``, ``len(values) + 1`` bucket boundaries into ``members``.
+        members: ``int64`` input indices, bucket by bucket.
+
+    Example:
+        >>> b = IdenticalBuckets.of(np.array([7, 3, 7], dtype=np.uint64))
+        >>> b.values.tolist(), b.offsets.tolist(), b.members.tolist()
+        ([3, 7], [0, 1, 3], [1, 0, 2])
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray
+    members: np.ndarray
+
+    @classmethod
+    def of(cls, fingerprints: np.ndarray) -> IdenticalBuckets:
+        """The buckets of a 1-D ``uint64`` array: one stable radix sort (at most eight
+        passes), ``O(N)`` time and memory. Example: see the class."""
+        sorted_keys, members = argsort64(_as_fingerprints(fingerprints, "fingerprints"))
+        runs = _count_runs(sorted_keys)
+        values, offsets = np.empty(runs, np.uint64), np.empty(runs + 1, np.int64)
+        _distinct_runs(sorted_keys, values, offsets)
+        return cls(values, offsets, members)
+
+    def inverse(self) -> np.ndarray:
+        """``int64`` per input, the index of its value in ``values``. ``O(N)``.
+
+        Example:
+            >>> IdenticalBuckets.of(np.array([7, 3, 7], dtype=np.uint64)).inverse().tolist()
+            [1, 0, 1]
+        """
+        inverse = np.empty(self.members.shape[0], np.int64)
+        _inverse_from_members(self.offsets, self.members, inverse)
+        return inverse
+
+    def expand(
+        self, a: np.ndarray, b: np.ndarray, dist: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair of inputs ``(i, j)``, ``i < j``, sorted by ``(i, j)``, with its
+        ``uint8`` distance: two copies of one value (distance 0), and a copy of ``values[a[p]]``
+        with a copy of ``values[b[p]]`` (distance ``dist[p]``) for each pair of distinct
+        values given, e.g. by `distinct_hamming_pairs`. ``O(N + P)`` for ``P`` output pairs,
+        sorted by one radix sort.
+
+        Example:
+            >>> b = IdenticalBuckets.of(np.array([5, 5, 4], dtype=np.uint64))
+            >>> a, z, d = np.array([0]), np.array([1]), np.array([1], np.uint8)
+            >>> [x.tolist() for x in b.expand(a, z, d)]
+            [[0, 0, 1], [1, 2, 2], [0, 1, 1]]
+        """
+        n = self.members.shape[0]
+        if self.values.shape[0] == n:
+            # No value repeats: each value pair is one index pair.
+            i, j = self.members[a], self.members[b]
+            i, j = np.minimum(i, j), np.maximum(i, j)
+        else:
+            total = _expanded_size(self.offsets, a, b)
+            i, j = np.empty(total, np.int64), np.empty(total, np.int64)
+            d = np.empty(total, np.uint8)
+            _expand(self.offsets, self.members, a, b, dist, i, j, d)
+            dist = d
+        return sorted_pairs(i, j, dist, n)
+
+
 def collapse_identical(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct fingerprints, the position of each input among them, and their multiplicities.
 
     Same result as ``np.unique(fingerprints, return_inverse=True, return_counts=True)``,
-    computed with a radix sort (several times faster for millions of values).
+    computed with a radix sort (several times faster for millions of values), through
+    :class:`IdenticalBuckets`.
 
     Args:
         fingerprints: 1-D ``uint64`` array.
@@ -636,7 +624,7 @@ def collapse_identical(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray
         ``values`` (``uint64``, strictly increasing), ``inverse`` (``int64``, with
         ``values[inverse] == fingerprints``) and ``counts`` (``int64``).
 
-    Complexity: ``O(N)`` time (four radix passes), ``O(N)`` memory.
+    Complexity: ``O(N)`` time (at most eight radix passes), ``O(N)`` memory.
 
     Example:
         >>> import numpy as np
@@ -644,16 +632,8 @@ def collapse_identical(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray
         >>> v.tolist(), inv.tolist(), cnt.tolist()
         ([3, 7], [1, 0, 1], [1, 2])
     """
-    values, offsets, members = _collapse(_as_fingerprints(fingerprints, "fingerprints"))
-    return values, _inverse_from_members(offsets, members), np.diff(offsets)
-
-
-def _collapse(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct values, bucket offsets and ``members``: the input indices holding each value,
-    bucket by bucket, ascending within a bucket (the radix sort is stable)."""
-    sorted_keys, members = _radix_argsort64(fingerprints)
-    values, offsets = _distinct_runs(sorted_keys)
-    return values, offsets, members
+    buckets = IdenticalBuckets.of(fingerprints)
+    return buckets.values, buckets.inverse(), np.diff(buckets.offsets)
 
 
 def distinct_hamming_pairs(
@@ -664,9 +644,9 @@ def distinct_hamming_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of *distinct* fingerprints within Hamming distance ``hamming_k``, exactly once.
 
-    Permutation tables (see the module docstring): for each table, permute the blocks so its
-    prefix leads, radix-sort by the prefix, and compare (XOR + popcount) the values of each
-    run of equal prefixes. A pair is kept only by the first table on whose prefix it agrees.
+    Permutation tables (see the module docstring): for each table, radix-sort the values by
+    the table's prefix, and compare (XOR + popcount) the values of each run of equal
+    prefixes. A pair is kept only by the first table on whose prefix it agrees.
     Runs longer than ``max_group`` are searched recursively over the bits their members do not
     share (or directly, if that is cheaper by the `plan_tables` cost model).
 
@@ -701,7 +681,7 @@ def distinct_hamming_pairs(
         order = None
         sorted_values = values
     else:
-        sorted_values, order = _radix_argsort64(values)
+        sorted_values, order = argsort64(values)
         if n >= 2 and not bool(np.all(sorted_values[1:] > sorted_values[:-1])):
             dup = int(sorted_values[1:][sorted_values[1:] == sorted_values[:-1]][0])
             raise ValueError(
@@ -714,7 +694,7 @@ def distinct_hamming_pairs(
     if order is not None:
         a, b = order[a], order[b]
         a, b = np.minimum(a, b), np.maximum(a, b)
-    return _sort_pairs(a, b, dist, n)
+    return sorted_pairs(a, b, dist, n)
 
 
 def hamming_pairs(
@@ -726,9 +706,10 @@ def hamming_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of fingerprints within Hamming distance ``hamming_k``, identical ones included.
 
-    Identical values are collapsed first (`collapse_identical`), the distinct values are
-    searched with `distinct_hamming_pairs`, and each pair of distinct values and each bucket of
-    identical values is expanded back to all pairs of input indices.
+    Identical values are collapsed first (`IdenticalBuckets`), the distinct values are
+    searched as `distinct_hamming_pairs` does, and each pair of distinct values and each bucket
+    of identical values is expanded back to all pairs of input indices
+    (`IdenticalBuckets.expand`).
 
     Args:
         fingerprints: 1-D ``uint64`` array.
@@ -742,8 +723,8 @@ def hamming_pairs(
         such pair appears exactly once.
 
     Complexity: ``O(N)`` to collapse, the cost of `distinct_hamming_pairs` on the ``D`` distinct
-    values, and ``O(N + P)`` to expand to the ``P`` output pairs. The expansion is inherently
-    output-sized: ``m`` copies of one value alone give ``m * (m - 1) / 2`` pairs (200,000
+    values, and ``O(N + P)`` to expand to the ``P`` output pairs and radix-sort them. The
+    expansion is inherently output-sized: ``m`` copies of one value alone give ``m * (m - 1) / 2`` pairs (200,000
     copies: 2e10 pairs, 340 GB), so with heavy exact duplication prefer `collapse_identical` +
     `distinct_hamming_pairs` and keep the counts.
 
@@ -756,17 +737,8 @@ def hamming_pairs(
     """
     fingerprints = _as_fingerprints(fingerprints, "fingerprints")
     _check_search_args(hamming_k, plan, max_group)
-    values, offsets, members = _collapse(fingerprints)
-    nd = values.shape[0]
+    buckets = IdenticalBuckets.of(fingerprints)
     if plan is None:
-        plan = plan_tables(nd, hamming_k)
-    a, b, dist = _search_sorted(values, int(hamming_k), plan, int(max_group))
-    del values
-    active = np.diff(offsets) > 1
-    active[a] = True
-    active[b] = True
-    nbr_off, nbr, nbr_dist = _symmetric_adjacency(a, b, dist, nd)
-    del a, b, dist
-    row_off, largest = _row_lengths(offsets, members, active, nbr_off, nbr)
-    np.cumsum(row_off, out=row_off)
-    return _expand(offsets, members, active, nbr_off, nbr, nbr_dist, row_off, largest)
+        plan = plan_tables(buckets.values.shape[0], hamming_k)
+    a, b, dist = _search_sorted(buckets.values, int(hamming_k), plan, int(max_group))
+    return buckets.expand(a, b, dist)

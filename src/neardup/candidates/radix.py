@@ -1,0 +1,302 @@
+"""Radix sorts of 64-bit keys, the sorts under the permutation tables
+(:mod:`neardup.candidates.tables`) and the buckets of identical fingerprints.
+
+Least-significant-digit counting sorts, stable, of at most :data:`DIGIT_BITS` bits a pass, so
+that the scattered writes of a pass go to 256 places that stay in cache: an argsort of whole
+keys (:func:`argsort64`), a sort that moves a payload with the keys (:func:`sorted_carrying`),
+pairs of indices sorted by both (:func:`sorted_pairs`), and the sort of a range by chosen bit
+fields (:func:`sort_range`, digits from :func:`digits`) with the digit counts of a
+partition (:func:`digit_starts`). A pass whose digit is the same for every key is skipped.
+The large arrays are allocated by numpy, which backs them with huge pages where it can, and
+filled by the compiled kernels, which release the GIL: a large sort runs on two cores.
+
+Example:
+    >>> keys, order = argsort64(np.array([30, 10, 20, 10], dtype=np.uint64))
+    >>> keys.tolist(), order.tolist()
+    ([10, 10, 20, 30], [1, 3, 2, 0])
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "DIGIT_BITS",
+    "PARALLEL_MIN_KEYS",
+    "argsort64",
+    "digit_starts",
+    "digits",
+    "sort_range",
+    "sorted_carrying",
+    "sorted_pairs",
+]
+
+DIGIT_BITS = 8
+"""Bits of a radix digit: 256 destinations per pass keep the scattered writes in cache."""
+
+PARALLEL_MIN_KEYS = 1 << 20
+"""Sorts of fewer keys run on one core: a thread and a merge would not pay."""
+
+_KEY_BITS = 64
+
+
+@njit(cache=True, nogil=True)
+def digit_starts(values, shift, width, starts):
+    """Fill ``starts`` (``2**width + 1`` int64) so that ``starts[d] .. starts[d + 1]`` is where
+    the ``uint64`` values of digit ``d`` (bits ``shift .. shift + width - 1``) lie once they
+    are in digit order. Compiled; O(n + 2**width).
+
+    Example:
+        >>> starts = np.empty(5, np.int64)
+        >>> digit_starts(np.array([3, 0, 3, 1], np.uint64), 0, 2, starts)
+        >>> starts.tolist()
+        [0, 1, 2, 2, 4]
+    """
+    digit_mask = np.uint64((1 << width) - 1)
+    starts[:] = 0
+    for i in range(values.shape[0]):
+        starts[np.int64((values[i] >> np.uint64(shift)) & digit_mask) + 1] += 1
+    for d in range(starts.shape[0] - 1):
+        starts[d + 1] += starts[d]
+
+
+@njit(cache=True, nogil=True)
+def _count_digit(src, s, e, shift, digit_mask, counts):
+    """Histogram (at ``counts[1:]``) of the digit ``(v >> shift) & digit_mask`` of ``src[s:e]``."""
+    for i in range(s, e):
+        counts[np.int64((src[i] >> shift) & digit_mask) + 1] += 1
+
+
+@njit(cache=True, nogil=True)
+def _move_digit(src, dst, s, e, shift, digit_mask, counts):
+    """One counting-sort pass of ``src[s:e]`` into ``dst[s:e]``, ``counts`` the digit starts."""
+    for i in range(s, e):
+        v = src[i]
+        digit = np.int64((v >> shift) & digit_mask)
+        dst[s + counts[digit]] = v
+        counts[digit] += 1
+
+
+@njit(cache=True, nogil=True)
+def _digits_less(a, b, shifts, masks):
+    # Most significant digit last.
+    for d in range(shifts.shape[0] - 1, -1, -1):
+        x = (a >> shifts[d]) & masks[d]
+        y = (b >> shifts[d]) & masks[d]
+        if x != y:
+            return x < y
+    return False
+
+
+@njit(cache=True, nogil=True)
+def sort_range(keys, scratch, s, e, shifts, masks, counts):
+    """Sort the ``uint64`` ``keys[s:e]`` in place, stably, by their digits ``(key >>
+    shifts[d]) & masks[d]`` (as from :func:`digits`: least significant first, each of at
+    most :data:`DIGIT_BITS` bits), with ``scratch[s:e]`` as the second buffer and ``counts``
+    (``2**DIGIT_BITS + 1`` int64) as the histogram. Small ranges by insertion, others one
+    pass per digit. Sorting sorted keys leaves them as they are. Compiled; O((e - s) ×
+    digits), the ranges of a partition's buckets staying in cache.
+
+    Example:
+        >>> keys = np.array([0x21, 0x12, 0x11], np.uint64)
+        >>> shifts, masks = digits([(0, 4)])  # by the low hex digit only
+        >>> sort_range(keys, np.empty(3, np.uint64), 0, 3, shifts, masks, np.empty(257, np.int64))
+        >>> [hex(k) for k in keys]
+        ['0x21', '0x11', '0x12']
+    """
+    if e - s <= 16:
+        for i in range(s + 1, e):
+            v = keys[i]
+            j = i - 1
+            while j >= s and _digits_less(v, keys[j], shifts, masks):
+                keys[j + 1] = keys[j]
+                j -= 1
+            keys[j + 1] = v
+        return
+    in_keys = True
+    for d in range(shifts.shape[0]):
+        shift = shifts[d]
+        digit_mask = masks[d]
+        size = np.int64(digit_mask) + 1
+        counts[: size + 1] = 0
+        if in_keys:
+            _count_digit(keys, s, e, shift, digit_mask, counts)
+        else:
+            _count_digit(scratch, s, e, shift, digit_mask, counts)
+        first = ((keys[s] if in_keys else scratch[s]) >> shift) & digit_mask
+        if counts[np.int64(first) + 1] == e - s:
+            continue
+        for b in range(size):
+            counts[b + 1] += counts[b]
+        if in_keys:
+            _move_digit(keys, scratch, s, e, shift, digit_mask, counts)
+        else:
+            _move_digit(scratch, keys, s, e, shift, digit_mask, counts)
+        in_keys = not in_keys
+    if not in_keys:
+        keys[s:e] = scratch[s:e]
+
+
+@njit(cache=True, nogil=True)
+def _scatter_carrying(keys, payload, keys_out, payload_out, counts, shift):
+    for i in range(keys.shape[0]):
+        v = keys[i]
+        d = np.int64((v >> shift) & np.uint64((1 << DIGIT_BITS) - 1))
+        p = counts[d]
+        counts[d] = p + 1
+        keys_out[p] = v
+        payload_out[p] = payload[i]
+
+
+@njit(cache=True, nogil=True)
+def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, payload_tmp):
+    """Stable LSD radix sort of the uint64 ``keys`` (no bit at or above ``bits`` set) into
+    ``keys_out``, with ``payload`` moved alike into ``payload_out``; ``*_tmp`` are scratch and
+    the inputs are only read. ``O(n × bits / DIGIT_BITS)``; a pass whose digit is the
+    same for every key is skipped."""
+    n = keys.shape[0]
+    size = 1 << DIGIT_BITS
+    passes = max(1, (bits + DIGIT_BITS - 1) // DIGIT_BITS)
+    counts = np.zeros((passes, size), np.int64)
+    for i in range(n):
+        v = keys[i]
+        for d in range(passes):
+            counts[d, np.int64((v >> np.uint64(d * DIGIT_BITS)) & np.uint64(size - 1))] += 1
+    moving = np.zeros(passes, np.bool_)
+    for d in range(passes):
+        if n > 0:
+            digit = (keys[0] >> np.uint64(d * DIGIT_BITS)) & np.uint64(size - 1)
+            moving[d] = counts[d, np.int64(digit)] != n
+    left = moving.sum()
+    if left == 0:
+        keys_out[:] = keys
+        payload_out[:] = payload
+        return
+    # The passes alternate between the buffers: start so that the last one lands in *_out.
+    into_out = left % 2 == 1
+    started = False
+    for d in range(passes):
+        if not moving[d]:
+            continue
+        c = counts[d]
+        total = 0
+        for b in range(size):
+            x = c[b]
+            c[b] = total
+            total += x
+        shift = np.uint64(d * DIGIT_BITS)
+        if not started:
+            if into_out:
+                _scatter_carrying(keys, payload, keys_out, payload_out, c, shift)
+            else:
+                _scatter_carrying(keys, payload, keys_tmp, payload_tmp, c, shift)
+            started = True
+        elif into_out:
+            _scatter_carrying(keys_tmp, payload_tmp, keys_out, payload_out, c, shift)
+        else:
+            _scatter_carrying(keys_out, payload_out, keys_tmp, payload_tmp, c, shift)
+        into_out = not into_out
+
+
+@njit(cache=True, nogil=True)
+def _merge_carrying(keys, payload, half, keys_out, payload_out):
+    # Merge the sorted keys[:half] and keys[half:]; on equal keys the first half goes first.
+    n = keys.shape[0]
+    i, j = 0, half
+    for w in range(n):
+        if j == n or (i < half and keys[i] <= keys[j]):
+            keys_out[w] = keys[i]
+            payload_out[w] = payload[i]
+            i += 1
+        else:
+            keys_out[w] = keys[j]
+            payload_out[w] = payload[j]
+            j += 1
+
+
+def sorted_carrying(
+    keys: np.ndarray, payload: np.ndarray, bits: int = _KEY_BITS
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``uint64`` ``keys`` sorted (stably) and the ``payload`` (any dtype, same length)
+    in the same order; only bits ``0 .. bits - 1`` of the keys may be set. New arrays, the
+    inputs are only read. O(n × bits / DIGIT_BITS); from :data:`PARALLEL_MIN_KEYS` keys on,
+    the two halves are sorted on two cores and merged.
+
+    Example:
+        >>> keys, names = sorted_carrying(np.array([2, 1, 2], np.uint64), np.array([7, 8, 9]))
+        >>> keys.tolist(), names.tolist()
+        ([1, 2, 2], [8, 7, 9])
+    """
+    n = keys.shape[0]
+    keys_out, keys_tmp = np.empty(n, np.uint64), np.empty(n, np.uint64)
+    payload_out, payload_tmp = np.empty(n, payload.dtype), np.empty(n, payload.dtype)
+    if n < PARALLEL_MIN_KEYS or (os.cpu_count() or 1) < 2:
+        _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, payload_tmp)
+        return keys_out, payload_out
+    half = n // 2
+
+    def sort(part: slice) -> None:
+        # Each half sorted into its part of *_tmp, with its part of *_out as scratch.
+        tmp, out = (keys_tmp[part], payload_tmp[part]), (keys_out[part], payload_out[part])
+        _radix_sort_carrying(keys[part], payload[part], bits, *tmp, *out)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(sort, (slice(0, half), slice(half, n))))
+    _merge_carrying(keys_tmp, payload_tmp, half, keys_out, payload_out)
+    return keys_out, payload_out
+
+
+def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted keys, order)`` of ``uint64`` ``keys``: ``keys[order]`` is sorted, equal keys in
+    input order (``np.argsort(kind="stable")``). O(n), at most eight passes. Example: see
+    the module."""
+    return sorted_carrying(keys, np.arange(keys.shape[0], dtype=np.int64))
+
+
+def sorted_pairs(
+    a: np.ndarray, b: np.ndarray, dist: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs of indices ``(a[p], b[p])`` in ``0..n-1`` with a ``uint8`` value ``dist[p]``,
+    sorted by ``(a, b)``: one radix sort of ``a`` and ``b`` packed into one word
+    (``np.lexsort`` when ``n`` needs more than 32 bits). O(pairs × log2(n) / DIGIT_BITS).
+
+    Example:
+        >>> a, b, d = sorted_pairs(np.array([2, 0, 0]), np.array([3, 4, 1]),
+        ...                        np.array([5, 6, 7], np.uint8), 5)
+        >>> a.tolist(), b.tolist(), d.tolist()
+        ([0, 0, 2], [1, 4, 3], [7, 6, 5])
+    """
+    width = max(1, int(n - 1).bit_length())
+    if 2 * width > _KEY_BITS:
+        order = np.lexsort((b, a))
+        return a[order], b[order], dist[order]
+    keys = (a.astype(np.uint64) << np.uint64(width)) | b.astype(np.uint64)
+    keys, dist = sorted_carrying(keys, dist, 2 * width)
+    a = (keys >> np.uint64(width)).astype(np.int64)
+    b = (keys & np.uint64((1 << width) - 1)).astype(np.int64)
+    return a, b, dist
+
+
+def digits(spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Radix digits ``(shifts, masks)`` (``uint64``) for :func:`sort_range`, of the bit ranges
+    ``(start, width)`` of a key listed most significant first: each range cut into digits of
+    at most :data:`DIGIT_BITS` bits of nearly equal width, the least significant digit first.
+    O(digits).
+
+    Example:
+        >>> [x.tolist() for x in digits([(40, 13), (0, 4)])]
+        [[0, 40, 46], [15, 63, 127]]
+    """
+    shifts, masks = [], []
+    for start, width in reversed(spans):
+        passes = -(-width // DIGIT_BITS)
+        for d in range(passes):
+            low = d * width // passes
+            high = (d + 1) * width // passes
+            shifts.append(start + low)
+            masks.append((1 << (high - low)) - 1)
+    return np.array(shifts, np.uint64), np.array(masks, np.uint64)
