@@ -10,7 +10,8 @@ and Korean-like texts of 50-800 words with planted light edits and one hot templ
   edits of stored documents (two words replaced), half unseen documents, and the p99 of the
   thread's CPU time per query (what the wall time is on idle cores); the share of the edits
   answered ``duplicate`` is the recall on light edits;
-- adds: batches of 1,000 unseen documents, each batch one durable transaction
+- adds: batches of 1,000 unseen documents (--batches, default 100 from 100,000 documents, else
+  2), each batch one durable transaction
   (``synchronous=normal``), and 300 single adds (one transaction each);
 - at the largest size, ``POST /v1/query`` by text against ``neardup serve`` over --http
   keep-alive connections (the client of ``load_service.py``).
@@ -92,13 +93,33 @@ def open_probe(path: str, method: str, probe_texts: list[str]) -> dict:
     }
 
 
+def add_batches(n: int, batches: int | None) -> int:
+    """Batches of 1,000 adds at ``n`` stored documents: ``batches``, or by default 100 from
+    100,000 documents on, else 2."""
+    if batches is not None:
+        return batches
+    return 100 if n >= 100_000 else 2
+
+
+def documents_needed(n: int, queries: int, batches: int) -> int:
+    """Documents a run at ``n`` reads from the corpus: the stored ones, the unseen probes, the
+    batched adds and the 300 single adds."""
+    return n + queries - queries // 2 + 1000 * batches + 300
+
+
 def bench(
-    method: str, n: int, corpus: Path, queries: int, seed: int, workdir: Path, http: int = 0
+    method: str,
+    n: int,
+    corpus: Path,
+    queries: int,
+    seed: int,
+    workdir: Path,
+    http: int = 0,
+    batches: int = 100,
 ) -> dict:
     from neardup.index.store import NearDupIndex
 
-    extra = 101_300 if n >= 100_000 else 2 * 1000 + 1300
-    ids, texts, stamps = read_corpus(corpus, n + extra)
+    ids, texts, stamps = read_corpus(corpus, documents_needed(n, queries, batches))
     path = workdir / f"{method}-{n}"
     t0 = time.perf_counter()
     NearDupIndex.build(
@@ -153,7 +174,6 @@ def bench(
         out["query_text_cpu"] = percentiles(cpu)
         out["light_edit_recall"] = round(found / len(edits), 4)
         start = n + len(unseen)
-        batches = (extra - len(unseen) - 300) // 1000
         t1 = time.perf_counter()
         for b in range(batches):
             s = start + 1000 * b
@@ -276,6 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         help="At the largest size, also query `neardup serve` over this many "
         "connections (0: skip).",
     )
+    parser.add_argument(
+        "--batches",
+        type=int,
+        default=None,
+        help="Batches of 1,000 adds (default: 100 from 100,000 documents on, else 2).",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--out", default=None, help="Markdown report.")
@@ -292,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     corpus = Path(args.corpus) if args.corpus else workdir / "corpus.jsonl"
     if not args.corpus:
-        docs = max(sizes) + (101_300 if max(sizes) >= 100_000 else 3300)
+        docs = max(documents_needed(n, args.queries, add_batches(n, args.batches)) for n in sizes)
         subprocess.run(
             [
                 sys.executable,
@@ -326,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.seed,
                     workdir,
                     args.http if n == max(sizes) else 0,
+                    add_batches(n, args.batches),
                 )
                 print(json.dumps(r), file=sys.stderr)
                 results["runs"].append(r)

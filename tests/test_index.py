@@ -1097,3 +1097,33 @@ def test_minhash_data_cache_is_bounded_and_least_recently_used():
     cache.rows([4], load)  # 2 more: the least recently used (2) goes
     assert len(cache) == 3 and cache.rows([2], load)[1].tolist() == [2, 2, 2]
     assert loads[-1] == [2]
+
+
+def test_minhash_large_match_sets_list_as_the_one_round_trip_does(tmp_path):
+    """More than 512 matches (a popular template, ties included) are described from each
+    group read once and the IDs of the best-ranked only: the same original and the same
+    first matches, at every limit, as reading every match's row."""
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(300)]
+    template = [str(w) for w in rng.choice(words, 60)]
+    texts = []
+    for i in range(700):
+        t = list(template)
+        if i % 3:  # a third are exact copies: many ties at similarity 1
+            t[int(rng.integers(60))] = f"slot{i}"
+        texts.append(" ".join(t))
+    ids = [f"t{(i * 37) % 700:03d}" for i in range(700)]  # IDs out of position order
+    stamps = rng.integers(0, 10**9, 700) * 1_000_000
+    with NearDupIndex.build(
+        tmp_path / "idx", ids, texts=texts, timestamps_us=stamps, method="minhash"
+    ) as index:
+        matcher = index._matcher
+        probes = matcher.prepare([" ".join(template), texts[5]], None)
+        for p, d in matcher.stored(probes):
+            assert p.size > 512
+            groups = matcher.group_info(p)
+            best = min(((g[3], g[1]), g[2]) for g in groups.values())[1]
+            for limit in (0, 1, 10, 300, 1000):
+                assert (best, matcher.ranked_top(p, d, limit)) == matcher.small_match_set(
+                    p, d, limit
+                )

@@ -267,6 +267,36 @@ def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candida
     assert read == [[0]]  # 1 is too short, 2's sketch rules it out; 0 is cached
 
 
+def test_candidate_verifier_keeps_recurring_candidates_past_a_flood_of_new_ones():
+    """A candidate compared in every call stays cached while each call brings many candidates
+    met once (a popular template beside the long texts every probe meets once): it is read
+    twice at most, and the outcome equals verifying every candidate."""
+    settings = Settings(method="minhash")
+    template = "dear customer thank you for your order number one two three of today"
+    stored = [template] + [
+        f"page {i} about topic {i % 7} with words {i} and {i + 1}" for i in range(400)
+    ]
+    blobs = encode_texts(stored)
+    reads: list[int] = []
+    verifier = CandidateVerifier(
+        settings,
+        lambda ps: data_sizes([stored[p] for p in ps], settings),
+        lambda ps: reads.extend(ps.tolist()) or [blobs[p] for p in ps],
+        max_values=400,
+    )
+    probe = [template.replace("today", "tomorrow")]
+    probe_data = verification_data(probe, settings)
+    for call in range(8):
+        pos = np.concatenate([[0], np.arange(1 + 50 * call, 1 + 50 * (call + 1))])
+        qi = np.zeros(pos.shape[0], np.int64)
+        got = verifier.matches(probe_data, qi, pos)
+        offsets, values = verification_data(probe + stored, settings)
+        sim = pair_similarity(offsets, values, qi, 1 + pos, settings, screen=False)
+        ok = sim >= verify_threshold(settings)
+        assert [x.tolist() for x in got] == [qi[ok].tolist(), pos[ok].tolist(), sim[ok].tolist()]
+    assert reads.count(0) <= 2 and verifier.cache.values + verifier.recent.values <= 400
+
+
 @given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=5), max_size=6), st.randoms())
 def test_take_and_concat_data_rows(seqs, rnd):
     data = csr(seqs)

@@ -328,6 +328,48 @@ def test_damaged_database_answers_right_or_fails_in_one_line(tmp_path, fault, wh
             assert len(copy) <= 5001
 
 
+def test_quick_check_runs_unless_the_database_is_as_a_clean_close_left_it(tmp_path):
+    """A clean close records the database file; opening skips the quick check only while the
+    file is unchanged, a writer is not open, and no writer died: a byte changed behind the
+    index's back (times set back included) is still refused."""
+    import os
+
+    from neardup.index.errors import IndexDamagedError
+
+    path = tmp_path / "idx"
+    fps = np.random.default_rng(5).integers(0, 2**64, 5000, dtype=np.uint64)
+    NearDupIndex.build(path, [f"d{i}" for i in range(5000)], fingerprints=fps).close()
+
+    def quick_check_seconds():
+        with NearDupIndex(path, readonly=True) as index:
+            assert index.query(fingerprint=int(fps[7])).matches[0].id == "d7"
+            return index.stats()["quick_check_seconds"]
+
+    assert quick_check_seconds() is None
+    writer = NearDupIndex(path)
+    assert quick_check_seconds() is not None  # the writer may be writing
+    writer.add("new", fingerprint=12345)
+    writer.close()
+    assert quick_check_seconds() is None
+    writer = NearDupIndex(path)
+    writer._release()  # as a writer that died: no record of a clean close
+    assert quick_check_seconds() is not None
+    NearDupIndex(path).close()
+    assert quick_check_seconds() is None
+
+    db = path / "index.sqlite"
+    before = db.stat()
+    data = bytearray(db.read_bytes())
+    start = len(data) // 2
+    for k in range(start, start + 16):
+        data[k] ^= 0x5A
+    db.write_bytes(bytes(data))
+    os.utime(db, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert db.stat().st_size == before.st_size
+    with pytest.raises(IndexDamagedError, match="quick_check"):
+        NearDupIndex(path, readonly=True)
+
+
 @pytest.mark.parametrize("command", ["add", "build"])
 def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(
     tmp_path, monkeypatch, command

@@ -11,6 +11,7 @@ from neardup.lcs import (
     lcs_length_reference,
     lcs_lengths,
     lcs_pairs,
+    lcs_pairs_one_to_many,
     lcs_unit_counts,
     lcs_units,
     resemblance_reference,
@@ -249,3 +250,32 @@ def test_auto_units_forgive_korean_spacing_but_not_changed_english_words():
 @given(st.lists(st.lists(TOKENS, max_size=30).map("".join), max_size=5))
 def test_unit_counts_equal_the_units_built(texts):
     assert lcs_unit_counts(texts).tolist() == np.diff(lcs_units(texts, "auto")[0]).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 4), max_size=150), min_size=1, max_size=4),
+    st.lists(st.lists(st.integers(0, 4), max_size=150), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=20),
+    st.sampled_from([None, 0.5, 0.8, 1.0]),
+)
+def test_one_to_many_gives_the_values_of_lcs_pairs(queries, stored, pairs, threshold):
+    """Rows of two CSRs, pairs in any order (runs of one query, two pairs side by side, texts
+    of any length, several 64-bit words): the values of lcs_pairs on the joined CSR, exact or,
+    with a threshold, the same passing pairs with the same values."""
+    pairs = [(q % len(queries), s % len(stored)) for q, s in pairs]
+    a = np.array([q for q, _ in pairs], np.int64)
+    b = np.array([s for _, s in pairs], np.int64)
+    oa, ca = _csr(queries)
+    ob, cb = _csr(stored, np.uint32)
+    got = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, threshold)
+    offsets, codes = _csr(queries + stored)
+    want = lcs_pairs(offsets, codes, a, len(queries) + b, threshold)
+    if threshold is None:
+        assert got.tolist() == want.tolist()
+    else:
+        assert (got >= threshold).tolist() == (want >= threshold).tolist()
+        assert got[got >= threshold].tolist() == want[want >= threshold].tolist()
+    for (q, s), value in zip(pairs, got):
+        if threshold is None or value >= threshold:
+            assert value == pytest.approx(resemblance_reference(queries[q], stored[s]))

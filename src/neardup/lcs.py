@@ -528,3 +528,226 @@ def resemblance_reference(x, y) -> float:
     """
     top = max(len(x), len(y))
     return 1.0 if top == 0 else lcs_length_reference(x, y) / top
+
+
+@njit(inline="always")
+def _pattern_row(key, table):
+    """The mask row of unit ``key`` in the current pattern's hash table, or its ``absent``
+    row."""
+    table_key, table_owner, table_id, run, shift, mask, absent = table
+    h = np.int64((key * _MUL) >> shift)
+    while table_owner[h] == run:
+        if table_key[h] == key:
+            return table_id[h]
+        h = (h + 1) & mask
+    return absent
+
+
+@njit(inline="always")
+def _advance(v, peq, base, words):
+    """One text unit over the whole vector: V = (V + U) | (V − U), U = V & M, carried across
+    the words."""
+    carry = np.uint64(0)
+    for w in range(words):
+        vw = v[w]
+        u = vw & peq[base + w]
+        t = vw + u
+        c = np.uint64(t < vw)
+        t2 = t + carry
+        c |= np.uint64(t2 < t)
+        carry = c
+        v[w] = t2 | (vw & ~u)
+
+
+@njit(inline="always")
+def _zero_bits(v, words, last_valid):
+    """The zero bits among the vector's valid bits: the LCS so far."""
+    zeros = 0
+    for w in range(words):
+        x = ~v[w]
+        if w == words - 1:
+            x &= last_valid
+        while x:
+            x &= x - np.uint64(1)
+            zeros += 1
+    return zeros
+
+
+@njit(inline="always")
+def _needed(m, n, threshold):
+    """The LCS a pair of lengths m and n must reach (0: exact wanted), or -1 when the lengths
+    decide alone (two empty texts, or a length ratio below ``threshold``)."""
+    top = max(m, n)
+    if top == 0:
+        return -1
+    if threshold > 0.0:
+        if min(m, n) / top < threshold:
+            return -1
+        return np.int64(np.ceil(threshold * top - 1e-9))
+    return 0
+
+
+@njit(inline="always")
+def _resemblance(m, n, length):
+    """The value of a pair of lengths m and n with LCS ``length`` (-1: decided by lengths)."""
+    top = max(m, n)
+    if length >= 0:
+        return length / top
+    return 1.0 if top == 0 else min(m, n) / top
+
+
+@njit(inline="always")
+def _finish(v, peq, codes, start, n, first, need, words, last_valid, table):
+    """Run text units ``first..n`` over the vector; the LCS, or once it cannot reach
+    ``need``, a bound below ``need`` (after text unit j, LCS ≤ LCS so far + n − j − 1)."""
+    absent = table[6]
+    for j in range(first, n):
+        row = _pattern_row(np.uint64(codes[start + j]), table)
+        if row != absent:
+            _advance(v, peq, row * words, words)
+        if need > 0 and (j & 31) == 31:
+            bound = _zero_bits(v, words, last_valid) + (n - j - 1)
+            if bound < need:
+                return bound
+    return _zero_bits(v, words, last_valid)
+
+
+@njit(cache=True, nogil=True)
+def _one_to_many_kernel(offsets_a, codes_a, offsets_b, codes_b, a, b, threshold, out):
+    """:func:`lcs_pairs_one_to_many` over pairs sorted by ``a``. Text ``a[q]`` is the
+    pattern, its masks (one row of ⌈m / 64⌉ words per distinct unit) built once per run of
+    equal ``a``; the texts of two pairs of a run advance side by side, two independent chains
+    of dependent word operations that the processor overlaps."""
+    pairs = a.shape[0]
+    longest = 1
+    for q in range(pairs):
+        la = offsets_a[a[q] + 1] - offsets_a[a[q]]
+        longest = max(longest, la, offsets_b[b[q] + 1] - offsets_b[b[q]])
+    capacity = 16
+    while capacity < 2 * longest:
+        capacity *= 2
+    bits = 0
+    while (1 << bits) < capacity:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    table_key = np.zeros(capacity, np.uint64)
+    table_owner = np.full(capacity, -1, np.int64)  # the run (pattern) owning the slot
+    table_id = np.zeros(capacity, np.int64)
+    most = (longest + 63) // 64
+    peq = np.zeros((longest + 1) * most, np.uint64)
+    v1 = np.zeros(most, np.uint64)
+    v2 = np.zeros(most, np.uint64)
+    ones = ~np.uint64(0)
+    current = -1
+    run = -1
+    m = 0
+    words = 0
+    absent = 0
+    last_valid = ones
+    q = 0
+    while q < pairs:
+        if a[q] != current:
+            peq[: (absent + 1) * words] = 0
+            current = a[q]
+            run += 1
+            start = offsets_a[current]
+            m = offsets_a[current + 1] - start
+            words = (m + 63) // 64
+            distinct = 0
+            for i in range(m):
+                key = np.uint64(codes_a[start + i])
+                h = np.int64((key * _MUL) >> shift)
+                while table_owner[h] == run and table_key[h] != key:
+                    h = (h + 1) & (capacity - 1)
+                if table_owner[h] != run:
+                    table_owner[h] = run
+                    table_key[h] = key
+                    table_id[h] = distinct
+                    distinct += 1
+                peq[table_id[h] * words + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
+            absent = distinct  # the row of units the pattern lacks: they change nothing
+            tail = m & 63
+            last_valid = ones if tail == 0 else (np.uint64(1) << np.uint64(tail)) - np.uint64(1)
+        table = (table_key, table_owner, table_id, run, shift, capacity - 1, absent)
+        lanes = 2 if q + 1 < pairs and a[q + 1] == current else 1
+        s1 = offsets_b[b[q]]
+        n1 = offsets_b[b[q] + 1] - s1
+        need1 = _needed(m, n1, threshold)
+        s2 = 0
+        n2 = 0
+        need2 = -1
+        if lanes == 2:
+            s2 = offsets_b[b[q + 1]]
+            n2 = offsets_b[b[q + 1] + 1] - s2
+            need2 = _needed(m, n2, threshold)
+        for w in range(words):
+            v1[w] = ones
+            v2[w] = ones
+        both = min(n1, n2) if need1 >= 0 and need2 >= 0 else 0
+        for j in range(both):
+            r1 = _pattern_row(np.uint64(codes_b[s1 + j]), table)
+            r2 = _pattern_row(np.uint64(codes_b[s2 + j]), table)
+            if r1 != absent:
+                _advance(v1, peq, r1 * words, words)
+            if r2 != absent:
+                _advance(v2, peq, r2 * words, words)
+        length = -1
+        if need1 >= 0:
+            length = _finish(v1, peq, codes_b, s1, n1, both, need1, words, last_valid, table)
+        out[q] = _resemblance(m, n1, length)
+        if lanes == 2:
+            length = -1
+            if need2 >= 0:
+                length = _finish(v2, peq, codes_b, s2, n2, both, need2, words, last_valid, table)
+            out[q + 1] = _resemblance(m, n2, length)
+        q += lanes
+
+
+def lcs_pairs_one_to_many(
+    offsets_a: np.ndarray,
+    codes_a: np.ndarray,
+    offsets_b: np.ndarray,
+    codes_b: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    threshold: float | None = None,
+) -> np.ndarray:
+    """:func:`lcs_pairs` of row ``a[p]`` of one CSR of units and row ``b[p]`` of another
+    (float64 per pair, the same values: with ``threshold``, exact at or above it and some value
+    below it otherwise), for texts compared with many others (a query and its candidates):
+    each distinct ``a`` row's bit masks are built once for all its pairs, two of its pairs run
+    side by side, and the two CSRs need not be joined. No common prefix or suffix is trimmed.
+
+    Time O(Σ ⌈len_a / 64⌉ · len_b) per pair (a unit of b that the a row lacks costs one
+    look-up), plus O(len_a) per distinct ``a`` and a sort of the pairs; memory
+    O(longest · ⌈longest / 64⌉) for the masks. Measured on the benchmark corpus's template
+    (266 units, against 3,000 copies): 1.3-1.45 times as fast as :func:`lcs_pairs`.
+
+    Example:
+        >>> oa, ca = lcs_units(["a b c d", ""], "word")
+        >>> ob, cb = lcs_units(["a x c d", "", "a b c d e"], "word")
+        >>> lcs_pairs_one_to_many(oa, ca, ob, cb, np.array([0, 0, 1, 0]),
+        ...                       np.array([0, 1, 1, 2])).tolist()
+        [0.75, 0.0, 1.0, 0.8]
+    """
+    offsets_a, codes_a, a, _ = _check_pairs(offsets_a, codes_a, a, a)
+    offsets_b, codes_b, b, _ = _check_pairs(offsets_b, codes_b, b, b)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same length; got {a.shape} and {b.shape}")
+    if threshold is not None and not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1]; got {threshold}")
+    order = np.argsort(a, kind="stable")
+    in_order = np.empty(a.shape[0], np.float64)
+    _one_to_many_kernel(
+        offsets_a,
+        codes_a,
+        offsets_b,
+        codes_b,
+        a[order],
+        b[order],
+        float(threshold or 0.0),
+        in_order,
+    )
+    out = np.empty(a.shape[0], np.float64)
+    out[order] = in_order
+    return out

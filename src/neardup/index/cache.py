@@ -97,7 +97,8 @@ class OpenInfo:
     """How an index's tables were opened: ``source`` (``"cache"`` or ``"rebuilt"``), ``detail``
     (the generation, or why the cache was not used), ``tail_rows`` (rows applied on top of the
     cache), ``seconds`` (the whole open) and ``extra`` timings (``quick_check_seconds``,
-    ``checksum_seconds``)."""
+    ``checksum_seconds``; the quick check's is None when the database was as a writer left
+    it on a clean close and needed none)."""
 
     source: str = ""
     seconds: float = 0.0

@@ -188,7 +188,7 @@ def _minhash_neighbourhood(matcher: Matcher, batch: Probes, limit: int) -> Neigh
     ca, cb = ca[fit], cb[fit]
     sim = pair_similarity(*batch.data, ca, cb, settings)
     ok = sim >= verify_threshold(settings)
-    top = [matcher.small_match_set(p, d, limit)[1] if p.size else [] for p, d in stored]
+    top = [matcher.ranked_top(p, d, limit) for p, d in stored]
     return _neighbourhood(
         np.arange(len(batch)), stored, info, stored_gids, (ca[ok], cb[ok], -sim[ok]), top
     )

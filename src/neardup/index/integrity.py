@@ -3,7 +3,8 @@ and a new index from the records of a damaged one.
 
 What the index guards on its own is described where it is done: the cached tables are
 checksummed and verified before use (:mod:`neardup.index.cache`), the database gets a quick
-check at every open and SQLite errors become one-line errors (:mod:`neardup.index.storage`).
+check at every open unless it is as a writer left it on a clean close, and SQLite errors
+become one-line errors (:mod:`neardup.index.storage`).
 This module goes further, on demand: :func:`check_index` runs SQLite's full
 ``PRAGMA integrity_check`` (which also finds a changed byte inside a record, since every column
 of ``docs`` is also in one of its indexes) and compares the records' own consistency and the

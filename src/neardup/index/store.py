@@ -68,6 +68,7 @@ from neardup.index.storage import (
     check_database_file,
     check_synchronous,
     guard_sqlite,
+    mark_closed,
     open_records,
     read_snapshot,
     record_of,
@@ -127,12 +128,10 @@ class NearDupIndex:
         try:
             if not self.readonly:
                 self._lock_fd = acquire_writer_lock(self.path)
-            self._conn, meta, check_seconds = open_records(
-                self.path, self.readonly, self.synchronous
-            )
+            self._conn, meta, checked = open_records(self.path, self.readonly, self.synchronous)
             self.settings = settings_from_meta(meta)
             self.created = meta.get("created", "")
-            self._open_info = OpenInfo(extra={"quick_check_seconds": round(check_seconds, 4)})
+            self._open_info = OpenInfo(extra={"quick_check_seconds": checked})
             self._load_tables()
             self._matcher = Matcher(self.path, self._conn, self._tables, self.settings)
             self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -258,8 +257,9 @@ class NearDupIndex:
         self.close()
 
     def close(self) -> None:
-        """Cache the tables (writer, if anything changed since the last cache) and release the
-        database and the writer lock. Idempotent. O(table bytes) when it caches.
+        """Cache the tables (writer, if anything changed since the last cache), record the file
+        a writer leaves (the next open may skip the quick check: storage's ``mark_closed``) and
+        release the database and the writer lock. Idempotent. O(table bytes) when it caches.
 
         Example:
             >>> import tempfile
@@ -269,21 +269,25 @@ class NearDupIndex:
         with self._lock:
             if self._closed:
                 return
+            clean = False
             try:
                 if not self.readonly and self._conn is not None and self._dirty:
                     self.checkpoint()
+                clean = not self.readonly and self._conn is not None
             finally:
-                self._release()
+                self._release(clean)
 
-    def _release(self) -> None:
+    def _release(self, clean: bool = False) -> None:
         self._closed = True
         if self._conn is not None:
             try:
                 self._conn.close()
             except sqlite3.Error:
-                pass
+                clean = False
             self._conn = None
         if self._lock_fd is not None:
+            if clean:
+                mark_closed(self.path)
             os.close(self._lock_fd)
             self._lock_fd = None
 

@@ -25,6 +25,7 @@ from neardup.index.minhash import (
     verification_data,
     verify_threshold,
 )
+from neardup.lcs import lcs_pairs_one_to_many
 from neardup.settings import Settings
 
 __all__ = ["CandidateVerifier"]
@@ -41,11 +42,13 @@ class CandidateVerifier:
     their texts are read (on the benchmark corpus, about 96 % of the long texts that a long
     text is a band candidate of and that the lengths leave). Sizes and sketches are learnt
     from :meth:`record` (documents added) and from every text read; a size not yet known is
-    read with ``read_sizes``. The texts of the candidates left are read with ``read_texts``,
-    prepared (:func:`~neardup.index.minhash.verification_data`) and kept in a
-    :class:`~neardup.index.minhash.DataCache`. A position's text never changes (positions
-    are never reused), so nothing kept goes stale. Memory: 8 bytes per position up to the
-    largest seen, 64 per sketch learnt, plus the cache.
+    read with ``read_sizes``. The texts of the candidates left are read with ``read_texts``
+    and prepared (:func:`~neardup.index.minhash.verification_data`), and kept in two
+    :class:`~neardup.index.minhash.DataCache`: an eighth of ``max_values`` for positions
+    compared once, the rest for those compared again (a candidate met once, as most are,
+    would otherwise push out the ones that recur). A position's text never changes
+    (positions are never reused), so nothing kept goes stale. Memory: 9 bytes per position up
+    to the largest seen, 64 per sketch learnt, plus the cache.
 
     Args:
         settings: the index's settings.
@@ -85,13 +88,17 @@ class CandidateVerifier:
         self.sketched = verification is not None and verification.measure == "lcs"
         self._read_sizes = read_sizes
         self._read_texts = read_texts
-        self.cache = DataCache(max_values)
+        # Positions compared once go to a small cache of their own, those compared again to
+        # the main one: a candidate met once, as most are, does not push out those that recur.
+        self.recent = DataCache(max_values // 8)
+        self.cache = DataCache(max_values - max_values // 8)
         self.workers = workers
         self._sizes = np.full(0, self._UNKNOWN, np.uint32)
         # Row of each position's sketch in _sketch_rows, -1 while unknown (int32: 2**31 rows).
         self._sketch_of = np.full(0, -1, np.int32)
         self._sketch_rows = np.zeros((0, SKETCH_BITS // 64), np.uint64)
         self._sketch_count = 0
+        self._compared = np.zeros(0, np.bool_)  # whose text was read for a comparison
 
     @property
     def nbytes(self) -> int:
@@ -99,8 +106,9 @@ class CandidateVerifier:
         return int(
             self._sizes.nbytes
             + self._sketch_of.nbytes
+            + self._compared.nbytes
             + self._sketch_rows.nbytes
-            + 8 * self.cache.values
+            + 8 * (self.cache.values + self.recent.values)
         )
 
     def record(self, positions: np.ndarray, data: tuple[np.ndarray, np.ndarray]) -> None:
@@ -154,7 +162,8 @@ class CandidateVerifier:
         # Rows 0..n-1 are the probes' data, then one row per candidate left, each read and
         # prepared once (or found in the cache).
         used, at = np.unique(pos, return_inverse=True)
-        stored = self.cache.rows(used, self._load)
+        stored, row_of = self._stored_data(used)
+        at = row_of[at]
         if unsketched.size:
             # Their sketches were learnt on reading them: screen them before comparing.
             keep = np.ones(pos.shape[0], bool)
@@ -162,17 +171,46 @@ class CandidateVerifier:
                 probe_data, qi[unsketched], pos[unsketched], sizes[unsketched]
             )
             qi, pos, at = qi[keep], pos[keep], at[keep]
-        n = probe_data[0].shape[0] - 1
-        sim = pair_similarity(
-            *concat_data([probe_data, stored]),
-            qi,
-            n + at,
-            self.settings,
-            screen=False,
-            workers=self.workers,
-        )
+        if self.sketched and self.workers <= 1:
+            # Each probe against its candidates: its masks built once (a popular template's
+            # copy has thousands), no joined copy of the data.
+            threshold = self.settings.verification.threshold
+            sim = lcs_pairs_one_to_many(*probe_data, *stored, qi, at, threshold)
+        else:
+            n = probe_data[0].shape[0] - 1
+            sim = pair_similarity(
+                *concat_data([probe_data, stored]),
+                qi,
+                n + at,
+                self.settings,
+                screen=False,
+                workers=self.workers,
+            )
         ok = sim >= self.threshold
         return qi[ok], pos[ok], sim[ok]
+
+    def _stored_data(self, used: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """The verification data of the distinct positions ``used`` and the row of each in it.
+        Positions compared before come through the main cache and stay there; the others go
+        to the cache of first comparisons: most candidates are compared once, and caching
+        them with the others would push out those that recur (a popular template's cluster,
+        whose scan would then miss every time once it outgrows the cache)."""
+        again = self._compared[used]
+        self._compared[used] = True
+        if again.all():
+            return self.cache.rows(used, self._promote), np.arange(used.shape[0])
+        if not again.any():
+            return self.recent.rows(used, self._load), np.arange(used.shape[0])
+        row_of = np.empty(used.shape[0], np.int64)
+        row_of[again] = np.arange(int(np.count_nonzero(again)))
+        row_of[~again] = np.arange(int(np.count_nonzero(again)), used.shape[0])
+        cached = self.cache.rows(used[again], self._promote)
+        return concat_data([cached, self.recent.rows(used[~again], self._load)]), row_of
+
+    def _promote(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The data of positions compared again, from the cache of first comparisons if it
+        still holds them."""
+        return self.recent.rows(positions, self._load)
 
     def _sizes_of(self, pos: np.ndarray) -> np.ndarray:
         """The sizes of stored positions (``int64``), reading those not known yet."""
@@ -225,4 +263,6 @@ class CandidateVerifier:
         sizes[: self._sizes.shape[0]] = self._sizes
         sketch_of = np.full(size, -1, np.int32)
         sketch_of[: self._sketch_of.shape[0]] = self._sketch_of
-        self._sizes, self._sketch_of = sizes, sketch_of
+        compared = np.zeros(size, np.bool_)
+        compared[: self._compared.shape[0]] = self._compared
+        self._sizes, self._sketch_of, self._compared = sizes, sketch_of, compared
