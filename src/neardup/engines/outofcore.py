@@ -39,10 +39,11 @@ from numba import njit
 
 from neardup.candidates.bands import band_hashes
 from neardup.engines.base import Progress
-from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir, return_freed_memory
+from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import connected_components
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
+from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
 

@@ -58,24 +58,6 @@ def machine_memory() -> int:
         return 8 << 30
 
 
-def return_freed_memory() -> None:
-    """Give the heap pages of freed arrays back to the system (glibc ``malloc_trim``; a no-op
-    elsewhere).
-
-    glibc serves large blocks by ``mmap`` but raises that threshold as they are freed (up to
-    32 MiB), so a stage's temporaries of a few MiB come from the heap, and once freed their
-    pages stay with the process: measured at 1M documents, 0.5 GB more resident from the
-    candidate stage on. A trim at the stage boundaries returns them, while the signing stage
-    keeps reusing its heap (a fixed threshold instead cost 12 % of the run in page faults).
-    O(heap size).
-    """
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
-
-
 def parse_size(value: str | int, what: str) -> int:
     """Bytes from a size like ``"2G"``, ``"512M"``, ``"64k"`` or ``"1500000000"`` (binary units,
     optional ``iB``/``B``); ``what`` names the option in the error.

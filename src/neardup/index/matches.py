@@ -14,7 +14,6 @@ it, and so is the read half of an add (:mod:`neardup.index.grouping`).
 
 from __future__ import annotations
 
-import ctypes
 import sqlite3
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -36,6 +35,7 @@ from neardup.index.settings import describe_settings
 from neardup.index.storage import GROUPED, grouped_rows, json_list, read_snapshot, signed
 from neardup.index.verifier import CandidateVerifier
 from neardup.io import parse_fingerprint
+from neardup.memory import return_freed_memory
 from neardup.pipeline import signatures
 from neardup.settings import Settings
 
@@ -49,19 +49,6 @@ _NAMES = "d.pos, d.id, o.id"
 
 _TRIM_CANDIDATES = 16_384
 """MinHash: candidates of a probe call from which the heap is given back afterwards."""
-
-
-def _return_freed_heap() -> None:
-    """Give the heap pages of freed temporaries back to the system (glibc ``malloc_trim``; a
-    no-op elsewhere). glibc serves arrays below its (growing) mmap threshold from the heap and
-    keeps their pages once freed: verifying tens of thousands of candidates left 30-75 MB
-    resident for good. O(heap size): 0.4-0.5 ms measured at 1M documents, against 150 ms or
-    more for the probe calls that trigger it."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 @dataclass
@@ -255,7 +242,7 @@ class Matcher:
         many = qi.shape[0] >= _TRIM_CANDIDATES
         qi, pos, sim = self.verifier.matches(probes.data, qi, pos)
         if many:
-            _return_freed_heap()
+            return_freed_memory()
         return split_by_query(qi, pos, -sim, n)
 
     def _minhash_column(self, column: str, positions: np.ndarray) -> Any:
