@@ -276,3 +276,31 @@ def test_verification_in_slices_gives_the_same_groups(monkeypatch, grouping, pai
         assert np.array_equal(getattr(whole, name), getattr(sliced, name)), name
     np.testing.assert_array_equal(whole.pair_value, sliced.pair_value)
     assert {**whole.stats, "seconds": None} == {**sliced.stats, "seconds": None}
+
+
+@pytest.mark.parametrize("grouping", ["components", "center"])
+def test_candidates_ruled_out_by_length_change_nothing(monkeypatch, grouping):
+    rng = np.random.default_rng(5)
+    texts = [" ".join(t.split()[: int(rng.integers(20, 81))]) for t in edited_copies(seed=9)]
+    s = Settings(grouping=grouping, bands=40, rows=2)
+    lazy = signatures(texts, s, keep_sets=False)  # sets built from the texts, as out of core
+    fast = find_groups(lazy, stamps(len(texts)), s, texts)
+    ruled_out = fast.stats["candidates"] - len(
+        pipeline._length_possible(*_star_candidates(texts, s), signatures(texts, s).sizes, 0.8)[0]
+    )
+    assert ruled_out > 0
+    monkeypatch.setattr(pipeline, "_length_possible", lambda a, b, sizes, threshold: (a, b))
+    slow = find_groups(lazy, stamps(len(texts)), s, texts)
+    for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
+    # The same counts, but fewer documents' data needed (those of the pairs ruled out alone).
+    ignored = {"seconds": None, "documents_verified": None}
+    assert {**fast.stats, **ignored} == {**slow.stats, **ignored}
+    assert fast.stats["documents_verified"] <= slow.stats["documents_verified"]
+
+
+def _star_candidates(texts, s):
+    sig = signatures(texts, s)
+    n = len(texts)
+    reps = np.arange(n)
+    return pipeline.candidate_edges(sig, reps, np.arange(n), s)

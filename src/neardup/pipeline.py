@@ -376,6 +376,19 @@ class _MemoVerified:
         return out
 
 
+def _length_possible(
+    a: np.ndarray, b: np.ndarray, sizes: np.ndarray, threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs whose LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
+    alone: ``min / max >= threshold`` (the LCS kernel's own first test; two empty texts
+    pass). O(pairs)."""
+    low = np.minimum(sizes[a], sizes[b]).astype(np.int64)
+    top = np.maximum(sizes[a], sizes[b]).astype(np.int64)
+    keep = (top == 0) | (low / np.maximum(top, 1) >= threshold)
+    del low, top
+    return a[keep], b[keep]
+
+
 BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
 all documents), e.g. read back from disk by an out-of-core run."""
@@ -498,6 +511,12 @@ def find_groups(
 
     verified = None
     if settings.needs_sets and sig.set_offsets is None:
+        if settings.verify_measure == "lcs" and settings.pairs != "all" and sig.sizes is not None:
+            # Stage 1 counted every text's LCS units, and LCS ≤ the shorter length: candidates
+            # whose shorter text is below the threshold of the longer are rejected before any
+            # text is read again (an out-of-core run then re-reads fewer documents). Not with
+            # pairs="all", which measures every candidate again over the same documents.
+            cand_a, cand_b = _length_possible(cand_a, cand_b, sig.sizes, settings.verify)
         if set_source is None and texts is None:
             raise ValueError(
                 "verification needs shingle sets: pass the texts, a set source, "
