@@ -15,6 +15,7 @@ from neardup.groups import (
     document_order,
     edges_to_original,
     group_table,
+    locality_order,
     originals_of,
 )
 
@@ -318,3 +319,27 @@ def test_group_table_partitions_documents(r):
         assert dup.tolist() == [d for d in range(n) if not is_orig[d]]
         assert (o == originals[dup]).all()
         assert o.size + int(is_orig.sum()) == n
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 60), st.data())
+def test_locality_order_is_a_permutation_keeping_components_together(n, data):
+    m = data.draw(st.integers(0, 3 * n))
+    a = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+    order = locality_order(n, a, b)
+    assert sorted(order.tolist()) == list(range(n))
+    assert np.array_equal(order, locality_order(n, a, b))  # deterministic
+    # Each component takes consecutive places.
+    labels = connected_components(n, a, b)[order]
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    assert len(starts) == len(set(labels.tolist()))
+
+
+def test_locality_order_recovers_a_shuffled_path():
+    n = 500
+    shuffle = np.random.default_rng(4).permutation(n)
+    a, b = shuffle[:-1], shuffle[1:]  # a path through the vertices in a random order
+    place = np.empty(n, np.int64)
+    place[locality_order(n, a, b)] = np.arange(n)
+    assert np.abs(place[a] - place[b]).max() == 1  # every edge between neighbouring places

@@ -406,3 +406,61 @@ def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     originals = _check_originals(originals)
     dup = np.flatnonzero(originals != np.arange(originals.size, dtype=np.int64)).astype(np.int64)
     return originals[dup], dup
+
+
+@njit(cache=True, nogil=True)
+def _cuthill_mckee(indptr, neighbours, degree):
+    n = degree.shape[0]
+    order = np.empty(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=np.bool_)
+    by_degree = np.argsort(degree, kind="mergesort")
+    k = 0
+    for start in by_degree:  # each component from its vertex of least degree
+        if seen[start]:
+            continue
+        seen[start] = True
+        order[k] = start
+        head = k
+        k += 1
+        while head < k:
+            v = order[head]
+            head += 1
+            first = k
+            for j in range(indptr[v], indptr[v + 1]):
+                w = neighbours[j]
+                if not seen[w]:
+                    seen[w] = True
+                    order[k] = w
+                    k += 1
+            if k - first > 1:  # the new vertices by increasing degree, ties by index
+                keys = np.sort(degree[order[first:k]] * n + order[first:k])
+                order[first:k] = keys % n
+    return order[::-1].copy()
+
+
+def locality_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """An order of the ``n`` vertices that keeps the two ends of each edge ``(a[p], b[p])``
+    close: the reverse Cuthill–McKee order (breadth first from a vertex of least degree in each
+    component, the neighbours of a vertex by increasing degree, the whole reversed), which keeps
+    the adjacency matrix near its diagonal. int64[n], a permutation: ``order[i]`` is the vertex
+    at place ``i``. Deterministic. O(n + edges log edges).
+
+    An out-of-core run measures candidate pairs in chunks that each read their documents' data:
+    pairs taken in this order read each document's data in fewer chunks.
+
+    Example:
+        >>> locality_order(4, np.array([0, 3, 1]), np.array([3, 1, 2])).tolist()
+        [2, 1, 3, 0]
+    """
+    a = _index_array("a", a)
+    b = _index_array("b", b)
+    _check_same_length("b", b, "a", a.shape[0])
+    _check_indices("a", a, n)
+    _check_indices("b", b, n)
+    ends = np.concatenate([a, b])
+    others = np.concatenate([b, a])
+    order = np.lexsort((others, ends))
+    degree = np.bincount(ends, minlength=n).astype(np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    return _cuthill_mckee(indptr, others[order], degree)

@@ -311,8 +311,9 @@ class Relation:
 
 
 #: Most pairs measured in one step of :class:`_MemoVerified`: its temporaries (about 100 bytes
-#: a pair) stay bounded however many candidates a run has.
-VERIFY_SLICE = 1 << 22
+#: a pair) stay bounded however many candidates a run has (an out-of-core run orders each
+#: slice's pairs for reading, so slices are made large).
+VERIFY_SLICE = 1 << 23
 _MEMO_RUNS = 8
 
 

@@ -41,7 +41,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.engines.base import Progress
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.engines.workers import check_workers, ordered_map, warm_up
-from neardup.groups import connected_components
+from neardup.groups import locality_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
@@ -389,12 +389,19 @@ class OutOfCoreDedup:
             out = np.empty(a.shape[0], dtype=np.float64)
             if a.shape[0] == 0:
                 return out
-            # Pairs of one connected component side by side, so that a document's pairs
-            # mostly share a chunk and its data are read once, not once per hub it is linked
-            # to. Pairs are held as positions in ``docs``, each temporary dropped once used:
-            # they are resident beside every chunk.
+            # Pairs in the reverse Cuthill-McKee order of their documents, so that a
+            # document's pairs mostly share a chunk and its data are read in few chunks (the
+            # candidates of long texts of one language form one giant component: by component
+            # alone, each document was read 2.5 times at 1M, 1.5 times in this order). Pairs
+            # are held as positions in ``docs``, each temporary dropped once used: they are
+            # resident beside every chunk.
             ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
-            order = np.lexsort((ib, ia, connected_components(docs.shape[0], ia, ib)[ia]))
+            involved = np.unique(np.concatenate([ia, ib]))
+            la, lb = np.searchsorted(involved, ia), np.searchsorted(involved, ib)
+            place = np.empty(involved.shape[0], dtype=np.int64)
+            place[locality_order(involved.shape[0], la, lb)] = np.arange(involved.shape[0])
+            order = np.lexsort((np.maximum(place[la], place[lb]), np.minimum(place[la], place[lb])))
+            del involved, la, lb, place
             ia, ib = ia[order], ib[order]
             chunk_of = _chunks_of_pairs(
                 ia, ib, np.asarray(cost, dtype=np.float64), float(max(self.budget.limit, 1))
