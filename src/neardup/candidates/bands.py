@@ -362,7 +362,7 @@ def _merge_distinct(x, y):
         out[k] = y[j]
         j += 1
         k += 1
-    return out[:k].copy()
+    return out[:k]  # a view: the next merge frees the buffer, no copy of it is made
 
 
 def candidate_pairs(
@@ -488,5 +488,6 @@ def pairs_from_band_columns(
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
     left = (packed >> np.uint64(32)).astype(np.int64)
-    right = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    right = packed.view(np.int64)  # the pairs' packed form becomes the right ends, in place
+    right &= np.int64(0xFFFFFFFF)
     return left, right
