@@ -44,6 +44,21 @@ def test_blank_lines_bom_and_utf8_bytes(tmp_path):
     assert stats.bytes == 3
 
 
+@pytest.mark.parametrize("batch_size", [1, 2, 10])
+def test_utf8_bytes_of_kept_rows_only(tmp_path, batch_size):
+    """Non-ASCII texts are counted with their batch: a skipped row (duplicate ID, unpaired
+    surrogate read by the standard library) does not count, whatever the batch size."""
+    p = tmp_path / "d.jsonl"
+    p.write_text(
+        '{"id": "a", "text": "한국어"}\n{"id": "b", "text": "é😀"}\n'
+        '{"id": "a", "text": "ü"}\n{"id": "c", "text": "\\ud800"}\n{"id": "d", "text": "x"}\n',
+        encoding="utf-8",
+    )
+    batch, stats = read_all([p], on_error="skip", batch_size=batch_size)
+    assert batch.ids == ["a", "b", "d"] and stats.skipped == 2
+    assert stats.bytes == sum(len(t.encode("utf-8")) for t in batch.texts) == 16
+
+
 def test_field_names_and_keep_records(tmp_path):
     rows = [{"doc": "x", "body": "hello", "when": 10, "extra": {"k": 1}}]
     p = jsonl(tmp_path / "d.json", rows)

@@ -150,6 +150,12 @@ def test_duplicate_ids_found_in_batches_as_row_by_row(tmp_path_factory, ids, bat
     assert first_error[1] in str(info.value)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), max_size=8))
+def test_utf8_bytes_counts_what_encoding_counts(texts):
+    assert io_rows.utf8_bytes(texts) == sum(len(t.encode("utf-8")) for t in texts)
+
+
 def _oversized_inputs(tmp_path):
     """The same three documents (the middle one 40 bytes of UTF-8) in every input format."""
     rows = [("a", "short one"), ("b", "é" * 20), ("c", "short two")]

@@ -38,6 +38,7 @@ from neardup.io.rows import (
     check_on_error,
     missing_column,
     oversized_text,
+    utf8_bytes,
     valid_id,
     valid_text,
     valid_time,
@@ -277,7 +278,7 @@ class DocumentReader:
         self._records: list[dict] = []
         self._locs: list[int] = []
         self._keys: list[int] = []
-        self._nbytes: list[int] = []
+        self._nbytes: list[int | None] = []
         self._checked = 0
         self._dropped: list[int] = []
 
@@ -313,7 +314,11 @@ class DocumentReader:
                 setattr(self, name, [values[i] for i in keep])
         stats = self._rows.stats
         stats.documents += len(self._ids)
-        stats.bytes += sum(self._nbytes)
+        # None: a non-ASCII text of a parser that refuses unpaired surrogates (see _add).
+        counted = [b for b in self._nbytes if b is not None]
+        stats.bytes += sum(counted)
+        if len(counted) < len(self._nbytes):
+            stats.bytes += utf8_bytes([t for t, b in zip(self._texts, self._nbytes) if b is None])
         n = len(self._ids)
         packed = np.array(self._locs, dtype=np.int64)
         batch = DocumentBatch(
@@ -338,8 +343,10 @@ class DocumentReader:
         time_value: Any,
         record: dict | None,
         time_us: int | None = None,
+        scalar_text: bool = False,
     ) -> None:
-        """Validate one row and append it to the current batch (or report it)."""
+        """Validate one row and append it to the current batch (or report it). ``scalar_text``:
+        a string ``text`` holds no unpaired surrogate (orjson refuses them)."""
         rows = self._rows
         # Fast paths first: this runs once per document.
         if type(ident) is not str or not ident or not ident.isascii():
@@ -349,6 +356,9 @@ class DocumentReader:
         limit = rows.max_doc_bytes
         if type(text) is str and text.isascii() and (limit is None or len(text) <= limit):
             nbytes = len(text)
+        elif scalar_text and type(text) is str and (limit is None or 4 * len(text) <= limit):
+            # At most 4 bytes a code point: within the limit. Counted with the batch, at once.
+            nbytes = None
         else:
             nbytes = rows.checked(valid_text(text, self._text_field, limit), path, line)
             if nbytes is None:
@@ -410,7 +420,8 @@ class DocumentReader:
                     obj = fast_json(raw, keep)
                 except orjson.JSONDecodeError:
                     obj = None
-                if type(obj) is not dict:
+                scalar_text = type(obj) is dict
+                if not scalar_text:
                     # What orjson refuses (a BOM, integers past 64 bits, NaN, lone surrogates,
                     # real errors) or reads as no object goes the standard library's way, with
                     # its exact messages.
@@ -427,6 +438,7 @@ class DocumentReader:
                     obj.get(text_field),
                     obj.get(time_field) if time_field is not None else None,
                     obj if keep else None,
+                    scalar_text=scalar_text,
                 )
                 if len(self._ids) >= batch_size:
                     yield self._flush()

@@ -248,6 +248,26 @@ def valid_text(value: Any, field: str, max_doc_bytes: int | None) -> int | BadRo
     return nbytes
 
 
+def utf8_bytes(texts: list[str]) -> int:
+    """Total UTF-8 bytes of ``texts``, which must hold no unpaired surrogate (a parser that
+    refuses them made them): what ``sum(utf8_length(t) for t in texts)`` gives, counted on the
+    UTF-16 code units of all the texts at once (a unit under U+0080 is one byte, under U+0800
+    two, a surrogate half of a four-byte pair two, any other three), about 2.5 times quicker
+    than encoding each text. O(total length).
+
+    Example:
+        >>> utf8_bytes(["héllo", "한", "😀", ""])
+        13
+    """
+    units = np.frombuffer("".join(texts).encode("utf-16-le"), dtype=np.uint16)
+    return int(
+        units.size
+        + np.count_nonzero(units >= 0x80)
+        + np.count_nonzero(units >= 0x800)
+        - np.count_nonzero((units >= 0xD800) & (units < 0xE000))
+    )
+
+
 def valid_time(value: Any, field: str) -> int | BadRow:
     """The ordering key in microseconds since the epoch of the time in the field ``field``, or
     the :class:`BadRow` of a missing value or of one that is neither seconds since the epoch

@@ -173,9 +173,10 @@ def fast_json(raw: bytes, whole_record: bool) -> Any:
         {'id': 'a', 'n': 2}
     """
     obj = orjson.loads(raw)
-    if (
-        whole_record or (type(obj) is dict and any(type(v) is float for v in obj.values()))
-    ) and _LONG_NUMBER.search(raw):
+    # ``float in map(type, ...)`` runs in C, at half the cost of a generator (once a line).
+    if (whole_record or (type(obj) is dict and float in map(type, obj.values()))) and (
+        _LONG_NUMBER.search(raw)
+    ):
         raise orjson.JSONDecodeError("long number", raw.decode("utf-8", "replace"), 0)
     return obj
 

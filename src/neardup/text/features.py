@@ -241,6 +241,14 @@ def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
     return out_offsets, hashes
 
 
+@njit(inline="always")
+def _fixed_length_hashes(packed, count, size, out, o):
+    """out[o + i] = XXH64 of packed[i:i + size] for i < count: the shingles of a text whose
+    code points are all one byte."""
+    for i in range(count):
+        out[o + i] = _xxh64_inline(packed, i, i + size, np.uint64(0))
+
+
 @njit(cache=True, nogil=True)
 def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
     """char:size shingles: each text's bytes with the spaces removed are copied once, so a
@@ -283,12 +291,23 @@ def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
         if code == 0 and high < 0x80 and units >= size:
             # ASCII: every shingle is `size` bytes, so the general hash's branches on the
             # length always go the same way (the branch-free form costs three times more).
-            for i in range(count):
-                hashes[o + i] = _xxh64_inline(packed, i, i + size, np.uint64(0))
+            # The default sizes (dedup's char:4, a bare char's 5) as constants: the compiler
+            # then drops those branches and vectorises the loop (measured: 45 % less time for
+            # this loop, a third less for the whole kernel on English text).
+            if size == 4:
+                _fixed_length_hashes(packed, count, 4, hashes, o)
+            elif size == 5:
+                _fixed_length_hashes(packed, count, 5, hashes, o)
+            else:
+                _fixed_length_hashes(packed, count, size, hashes, o)
         elif code == 0:
+            # A code point is 1 to 4 bytes, but a text's shingles are mostly of one length (12
+            # bytes: 4 Hangul syllables), so the general hash's branches are mostly predicted
+            # and it beats the branch-free form, which runs every round (measured on Korean
+            # and mixed text: 40 % less time).
             for i in range(count):
-                hashes[o + i] = _xxh64_padded(
-                    packed, starts[np.uint64(i)], starts[np.uint64(i + size)]
+                hashes[o + i] = _xxh64_inline(
+                    packed, starts[np.uint64(i)], starts[np.uint64(i + size)], np.uint64(0)
                 )
         else:
             for i in range(count):
