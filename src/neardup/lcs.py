@@ -221,20 +221,29 @@ def _auto_counts(canon, offsets):
     for d in range(n):
         lo = offsets[d]
         hi = offsets[d + 1]
+        # Without branches over the bytes (spaces, lead bytes, any lead byte of U+1000 and
+        # above); the code points are decoded only for a text that has such a byte.
         characters = 0
         spaces = 0
-        by_character = False
-        i = lo
-        while i < hi:
+        high = 0
+        for i in range(lo, hi):
             b0 = canon[i]
-            if b0 == 32:
-                spaces += 1
-            elif (b0 & 0xC0) != 0x80:
-                characters += 1
-                if b0 >= 0xE1 and not by_character:
-                    cp, _ = utf8_code_point(canon, i)
-                    by_character = _unspaced_script(cp)
-            i += 1
+            space = np.int64(b0 == 32)
+            spaces += space
+            characters += np.int64((b0 & 0xC0) != 0x80) - space
+            high |= np.int64(b0 >= 0xE1)
+        by_character = False
+        if high:
+            i = lo
+            while i < hi:
+                if canon[i] >= 0xE1:
+                    cp, length = utf8_code_point(canon, i)
+                    if _unspaced_script(cp):
+                        by_character = True
+                        break
+                    i += length
+                else:
+                    i += 1
         if by_character:
             counts[d] = characters
         elif hi > lo:
