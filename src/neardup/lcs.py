@@ -173,6 +173,22 @@ def _unspaced_script(cp):
     )
 
 
+@njit(inline="always")
+def _has_unspaced_script(canon, lo, hi):
+    """Whether the UTF-8 text ``canon[lo:hi]`` holds a character of :func:`_unspaced_script`
+    (only the code points of lead bytes of U+1000 and above are decoded)."""
+    i = lo
+    while i < hi:
+        if canon[i] >= 0xE1:
+            cp, length = utf8_code_point(canon, i)
+            if _unspaced_script(cp):
+                return True
+            i += length
+        else:
+            i += 1
+    return False
+
+
 @njit(cache=True, nogil=True)
 def _auto_codes(canon, offsets):
     """The ``"auto"`` units of the canonical texts (uint64, CSR), in one pass per text."""
@@ -183,17 +199,7 @@ def _auto_codes(canon, offsets):
     for d in range(n):
         lo = offsets[d]
         hi = offsets[d + 1]
-        by_character = False
-        i = lo
-        while i < hi:
-            if canon[i] >= 0xE1:  # a lead byte of U+1000 and above: decode and look
-                cp, length = utf8_code_point(canon, i)
-                if _unspaced_script(cp):
-                    by_character = True
-                    break
-                i += length
-            else:
-                i += 1
+        by_character = _has_unspaced_script(canon, lo, hi)
         if by_character:
             i = lo
             while i < hi:
@@ -232,19 +238,7 @@ def _auto_counts(canon, offsets):
             spaces += space
             characters += np.int64((b0 & 0xC0) != 0x80) - space
             high |= np.int64(b0 >= 0xE1)
-        by_character = False
-        if high:
-            i = lo
-            while i < hi:
-                if canon[i] >= 0xE1:
-                    cp, length = utf8_code_point(canon, i)
-                    if _unspaced_script(cp):
-                        by_character = True
-                        break
-                    i += length
-                else:
-                    i += 1
-        if by_character:
+        if high and _has_unspaced_script(canon, lo, hi):
             counts[d] = characters
         elif hi > lo:
             counts[d] = spaces + 1
