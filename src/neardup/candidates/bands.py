@@ -58,6 +58,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from neardup.candidates.radix import argsort64
+
 __all__ = [
     "BandBuckets",
     "band_columns",
@@ -247,17 +249,16 @@ def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def _band_runs(column: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stable sort of one band's hashes; (order, run starts, run sizes) for runs >= min_size."""
-    # Stable: within a run of equal hashes, document ids stay ascending.
-    order = np.argsort(column, kind="stable")
     n = column.size
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return order.astype(np.int64), empty, empty
-    h = column[order]
+        return empty, empty, empty.copy()
+    # Stable: within a run of equal hashes, document ids stay ascending.
+    h, order = argsort64(np.ascontiguousarray(column, dtype=np.uint64))
     starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1]))).astype(np.int64)
     sizes = np.diff(np.append(starts, n)).astype(np.int64)
     keep = sizes >= min_size
-    return order.astype(np.int64), starts[keep], sizes[keep]
+    return order, starts[keep], sizes[keep]
 
 
 class BandBuckets(NamedTuple):
