@@ -361,6 +361,7 @@ def test_spill_column_keeps_order_across_memory_and_disk(tmp_path):
             column.append(part)
         assert column.spilled
         np.testing.assert_array_equal(column.array(), np.concatenate(parts))
+        np.testing.assert_array_equal(column.read(), np.concatenate(parts))
         assert budget.free == 100  # the in-memory part went back when the column spilled
 
 

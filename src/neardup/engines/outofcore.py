@@ -76,13 +76,7 @@ class Collected:
     def band_keys(self) -> Iterator[np.ndarray]:
         """Each band's hash column in turn (read back from disk when spilled)."""
         for column in self.band_columns:
-            if column.spilled:
-                # Copied in, and the map's pages dropped: read once, a column is sorted whole.
-                values = np.array(column.array())
-                column.drop_pages()
-                yield values
-            else:
-                yield column.array()
+            yield column.read()
 
 
 def _sign_batch(batch: DocumentBatch, settings: Settings, banding: tuple[int, int] | None):
@@ -313,12 +307,12 @@ class OutOfCoreDedup:
 
     def _sets(
         self, docs: np.ndarray, sink: SpillColumn | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
         the real size are never touched), or appended to ``sink`` (which spills what exceeds
-        the budget) and mapped back from it."""
+        the budget; the values returned are then None)."""
         started = time.perf_counter()
         capacity = int(self._units(docs).sum())
         values = None
@@ -340,10 +334,10 @@ class OutOfCoreDedup:
             self.progress.advance(m, spilled=sink.disk_bytes if sink is not None else None)
         self.figures["documents re-read"] += int(docs.shape[0])
         self.figures["seconds: re-read + shingle sets"] += time.perf_counter() - started
-        if sink is not None:
+        if sink is not None:  # the values are the sink's
             sink.finish()
             self.figures["spilled bytes"] += sink.disk_bytes
-            return offsets, sink.array()
+            return offsets, None
         return offsets, (values[:end] if values is not None else np.zeros(0, np.uint64))
 
     def set_source(self, docs: np.ndarray) -> PairSimilarity:

@@ -28,7 +28,6 @@ import ctypes
 import errno
 import hashlib
 import json
-import mmap
 import os
 import re
 import secrets
@@ -315,7 +314,6 @@ class SpillColumn:
         self._parts: list[np.ndarray] = []
         self._held = 0
         self._file = None
-        self._map: mmap.mmap | None = None
 
     @property
     def spilled(self) -> bool:
@@ -357,17 +355,14 @@ class SpillColumn:
             return self._parts[0].reshape(shape)
         if self.rows == 0:
             return np.zeros(shape, dtype=self.dtype)
-        if self._map is None:
-            with open(self.path, "rb") as fh:
-                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        return np.frombuffer(self._map, dtype=self.dtype).reshape(shape)
+        return np.memmap(self.path, dtype=self.dtype, mode="r", shape=shape)
 
-    def drop_pages(self) -> None:
-        """Take the pages of the spilled column that were read out of this process's resident
-        memory (they stay in the system's page cache while it has room; the next read maps them
-        again). A read-only map only: nothing is lost. O(mapped pages)."""
-        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED)
+    def read(self) -> np.ndarray:
+        """Everything appended, in memory (a spilled column read whole, not mapped). O(rows)."""
+        if not self.spilled:
+            return self.array()
+        values = self.take_ranges(np.zeros(1, np.int64), np.array([self.rows * self.width]))[1]
+        return values.reshape((self.rows,) if self.width == 1 else (self.rows, self.width))
 
     def take_ranges(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The values ``[starts[i], ends[i])`` of a one-value-per-row column for ascending,
@@ -413,43 +408,24 @@ def _pack(source, starts, lengths, offsets, out):
         out[offsets[i] : offsets[i] + lengths[i]] = source[starts[i] : starts[i] + lengths[i]]
 
 
-def _libc_pread():
-    # pread(2) from the C library, callable from compiled code (a Python-level read per range
-    # costs twice as much); a Python loop where the C library has none.
-    try:
-        pread = ctypes.CDLL(None).pread
-    except (OSError, AttributeError):
-        return None
-    pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
-    pread.restype = ctypes.c_ssize_t
-    return pread
+# pread(2) of the C library (POSIX, as the package is), callable from compiled code: a
+# Python-level read per range costs twice as much.
+_PREAD = ctypes.CDLL(None).pread
+_PREAD.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
+_PREAD.restype = ctypes.c_ssize_t
 
 
-_PREAD = _libc_pread()
-
-if _PREAD is not None:
-
-    @njit(cache=False, nogil=True)
-    def _read_runs(fd, buffer, at, start):
-        """Read run r (file bytes from ``start[r]``, as many as up to the next run's place in
-        ``buffer``) into ``buffer`` at byte ``at[r]``; the first run read short, or -1."""
-        base = buffer.ctypes.data
-        for r in range(start.shape[0]):
-            want = at[r + 1] - at[r]
-            done = 0
-            while done < want:
-                got = _PREAD(fd, base + at[r] + done, want - done, start[r] + done)
-                if got <= 0:
-                    return r
-                done += got
-        return -1
-
-else:  # pragma: no cover - platforms without pread in their C library
-
-    def _read_runs(fd, buffer, at, start):
-        view = memoryview(buffer).cast("B")
-        for r in range(start.shape[0]):
-            lo, hi = int(at[r]), int(at[r + 1])
-            if os.preadv(fd, [view[lo:hi]], int(start[r])) != hi - lo:
+@njit(cache=False, nogil=True)  # not cached: it calls a C function by its address
+def _read_runs(fd, buffer, at, start):
+    """Read run r (file bytes from ``start[r]``, as many as up to the next run's place in
+    ``buffer``) into ``buffer`` at byte ``at[r]``; the first run read short, or -1."""
+    base = buffer.ctypes.data
+    for r in range(start.shape[0]):
+        want = at[r + 1] - at[r]
+        done = 0
+        while done < want:
+            got = _PREAD(fd, base + at[r] + done, want - done, start[r] + done)
+            if got <= 0:
                 return r
-        return -1
+            done += got
+    return -1
