@@ -14,6 +14,7 @@ from neardup.lcs import (
     lcs_pairs_one_to_many,
     lcs_unit_counts,
     lcs_units,
+    length_bounds,
     resemblance_reference,
 )
 from neardup.text import hash_features, normalize
@@ -279,3 +280,20 @@ def test_one_to_many_gives_the_values_of_lcs_pairs(queries, stored, pairs, thres
     for (q, s), value in zip(pairs, got):
         if threshold is None or value >= threshold:
             assert value == pytest.approx(resemblance_reference(queries[q], stored[s]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 4), max_size=12), min_size=2, max_size=6),
+    st.floats(0.05, 1.0),
+)
+def test_length_bounds_bound_the_resemblance_and_are_what_the_kernel_gives_below(seqs, t):
+    offsets, codes = _csr(seqs)
+    a, b = np.meshgrid(np.arange(len(seqs)), np.arange(len(seqs)))
+    a, b = a.ravel(), b.ravel()
+    sizes = np.diff(offsets)
+    bound = length_bounds(sizes[a], sizes[b])
+    exact = lcs_pairs(offsets, codes, a, b)
+    assert (exact <= bound + 1e-12).all()
+    below = bound < t
+    assert np.array_equal(lcs_pairs(offsets, codes, a, b, t)[below], bound[below])

@@ -452,6 +452,21 @@ def _check_pairs(offsets, codes, a, b):
     return offsets, codes, a, b
 
 
+def length_bounds(len_a: np.ndarray, len_b: np.ndarray) -> np.ndarray:
+    """Upper bounds of the LCS resemblance of texts of ``len_a[p]`` and ``len_b[p]`` units from
+    their lengths alone (LCS ≤ the shorter length): ``min / max``, 1.0 for two empty texts
+    (float64). :func:`lcs_pairs` with a threshold gives a pair below it this value without
+    comparing. O(pairs).
+
+    Example:
+        >>> length_bounds(np.array([4, 0, 3]), np.array([5, 0, 0])).tolist()
+        [0.8, 1.0, 0.0]
+    """
+    low = np.minimum(len_a, len_b).astype(np.int64)
+    top = np.maximum(len_a, len_b).astype(np.int64)
+    return np.where(top == 0, 1.0, low / np.maximum(top, 1))
+
+
 def lcs_pairs(
     offsets: np.ndarray,
     codes: np.ndarray,

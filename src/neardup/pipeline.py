@@ -44,7 +44,7 @@ from numba import njit
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
 from neardup.groups import center_groups, connected_components, document_order, originals_of
-from neardup.lcs import lcs_unit_counts
+from neardup.lcs import lcs_unit_counts, length_bounds
 from neardup.minhash import jaccard_estimate, minhash_from_features
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -381,12 +381,8 @@ def _length_possible(
     a: np.ndarray, b: np.ndarray, sizes: np.ndarray, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The pairs whose LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    alone: ``min / max >= threshold`` (the LCS kernel's own first test; two empty texts
-    pass). O(pairs)."""
-    low = np.minimum(sizes[a], sizes[b]).astype(np.int64)
-    top = np.maximum(sizes[a], sizes[b]).astype(np.int64)
-    keep = (top == 0) | (low / np.maximum(top, 1) >= threshold)
-    del low, top
+    alone (:func:`neardup.lcs.length_bounds`, the LCS kernel's own first test). O(pairs)."""
+    keep = length_bounds(sizes[a], sizes[b]) >= threshold
     return a[keep], b[keep]
 
 
