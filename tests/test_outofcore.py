@@ -71,6 +71,29 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
+def tight_dedup_command(corpus, output, tmp_dir, *options) -> list[str]:
+    """``neardup dedup`` as a separate process, 1M of memory and one worker, spilling into
+    ``tmp_dir``."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        "neardup",
+        "dedup",
+        str(corpus),
+        "-o",
+        str(output),
+        *map(str, options),
+        "--memory-limit",
+        "1M",
+        "--tmp-dir",
+        str(tmp_dir),
+        "--workers",
+        "1",
+    ]
+
+
 def outputs(tmp_path, tag):
     return {name: tmp_path / f"{tag}.{name}" for name in ("groups.tsv", "pairs.tsv", "keep.jsonl")}
 
@@ -430,30 +453,13 @@ def test_work_folders_of_killed_runs_are_removed_by_the_next_run(corpus, tmp_pat
 def test_sigterm_removes_temp_files_and_partial_outputs(corpus, tmp_path):
     import signal
     import subprocess
-    import sys
     import time
 
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
     big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=3))
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "neardup",
-            "dedup",
-            str(big),
-            "-o",
-            str(tmp_path / "g.tsv"),
-            "--memory-limit",
-            "1M",
-            "--tmp-dir",
-            str(spill_dir),
-            "-q",
-            "--workers",
-            "1",
-        ],
-        stderr=subprocess.PIPE,
+        tight_dedup_command(big, tmp_path / "g.tsv", spill_dir, "-q"), stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 60
     while not list(spill_dir.iterdir()) and time.monotonic() < deadline:
@@ -469,26 +475,11 @@ def test_progress_bar_on_a_terminal(tmp_path):
     """On a terminal the run shows its stages with a bar, the share done and the spill."""
     import pty
     import subprocess
-    import sys
 
     big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=5))
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "neardup",
-            "dedup",
-            str(big),
-            "-o",
-            str(tmp_path / "g.tsv"),
-            "--memory-limit",
-            "1M",
-            "--tmp-dir",
-            str(tmp_path),
-            "--workers",
-            "1",
-        ],
+        tight_dedup_command(big, tmp_path / "g.tsv", tmp_path),
         stdin=follower,
         stdout=follower,
         stderr=follower,
@@ -516,7 +507,6 @@ def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_
     GROUPS + PAIRS + KEEP is complete and right, or absent; the next run leaves no debris."""
     import signal
     import subprocess
-    import sys
     import time
 
     big = write_jsonl(tmp_path / "big.jsonl", make_corpus(20000, seed=5))
@@ -524,26 +514,16 @@ def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_
     spill_dir.mkdir()
     out.mkdir()
     names = ["g.tsv", "p.tsv", "k.jsonl"]
-    command = [
-        sys.executable,
-        "-m",
-        "neardup",
-        "dedup",
-        str(big),
-        "-o",
-        str(out / names[0]),
+    command = tight_dedup_command(
+        big,
+        out / names[0],
+        spill_dir,
         "--pairs-out",
-        str(out / names[1]),
+        out / names[1],
         "--keep",
-        str(out / names[2]),
-        "--memory-limit",
-        "1M",
-        "--tmp-dir",
-        str(spill_dir),
+        out / names[2],
         "-q",
-        "--workers",
-        "1",
-    ]
+    )
     reference = tmp_path / "reference"
     reference.mkdir()
     expected_args = [a.replace(str(out), str(reference)) for a in command[3:]]
