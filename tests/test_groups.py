@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.groups import (
+    accepted_links,
     center_groups,
     connected_components,
     document_order,
@@ -343,3 +344,54 @@ def test_locality_order_recovers_a_shuffled_path():
     place = np.empty(n, np.int64)
     place[locality_order(n, a, b)] = np.arange(n)
     assert np.abs(place[a] - place[b]).max() == 1  # every edge between neighbouring places
+
+
+# --------------------------------------------------------------------------- accepted_links
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 30),
+    st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29), st.booleans()), max_size=120),
+    st.integers(0, 3),
+)
+def test_accepted_links_give_the_components_of_all_accepted_pairs(n, pairs, rounds):
+    """Against brute force: the kept pairs are accepted ones, link exactly what all accepted
+    pairs link, and no pair is tested twice."""
+    pairs = [(x % n, y % n, ok) for x, y, ok in pairs]
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    verdict = {}
+    for x, y, ok in pairs:  # one verdict per unordered pair, as a symmetric measure gives
+        verdict.setdefault((min(x, y), max(x, y)), ok)
+    asked = []
+
+    def accept(x, y):
+        assert x.size > 0
+        asked.extend(zip(x.tolist(), y.tolist()))
+        return np.array([verdict[(min(i, j), max(i, j))] for i, j in zip(x, y)], dtype=bool)
+
+    kept, tested = accepted_links(n, a, b, accept, rounds)
+    assert tested == len(asked)
+    assert all(verdict[(min(x, y), max(x, y))] for x, y in zip(a[kept], b[kept]))
+    everything = np.array([verdict[(min(x, y), max(x, y))] for x, y in zip(a, b)], dtype=bool)
+    want = connected_components(n, a[everything], b[everything])
+    assert connected_components(n, a[kept], b[kept]).tolist() == want.tolist()
+    assert len(asked) <= len(pairs)
+
+
+def test_accepted_links_skip_pairs_already_linked():
+    # A triangle of accepted pairs: the third pair is linked by the first two.
+    kept, tested = accepted_links(3, np.array([0, 1, 0]), np.array([1, 2, 2]), lambda x, y: x >= 0)
+    assert kept.tolist() == [0, 1] and tested == 2
+    # All rejected: every pair is tested once, over the rounds.
+    a, b = np.array([0, 0, 1, 0]), np.array([1, 2, 2, 3])
+    kept, tested = accepted_links(4, a, b, lambda x, y: x < 0, rounds=1)
+    assert kept.tolist() == [] and tested == 4
+
+
+def test_accepted_links_bad_input():
+    with pytest.raises(ValueError, match="rounds must be >= 0"):
+        accepted_links(2, np.array([0]), np.array([1]), lambda x, y: x >= 0, rounds=-1)
+    with pytest.raises(ValueError, match="document indices"):
+        accepted_links(2, np.array([0]), np.array([2]), lambda x, y: x >= 0)

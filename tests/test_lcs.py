@@ -184,6 +184,42 @@ def test_threshold_mode_decides_like_the_reference(x, y, threshold):
         assert exact <= value + 1e-12  # an upper bound
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 3000), min_size=1, max_size=200),
+    st.lists(st.integers(0, 3000), max_size=60),
+    st.lists(st.integers(0, 3000), max_size=60),
+    st.sampled_from([0.5, 0.7, 0.8, 0.9]),
+)
+def test_threshold_mode_with_many_distinct_units(common, extra_x, extra_y, threshold):
+    """Units from a large alphabet fill part of the 512 buckets only, so the bucket bound
+    (units of the longer text in the buckets of the shorter) rules pairs out: it must still
+    decide like the reference and bound the resemblance from above."""
+    x = common + extra_x
+    y = extra_y + common[::2] + common[1::2]  # shared units, partly out of order
+    offsets, codes = _csr([x, y])
+    value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=threshold)[0])
+    exact = resemblance_reference(x, y)
+    assert (value >= threshold) == (exact >= threshold)
+    if exact >= threshold:
+        assert value == pytest.approx(exact)
+    else:
+        assert exact <= value + 1e-12
+
+
+def test_threshold_mode_unrelated_texts_are_bounded_by_their_buckets():
+    """Texts without a shared bucket: ruled out, and their exact LCS is 0."""
+    from neardup.lcs import unit_bucket
+
+    units = np.arange(1, 4000, dtype=np.uint64)
+    buckets = np.array([unit_bucket(u) for u in units])
+    x = units[buckets < 256][:100].tolist()
+    y = units[buckets >= 256][:100].tolist()
+    offsets, codes = _csr([x, y])
+    assert lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=0.5)[0] < 0.5
+    assert lcs_pairs(offsets, codes, np.array([0]), np.array([1]))[0] == 0.0
+
+
 def test_threshold_mode_long_texts_stop_early():
     rng = np.random.default_rng(5)
     x = rng.integers(0, 30, 1000).tolist()

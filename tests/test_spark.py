@@ -149,11 +149,12 @@ def test_same_groups_and_pairs_as_local(
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", "false")
     same_bytes(tmp_path)
+    # Not "rejected": the local engine does not verify candidates whose documents are linked
+    # already (groups.accepted_links), Spark verifies them all; the groups are the same.
     for key in (
         "documents",
         "exact_duplicates",
         "candidates",
-        "rejected",
         "pairs",
         "groups",
         "largest_group",

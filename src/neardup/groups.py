@@ -231,6 +231,121 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return labels
 
 
+#: Rounds of :func:`accepted_links` that test only a spanning forest of the pairs left; the
+#: pairs still undecided after them are tested at once.
+LINK_ROUNDS = 8
+
+_DONE, _ACCEPTED, _PENDING, _TEST = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _link_round(a, b, state, parent, scratch, everything):
+    """One round of :func:`accepted_links`: pending pairs whose documents are linked already
+    are done; of the others, those that join two trees of ``scratch`` (the accepted forest plus
+    the pairs picked this round) are picked for testing, all of them when ``everything``.
+    Returns the number picked. O(pairs α(n))."""
+    picked = 0
+    for e in range(a.shape[0]):
+        if state[e] != _PENDING:
+            continue
+        ra = find_root(parent, a[e])
+        rb = find_root(parent, b[e])
+        if ra == rb:
+            state[e] = _DONE
+            continue
+        if not everything:
+            sa = find_root(scratch, ra)
+            sb = find_root(scratch, rb)
+            if sa == sb:
+                continue
+            scratch[sb] = sa
+        state[e] = _TEST
+        picked += 1
+    return picked
+
+
+@njit(cache=True, nogil=True)
+def _link_tested(a, b, tested, ok, state, parent, size):
+    """Records the outcome of the pairs ``tested``: an accepted pair is kept and joins its
+    documents' trees (union by size), a rejected one is done. O(tested α(n))."""
+    for t in range(tested.shape[0]):
+        e = tested[t]
+        if not ok[t]:
+            state[e] = _DONE
+            continue
+        state[e] = _ACCEPTED
+        ra = find_root(parent, a[e])
+        rb = find_root(parent, b[e])
+        if ra == rb:
+            continue
+        if size[ra] < size[rb]:
+            ra, rb = rb, ra
+        parent[rb] = ra
+        size[ra] += size[rb]
+
+
+def accepted_links(
+    n: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    rounds: int = LINK_ROUNDS,
+) -> tuple[np.ndarray, int]:
+    """Which candidate pairs to keep so that the connected components of the kept pairs are
+    those of every pair ``accept`` would accept, testing as few pairs as it can.
+
+    A pair whose documents are already linked by accepted pairs cannot change the components,
+    so it is not tested. Each round tests, in one call of ``accept``, a spanning forest of the
+    pairs still undecided (over the components found so far), in input order; a pair that joins
+    two documents the accepted pairs link meanwhile is dropped untested. After ``rounds`` such
+    rounds, the undecided pairs are tested in one last call. A component whose candidates all
+    pass is then decided by about one test per document instead of one per candidate pair; the
+    worst case (many rejected pairs) tests every pair, as without it.
+
+    Args:
+        n: number of documents.
+        a, b: int64 document indices of the candidate pairs (equal lengths m).
+        accept: vectorised predicate ``f(x, y) -> bool array`` of the pairs ``(x[i], y[i])``,
+            called with non-empty arrays only (e.g. a :class:`neardup.pipeline.Relation`).
+        rounds: rounds that test a spanning forest before the rest is tested at once (>= 0).
+
+    Returns:
+        ``(kept, tested)``: ascending int64 indices into ``a``/``b`` of the accepted pairs that
+        were tested, and the number of pairs tested. ``connected_components(n, a[kept],
+        b[kept])`` equals the components of all accepted pairs.
+
+    Complexity: O(rounds · (m α(n) + n)) time besides the tests, O(n + m) memory (one byte of
+    state a pair, three int64 arrays of n).
+
+    Example:
+        >>> a, b = np.array([0, 1, 0, 2]), np.array([1, 2, 2, 3])
+        >>> kept, tested = accepted_links(4, a, b, lambda x, y: y != 3)
+        >>> kept.tolist(), tested
+        ([0, 1], 3)
+    """
+    if rounds < 0:
+        raise ValueError(f"rounds must be >= 0, got {rounds}")
+    a = _index_array("a", a)
+    b = _index_array("b", b)
+    _check_same_length("b", b, "a", a.size)
+    _check_indices("a", a, n)
+    _check_indices("b", b, n)
+    state = np.full(a.size, _PENDING, dtype=np.int8)
+    parent = np.arange(n, dtype=np.int64)
+    size = np.ones(n, dtype=np.int64)
+    scratch = np.empty(n, dtype=np.int64)
+    tested = 0
+    for r in range(rounds + 1):
+        scratch[:] = parent
+        if _link_round(a, b, state, parent, scratch, r == rounds) == 0:
+            break
+        picked = np.flatnonzero(state == _TEST)
+        ok = np.asarray(accept(a[picked], b[picked]), dtype=bool)
+        _link_tested(a, b, picked, ok, state, parent, size)
+        tested += picked.size
+    return np.flatnonzero(state == _ACCEPTED), tested
+
+
 def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Index of the original (the member of smallest rank) of every document's group.
 

@@ -292,6 +292,40 @@ def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.
 _EMPTY = np.int32(-1)
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 
+SKETCH_BITS = 512
+"""Buckets of a unit sketch: a unit falls in bucket :func:`unit_bucket` (64 bytes a text)."""
+_BUCKET_SHIFT = np.uint64(64 - 9)  # the top 9 bits: SKETCH_BITS buckets
+
+
+@njit(inline="always")
+def unit_bucket(unit):
+    """The bucket of an LCS unit in ``0..SKETCH_BITS-1``: the top 9 bits of the unit times an
+    odd constant (a multiplicative hash)."""
+    return np.int64((np.uint64(unit) * _MUL) >> _BUCKET_SHIFT)
+
+
+@njit(inline="always")
+def _bucket_bound(short, long, need, sketch):
+    """An upper bound of LCS(short, long) that is exact below ``need``: the units of ``long``
+    in the buckets ``short`` holds (a common subsequence is made of units both hold). Stops
+    as soon as it reaches ``need`` (then it only says the LCS may reach it). O(len)."""
+    sketch[:] = 0
+    for i in range(short.shape[0]):
+        k = unit_bucket(short[i])
+        sketch[k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+    found = 0
+    left = long.shape[0]
+    for j in range(long.shape[0]):
+        left -= 1
+        k = unit_bucket(long[j])
+        if (sketch[k >> 6] >> np.uint64(k & 63)) & np.uint64(1):
+            found += 1
+            if found >= need:
+                break
+        elif found + left < need:
+            return found + left
+    return found
+
 
 def lcs_scratch(longest: int) -> tuple:
     """Scratch space of :func:`_lcs_bits` for sequences of up to ``longest`` units."""
@@ -307,6 +341,7 @@ def lcs_scratch(longest: int) -> tuple:
         np.zeros(longest + 2, dtype=np.uint64),  # match mask of each id, for one block
         np.zeros(longest + 1, dtype=np.uint8),  # carry of each text position across blocks
         np.zeros(1, dtype=np.int64),  # calls so far
+        np.zeros(SKETCH_BITS // 64, dtype=np.uint64),  # buckets of one text's units
     )
 
 
@@ -324,7 +359,7 @@ def _lcs_bits(x, y, scratch, need=0):
     ``need`` > 0 the search stops as soon as the LCS cannot reach ``need`` and returns a value
     below it: after the blocks of pattern units [0, hi), LCS ≤ LCS(a[:hi], b) + (m − hi).
     """
-    table_key, table_owner, table_id, aid, bid, peq, carry, calls = scratch
+    table_key, table_owner, table_id, aid, bid, peq, carry, calls, _ = scratch
     n0 = x.shape[0]
     m0 = y.shape[0]
     p, s = _trim_common(x, y)
@@ -414,6 +449,14 @@ def _scored(x, y, resemblance, threshold, scratch):
         if low / top < threshold:
             return low / top  # LCS ≤ the shorter length: an upper bound below threshold
         need = np.int64(np.ceil(threshold * top - 1e-9))
+        # Unrelated texts of one language fail here, without the hashing of the exact LCS.
+        bound = (
+            _bucket_bound(x, y, need, scratch[8])
+            if x.shape[0] <= y.shape[0]
+            else (_bucket_bound(y, x, need, scratch[8]))
+        )
+        if bound < need:
+            return bound / top
     length = _lcs_bits(x, y, scratch, need)
     if not resemblance:
         return float(length)
@@ -487,7 +530,9 @@ def lcs_pairs(
 
     ``threshold`` (for verification): the values at or above it are exact, a value below it
     is only some number below it (an upper bound of the resemblance). Pairs whose length ratio
-    min / max is below it are not compared at all (LCS ≤ the shorter length), and the search
+    min / max is below it are not compared at all (LCS ≤ the shorter length), nor those whose
+    longer text has too few units in the :data:`SKETCH_BITS` buckets of the shorter one's
+    units (:func:`unit_bucket`; a common subsequence is made of shared units), and the search
     stops once the pattern units left cannot lift the LCS to ``threshold · max``: after the
     pattern's first h units, LCS ≤ LCS(A[:h], B) + (|A| − h).
     Accept with ``value >= threshold``.

@@ -12,9 +12,11 @@
       ``hamming_k`` bits (Manku permutation tables, exact) plus identical fingerprints; for MinHash
       documents equal on at least one LSH band. Buckets of identical keys are linked as a star to
       their earliest member, so a template repeated n times costs O(n), not O(n²);
-   c. **verification**: candidate pairs are checked with the exact Jaccard of their shingle sets
-      (``verify``); MinHash without verification accepts a candidate when its MinHash estimate
-      reaches ``threshold``;
+   c. **verification**: candidate pairs are checked with the verification measure (``verify``:
+      LCS resemblance or exact Jaccard); MinHash without verification accepts a candidate when
+      its MinHash estimate reaches ``threshold``. Only the components of the accepted pairs
+      matter, so a candidate whose documents accepted pairs already link is not checked
+      (:func:`neardup.groups.accepted_links`);
    d. **groups** by the grouping rule (:mod:`neardup.groups`): ``components`` (transitive) or
       ``center`` (no chaining), the original of a group being its earliest document (ties: input
       order);
@@ -43,7 +45,13 @@ from numba import njit
 
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
-from neardup.groups import center_groups, connected_components, document_order, originals_of
+from neardup.groups import (
+    accepted_links,
+    center_groups,
+    connected_components,
+    document_order,
+    originals_of,
+)
 from neardup.lcs import lcs_unit_counts, length_bounds
 from neardup.minhash import jaccard_estimate, minhash_from_features
 from neardup.settings import Settings
@@ -547,10 +555,15 @@ def find_groups(
         lap("shingle_sets", "verify")
 
     relation = Relation(sig, settings, verified)
+    considered = tested = int(cand_a.shape[0])  # the candidates the length rule left
     if settings.method == "minhash" or settings.verify is not None:
-        accepted = relation(cand_a, cand_b) if cand_a.shape[0] else np.zeros(0, dtype=bool)
-        cand_a, cand_b = cand_a[accepted], cand_b[accepted]
-    stats["rejected"] = stats["candidates"] - int(cand_a.shape[0])
+        # Only the components of the accepted candidates matter (the pairs reported are
+        # measured on their own): a candidate whose documents are linked already is not tested.
+        kept, tested = accepted_links(n, cand_a, cand_b, relation)
+        cand_a, cand_b = cand_a[kept], cand_b[kept]
+        del kept
+    stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])
+    stats["linked_untested"] = considered - tested
     lap("verify", "groups")
 
     edge_a = np.concatenate([cand_a, rep_of[dup_members]])

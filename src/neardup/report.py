@@ -400,6 +400,7 @@ def _format(value) -> str:
 _STAT_NAMES = {
     "candidates": "candidate pairs",
     "rejected": "rejected by verification",
+    "linked_untested": "linked already, not verified",
     "exact_duplicates": "exact duplicates",
     "empty_documents": "empty documents",
 }

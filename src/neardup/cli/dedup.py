@@ -226,6 +226,7 @@ def _groups_summary(run) -> list[tuple[str, object]]:
         ("exact duplicates", stats["exact_duplicates"]),
         ("candidate pairs", stats["candidates"]),
         ("rejected by verification", stats["rejected"]),
+        ("linked already, not verified", stats["linked_untested"]),
         ("pairs written", stats["pairs"]),
         ("groups", stats["groups"]),
         ("largest group", stats["largest_group"]),

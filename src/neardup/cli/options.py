@@ -200,7 +200,10 @@ _OUTPUT_KEYS = (
     "summary_out",
 )
 # Summary labels whose JSON key is not their snake_case form.
-_SUMMARY_KEYS = {"rejected by verification": "rejected"}
+_SUMMARY_KEYS = {
+    "rejected by verification": "rejected",
+    "linked already, not verified": "linked_untested",
+}
 
 
 def _snake(label: str) -> str:

