@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates.bands import band_buckets, band_hashes, candidate_pairs
+from neardup.candidates.bands import (
+    band_buckets,
+    band_columns,
+    band_hashes,
+    candidate_pairs,
+    pairs_from_band_columns,
+)
 from neardup.lsh import candidate_probability
 
 # --------------------------------------------------------------------------- references
@@ -285,3 +291,24 @@ def test_validation_messages():
         candidate_pairs(sig, 2, 4, rank=np.array([0.0, np.nan, 1.0, 2.0]), mode="star")
     with pytest.raises(ValueError, match="rank must be an integer or float array"):
         candidate_pairs(sig, 2, 4, rank=np.array(["a", "b", "c", "d"]), mode="star")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 60),
+    st.integers(1, 6),
+    st.sampled_from(["all", "star"]),
+    st.integers(2, 4),
+    st.integers(0, 2**31),
+)
+def test_bands_sorted_side_by_side_give_the_same_pairs(n, bands, mode, workers, seed):
+    """Threads sort several bands at once; the pairs equal one band at a time, also when the
+    columns come from band_columns (one buffer reused for every band)."""
+    rng = np.random.default_rng(seed)
+    sig = rng.integers(0, 3, size=(n, bands * 2), dtype=np.uint32)  # small values: buckets
+    positions = rng.permutation(n).astype(np.int64)
+    want = pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions)
+    got = pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions, workers)
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions, 0)

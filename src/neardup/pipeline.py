@@ -420,11 +420,12 @@ def candidate_edges(
     rank: np.ndarray,
     settings: Settings,
     band_keys: BandKeys | None = None,
+    workers: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
 
     MinHash reads its band hashes from ``band_keys`` when given, else computes them from
-    ``sig.signature``; the pairs are the same either way.
+    ``sig.signature``, and sorts ``workers`` bands at a time; the pairs are the same either way.
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -438,7 +439,7 @@ def candidate_edges(
     else:
         positions = rank_positions(rank[reps], reps.shape[0])
         a, b = pairs_from_band_columns(
-            _band_columns_of(sig, settings, reps, band_keys), "star", positions
+            _band_columns_of(sig, settings, reps, band_keys), "star", positions, workers
         )
     # One side at a time, without copies: at 10M documents a side is 0.4 GB.
     a = reps[a].astype(np.int64, copy=False)
@@ -447,13 +448,19 @@ def candidate_edges(
 
 
 def all_pairs(
-    sig: Signatures, settings: Settings, relation: Relation, band_keys: BandKeys | None = None
+    sig: Signatures,
+    settings: Settings,
+    relation: Relation,
+    band_keys: BandKeys | None = None,
+    workers: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every near-duplicate pair (i < j) of the collection, each once. Output-sized cost."""
     if settings.method == "simhash":
         a, b, _ = hamming_pairs(sig.signature, settings.hamming_k)
     else:
-        a, b = pairs_from_band_columns(_band_columns_of(sig, settings, None, band_keys), "all")
+        a, b = pairs_from_band_columns(
+            _band_columns_of(sig, settings, None, band_keys), "all", None, workers
+        )
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     keep = relation(a, b) if a.shape[0] else np.zeros(0, dtype=bool)
@@ -469,6 +476,7 @@ def find_groups(
     band_keys: BandKeys | None = None,
     set_source: SetSource | None = None,
     on_stage: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -478,7 +486,8 @@ def find_groups(
     them when given (an out-of-core run re-reads those texts), else they are built from
     ``texts``. ``band_keys`` supplies MinHash band hashes
     (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
-    it starts (for progress displays).
+    it starts (for progress displays); ``workers`` threads find MinHash candidates (the
+    groups do not depend on it).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -510,7 +519,7 @@ def find_groups(
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
-    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys)
+    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers)
     stats["candidates"] = int(cand_a.shape[0])
     lap(
         "candidates",
@@ -582,7 +591,7 @@ def find_groups(
         pair_b = np.flatnonzero(~is_original)
         pair_a = original[pair_b]
     else:
-        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys)
+        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers)
     pair_value = (
         relation.similarity(pair_a, pair_b)
         if pair_a.shape[0]

@@ -52,7 +52,9 @@ Example:
 from __future__ import annotations
 
 import numbers
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -116,7 +118,7 @@ def _band_hash_kernel(sig, first_band, last_band, rows, out):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _all_pairs_kernel(order, starts, sizes, total):
     """Packed ``i << 32 | j`` for every pair inside each run; runs list ids in ascending order."""
     out = np.empty(total, dtype=np.uint64)
@@ -133,7 +135,7 @@ def _all_pairs_kernel(order, starts, sizes, total):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _star_edges_kernel(order, starts, sizes, pos, total):
     """Packed ``rep << 32 | d`` for every non-representative member ``d`` of each run."""
     out = np.empty(total, dtype=np.uint64)
@@ -446,15 +448,39 @@ def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
         yield col[:, 0]
 
 
+def _band_pairs(column: np.ndarray, mode: str, positions: np.ndarray | None) -> np.ndarray | None:
+    """One band's candidate pairs, packed ``i << 32 | j``, sorted and distinct (None: none)."""
+    n = column.shape[0]
+    if n > _MAX_DOCS:
+        raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
+    order, starts, sizes = _band_runs(np.asarray(column, dtype=np.uint64), 2)
+    if starts.size == 0:
+        return None
+    if mode == "all":
+        total = int(np.sum(sizes * (sizes - 1) // 2))
+        band_pairs = _all_pairs_kernel(order, starts, sizes, total)
+    else:
+        pos = np.arange(n, dtype=np.int64) if positions is None else positions
+        total = int(np.sum(sizes - 1))
+        band_pairs = _star_edges_kernel(order, starts, sizes, pos, total)
+    del order, starts, sizes
+    return _sorted_distinct(band_pairs)
+
+
 def pairs_from_band_columns(
-    columns: Iterable[np.ndarray], mode: str = "star", positions: np.ndarray | None = None
+    columns: Iterable[np.ndarray],
+    mode: str = "star",
+    positions: np.ndarray | None = None,
+    workers: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs from band-hash columns (each ``uint64[n]``), as :func:`candidate_pairs`.
 
     The columns may come from memory (:func:`band_columns`) or be read back one at a time from
-    disk by an out-of-core run: only one column, its sort and the distinct pairs so far are held
-    at once. ``positions`` is the total order of the documents for ``"star"`` mode (int64[n],
-    position of each document in (rank, index) order; default: the index).
+    disk by an out-of-core run: only ``workers`` columns, their sorts and the distinct pairs so
+    far are held at once. ``positions`` is the total order of the documents for ``"star"`` mode
+    (int64[n], position of each document in (rank, index) order; default: the index).
+    ``workers`` threads sort bands side by side (the kernels release the GIL); the pairs do not
+    depend on it.
 
     Complexity: O(n log n) per band plus O(E log E) for the E emitted pairs.
 
@@ -465,26 +491,30 @@ def pairs_from_band_columns(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    workers = _check_positive_int("workers", workers)
     packed = None
-    for column in columns:
-        n = column.shape[0]
-        if n > _MAX_DOCS:
-            raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
-        order, starts, sizes = _band_runs(np.asarray(column, dtype=np.uint64), 2)
-        if starts.size == 0:
-            continue
-        if mode == "all":
-            total = int(np.sum(sizes * (sizes - 1) // 2))
-            band_pairs = _all_pairs_kernel(order, starts, sizes, total)
-        else:
-            pos = np.arange(n, dtype=np.int64) if positions is None else positions
-            total = int(np.sum(sizes - 1))
-            band_pairs = _star_edges_kernel(order, starts, sizes, pos, total)
+
+    def merge(band_pairs: np.ndarray | None) -> None:
         # Each band's distinct pairs are merged into those so far: memory O(distinct pairs),
         # not O(pairs of all bands), which repeat one another for near-identical documents.
-        band_pairs = _sorted_distinct(band_pairs)
-        packed = band_pairs if packed is None else _merge_distinct(packed, band_pairs)
-        del band_pairs
+        # A union of sets: the order of the bands does not change it.
+        nonlocal packed
+        if band_pairs is not None:
+            packed = band_pairs if packed is None else _merge_distinct(packed, band_pairs)
+
+    if workers == 1:
+        for column in columns:
+            merge(_band_pairs(column, mode, positions))
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            pending: deque = deque()
+            for column in columns:
+                # A copy: band_columns reuses one buffer for every band.
+                pending.append(pool.submit(_band_pairs, np.array(column), mode, positions))
+                if len(pending) >= workers:
+                    merge(pending.popleft().result())
+            while pending:
+                merge(pending.popleft().result())
     if packed is None:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()

@@ -267,7 +267,14 @@ class LocalEngine:
         batch = reader.read_all()
         sig = signatures_parallel(batch.texts, settings, self.workers, keep_sets=False)
         read_seconds = time.perf_counter() - started
-        groups = find_groups(sig, batch.timestamps, settings, batch.texts, on_stage=progress.stage)
+        groups = find_groups(
+            sig,
+            batch.timestamps,
+            settings,
+            batch.texts,
+            on_stage=progress.stage,
+            workers=self.workers,
+        )
         columns = _write_outputs(
             outputs,
             batch.ids,
@@ -359,7 +366,9 @@ class LocalEngine:
         # Without texts, identical fingerprints play the part of identical contents.
         content = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
         sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
-        groups = find_groups(sig, table.timestamps, settings, on_stage=progress.stage)
+        groups = find_groups(
+            sig, table.timestamps, settings, on_stage=progress.stage, workers=self.workers
+        )
         # Fingerprints hold no documents: no originals' rows, no report.
         columns = _write_outputs(
             Outputs(groups=outputs.groups, pairs=outputs.pairs),
