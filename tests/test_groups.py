@@ -354,8 +354,9 @@ def test_locality_order_recovers_a_shuffled_path():
     st.integers(1, 30),
     st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29), st.booleans()), max_size=120),
     st.integers(0, 3),
+    st.integers(1, 8),
 )
-def test_accepted_links_give_the_components_of_all_accepted_pairs(n, pairs, rounds):
+def test_accepted_links_give_the_components_of_all_accepted_pairs(n, pairs, rounds, step):
     """Against brute force: the kept pairs are accepted ones, link exactly what all accepted
     pairs link, and no pair is tested twice."""
     pairs = [(x % n, y % n, ok) for x, y, ok in pairs]
@@ -367,11 +368,11 @@ def test_accepted_links_give_the_components_of_all_accepted_pairs(n, pairs, roun
     asked = []
 
     def accept(x, y):
-        assert x.size > 0
+        assert 0 < x.size <= step
         asked.extend(zip(x.tolist(), y.tolist()))
         return np.array([verdict[(min(i, j), max(i, j))] for i, j in zip(x, y)], dtype=bool)
 
-    kept, tested = accepted_links(n, a, b, accept, rounds)
+    kept, tested = accepted_links(n, a, b, accept, rounds, step)
     assert tested == len(asked)
     assert all(verdict[(min(x, y), max(x, y))] for x, y in zip(a[kept], b[kept]))
     everything = np.array([verdict[(min(x, y), max(x, y))] for x, y in zip(a, b)], dtype=bool)
@@ -395,3 +396,5 @@ def test_accepted_links_bad_input():
         accepted_links(2, np.array([0]), np.array([1]), lambda x, y: x >= 0, rounds=-1)
     with pytest.raises(ValueError, match="document indices"):
         accepted_links(2, np.array([0]), np.array([2]), lambda x, y: x >= 0)
+    with pytest.raises(ValueError, match="step must be >= 1"):
+        accepted_links(2, np.array([0]), np.array([1]), lambda x, y: x >= 0, step=0)

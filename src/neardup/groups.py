@@ -265,26 +265,30 @@ def _link_round(a, b, state, parent, scratch, everything):
 
 
 @njit(cache=True, nogil=True)
-def _picked_pairs(a, b, state, picked):
-    """The pairs picked for testing, in input order: (a, b) of each, without an index array
-    (at 10M documents a round picks tens of millions). O(m)."""
-    pa = np.empty(picked, dtype=np.int64)
-    pb = np.empty(picked, dtype=np.int64)
+def _picked_pairs(a, b, state, start, most):
+    """Up to ``most`` pairs picked for testing, in input order from pair ``start``: their
+    (a, b), and the pair after the last one taken. No index array: at 10M documents a round
+    picks tens of millions. O(pairs scanned)."""
+    pa = np.empty(most, dtype=np.int64)
+    pb = np.empty(most, dtype=np.int64)
     t = 0
-    for e in range(a.shape[0]):
+    e = start
+    while e < a.shape[0] and t < most:
         if state[e] == _TEST:
             pa[t] = a[e]
             pb[t] = b[e]
             t += 1
-    return pa, pb
+        e += 1
+    return pa[:t], pb[:t], e
 
 
 @njit(cache=True, nogil=True)
-def _link_tested(a, b, ok, state, parent, size):
-    """Records the outcome of the pairs picked, ``ok`` in input order: an accepted pair is kept
-    and joins its documents' trees (union by size), a rejected one is done. O(m α(n))."""
+def _link_tested(a, b, start, stop, ok, state, parent, size):
+    """Records the outcome ``ok`` (in input order) of the pairs picked among pairs
+    ``start..stop-1``: an accepted pair is kept and joins its documents' trees (union by
+    size), a rejected one is done. O(pairs α(n))."""
     t = -1
-    for e in range(a.shape[0]):
+    for e in range(start, stop):
         if state[e] != _TEST:
             continue
         t += 1
@@ -308,6 +312,7 @@ def accepted_links(
     b: np.ndarray,
     accept: Callable[[np.ndarray, np.ndarray], np.ndarray],
     rounds: int = LINK_ROUNDS,
+    step: int = 1 << 23,
 ) -> tuple[np.ndarray, int]:
     """Which candidate pairs to keep so that the connected components of the kept pairs are
     those of every pair ``accept`` would accept, testing as few pairs as it can.
@@ -326,6 +331,7 @@ def accepted_links(
         accept: vectorised predicate ``f(x, y) -> bool array`` of the pairs ``(x[i], y[i])``,
             called with non-empty arrays only (e.g. a :class:`neardup.pipeline.Relation`).
         rounds: rounds that test a spanning forest before the rest is tested at once (>= 0).
+        step: most pairs handed to one call of ``accept`` (its temporaries stay bounded).
 
     Returns:
         ``(kept, tested)``: ascending int64 indices into ``a``/``b`` of the accepted pairs that
@@ -333,7 +339,7 @@ def accepted_links(
         b[kept])`` equals the components of all accepted pairs.
 
     Complexity: O(rounds · (m α(n) + n)) time besides the tests, O(n + m) memory (one byte of
-    state a pair, three int64 arrays of n).
+    state a pair, three int64 arrays of n, and ``step`` pairs handed to ``accept``).
 
     Example:
         >>> a, b = np.array([0, 1, 0, 2]), np.array([1, 2, 2, 3])
@@ -343,6 +349,8 @@ def accepted_links(
     """
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, got {rounds}")
+    if step < 1:
+        raise ValueError(f"step must be >= 1, got {step}")
     a = _index_array("a", a)
     b = _index_array("b", b)
     _check_same_length("b", b, "a", a.size)
@@ -358,10 +366,13 @@ def accepted_links(
         picked = _link_round(a, b, state, parent, scratch, r == rounds)
         if picked == 0:
             break
-        pa, pb = _picked_pairs(a, b, state, picked)
-        ok = np.asarray(accept(pa, pb), dtype=bool)
-        del pa, pb
-        _link_tested(a, b, ok, state, parent, size)
+        start = 0
+        for _ in range(0, picked, step):
+            pa, pb, stop = _picked_pairs(a, b, state, start, step)
+            ok = np.asarray(accept(pa, pb), dtype=bool)
+            del pa, pb
+            _link_tested(a, b, start, stop, ok, state, parent, size)
+            start = stop
         tested += picked
     return np.flatnonzero(state == _ACCEPTED), tested
 

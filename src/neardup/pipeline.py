@@ -568,7 +568,7 @@ def find_groups(
     if settings.method == "minhash" or settings.verify is not None:
         # Only the components of the accepted candidates matter (the pairs reported are
         # measured on their own): a candidate whose documents are linked already is not tested.
-        kept, tested = accepted_links(n, cand_a, cand_b, relation)
+        kept, tested = accepted_links(n, cand_a, cand_b, relation, step=VERIFY_SLICE)
         cand_a, cand_b = cand_a[kept], cand_b[kept]
         del kept
     stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])
