@@ -27,7 +27,7 @@ Commands (from the repository root)::
 
 ``--unit`` is ``auto`` (default: the unit of ``neardup dedup --verify lcs``: words, or
 characters for texts holding Hangul, kana or Han), ``word``, ``syllable`` or ``word+syllable`` (a pair is
-accepted when either accepts it) (:func:`neardup.lcs.lcs_units`; comparison in
+accepted when either accepts it) (:func:`neardup.text.units.lcs_units`; comparison in
 ``benchmarks/README.md``);
 ``--threshold`` is 0.8.
 
@@ -54,7 +54,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.lcs import _lcs_bits, _lcs_scratch, lcs_pairs, lcs_units
+from neardup.lcs import _lcs_bits, _lcs_scratch, lcs_pairs
+from neardup.text.units import lcs_units
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("NEARDUP_SHARED", HERE.parent.parent / "shared")) / "data"

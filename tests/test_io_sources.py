@@ -5,6 +5,8 @@ import gzip
 
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from io_helpers import read_all
 
 import neardup.io as nio
@@ -13,6 +15,7 @@ from neardup.io import (
     InputError,
     read_documents,
 )
+from neardup.io.files import INPUT_FORMATS, resolve_input
 
 
 def test_csv_line_numbers_count_physical_lines(tmp_path):
@@ -296,3 +299,30 @@ def test_cli_reports_the_bad_csv_row_or_skips_it(tmp_path):
 
 def test_docstring_examples():
     assert doctest.testmod(io_sources).failed == 0
+
+
+@given(
+    lengths=st.lists(st.integers(0, 40), min_size=1, max_size=60),
+    wanted=st.data(),
+    gap=st.integers(1, 100),
+    most=st.integers(1, 300),
+    last_ends=st.booleans(),
+)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
+    tmp_path, monkeypatch, lengths, wanted, gap, most, last_ends
+):
+    lines = [b"x" * n + (b"\r\n" if n % 3 == 0 else b"\n") for n in lengths]
+    if not last_ends:
+        lines[-1] = lines[-1].rstrip(b"\r\n")
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"".join(lines))
+    starts = [sum(map(len, lines[:i])) for i in range(len(lines))]
+    chosen = sorted(wanted.draw(st.sets(st.sampled_from(range(len(lines))), min_size=1)))
+    monkeypatch.setattr(io_sources, "COALESCE_GAP", gap)
+    monkeypatch.setattr(io_sources, "COALESCE_BYTES", most)
+    src = resolve_input(path, None, INPUT_FORMATS)
+    got = list(io_sources.lines_at(src, [starts[i] for i in chosen]))
+    assert got == [lines[i] for i in chosen]

@@ -129,6 +129,7 @@ OPTION_SETS = [
     ("--method", "simhash", "--grouping", "center", "--pairs", "all"),
     ("--method", "simhash", "--verify", "jaccard:0.6"),
     ("--verify", "lcs:0.8"),
+    ("--verify", "jaccard:0.6"),
     ("--method", "simhash", "--verify", "lcs:0.9", "--pairs", "all", "--grouping", "center"),
 ]
 
@@ -149,16 +150,23 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     set_blocks = []
     build_sets = OutOfCoreDedup._sets
 
-    def record_block(self, docs, sink=None):
+    def record_block(self, docs, spill=False):
         set_blocks.append(docs.shape[0])
-        return build_sets(self, docs, sink)
+        return build_sets(self, docs, spill)
 
     monkeypatch.setattr(OutOfCoreDedup, "_sets", record_block)
     roomy = dedup(corpus, tmp_path, "roomy", *options, "--workers", "1")
     verified = "--verify none" not in " ".join(options) and (
         "simhash" not in options or "--verify" in options
     )
+    # Pass 1 kept the verification data: no text is read again.
+    assert set_blocks == []
+    with monkeypatch.context() as m:
+        m.setattr(outofcore.KeptSets, "add", lambda kept, *batch: kept.drop())
+        reread = dedup(corpus, tmp_path, "reread", *options, "--workers", "2")
+    # Not kept: each text is read again once, its data in memory.
     assert len(set_blocks) == verified
+    assert reread == roomy
     set_blocks.clear()
     tight = dedup(
         corpus,
@@ -216,6 +224,101 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
     ):
         np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
     assert job.collected.ids.to_pylist() == everything.ids
+
+
+def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_share=1.0):
+    """A job's groups, figures and collected columns; ``total_share`` scales the input size
+    the reader reports (below 1: pass 1's estimate of the kept data comes out too small)."""
+
+    def reopen(records):
+        reader = read_documents([corpus], time_field="ts", on_error="skip", batch_size=200)
+        total = reader.total_bytes()
+        reader.total_bytes = lambda: int(total * total_share)
+        return reader
+
+    with WorkDir(tmp_path, "key", "out", resume=resume) as work:
+        job = OutOfCoreDedup(reopen(False), reopen, settings, work, memory_limit, workers=2)
+        collected = job.collect()
+        kept = collected.kept
+        groups = job.group()
+        assert job.budget.free == job.budget.limit  # everything kept was given back
+    return groups, job.figures, kept
+
+
+def _same_groups(groups, expected):
+    for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
+        np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
+
+
+@pytest.mark.parametrize("verify", ["lcs:0.8", "jaccard:0.6"])
+def test_verification_data_kept_from_pass_1_when_they_fit(corpus, tmp_path, verify):
+    settings = Settings(verify=verify)
+    kept, figures, held = _job_groups(corpus, tmp_path, settings, memory_limit=64 << 20)
+    assert held is not None and figures["documents re-read"] == 0
+    # 1M: half of it holds the band hashes but not every document's data as well.
+    reread, figures, held = _job_groups(corpus, tmp_path, settings, memory_limit=1 << 20)
+    assert held is None and figures["documents re-read"] > 0
+    _same_groups(kept, reread)
+    # A resumed run builds them from a re-read (they are not checkpointed).
+    resumed, figures, held = _job_groups(corpus, tmp_path, settings, 64 << 20, resume=True)
+    assert held is None and figures["documents re-read"] > 0
+    _same_groups(resumed, reread)
+
+
+def test_keeping_falls_back_to_a_re_read_when_the_estimate_was_too_small(corpus, tmp_path):
+    settings = Settings(verify="lcs:0.8")
+    expected, _, _ = _job_groups(corpus, tmp_path, settings, memory_limit=64 << 20)
+    # The reader says the input is a tenth of its size: the first batches look like fitting
+    # 1.5M, but the whole does not.
+    got, figures, held = _job_groups(corpus, tmp_path, settings, 3 << 19, total_share=0.1)
+    assert held is None and figures["documents re-read"] > 0
+    _same_groups(got, expected)
+
+
+def test_a_re_read_that_finds_other_texts_is_an_error(corpus, tmp_path):
+    changed = tmp_path / "docs.jsonl"
+    changed.write_bytes(corpus.read_bytes())
+    reader = read_documents([changed], time_field="ts", on_error="skip")
+    with WorkDir(tmp_path, "key", "out") as work:
+        job = OutOfCoreDedup(reader, None, Settings(), work, memory_limit=1 << 20, workers=2)
+        job.collect()
+        assert job.collected.kept is None
+        # Same size and offsets, fewer LCS units: "alpha beta" becomes one word.
+        changed.write_bytes(changed.read_bytes().replace(b"alpha beta", b"alphazbeta"))
+        with pytest.raises(ValueError, match="inputs changed"):
+            job.group()
+
+
+def test_kept_sets_stop_when_the_extrapolation_or_the_budget_says_no():
+    budget = MemoryBudget(1000)
+    kept = outofcore.KeptSets(budget, total_bytes=10_000)
+    kept.add(np.array([0, 5, 10]), np.arange(10, dtype=np.uint64), consumed=5_000)
+    # 96 bytes (8 a value, 8 a document) after half the input: 192 at the end.
+    assert kept.active and budget.free == 1000 - 96
+    kept.add(np.array([0, 40]), np.arange(40, dtype=np.uint64), consumed=6_000)
+    # 424 bytes after 60 %: 707 at the end.
+    assert kept.active and budget.free == 1000 - 424
+    kept.add(np.array([0, 200]), np.arange(200, dtype=np.uint64), consumed=7_000)
+    assert not kept.active and budget.free == 1000  # the budget refused: all given back
+    kept.add(np.array([0, 1]), np.arange(1, dtype=np.uint64), consumed=7_100)
+    assert not kept.active and budget.free == 1000
+
+    kept = outofcore.KeptSets(budget, total_bytes=10_000)
+    kept.add(np.array([0, 5, 11]), np.arange(11, dtype=np.uint64), consumed=1_000)
+    # 104 bytes after a tenth of the input: 1,040 at the end, over the budget.
+    assert not kept.active and budget.free == 1000
+
+
+def test_kept_sets_give_every_document_in_order():
+    budget = MemoryBudget(1 << 20)
+    kept = outofcore.KeptSets(budget, total_bytes=100)
+    kept.add(np.array([0, 2, 2, 5]), np.arange(5, dtype=np.uint64), consumed=50)
+    kept.add(np.array([0, 1, 4]), np.arange(10, 14, dtype=np.uint64), consumed=100)
+    assert budget.free == budget.limit - 5 * 8 - 3 * 8 - 4 * 8 - 2 * 8
+    offsets, values = kept.arrays()
+    assert offsets.tolist() == [0, 2, 2, 5, 6, 9]
+    assert values.tolist() == [0, 1, 2, 3, 4, 10, 11, 12, 13]
+    assert budget.free == budget.limit
 
 
 def test_temp_dir_is_empty_after_a_failed_run(corpus, tmp_path):

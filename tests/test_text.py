@@ -1,4 +1,5 @@
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -303,3 +304,25 @@ def test_shingle_sets_equal_numpy_unique(docs):
         part = slice(set_offsets[d], set_offsets[d + 1])
         np.testing.assert_array_equal(set_hashes[part], values)
         np.testing.assert_array_equal(counts[part], times)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(MIXED, st.text(st.sampled_from("aé한😀\x00\u1100\u3131İßﬁ"), max_size=8)),
+        max_size=8,
+    ).map(lambda texts: [t.encode("utf-8", "replace").decode() for t in texts]),  # UTF-8 only
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_canonical_texts_of_an_arrow_column(texts, start, large):
+    # The Arrow route (UTF-8 transcoded in compiled code) gives the bytes of the str route,
+    # also for a sliced array and 64-bit offsets.
+    array = pa.array(["skipped"] * start + texts, pa.large_string() if large else pa.string())
+    column = canonical.TextColumn(array.slice(start))
+    for got, want in zip(
+        canonical.canonical_texts(column), canonical.canonical_texts(texts), strict=True
+    ):
+        assert np.array_equal(got, want)
+    of_column, of_strs = canonical.Canonical.of(column), canonical.Canonical.of(texts)
+    assert np.array_equal(of_column.data, of_strs.data)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from neardup.lcs import lcs_pairs, lcs_units
+from neardup.lcs import lcs_pairs
+from neardup.text.units import lcs_units
 from neardup.verify import Verification, parse_verify
 
 

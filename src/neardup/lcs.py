@@ -11,27 +11,8 @@ non-empty one: 0.0). This is not the symmetric-difference form |LCS| / (|A| + |B
 :func:`neardup.similarity.lcs_resemblance`: a text that keeps every word of a 10-word text but
 one scores 0.9 here, as the definition says, and 0.82 there.
 
-Units (:func:`lcs_units`), both from the package's canonical text
-(:func:`neardup.text.canonical_batch`: NFKC, case folding, separators → one space):
-
-``"syllable"``
-    every code point of the canonical text except the spaces (a Hangul syllable block, a
-    letter, a digit): spacing errors and words broken across lines change nothing (rule 1).
-    Codes are the code points (uint32).
-``"word"``
-    the space-separated tokens (for Korean, the eojeol), each the XXH64 of its UTF-8 bytes
-    (uint64, the ids of ``word:1`` shingles; two different words share an id with probability
-    2^-64). A missing space or a line break inside a word splits or merges tokens.
-``"auto"`` (the unit of ``--verify lcs:T``)
-    per text: its characters (``"syllable"``, spaces ignored) when it holds any Hangul, kana or
-    Han character, else its words (``"word"``). Words are the definition's unit where they are
-    separated by spaces; Chinese and Japanese have no spaces, and Korean spacing is unreliable
-    (spacing errors, particles attached or not, lines wrapped inside a word: the Debian Korean
-    descriptions have all three), so their texts count characters. Letters alone were measured
-    too lenient for English (unrelated words share letters in order, so a pair with a fifth
-    of its words changed still keeps 80 % of its letters), and words too strict for Korean.
-    Characters are their code point with the top bit set, words XXH64 values with it cleared
-    (uint64).
+The units are those of :mod:`neardup.text.units` (:func:`~neardup.text.units.lcs_units`):
+words, or characters for Korean, Chinese and Japanese text.
 
 The kernel (:func:`lcs_pairs`) is the bit-parallel LCS of Allison–Dix / Hyyrö: with the shorter
 sequence A (m units) as the pattern, a vector V of m bits starts all ones; for each unit c of
@@ -49,6 +30,7 @@ A common prefix and suffix are removed first (they extend every longest common s
 Cost per pair: O(⌈m / 64⌉ · n) word operations with n = |B| ≥ m, memory O(n).
 
 Example:
+    >>> from neardup.text.units import lcs_units
     >>> offsets, codes = lcs_units(["나는 어제 학교에 갔다", "나는 어제\\n학교로 갔다"], "syllable")
     >>> offsets.tolist()
     [0, 9, 18]
@@ -64,230 +46,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.hashing import _xxh64_padded
 from neardup.similarity import _trim_common
-from neardup.text.canonical import Canonical, canonical_texts, utf8_code_point
 
 __all__ = [
-    "LCS_UNITS",
-    "lcs_units",
-    "lcs_unit_counts",
     "lcs_pairs",
     "lcs_lengths",
     "lcs_length_reference",
     "resemblance_reference",
 ]
-
-LCS_UNITS = ("auto", "syllable", "word")
-
-
-@njit(cache=True, nogil=True)
-def _syllable_codes(canon, offsets):
-    """Code points of the canonical UTF-8 text, spaces dropped (uint32, CSR)."""
-    n = offsets.shape[0] - 1
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
-    for d in range(n):
-        count = 0
-        for i in range(offsets[d], offsets[d + 1]):
-            b = canon[i]
-            count += np.int64((b & 0xC0) != 0x80) & np.int64(b != 32)
-        out_offsets[d + 1] = out_offsets[d] + count
-    codes = np.empty(out_offsets[n], dtype=np.uint32)
-    o = 0
-    for d in range(n):
-        i = offsets[d]
-        end = offsets[d + 1]
-        while i < end:
-            b0 = np.uint32(canon[i])
-            if b0 < 0x80:
-                cp = b0
-                i += 1
-            elif b0 < 0xE0:
-                cp = ((b0 & 0x1F) << 6) | (np.uint32(canon[i + 1]) & 0x3F)
-                i += 2
-            elif b0 < 0xF0:
-                cp = (
-                    ((b0 & 0x0F) << 12)
-                    | ((np.uint32(canon[i + 1]) & 0x3F) << 6)
-                    | (np.uint32(canon[i + 2]) & 0x3F)
-                )
-                i += 3
-            else:
-                cp = (
-                    ((b0 & 0x07) << 18)
-                    | ((np.uint32(canon[i + 1]) & 0x3F) << 12)
-                    | ((np.uint32(canon[i + 2]) & 0x3F) << 6)
-                    | (np.uint32(canon[i + 3]) & 0x3F)
-                )
-                i += 4
-            if cp != 32:
-                codes[o] = cp
-                o += 1
-    return out_offsets, codes
-
-
-@njit(cache=True, nogil=True)
-def _word_codes(canon, offsets):
-    """XXH64 of every space-separated token of the canonical text (uint64, CSR)."""
-    n = offsets.shape[0] - 1
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
-    for d in range(n):
-        count = 0
-        if offsets[d + 1] > offsets[d]:
-            count = 1
-            for i in range(offsets[d], offsets[d + 1]):
-                count += np.int64(canon[i] == 32)
-        out_offsets[d + 1] = out_offsets[d] + count
-    codes = np.empty(out_offsets[n], dtype=np.uint64)
-    o = 0
-    for d in range(n):
-        lo = offsets[d]
-        hi = offsets[d + 1]
-        if hi == lo:
-            continue
-        start = lo
-        for i in range(lo, hi + 1):
-            if i == hi or canon[i] == 32:
-                codes[o] = _xxh64_padded(canon, start, i)
-                o += 1
-                start = i + 1
-    return out_offsets, codes
-
-
-_TAG = np.uint64(1) << np.uint64(63)
-
-
-@njit(inline="always")
-def _unspaced_script(cp):
-    """Hangul (syllables and jamo), kana and Han: scripts written without spaces between
-    words, or (Hangul) with spacing that writers get wrong."""
-    return cp >= 0x1100 and (
-        (0xAC00 <= cp <= 0xD7A3)
-        or (cp <= 0x11FF)
-        or (0x3130 <= cp <= 0x318F)
-        or (0x3040 <= cp <= 0x30FF)
-        or (0x3400 <= cp <= 0x4DBF)
-        or (0x4E00 <= cp <= 0x9FFF)
-        or (0xF900 <= cp <= 0xFAFF)
-        or (0x20000 <= cp <= 0x2FFFF)
-    )
-
-
-@njit(inline="always")
-def _has_unspaced_script(canon, lo, hi):
-    """Whether the UTF-8 text ``canon[lo:hi]`` holds a character of :func:`_unspaced_script`
-    (only the code points of lead bytes of U+1000 and above are decoded)."""
-    i = lo
-    while i < hi:
-        if canon[i] >= 0xE1:
-            cp, length = utf8_code_point(canon, i)
-            if _unspaced_script(cp):
-                return True
-            i += length
-        else:
-            i += 1
-    return False
-
-
-@njit(cache=True, nogil=True)
-def _auto_codes(canon, offsets):
-    """The ``"auto"`` units of the canonical texts (uint64, CSR), in one pass per text."""
-    n = offsets.shape[0] - 1
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
-    codes = np.empty(canon.shape[0], dtype=np.uint64)  # every unit takes at least one byte
-    o = 0
-    for d in range(n):
-        lo = offsets[d]
-        hi = offsets[d + 1]
-        by_character = _has_unspaced_script(canon, lo, hi)
-        if by_character:
-            i = lo
-            while i < hi:
-                cp, length = utf8_code_point(canon, i)
-                if cp != 32:
-                    codes[o] = np.uint64(cp) | _TAG
-                    o += 1
-                i += length
-        elif hi > lo:
-            start = lo
-            for i in range(lo, hi + 1):
-                if i == hi or canon[i] == 32:
-                    codes[o] = _xxh64_padded(canon, start, i) & ~_TAG
-                    o += 1
-                    start = i + 1
-        out_offsets[d + 1] = o
-    return out_offsets, codes[:o].copy()
-
-
-@njit(cache=True, nogil=True)
-def _auto_counts(canon, offsets):
-    """How many ``"auto"`` units each canonical text has (what :func:`_auto_codes` writes)."""
-    n = offsets.shape[0] - 1
-    counts = np.zeros(n, dtype=np.int64)
-    for d in range(n):
-        lo = offsets[d]
-        hi = offsets[d + 1]
-        # Without branches over the bytes (spaces, lead bytes, any lead byte of U+1000 and
-        # above); the code points are decoded only for a text that has such a byte.
-        characters = 0
-        spaces = 0
-        high = 0
-        for i in range(lo, hi):
-            b0 = canon[i]
-            space = np.int64(b0 == 32)
-            spaces += space
-            characters += np.int64((b0 & 0xC0) != 0x80) - space
-            high |= np.int64(b0 >= 0xE1)
-        if high and _has_unspaced_script(canon, lo, hi):
-            counts[d] = characters
-        elif hi > lo:
-            counts[d] = spaces + 1
-    return counts
-
-
-def lcs_unit_counts(texts: list[str] | Canonical, unit: str = "auto") -> np.ndarray:
-    """The number of units of each text (int64[n]), as :func:`lcs_units` would give them,
-    without building them (only ``"auto"`` is counted directly; ``texts`` may then be their
-    :class:`~neardup.text.Canonical` form). O(total bytes).
-
-    Example:
-        >>> lcs_unit_counts(["a b c", "한 글", ""]).tolist()
-        [3, 2, 0]
-    """
-    if unit != "auto":
-        if isinstance(texts, Canonical):
-            raise ValueError(
-                f"the {unit!r} units are counted from the texts, not their canonical form"
-            )
-        return np.diff(lcs_units(texts, unit)[0])
-    canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
-    return _auto_counts(canonical.data, canonical.offsets)
-
-
-def lcs_units(texts: list[str], unit: str = "syllable") -> tuple[np.ndarray, np.ndarray]:
-    """The unit sequences of many texts, CSR: ``(offsets int64[n + 1], codes)``.
-
-    Text d's units are ``codes[offsets[d]:offsets[d + 1]]``, taken from the canonical text of
-    :mod:`neardup.text` (the same normalisation as the shingles). ``unit`` is ``"syllable"``
-    (code points with the spaces removed, uint32) or ``"word"`` (XXH64 of each token, uint64);
-    see the module docstring. O(total bytes).
-
-    Example:
-        >>> o, c = lcs_units(["Ab, c", "", "한 글"], "syllable")
-        >>> o.tolist(), [chr(x) for x in c]
-        ([0, 3, 3, 5], ['a', 'b', 'c', '한', '글'])
-        >>> lcs_units(["x y", "z"], "word")[0].tolist()
-        [0, 2, 3]
-    """
-    if unit not in LCS_UNITS:
-        raise ValueError(f"LCS unit must be one of {', '.join(LCS_UNITS)}; got {unit!r}")
-    canon, offsets, _ = canonical_texts(list(texts))
-    if unit == "auto":
-        return _auto_codes(canon, offsets)
-    if unit == "syllable":
-        return _syllable_codes(canon, offsets)
-    return _word_codes(canon, offsets)
-
 
 _EMPTY = np.int32(-1)
 _MUL = np.uint64(0x9E3779B97F4A7C15)
@@ -523,8 +289,8 @@ def lcs_pairs(
     keeps in the same order (rule 2 of ``NEAR_DUPLICATE.md``). Two empty texts score 1.0 (they
     are identical after normalisation), an empty text against a non-empty one 0.0.
 
-    ``offsets``/``codes`` are the CSR of :func:`lcs_units` (any integer codes work). The kernel
-    releases the GIL, so callers may run chunks of pairs in threads. Time
+    ``offsets``/``codes`` are the CSR of :func:`neardup.text.units.lcs_units` (any integer
+    codes work). The kernel releases the GIL, so callers may run chunks of pairs in threads. Time
     O(Σ ⌈min(len) / 64⌉ · max(len)) per pair after trimming the common prefix and suffix;
     memory O(longest text).
 
@@ -538,6 +304,7 @@ def lcs_pairs(
     Accept with ``value >= threshold``.
 
     Example:
+        >>> from neardup.text.units import lcs_units
         >>> o, c = lcs_units(["a b c d", "a x c d", ""], "word")
         >>> lcs_pairs(o, c, np.array([0, 0, 2]), np.array([1, 2, 2])).tolist()
         [0.75, 0.0, 1.0]
@@ -554,6 +321,7 @@ def lcs_lengths(offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.nda
     """LCS lengths (int64) of texts ``a[p]`` and ``b[p]``; kernel and cost of :func:`lcs_pairs`.
 
     Example:
+        >>> from neardup.text.units import lcs_units
         >>> o, c = lcs_units(["abcbdab", "bdcaba"], "syllable")
         >>> lcs_lengths(o, c, np.array([0]), np.array([1])).tolist()
         [4]
@@ -787,6 +555,7 @@ def lcs_pairs_one_to_many(
     (266 units, against 3,000 copies): 1.3-1.45 times as fast as :func:`lcs_pairs`.
 
     Example:
+        >>> from neardup.text.units import lcs_units
         >>> oa, ca = lcs_units(["a b c d", ""], "word")
         >>> ob, cb = lcs_units(["a x c d", "", "a b c d e"], "word")
         >>> lcs_pairs_one_to_many(oa, ca, ob, cb, np.array([0, 0, 1, 0]),

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,11 +52,12 @@ from neardup.groups import (
     document_order,
     originals_of,
 )
-from neardup.lcs import lcs_unit_counts, length_bounds
+from neardup.lcs import length_bounds
 from neardup.minhash import jaccard_estimate, minhash_from_features
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
 from neardup.text import Canonical, hash_features, shingle_sets
+from neardup.text.units import lcs_unit_counts
 from neardup.verify import LCS_UNIT, Verification
 
 
@@ -114,8 +115,14 @@ class Signatures:
         )
 
 
-def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = None) -> Signatures:
+def signatures(
+    texts: Sequence[str], settings: Settings, keep_sets: bool | None = None
+) -> Signatures:
     """Stage 1 for one batch: features, signatures and (``keep_sets``) shingle sets.
+
+    ``texts`` is a list of strs or a :class:`~neardup.text.canonical.TextColumn` (the JSON
+    Lines reader's Arrow column, read without Python strs); its canonical form is made once for
+    every use.
 
     ``keep_sets`` defaults to ``settings.needs_sets``. An engine that keeps the texts passes
     False: :func:`find_groups` then builds the sets of the few documents that have candidates.
@@ -129,11 +136,7 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
     lcs = settings.verify is not None and settings.verify_measure == "lcs"
-    sizes = (
-        lcs_unit_counts(canonical if LCS_UNIT == "auto" else texts, LCS_UNIT)
-        if lcs
-        else np.diff(features.offsets)
-    )
+    sizes = lcs_unit_counts(canonical, LCS_UNIT) if lcs else np.diff(features.offsets)
     result = Signatures(
         features.content, signature, features.empty, features.text_bytes, sizes=sizes
     )
@@ -144,7 +147,7 @@ def signatures(texts: list[str], settings: Settings, keep_sets: bool | None = No
             )
         else:
             result.set_offsets, result.set_hashes = settings.verification.prepare(
-                texts, settings.shingle, settings.hash_name
+                canonical, settings.shingle, settings.hash_name
             )
     return result
 
@@ -387,11 +390,39 @@ class _MemoVerified:
 
 def _length_possible(
     a: np.ndarray, b: np.ndarray, sizes: np.ndarray, threshold: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs whose LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    alone (:func:`neardup.lcs.length_bounds`, the LCS kernel's own first test). O(pairs)."""
-    keep = length_bounds(sizes[a], sizes[b]) >= threshold
-    return a[keep], b[keep]
+) -> np.ndarray:
+    """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
+    alone (:func:`neardup.lcs.length_bounds`, the LCS kernel's own first test): bool per pair.
+    O(pairs), measured :data:`VERIFY_SLICE` pairs at a time (the bounds' temporaries are
+    about 40 bytes a pair)."""
+    keep = np.empty(a.shape[0], dtype=bool)
+    for start in range(0, a.shape[0], VERIFY_SLICE):
+        part = slice(start, start + VERIFY_SLICE)
+        keep[part] = length_bounds(sizes[a[part]], sizes[b[part]]) >= threshold
+    return keep
+
+
+def _with_duplicates(labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """The components of :func:`neardup.groups.connected_components` over the candidate pairs
+    (``labels``, among representatives) once each exact duplicate of ``members`` joins its
+    representative's: the same labels as over the candidate pairs plus those links, each the
+    smallest index of its component, without joining the two lists of pairs (0.8 GB at 10M
+    documents). O(n)."""
+    return _join_duplicates(labels, rep_of, np.asarray(members, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _join_duplicates(labels, rep_of, members):
+    # A label is the smallest index of its component; a duplicate may be smaller still.
+    smallest = np.arange(labels.shape[0])
+    for d in members:
+        root = labels[rep_of[d]]
+        if d < smallest[root]:
+            smallest[root] = d
+    out = np.empty_like(labels)
+    for i in range(labels.shape[0]):
+        out[i] = smallest[labels[rep_of[i]]]
+    return out
 
 
 BandKeys = Callable[[], Iterable[np.ndarray]]
@@ -533,7 +564,11 @@ def find_groups(
             # whose shorter text is below the threshold of the longer are rejected before any
             # text is read again (an out-of-core run then re-reads fewer documents). Not with
             # pairs="all", which measures every candidate again over the same documents.
-            cand_a, cand_b = _length_possible(cand_a, cand_b, sig.sizes, settings.verify)
+            keep = _length_possible(cand_a, cand_b, sig.sizes, settings.verify)
+            # One side at a time: at 10M documents each is 0.4 GB.
+            cand_a = cand_a[keep]
+            cand_b = cand_b[keep]
+            del keep
         if set_source is None and texts is None:
             raise ValueError(
                 "verification needs shingle sets: pass the texts, a set source, "
@@ -541,16 +576,15 @@ def find_groups(
             )
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
-        linked = connected_components(
-            n, np.concatenate([cand_a, rep_of[dup_members]]), np.concatenate([cand_b, dup_members])
-        )
+        linked = _with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
         if cand_a.shape[0] > VERIFY_SLICE:
             # Pairs of one component side by side: a slice of them then needs the data of few
             # documents (an out-of-core run reads them back for each slice).
             order = np.argsort(linked[cand_a], kind="stable")
-            cand_a, cand_b = cand_a[order], cand_b[order]
+            cand_a = cand_a[order]
+            cand_b = cand_b[order]
             del order
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)

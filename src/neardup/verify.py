@@ -21,15 +21,17 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from neardup.lcs import lcs_pairs, lcs_units
+from neardup.lcs import lcs_pairs
 from neardup.similarity import intersection_size
-from neardup.text import hash_features, shingle_sets
+from neardup.text import Canonical, hash_features, shingle_sets
+from neardup.text.units import lcs_units
 
 
 @njit(cache=True, nogil=True)
@@ -93,11 +95,13 @@ class Verification:
         return 8
 
     def prepare(
-        self, texts: list[str], shingle: str, hash_name: str
+        self, texts: Sequence[str] | Canonical, shingle: str, hash_name: str
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each text's verification data, CSR ``(offsets int64[n + 1], values uint64)``: its
         sorted distinct shingle hashes (Jaccard) or its :data:`LCS_UNIT` units (at most one per
-        UTF-8 byte of the canonical text). O(total bytes)."""
+        UTF-8 byte of the canonical text). The texts may be given as their
+        :class:`~neardup.text.Canonical` form, made once for this and the signatures.
+        O(total bytes)."""
         if self.measure == "lcs":
             return lcs_units(texts, LCS_UNIT)
         features = hash_features(texts, shingle, hash_name)

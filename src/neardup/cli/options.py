@@ -132,7 +132,9 @@ class Reporter:
                 done += f"  spilled {spilled / 1e6:,.0f} MB"
         else:
             done = f"{completed:,.0f} {self._unit}  {completed / elapsed:,.0f}/s"
-        self._progress.update(self._task, advance=amount, done=done)
+        # Drawn now, not at the next tick of the display's timer: a stage may end before it
+        # (a batch is thousands of documents, so this draws a few times a second at most).
+        self._progress.update(self._task, advance=amount, done=done, refresh=True)
 
     def reading(self, reader, name: str = "reading") -> None:
         """Start stage ``name``, the reading of ``reader`` through :meth:`batch`: a bar over the

@@ -8,12 +8,18 @@ The texts are never all in memory. The job makes three passes over the inputs:
    Arrow string column. MinHash band hashes (``bands`` × 8 bytes a document) and, when the
    MinHash estimate decides (no verification), the signatures go to
    :class:`~neardup.engines.spill.SpillColumn` objects: in memory while the budget allows,
-   else appended to files in the run's work folder.
+   else appended to files in the run's work folder. When verification needs data and the
+   input's size is known, the workers also build every document's verification data (LCS
+   units or shingle sets) and keep them (:class:`KeptSets`) while they look like fitting the
+   budget beside the rest, judged from the share of the input read; once they do not, they are
+   dropped, after a few batches on an input far over the budget.
 2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
-   duplicates, candidates band by band (one band column in memory at a time), then the texts
-   of the documents that have a candidate are **read again** — only those, through their input
-   locations — and their shingle sets built by the compiled kernels in parallel batches, kept
-   in memory or spilled like the rest; verification, groups, pairs.
+   duplicates, candidates band by band (one band column in memory at a time), then
+   verification over the data kept in pass 1; when those were not kept, the texts of the
+   documents that have a candidate are **read again** — only those, through their input
+   locations, nearby lines in one read — and their data built by the compiled kernels in
+   parallel batches, each written by its worker in its final place (LCS units, counted in pass
+   1), kept in memory or spilled like the rest; verification, groups, pairs.
 3. **Write** (:meth:`neardup.engines.local.LocalEngine.dedup`) GROUPS and PAIRS from the
    columns (Arrow ``take`` on the IDs), and the originals' rows from a third read of just them
    (:meth:`OutOfCoreDedup.refetch`).
@@ -22,15 +28,18 @@ Same input and options give the same bytes as :func:`neardup.pipeline.find_group
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
 Memory: about ``64 + len(id)`` bytes a document in the fixed columns, plus the spillable part
-(``8 × bands`` bytes a document for MinHash band hashes, the shingle sets of the documents that
-have a candidate) up to half the budget, plus one band column's sort (``24 n`` bytes) and the
-candidate pairs.
+(``8 × bands`` bytes a document for MinHash band hashes, the verification data kept from pass 1
+or those of the documents that have a candidate) up to half the budget, plus one band column's
+sort (``24 n`` bytes) and the candidate pairs.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -54,6 +63,12 @@ SPILL_SHARE = 0.5
 VERIFY_STEP = 1 << 16
 
 
+#: Why a read again does not find what pass 1 read.
+INPUTS_CHANGED = (
+    "the inputs changed while the run was reading them (documents differ from the first "
+    "pass); run again on inputs that stay put"
+)
+
 #: The arrays of :class:`~neardup.pipeline.Groups` that ``--resume`` checkpoints (all but stats).
 _GROUP_ARRAYS = tuple(f.name for f in fields(Groups) if f.name != "stats")
 
@@ -69,6 +84,8 @@ class Collected:
     band_columns: list[SpillColumn] = field(default_factory=list)
     stats: ReadStats = field(default_factory=ReadStats)
     seconds: float = 0.0
+    #: Every document's verification data, when pass 1 built and kept them (else None).
+    kept: KeptSets | None = None
 
     def __len__(self) -> int:
         return self.timestamps.shape[0]
@@ -79,8 +96,99 @@ class Collected:
             yield column.read()
 
 
-def _sign_batch(batch: DocumentBatch, settings: Settings, banding: tuple[int, int] | None):
-    sig = signatures(batch.texts, settings, keep_sets=False)
+class KeptSets:
+    """The verification data (CSR: shingle sets or LCS units) of every document, built by the
+    workers of pass 1 batch by batch and held in memory against the run's budget, as long as
+    they look like fitting it: what the budget holds (these data and the spillable columns in
+    memory), extrapolated from the input bytes read so far to the input's total, must stay
+    within it. Once it does not (or the budget refuses a batch), everything kept is freed and
+    :attr:`active` turns False: the verification data are then built from a re-read, as
+    without keeping.
+
+    The values go into one array reserved at the budget's size (its pages are only touched as
+    they are written, so memory grows with the data), each batch copied into its place by a
+    thread of its own while pass 1 goes on. Memory: 8 bytes a value plus 8 a document.
+
+    Example:
+        >>> kept = KeptSets(MemoryBudget(1 << 20), total_bytes=100)
+        >>> kept.add(np.array([0, 2, 3]), np.arange(3, dtype=np.uint64), consumed=50)
+        >>> offsets, values = kept.arrays()
+        >>> offsets.tolist(), values.tolist()
+        ([0, 2, 3], [0, 1, 2])
+    """
+
+    def __init__(self, budget: MemoryBudget, total_bytes: int):
+        self.budget = budget
+        self.total_bytes = total_bytes
+        #: Read by each worker as it starts a batch: whether to build the batch's data.
+        self.active = True
+        self._values = np.empty(budget.limit // np.dtype(np.uint64).itemsize, dtype=np.uint64)
+        self._lengths: list[np.ndarray] = []
+        self._end = 0
+        self._held = 0
+        self._copier = ThreadPoolExecutor(1)
+        self._copies: deque[Future] = deque()
+
+    def add(self, offsets: np.ndarray, values: np.ndarray, consumed: int) -> None:
+        """Keep the next batch's data (CSR), ``consumed`` input bytes having been read. O(1)
+        here, the copy O(values) on the copying thread."""
+        if not self.active:
+            return
+        nbytes = values.nbytes + offsets.nbytes - 8
+        if not self.budget.take(nbytes):
+            self.drop()
+            return
+        self._held += nbytes
+        held = self.budget.limit - self.budget.free
+        if held * self.total_bytes > self.budget.limit * max(consumed, 1):
+            self.drop()
+            return
+        self._lengths.append(np.diff(offsets))
+        end = self._end + values.shape[0]
+        self._copies.append(self._copier.submit(_copy_into, self._values, self._end, values))
+        self._end = end
+        while self._copies and self._copies[0].done():
+            self._copies.popleft().result()  # raises what the copy raised
+
+    def _wait(self) -> None:
+        while self._copies:
+            self._copies.popleft().result()
+        self._copier.shutdown()
+
+    def drop(self) -> None:
+        """Stop keeping: free what was kept and give its bytes back to the budget."""
+        self.active = False
+        self._wait()
+        self._values, self._lengths = np.zeros(0, np.uint64), []
+        self.budget.give_back(self._held)
+        self._held = 0
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every document's data, CSR ``(offsets int64[n + 1], values)``, once copied; their
+        bytes go back to the budget (the caller holds them from now on)."""
+        self._wait()
+        offsets = np.zeros(sum(part.shape[0] for part in self._lengths) + 1, dtype=np.int64)
+        if self._lengths:
+            np.cumsum(np.concatenate(self._lengths), out=offsets[1:])
+        values = self._values[: self._end]
+        self._values, self._lengths = np.zeros(0, np.uint64), []
+        self.budget.give_back(self._held)
+        self._held = 0
+        return offsets, values
+
+
+def _copy_into(target: np.ndarray, start: int, values: np.ndarray) -> None:
+    # numpy copies without the GIL: the other threads go on meanwhile.
+    target[start : start + values.shape[0]] = values
+
+
+def _sign_batch(
+    batch: DocumentBatch,
+    settings: Settings,
+    banding: tuple[int, int] | None,
+    kept: KeptSets | None,
+):
+    sig = signatures(batch.texts, settings, keep_sets=kept is not None and kept.active)
     keys = band_hashes(sig.signature, *banding) if banding is not None else None
     return sig, keys
 
@@ -152,9 +260,28 @@ class OutOfCoreDedup:
         )
         ids, stamps, locations, content, empty, text_bytes, fps, sizes = ([] for _ in range(8))
         total = self.reader.total_bytes()
+        # Without a known total nothing tells early whether the data would fit; a resumed run
+        # would have to checkpoint them: both build them from a re-read instead.
+        kept = (
+            KeptSets(self.budget, total)
+            if s.needs_sets and total is not None and not self.work.resume
+            else None
+        )
         self.progress.stage("reading", total, "B")
         done_bytes = 0
-        for batch, (sig, keys) in ordered_map(_sign_batch, self.reader, self.workers, s, banding):
+        # The input bytes read when each batch was complete: the workers sign a few batches
+        # ahead of the one handled here, and the reader is ahead of them.
+        read_by: deque[int] = deque()
+
+        def batches() -> Iterator[DocumentBatch]:
+            for batch in self.reader:
+                read_by.append(self.reader.bytes_consumed)
+                yield batch
+
+        for batch, (sig, keys) in ordered_map(
+            _sign_batch, batches(), self.workers, s, banding, kept
+        ):
+            batch_read_by = read_by.popleft()
             ids.append(pa.array(batch.ids, type=pa.large_string()))
             stamps.append(np.asarray(batch.timestamps, dtype=np.int64))
             where = getattr(batch, "locations", None)
@@ -171,6 +298,8 @@ class OutOfCoreDedup:
                     sig_column.append(sig.signature)
             else:
                 fps.append(sig.signature)
+            if kept is not None and sig.set_offsets is not None:
+                kept.add(sig.set_offsets, sig.set_hashes, batch_read_by)
             # Input bytes when the total is known (a true share of the work), else text bytes.
             now_bytes = self.reader.bytes_consumed if total is not None else self.reader.stats.bytes
             self.progress.advance(
@@ -204,6 +333,7 @@ class OutOfCoreDedup:
             band_columns=bands,
             stats=self.reader.stats,
             seconds=time.perf_counter() - started,
+            kept=kept if kept is not None and kept.active else None,
         )
         if self.work.resume:
             self._save_collected(sig_column)
@@ -295,10 +425,7 @@ class OutOfCoreDedup:
             elif keep.any():
                 yield _subset(batch, np.flatnonzero(keep))
         if found != positions.shape[0]:
-            raise ValueError(
-                "the inputs changed while the run was reading them (documents "
-                "differ from the first pass); run again on inputs that stay put"
-            )
+            raise ValueError(INPUTS_CHANGED)
 
     def _units(self, docs: np.ndarray) -> np.ndarray:
         """An upper bound of each document's verification data, in values (pass 1's
@@ -306,51 +433,76 @@ class OutOfCoreDedup:
         return self.collected.signatures.sizes[docs].astype(np.int64)
 
     def _sets(
-        self, docs: np.ndarray, sink: SpillColumn | None = None
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+        self, docs: np.ndarray, spill: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | SpillColumn]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
-        the real size are never touched), or appended to ``sink`` (which spills what exceeds
-        the budget; the values returned are then None)."""
+        the real size are never touched), or with ``spill`` into a
+        :class:`~neardup.engines.spill.SpillColumn` in the work folder, returned in place of
+        the values."""
         started = time.perf_counter()
-        capacity = int(self._units(docs).sum())
-        values = None
+        units = self._units(docs)
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+        # Pass 1 counted the LCS units exactly: their places are known before they are made,
+        # and each worker writes its batch's units there itself. Shingle counts only bound
+        # the set sizes: sets are placed here, in order.
+        exact = self.settings.verify_measure == "lcs"
+        if exact:
+            np.cumsum(units, out=offsets[1:])
+        if spill:
+            target = (
+                SpillColumn.of_size(
+                    self.work, "verification", np.uint64, self.budget, int(offsets[-1])
+                )
+                if exact
+                else SpillColumn(self.work, "verification", np.uint64, self.budget)
+            )
+            write = target.put
+        else:
+            target = np.empty(int(offsets[-1]) if exact else int(units.sum()), dtype=np.uint64)
+            write = functools.partial(_copy_into, target)
         row, end = 0, 0
-        batches = self.refetch(docs)
         for batch, (part_offsets, part) in ordered_map(
-            _batch_sets, batches, self.workers, self.settings
+            _batch_sets,
+            self.refetch(docs),
+            self.workers,
+            self.settings,
+            docs,
+            offsets,
+            write if exact else None,
         ):
             m = len(batch)
-            offsets[row + 1 : row + m + 1] = end + part_offsets[1:]
-            if sink is not None:
-                sink.append(part)
-            else:
-                if values is None:
-                    values = np.empty(capacity, dtype=part.dtype)
-                values[end : end + part.shape[0]] = part
-            row, end = row + m, end + part.shape[0]
-            self.progress.advance(m, spilled=sink.disk_bytes if sink is not None else None)
+            if not exact:
+                offsets[row + 1 : row + m + 1] = end + part_offsets[1:]
+                if spill:
+                    target.append(part)
+                else:
+                    write(end, part)
+                end += part.shape[0]
+            row += m
+            self.progress.advance(m, spilled=target.disk_bytes if spill else None)
         self.figures["documents re-read"] += int(docs.shape[0])
         self.figures["seconds: re-read + shingle sets"] += time.perf_counter() - started
-        if sink is not None:  # the values are the sink's
-            sink.finish()
-            self.figures["spilled bytes"] += sink.disk_bytes
-            return offsets, None
-        return offsets, (values[:end] if values is not None else np.zeros(0, np.uint64))
+        if spill:
+            target.finish()
+            self.figures["spilled bytes"] += target.disk_bytes
+            return offsets, target
+        return offsets, target[: offsets[-1]]
 
     def set_source(self, docs: np.ndarray) -> PairSimilarity:
         """The verification measure over the documents ``docs`` (see
         :data:`neardup.pipeline.SetSource`).
 
-        Their texts are read again once, in input order, and their data built by the worker
-        threads. When the data fit the budget (estimated from pass 1: :meth:`_units` values of
-        the measure's item size) they are kept in memory. Otherwise they are spilled to the work
-        folder, and every call works through its pairs in chunks, sorted by connected
-        component, each chunk reading back the data of at most a budget's worth of documents
-        (:meth:`SpillColumn.take_ranges`). Cost: one re-read of ``docs``, and a read of the
-        spill per chunk; memory O(budget).
+        When pass 1 kept every document's data (:class:`KeptSets`), pairs are measured over
+        those, nothing read again. Otherwise the texts of ``docs`` are read again once, in
+        input order, and their data built by the worker threads. When the data fit the budget
+        (estimated from pass 1: :meth:`_units` values of the measure's item size) they are kept
+        in memory. Otherwise they are spilled to the work folder, and every call works through
+        its pairs in chunks, sorted by connected component, each chunk reading back the data of
+        at most a budget's worth of documents (:meth:`SpillColumn.take_ranges`). Cost: none
+        with kept data, else one re-read of ``docs`` and a read of the spill per chunk; memory
+        O(budget).
         """
         docs = np.asarray(docs, dtype=np.int64)
         verification = self.settings.verification
@@ -362,13 +514,21 @@ class OutOfCoreDedup:
         return_freed_memory()  # the band hashes and the candidate search's temporaries
         cost = verification.itemsize * self._units(docs)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
-        if int(cost.sum()) <= self.budget.limit:
-            offsets, values = self._sets(docs)
+        kept = self.collected.kept
+        if kept is not None or int(cost.sum()) <= self.budget.limit:
+            if kept is not None:  # over every document: a document's row is its index
+                offsets, values = kept.arrays()
+                self.collected.kept = None
+                self.progress.advance(int(docs.shape[0]))
+            else:
+                offsets, values = self._sets(docs)
 
             def verified(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
                 def measure(x: np.ndarray, y: np.ndarray) -> np.ndarray:
                     return verification.similarity(offsets, values, x, y, exact, self.workers)
 
+                if kept is not None:
+                    return self._measured(measure, a, b)
                 return self._measured(measure, np.searchsorted(docs, a), np.searchsorted(docs, b))
 
             return verified
@@ -376,8 +536,7 @@ class OutOfCoreDedup:
         # More than the budget: the data of every compared document are built once and
         # spilled to the work folder; pairs are measured in chunks whose documents' data fit
         # the budget, each chunk reading its documents' data back from the spill.
-        sink = SpillColumn(self.work, "verification", np.uint64, self.budget)
-        offsets, _ = self._sets(docs, sink)
+        offsets, sink = self._sets(docs, spill=True)
 
         def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
@@ -459,6 +618,7 @@ class OutOfCoreDedup:
             band_keys=c.band_keys if c.band_columns else None,
             set_source=self.set_source,
             on_stage=self._on_stage,
+            workers=self.workers,
         )
         for column in c.band_columns:
             column.release()
@@ -500,8 +660,26 @@ def _chunks_of_pairs(a, b, cost, limit):
     return chunk_of
 
 
-def _batch_sets(batch: DocumentBatch, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-    return settings.verification.prepare(batch.texts, settings.shingle, settings.hash_name)
+def _batch_sets(
+    batch: DocumentBatch,
+    settings: Settings,
+    docs: np.ndarray,
+    offsets: np.ndarray,
+    write: Callable[[int, np.ndarray], None] | None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The batch's verification data (CSR); with ``write``, its values are written at the
+    batch's place by the final ``offsets`` (over ``docs``) instead, and None returned."""
+    part_offsets, part = settings.verification.prepare(
+        batch.texts, settings.shingle, settings.hash_name
+    )
+    if write is None:
+        return part_offsets, part
+    row = int(np.searchsorted(docs, batch.positions[0]))
+    place = offsets[row : row + len(batch) + 1]
+    if not np.array_equal(place - place[0], part_offsets):
+        raise ValueError(INPUTS_CHANGED)
+    write(int(place[0]), part)
+    return part_offsets, None
 
 
 def _subset(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:

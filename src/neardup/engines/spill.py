@@ -315,6 +315,41 @@ class SpillColumn:
         self._held = 0
         self._file = None
 
+    @classmethod
+    def of_size(
+        cls, work: WorkDir, name: str, dtype, budget: MemoryBudget, rows: int
+    ) -> SpillColumn:
+        """A column of ``rows`` values on disk from the start, filled by :meth:`put` in any
+        order (by several threads at once): for data known to exceed the budget whose places
+        are known before they are made. Its file is sized at once (sparse until written).
+
+        Example:
+            >>> import tempfile
+            >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
+            ...     col = SpillColumn.of_size(work, "v", np.uint64, MemoryBudget(0), rows=3)
+            ...     col.put(1, np.array([7, 8], dtype=np.uint64))
+            ...     col.put(0, np.array([6], dtype=np.uint64))
+            ...     col.read().tolist()
+            [6, 7, 8]
+        """
+        column = cls(work, name, dtype, budget)
+        with writing(column.path):
+            column._file = open(column.path, "wb")
+            column._file.truncate(rows * column.dtype.itemsize)
+        column.rows = rows
+        column.disk_bytes = rows * column.dtype.itemsize
+        return column
+
+    def put(self, start: int, values: np.ndarray) -> None:
+        """Write ``values`` at row ``start`` of a column made by :meth:`of_size`: one
+        positional write, which releases the GIL and may run beside others. O(len(values))."""
+        data = memoryview(np.ascontiguousarray(values, dtype=self.dtype)).cast("B")
+        at = start * self.dtype.itemsize
+        with writing(self.path):
+            while data:
+                done = os.pwrite(self._file.fileno(), data, at)
+                data, at = data[done:], at + done
+
     @property
     def spilled(self) -> bool:
         """Whether the column went to disk."""

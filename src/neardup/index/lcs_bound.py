@@ -44,7 +44,7 @@ def unit_sketches(
     offsets: np.ndarray, values: np.ndarray, rows: np.ndarray | None = None
 ) -> np.ndarray:
     """The unit sketch of CSR rows ``rows`` (default all) of LCS units
-    (:func:`neardup.lcs.lcs_units`): ``uint64[len(rows), 8]``, bit ``k`` set when some unit of
+    (:func:`neardup.text.units.lcs_units`): ``uint64[len(rows), 8]``, bit ``k`` set when some unit of
     the row falls in bucket ``k`` of :data:`SKETCH_BITS` (the top 9 bits of the unit times an
     odd constant). What :func:`lcs_upper_bounds` needs of a stored document, without its
     units. O(units).

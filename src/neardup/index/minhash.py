@@ -46,10 +46,10 @@ from numba import njit
 from neardup.candidates.bands import band_hashes, pairs_from_band_columns
 from neardup.index.lcs_bound import lcs_upper_bounds, unit_sketches
 from neardup.index.sorted_rows import MAX_POSITION, LiveRows, merge_rows, sort_rows
-from neardup.lcs import lcs_unit_counts
 from neardup.minhash import jaccard_estimate
 from neardup.pipeline import signatures
 from neardup.settings import Settings
+from neardup.text.units import lcs_unit_counts
 from neardup.verify import LCS_UNIT
 
 __all__ = [

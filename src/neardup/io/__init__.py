@@ -43,13 +43,7 @@ Example:
     'id\\tn\\n1\\t3\\n2\\t1\\n'
 """
 
-from neardup.io.documents import (
-    TABLE_NAME,
-    DocumentBatch,
-    DocumentReader,
-    read_documents,
-    read_table,
-)
+from neardup.io.documents import DocumentBatch, DocumentReader, read_documents
 from neardup.io.files import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
@@ -68,6 +62,7 @@ from neardup.io.rows import (
     oversized_text,
 )
 from neardup.io.sources import read_tsv_table
+from neardup.io.tables import TABLE_NAME, read_table
 from neardup.io.values import (
     FINGERPRINT_FORMATS,
     format_fingerprints,

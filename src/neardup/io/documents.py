@@ -1,11 +1,17 @@
 """Documents: the rows of JSON Lines, CSV, TSV, Parquet, ``.txt`` folders or tables in memory.
 
 :func:`read_documents` streams :class:`DocumentBatch` objects (ids, texts, timestamps,
-positions) from files, directories or stdin; :func:`read_table` does so for a DataFrame, an
-Arrow table or a mapping of columns. Both check every row by the rules of
+positions) from files, directories or stdin; :func:`~neardup.io.tables.read_table` does so
+for a DataFrame, an Arrow table or a mapping of columns. Both check every row by the rules of
 :class:`~neardup.io.rows.RowChecks`. Without a time field every timestamp is 0 and callers
 break ties by input position; the time value as it appeared in the input is kept in
 ``raw_timestamps`` so it can be written back unchanged.
+
+Uncompressed JSON Lines are read in blocks of whole lines; a block of plain lines is parsed by
+Arrow with the GIL released, and its texts stay one Arrow string array (a
+:class:`~neardup.text.canonical.TextColumn`) that the canonical kernels read directly. Where
+Arrow's reading could differ from the line-by-line one, the block is read line by line
+(:mod:`neardup.io.jsonl_blocks`): the batches are the same either way.
 
 Example:
     >>> import tempfile, pathlib
@@ -19,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +36,11 @@ import orjson
 import pyarrow as pa
 
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
+from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, line_blocks, scan_block
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
     IdTable,
+    InputError,
     ReadStats,
     RowChecks,
     check_on_error,
@@ -54,12 +62,11 @@ from neardup.io.sources import (
     parse_json_line,
 )
 from neardup.io.values import time_to_us, us_to_iso
+from neardup.text.canonical import TextColumn
 
 # A document's location packs its input's index above a 48-bit row key (byte offset or row).
 _KEY_BITS = 48
 _KEY_MASK = (1 << _KEY_BITS) - 1
-#: The name of a table in memory in :class:`~neardup.io.rows.InputError` messages.
-TABLE_NAME = "<table>"
 
 
 @dataclass
@@ -68,7 +75,8 @@ class DocumentBatch:
 
     Attributes:
         ids: document IDs as strings.
-        texts: document texts.
+        texts: document texts: a list of strs, or a :class:`~neardup.text.canonical.TextColumn`
+            (a sequence of strs held as one Arrow array) for JSON Lines read in blocks.
         timestamps: int64 ordering key, microseconds since the Unix epoch (0 without a time field).
         raw_timestamps: the time value as it appeared in the input (None without a time field;
             for directories an ISO 8601 UTC string of the file's mtime).
@@ -82,7 +90,7 @@ class DocumentBatch:
     """
 
     ids: list[str]
-    texts: list[str]
+    texts: list[str] | TextColumn
     timestamps: np.ndarray
     raw_timestamps: list
     records: list[dict] | None
@@ -212,10 +220,11 @@ class DocumentReader:
         timestamps and (with ``records``) records. Rows are not validated again: they were in
         the first pass.
 
-        Plain files are read with a seek per document (cheap where they are dense, thanks to
-        the read buffer); .gz/.zst inputs are decompressed again up to the last wanted line,
-        parsing only the wanted lines. Cost: O(bytes of the wanted lines) plus, for compressed
-        inputs, O(decompressed bytes up to the last one).
+        Plain files are read in runs of nearby wanted lines, one read a run
+        (:func:`~neardup.io.sources.lines_at`); .gz/.zst inputs are decompressed again up to
+        the last wanted line, parsing only the wanted lines. Cost: O(bytes of the wanted lines
+        and of the short gaps between them) plus, for compressed inputs, O(decompressed bytes
+        up to the last one).
 
         Example:
             >>> import tempfile, pathlib
@@ -272,7 +281,9 @@ class DocumentReader:
 
     def _reset(self) -> None:
         self._ids: list[str] = []
-        self._texts: list[str] = []
+        # One str a row, or an Arrow array for the rows of a block (_arrow_pieces of them).
+        self._texts: list[str | pa.Array] = []
+        self._arrow_pieces = 0
         self._times: list[int] = []
         self._raw: list[Any] = []
         self._records: list[dict] = []
@@ -302,8 +313,25 @@ class DocumentReader:
         finally:
             rows.before_raise = hook
 
+    def _pending_texts(self) -> list[str] | TextColumn:
+        """The texts added since the last flush: one Arrow column when all came from blocks,
+        else a list of strs."""
+        pieces = self._texts
+        if not self._arrow_pieces:
+            return pieces  # type: ignore[return-value]
+        if self._arrow_pieces == len(pieces):
+            return TextColumn(pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces))
+        texts: list[str] = []
+        for piece in pieces:
+            if type(piece) is str:
+                texts.append(piece)
+            else:
+                texts.extend(piece.to_pylist())
+        return texts
+
     def _flush(self) -> DocumentBatch:
         self._check_ids()
+        self._texts = self._pending_texts()  # type: ignore[assignment]
         if self._dropped:
             drop = set(self._dropped)
             keep = [i for i in range(len(self._ids)) if i not in drop]
@@ -402,48 +430,120 @@ class DocumentReader:
 
     def _read_jsonl(self, src: Source) -> Iterator[DocumentBatch]:
         path = src.display
-        rows = self._rows
-        rows.start_file(path)
-        id_field, text_field, time_field = self._id_field, self._text_field, self._time_field
-        keep, batch_size, add = self._keep, self._batch_size, self._add
-        base, offset = self._source_base, 0
+        self._rows.start_file(path)
         self._in_jsonl = True
+        parser = BlockParser(
+            self._id_field, self._text_field, self._time_field, self._rows.max_doc_bytes
+        )
         with open_input(src) as fh, self._stdin_spill(src) as copy:
-            for n, raw in iter_lines(fh, path):
-                self._where = base | offset
-                offset += len(raw)
-                if copy is not None:
-                    copy.write(raw)
-                if raw.isspace() or not raw:
-                    continue
-                try:
-                    obj = fast_json(raw, keep)
-                except orjson.JSONDecodeError:
-                    obj = None
-                scalar_text = type(obj) is dict
-                if not scalar_text:
-                    # What orjson refuses (a BOM, integers past 64 bits, NaN, lone surrogates,
-                    # real errors) or reads as no object goes the standard library's way, with
-                    # its exact messages.
-                    s = decoded_line(raw, n, rows, path)
-                    if s is None:
-                        continue
-                    obj = rows.checked(json_object_line(s, n), path, n)
-                    if obj is None:
-                        continue
-                add(
-                    path,
-                    n,
-                    obj.get(id_field),
-                    obj.get(text_field),
-                    obj.get(time_field) if time_field is not None else None,
-                    obj if keep else None,
-                    scalar_text=scalar_text,
-                )
-                if len(self._ids) >= batch_size:
-                    yield self._flush()
+            # Records need every field, and a stream that fails to decompress is reported at
+            # the line where it stopped: those are read line by line.
+            if src.compression is not None or self._keep or not parser.usable:
+                offset = yield from self._jsonl_lines(path, iter_lines(fh, path), 0, copy)
+            else:
+                offset = yield from self._jsonl_blocks(path, fh, parser, copy)
         self._consumed += offset
         self._in_jsonl = False
+
+    def _jsonl_blocks(
+        self, path: str, fh: IO[bytes], parser: BlockParser, copy: IO[bytes] | None
+    ) -> Iterator[DocumentBatch]:
+        """Read an uncompressed input in blocks (:mod:`neardup.io.jsonl_blocks`): a block
+        Arrow reads exactly is added whole, any other line by line. Returns the input's size
+        in bytes."""
+        blocks = line_blocks(fh)
+        line, offset = 1, 0
+        while True:
+            try:
+                block = next(blocks, None)
+            except OSError as e:  # what iter_lines reports for a plain file
+                raise InputError(path, line, None, "unreadable input", str(e)) from e
+            if block is None:
+                return offset
+            if copy is not None:
+                copy.write(block)
+            starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
+            parsed = parser.parse(block, starts) if plain else None
+            if parsed is not None:
+                yield from self._add_block(parsed, line, offset)
+                offset += len(block)
+            else:
+                bounds = starts.tolist()
+                lines = (bytes(block[a:b]) for a, b in zip(bounds, bounds[1:]))
+                offset = yield from self._jsonl_lines(path, enumerate(lines, line), offset, None)
+            line += starts.shape[0] - 1
+
+    def _add_block(self, parsed: ParsedBlock, first: int, offset: int) -> Iterator[DocumentBatch]:
+        """Append the rows of a block (all good, one a line from line ``first`` at byte
+        ``offset``), flushing at the batch size as row by row would."""
+        n = len(parsed.ids)
+        starts = parsed.line_starts[:n]
+        locs = (self._source_base | (offset + starts)).tolist()
+        keys = (self._rows.row_key(first) + np.arange(n, dtype=np.int64)).tolist()
+        times, nbytes = parsed.timestamps.tolist(), parsed.text_bytes.tolist()
+        done = 0
+        while done < n:
+            stop = min(n, done + self._batch_size - len(self._ids))
+            self._ids.extend(parsed.ids[done:stop])
+            self._texts.append(parsed.texts.slice(done, stop - done))
+            self._arrow_pieces += 1
+            self._times.extend(times[done:stop])
+            self._raw.extend(parsed.raw_timestamps[done:stop])
+            self._locs.extend(locs[done:stop])
+            self._keys.extend(keys[done:stop])
+            self._nbytes.extend(nbytes[done:stop])
+            self._where = locs[stop - 1]
+            done = stop
+            if len(self._ids) >= self._batch_size:
+                yield self._flush()
+
+    def _jsonl_lines(
+        self,
+        path: str,
+        lines: Iterator[tuple[int, bytes]],
+        offset: int,
+        copy: IO[bytes] | None,
+    ) -> Iterator[DocumentBatch]:
+        """Read (line number, raw line) pairs one by one from byte ``offset``: each line is
+        parsed, checked and added, bad rows reported. Returns the offset after them."""
+        rows = self._rows
+        id_field, text_field, time_field = self._id_field, self._text_field, self._time_field
+        keep, batch_size, add = self._keep, self._batch_size, self._add
+        base = self._source_base
+        for n, raw in lines:
+            self._where = base | offset
+            offset += len(raw)
+            if copy is not None:
+                copy.write(raw)
+            if raw.isspace() or not raw:
+                continue
+            try:
+                obj = fast_json(raw, keep)
+            except orjson.JSONDecodeError:
+                obj = None
+            scalar_text = type(obj) is dict
+            if not scalar_text:
+                # What orjson refuses (a BOM, integers past 64 bits, NaN, lone surrogates,
+                # real errors) or reads as no object goes the standard library's way, with
+                # its exact messages.
+                s = decoded_line(raw, n, rows, path)
+                if s is None:
+                    continue
+                obj = rows.checked(json_object_line(s, n), path, n)
+                if obj is None:
+                    continue
+            add(
+                path,
+                n,
+                obj.get(id_field),
+                obj.get(text_field),
+                obj.get(time_field) if time_field is not None else None,
+                obj if keep else None,
+                scalar_text=scalar_text,
+            )
+            if len(self._ids) >= batch_size:
+                yield self._flush()
+        return offset
 
     def _read_delimited(self, src: Source) -> Iterator[DocumentBatch]:
         path = src.display
@@ -630,7 +730,7 @@ def read_documents(
         >>> batch.ids, batch.timestamps.tolist(), batch.raw_timestamps, reader.stats.documents
         (['x'], [1704153600000000], ['2024-01-02'], 1)
     """
-    _check_fields(id_field, text_field, time_field, on_error, batch_size)
+    check_reading_options(id_field, text_field, time_field, on_error, batch_size)
     sources = [resolve_input(p, input_format, INPUT_FORMATS) for p in input_paths(paths)]
     return DocumentReader(
         sources,
@@ -661,103 +761,16 @@ def check_field_names(id_field: str, text_field: str, time_field: str | None) ->
         raise ValueError(f"id_field and text_field must differ, both are {id_field!r}")
 
 
-def _check_fields(
+def check_reading_options(
     id_field: str, text_field: str, time_field: str | None, on_error: str, batch_size: int
 ) -> None:
+    """Raise ``ValueError`` unless the options every document reader takes are valid: the
+    fields (:func:`check_field_names`), ``on_error`` and a ``batch_size`` of at least 1. O(1).
+
+    Example:
+        >>> check_reading_options("id", "text", None, "skip", 100)
+    """
     check_field_names(id_field, text_field, time_field)
     check_on_error(on_error)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-
-
-def _python_values(column: Any) -> list:
-    """A pandas / Arrow column as Python values, missing values (None, NaN, NaT) as None."""
-    if isinstance(column, (pa.Array, pa.ChunkedArray)):
-        return column.to_pylist()
-    try:
-        return pa.array(column, from_pandas=True).to_pylist()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        # Values of several types in one object column (1 and "1"): kept as they are, so the
-        # row checks see them as the file readers would.
-        return column.astype(object).where(column.notna(), None).tolist()
-
-
-def read_table(
-    data: Any,
-    *,
-    id_field: str | None = "id",
-    text_field: str = "text",
-    time_field: str | None = None,
-    on_error: str = "raise",
-    batch_size: int = 10_000,
-    max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
-) -> DocumentReader:
-    """Documents of a table in memory, checked by the rules of :func:`read_documents`.
-
-    ``data`` is a pandas DataFrame, a pyarrow Table or a mapping of column name to sequence.
-    Every row is validated as a row of a file would be: IDs are non-empty strings or integers and
-    unique (``1`` and ``"1"`` are the same ID), texts are strings, times are seconds since the
-    epoch, ISO 8601 strings or datetimes (naive ones are UTC, aware ones converted), and a
-    missing value (None, NaN, NaT) or an out-of-range time is a bad row. Errors name the table as
-    ``<table>`` and the row counting from 1 (row k is ``df.iloc[k - 1]``). ``id_field=None``
-    numbers the rows from 0 instead of reading IDs. A column named by a field but absent from
-    the table is an error that lists the columns.
-
-    Returns a single-use :class:`DocumentReader`. Cost: O(rows), one Python value per cell.
-
-    Example:
-        >>> import pandas as pd
-        >>> df = pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"],
-        ...                    "ts": ["2024-01-02", "2024-01-01T00:00:00+01:00"]})
-        >>> read_table(df, time_field="ts").read_all().timestamps.tolist()
-        [1704153600000000, 1704063600000000]
-        >>> from neardup.io.rows import InputError
-        >>> try:
-        ...     read_table(pd.DataFrame({"id": [1, "1"], "text": ["x", "y"]})).read_all()
-        ... except InputError as error:
-        ...     print(error)
-        <table>, row 2, field 'id': duplicate id ('1' first seen at <table>, row 1)
-    """
-    columns: dict[str, list] = {}
-    if hasattr(data, "column_names") and hasattr(data, "column"):  # pyarrow.Table
-        names = list(data.column_names)
-        get = data.column
-    elif hasattr(data, "columns") and hasattr(data, "iloc"):  # pandas.DataFrame
-        names = [str(c) for c in data.columns]
-        get = data.__getitem__
-    elif isinstance(data, Mapping):
-        names = [str(c) for c in data]
-        get = data.__getitem__
-    else:
-        raise TypeError(
-            f"data must be a pandas DataFrame, a pyarrow Table or a mapping of columns; "
-            f"got {type(data).__name__}"
-        )
-    row_numbers = id_field is None
-    if row_numbers:
-        id_field = "\0row"  # a name no table holds: IDs are the row positions
-    _check_fields(id_field, text_field, time_field, on_error, batch_size)  # type: ignore[arg-type]
-    if not row_numbers and id_field not in names:
-        raise missing_column(
-            TABLE_NAME,
-            id_field,
-            names,
-            "row",  # type: ignore[arg-type]
-            "; name the ID column None to number the rows",
-        )
-    for name in (id_field, text_field, time_field):
-        if name is not None and name in names:
-            values = get(name)
-            columns[name] = values if isinstance(values, list) else _python_values(values)
-    if row_numbers and text_field in columns:
-        columns[id_field] = [str(i) for i in range(len(columns[text_field]))]  # type: ignore[index]
-    return DocumentReader(
-        [Source(TABLE_NAME, TABLE_NAME, "table", None, columns)],
-        id_field=id_field,  # type: ignore[arg-type]
-        text_field=text_field,
-        time_field=time_field,
-        on_error=on_error,
-        batch_size=batch_size,
-        keep_records=False,
-        max_doc_bytes=max_doc_bytes,
-    )

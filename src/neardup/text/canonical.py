@@ -8,7 +8,9 @@
 
 A batch of texts becomes one buffer of canonical UTF-8 bytes with offsets (:class:`Canonical`),
 which the shingle hashes (:mod:`neardup.text.features`) and the LCS units (:mod:`neardup.lcs`)
-read. All the work runs in numba kernels over one buffer per batch; step 1 is a per-code-point
+read. The texts come as a list of Python strs or as a :class:`TextColumn` (an Arrow string
+array, as the JSON Lines reader makes them), which the kernels read without a Python str.
+All the work runs in numba kernels over one buffer per batch; step 1 is a per-code-point
 table lookup there, except for the rare texts where folding depends on context (a code point
 that could compose with a neighbour, e.g. Hangul compatibility jamo), which take Python's
 ``unicodedata`` first. Both routes give the same bytes.
@@ -25,12 +27,13 @@ import hashlib
 import os
 import sys
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, wraps
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 from numba import njit
 
 from neardup.io.files import atomic_write
@@ -38,6 +41,8 @@ from neardup.io.files import atomic_write
 __all__ = [
     "PADDING",
     "Canonical",
+    "TextColumn",
+    "arrow_utf8",
     "canonical_batch",
     "canonical_texts",
     "fold",
@@ -50,6 +55,82 @@ __all__ = [
 PADDING = 32
 """Zero bytes after the canonical text, so that short features hash without a bounds branch
 (the hash kernels read 32 bytes from a feature's start)."""
+
+
+def arrow_utf8(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes (uint8, not copied) and offsets (int64[n + 1], into those bytes) of an
+    Arrow ``string`` or ``large_string`` array. O(n).
+
+    Example:
+        >>> data, offsets = arrow_utf8(pa.array(["ab", "é"]).slice(1))
+        >>> data[offsets[0] : offsets[1]].tobytes().decode(), offsets.tolist()
+        ('é', [2, 4])
+    """
+    _, offsets, data = array.buffers()
+    n = len(array)
+    if offsets is None:  # an empty array may have no buffers
+        return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    kind = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    starts = np.frombuffer(offsets, dtype=kind)[array.offset : array.offset + n + 1]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return raw, starts.astype(np.int64)
+
+
+class TextColumn(Sequence[str]):
+    """Texts held as one Arrow string array (UTF-8), a sequence of Python strs to its readers.
+
+    The canonical kernels read the array's bytes directly (:func:`canonical_texts`); a reader
+    that indexes or iterates gets Python strs, made once for the whole column on first use.
+
+    Args:
+        array: a ``pa.string()`` or ``pa.large_string()`` array (or chunked array) without nulls.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> texts = TextColumn(pa.array(["Hello", "세계"]))
+        >>> len(texts), texts[1], texts == ["Hello", "세계"]
+        (2, '세계', True)
+    """
+
+    __slots__ = ("array", "_strs")
+    __hash__ = None  # type: ignore[assignment]  # equal to a list of the same strs
+
+    def __init__(self, array: pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+            raise ValueError(f"a TextColumn holds Arrow strings, got {array.type}")
+        if array.null_count:
+            raise ValueError(f"a TextColumn holds no nulls, got {array.null_count}")
+        self.array = array
+        self._strs: list[str] | None = None
+
+    def strs(self) -> list[str]:
+        """The texts as a list of Python strs (made on the first call). O(total bytes)."""
+        if self._strs is None:
+            self._strs = self.array.to_pylist()
+        return self._strs
+
+    def buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """The UTF-8 bytes and offsets of the texts (:func:`arrow_utf8`). O(n)."""
+        return arrow_utf8(self.array)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.strs()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.strs())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return self.strs() == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self.strs())
 
 
 def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
@@ -252,6 +333,9 @@ def _encode_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return ascii_buf, wide_buf, kinds, lengths
 
 
+_NO_UNITS = np.zeros(0, dtype=np.uint16)
+
+
 @njit(inline="always")
 def utf8_code_point(buf, i):
     """(code point, byte length) of the UTF-8 sequence at buf[i]."""
@@ -325,20 +409,28 @@ def _emit(entry, out, o, prev_token, started):
 
 
 @njit(cache=True, nogil=True)
-def _fold_canonicalize(ascii_buf, wide_buf, kinds, lengths, table):
+def _fold_canonicalize(byte_buf, wide_buf, kinds, lengths, table):
     """Steps 1–3 for the texts whose code points are all simple (see :func:`_fold_table`).
 
-    Returns (canonical bytes, offsets int64[n + 1], folded UTF-8 bytes int64[n], python bool[n]);
-    a text with ``python[i]`` set (kind 2, or a code point that is not simple) gets no bytes here.
+    Each text is in ``byte_buf`` as ASCII (kind 0, ``lengths`` its bytes) or UTF-8 (kind 3,
+    ``lengths`` its bytes), or in ``wide_buf`` as UTF-16 (kind 1, ``lengths`` its code points);
+    kind 2 is left to Python. Returns (canonical bytes, offsets int64[n + 1], folded UTF-8 bytes
+    int64[n], python bool[n]); a text with ``python[i]`` set (kind 2, or a code point that is
+    not simple) gets no bytes here.
     """
     n = kinds.shape[0]
-    # Folding never lengthens ASCII; a UTF-16 unit becomes at most 4 bytes (plus a space).
-    out = np.empty(ascii_buf.shape[0] + 5 * wide_buf.shape[0] + PADDING + 8, dtype=np.uint8)
+    # Folding never lengthens ASCII; a UTF-16 unit or a UTF-8 byte becomes at most 4 bytes
+    # (plus a space).
+    utf8 = 0
+    for d in range(n):
+        utf8 += lengths[d] if kinds[d] == 3 else 0
+    capacity = byte_buf.shape[0] + 4 * utf8 + 5 * wide_buf.shape[0] + PADDING + 8
+    out = np.empty(capacity, dtype=np.uint8)
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     folded_bytes = np.zeros(n, dtype=np.int64)
     python = np.zeros(n, dtype=np.bool_)
     o = 0
-    a = 0  # next text's start in ascii_buf
+    a = 0  # next text's start in byte_buf
     w = 0  # next text's start in wide_buf
     for d in range(n):
         doc_start = o
@@ -346,10 +438,27 @@ def _fold_canonicalize(ascii_buf, wide_buf, kinds, lengths, table):
         started = np.int64(0)
         if kinds[d] == 0:
             for i in range(a, a + lengths[d]):
-                entry = table[ascii_buf[np.uint64(i)]]
+                entry = table[byte_buf[np.uint64(i)]]
                 o, prev_token, started = _emit(entry, out, o, prev_token, started)
             a += lengths[d]
             folded_bytes[d] = lengths[d]
+        elif kinds[d] == 3:
+            size = 0
+            i = a
+            end = a + lengths[d]
+            while i < end:
+                cp, width = utf8_code_point(byte_buf, i)
+                i += width
+                entry = table[np.uint64(cp)]
+                if entry < 0:
+                    python[d] = True
+                    o = doc_start
+                    break
+                size += (entry >> 32) & 7
+                o, prev_token, started = _emit(entry, out, o, prev_token, started)
+            if not python[d]:
+                folded_bytes[d] = size
+            a = end
         elif kinds[d] == 1:
             size = 0
             i = w
@@ -423,18 +532,42 @@ def _splice(canon, offsets, folded_bytes, python, slow_canon, slow_offsets, slow
     return out, out_offsets, sizes
 
 
-def canonical_texts(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def canonical_texts(
+    texts: list[str] | TextColumn | pa.Array,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(canonical bytes, offsets int64[n + 1], folded UTF-8 bytes int64[n]) of many texts.
 
     The bytes end with ``PADDING`` zero bytes after ``offsets[n]`` (see :func:`neardup.hashing._xxh64_padded`).
 
     Texts of simple code points (nearly all text) are folded by :func:`_fold_canonicalize`; the
-    rest take :func:`fold` and :func:`_canonicalize`. Both give the same bytes.
+    rest take :func:`fold` and :func:`_canonicalize`. Both give the same bytes. Texts given as
+    a :class:`TextColumn` (or an Arrow string array) reach the kernel as their UTF-8 bytes,
+    without a Python str; only the rare texts that need the Python fold become strs.
+    O(total bytes).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> canon, offsets, folded = canonical_texts(pa.array(["Ａ, b", "한"]))
+        >>> canon[: offsets[-1]].tobytes().decode(), offsets.tolist(), folded.tolist()
+        ('a b한', [0, 3, 6], [4, 3])
     """
-    canon, offsets, folded_bytes, python = _fold_canonicalize(*_encode_batch(texts), _fold_table())
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        texts = TextColumn(texts)
+    if isinstance(texts, TextColumn):
+        data, starts = texts.buffers()
+        kinds = np.full(len(texts), 3, dtype=np.int8)  # UTF-8, read as it is
+        encoded = (data[starts[0] : starts[-1]], _NO_UNITS, kinds, np.diff(starts))
+    else:
+        encoded = _encode_batch(texts)
+    canon, offsets, folded_bytes, python = _fold_canonicalize(*encoded, _fold_table())
     if not python.any():
         return canon, offsets, folded_bytes
-    slow_buf, slow_raw = _utf8_batch([texts[i] for i in np.flatnonzero(python)])
+    slow = np.flatnonzero(python)
+    if isinstance(texts, TextColumn):
+        slow_texts = texts.array.take(pa.array(slow)).to_pylist()
+    else:
+        slow_texts = [texts[i] for i in slow]
+    slow_buf, slow_raw = _utf8_batch(slow_texts)
     slow_canon, slow_offsets = _canonicalize(slow_buf, slow_raw, token_table())
     return _splice(
         canon, offsets, folded_bytes, python, slow_canon, slow_offsets, np.diff(slow_raw)
@@ -496,12 +629,13 @@ class Canonical:
     folded_bytes: np.ndarray
 
     @classmethod
-    def of(cls, texts: list[str]) -> Canonical:
-        """The canonical form of ``texts`` (see :func:`normalize`). O(total bytes).
+    def of(cls, texts: Sequence[str] | TextColumn) -> Canonical:
+        """The canonical form of ``texts`` (see :func:`normalize`), a sequence of strs or a
+        :class:`TextColumn`. O(total bytes).
 
         Example:
             >>> c = Canonical.of(["Hello,  World", ""])
             >>> bytes(c.data[: c.offsets[-1]]), c.offsets.tolist()
             (b'hello world', [0, 11, 11])
         """
-        return cls(*canonical_texts(list(texts)))
+        return cls(*canonical_texts(texts if isinstance(texts, TextColumn) else list(texts)))

@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -360,12 +361,13 @@ class Features:
 
 
 def hash_features(
-    texts: list[str] | Canonical,
+    texts: Sequence[str] | Canonical,
     shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
     hash_name: str = DEFAULT_HASH_NAME,
 ) -> Features:
-    """Hash the shingles of many texts (see the module docstring for the rules); ``texts``
-    may be given as their :class:`Canonical` form when it is needed for something else too.
+    """Hash the shingles of many texts (see the module docstring for the rules): strs, a
+    :class:`~neardup.text.canonical.TextColumn`, or their :class:`Canonical` form when it is
+    needed for something else too.
 
     Cost: O(total bytes × shingle size) in compiled code (plus a C-level Unicode fold for the
     rare texts that need one, see the module docstring).
