@@ -319,10 +319,11 @@ def accepted_links(
     those of every pair ``accept`` would accept, testing as few pairs as it can.
 
     A pair whose documents are already linked by accepted pairs cannot change the components,
-    so it is not tested. Each round tests, in one call of ``accept``, a spanning forest of the
-    pairs still undecided (over the components found so far), in input order; a pair that joins
-    two documents the accepted pairs link meanwhile is dropped untested. After ``rounds`` such
-    rounds, the undecided pairs are tested in one last call. A component whose candidates all
+    so it is not tested. Each round tests a spanning forest of the pairs still undecided (over
+    the components found so far), in input order and in calls of ``accept`` of at most ``step``
+    pairs; a pair that joins two documents the accepted pairs link meanwhile is dropped
+    untested. After ``rounds`` such rounds, the undecided pairs are tested at once (in calls of
+    ``step`` pairs too). A component whose candidates all
     pass is then decided by about one test per document instead of one per candidate pair; the
     worst case (many rejected pairs) tests every pair, as without it.
 
