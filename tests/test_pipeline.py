@@ -329,3 +329,34 @@ def test_exact_duplicates_join_their_representatives_components(n, seed, m):
     joined = connected_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
     got = _with_duplicates(connected_components(n, a, b), rep_of, dup)
     assert got.tolist() == joined.tolist()
+
+
+@pytest.mark.parametrize("reads_spill", [False, True])
+def test_a_measure_reading_spilled_data_gets_every_candidate_at_once(reads_spill):
+    """A forest round first spares candidates that accepted pairs link already; a measure that
+    reads its data back from disk on each call gets every candidate in one call instead. The
+    groups and pairs are the same."""
+    texts = edited_copies()
+    s = Settings(bands=40, rows=2)
+    sig = signatures(texts, s, keep_sets=False)
+    calls = []
+
+    def source(docs):
+        offsets, values = pipeline.sets_for(texts, docs, s)
+
+        def measure(a, b, exact=False):
+            calls.append(exact)
+            return s.verification.similarity(offsets, values, a, b, exact)
+
+        measure.reads_spill = reads_spill
+        return measure
+
+    got = find_groups(sig, stamps(len(texts)), s, set_source=source)
+    want = find_groups(sig, stamps(len(texts)), s, texts)
+    for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    verify_calls = calls[: calls.index(True)] if True in calls else calls
+    if reads_spill:
+        assert got.stats["linked_untested"] == 0 and len(verify_calls) == 1
+    else:
+        assert got.stats["linked_untested"] > 0 and len(verify_calls) == 2

@@ -46,6 +46,7 @@ from numba import njit
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
 from neardup.groups import (
+    LINK_ROUNDS,
     accepted_links,
     center_groups,
     connected_components,
@@ -338,6 +339,7 @@ class _MemoVerified:
 
     def __init__(self, measure: PairSimilarity, rep_of: np.ndarray, threshold: float):
         self.measure = measure
+        self.reads_spill = getattr(measure, "reads_spill", False)  # see SetSource
         self.rep_of = rep_of
         self.threshold = threshold
         #: Sorted pair keys and their values, one run per measured slice.
@@ -431,7 +433,10 @@ all documents), e.g. read back from disk by an out-of-core run."""
 
 SetSource = Callable[[np.ndarray], PairSimilarity]
 """Verification for an out-of-core run: called with the documents whose data may be compared
-(ascending indices), it returns a :data:`PairSimilarity` over those documents."""
+(ascending indices), it returns a :data:`PairSimilarity` over those documents. A measure that
+reads its data back from disk on every call says so with a true attribute ``reads_spill``: it
+then gets all the candidates at once (:data:`neardup.groups.LINK_ROUNDS` forest rounds would
+each be one more pass over the spilled data)."""
 
 
 def _band_columns_of(
@@ -602,7 +607,9 @@ def find_groups(
     if settings.method == "minhash" or settings.verify is not None:
         # Only the components of the accepted candidates matter (the pairs reported are
         # measured on their own): a candidate whose documents are linked already is not tested.
-        kept, tested = accepted_links(n, cand_a, cand_b, relation, step=VERIFY_SLICE)
+        # Data read back from disk cost a pass a call: then one round, every candidate.
+        rounds = 0 if getattr(verified, "reads_spill", False) else LINK_ROUNDS
+        kept, tested = accepted_links(n, cand_a, cand_b, relation, rounds, VERIFY_SLICE)
         cand_a, cand_b = cand_a[kept], cand_b[kept]
         del kept
     stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])

@@ -584,6 +584,7 @@ class OutOfCoreDedup:
                     self.progress.advance(end - start)
             return out
 
+        chunked.reads_spill = True  # each call reads the spill again (pipeline.SetSource)
         return chunked
 
     def _on_stage(self, name: str) -> None:
