@@ -157,6 +157,12 @@ def test_bad_input():
     st.sampled_from([0.3, 0.5, 0.7, 0.8, 0.9, 1.0]),
 )
 def test_threshold_mode_decides_like_the_reference(x, y, threshold):
+    _decides_like_the_reference(x, y, threshold)
+
+
+def _decides_like_the_reference(x, y, threshold):
+    """With a threshold, a pair passes exactly when its resemblance does, with its exact value;
+    a pair that fails gets an upper bound of it."""
     offsets, codes = _csr([x, y])
     value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=threshold)[0])
     exact = resemblance_reference(x, y)
@@ -164,7 +170,7 @@ def test_threshold_mode_decides_like_the_reference(x, y, threshold):
     if exact >= threshold:
         assert value == pytest.approx(exact)
     else:
-        assert exact <= value + 1e-12  # an upper bound
+        assert exact <= value + 1e-12
 
 
 @settings(max_examples=200, deadline=None)
@@ -180,14 +186,7 @@ def test_threshold_mode_with_many_distinct_units(common, extra_x, extra_y, thres
     decide like the reference and bound the resemblance from above."""
     x = common + extra_x
     y = extra_y + common[::2] + common[1::2]  # shared units, partly out of order
-    offsets, codes = _csr([x, y])
-    value = float(lcs_pairs(offsets, codes, np.array([0]), np.array([1]), threshold=threshold)[0])
-    exact = resemblance_reference(x, y)
-    assert (value >= threshold) == (exact >= threshold)
-    if exact >= threshold:
-        assert value == pytest.approx(exact)
-    else:
-        assert exact <= value + 1e-12
+    _decides_like_the_reference(x, y, threshold)
 
 
 def test_threshold_mode_unrelated_texts_are_bounded_by_their_buckets():

@@ -71,6 +71,23 @@ def _check_indices(name: str, x: np.ndarray, n: int) -> None:
         raise ValueError(f"{name} must be document indices in 0..{n - 1}, got {bad}")
 
 
+def _checked_pairs(n: int, a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """``n`` checked to be an integer >= 0, and pairs ``(a[i], b[i])`` of document indices in
+    ``0..n-1`` as int64 arrays of one length."""
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise ValueError(f"n must be an integer >= 0, got {n!r}") from None
+    if n < 0:
+        raise ValueError(f"n must be an integer >= 0, got {n}")
+    a = _index_array("a", a)
+    b = _index_array("b", b)
+    _check_same_length("b", b, "a", a.size)
+    _check_indices("a", a, n)
+    _check_indices("b", b, n)
+    return n, a, b
+
+
 def _check_originals(originals: np.ndarray) -> np.ndarray:
     originals = _index_array("originals", originals)
     n = originals.size
@@ -215,17 +232,7 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         >>> connected_components(5, np.array([4, 1, 3]), np.array([1, 1, 3])).tolist()
         [0, 1, 2, 3, 1]
     """
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise ValueError(f"n must be an integer >= 0, got {n!r}") from None
-    if n < 0:
-        raise ValueError(f"n must be an integer >= 0, got {n}")
-    a = _index_array("a", a)
-    b = _index_array("b", b)
-    _check_same_length("b", b, "a", a.size)
-    _check_indices("a", a, n)
-    _check_indices("b", b, n)
+    n, a, b = _checked_pairs(n, a, b)
     labels = np.empty(n, dtype=np.int64)
     _components_kernel(a, b, np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), labels)
     return labels
@@ -353,11 +360,7 @@ def accepted_links(
         raise ValueError(f"rounds must be >= 0, got {rounds}")
     if step < 1:
         raise ValueError(f"step must be >= 1, got {step}")
-    a = _index_array("a", a)
-    b = _index_array("b", b)
-    _check_same_length("b", b, "a", a.size)
-    _check_indices("a", a, n)
-    _check_indices("b", b, n)
+    n, a, b = _checked_pairs(n, a, b)
     state = np.full(a.size, _PENDING, dtype=np.int8)
     # 4 bytes a document when they fit: at 10M documents these are held beside the pairs.
     index_type = np.int32 if n < 2**31 else np.int64
