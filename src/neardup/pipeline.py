@@ -136,11 +136,7 @@ def signatures(
         signature = simhash_from_features(features, settings.weights, settings.idf)
     else:
         signature = minhash_from_features(features, settings.num_perm, settings.seed)
-    lcs = settings.verify is not None and settings.verify_measure == "lcs"
-    sizes = lcs_unit_counts(canonical, LCS_UNIT) if lcs else np.diff(features.offsets)
-    result = Signatures(
-        features.content, signature, features.empty, features.text_bytes, sizes=sizes
-    )
+    result = Signatures(features.content, signature, features.empty, features.text_bytes)
     if settings.needs_sets if keep_sets is None else keep_sets:
         if settings.verify_measure == "jaccard":
             result.set_offsets, result.set_hashes, _ = shingle_sets(
@@ -150,6 +146,13 @@ def signatures(
             result.set_offsets, result.set_hashes = settings.verification.prepare(
                 canonical, settings.shingle, settings.hash_name
             )
+    lcs = settings.verify is not None and settings.verify_measure == "lcs"
+    if not lcs:
+        result.sizes = np.diff(features.offsets)
+    elif result.set_offsets is not None:  # the units are built: their counts are at hand
+        result.sizes = np.diff(result.set_offsets)
+    else:
+        result.sizes = lcs_unit_counts(canonical, LCS_UNIT)
     return result
 
 
