@@ -71,20 +71,32 @@ def unit_bucket(unit):
 
 
 @njit(inline="always")
+def add_to_sketch(sketch, units):
+    """Set in ``sketch`` (``uint64[SKETCH_BITS // 64]``) the bucket bit of every unit of
+    ``units``. O(len(units))."""
+    for i in range(units.shape[0]):
+        k = unit_bucket(units[i])
+        sketch[k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+
+
+@njit(inline="always")
+def sketch_holds(sketch, bucket):
+    """Whether ``sketch`` has the bit of ``bucket`` set."""
+    return (sketch[bucket >> 6] >> np.uint64(bucket & 63)) & np.uint64(1) != 0
+
+
+@njit(inline="always")
 def _bucket_bound(short, long, need, sketch):
     """An upper bound of LCS(short, long) that is exact below ``need``: the units of ``long``
     in the buckets ``short`` holds (a common subsequence is made of units both hold). Stops
     as soon as it reaches ``need`` (then it only says the LCS may reach it). O(len)."""
     sketch[:] = 0
-    for i in range(short.shape[0]):
-        k = unit_bucket(short[i])
-        sketch[k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+    add_to_sketch(sketch, short)
     found = 0
     left = long.shape[0]
     for j in range(long.shape[0]):
         left -= 1
-        k = unit_bucket(long[j])
-        if (sketch[k >> 6] >> np.uint64(k & 63)) & np.uint64(1):
+        if sketch_holds(sketch, unit_bucket(long[j])):
             found += 1
             if found >= need:
                 break

@@ -407,17 +407,13 @@ def _length_possible(
     return keep
 
 
-def _with_duplicates(labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray) -> np.ndarray:
+@njit(cache=True, nogil=True)
+def _with_duplicates(labels, rep_of, members):
     """The components of :func:`neardup.groups.connected_components` over the candidate pairs
     (``labels``, among representatives) once each exact duplicate of ``members`` joins its
     representative's: the same labels as over the candidate pairs plus those links, each the
     smallest index of its component, without joining the two lists of pairs (0.8 GB at 10M
     documents). O(n)."""
-    return _join_duplicates(labels, rep_of, np.asarray(members, dtype=np.int64))
-
-
-@njit(cache=True, nogil=True)
-def _join_duplicates(labels, rep_of, members):
     # A label is the smallest index of its component; a duplicate may be smaller still.
     smallest = np.arange(labels.shape[0])
     for d in members:

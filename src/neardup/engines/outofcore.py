@@ -144,9 +144,8 @@ class KeptSets:
             self.drop()
             return
         self._lengths.append(np.diff(offsets))
-        end = self._end + values.shape[0]
         self._copies.append(self._copier.submit(_copy_into, self._values, self._end, values))
-        self._end = end
+        self._end += values.shape[0]
         while self._copies and self._copies[0].done():
             self._copies.popleft().result()  # raises what the copy raised
 
@@ -159,6 +158,10 @@ class KeptSets:
         """Stop keeping: free what was kept and give its bytes back to the budget."""
         self.active = False
         self._wait()
+        self._release()
+
+    def _release(self) -> None:
+        """Let go of the kept arrays and give their bytes back to the budget."""
         self._values, self._lengths = np.zeros(0, np.uint64), []
         self.budget.give_back(self._held)
         self._held = 0
@@ -171,9 +174,7 @@ class KeptSets:
         if self._lengths:
             np.cumsum(np.concatenate(self._lengths), out=offsets[1:])
         values = self._values[: self._end]
-        self._values, self._lengths = np.zeros(0, np.uint64), []
-        self.budget.give_back(self._held)
-        self._held = 0
+        self._release()
         return offsets, values
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.lcs import SKETCH_BITS, unit_bucket
+from neardup.lcs import SKETCH_BITS, add_to_sketch, sketch_holds, unit_bucket
 
 __all__ = ["SKETCH_BITS", "lcs_upper_bounds", "unit_sketches"]
 
@@ -35,9 +35,7 @@ _SKETCH_WORDS = SKETCH_BITS // 64
 def _sketch_kernel(offsets, values, rows, out):
     for r in range(rows.shape[0]):
         d = rows[r]
-        for i in range(offsets[d], offsets[d + 1]):
-            k = unit_bucket(values[i])
-            out[r, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+        add_to_sketch(out[r], values[offsets[d] : offsets[d + 1]])
 
 
 def unit_sketches(
@@ -116,7 +114,7 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
         for j in range(occupied):
             k = heavy[j]
             rest -= weight[j]
-            if (sketches[t, k >> 6] >> np.uint64(k & 63)) & np.uint64(1):
+            if sketch_holds(sketches[t], k):
                 found += weight[j]
                 if found >= need:
                     break
