@@ -303,7 +303,7 @@ def test_validation_messages():
 )
 def test_bands_sorted_side_by_side_give_the_same_pairs(n, bands, mode, workers, seed):
     """Threads sort several bands at once; the pairs equal one band at a time, also when the
-    columns come from band_columns (one buffer reused for every band)."""
+    columns come from band_columns (each column must stay valid while later ones are made)."""
     rng = np.random.default_rng(seed)
     sig = rng.integers(0, 3, size=(n, bands * 2), dtype=np.uint32)  # small values: buckets
     positions = rng.permutation(n).astype(np.int64)

@@ -434,7 +434,8 @@ def candidate_pairs(
 
 def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.ndarray]:
     """The band hashes of :func:`band_hashes`, one ``uint64[n]`` column per band, computed
-    lazily so that only one column is in memory at a time. O(n · rows) per column.
+    lazily so that only the columns a caller holds are in memory (each column is a new
+    array: callers may keep several). O(n · rows) per column.
 
     Example:
         >>> sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9]], dtype=np.uint32)
@@ -442,8 +443,8 @@ def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
         [True, False]
     """
     sig, b, r = _check_inputs(signatures, bands, rows)
-    col = np.empty((sig.shape[0], 1), dtype=np.uint64)
     for j in range(b):
+        col = np.empty((sig.shape[0], 1), dtype=np.uint64)
         _band_hash_kernel(sig, j, j + 1, r, col)
         yield col[:, 0]
 
@@ -509,8 +510,7 @@ def pairs_from_band_columns(
         with ThreadPoolExecutor(workers) as pool:
             pending: deque = deque()
             for column in columns:
-                # A copy: band_columns reuses one buffer for every band.
-                pending.append(pool.submit(_band_pairs, np.array(column), mode, positions))
+                pending.append(pool.submit(_band_pairs, column, mode, positions))
                 if len(pending) >= workers:
                     merge(pending.popleft().result())
             while pending:
