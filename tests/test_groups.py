@@ -331,6 +331,9 @@ def test_locality_order_is_a_permutation_keeping_components_together(n, data):
     order = locality_order(n, a, b)
     assert sorted(order.tolist()) == list(range(n))
     assert np.array_equal(order, locality_order(n, a, b))  # deterministic
+    # The same graph given in another edge order, its edges reversed: the same order.
+    shuffle = np.random.default_rng(m).permutation(m)
+    assert np.array_equal(order, locality_order(n, b[shuffle], a[shuffle]))
     # Each component takes consecutive places.
     labels = connected_components(n, a, b)[order]
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])

@@ -260,9 +260,10 @@ def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def sorted_pairs(
     a: np.ndarray, b: np.ndarray, dist: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs of indices ``(a[p], b[p])`` in ``0..n-1`` with a ``uint8`` value ``dist[p]``,
-    sorted by ``(a, b)``: one radix sort of ``a`` and ``b`` packed into one word
-    (``np.lexsort`` when ``n`` needs more than 32 bits). O(pairs × log2(n) / DIGIT_BITS).
+    """Pairs of indices ``(a[p], b[p])`` in ``0..n-1`` with a value ``dist[p]`` (any dtype: a
+    Hamming distance, a pair's index), sorted stably by ``(a, b)``: one radix sort of ``a`` and
+    ``b`` packed into one word (``np.lexsort`` when ``n`` needs more than 32 bits).
+    O(pairs × log2(n) / DIGIT_BITS).
 
     Example:
         >>> a, b, d = sorted_pairs(np.array([2, 0, 0]), np.array([3, 4, 1]),

@@ -47,6 +47,7 @@ import pyarrow as pa
 from numba import njit
 
 from neardup.candidates.bands import band_hashes
+from neardup.candidates.radix import sorted_pairs
 from neardup.engines.base import Progress
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.engines.workers import check_workers, ordered_map, warm_up
@@ -550,30 +551,47 @@ class OutOfCoreDedup:
             # are held as positions in ``docs``, each temporary dropped once used: they are
             # resident beside every chunk.
             ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
-            involved = np.unique(np.concatenate([ia, ib]))
-            la, lb = np.searchsorted(involved, ia), np.searchsorted(involved, ib)
-            place = np.empty(involved.shape[0], dtype=np.int64)
-            place[locality_order(involved.shape[0], la, lb)] = np.arange(involved.shape[0])
-            order = np.lexsort((np.maximum(place[la], place[lb]), np.minimum(place[la], place[lb])))
-            del involved, la, lb, place
+            # Membership marks over ``docs`` instead of sorting: O(docs + pairs) a call and a
+            # chunk (np.unique's sorts were a third of the stage at 1M).
+            mark = np.zeros(docs.shape[0], dtype=bool)
+            mark[ia] = True
+            mark[ib] = True
+            rank = np.cumsum(mark) - 1
+            involved = int(rank[-1]) + 1
+            la, lb = rank[ia], rank[ib]
+            del rank
+            mark[:] = False
+            place = np.empty(involved, dtype=np.int64)
+            place[locality_order(involved, la, lb)] = np.arange(involved)
+            pa, pb = place[la], place[lb]
+            del la, lb, place
+            order = sorted_pairs(
+                np.minimum(pa, pb), np.maximum(pa, pb), np.arange(a.shape[0]), involved
+            )[2]
+            del pa, pb
             ia, ib = ia[order], ib[order]
             chunk_of = _chunks_of_pairs(
                 ia, ib, np.asarray(cost, dtype=np.float64), float(max(self.budget.limit, 1))
             )
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
+            slot = np.empty(docs.shape[0], dtype=np.int64)
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
             if progress:
                 self.progress.stage("verify", int(a.shape[0]), "pairs")
             for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]):
                 ca, cb = ia[start:end], ib[start:end]
-                local = np.unique(np.concatenate([ca, cb]))
+                mark[ca] = True
+                mark[cb] = True
+                local = np.flatnonzero(mark)
+                mark[local] = False
+                slot[local] = np.arange(local.shape[0])
                 chunk_offsets, chunk_values = sink.take_ranges(offsets[local], offsets[local + 1])
                 out[order[start:end]] = verification.similarity(
                     chunk_offsets,
                     chunk_values,
-                    np.searchsorted(local, ca),
-                    np.searchsorted(local, cb),
+                    slot[ca],
+                    slot[cb],
                     exact,
                     self.workers,
                 )
