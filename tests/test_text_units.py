@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+import xxhash
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neardup.lcs import lcs_pairs
-from neardup.text import hash_features, normalize
+from neardup.text import Canonical, hash_features, normalize
 from neardup.text.units import lcs_unit_counts, lcs_units
 
 
@@ -68,3 +69,81 @@ def test_auto_units_forgive_korean_spacing_but_not_changed_english_words():
 @given(st.lists(st.lists(TOKENS, max_size=30).map("".join), max_size=5))
 def test_unit_counts_equal_the_units_built(texts):
     assert lcs_unit_counts(texts).tolist() == np.diff(lcs_units(texts, "auto")[0]).tolist()
+
+
+UNSPACED = [
+    (0x1100, 0x11FF),
+    (0x3040, 0x30FF),
+    (0x3130, 0x318F),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2FFFF),
+]
+
+
+def reference_units(text: str, unit: str) -> list[int]:
+    """The units of ``text`` by the rule of the module docstring, in plain Python."""
+    characters = [ord(c) for c in text if c != " "]
+    words = [xxhash.xxh64_intdigest(w.encode()) for w in text.split(" ")] if text else []
+    if unit == "syllable":
+        return characters
+    if unit == "word":
+        return words
+    if any(lo <= ord(c) <= hi for c in text for lo, hi in UNSPACED):
+        return [c | 1 << 63 for c in characters]
+    return [w & ~(1 << 63) for w in words]
+
+
+# Every width of UTF-8 (é 2 bytes, € and the CJK 3, 𠀀 and 😀 4), the edges of the unspaced
+# scripts (ᄀ U+1100, ㄱ U+3131, 豈 U+F900, 𠀀 U+20000) and characters just outside them (€, —,
+# 😀), words longer than the 32 bytes of the short hash, and spaces alone or in runs.
+PIECES = st.sampled_from(
+    ["a", "ab", "x", "é", "€", "—", "😀", "가", "나다", "학교에", "東京", "に", "ア", "ᄀ", "ㄱ"]
+    + ["豈", "𠀀", "w" * 31, "long" * 9, " ", " ", "  ", "   "]
+)
+TEXTS = st.lists(st.lists(PIECES, max_size=40).map("".join), max_size=6)
+EDGES = [
+    ["가나다라마바사", "   "],  # a character text then only spaces, to the buffer's end
+    ["  가 나 ", " a  b "],
+    ["", " ", ""],
+    ["😀", "𠀀"],
+    ["w" * 40],
+    ["a" * 31 + " " + "가" * 11],
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_units_of_canonical_texts_follow_the_documented_rule(texts):
+    canonical = [normalize(t) for t in texts]
+    for unit in ("auto", "syllable", "word"):
+        o, c = lcs_units(texts, unit)
+        got = [c[o[d] : o[d + 1]].tolist() for d in range(len(texts))]
+        assert got == [reference_units(t, unit) for t in canonical]
+    assert lcs_unit_counts(texts).tolist() == [len(reference_units(t, "auto")) for t in canonical]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+@example(EDGES[0])
+@example(EDGES[1])
+@example(EDGES[2])
+@example(EDGES[3])
+@example(EDGES[4])
+@example(EDGES[5])
+def test_units_of_any_spacing_follow_the_documented_rule_to_the_buffer_end(texts):
+    """Bytes given as they are (spaces leading, trailing, doubled or alone), with no padding
+    after the last text: every unit still follows the rule, and nothing reads past the end."""
+    encoded = [t.encode() for t in texts]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    given_as_is = Canonical(data, offsets, np.diff(offsets))
+    for unit in ("auto", "syllable", "word"):
+        o, c = lcs_units(given_as_is, unit)
+        got = [c[o[d] : o[d + 1]].tolist() for d in range(len(texts))]
+        assert got == [reference_units(t, unit) for t in texts]
+    counts = lcs_unit_counts(given_as_is).tolist()
+    assert counts == [len(reference_units(t, "auto")) for t in texts]

@@ -42,28 +42,128 @@ __all__ = ["LCS_UNITS", "lcs_unit_counts", "lcs_units"]
 LCS_UNITS = ("auto", "syllable", "word")
 
 
+_TAG = np.uint64(1) << np.uint64(63)
+_ALL_BITS = ~np.uint64(0)
+_ONE = np.uint64(1)
+# Bytes decoded per block by _characters_into: the block's code points stay in L1 between the
+# decoding loop and the compacting one.
+_BLOCK = 1024
+
+# The kernels below index with uint64: numba wraps a negative signed index around, and that
+# check keeps LLVM from vectorising a byte loop (it measured 5 times slower).
+
+
+@njit(inline="always")
+def _census(canon, lo, hi):
+    """``(characters, spaces, high)`` of the UTF-8 text ``canon[lo:hi]`` (uint64 bounds): its
+    code points other than the space, its spaces, and whether a byte is a lead byte of U+1000
+    or above (what :func:`_has_unspaced_script` looks for). No branch, so it vectorises."""
+    characters = 0
+    spaces = 0
+    high = False
+    for i in range(lo, hi):
+        b = canon[i]
+        space = b == 32
+        spaces += np.int64(space)
+        characters += np.int64((b & 0xC0) != 0x80) - np.int64(space)
+        high |= b >= 0xE1
+    return characters, spaces, high
+
+
+@njit(inline="always")
+def _code_point_at(canon, i):
+    """The code point of the UTF-8 sequence that starts at byte ``i`` (uint64), by the rule of
+    :func:`~neardup.text.canonical.utf8_code_point` but without a branch, so that a loop over
+    every byte vectorises (a continuation byte gives a value nobody keeps). Reads
+    ``canon[i:i + 4]``, which must be in the array."""
+    b0 = np.uint64(canon[i])
+    c1 = np.uint64(canon[i + _ONE]) & np.uint64(0x3F)
+    c2 = np.uint64(canon[i + np.uint64(2)]) & np.uint64(0x3F)
+    c3 = np.uint64(canon[i + np.uint64(3)]) & np.uint64(0x3F)
+    two = ((b0 & np.uint64(0x1F)) << np.uint64(6)) | c1
+    three = ((b0 & np.uint64(0x0F)) << np.uint64(12)) | (c1 << np.uint64(6)) | c2
+    four = (
+        ((b0 & np.uint64(0x07)) << np.uint64(18))
+        | (c1 << np.uint64(12))
+        | (c2 << np.uint64(6))
+        | c3
+    )
+    return b0 if b0 < 0x80 else (two if b0 < 0xE0 else (three if b0 < 0xF0 else four))
+
+
+@njit(inline="always")
+def _characters_into(codes, o, canon, lo, hi, tag, decoded, kept):
+    """Write the code points of ``canon[lo:hi]`` other than the space, each ``| tag``, to
+    ``codes[o:]`` (uint64 bounds; ``decoded`` and ``kept`` are scratch blocks, ``decoded`` of
+    the dtype of ``codes``).
+
+    On a text mixing Hangul (3 bytes) with spaces or ASCII (1 byte), a decoding loop that
+    branches on the lead byte mispredicts at almost every word, and one that steps from lead
+    byte to lead byte without branches waits on each load. So a block is decoded at every
+    byte, without branches (vectorised), and then compacted: every byte writes its value at
+    ``codes[o]`` and only a lead byte that is not a space moves ``o`` on. O(hi - lo).
+    """
+    while hi > lo and canon[hi - _ONE] == 32:
+        hi -= _ONE
+    # The last character goes through the scalar loop at the end: an unkept byte's write at
+    # codes[o] is then always overwritten by a character of this text, and reading four bytes
+    # from any byte before it stays inside the text.
+    fast_end = hi - np.uint64(4) if hi - lo > np.uint64(4) else lo
+    start = lo
+    while start < fast_end:
+        stop = min(start + np.uint64(decoded.shape[0]), fast_end)
+        for j in range(stop - start):
+            b = canon[start + j]
+            decoded[j] = _code_point_at(canon, start + j) | tag
+            kept[j] = ((b & 0xC0) != 0x80) & (b != 32)
+        for j in range(stop - start):
+            codes[o] = decoded[j]
+            o += np.uint64(kept[j])
+        start = stop
+    i = start
+    while i < hi and (canon[i] & 0xC0) == 0x80:
+        i += _ONE
+    while i < hi:
+        cp, length = utf8_code_point(canon, np.int64(i))
+        i += np.uint64(length)
+        if cp != 32:
+            codes[o] = np.uint64(cp) | tag
+            o += _ONE
+
+
+@njit(inline="always")
+def _words_into(codes, o, canon, lo, hi, bits):
+    """Write the XXH64 ``& bits`` of every space-separated token of ``canon[lo:hi]`` (``lo <
+    hi``, uint64 bounds) to ``codes[o:]`` (uint64): first the end of each token, in place and
+    without a branch per byte, then the hashes over them."""
+    last = o
+    for i in range(lo, hi):
+        codes[last] = i
+        last += np.uint64(canon[i] == 32)
+    codes[last] = hi
+    start = np.int64(lo)
+    for j in range(o, last + _ONE):
+        end = np.int64(codes[j])
+        codes[j] = _xxh64_padded(canon, start, end) & bits
+        start = end + 1
+
+
 @njit(cache=True, nogil=True)
 def _syllable_codes(canon, offsets):
     """Code points of the canonical UTF-8 text, spaces dropped (uint32, CSR)."""
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     for d in range(n):
-        count = 0
-        for i in range(offsets[d], offsets[d + 1]):
-            b = canon[i]
-            count += np.int64((b & 0xC0) != 0x80) & np.int64(b != 32)
-        out_offsets[d + 1] = out_offsets[d] + count
+        characters, _, _ = _census(canon, np.uint64(offsets[d]), np.uint64(offsets[d + 1]))
+        out_offsets[d + 1] = out_offsets[d] + characters
     codes = np.empty(out_offsets[n], dtype=np.uint32)
-    o = 0
+    decoded = np.empty(_BLOCK, dtype=np.uint32)
+    kept = np.empty(_BLOCK, dtype=np.uint8)
     for d in range(n):
-        i = offsets[d]
-        end = offsets[d + 1]
-        while i < end:
-            cp, width = utf8_code_point(canon, i)
-            i += width
-            if cp != 32:
-                codes[o] = cp
-                o += 1
+        lo = np.uint64(offsets[d])
+        hi = np.uint64(offsets[d + 1])
+        o = np.uint64(out_offsets[d])
+        _characters_into(codes, o, canon, lo, hi, np.uint64(0), decoded, kept)
     return out_offsets, codes
 
 
@@ -73,29 +173,17 @@ def _word_codes(canon, offsets):
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     for d in range(n):
-        count = 0
-        if offsets[d + 1] > offsets[d]:
-            count = 1
-            for i in range(offsets[d], offsets[d + 1]):
-                count += np.int64(canon[i] == 32)
-        out_offsets[d + 1] = out_offsets[d] + count
+        lo = np.uint64(offsets[d])
+        hi = np.uint64(offsets[d + 1])
+        _, spaces, _ = _census(canon, lo, hi)
+        out_offsets[d + 1] = out_offsets[d] + (spaces + 1 if hi > lo else 0)
     codes = np.empty(out_offsets[n], dtype=np.uint64)
-    o = 0
     for d in range(n):
-        lo = offsets[d]
-        hi = offsets[d + 1]
-        if hi == lo:
-            continue
-        start = lo
-        for i in range(lo, hi + 1):
-            if i == hi or canon[i] == 32:
-                codes[o] = _xxh64_padded(canon, start, i)
-                o += 1
-                start = i + 1
+        lo = np.uint64(offsets[d])
+        hi = np.uint64(offsets[d + 1])
+        if hi > lo:
+            _words_into(codes, np.uint64(out_offsets[d]), canon, lo, hi, _ALL_BITS)
     return out_offsets, codes
-
-
-_TAG = np.uint64(1) << np.uint64(63)
 
 
 @njit(inline="always")
@@ -131,59 +219,45 @@ def _has_unspaced_script(canon, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def _auto_codes(canon, offsets):
-    """The ``"auto"`` units of the canonical texts (uint64, CSR), in one pass per text."""
+def _auto_layout(canon, offsets):
+    """``(out_offsets, by_character)`` of the ``"auto"`` units of the canonical texts: where
+    each text's units start in the CSR (int64[n + 1]) and whether it is counted in characters
+    (bool[n]). The code points are decoded only for a text with a lead byte of U+1000 or
+    above, and only until the first character of :func:`_unspaced_script`."""
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
-    codes = np.empty(canon.shape[0], dtype=np.uint64)  # every unit takes at least one byte
-    o = 0
+    by_character = np.zeros(n, dtype=np.bool_)
     for d in range(n):
         lo = offsets[d]
         hi = offsets[d + 1]
-        by_character = _has_unspaced_script(canon, lo, hi)
-        if by_character:
-            i = lo
-            while i < hi:
-                cp, length = utf8_code_point(canon, i)
-                if cp != 32:
-                    codes[o] = np.uint64(cp) | _TAG
-                    o += 1
-                i += length
+        characters, spaces, high = _census(canon, np.uint64(lo), np.uint64(hi))
+        count = 0
+        if high and _has_unspaced_script(canon, lo, hi):
+            by_character[d] = True
+            count = characters
         elif hi > lo:
-            start = lo
-            for i in range(lo, hi + 1):
-                if i == hi or canon[i] == 32:
-                    codes[o] = _xxh64_padded(canon, start, i) & ~_TAG
-                    o += 1
-                    start = i + 1
-        out_offsets[d + 1] = o
-    return out_offsets, codes[:o].copy()
+            count = spaces + 1
+        out_offsets[d + 1] = out_offsets[d] + count
+    return out_offsets, by_character
 
 
 @njit(cache=True, nogil=True)
-def _auto_counts(canon, offsets):
-    """How many ``"auto"`` units each canonical text has (what :func:`_auto_codes` writes)."""
+def _auto_codes(canon, offsets):
+    """The ``"auto"`` units of the canonical texts (uint64, CSR)."""
+    out_offsets, by_character = _auto_layout(canon, offsets)
     n = offsets.shape[0] - 1
-    counts = np.zeros(n, dtype=np.int64)
+    codes = np.empty(out_offsets[n], dtype=np.uint64)
+    decoded = np.empty(_BLOCK, dtype=np.uint64)
+    kept = np.empty(_BLOCK, dtype=np.uint8)
     for d in range(n):
-        lo = offsets[d]
-        hi = offsets[d + 1]
-        # Without branches over the bytes (spaces, lead bytes, any lead byte of U+1000 and
-        # above); the code points are decoded only for a text that has such a byte.
-        characters = 0
-        spaces = 0
-        high = 0
-        for i in range(lo, hi):
-            b0 = canon[i]
-            space = np.int64(b0 == 32)
-            spaces += space
-            characters += np.int64((b0 & 0xC0) != 0x80) - space
-            high |= np.int64(b0 >= 0xE1)
-        if high and _has_unspaced_script(canon, lo, hi):
-            counts[d] = characters
+        lo = np.uint64(offsets[d])
+        hi = np.uint64(offsets[d + 1])
+        o = np.uint64(out_offsets[d])
+        if by_character[d]:
+            _characters_into(codes, o, canon, lo, hi, _TAG, decoded, kept)
         elif hi > lo:
-            counts[d] = spaces + 1
-    return counts
+            _words_into(codes, o, canon, lo, hi, ~_TAG)
+    return out_offsets, codes
 
 
 def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.ndarray:
@@ -198,7 +272,7 @@ def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.
     if unit != "auto":
         return np.diff(lcs_units(texts, unit)[0])
     canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
-    return _auto_counts(canonical.data, canonical.offsets)
+    return np.diff(_auto_layout(canonical.data, canonical.offsets)[0])
 
 
 def lcs_units(
