@@ -181,12 +181,45 @@ def _decides_like_the_reference(x, y, threshold):
     st.sampled_from([0.5, 0.7, 0.8, 0.9]),
 )
 def test_threshold_mode_with_many_distinct_units(common, extra_x, extra_y, threshold):
-    """Units from a large alphabet fill part of the 512 buckets only, so the bucket bound
-    (units of the longer text in the buckets of the shorter) rules pairs out: it must still
-    decide like the reference and bound the resemblance from above."""
+    """Units from a large alphabet spread over the count sketches' buckets, so their bound
+    (Σ of the smaller count per bucket) rules pairs out: it must still decide like the
+    reference and bound the resemblance from above."""
     x = common + extra_x
     y = extra_y + common[::2] + common[1::2]  # shared units, partly out of order
     _decides_like_the_reference(x, y, threshold)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 600), max_size=80), min_size=1, max_size=6),
+    st.data(),
+    st.sampled_from([0.5, 0.8, 0.9]),
+)
+def test_threshold_mode_over_many_pairs_decides_like_the_reference(texts, data, threshold):
+    """Texts named by several pairs, in any order, share one count sketch per call."""
+    n = len(texts)
+    pairs = data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=12)
+    )
+    offsets, codes = _csr(texts)
+    a = np.array([p for p, _ in pairs], np.int64)
+    b = np.array([q for _, q in pairs], np.int64)
+    values = lcs_pairs(offsets, codes, a, b, threshold=threshold)
+    for (p, q), value in zip(pairs, values.tolist()):
+        exact = resemblance_reference(texts[p], texts[q])
+        assert (value >= threshold) == (exact >= threshold)
+        assert exact <= value + 1e-12
+
+
+def test_threshold_mode_with_a_bucket_past_the_sketch_count():
+    """Past 255 units in one bucket a count sketch says only "255 or more": two long texts of
+    one repeated unit are not ruled out by it, and they are near-duplicates."""
+    x = [7] * 600
+    y = [7] * 560 + [8] * 40
+    offsets, codes = _csr([x, y, [7] * 300])
+    values = lcs_pairs(offsets, codes, np.array([0, 0]), np.array([1, 2]), threshold=0.9)
+    assert values[0] == pytest.approx(560 / 600)
+    assert values[1] < 0.9 and resemblance_reference(x, [7] * 300) == 0.5
 
 
 def test_threshold_mode_unrelated_texts_are_bounded_by_their_buckets():

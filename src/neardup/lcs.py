@@ -85,24 +85,50 @@ def sketch_holds(sketch, bucket):
     return (sketch[bucket >> 6] >> np.uint64(bucket & 63)) & np.uint64(1) != 0
 
 
+COUNT_BUCKETS = SKETCH_BITS // 4
+"""Buckets of a unit count sketch: :func:`unit_bucket` // 4, a count of 0..255 each (128 bytes
+a text)."""
+
+
+@njit(cache=True, nogil=True)
+def _count_sketches(offsets, codes, a, b):
+    """The count sketches of the texts that the pairs ``(a[p], b[p])`` name: ``(slot, counts)``
+    with ``slot`` int32 per text (its row, -1 when no pair names it) and ``counts``
+    uint8[named texts, COUNT_BUCKETS], the text's units in each bucket, 255 standing for 255 or
+    more. O(texts + the named texts' units)."""
+    n = offsets.shape[0] - 1
+    slot = np.full(n, -1, dtype=np.int32)
+    rows = 0
+    for q in range(a.shape[0]):
+        if slot[a[q]] < 0:
+            slot[a[q]] = rows
+            rows += 1
+        if slot[b[q]] < 0:
+            slot[b[q]] = rows
+            rows += 1
+    counts = np.zeros((rows, COUNT_BUCKETS), dtype=np.uint8)
+    for d in range(n):
+        if slot[d] < 0:
+            continue
+        row = counts[slot[d]]
+        for i in range(offsets[d], offsets[d + 1]):
+            k = unit_bucket(codes[i]) >> 2
+            row[k] += np.uint8(row[k] < 255)
+    return slot, counts
+
+
 @njit(inline="always")
-def _bucket_bound(short, long, need, sketch):
-    """An upper bound of LCS(short, long) that is exact below ``need``: the units of ``long``
-    in the buckets ``short`` holds (a common subsequence is made of units both hold). Stops
-    as soon as it reaches ``need`` (then it only says the LCS may reach it). O(len)."""
-    sketch[:] = 0
-    add_to_sketch(sketch, short)
-    found = 0
-    left = long.shape[0]
-    for j in range(long.shape[0]):
-        left -= 1
-        if sketch_holds(sketch, unit_bucket(long[j])):
-            found += 1
-            if found >= need:
-                break
-        elif found + left < need:
-            return found + left
-    return found
+def _count_bound(x, y, unknown):
+    """An upper bound of the LCS of two texts from their count sketches: Σ_k min(x[k], y[k])
+    (the units a common subsequence matches in bucket k are at most the fewer text's), or
+    ``unknown`` when a bucket holds 255 or more units in both texts. O(COUNT_BUCKETS)."""
+    total = 0
+    full = 0
+    for k in range(x.shape[0]):
+        low = min(x[k], y[k])
+        total += np.int64(low)
+        full += np.int64(low == 255)
+    return unknown if full else total
 
 
 def lcs_scratch(longest: int) -> tuple:
@@ -119,7 +145,6 @@ def lcs_scratch(longest: int) -> tuple:
         np.zeros(longest + 2, dtype=np.uint64),  # match mask of each id, for one block
         np.zeros(longest + 1, dtype=np.uint8),  # carry of each text position across blocks
         np.zeros(1, dtype=np.int64),  # calls so far
-        np.zeros(SKETCH_BITS // 64, dtype=np.uint64),  # buckets of one text's units
     )
 
 
@@ -137,7 +162,7 @@ def _lcs_bits(x, y, scratch, need=0):
     ``need`` > 0 the search stops as soon as the LCS cannot reach ``need`` and returns a value
     below it: after the blocks of pattern units [0, hi), LCS ≤ LCS(a[:hi], b) + (m − hi).
     """
-    table_key, table_owner, table_id, aid, bid, peq, carry, calls, _ = scratch
+    table_key, table_owner, table_id, aid, bid, peq, carry, calls = scratch
     n0 = x.shape[0]
     m0 = y.shape[0]
     p, s = _trim_common(x, y)
@@ -217,9 +242,9 @@ def _lcs_bits(x, y, scratch, need=0):
 
 
 @njit(inline="always")
-def _scored(x, y, resemblance, threshold, scratch):
+def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
     """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
-    some value below it)."""
+    some value below it; ``counts_x`` and ``counts_y`` are then their count sketches)."""
     top = max(x.shape[0], y.shape[0])
     need = 0
     if threshold > 0.0 and top > 0:
@@ -228,11 +253,7 @@ def _scored(x, y, resemblance, threshold, scratch):
             return low / top  # LCS ≤ the shorter length: an upper bound below threshold
         need = np.int64(np.ceil(threshold * top - 1e-9))
         # Unrelated texts of one language fail here, without the hashing of the exact LCS.
-        bound = (
-            _bucket_bound(x, y, need, scratch[8])
-            if x.shape[0] <= y.shape[0]
-            else (_bucket_bound(y, x, need, scratch[8]))
-        )
+        bound = _count_bound(counts_x, counts_y, top)
         if bound < need:
             return bound / top
     length = _lcs_bits(x, y, scratch, need)
@@ -251,10 +272,17 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
         lb = offsets[b[q] + 1] - offsets[b[q]]
         longest = max(longest, la, lb)
     scratch = _lcs_scratch(longest)
+    if threshold > 0.0:
+        slot, counts = _count_sketches(offsets, codes, a, b)
+    else:
+        slot = np.zeros(offsets.shape[0] - 1, dtype=np.int32)
+        counts = np.zeros((1, COUNT_BUCKETS), dtype=np.uint8)
     for q in range(pairs):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
-        out[q] = _scored(x, y, resemblance, threshold, scratch)
+        out[q] = _scored(
+            x, y, resemblance, threshold, scratch, counts[slot[a[q]]], counts[slot[b[q]]]
+        )
     return out
 
 
@@ -309,8 +337,10 @@ def lcs_pairs(
     ``threshold`` (for verification): the values at or above it are exact, a value below it
     is only some number below it (an upper bound of the resemblance). Pairs whose length ratio
     min / max is below it are not compared at all (LCS ≤ the shorter length), nor those whose
-    longer text has too few units in the :data:`SKETCH_BITS` buckets of the shorter one's
-    units (:func:`unit_bucket`; a common subsequence is made of shared units), and the search
+    count sketches bound the LCS below it: each text named by a pair gets, once a call, the
+    count of its units in each of :data:`COUNT_BUCKETS` buckets (:func:`unit_bucket` // 4),
+    and LCS ≤ Σ_k min(count_a[k], count_b[k]), since a common subsequence matches equal units,
+    which share a bucket (memory: 128 bytes a named text). Then the search
     stops once the pattern units left cannot lift the LCS to ``threshold · max``: after the
     pattern's first h units, LCS ≤ LCS(A[:h], B) + (|A| − h).
     Accept with ``value >= threshold``.
