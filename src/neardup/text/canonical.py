@@ -408,24 +408,41 @@ def _emit(entry, out, o, prev_token, started):
     return p + token * ((entry >> 32) & 7), token, started | token
 
 
+def _fold_capacity(byte_buf, wide_buf, kinds, lengths) -> int:
+    """Bytes that :func:`_fold_canonicalize` may write for these texts: folding never
+    lengthens ASCII; a UTF-16 unit or a UTF-8 byte becomes at most 4 bytes (plus a space)."""
+    utf8 = int(lengths[kinds == 3].sum())
+    return byte_buf.shape[0] + 4 * utf8 + 5 * wide_buf.shape[0] + PADDING + 8
+
+
+@njit(inline="always")
+def _emit_ascii(byte, out, o, prev_token, started):
+    """:func:`_emit` for an ASCII code point, given as its folded byte (0 for a separator):
+    half the instructions, for the commonest text (measured: a fifth less time on English)."""
+    token = np.int64(byte != 0)
+    space = token & (1 - prev_token) & started
+    out[np.uint64(o)] = 32
+    p = o + space
+    out[np.uint64(p)] = byte
+    return p + token, token, started | token
+
+
 @njit(cache=True, nogil=True)
-def _fold_canonicalize(byte_buf, wide_buf, kinds, lengths, table):
+def _fold_canonicalize(byte_buf, wide_buf, kinds, lengths, table, out):
     """Steps 1–3 for the texts whose code points are all simple (see :func:`_fold_table`).
 
     Each text is in ``byte_buf`` as ASCII (kind 0, ``lengths`` its bytes) or UTF-8 (kind 3,
     ``lengths`` its bytes), or in ``wide_buf`` as UTF-16 (kind 1, ``lengths`` its code points);
-    kind 2 is left to Python. Returns (canonical bytes, offsets int64[n + 1], folded UTF-8 bytes
-    int64[n], python bool[n]); a text with ``python[i]`` set (kind 2, or a code point that is
-    not simple) gets no bytes here.
+    kind 2 is left to Python. ``out`` has :func:`_fold_capacity` bytes. Returns (canonical
+    bytes, a view of ``out``; offsets int64[n + 1]; folded UTF-8 bytes int64[n]; python
+    bool[n]); a text with ``python[i]`` set (kind 2, or a code point that is not simple) gets
+    no bytes here.
     """
     n = kinds.shape[0]
-    # Folding never lengthens ASCII; a UTF-16 unit or a UTF-8 byte becomes at most 4 bytes
-    # (plus a space).
-    utf8 = 0
-    for d in range(n):
-        utf8 += lengths[d] if kinds[d] == 3 else 0
-    capacity = byte_buf.shape[0] + 4 * utf8 + 5 * wide_buf.shape[0] + PADDING + 8
-    out = np.empty(capacity, dtype=np.uint8)
+    # An ASCII code point folds to one byte: here that byte for a token, 0 for a separator.
+    ascii_tokens = np.empty(0x80, dtype=np.uint8)
+    for b in range(0x80):
+        ascii_tokens[b] = (table[b] & 0xFF) * ((table[b] >> 40) & 1)
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     folded_bytes = np.zeros(n, dtype=np.int64)
     python = np.zeros(n, dtype=np.bool_)
@@ -436,13 +453,21 @@ def _fold_canonicalize(byte_buf, wide_buf, kinds, lengths, table):
         doc_start = o
         prev_token = np.int64(1)
         started = np.int64(0)
-        if kinds[d] == 0:
+        kind = kinds[d]
+        if kind == 3:
+            # A UTF-8 text of ASCII only takes the ASCII loop, which has no decoding branch.
+            high = 0
             for i in range(a, a + lengths[d]):
-                entry = table[byte_buf[np.uint64(i)]]
-                o, prev_token, started = _emit(entry, out, o, prev_token, started)
+                high |= byte_buf[np.uint64(i)]
+            kind = 0 if high < 0x80 else 3
+        if kind == 0:
+            for i in range(a, a + lengths[d]):
+                o, prev_token, started = _emit_ascii(
+                    ascii_tokens[byte_buf[np.uint64(i)]], out, o, prev_token, started
+                )
             a += lengths[d]
             folded_bytes[d] = lengths[d]
-        elif kinds[d] == 3:
+        elif kind == 3:
             size = 0
             i = a
             end = a + lengths[d]
@@ -459,7 +484,7 @@ def _fold_canonicalize(byte_buf, wide_buf, kinds, lengths, table):
             if not python[d]:
                 folded_bytes[d] = size
             a = end
-        elif kinds[d] == 1:
+        elif kind == 1:
             size = 0
             i = w
             # A text's code points, each one or two units (a pair).
@@ -503,10 +528,10 @@ def _copy(src, lo, hi, dst, o):
 
 
 @njit(cache=True, nogil=True)
-def _splice(canon, offsets, folded_bytes, python, slow_canon, slow_offsets, slow_bytes):
-    """Put the Python-folded texts' canonical bytes (in order) into the gaps left for them."""
+def _splice(canon, offsets, folded_bytes, python, slow_canon, slow_offsets, slow_bytes, out):
+    """Put the Python-folded texts' canonical bytes (in order) into the gaps left for them,
+    in ``out`` (``offsets[-1] + slow_offsets[-1] + PADDING`` bytes)."""
     n = offsets.shape[0] - 1
-    out = np.empty(offsets[n] + slow_offsets[-1] + PADDING, dtype=np.uint8)
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     sizes = folded_bytes.copy()
     o = 0
@@ -559,7 +584,11 @@ def canonical_texts(
         encoded = (data[starts[0] : starts[-1]], _NO_UNITS, kinds, np.diff(starts))
     else:
         encoded = _encode_batch(texts)
-    canon, offsets, folded_bytes, python = _fold_canonicalize(*encoded, _fold_table())
+    # numpy, not the kernels, allocates their output: numpy asks Linux for transparent huge
+    # pages for large arrays, so writing them costs a page fault each 2 MiB instead of each
+    # 4 KiB (measured: a sixth of the time of canonical_texts on 100k documents).
+    out = np.empty(_fold_capacity(*encoded), dtype=np.uint8)
+    canon, offsets, folded_bytes, python = _fold_canonicalize(*encoded, _fold_table(), out)
     if not python.any():
         return canon, offsets, folded_bytes
     slow = np.flatnonzero(python)
@@ -569,8 +598,9 @@ def canonical_texts(
         slow_texts = [texts[i] for i in slow]
     slow_buf, slow_raw = _utf8_batch(slow_texts)
     slow_canon, slow_offsets = _canonicalize(slow_buf, slow_raw, token_table())
+    spliced = np.empty(offsets[-1] + slow_offsets[-1] + PADDING, dtype=np.uint8)
     return _splice(
-        canon, offsets, folded_bytes, python, slow_canon, slow_offsets, np.diff(slow_raw)
+        canon, offsets, folded_bytes, python, slow_canon, slow_offsets, np.diff(slow_raw), spliced
     )
 
 

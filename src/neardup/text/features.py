@@ -45,6 +45,7 @@ from neardup.hashing import (
     _MD5_K,
     _MD5_S,
     DEFAULT_HASH_NAME,
+    _read64,
     _xxh64_inline,
     _xxh64_padded,
     hash_code,
@@ -192,12 +193,10 @@ def shingles(text: str, shingle: str | Shingling = DEFAULT_TEXT_SHINGLE) -> list
 
 
 @njit(cache=True, nogil=True)
-def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
-    """word:size shingles: in the canonical text words are split by exactly one space, so a
-    shingle is the slice from its first word's start to its last word's end."""
+def _word_shingle_offsets(canon, offsets, size):
+    """CSR offsets (int64[n + 1]) of the word:size shingles of each text."""
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
-    max_len = 0
     for d in range(n):
         count = 0
         if offsets[d + 1] > offsets[d]:
@@ -206,8 +205,17 @@ def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
                 spaces += np.int64(canon[np.uint64(i)] == 32)
             count = max(spaces + 1 - size + 1, 1)
         out_offsets[d + 1] = out_offsets[d] + count
+    return out_offsets
+
+
+@njit(cache=True, nogil=True)
+def _word_shingle_hashes(canon, offsets, out_offsets, size, code, s_table, k_table, hashes):
+    """word:size shingles into ``hashes``: in the canonical text words are split by exactly
+    one space, so a shingle is the slice from its first word's start to its last word's end."""
+    n = offsets.shape[0] - 1
+    max_len = 0
+    for d in range(n):
         max_len = max(max_len, offsets[d + 1] - offsets[d])
-    hashes = np.empty(out_offsets[n], dtype=np.uint64)
     # ends[w + 1] is the end of word w of the current text, which starts at ends[w] + 1.
     ends = np.empty(max_len + 2, dtype=np.int64)
     for d in range(n):
@@ -239,7 +247,25 @@ def _word_shingle_hashes(canon, offsets, size, code, s_table, k_table):
         else:
             for i in range(count):
                 hashes[o + i] = md5_64_slice(canon, ends[i] + 1, ends[i + size], s_table, k_table)
-    return out_offsets, hashes
+
+
+@njit(cache=True, nogil=True)
+def _char_shingle_offsets(canon, offsets, size):
+    """CSR offsets (int64[n + 1]) of the char:size shingles of each text, and whether each
+    text is all ASCII (bool[n])."""
+    n = offsets.shape[0] - 1
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    ascii = np.empty(n, dtype=np.bool_)
+    for d in range(n):
+        units = 0
+        high = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            b = canon[np.uint64(i)]
+            units += np.int64((b & 0xC0) != 0x80) & np.int64(b != 32)
+            high |= b
+        out_offsets[d + 1] = out_offsets[d] + (0 if units == 0 else max(units - size + 1, 1))
+        ascii[d] = high < 0x80
+    return out_offsets, ascii
 
 
 @njit(inline="always")
@@ -250,32 +276,78 @@ def _fixed_length_hashes(packed, count, size, out, o):
         out[o + i] = _xxh64_inline(packed, i, i + size, np.uint64(0))
 
 
+@njit(inline="always")
+def _mostly_fixed_length_hashes(packed, starts, count, size, length, out, o):
+    """out[o + i] = XXH64 of packed[starts[i]:starts[i + size]] for i < count, with the
+    shingles of ``length`` bytes (a constant) hashed by a copy of the hash specialised to it."""
+    for i in range(count):
+        start = starts[np.uint64(i)]
+        end = starts[np.uint64(i + size)]
+        if end - start == length:
+            out[o + i] = _xxh64_inline(packed, start, start + length, np.uint64(0))
+        else:
+            out[o + i] = _xxh64_inline(packed, start, end, np.uint64(0))
+
+
+@njit(inline="always")
+def _common_length_hashes(packed, starts, count, size, length, slots, out, o):
+    """:func:`_mostly_fixed_length_hashes` for ``length`` ≤ 16, vectorised: the first 16 bytes
+    of every shingle are copied to a 16-byte slot of ``slots`` (uint64[≥ 2 · count]), where a
+    loop without a branch hashes them all as ``length`` bytes long, which the compiler
+    vectorises. The shingles of another length are then hashed again from ``packed``."""
+    for i in range(count):
+        start = starts[np.uint64(i)]
+        slots[np.uint64(2 * i)] = _read64(packed, start)
+        slots[np.uint64(2 * i + 1)] = _read64(packed, start + 8)
+    slot_bytes = slots.view(np.uint8)
+    for i in range(count):
+        out[o + i] = _xxh64_inline(slot_bytes, 16 * i, 16 * i + length, np.uint64(0))
+    for i in range(count):
+        start = starts[np.uint64(i)]
+        end = starts[np.uint64(i + size)]
+        if end - start != length:
+            out[o + i] = _xxh64_inline(packed, start, end, np.uint64(0))
+
+
 @njit(cache=True, nogil=True)
-def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
-    """char:size shingles: each text's bytes with the spaces removed are copied once, so a
-    shingle is a slice of that copy from one code point's start to another's."""
+def _char_shingle_hashes(canon, offsets, out_offsets, ascii, size, code, s_table, k_table, hashes):
+    """char:size shingles into ``hashes``: each text's bytes with the spaces removed are
+    copied once, so a shingle is a slice of that copy from one code point's start to another's."""
     n = offsets.shape[0] - 1
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
     max_len = 0
     for d in range(n):
-        units = 0
-        for i in range(offsets[d], offsets[d + 1]):
-            b = canon[np.uint64(i)]
-            units += np.int64((b & 0xC0) != 0x80) & np.int64(b != 32)
-        out_offsets[d + 1] = out_offsets[d] + (0 if units == 0 else max(units - size + 1, 1))
         max_len = max(max_len, offsets[d + 1] - offsets[d])
-    hashes = np.empty(out_offsets[n], dtype=np.uint64)
-    # Slack after the packed text, for _xxh64_padded; what it holds does not matter.
+    # Slack after the packed text, for the hash's word reads; what it holds does not matter.
     packed = np.zeros(max_len + PADDING, dtype=np.uint8)
     starts = np.empty(max(max_len, size) + 1, dtype=np.int64)
+    slots = np.empty(2 * max_len + 2, dtype=np.uint64)
     for d in range(n):
         o = out_offsets[d]
         count = out_offsets[d + 1] - o
         if count == 0:
             continue
         m = 0
+        if code == 0 and ascii[d]:
+            # ASCII: a code point is a byte, so the copy needs no code point starts (measured:
+            # a third of the copy's time), and every shingle is `size` bytes: the general
+            # hash's branches on the length always go the same way (the branch-free form
+            # costs three times more). The default sizes (dedup's char:4, a bare char's 5) as
+            # constants: the compiler then drops those branches and vectorises the loop
+            # (measured: 45 % less time for this loop).
+            for i in range(offsets[d], offsets[d + 1]):
+                b = canon[np.uint64(i)]
+                packed[np.uint64(m)] = b
+                m += np.int64(b != 32)
+            if m < size:
+                hashes[o] = _xxh64_inline(packed, 0, m, np.uint64(0))
+            elif size == 4:
+                _fixed_length_hashes(packed, count, 4, hashes, o)
+            elif size == 5:
+                _fixed_length_hashes(packed, count, 5, hashes, o)
+            else:
+                _fixed_length_hashes(packed, count, size, hashes, o)
+            continue
         units = 0
-        high = 0
         # Branch-free: every byte is written and recorded, the counts move on when it counts
         # (a space is overwritten, a continuation byte's start by the next lead byte's).
         for i in range(offsets[d], offsets[d + 1]):
@@ -285,42 +357,49 @@ def _char_shingle_hashes(canon, offsets, size, code, s_table, k_table):
             starts[np.uint64(units)] = m
             units += keep & np.int64((b & 0xC0) != 0x80)
             m += keep
-            high |= b
         starts[units] = m
         if units < size:
             starts[size] = m
-        if code == 0 and high < 0x80 and units >= size:
-            # ASCII: every shingle is `size` bytes, so the general hash's branches on the
-            # length always go the same way (the branch-free form costs three times more).
-            # The default sizes (dedup's char:4, a bare char's 5) as constants: the compiler
-            # then drops those branches and vectorises the loop (measured: 45 % less time for
-            # this loop, a third less for the whole kernel on English text).
-            if size == 4:
-                _fixed_length_hashes(packed, count, 4, hashes, o)
-            elif size == 5:
-                _fixed_length_hashes(packed, count, 5, hashes, o)
-            else:
-                _fixed_length_hashes(packed, count, size, hashes, o)
-        elif code == 0:
+        if code == 0:
             # A code point is 1 to 4 bytes, but a text's shingles are mostly of one length (12
             # bytes: 4 Hangul syllables), so the general hash's branches are mostly predicted
             # and it beats the branch-free form, which runs every round (measured on Korean
-            # and mixed text: 40 % less time).
-            for i in range(count):
-                hashes[o + i] = _xxh64_inline(
-                    packed, starts[np.uint64(i)], starts[np.uint64(i + size)], np.uint64(0)
-                )
+            # and mixed text: 40 % less time). For the default sizes, a shingle of 3-byte code
+            # points (Hangul, CJK: 86 % of a Korean text's char:4 shingles) takes a copy of the
+            # hash with its length as a constant, which has no branch at all: char:4's
+            # 12 bytes in a vectorised loop, char:5's 15 (where that loop is slower) one by
+            # one (measured on Korean text: 27 % and 24 % less time). With a length that is
+            # not a constant, the test costs more than it saves (measured on char:3).
+            if size == 4:
+                _common_length_hashes(packed, starts, count, 4, 12, slots, hashes, o)
+            elif size == 5:
+                _mostly_fixed_length_hashes(packed, starts, count, 5, 15, hashes, o)
+            else:
+                for i in range(count):
+                    hashes[o + i] = _xxh64_inline(
+                        packed, starts[np.uint64(i)], starts[np.uint64(i + size)], np.uint64(0)
+                    )
         else:
             for i in range(count):
                 hashes[o + i] = md5_64_slice(packed, starts[i], starts[i + size], s_table, k_table)
-    return out_offsets, hashes
 
 
-@njit(cache=True, nogil=True)
-def _shingle_hashes(canon, offsets, word, size, code, s_table, k_table):
+def _shingle_hashes(canon, offsets, word, size, code) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets int64[n + 1], hashes uint64) of the word:size or char:size shingles of the
+    canonical texts ``canon[offsets[d]:offsets[d + 1]]``, hash ``code``."""
     if word:
-        return _word_shingle_hashes(canon, offsets, size, code, s_table, k_table)
-    return _char_shingle_hashes(canon, offsets, size, code, s_table, k_table)
+        out_offsets = _word_shingle_offsets(canon, offsets, size)
+    else:
+        out_offsets, ascii = _char_shingle_offsets(canon, offsets, size)
+    # numpy, not the kernel, allocates the hashes: numpy asks Linux for transparent huge pages
+    # for large arrays, so writing them costs a page fault each 2 MiB instead of each 4 KiB
+    # (measured: 0.19 s → 0.05 s for 460 MB, more than hashing them costs).
+    hashes = np.empty(out_offsets[-1], dtype=np.uint64)
+    if word:
+        _word_shingle_hashes(canon, offsets, out_offsets, size, code, _MD5_S, _MD5_K, hashes)
+    else:
+        _char_shingle_hashes(canon, offsets, out_offsets, ascii, size, code, _MD5_S, _MD5_K, hashes)
+    return out_offsets, hashes
 
 
 @njit(cache=True, nogil=True)
@@ -384,11 +463,9 @@ def hash_features(
     code = hash_code(hash_name)
     canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
     canon, offsets, text_bytes = canonical.data, canonical.offsets, canonical.folded_bytes
-    feat_offsets, hashes = _shingle_hashes(
-        canon, offsets, spec.unit != "char", spec.size, code, _MD5_S, _MD5_K
-    )
+    feat_offsets, hashes = _shingle_hashes(canon, offsets, spec.unit != "char", spec.size, code)
     if spec.unit == "stopword":
-        word_offsets, word_hashes = _shingle_hashes(canon, offsets, True, 1, code, _MD5_S, _MD5_K)
+        word_offsets, word_hashes = _shingle_hashes(canon, offsets, True, 1, code)
         is_stop = np.isin(word_hashes, stop_word_hashes(spec.stopwords, code))
         feat_offsets, hashes = _anchored(feat_offsets, hashes, word_offsets, is_stop)
     if spec.multiset:
@@ -476,7 +553,7 @@ def stop_word_hashes(source: str, code: int) -> np.ndarray:
 @lru_cache(maxsize=16)
 def _stop_word_hashes(words: tuple[str, ...], code: int) -> np.ndarray:
     canonical = Canonical.of(list(words))
-    _, hashes = _shingle_hashes(canonical.data, canonical.offsets, True, 1, code, _MD5_S, _MD5_K)
+    _, hashes = _shingle_hashes(canonical.data, canonical.offsets, True, 1, code)
     hashes = np.unique(hashes)
     hashes.flags.writeable = False  # shared by every caller of the cache
     return hashes
