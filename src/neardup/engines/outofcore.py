@@ -501,10 +501,11 @@ class OutOfCoreDedup:
         input order, and their data built by the worker threads. When the data fit the budget
         (estimated from pass 1: :meth:`_units` values of the measure's item size) they are kept
         in memory. Otherwise they are spilled to the work folder, and every call works through
-        its pairs in chunks, sorted by connected component, each chunk reading back the data of
-        at most a budget's worth of documents (:meth:`SpillColumn.take_ranges`). Cost: none
-        with kept data, else one re-read of ``docs`` and a read of the spill per chunk; memory
-        O(budget).
+        its pairs in chunks, in the reverse Cuthill-McKee order of their documents, each chunk
+        reading back the data of at most half a budget's worth of documents
+        (:meth:`SpillColumn.take_ranges`) in a thread while the chunk before it is measured.
+        Cost: none with kept data, else one re-read of ``docs`` and a read of the spill per
+        chunk; memory O(budget).
         """
         docs = np.asarray(docs, dtype=np.int64)
         verification = self.settings.verification
@@ -515,6 +516,10 @@ class OutOfCoreDedup:
                 column.release()
         return_freed_memory()  # the band hashes and the candidate search's temporaries
         cost = verification.itemsize * self._units(docs)
+        # Row of each document in ``docs``: the pairs' rows by one gather (a binary search
+        # over ``docs`` missed the cache at every step: 6 s for 8M pairs at 10M).
+        row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, dtype=np.int64)
+        row_of[docs] = np.arange(docs.shape[0])
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
         kept = self.collected.kept
         if kept is not None or int(cost.sum()) <= self.budget.limit:
@@ -531,7 +536,7 @@ class OutOfCoreDedup:
 
                 if kept is not None:
                     return self._measured(measure, a, b)
-                return self._measured(measure, np.searchsorted(docs, a), np.searchsorted(docs, b))
+                return self._measured(measure, row_of[a], row_of[b])
 
             return verified
 
@@ -550,7 +555,7 @@ class OutOfCoreDedup:
             # alone, each document was read 2.5 times at 1M, 1.5 times in this order). Pairs
             # are held as positions in ``docs``, each temporary dropped once used: they are
             # resident beside every chunk.
-            ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
+            ia, ib = row_of[a], row_of[b]
             # Membership marks over ``docs`` instead of sorting: O(docs + pairs) a call and a
             # chunk (np.unique's sorts were a third of the stage at 1M).
             mark = np.zeros(docs.shape[0], dtype=bool)
@@ -570,37 +575,51 @@ class OutOfCoreDedup:
             )[2]
             del pa, pb
             ia, ib = ia[order], ib[order]
+            # Two chunks are resident at once (one measured while the next is read), each
+            # within half the budget.
             chunk_of = _chunks_of_pairs(
-                ia, ib, np.asarray(cost, dtype=np.float64), float(max(self.budget.limit, 1))
+                ia, ib, np.asarray(cost, dtype=np.float64), max(self.budget.limit / 2, 1.0)
             )
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
-            slot = np.empty(docs.shape[0], dtype=np.int64)
-            progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
-            if progress:
-                self.progress.stage("verify", int(a.shape[0]), "pairs")
-            for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]):
-                ca, cb = ia[start:end], ib[start:end]
+            spans = list(zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]))
+
+            def load(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                """The documents of a chunk's pairs (ascending) and their data."""
+                ca, cb = ia[span[0] : span[1]], ib[span[0] : span[1]]
                 mark[ca] = True
                 mark[cb] = True
                 local = np.flatnonzero(mark)
                 mark[local] = False
-                slot[local] = np.arange(local.shape[0])
-                chunk_offsets, chunk_values = sink.take_ranges(offsets[local], offsets[local + 1])
-                out[order[start:end]] = verification.similarity(
-                    chunk_offsets,
-                    chunk_values,
-                    slot[ca],
-                    slot[cb],
-                    exact,
-                    self.workers,
-                )
-                # Free this chunk's data before the next one is read beside it.
-                del chunk_offsets, chunk_values
-                return_freed_memory()
-                self.figures["verification chunks"] += 1
-                if progress:
-                    self.progress.advance(end - start)
+                return (local, *sink.take_ranges(offsets[local], offsets[local + 1]))
+
+            slot = np.empty(docs.shape[0], dtype=np.int64)
+            progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
+            if progress:
+                self.progress.stage("verify", int(a.shape[0]), "pairs")
+            # The next chunk is read (pread, without the GIL) while this one is measured: on
+            # a spill larger than the page cache the reads wait on the disk.
+            with ThreadPoolExecutor(1) as reader:
+                loading = reader.submit(load, spans[0])
+                for k, (start, end) in enumerate(spans):
+                    local, chunk_offsets, chunk_values = loading.result()
+                    if k + 1 < len(spans):
+                        loading = reader.submit(load, spans[k + 1])
+                    slot[local] = np.arange(local.shape[0])
+                    out[order[start:end]] = verification.similarity(
+                        chunk_offsets,
+                        chunk_values,
+                        slot[ia[start:end]],
+                        slot[ib[start:end]],
+                        exact,
+                        self.workers,
+                    )
+                    # Free this chunk's data before the one after next is read.
+                    del local, chunk_offsets, chunk_values
+                    return_freed_memory()
+                    self.figures["verification chunks"] += 1
+                    if progress:
+                        self.progress.advance(end - start)
             return out
 
         chunked.reads_spill = True  # each call reads the spill again (pipeline.SetSource)
