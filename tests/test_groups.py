@@ -17,6 +17,7 @@ from neardup.groups import (
     edges_to_original,
     group_table,
     locality_order,
+    locality_pair_order,
     originals_of,
 )
 
@@ -338,6 +339,26 @@ def test_locality_order_is_a_permutation_keeping_components_together(n, data):
     labels = connected_components(n, a, b)[order]
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
     assert len(starts) == len(set(labels.tolist()))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 60), st.data())
+def test_locality_pair_order_sorts_pairs_by_their_places(n, data):
+    m = data.draw(st.integers(0, 3 * n))
+    a = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+    order = locality_pair_order(n, a, b)
+    assert sorted(order.tolist()) == list(range(m))
+    # The places of the named vertices in their locality order, the nearer end first.
+    named = np.unique(np.concatenate([a, b]))
+    la, lb = np.searchsorted(named, a), np.searchsorted(named, b)
+    place = np.empty(named.shape[0], np.int64)
+    place[locality_order(named.shape[0], la, lb)] = np.arange(named.shape[0])
+    keys = list(
+        zip(np.minimum(place[la], place[lb]).tolist(), np.maximum(place[la], place[lb]).tolist())
+    )
+    # Sorted by them, equal keys in input order (Python's sort is stable).
+    assert order.tolist() == sorted(range(m), key=keys.__getitem__)
 
 
 def test_locality_order_recovers_a_shuffled_path():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from neardup import pipeline
 from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import outofcore, spill
@@ -168,18 +169,28 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     assert len(set_blocks) == verified
     assert reread == roomy
     set_blocks.clear()
-    tight = dedup(
-        corpus,
-        tmp_path,
-        "tight",
-        *options,
-        "--memory-limit",
-        "1M",
-        "--workers",
-        "2",
-        "--tmp-dir",
-        spill_dir,
-    )
+    with monkeypatch.context() as m:
+        # Candidates verified in slices, ordered for reading the spill (pipeline.find_groups).
+        m.setattr(pipeline, "VERIFY_SLICE", 37)
+        ordered = []
+        locality = pipeline.locality_pair_order
+        m.setattr(
+            pipeline,
+            "locality_pair_order",
+            lambda n, a, b: ordered.append(a.shape[0]) or locality(n, a, b),
+        )
+        tight = dedup(
+            corpus,
+            tmp_path,
+            "tight",
+            *options,
+            "--memory-limit",
+            "1M",
+            "--workers",
+            "2",
+            "--tmp-dir",
+            spill_dir,
+        )
     assert tight == roomy
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
@@ -189,6 +200,7 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         assert len(set_blocks) == 1
         if "simhash" not in options:  # beside the band hashes, they exceed the budget
             assert "verification.bin" in spilled_files, "the verification data must spill"
+            assert ordered and ordered[0] > 37, "slices of candidates in the locality order"
     assert list(spill_dir.iterdir()) == []
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 

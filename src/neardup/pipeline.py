@@ -51,6 +51,7 @@ from neardup.groups import (
     center_groups,
     connected_components,
     document_order,
+    locality_pair_order,
     originals_of,
 )
 from neardup.lcs import length_bounds
@@ -583,18 +584,24 @@ def find_groups(
         linked = _with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
-        if cand_a.shape[0] > VERIFY_SLICE:
-            # Pairs of one component side by side: a slice of them then needs the data of few
-            # documents (an out-of-core run reads them back for each slice).
-            order = np.argsort(linked[cand_a], kind="stable")
-            cand_a = cand_a[order]
-            cand_b = cand_b[order]
-            del order
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)
             rep_verified = functools.partial(settings.verification.similarity, offsets, values)
         else:
             rep_verified = set_source(compared)
+        if cand_a.shape[0] > VERIFY_SLICE:
+            # Pairs that share documents side by side: a slice of them then needs the data of
+            # few documents (an out-of-core run reads them back for each slice). Data read back
+            # from disk: in the locality order of the documents (one giant component of long
+            # texts spans many slices; each read its documents anew), which changes nothing
+            # there, as every candidate is measured (below); else by component.
+            if getattr(rep_verified, "reads_spill", False):
+                order = locality_pair_order(n, cand_a, cand_b)
+            else:
+                order = np.argsort(linked[cand_a], kind="stable")
+            cand_a = cand_a[order]
+            cand_b = cand_b[order]
+            del order
 
         verified = _MemoVerified(rep_verified, rep_of, settings.verify)
 

@@ -47,11 +47,10 @@ import pyarrow as pa
 from numba import njit
 
 from neardup.candidates.bands import band_hashes
-from neardup.candidates.radix import sorted_pairs
 from neardup.engines.base import Progress
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.engines.workers import check_workers, ordered_map, warm_up
-from neardup.groups import locality_order
+from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
@@ -556,24 +555,7 @@ class OutOfCoreDedup:
             # are held as positions in ``docs``, each temporary dropped once used: they are
             # resident beside every chunk.
             ia, ib = row_of[a], row_of[b]
-            # Membership marks over ``docs`` instead of sorting: O(docs + pairs) a call and a
-            # chunk (np.unique's sorts were a third of the stage at 1M).
-            mark = np.zeros(docs.shape[0], dtype=bool)
-            mark[ia] = True
-            mark[ib] = True
-            rank = np.cumsum(mark) - 1
-            involved = int(rank[-1]) + 1
-            la, lb = rank[ia], rank[ib]
-            del rank
-            mark[:] = False
-            place = np.empty(involved, dtype=np.int64)
-            place[locality_order(involved, la, lb)] = np.arange(involved)
-            pa, pb = place[la], place[lb]
-            del la, lb, place
-            order = sorted_pairs(
-                np.minimum(pa, pb), np.maximum(pa, pb), np.arange(a.shape[0]), involved
-            )[2]
-            del pa, pb
+            order = locality_pair_order(docs.shape[0], ia, ib)
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
             # within half the budget.
@@ -583,6 +565,7 @@ class OutOfCoreDedup:
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
             spans = list(zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]))
+            mark = np.zeros(docs.shape[0], dtype=bool)
 
             def load(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 """The documents of a chunk's pairs (ascending) and their data."""
