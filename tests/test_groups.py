@@ -323,17 +323,24 @@ def test_group_table_partitions_documents(r):
         assert o.size + int(is_orig.sum()) == n
 
 
+@st.composite
+def graphs(draw):
+    """(n, a, b): up to 3n edges (a[p], b[p]) over vertices 0..n-1, loops and repeats included."""
+    n = draw(st.integers(1, 60))
+    m = draw(st.integers(0, 3 * n))
+    ends = st.lists(st.integers(0, n - 1), min_size=m, max_size=m)
+    return n, np.array(draw(ends), np.int64), np.array(draw(ends), np.int64)
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 60), st.data())
-def test_locality_order_is_a_permutation_keeping_components_together(n, data):
-    m = data.draw(st.integers(0, 3 * n))
-    a = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
-    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+@given(graphs())
+def test_locality_order_is_a_permutation_keeping_components_together(graph):
+    n, a, b = graph
     order = locality_order(n, a, b)
     assert sorted(order.tolist()) == list(range(n))
     assert np.array_equal(order, locality_order(n, a, b))  # deterministic
     # The same graph given in another edge order, its edges reversed: the same order.
-    shuffle = np.random.default_rng(m).permutation(m)
+    shuffle = np.random.default_rng(n).permutation(a.shape[0])
     assert np.array_equal(order, locality_order(n, b[shuffle], a[shuffle]))
     # Each component takes consecutive places.
     labels = connected_components(n, a, b)[order]
@@ -342,11 +349,10 @@ def test_locality_order_is_a_permutation_keeping_components_together(n, data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 60), st.data())
-def test_locality_pair_order_sorts_pairs_by_their_places(n, data):
-    m = data.draw(st.integers(0, 3 * n))
-    a = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
-    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+@given(graphs())
+def test_locality_pair_order_sorts_pairs_by_their_places(graph):
+    n, a, b = graph
+    m = a.shape[0]
     order = locality_pair_order(n, a, b)
     assert sorted(order.tolist()) == list(range(m))
     # The places of the named vertices in their locality order, the nearer end first.
