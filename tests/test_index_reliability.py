@@ -370,9 +370,44 @@ def test_quick_check_runs_unless_the_database_is_as_a_clean_close_left_it(tmp_pa
         NearDupIndex(path, readonly=True)
 
 
+@pytest.fixture
+def small_disk(monkeypatch):
+    """Call it to limit writable SQLite connections to 8 pages more than their database holds
+    (a page limit stands in for a full disk); it returns the real ``connect``, to undo it."""
+    from neardup.index import storage
+
+    real_connect = storage.connect
+
+    def connect(db, readonly):
+        conn = real_connect(db, readonly)
+        if not readonly:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count = {pages + 8}")
+        return conn
+
+    def limit():
+        monkeypatch.setattr(storage, "connect", connect)
+        return real_connect
+
+    return limit
+
+
+def test_full_disk_during_add_many_is_the_index_error(tmp_path, small_disk):
+    """The Python API's batched add reports a full disk as the CLI does, not as SQLite's error."""
+    path = tmp_path / "idx"
+    NearDupIndex.create(path).close()
+    small_disk()
+    with NearDupIndex(path) as index:
+        ids = [f"n{i}" for i in range(3_000)]
+        fingerprints = np.arange(3_000, dtype=np.uint64) << np.uint64(20)
+        with pytest.raises(OSError, match="no space left") as raised:
+            index.add_many(ids, fingerprints=fingerprints)
+        assert not isinstance(raised.value, sqlite3.Error)
+
+
 @pytest.mark.parametrize("command", ["add", "build"])
 def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(
-    tmp_path, monkeypatch, command
+    tmp_path, monkeypatch, small_disk, command
 ):
     """SQLite's "database or disk is full" (a page limit stands in for the disk) while adding
     or building: one line naming the file, the adds acknowledged before it kept, no debris."""
@@ -383,16 +418,7 @@ def test_full_disk_during_index_writes_is_one_line_and_loses_nothing(
 
     path = tmp_path / "idx"
     NearDupIndex.build(path, ["a", "b"], fingerprints=np.array([1, 2 << 40], np.uint64)).close()
-    real_connect = storage.connect
-
-    def small_disk(db, readonly):
-        conn = real_connect(db, readonly)
-        if not readonly:
-            pages = conn.execute("PRAGMA page_count").fetchone()[0]
-            conn.execute(f"PRAGMA max_page_count = {pages + 8}")
-        return conn
-
-    monkeypatch.setattr(storage, "connect", small_disk)
+    real_connect = small_disk()
     docs = tmp_path / "many.jsonl"
     docs.write_text(
         "".join(

@@ -636,6 +636,7 @@ class NearDupIndex:
             limit=limit,
         )[0]
 
+    @guard_sqlite
     def add_many(
         self,
         ids: Sequence[str],
