@@ -59,11 +59,13 @@ def read_tsv(path, header=True):
     )
 
 
-def test_fingerprint_tsv_is_the_seed_format(corpus, tmp_path):
-    out = tmp_path / "fps.tsv"
+@pytest.mark.parametrize("name", ["fps.tsv", "fps.tsv.gz"])
+def test_fingerprint_tsv_is_the_seed_format(corpus, tmp_path, name):
+    out = tmp_path / name
     result = run("fingerprint", corpus, "-o", out, "--time-field", "ts", "--workers", "1")
     assert result.exit_code == 0, result.output
-    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    text = gzip.decompress(out.read_bytes()).decode() if name.endswith(".gz") else out.read_text()
+    rows = [line.split("\t") for line in text.splitlines()]
     assert [r[0] for r in rows] == [d["id"] for d in DOCS]
     expected = simhash([d["text"] for d in DOCS])
     assert [int(r[1], 16) for r in rows] == expected.tolist()

@@ -4,7 +4,6 @@ groups of near-duplicates, and the pairs of fingerprints within Hamming distance
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import click
 import numpy as np
@@ -30,6 +29,7 @@ from neardup.io import (
     read_documents,
     write_table,
 )
+from neardup.io.files import resolve_output
 from neardup.settings import DEFAULT_METHOD, Settings, check_method_options
 
 
@@ -169,8 +169,9 @@ def fingerprint(
 ):
     """Fingerprint every document: one row per document, in input order.
 
-    For SimHash a .tsv output has exactly the rows of the batch job's input,
-    `document ID <TAB> fingerprint (16 hex digits) <TAB> timestamp`, without a header.
+    For SimHash a TSV output (.tsv, .tsv.gz, .tsv.zst, -) has exactly the rows of the batch
+    job's input, `document ID <TAB> fingerprint (16 hex digits) <TAB> timestamp`, without a
+    header.
     MinHash signatures are written as num_perm × 8 hex digits.
 
     \b
@@ -208,8 +209,8 @@ def fingerprint(
             ),
             "timestamp": _raw_timestamp_column(collection.raw_timestamps),
         }
-        is_seed_tsv = output != "-" and Path(output).suffix == ".tsv" or output == "-"
-        write_table(output, columns, header=not is_seed_tsv)
+        # TSV (compressed or not, or standard output) is the seed's rows, without a header.
+        write_table(output, columns, header=resolve_output(output, None)[1] != "tsv")
     elapsed = time.perf_counter() - reporter.started
     reporter.summary(
         _read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())),
