@@ -6,8 +6,7 @@ server. :class:`NearDupIndex` is the Python API; ``neardup index ...`` and ``nea
 built on it.
 
 This module holds the public operations; the package docstring (:mod:`neardup.index`) tells
-the two kinds of index (``method``) apart and lists the modules below this one, one concept
-each.
+the two kinds of index (``method``) apart and lists the modules below it, one concept each.
 
 Concurrency: one writer (``NearDupIndex(DIR)``, holding the writer lock) and any number of
 readers, ``NearDupIndex(DIR, readonly=True)``, in other processes. A reader sees committed
