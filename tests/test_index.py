@@ -1018,6 +1018,9 @@ def test_cli_minhash_build_add_query_and_refusals(tmp_path):
     assert r.exit_code == 1 and "--hamming-k applies to method simhash" in r.output
     r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "y"), "--num-perm", "64"])
     assert r.exit_code == 1 and "--num-perm applies to method minhash" in r.output
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "z"), "--verify", "lcs:0.8"])
+    assert r.exit_code == 1 and "--verify applies to method minhash" in r.output
+    assert not (tmp_path / "z").exists()
     r = _invoke(
         index_cmd,
         [

@@ -33,7 +33,6 @@ from neardup.settings import (
     DEFAULT_WEIGHTS,
     FINGERPRINT_METHOD,
     Settings,
-    check_method_options,
 )
 
 
@@ -151,25 +150,22 @@ def create_keywords(
     method, hamming_k, shingle, hash_name, weights, num_perm, seed, threshold, bands, rows, verify
 ) -> dict:
     """The settings keywords of :meth:`NearDupIndex.create` from the command-line options,
-    refusing an option of the other method in its command-line spelling."""
-    options = {
+    checked by :func:`~neardup.index.settings.index_settings` before anything is read (an
+    option of the other method is refused in its command-line spelling)."""
+    keywords = {
+        "method": method,
         "hamming_k": hamming_k,
+        "shingle": shingle,
+        "hash_name": hash_name,
         "weights": weights,
         "num_perm": num_perm,
         "seed": seed,
         "threshold": threshold,
         "bands": bands,
         "rows": rows,
+        "verify": verify,
     }
-    check_method_options(
-        method,
-        [k for k, v in options.items() if v is not None],
-        spell=lambda name: "--" + name.replace("_", "-"),
-    )
-    if method == "simhash" and verify not in (None, "none"):
-        raise ValueError("--verify applies to --method minhash (a SimHash index does not verify)")
-    keywords = dict(options, method=method, shingle=shingle, hash_name=hash_name, verify=verify)
-    index_settings(**keywords)  # validated before anything is read
+    index_settings(**keywords, spell=lambda name: "--" + name.replace("_", "-"))
     return keywords
 
 

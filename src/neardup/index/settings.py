@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from neardup.settings import (
@@ -50,6 +51,7 @@ def index_settings(
     bands: int | None = None,
     rows: int | None = None,
     verify: float | str | None = None,
+    spell: Callable[[str], str] = str,
 ) -> Settings:
     """The run settings an index decides with: those of ``neardup dedup --method METHOD
     --grouping components`` with the same options. Options left None take ``dedup``'s
@@ -57,7 +59,8 @@ def index_settings(
     ``verify="auto"``, i.e. LCS resemblance at ``threshold``); an option of the other method
     raises ValueError. SimHash never verifies. MinHash settings come back with their
     effective ``bands`` and ``rows`` (:meth:`neardup.pipeline.Settings.banding`), so an index
-    keeps its banding even if the tuning of the defaults changes. O(1).
+    keeps its banding even if the tuning of the defaults changes. ``spell`` names an option in
+    an error as the caller's user spells it (``--hamming-k`` on the command line). O(1).
 
     Example:
         >>> s = index_settings(method="minhash")
@@ -78,12 +81,13 @@ def index_settings(
         "bands": bands,
         "rows": rows,
     }
-    check_method_options(method, [k for k, v in options.items() if v is not None])
+    check_method_options(method, [k for k, v in options.items() if v is not None], spell=spell)
     given = {k: v for k, v in options.items() if v is not None}
     if method == "simhash":
         if verify not in (None, "none", "auto"):
             raise ValueError(
-                f"verify applies to method minhash in an index, not simhash; got {verify!r}"
+                f"{spell('verify')} applies to method minhash in an index, not simhash; "
+                f"got {verify!r}"
             )
         return Settings(
             method="simhash",
@@ -105,7 +109,7 @@ def index_settings(
     return settings.replace(bands=b, rows=r)
 
 
-_SETTING_NAMES = frozenset(inspect.signature(index_settings).parameters)
+_SETTING_NAMES = frozenset(inspect.signature(index_settings).parameters) - {"spell"}
 
 
 def keyword_settings(keywords: dict[str, Any], caller: str) -> Settings:
