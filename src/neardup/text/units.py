@@ -148,44 +148,6 @@ def _words_into(codes, o, canon, lo, hi, bits):
         start = end + 1
 
 
-@njit(cache=True, nogil=True)
-def _syllable_codes(canon, offsets):
-    """Code points of the canonical UTF-8 text, spaces dropped (uint32, CSR)."""
-    n = offsets.shape[0] - 1
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
-    for d in range(n):
-        characters, _, _ = _census(canon, np.uint64(offsets[d]), np.uint64(offsets[d + 1]))
-        out_offsets[d + 1] = out_offsets[d] + characters
-    codes = np.empty(out_offsets[n], dtype=np.uint32)
-    decoded = np.empty(_BLOCK, dtype=np.uint32)
-    kept = np.empty(_BLOCK, dtype=np.uint8)
-    for d in range(n):
-        lo = np.uint64(offsets[d])
-        hi = np.uint64(offsets[d + 1])
-        o = np.uint64(out_offsets[d])
-        _characters_into(codes, o, canon, lo, hi, np.uint64(0), decoded, kept)
-    return out_offsets, codes
-
-
-@njit(cache=True, nogil=True)
-def _word_codes(canon, offsets):
-    """XXH64 of every space-separated token of the canonical text (uint64, CSR)."""
-    n = offsets.shape[0] - 1
-    out_offsets = np.zeros(n + 1, dtype=np.int64)
-    for d in range(n):
-        lo = np.uint64(offsets[d])
-        hi = np.uint64(offsets[d + 1])
-        _, spaces, _ = _census(canon, lo, hi)
-        out_offsets[d + 1] = out_offsets[d] + (spaces + 1 if hi > lo else 0)
-    codes = np.empty(out_offsets[n], dtype=np.uint64)
-    for d in range(n):
-        lo = np.uint64(offsets[d])
-        hi = np.uint64(offsets[d + 1])
-        if hi > lo:
-            _words_into(codes, np.uint64(out_offsets[d]), canon, lo, hi, _ALL_BITS)
-    return out_offsets, codes
-
-
 @njit(inline="always")
 def _unspaced_script(cp):
     """Hangul (syllables and jamo), kana and Han: scripts written without spaces between
@@ -218,12 +180,17 @@ def _has_unspaced_script(canon, lo, hi):
     return False
 
 
+# How _layout tells a text's units apart: :data:`LCS_UNITS` by position.
+_AUTO, _SYLLABLE, _WORD = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
-def _auto_layout(canon, offsets):
-    """``(out_offsets, by_character)`` of the ``"auto"`` units of the canonical texts: where
-    each text's units start in the CSR (int64[n + 1]) and whether it is counted in characters
-    (bool[n]). The code points are decoded only for a text with a lead byte of U+1000 or
-    above, and only until the first character of :func:`_unspaced_script`."""
+def _layout(canon, offsets, unit):
+    """``(out_offsets, by_character)`` of the units ``unit`` (``_AUTO``, ``_SYLLABLE`` or
+    ``_WORD``) of the canonical texts: where each text's units start in the CSR (int64[n + 1])
+    and whether it is counted in characters (bool[n]). For ``_AUTO`` the code points are decoded
+    only for a text with a lead byte of U+1000 or above, and only until the first character of
+    :func:`_unspaced_script`."""
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     by_character = np.zeros(n, dtype=np.bool_)
@@ -231,48 +198,42 @@ def _auto_layout(canon, offsets):
         lo = offsets[d]
         hi = offsets[d + 1]
         characters, spaces, high = _census(canon, np.uint64(lo), np.uint64(hi))
-        count = 0
-        if high and _has_unspaced_script(canon, lo, hi):
-            by_character[d] = True
-            count = characters
-        elif hi > lo:
-            count = spaces + 1
+        by_character[d] = unit == _SYLLABLE or (
+            unit == _AUTO and high and _has_unspaced_script(canon, lo, hi)
+        )
+        count = characters if by_character[d] else (spaces + 1 if hi > lo else 0)
         out_offsets[d + 1] = out_offsets[d] + count
     return out_offsets, by_character
 
 
 @njit(cache=True, nogil=True)
-def _auto_codes(canon, offsets):
-    """The ``"auto"`` units of the canonical texts (uint64, CSR)."""
-    out_offsets, by_character = _auto_layout(canon, offsets)
-    n = offsets.shape[0] - 1
-    codes = np.empty(out_offsets[n], dtype=np.uint64)
-    decoded = np.empty(_BLOCK, dtype=np.uint64)
+def _fill(canon, offsets, out_offsets, by_character, codes, tag, bits):
+    """Write each text's units to ``codes`` (uint32 for characters alone, else uint64) at
+    ``out_offsets``: its code points ``| tag`` where ``by_character``, else the XXH64 of its
+    words ``& bits``."""
+    decoded = np.empty(_BLOCK, dtype=codes.dtype)
     kept = np.empty(_BLOCK, dtype=np.uint8)
-    for d in range(n):
+    for d in range(offsets.shape[0] - 1):
         lo = np.uint64(offsets[d])
         hi = np.uint64(offsets[d + 1])
         o = np.uint64(out_offsets[d])
         if by_character[d]:
-            _characters_into(codes, o, canon, lo, hi, _TAG, decoded, kept)
+            _characters_into(codes, o, canon, lo, hi, tag, decoded, kept)
         elif hi > lo:
-            _words_into(codes, o, canon, lo, hi, ~_TAG)
-    return out_offsets, codes
+            _words_into(codes, o, canon, lo, hi, bits)
 
 
 def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.ndarray:
     """The number of units of each text (int64[n]), as :func:`lcs_units` would give them
-    (``texts`` may be their :class:`~neardup.text.Canonical` form), without building them for
-    ``"auto"``. O(total bytes).
+    (``texts`` may be their :class:`~neardup.text.Canonical` form), without building them.
+    O(total bytes).
 
     Example:
         >>> lcs_unit_counts(["a b c", "한 글", ""]).tolist()
         [3, 2, 0]
     """
-    if unit != "auto":
-        return np.diff(lcs_units(texts, unit)[0])
-    canonical = texts if isinstance(texts, Canonical) else Canonical.of(texts)
-    return np.diff(_auto_layout(canonical.data, canonical.offsets)[0])
+    canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
+    return np.diff(_layout(canon.data, canon.offsets, _unit_code(unit))[0])
 
 
 def lcs_units(
@@ -292,11 +253,18 @@ def lcs_units(
         >>> lcs_units(["x y", "z"], "word")[0].tolist()
         [0, 2, 3]
     """
+    code = _unit_code(unit)
+    canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
+    offsets, by_character = _layout(canon.data, canon.offsets, code)
+    codes = np.empty(int(offsets[-1]), dtype=np.uint32 if code == _SYLLABLE else np.uint64)
+    # "auto" tells characters from words by the top bit; one unit alone needs no tag.
+    tag, bits = (_TAG, ~_TAG) if code == _AUTO else (np.uint64(0), _ALL_BITS)
+    _fill(canon.data, canon.offsets, offsets, by_character, codes, tag, bits)
+    return offsets, codes
+
+
+def _unit_code(unit: str) -> int:
+    """The position of ``unit`` in :data:`LCS_UNITS`, or ``ValueError``."""
     if unit not in LCS_UNITS:
         raise ValueError(f"LCS unit must be one of {', '.join(LCS_UNITS)}; got {unit!r}")
-    canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
-    if unit == "auto":
-        return _auto_codes(canon.data, canon.offsets)
-    if unit == "syllable":
-        return _syllable_codes(canon.data, canon.offsets)
-    return _word_codes(canon.data, canon.offsets)
+    return LCS_UNITS.index(unit)
