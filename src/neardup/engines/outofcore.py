@@ -515,12 +515,13 @@ class OutOfCoreDedup:
                 column.release()
         return_freed_memory()  # the band hashes and the candidate search's temporaries
         cost = verification.itemsize * self._units(docs)
-        # Row of each document in ``docs``: the pairs' rows by one gather (a binary search
-        # over ``docs`` missed the cache at every step: 6 s for 8M pairs at 10M).
-        row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, dtype=np.int64)
-        row_of[docs] = np.arange(docs.shape[0])
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
         kept = self.collected.kept
+        # Data of ``docs`` alone: the pairs' rows in them by one gather (a binary search over
+        # ``docs`` missed the cache at every step: 6 s for 8M pairs at 10M).
+        if kept is None:
+            row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, dtype=np.int64)
+            row_of[docs] = np.arange(docs.shape[0])
         if kept is not None or int(cost.sum()) <= self.budget.limit:
             if kept is not None:  # over every document: a document's row is its index
                 offsets, values = kept.arrays()
