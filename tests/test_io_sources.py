@@ -2,6 +2,7 @@
 
 import doctest
 import gzip
+import os
 
 import pytest
 import zstandard
@@ -307,12 +308,13 @@ def test_docstring_examples():
     gap=st.integers(1, 100),
     most=st.integers(1, 300),
     last_ends=st.booleans(),
+    last_read=st.booleans(),
 )
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
-    tmp_path, monkeypatch, lengths, wanted, gap, most, last_ends
+    tmp_path, monkeypatch, lengths, wanted, gap, most, last_ends, last_read
 ):
     lines = [b"x" * n + (b"\r\n" if n % 3 == 0 else b"\n") for n in lengths]
     if not last_ends:
@@ -324,5 +326,17 @@ def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
     monkeypatch.setattr(io_sources, "COALESCE_GAP", gap)
     monkeypatch.setattr(io_sources, "COALESCE_BYTES", most)
     src = resolve_input(path, None, INPUT_FORMATS)
-    got = list(io_sources.lines_at(src, [starts[i] for i in chosen]))
+    advised = []
+    monkeypatch.setattr(
+        os, "posix_fadvise", lambda fd, at, n, advice: advised.append((at, n, advice))
+    )
+    got = list(io_sources.lines_at(src, [starts[i] for i in chosen], last_read))
     assert got == [lines[i] for i in chosen]
+    # With last_read, the pages of every line read may leave the page cache; else none.
+    dropped = {b for at, n, _ in advised for b in range(at, at + n)}
+    assert {advice for *_, advice in advised} <= {os.POSIX_FADV_DONTNEED}
+    assert bool(advised) == last_read
+    if last_read:
+        assert all(
+            b in dropped for i in chosen for b in range(starts[i], starts[i] + len(lines[i]))
+        )

@@ -18,6 +18,7 @@ from neardup.engines.outofcore import OutOfCoreDedup
 from neardup.engines.spill import (
     MemoryBudget,
     SpillColumn,
+    SpilledRows,
     WorkDir,
     parse_memory_limit,
 )
@@ -148,6 +149,13 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         return finish(self)
 
     monkeypatch.setattr(SpillColumn, "finish", record_spill)
+    finish_rows = SpilledRows.finish
+
+    def record_rows(self):
+        spilled_files.append(self.path.name)
+        return finish_rows(self)
+
+    monkeypatch.setattr(SpilledRows, "finish", record_rows)
     set_blocks = []
     build_sets = OutOfCoreDedup._sets
 
@@ -534,6 +542,71 @@ def test_take_ranges_of_a_truncated_spill_is_an_error(tmp_path):
         os.truncate(column.path, 800)
         with pytest.raises(OSError, match="shorter than written"):
             column.take_ranges(np.array([10, 900]), np.array([20, 1000]))
+
+
+def _rows_of_every_kind(rng, n):
+    """CSR rows: characters (a shared high word: the tag, none, or all ones, which must stay
+    wide), hashes, rows mixing both, single values and empty rows."""
+    rows = []
+    for i in range(n):
+        length = int(rng.integers(0, 40)) if i % 7 else 0
+        kind = i % 5
+        if kind == 0:  # code points with the top bit set, as the LCS units of characters
+            row = rng.integers(0, 0x110000, length, dtype=np.uint64) | np.uint64(1 << 63)
+        elif kind == 1:
+            row = rng.integers(0, 1 << 32, length, dtype=np.uint64)
+        elif kind == 2:  # the high word of "wide" shared by every value
+            row = rng.integers(0, 1 << 32, length, dtype=np.uint64) | np.uint64(0xFFFFFFFF << 32)
+        elif kind == 3:
+            row = rng.integers(0, 1 << 64, length, dtype=np.uint64)
+        else:  # one value's high word differs from the others'
+            row = rng.integers(0, 1 << 20, length, dtype=np.uint64) | np.uint64(5 << 32)
+            if length:
+                row[int(rng.integers(0, length))] ^= np.uint64(1 << 40)
+        rows.append(row)
+    return rows
+
+
+def test_spilled_rows_give_back_every_row_exactly(tmp_path):
+    rng = np.random.default_rng(11)
+    rows = _rows_of_every_kind(rng, 300)
+    place = np.concatenate([[0], np.cumsum([r.shape[0] for r in rows])])
+    with WorkDir(tmp_path, "k", "x") as work:
+        store = SpilledRows(work, "v", len(rows))
+        # Batches put in any order, as worker threads do.
+        cuts = [0, *np.sort(rng.choice(np.arange(1, len(rows)), 20, replace=False)), len(rows)]
+        batches = list(zip(cuts[:-1], cuts[1:]))
+        for b in rng.permutation(len(batches)):
+            lo, hi = batches[b]
+            part = rows[lo:hi]
+            offsets = np.concatenate([[0], np.cumsum([r.shape[0] for r in part])])
+            store.put(int(lo), int(place[lo]), offsets, np.concatenate([rows[0][:0], *part]))
+        store.finish()
+        # 4 bytes a value where the values share a high word other than all ones, else 8.
+        highs = [set((r >> np.uint64(32)).tolist()) for r in rows]
+        assert store.disk_bytes == sum(
+            (4 if len(h) == 1 and h != {0xFFFFFFFF} else 8) * r.shape[0]
+            for h, r in zip(highs, rows)
+        )
+        assert store.disk_bytes < 8 * int(place[-1])
+        for trial in range(30):
+            wanted = np.sort(rng.choice(len(rows), int(rng.integers(0, 60)), replace=False))
+            if trial == 0:
+                wanted = np.arange(len(rows))
+            offsets, values = store.take(wanted)
+            expected = [rows[i] for i in wanted]
+            assert offsets.tolist() == [0, *np.cumsum([len(e) for e in expected]).tolist()]
+            np.testing.assert_array_equal(values, np.concatenate([rows[0][:0], *expected]))
+
+
+def test_spilled_rows_of_a_truncated_file_are_an_error(tmp_path):
+    with WorkDir(tmp_path, "k", "x") as work:
+        store = SpilledRows(work, "v", 2)
+        store.put(0, 0, np.array([0, 100, 200]), np.arange(200, dtype=np.uint64))
+        store.finish()
+        os.truncate(store.path, 500)
+        with pytest.raises(OSError, match="shorter than written"):
+            store.take(np.array([0, 1]))
 
 
 def test_spark_refuses_local_only_options(corpus, tmp_path):

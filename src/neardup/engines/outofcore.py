@@ -35,7 +35,6 @@ sort (``24 n`` bytes) and the candidate pairs.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -48,7 +47,7 @@ from numba import njit
 
 from neardup.candidates.bands import band_hashes
 from neardup.engines.base import Progress
-from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
+from neardup.engines.spill import MemoryBudget, SpillColumn, SpilledRows, WorkDir
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
@@ -406,12 +405,17 @@ class OutOfCoreDedup:
 
     # -- pass 2 ------------------------------------------------------------------------------
 
-    def refetch(self, positions: np.ndarray, records: bool = False) -> Iterator[DocumentBatch]:
+    def refetch(
+        self, positions: np.ndarray, records: bool = False, last_read: bool = False
+    ) -> Iterator[DocumentBatch]:
         """The documents at ascending ``positions`` again, in order (texts, and the whole
-        records with ``records``): by location when the reader can, else by a new scan."""
+        records with ``records``): by location when the reader can (``last_read``: see
+        :meth:`~neardup.io.documents.DocumentReader.fetch`), else by a new scan."""
         c = self.collected
         if c.locations is not None and self.reader.can_fetch():
-            yield from self.reader.fetch(positions, c.locations[positions], records=records)
+            yield from self.reader.fetch(
+                positions, c.locations[positions], records=records, last_read=last_read
+            )
             return
         wanted = np.zeros(len(c), dtype=bool)
         wanted[positions] = True
@@ -435,13 +439,13 @@ class OutOfCoreDedup:
 
     def _sets(
         self, docs: np.ndarray, spill: bool = False
-    ) -> tuple[np.ndarray, np.ndarray | SpillColumn]:
+    ) -> tuple[np.ndarray, np.ndarray | SpilledRows]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
-        the real size are never touched), or with ``spill`` into a
-        :class:`~neardup.engines.spill.SpillColumn` in the work folder, returned in place of
-        the values."""
+        the real size are never touched), or with ``spill`` into
+        :class:`~neardup.engines.spill.SpilledRows` in the work folder (row i: ``docs[i]``),
+        returned in place of the values."""
         started = time.perf_counter()
         units = self._units(docs)
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
@@ -452,21 +456,19 @@ class OutOfCoreDedup:
         if exact:
             np.cumsum(units, out=offsets[1:])
         if spill:
-            target = (
-                SpillColumn.of_size(
-                    self.work, "verification", np.uint64, self.budget, int(offsets[-1])
-                )
-                if exact
-                else SpillColumn(self.work, "verification", np.uint64, self.budget)
-            )
+            target = SpilledRows(self.work, "verification", docs.shape[0])
             write = target.put
         else:
             target = np.empty(int(offsets[-1]) if exact else int(units.sum()), dtype=np.uint64)
-            write = functools.partial(_copy_into, target)
+
+            def write(row: int, at: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
+                _copy_into(target, at, part)
+
         row, end = 0, 0
         for batch, (part_offsets, part) in ordered_map(
             _batch_sets,
-            self.refetch(docs),
+            # Spilled data are read many times, the texts no more: leave the page cache to them.
+            self.refetch(docs, last_read=spill),
             self.workers,
             self.settings,
             docs,
@@ -476,10 +478,7 @@ class OutOfCoreDedup:
             m = len(batch)
             if not exact:
                 offsets[row + 1 : row + m + 1] = end + part_offsets[1:]
-                if spill:
-                    target.append(part)
-                else:
-                    write(end, part)
+                write(row, end, part_offsets, part)
                 end += part.shape[0]
             row += m
             self.progress.advance(m, spilled=target.disk_bytes if spill else None)
@@ -502,7 +501,7 @@ class OutOfCoreDedup:
         in memory. Otherwise they are spilled to the work folder, and every call works through
         its pairs in chunks, in the reverse Cuthill-McKee order of their documents, each chunk
         reading back the data of at most half a budget's worth of documents
-        (:meth:`SpillColumn.take_ranges`) in a thread while the chunk before it is measured.
+        (:meth:`SpilledRows.take`) in a thread while the chunk before it is measured.
         Cost: none with kept data, else one re-read of ``docs`` and a read of the spill per
         chunk; memory O(budget).
         """
@@ -543,7 +542,7 @@ class OutOfCoreDedup:
         # More than the budget: the data of every compared document are built once and
         # spilled to the work folder; pairs are measured in chunks whose documents' data fit
         # the budget, each chunk reading its documents' data back from the spill.
-        offsets, sink = self._sets(docs, spill=True)
+        sink = self._sets(docs, spill=True)[1]
 
         def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
@@ -575,7 +574,7 @@ class OutOfCoreDedup:
                 mark[cb] = True
                 local = np.flatnonzero(mark)
                 mark[local] = False
-                return (local, *sink.take_ranges(offsets[local], offsets[local + 1]))
+                return (local, *sink.take(local))
 
             slot = np.empty(docs.shape[0], dtype=np.int64)
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
@@ -688,10 +687,11 @@ def _batch_sets(
     settings: Settings,
     docs: np.ndarray,
     offsets: np.ndarray,
-    write: Callable[[int, np.ndarray], None] | None,
+    write: Callable[[int, int, np.ndarray, np.ndarray], None] | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """The batch's verification data (CSR); with ``write``, its values are written at the
-    batch's place by the final ``offsets`` (over ``docs``) instead, and None returned."""
+    """The batch's verification data (CSR); with ``write``, they are written instead (its
+    arguments: the batch's first row in ``docs``, its place by the final ``offsets``, the
+    data), and None returned."""
     part_offsets, part = settings.verification.prepare(
         batch.texts, settings.shingle, settings.hash_name
     )
@@ -701,7 +701,7 @@ def _batch_sets(
     place = offsets[row : row + len(batch) + 1]
     if not np.array_equal(place - place[0], part_offsets):
         raise ValueError(INPUTS_CHANGED)
-    write(int(place[0]), part)
+    write(row, int(place[0]), part_offsets, part)
     return part_offsets, None
 
 

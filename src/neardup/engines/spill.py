@@ -32,6 +32,8 @@ import os
 import re
 import secrets
 import shutil
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -300,7 +302,16 @@ def _write(fh, values: np.ndarray) -> None:
 class SpillColumn:
     """An append-only array (rows of ``width`` values) kept in memory while the shared budget
     allows, then appended to a file of the work folder. :meth:`array` gives it back whole (a
-    read-only memory map when spilled). Appends cost O(rows); memory O(in-memory part)."""
+    read-only memory map when spilled). Appends cost O(rows); memory O(in-memory part).
+
+    Example:
+        >>> import tempfile
+        >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
+        ...     col = SpillColumn(work, "v", np.uint64, MemoryBudget(0))
+        ...     col.append(np.array([6, 7, 8], dtype=np.uint64))
+        ...     col.spilled, col.read().tolist()
+        (True, [6, 7, 8])
+    """
 
     def __init__(self, work: WorkDir, name: str, dtype, budget: MemoryBudget, width: int = 1):
         self.work = work
@@ -314,41 +325,6 @@ class SpillColumn:
         self._parts: list[np.ndarray] = []
         self._held = 0
         self._file = None
-
-    @classmethod
-    def of_size(
-        cls, work: WorkDir, name: str, dtype, budget: MemoryBudget, rows: int
-    ) -> SpillColumn:
-        """A column of ``rows`` values on disk from the start, filled by :meth:`put` in any
-        order (by several threads at once): for data known to exceed the budget whose places
-        are known before they are made. Its file is sized at once (sparse until written).
-
-        Example:
-            >>> import tempfile
-            >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
-            ...     col = SpillColumn.of_size(work, "v", np.uint64, MemoryBudget(0), rows=3)
-            ...     col.put(1, np.array([7, 8], dtype=np.uint64))
-            ...     col.put(0, np.array([6], dtype=np.uint64))
-            ...     col.read().tolist()
-            [6, 7, 8]
-        """
-        column = cls(work, name, dtype, budget)
-        with writing(column.path):
-            column._file = open(column.path, "wb")
-            column._file.truncate(rows * column.dtype.itemsize)
-        column.rows = rows
-        column.disk_bytes = rows * column.dtype.itemsize
-        return column
-
-    def put(self, start: int, values: np.ndarray) -> None:
-        """Write ``values`` at row ``start`` of a column made by :meth:`of_size`: one
-        positional write, which releases the GIL and may run beside others. O(len(values))."""
-        data = memoryview(np.ascontiguousarray(values, dtype=self.dtype)).cast("B")
-        at = start * self.dtype.itemsize
-        with writing(self.path):
-            while data:
-                done = os.pwrite(self._file.fileno(), data, at)
-                data, at = data[done:], at + done
 
     @property
     def spilled(self) -> bool:
@@ -464,3 +440,149 @@ def _read_runs(fd, buffer, at, start):
                 return r
             done += got
     return -1
+
+
+#: :class:`SpilledRows`' mark of a row stored 8 bytes a value.
+_WIDE = np.uint32(0xFFFFFFFF)
+#: Which of a uint64's two 32-bit words holds its low bits, in memory.
+_LOW = 0 if sys.byteorder == "little" else 1
+
+
+class SpilledRows:
+    """Rows of uint64 values (CSR) written once to a file of the work folder and read back
+    many times, a few rows at a time (:meth:`take`).
+
+    A row whose values share their high 32 bits (the LCS units of a text counted in
+    characters: each is a code point and a tag) is stored as their low 32 bits, 4 bytes a
+    value; other rows (word or shingle hashes) 8 bytes a value. The rows of one :meth:`put`
+    are packed from the place the unpacked CSR would give them (byte ``8 * at``), so that
+    several threads write their batches at once, at places known before the data are made;
+    the rest of that place stays a hole of the sparse file. Text counted in characters then
+    takes half the disk, the page cache and the reads. Memory: 20 bytes a row.
+
+    Example:
+        >>> import tempfile
+        >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
+        ...     rows = SpilledRows(work, "v", 3)
+        ...     rows.put(1, 2, np.array([0, 1, 3]), np.array([7, 2**40, 9], dtype=np.uint64))
+        ...     rows.put(0, 0, np.array([0, 2]), np.array([5, 6], dtype=np.uint64))
+        ...     offsets, values = rows.take(np.array([0, 2]))
+        ...     offsets.tolist(), values.tolist(), rows.disk_bytes
+        ([0, 2, 4], [5, 6, 1099511627776, 9], 28)
+    """
+
+    def __init__(self, work: WorkDir, name: str, rows: int):
+        self.path = work.file(name + ".bin")
+        with writing(self.path):
+            self._file = open(self.path, "wb", buffering=0)
+        self._start = np.zeros(rows, dtype=np.int64)  # a row's first byte in the file
+        self._lengths = np.zeros(rows, dtype=np.int64)  # its values
+        self._high = np.zeros(rows, dtype=np.uint32)  # its values' high word, or _WIDE
+        self._lock = threading.Lock()
+        #: Bytes written to the file.
+        self.disk_bytes = 0
+
+    def put(self, row: int, at: int, offsets: np.ndarray, values: np.ndarray) -> None:
+        """Store the rows ``row, row + 1, …`` of the CSR ``(offsets, values)`` (offsets from 0)
+        from value place ``at`` of the unpacked rows: one positional write, which releases the
+        GIL (other threads may put other rows meanwhile). O(len(values))."""
+        rows = slice(row, row + offsets.shape[0] - 1)
+        words = np.empty(2 * values.shape[0], dtype=np.uint32)
+        used = _pack_rows(
+            np.ascontiguousarray(values, dtype=np.uint64),
+            np.asarray(offsets, dtype=np.int64),
+            words,
+            8 * at,
+            self._start[rows],
+            self._lengths[rows],
+            self._high[rows],
+        )
+        data = memoryview(words[:used]).cast("B")
+        place = 8 * at
+        with writing(self.path):
+            while data:
+                done = os.pwrite(self._file.fileno(), data, place)
+                data, place = data[done:], place + done
+        with self._lock:
+            self.disk_bytes += 4 * used
+
+    def finish(self) -> None:
+        """Close the file for writing (every row is put)."""
+        with writing(self.path):
+            self._file.close()
+
+    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ascending ``rows``, as CSR ``(offsets int64[k + 1], values uint64)``.
+
+        Their packed bytes are read into the end of the values' array, one ``pread`` per run
+        of adjacent rows, then widened in place from the front (a value is never written
+        over bytes not yet read: each needs at least 4 of them). O(values + runs) time,
+        memory O(values).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        lengths = self._lengths[rows]
+        high = self._high[rows]
+        starts = self._start[rows]
+        offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.empty(int(offsets[-1]), dtype=np.uint64)
+        nbytes = np.where(high == _WIDE, 8, 4) * lengths
+        packed = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(nbytes, out=packed[1:])
+        tail = values.nbytes - int(packed[-1])
+        first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + nbytes[:-1]]))
+        with writing(self.path), open(self.path, "rb", buffering=0) as fh:
+            short = _read_runs(
+                fh.fileno(), values, tail + np.append(packed[first], packed[-1]), starts[first]
+            )
+        if short >= 0:
+            raise OSError(f"{self.path} is shorter than written (was it changed?)")
+        _unpack_rows(values.view(np.uint32), tail // 4, lengths, high)
+        return offsets, values
+
+
+@njit(cache=True, nogil=True)
+def _pack_rows(values, offsets, words, base, start, lengths, high):
+    """Pack the CSR rows into ``words`` (each row 1 word a value if its values share their
+    high word, else 2: low then high); record each row's file byte (from ``base``), length
+    and shared high word (or ``_WIDE``). The words used."""
+    w = 0
+    for r in range(offsets.shape[0] - 1):
+        lo, hi = offsets[r], offsets[r + 1]
+        start[r] = base + 4 * w
+        lengths[r] = hi - lo
+        shared = np.uint32(values[lo] >> np.uint64(32)) if hi > lo else np.uint32(0)
+        narrow = shared != _WIDE
+        for i in range(lo, hi):
+            if np.uint32(values[i] >> np.uint64(32)) != shared:
+                narrow = False
+                break
+        high[r] = shared if narrow else _WIDE
+        for i in range(lo, hi):
+            words[w] = np.uint32(values[i] & np.uint64(0xFFFFFFFF))
+            w += 1
+            if not narrow:
+                words[w] = np.uint32(values[i] >> np.uint64(32))
+                w += 1
+    return w
+
+
+@njit(cache=True, nogil=True)
+def _unpack_rows(words, read, lengths, high):
+    """Widen packed rows read at ``words[read:]`` into uint64 values over ``words`` (2 words
+    a value, native order), front to back: value i is written over words ``2i, 2i + 1`` once
+    read, and every later value's words lie at or after ``2i + 2``."""
+    i = 0
+    for r in range(lengths.shape[0]):
+        shared = high[r]
+        for _ in range(lengths[r]):
+            low = words[read]
+            if shared == _WIDE:
+                top = words[read + 1]
+                read += 2
+            else:
+                top = shared
+                read += 1
+            words[2 * i + _LOW] = low
+            words[2 * i + 1 - _LOW] = top
+            i += 1

@@ -213,12 +213,18 @@ class DocumentReader:
             yield copy
 
     def fetch(
-        self, positions: np.ndarray, locations: np.ndarray, *, records: bool = False
+        self,
+        positions: np.ndarray,
+        locations: np.ndarray,
+        *,
+        records: bool = False,
+        last_read: bool = False,
     ) -> Iterator[DocumentBatch]:
         """The documents at ``positions`` again, read through their ``locations`` (both from
         the batches of a first pass; positions ascending), as batches with the same IDs, texts,
         timestamps and (with ``records``) records. Rows are not validated again: they were in
-        the first pass.
+        the first pass. ``last_read``: the caller will not read them again, their pages may
+        leave the page cache (:func:`~neardup.io.sources.lines_at`).
 
         Plain files are read in runs of nearby wanted lines, one read a run
         (:func:`~neardup.io.sources.lines_at`); .gz/.zst inputs are decompressed again up to
@@ -248,7 +254,7 @@ class DocumentReader:
             src = self._sources[index]
             if src.path == "-":
                 src = Source(self._stdin_copy or "", src.display, "jsonl", None)
-            lines = lines_at(src, locations[rows, 1].tolist())
+            lines = lines_at(src, locations[rows, 1].tolist(), last_read)
             for start in range(0, rows.shape[0], self._batch_size):
                 chunk = rows[start : start + self._batch_size]
                 yield self._parsed_batch(

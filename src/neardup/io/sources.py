@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from collections import deque
 from collections.abc import Iterator
@@ -83,11 +84,15 @@ COALESCE_GAP = 64 << 10
 COALESCE_BYTES = 4 << 20
 
 
-def lines_at(src: Source, offsets: list[int]) -> Iterator[bytes]:
+def lines_at(src: Source, offsets: list[int], last_read: bool = False) -> Iterator[bytes]:
     """The lines of a JSON Lines input that start at ``offsets`` (ascending byte offsets in
     the decompressed stream). A plain file is read in runs of nearby lines, one read a run
     (:data:`COALESCE_GAP`, :data:`COALESCE_BYTES`), each line cut from it at its offset; a
     compressed one is decompressed again up to the last offset. O(bytes read).
+
+    With ``last_read`` (the caller will not read these lines again), the operating system is
+    told that it may drop the plain file's pages read from its page cache
+    (``POSIX_FADV_DONTNEED``), to leave the cache to the files that will be read again.
 
     Example:
         >>> import tempfile, pathlib
@@ -99,7 +104,7 @@ def lines_at(src: Source, offsets: list[int]) -> Iterator[bytes]:
     """
     with open_input(src) as fh:
         if src.compression is None:
-            yield from _plain_lines_at(fh, offsets)
+            yield from _plain_lines_at(fh, offsets, last_read)
             return
         position = 0
         wanted = iter(offsets)
@@ -113,7 +118,7 @@ def lines_at(src: Source, offsets: list[int]) -> Iterator[bytes]:
             position += len(line)
 
 
-def _plain_lines_at(fh: IO[bytes], offsets: list[int]) -> Iterator[bytes]:
+def _plain_lines_at(fh: IO[bytes], offsets: list[int], last_read: bool) -> Iterator[bytes]:
     n = len(offsets)
     i = 0
     while i < n:
@@ -132,6 +137,8 @@ def _plain_lines_at(fh: IO[bytes], offsets: list[int]) -> Iterator[bytes]:
             at = offsets[k] - start
             yield block[at : block.index(b"\n", at) + 1]
         yield fh.readline()
+        if last_read and hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(fh.fileno(), start, fh.tell() - start, os.POSIX_FADV_DONTNEED)
         i = j
 
 
