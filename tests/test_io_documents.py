@@ -229,6 +229,48 @@ def test_time_field_in_jsonl(tmp_path):
     assert batch.raw_timestamps == [1.5, "1970-01-01T00:00:02", "1970-01-01T01:00:03+01:00"]
 
 
+@pytest.mark.parametrize("batch_size", [3, 8])
+def test_fetch_gives_the_documents_of_the_first_pass(tmp_path, batch_size):
+    """Read again by location, in batches of the reader's size: plain rows through one Arrow
+    parse a batch, a batch with a row Arrow could read differently line by line; either way
+    what the first pass read, the skipped rows never returned, the last line without its
+    line break."""
+    lines = [
+        f'{{"id": "d{i}", "text": "text {i} é 한", "t": "2020-01-0{1 + i % 9}T00:00:00"}}'
+        for i in range(40)
+    ]
+    lines[7] = '{"id": 7, "text": "integer id", "t": 1700000000}'
+    lines[12] = '{"id": "dup", "text": "first", "text": "duplicate keys: the last wins", "t": 5}'
+    lines[20] = '{"id": "sur", "text": "a lone surrogate \\ud800", "t": 6}'
+    lines[31] = '{"id": "esc", "text": "escapes \\u00e9 \\n end", "t": 1.5}'
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(lines), encoding="utf-8")  # no final line break
+    reader = read_documents([path], time_field="t", on_error="skip", batch_size=batch_size)
+    first = reader.read_all()
+    assert len(first) == 39 and "sur" not in first.ids
+    rng = np.random.default_rng(3)
+    for trial in range(6):
+        rows = np.sort(rng.choice(len(first), int(rng.integers(1, len(first))), replace=False))
+        if trial == 0:
+            rows = np.arange(len(first))
+        ids, texts, times, raw, kinds = [], [], [], [], set()
+        for batch in reader.fetch(first.positions[rows], first.locations[rows]):
+            ids += batch.ids
+            texts += list(batch.texts)
+            times += batch.timestamps.tolist()
+            raw += batch.raw_timestamps
+            kinds.add(type(batch.texts).__name__)
+            np.testing.assert_array_equal(
+                batch.positions, first.positions[rows][: len(ids)][-len(batch) :]
+            )
+        assert ids == [first.ids[i] for i in rows]
+        assert texts == [first.texts[i] for i in rows]
+        assert times == first.timestamps[rows].tolist()
+        assert raw == [first.raw_timestamps[i] for i in rows]
+        if trial == 0:  # both ways were taken
+            assert kinds == {"TextColumn", "list"}
+
+
 def test_argument_validation(tmp_path):
     p = jsonl(tmp_path / "d.jsonl", [{"id": 1, "text": "x"}])
     with pytest.raises(ValueError, match="on_error must be one of raise, skip; got 'ignore'"):

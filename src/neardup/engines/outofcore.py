@@ -567,14 +567,21 @@ class OutOfCoreDedup:
             spans = list(zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]))
             mark = np.zeros(docs.shape[0], dtype=bool)
 
-            def load(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-                """The documents of a chunk's pairs (ascending) and their data."""
-                ca, cb = ia[span[0] : span[1]], ib[span[0] : span[1]]
-                mark[ca] = True
-                mark[cb] = True
+            # Chunk k's data go to buffer k % 2, the next chunk's while this one is measured:
+            # two buffers of a chunk's most, their pages mapped once for the whole run (and
+            # only those a chunk used: the rest are never touched).
+            room = int(max(self.budget.limit / 2, 1.0) // verification.itemsize)
+            buffers = [np.empty(room, np.uint64), np.empty(room, np.uint64)]
+
+            def load(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                """The documents of chunk k's pairs (ascending) and their data."""
+                start, end = spans[k]
+                mark[ia[start:end]] = True
+                mark[ib[start:end]] = True
                 local = np.flatnonzero(mark)
                 mark[local] = False
-                return (local, *sink.take(local))
+                # A pair whose two documents alone exceed the room gets arrays of its own.
+                return local, *sink.take(local, out=buffers[k % 2])
 
             slot = np.empty(docs.shape[0], dtype=np.int64)
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
@@ -583,11 +590,11 @@ class OutOfCoreDedup:
             # The next chunk is read (pread, without the GIL) while this one is measured: on
             # a spill larger than the page cache the reads wait on the disk.
             with ThreadPoolExecutor(1) as reader:
-                loading = reader.submit(load, spans[0])
+                loading = reader.submit(load, 0)
                 for k, (start, end) in enumerate(spans):
                     local, chunk_offsets, chunk_values = loading.result()
                     if k + 1 < len(spans):
-                        loading = reader.submit(load, spans[k + 1])
+                        loading = reader.submit(load, k + 1)
                     slot[local] = np.arange(local.shape[0])
                     out[order[start:end]] = verification.similarity(
                         chunk_offsets,
@@ -597,12 +604,11 @@ class OutOfCoreDedup:
                         exact,
                         self.workers,
                     )
-                    # Free this chunk's data before the one after next is read.
-                    del local, chunk_offsets, chunk_values
-                    return_freed_memory()
                     self.figures["verification chunks"] += 1
                     if progress:
                         self.progress.advance(end - start)
+            buffers.clear()
+            return_freed_memory()
             return out
 
         chunked.reads_spill = True  # each call reads the spill again (pipeline.SetSource)

@@ -485,13 +485,15 @@ class SpilledRows:
     def put(self, row: int, at: int, offsets: np.ndarray, values: np.ndarray) -> None:
         """Store the rows ``row, row + 1, …`` of the CSR ``(offsets, values)`` (offsets from 0)
         from value place ``at`` of the unpacked rows: one positional write, which releases the
-        GIL (other threads may put other rows meanwhile). O(len(values))."""
+        GIL (other threads may put other rows meanwhile). ``values`` (uint64, contiguous) are
+        packed in place, so they are lost: a batch's units are given away. O(len(values))."""
+        if values.dtype != np.uint64 or not values.flags.c_contiguous:
+            raise ValueError(f"values must be contiguous uint64; got {values.dtype}")
         rows = slice(row, row + offsets.shape[0] - 1)
-        words = np.empty(2 * values.shape[0], dtype=np.uint32)
+        words = values.view(np.uint32)
         used = _pack_rows(
-            np.ascontiguousarray(values, dtype=np.uint64),
-            np.asarray(offsets, dtype=np.int64),
             words,
+            np.asarray(offsets, dtype=np.int64),
             8 * at,
             self._start[rows],
             self._lengths[rows],
@@ -511,8 +513,13 @@ class SpilledRows:
         with writing(self.path):
             self._file.close()
 
-    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The ascending ``rows``, as CSR ``(offsets int64[k + 1], values uint64)``.
+    def take(
+        self, rows: np.ndarray, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ascending ``rows``, as CSR ``(offsets int64[k + 1], values uint64)``; the values
+        are ``out[:n]`` when ``out`` (uint64) holds the n values, else a new array. A buffer
+        reused from call to call has its pages mapped once: a fresh array of a gigabyte costs
+        a second of page faults on some virtual machines.
 
         Their packed bytes are read into the end of the values' array, one ``pread`` per run
         of adjacent rows, then widened in place from the front (a value is never written
@@ -525,7 +532,10 @@ class SpilledRows:
         starts = self._start[rows]
         offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        values = np.empty(int(offsets[-1]), dtype=np.uint64)
+        n = int(offsets[-1])
+        values = out[:n] if out is not None and out.shape[0] >= n else np.empty(n, np.uint64)
+        if n == 0:
+            return offsets, values
         nbytes = np.where(high == _WIDE, 8, 4) * lengths
         packed = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(nbytes, out=packed[1:])
@@ -542,27 +552,30 @@ class SpilledRows:
 
 
 @njit(cache=True, nogil=True)
-def _pack_rows(values, offsets, words, base, start, lengths, high):
-    """Pack the CSR rows into ``words`` (each row 1 word a value if its values share their
-    high word, else 2: low then high); record each row's file byte (from ``base``), length
-    and shared high word (or ``_WIDE``). The words used."""
+def _pack_rows(words, offsets, base, start, lengths, high):
+    """Pack in place the CSR rows of uint64 values held as ``words`` (2 a value, native
+    order): a row 1 word a value (the low word) if its values share their high word, else 2
+    (low, high), from the front (value i is read before words ``≤ 2i + 1`` are written).
+    Records each row's file byte (from ``base``), length and shared high word (or
+    ``_WIDE``). The words used."""
     w = 0
     for r in range(offsets.shape[0] - 1):
         lo, hi = offsets[r], offsets[r + 1]
         start[r] = base + 4 * w
         lengths[r] = hi - lo
-        shared = np.uint32(values[lo] >> np.uint64(32)) if hi > lo else np.uint32(0)
+        shared = words[2 * lo + 1 - _LOW] if hi > lo else np.uint32(0)
         narrow = shared != _WIDE
         for i in range(lo, hi):
-            if np.uint32(values[i] >> np.uint64(32)) != shared:
+            if words[2 * i + 1 - _LOW] != shared:
                 narrow = False
                 break
         high[r] = shared if narrow else _WIDE
         for i in range(lo, hi):
-            words[w] = np.uint32(values[i] & np.uint64(0xFFFFFFFF))
+            low, top = words[2 * i + _LOW], words[2 * i + 1 - _LOW]
+            words[w] = low
             w += 1
             if not narrow:
-                words[w] = np.uint32(values[i] >> np.uint64(32))
+                words[w] = top
                 w += 1
     return w
 

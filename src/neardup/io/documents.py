@@ -176,6 +176,9 @@ class DocumentReader:
             raw_timestamps=[r for b in batches for r in b.raw_timestamps],
             records=[r for b in batches for r in b.records] if self._keep else None,  # type: ignore[union-attr]
             positions=np.concatenate([b.positions for b in batches]),
+            locations=None
+            if any(b.locations is None for b in batches)
+            else np.concatenate([b.locations for b in batches]),
         )
 
     # -- reading again -------------------------------------------------------------------------
@@ -249,6 +252,9 @@ class DocumentReader:
             )
         positions = np.asarray(positions, dtype=np.int64)
         locations = np.asarray(locations, dtype=np.int64).reshape(-1, 2)
+        parser = BlockParser(
+            self._id_field, self._text_field, self._time_field, self._rows.max_doc_bytes
+        )
         for index in np.unique(locations[:, 0]).tolist():
             rows = np.flatnonzero(locations[:, 0] == index)
             src = self._sources[index]
@@ -257,8 +263,9 @@ class DocumentReader:
             lines = lines_at(src, locations[rows, 1].tolist(), last_read)
             for start in range(0, rows.shape[0], self._batch_size):
                 chunk = rows[start : start + self._batch_size]
-                yield self._parsed_batch(
-                    [next(lines) for _ in range(chunk.shape[0])], positions[chunk], records
+                batch = [next(lines) for _ in range(chunk.shape[0])]
+                yield (None if records else _block_batch(parser, batch, positions[chunk])) or (
+                    self._parsed_batch(batch, positions[chunk], records)
                 )
 
     def _parsed_batch(
@@ -670,6 +677,28 @@ class DocumentReader:
             self._add(full, None, rel, text, raw, record, time_us=us)
             if len(self._ids) >= self._batch_size:
                 yield self._flush()
+
+
+def _block_batch(
+    parser: BlockParser, lines: list[bytes], positions: np.ndarray
+) -> DocumentBatch | None:
+    """The documents of ``lines`` (JSON Lines rows read in a first pass) by one Arrow parse of
+    them all (:class:`~neardup.io.jsonl_blocks.BlockParser`, the texts left in Arrow), or None
+    where that might differ from reading them one by one. O(bytes)."""
+    # Only a file's last line may lack its line break.
+    block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+    starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
+    parsed = parser.parse(block, starts) if plain and parser.usable else None
+    if parsed is None:
+        return None
+    return DocumentBatch(
+        parsed.ids,
+        TextColumn(parsed.texts),
+        parsed.timestamps,
+        parsed.raw_timestamps,
+        None,
+        positions,
+    )
 
 
 def read_documents(
