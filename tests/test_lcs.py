@@ -8,11 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.lcs import (
+    count_sketches,
     lcs_length_reference,
     lcs_lengths,
     lcs_pairs,
     lcs_pairs_one_to_many,
     length_bounds,
+    possible_pairs,
     resemblance_reference,
 )
 from neardup.text.units import lcs_units
@@ -306,3 +308,36 @@ def test_length_bounds_bound_the_resemblance_and_are_what_the_kernel_gives_below
     assert (exact <= bound + 1e-12).all()
     below = bound < t
     assert np.array_equal(lcs_pairs(offsets, codes, a, b, t)[below], bound[below])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.lists(st.integers(0, 600), max_size=80),
+            st.lists(st.integers(0, 3), min_size=250, max_size=700),  # buckets past 255
+        ),
+        min_size=2,
+        max_size=6,
+    ),
+    st.sampled_from([0.3, 0.5, 0.8, 0.9, 1.0]),
+)
+def test_possible_pairs_rule_out_only_what_the_kernel_rejects_untested(texts, threshold):
+    """Exactly the pairs the kernel rejects by lengths or count sketches, which the reference
+    puts below the threshold too: a run may drop them before it reads any text."""
+    offsets, codes = _csr(texts)
+    a, b = np.meshgrid(np.arange(len(texts)), np.arange(len(texts)))
+    a, b = a.ravel(), b.ravel()
+    possible = possible_pairs(np.diff(offsets), count_sketches(offsets, codes), a, b, threshold)
+    values = lcs_pairs(offsets, codes, a, b, threshold=threshold)
+    for p, q, ok, value in zip(a.tolist(), b.tolist(), possible.tolist(), values.tolist()):
+        exact = resemblance_reference(texts[p], texts[q])
+        if not ok:
+            assert exact < threshold and value < threshold
+        if exact >= threshold:
+            assert ok
+
+
+def test_possible_pairs_check_the_threshold():
+    with pytest.raises(ValueError, match=r"threshold must be in \(0, 1\]; got 0"):
+        possible_pairs(np.zeros(1, np.int64), np.zeros((1, 128), np.uint8), [0], [0], 0)

@@ -9,9 +9,9 @@ import xxhash
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from neardup.lcs import lcs_pairs
+from neardup.lcs import count_sketches, lcs_pairs
 from neardup.text import Canonical, hash_features, normalize
-from neardup.text.units import lcs_unit_counts, lcs_units
+from neardup.text.units import lcs_unit_counts, lcs_unit_sketches, lcs_units
 
 
 def test_units_follow_the_canonical_text():
@@ -69,6 +69,18 @@ def test_auto_units_forgive_korean_spacing_but_not_changed_english_words():
 @given(st.lists(st.lists(TOKENS, max_size=30).map("".join), max_size=5))
 def test_unit_counts_equal_the_units_built(texts):
     assert lcs_unit_counts(texts).tolist() == np.diff(lcs_units(texts, "auto")[0]).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(TOKENS, max_size=60).map("".join), max_size=5),
+    st.sampled_from(["auto", "word", "syllable"]),
+)
+def test_unit_sketches_count_the_units_built(texts, unit):
+    sizes, sketches = lcs_unit_sketches(texts, unit)
+    offsets, codes = lcs_units(texts, unit)
+    assert sizes.tolist() == np.diff(offsets).tolist()
+    np.testing.assert_array_equal(sketches, count_sketches(offsets, codes))
 
 
 UNSPACED = [

@@ -108,13 +108,40 @@ def _count_sketches(offsets, codes, a, b):
             rows += 1
     counts = np.zeros((rows, COUNT_BUCKETS), dtype=np.uint8)
     for d in range(n):
-        if slot[d] < 0:
-            continue
-        row = counts[slot[d]]
-        for i in range(offsets[d], offsets[d + 1]):
-            k = unit_bucket(codes[i]) >> 2
-            row[k] += np.uint8(row[k] < 255)
+        if slot[d] >= 0:
+            add_counts(counts[slot[d]], codes[offsets[d] : offsets[d + 1]])
     return slot, counts
+
+
+@njit(inline="always")
+def add_counts(row, units):
+    """Count ``units`` in the count sketch ``row`` (uint8[COUNT_BUCKETS]): a unit in bucket
+    :func:`unit_bucket` // 4, each count stopping at 255. O(len(units))."""
+    for i in range(units.shape[0]):
+        k = unit_bucket(units[i]) >> 2
+        row[k] += np.uint8(row[k] < 255)
+
+
+@njit(cache=True, nogil=True)
+def _count_sketches_of_all(offsets, codes):
+    counts = np.zeros((offsets.shape[0] - 1, COUNT_BUCKETS), dtype=np.uint8)
+    for d in range(counts.shape[0]):
+        add_counts(counts[d], codes[offsets[d] : offsets[d + 1]])
+    return counts
+
+
+def count_sketches(offsets: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The count sketch of every text of the CSR ``(offsets, codes)`` (:func:`add_counts`):
+    uint8[n, COUNT_BUCKETS], 128 bytes a text, from which :func:`possible_pairs` bounds the
+    LCS of two texts without their units. O(units).
+
+    Example:
+        >>> s = count_sketches(np.array([0, 3, 5]), np.array([7, 7, 9, 7, 9], dtype=np.uint64))
+        >>> s.shape, s.sum(axis=1).tolist()
+        ((2, 128), [3, 2])
+    """
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    return _count_sketches_of_all(offsets, np.ascontiguousarray(codes))
 
 
 @njit(inline="always")
@@ -299,6 +326,45 @@ def _check_pairs(offsets, codes, a, b):
     if a.shape[0] and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
         raise ValueError(f"pair indices must be in 0..{n - 1}")
     return offsets, codes, a, b
+
+
+@njit(cache=True, nogil=True)
+def _possible_kernel(sizes, sketches, a, b, threshold, out):
+    for q in range(a.shape[0]):
+        la, lb = np.int64(sizes[a[q]]), np.int64(sizes[b[q]])
+        top, low = max(la, lb), min(la, lb)
+        if top == 0:
+            out[q] = True
+        elif low / top < threshold:
+            out[q] = False
+        else:
+            need = np.int64(np.ceil(threshold * top - 1e-9))
+            out[q] = _count_bound(sketches[a[q]], sketches[b[q]], top) >= need
+
+
+def possible_pairs(
+    sizes: np.ndarray, sketches: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: float
+) -> np.ndarray:
+    """Which pairs ``(a[p], b[p])`` of texts may reach the LCS resemblance ``threshold``, from
+    their unit counts ``sizes`` and :func:`count_sketches` alone: bool per pair, False
+    exactly where :func:`lcs_pairs` with that threshold would reject the pair by its first two
+    tests (the length ratio, then the count bound) without comparing the units. A run that
+    knows these per document drops such candidates before it reads any text again.
+    O(pairs × COUNT_BUCKETS).
+
+    Example:
+        >>> from neardup.text.units import lcs_unit_sketches
+        >>> sizes, sketches = lcs_unit_sketches(["a b c d e", "a b c d x", "v w x y z"])
+        >>> possible_pairs(sizes, sketches, np.array([0, 0]), np.array([1, 2]), 0.8).tolist()
+        [True, False]
+    """
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1]; got {threshold}")
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    b = np.ascontiguousarray(b, dtype=np.int64)
+    out = np.empty(a.shape[0], dtype=bool)
+    _possible_kernel(sizes, sketches, a, b, float(threshold), out)
+    return out
 
 
 def length_bounds(len_a: np.ndarray, len_b: np.ndarray) -> np.ndarray:

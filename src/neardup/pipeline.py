@@ -54,12 +54,12 @@ from neardup.groups import (
     locality_pair_order,
     originals_of,
 )
-from neardup.lcs import length_bounds
+from neardup.lcs import count_sketches, length_bounds, possible_pairs
 from neardup.minhash import jaccard_estimate, minhash_from_features
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
 from neardup.text import Canonical, hash_features, shingle_sets
-from neardup.text.units import lcs_unit_counts
+from neardup.text.units import lcs_unit_sketches
 from neardup.verify import LCS_UNIT, Verification
 
 
@@ -75,6 +75,8 @@ class Signatures:
         set_offsets, set_hashes: sorted distinct shingle hashes (CSR) when kept, else None.
         sizes: int64[n], an upper bound of each document's verification data, in values: its
             shingles, repeats included (for a shingle set), or its LCS units; or None.
+        sketches: uint8[n, COUNT_BUCKETS], the count sketch of each document's LCS units
+            (:func:`neardup.lcs.count_sketches`) with LCS verification, else None.
     """
 
     content: np.ndarray
@@ -84,6 +86,7 @@ class Signatures:
     set_offsets: np.ndarray | None = None
     set_hashes: np.ndarray | None = None
     sizes: np.ndarray | None = None
+    sketches: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.content.shape[0]
@@ -109,11 +112,8 @@ class Signatures:
             text_bytes=np.concatenate([p.text_bytes for p in parts]),
             set_offsets=set_offsets,
             set_hashes=set_hashes,
-            sizes=(
-                np.concatenate([p.sizes for p in parts])
-                if all(p.sizes is not None for p in parts)
-                else None
-            ),
+            sizes=_joined([p.sizes for p in parts]),
+            sketches=_joined([p.sketches for p in parts]),
         )
 
 
@@ -150,11 +150,17 @@ def signatures(
     lcs = settings.verify is not None and settings.verify_measure == "lcs"
     if not lcs:
         result.sizes = np.diff(features.offsets)
-    elif result.set_offsets is not None:  # the units are built: their counts are at hand
+    elif result.set_offsets is not None:  # the units are built: counted from them
         result.sizes = np.diff(result.set_offsets)
+        result.sketches = count_sketches(result.set_offsets, result.set_hashes)
     else:
-        result.sizes = lcs_unit_counts(canonical, LCS_UNIT)
+        result.sizes, result.sketches = lcs_unit_sketches(canonical, LCS_UNIT)
     return result
+
+
+def _joined(parts: list[np.ndarray | None]) -> np.ndarray | None:
+    """The parts concatenated, or None if one is None."""
+    return None if any(p is None for p in parts) else np.concatenate(parts)
 
 
 @dataclass
@@ -394,13 +400,20 @@ class _MemoVerified:
         return out
 
 
-def _length_possible(
-    a: np.ndarray, b: np.ndarray, sizes: np.ndarray, threshold: float
+def _bound_possible(
+    a: np.ndarray,
+    b: np.ndarray,
+    sizes: np.ndarray,
+    sketches: np.ndarray | None,
+    threshold: float,
 ) -> np.ndarray:
     """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    alone (:func:`neardup.lcs.length_bounds`, the LCS kernel's own first test): bool per pair.
-    O(pairs), measured :data:`VERIFY_SLICE` pairs at a time (the bounds' temporaries are
+    and, when given, their count ``sketches`` alone (:func:`neardup.lcs.possible_pairs`;
+    else :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per
+    pair. O(pairs), :data:`VERIFY_SLICE` pairs at a time (the length bounds' temporaries are
     about 40 bytes a pair)."""
+    if sketches is not None:
+        return possible_pairs(sizes, sketches, a, b, threshold)
     keep = np.empty(a.shape[0], dtype=bool)
     for start in range(0, a.shape[0], VERIFY_SLICE):
         part = slice(start, start + VERIFY_SLICE)
@@ -567,9 +580,11 @@ def find_groups(
         if settings.verify_measure == "lcs" and settings.pairs != "all" and sig.sizes is not None:
             # Stage 1 counted every text's LCS units, and LCS ≤ the shorter length: candidates
             # whose shorter text is below the threshold of the longer are rejected before any
-            # text is read again (an out-of-core run then re-reads fewer documents). Not with
-            # pairs="all", which measures every candidate again over the same documents.
-            keep = _length_possible(cand_a, cand_b, sig.sizes, settings.verify)
+            # text is read again, and so are those whose count sketches bound the LCS below
+            # it (an out-of-core run then re-reads fewer documents: a fifth at 1M documents
+            # of few copies). The LCS kernel would reject them by the same two tests. Not
+            # with pairs="all", which measures every candidate again over the same documents.
+            keep = _bound_possible(cand_a, cand_b, sig.sizes, sig.sketches, settings.verify)
             # One side at a time: at 10M documents each is 0.4 GB.
             cand_a = cand_a[keep]
             cand_b = cand_b[keep]

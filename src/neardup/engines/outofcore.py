@@ -51,6 +51,7 @@ from neardup.engines.spill import MemoryBudget, SpillColumn, SpilledRows, WorkDi
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
+from neardup.lcs import COUNT_BUCKETS
 from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
@@ -81,6 +82,8 @@ class Collected:
     locations: np.ndarray | None
     signatures: Signatures
     band_columns: list[SpillColumn] = field(default_factory=list)
+    #: The column of :attr:`Signatures.sketches` (LCS verification), or None.
+    sketch_column: SpillColumn | None = None
     stats: ReadStats = field(default_factory=ReadStats)
     seconds: float = 0.0
     #: Every document's verification data, when pass 1 built and kept them (else None).
@@ -258,6 +261,13 @@ class OutOfCoreDedup:
             if estimate
             else None
         )
+        # The count sketches of the LCS units (128 bytes a document): candidates they rule out
+        # are dropped before any text is read again.
+        sketch_column = (
+            SpillColumn(self.work, "sketches", np.uint8, self.budget, COUNT_BUCKETS)
+            if s.verify is not None and s.verify_measure == "lcs"
+            else None
+        )
         ids, stamps, locations, content, empty, text_bytes, fps, sizes = ([] for _ in range(8))
         total = self.reader.total_bytes()
         # Without a known total nothing tells early whether the data would fit; a resumed run
@@ -291,6 +301,8 @@ class OutOfCoreDedup:
             empty.append(sig.empty)
             text_bytes.append(sig.text_bytes)
             sizes.append(sig.sizes.astype(np.int32))
+            if sketch_column is not None:
+                sketch_column.append(sig.sketches)
             if minhash:
                 for j, column in enumerate(bands):
                     column.append(keys[:, j])
@@ -309,7 +321,7 @@ class OutOfCoreDedup:
             )
             done_bytes = now_bytes
         n = sum(len(a) for a in ids)
-        for column in bands + ([sig_column] if sig_column is not None else []):
+        for column in bands + [c for c in (sig_column, sketch_column) if c is not None]:
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
         if minhash:
@@ -324,6 +336,7 @@ class OutOfCoreDedup:
             empty=_cat(empty, bool, (0,)),
             text_bytes=_cat(text_bytes, np.int64, (0,)),
             sizes=_cat(sizes, np.int32, (0,)),
+            sketches=sketch_column.array() if sketch_column is not None else None,
         )
         self.collected = Collected(
             ids=pa.chunked_array(ids, type=pa.large_string()),
@@ -331,6 +344,7 @@ class OutOfCoreDedup:
             locations=_cat(locations, np.int64, (0, 2)) if len(locations) == len(ids) else None,
             signatures=sig,
             band_columns=bands,
+            sketch_column=sketch_column,
             stats=self.reader.stats,
             seconds=time.perf_counter() - started,
             kept=kept if kept is not None and kept.active else None,
@@ -341,8 +355,9 @@ class OutOfCoreDedup:
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
-        for name in ("content", "empty", "text_bytes", "sizes"):
-            w.save(name, getattr(c.signatures, name))
+        for name in ("content", "empty", "text_bytes", "sizes", "sketches"):
+            if getattr(c.signatures, name) is not None:
+                w.save(name, getattr(c.signatures, name))
         w.save("timestamps", c.timestamps)
         if c.locations is not None:
             w.save("locations", c.locations)
@@ -399,9 +414,12 @@ class OutOfCoreDedup:
             empty=w.load("empty"),
             text_bytes=w.load("text_bytes"),
             sizes=w.load("sizes"),
+            sketches=w.load("sketches", mmap=True) if w.file("sketches.npy").exists() else None,
         )
         locations = w.load("locations") if w.file("locations.npy").exists() else None
-        return Collected(ids, timestamps, locations, sig, bands, stats, info["seconds"])
+        return Collected(
+            ids, timestamps, locations, sig, bands, stats=stats, seconds=info["seconds"]
+        )
 
     # -- pass 2 ------------------------------------------------------------------------------
 
@@ -512,6 +530,10 @@ class OutOfCoreDedup:
             # to the verification data.
             for column in self.collected.band_columns:
                 column.release()
+        # The candidates are filtered by the sketches: their memory goes to the data too.
+        if self.collected.sketch_column is not None:
+            self.collected.signatures.sketches = None
+            self.collected.sketch_column.release()
         return_freed_memory()  # the band hashes and the candidate search's temporaries
         cost = verification.itemsize * self._units(docs)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")

@@ -35,9 +35,10 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import _xxh64_padded
+from neardup.lcs import COUNT_BUCKETS, add_counts
 from neardup.text.canonical import Canonical, utf8_code_point
 
-__all__ = ["LCS_UNITS", "lcs_unit_counts", "lcs_units"]
+__all__ = ["LCS_UNITS", "lcs_unit_counts", "lcs_unit_sketches", "lcs_units"]
 
 LCS_UNITS = ("auto", "syllable", "word")
 
@@ -234,6 +235,49 @@ def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.
     """
     canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
     return np.diff(_layout(canon.data, canon.offsets, _unit_code(unit))[0])
+
+
+@njit(cache=True, nogil=True)
+def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches):
+    """Count each text's units (as :func:`_fill` writes them) in its row of ``sketches``,
+    through one scratch array of the longest text's units."""
+    n = offsets.shape[0] - 1
+    longest = 0
+    for d in range(n):
+        longest = max(longest, out_offsets[d + 1] - out_offsets[d])
+    units = np.empty(longest + 1, dtype=np.uint64)
+    decoded = np.empty(_BLOCK, dtype=np.uint64)
+    kept = np.empty(_BLOCK, dtype=np.uint8)
+    for d in range(n):
+        lo = np.uint64(offsets[d])
+        hi = np.uint64(offsets[d + 1])
+        if by_character[d]:
+            _characters_into(units, np.uint64(0), canon, lo, hi, tag, decoded, kept)
+        elif hi > lo:
+            _words_into(units, np.uint64(0), canon, lo, hi, bits)
+        add_counts(sketches[d], units[: out_offsets[d + 1] - out_offsets[d]])
+
+
+def lcs_unit_sketches(
+    texts: Sequence[str] | Canonical, unit: str = "auto"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The number of units of each text (int64[n], as :func:`lcs_unit_counts`) and the count
+    sketch of its units (uint8[n, COUNT_BUCKETS], as :func:`neardup.lcs.count_sketches` of
+    :func:`lcs_units`), without keeping the units: each text's are made in one scratch array
+    and counted. O(total bytes); memory 128 bytes a text.
+
+    Example:
+        >>> sizes, sketches = lcs_unit_sketches(["a b a", "한 글"])
+        >>> sizes.tolist(), sketches.shape, sketches.max(axis=1).tolist()
+        ([3, 2], (2, 128), [2, 1])
+    """
+    code = _unit_code(unit)
+    canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
+    offsets, by_character = _layout(canon.data, canon.offsets, code)
+    tag, bits = (_TAG, ~_TAG) if code == _AUTO else (np.uint64(0), _ALL_BITS)
+    sketches = np.zeros((offsets.shape[0] - 1, COUNT_BUCKETS), dtype=np.uint8)
+    _sketch(canon.data, canon.offsets, offsets, by_character, tag, bits, sketches)
+    return np.diff(offsets), sketches
 
 
 def lcs_units(
