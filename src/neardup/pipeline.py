@@ -118,9 +118,12 @@ class Signatures:
 
 
 def signatures(
-    texts: Sequence[str], settings: Settings, keep_sets: bool | None = None
+    texts: Sequence[str], settings: Settings, keep_sets: bool | None = None, bounds: bool = True
 ) -> Signatures:
-    """Stage 1 for one batch: features, signatures and (``keep_sets``) shingle sets.
+    """Stage 1 for one batch: features, signatures, (``keep_sets``) shingle sets and
+    (``bounds``) :attr:`Signatures.sizes` and :attr:`Signatures.sketches`, which
+    :func:`find_groups` rules candidates out by (an engine that does not pass them on says
+    False).
 
     ``texts`` is a list of strs or a :class:`~neardup.text.canonical.TextColumn` (the JSON
     Lines reader's Arrow column, read without Python strs); its canonical form is made once for
@@ -147,6 +150,8 @@ def signatures(
             result.set_offsets, result.set_hashes = settings.verification.prepare(
                 canonical, settings.shingle, settings.hash_name
             )
+    if not bounds:
+        return result
     lcs = settings.verify is not None and settings.verify_measure == "lcs"
     if not lcs:
         result.sizes = np.diff(features.offsets)

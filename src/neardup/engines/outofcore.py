@@ -92,10 +92,15 @@ class Collected:
     def __len__(self) -> int:
         return self.timestamps.shape[0]
 
-    def band_keys(self) -> Iterator[np.ndarray]:
-        """Each band's hash column in turn (read back from disk when spilled)."""
+    def band_keys(self, release: bool = False) -> Iterator[np.ndarray]:
+        """Each band's hash column in turn (read back from disk when spilled); with
+        ``release`` each column's memory goes back to the budget once read, so that it is
+        freed as soon as the reader is done with it (it is not read again)."""
         for column in self.band_columns:
-            yield column.read()
+            keys = column.read()
+            if release:
+                column.release()
+            yield keys
 
 
 class KeptSets:
@@ -525,12 +530,8 @@ class OutOfCoreDedup:
         """
         docs = np.asarray(docs, dtype=np.int64)
         verification = self.settings.verification
-        if self.settings.pairs != "all":
-            # The candidates are found: the band hashes are not read again, give their memory
-            # to the verification data.
-            for column in self.collected.band_columns:
-                column.release()
-        # The candidates are filtered by the sketches: their memory goes to the data too.
+        # The candidates are found and filtered by the sketches: their memory goes to the
+        # verification data (the band hashes' went back as they were read).
         if self.collected.sketch_column is not None:
             self.collected.signatures.sketches = None
             self.collected.sketch_column.release()
@@ -665,7 +666,10 @@ class OutOfCoreDedup:
             c.signatures,
             c.timestamps,
             self.settings,
-            band_keys=c.band_keys if c.band_columns else None,
+            # With pairs="all" the band hashes are read again for the pairs.
+            band_keys=(lambda: c.band_keys(release=self.settings.pairs != "all"))
+            if c.band_columns
+            else None,
             set_source=self.set_source,
             on_stage=self._on_stage,
             workers=self.workers,

@@ -200,7 +200,7 @@ def sign_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        sig = signatures(batch.column("text").to_pylist(), settings, keep_sets=False)
+        sig = signatures(batch.column("text").to_pylist(), settings, keep_sets=False, bounds=False)
         yield record_batch(
             {
                 "pos": batch.column("pos"),
