@@ -264,9 +264,15 @@ class DocumentReader:
             for start in range(0, rows.shape[0], self._batch_size):
                 chunk = rows[start : start + self._batch_size]
                 batch = [next(lines) for _ in range(chunk.shape[0])]
-                yield (None if records else _block_batch(parser, batch, positions[chunk])) or (
-                    self._parsed_batch(batch, positions[chunk], records)
-                )
+                # By Arrow where that is exact (records need every field: line by line).
+                got = None if records else parser.parse_lines(batch)
+                if got is None:
+                    yield self._parsed_batch(batch, positions[chunk], records)
+                else:
+                    texts = TextColumn(got.texts)
+                    yield DocumentBatch(
+                        got.ids, texts, got.timestamps, got.raw_timestamps, None, positions[chunk]
+                    )
 
     def _parsed_batch(
         self, lines: list[bytes], positions: np.ndarray, records: bool
@@ -677,28 +683,6 @@ class DocumentReader:
             self._add(full, None, rel, text, raw, record, time_us=us)
             if len(self._ids) >= self._batch_size:
                 yield self._flush()
-
-
-def _block_batch(
-    parser: BlockParser, lines: list[bytes], positions: np.ndarray
-) -> DocumentBatch | None:
-    """The documents of ``lines`` (JSON Lines rows read in a first pass) by one Arrow parse of
-    them all (:class:`~neardup.io.jsonl_blocks.BlockParser`, the texts left in Arrow), or None
-    where that might differ from reading them one by one. O(bytes)."""
-    # Only a file's last line may lack its line break.
-    block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-    starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
-    parsed = parser.parse(block, starts) if plain and parser.usable else None
-    if parsed is None:
-        return None
-    return DocumentBatch(
-        parsed.ids,
-        TextColumn(parsed.texts),
-        parsed.timestamps,
-        parsed.raw_timestamps,
-        None,
-        positions,
-    )
 
 
 def read_documents(
