@@ -5,7 +5,8 @@ The texts are never all in memory. The job makes three passes over the inputs:
 1. **Read and sign** (every document, streamed in batches, signed by worker threads): per
    document only fixed-width columns stay — the 128-bit content fingerprint, the timestamp
    (int64 µs), the SimHash fingerprint, where the text lives in its input — and the IDs as an
-   Arrow string column. MinHash band hashes (``bands`` × 8 bytes a document) and, when the
+   Arrow string column. MinHash band hashes (``bands`` × 8 bytes a document), the count
+   sketches of the LCS units (LCS verification: 128 bytes a document) and, when the
    MinHash estimate decides (no verification), the signatures go to
    :class:`~neardup.engines.spill.SpillColumn` objects: in memory while the budget allows,
    else appended to files in the run's work folder. When verification needs data and the
@@ -14,12 +15,13 @@ The texts are never all in memory. The job makes three passes over the inputs:
    budget beside the rest, judged from the share of the input read; once they do not, they are
    dropped, after a few batches on an input far over the budget.
 2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
-   duplicates, candidates band by band (one band column in memory at a time), then
-   verification over the data kept in pass 1; when those were not kept, the texts of the
-   documents that have a candidate are **read again** — only those, through their input
-   locations, nearby lines in one read — and their data built by the compiled kernels in
-   parallel batches, each written by its worker in its final place (LCS units, counted in pass
-   1), kept in memory or spilled like the rest; verification, groups, pairs.
+   duplicates, candidates band by band (one band column in memory at a time, given back once
+   read), those that the unit counts and sketches rule out dropped, then verification over
+   the data kept in pass 1; when those were not kept, the texts of the documents that have a
+   candidate are **read again** — only those, through their input locations, nearby lines in
+   one read — and their data built by the compiled kernels in parallel batches, each written
+   by its worker in its final place (LCS units, counted in pass 1), kept in memory or spilled
+   (:class:`~neardup.engines.spill.SpilledRows`); verification, groups, pairs.
 3. **Write** (:meth:`neardup.engines.local.LocalEngine.dedup`) GROUPS and PAIRS from the
    columns (Arrow ``take`` on the IDs), and the originals' rows from a third read of just them
    (:meth:`OutOfCoreDedup.refetch`).
@@ -28,9 +30,9 @@ Same input and options give the same bytes as :func:`neardup.pipeline.find_group
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
 Memory: about ``64 + len(id)`` bytes a document in the fixed columns, plus the spillable part
-(``8 × bands`` bytes a document for MinHash band hashes, the verification data kept from pass 1
-or those of the documents that have a candidate) up to half the budget, plus one band column's
-sort (``24 n`` bytes) and the candidate pairs.
+(``8 × bands`` bytes a document for MinHash band hashes, 128 for the sketches, the
+verification data kept from pass 1 or those of the documents that have a candidate) up to
+half the budget, plus one band column's sort (``24 n`` bytes) and the candidate pairs.
 """
 
 from __future__ import annotations
