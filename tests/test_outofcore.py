@@ -429,6 +429,21 @@ def test_full_temp_disk_is_one_clear_error(corpus, tmp_path, monkeypatch):
     assert not (tmp_path / "g.tsv").exists()
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_temp_disk_while_spilling_verification_data_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        spill,
+        "open",
+        lambda path, mode="r", **kw: builtins.open("/dev/full", mode, **kw),
+        raising=False,
+    )
+    with WorkDir(tmp_path, "k", "x") as work:
+        rows = SpilledRows(work, "verification", 1)
+        with pytest.raises(OSError, match="no space left") as caught:
+            rows.put(0, 0, np.array([0, 3]), np.arange(3, dtype=np.uint64))
+        assert str(rows.path) in str(caught.value)
+
+
 def test_unwritable_or_missing_temp_dir(corpus, tmp_path):
     result = run(
         "dedup",
