@@ -584,9 +584,8 @@ class OutOfCoreDedup:
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
             # within half the budget.
-            chunk_of = _chunks_of_pairs(
-                ia, ib, np.asarray(cost, dtype=np.float64), max(self.budget.limit / 2, 1.0)
-            )
+            half = max(self.budget.limit / 2, 1.0)
+            chunk_of = _chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
             spans = list(zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]))
@@ -595,7 +594,7 @@ class OutOfCoreDedup:
             # Chunk k's data go to buffer k % 2, the next chunk's while this one is measured:
             # two buffers of a chunk's most, their pages mapped once for the whole run (and
             # only those a chunk used: the rest are never touched).
-            room = int(max(self.budget.limit / 2, 1.0) // verification.itemsize)
+            room = int(half // verification.itemsize)
             buffers = [np.empty(room, np.uint64), np.empty(room, np.uint64)]
 
             def load(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -393,17 +393,8 @@ class SpillColumn:
             _pack(self.array(), starts, lengths, offsets, values)
             return offsets, values
         self.finish()
-        first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + lengths[:-1]]))
         item = self.dtype.itemsize
-        with writing(self.path), open(self.path, "rb", buffering=0) as fh:
-            short = _read_runs(
-                fh.fileno(),
-                values,
-                np.append(offsets[first], offsets[-1]) * item,
-                starts[first] * item,
-            )
-        if short >= 0:
-            raise OSError(f"{self.path} is shorter than written (was it changed?)")
+        _read_spans(self.path, values, offsets * item, starts * item, lengths * item)
         return offsets, values
 
     def release(self) -> None:
@@ -417,6 +408,19 @@ def _pack(source, starts, lengths, offsets, out):
     """``out[offsets[i]:offsets[i + 1]] = source[starts[i]:starts[i] + lengths[i]]``."""
     for i in range(starts.shape[0]):
         out[offsets[i] : offsets[i] + lengths[i]] = source[starts[i] : starts[i] + lengths[i]]
+
+
+def _read_spans(
+    path: Path, buffer: np.ndarray, at: np.ndarray, starts: np.ndarray, nbytes: np.ndarray
+) -> None:
+    """Read the ascending, disjoint byte spans ``[starts[i], starts[i] + nbytes[i])`` of the
+    file ``path`` into ``buffer`` at bytes ``at[i]`` (``at[i + 1] = at[i] + nbytes[i]``, k + 1
+    entries), one ``pread`` per run of adjacent spans; OSError if the file is shorter."""
+    first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + nbytes[:-1]]))
+    with writing(path), open(path, "rb", buffering=0) as fh:
+        short = _read_runs(fh.fileno(), buffer, np.append(at[first], at[-1]), starts[first])
+    if short >= 0:
+        raise OSError(f"{path} is shorter than written (was it changed?)")
 
 
 # pread(2) of the C library (POSIX, as the package is), callable from compiled code: a
@@ -540,13 +544,7 @@ class SpilledRows:
         packed = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(nbytes, out=packed[1:])
         tail = values.nbytes - int(packed[-1])
-        first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + nbytes[:-1]]))
-        with writing(self.path), open(self.path, "rb", buffering=0) as fh:
-            short = _read_runs(
-                fh.fileno(), values, tail + np.append(packed[first], packed[-1]), starts[first]
-            )
-        if short >= 0:
-            raise OSError(f"{self.path} is shorter than written (was it changed?)")
+        _read_spans(self.path, values, tail + packed, starts, nbytes)
         _unpack_rows(values.view(np.uint32), tail // 4, lengths, high)
         return offsets, values
 

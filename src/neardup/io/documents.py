@@ -133,6 +133,7 @@ class DocumentReader:
         self._batch_size = batch_size
         self._keep = keep_records
         self._rows = RowChecks(on_error, max_doc_bytes)
+        self._parser = BlockParser(id_field, text_field, time_field, self._rows.max_doc_bytes)
         self._rows.before_raise = self._check_ids
         self._seen = IdTable()
         self._started = False
@@ -252,9 +253,6 @@ class DocumentReader:
             )
         positions = np.asarray(positions, dtype=np.int64)
         locations = np.asarray(locations, dtype=np.int64).reshape(-1, 2)
-        parser = BlockParser(
-            self._id_field, self._text_field, self._time_field, self._rows.max_doc_bytes
-        )
         for index in np.unique(locations[:, 0]).tolist():
             rows = np.flatnonzero(locations[:, 0] == index)
             src = self._sources[index]
@@ -265,7 +263,7 @@ class DocumentReader:
                 chunk = rows[start : start + self._batch_size]
                 batch = [next(lines) for _ in range(chunk.shape[0])]
                 # By Arrow where that is exact (records need every field: line by line).
-                got = None if records else parser.parse_lines(batch)
+                got = None if records else self._parser.parse_lines(batch)
                 if got is None:
                     yield self._parsed_batch(batch, positions[chunk], records)
                 else:
@@ -451,9 +449,7 @@ class DocumentReader:
         path = src.display
         self._rows.start_file(path)
         self._in_jsonl = True
-        parser = BlockParser(
-            self._id_field, self._text_field, self._time_field, self._rows.max_doc_bytes
-        )
+        parser = self._parser
         with open_input(src) as fh, self._stdin_spill(src) as copy:
             # Records need every field, and a stream that fails to decompress is reported at
             # the line where it stopped: those are read line by line.
