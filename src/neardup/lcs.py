@@ -269,20 +269,29 @@ def _lcs_bits(x, y, scratch, need=0):
 
 
 @njit(inline="always")
+def _ruled_out(low, top, threshold, counts_x, counts_y):
+    """The first two tests of a pair of texts of ``low`` ≤ ``top`` (> 0) units and count
+    sketches ``counts_x``, ``counts_y`` at ``threshold`` > 0: ``(bound, need)``, ``bound`` an
+    upper bound of their resemblance below the threshold when their lengths or sketches rule
+    them out (else -1.0), ``need`` the LCS length the threshold asks for."""
+    if low / top < threshold:
+        return low / top, 0  # LCS ≤ the shorter length
+    need = np.int64(np.ceil(threshold * top - 1e-9))
+    # Unrelated texts of one language fail here, without the hashing of the exact LCS.
+    bound = _count_bound(counts_x, counts_y, top)
+    return (bound / top if bound < need else -1.0), need
+
+
+@njit(inline="always")
 def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
     """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
     some value below it; ``counts_x`` and ``counts_y`` are then their count sketches)."""
     top = max(x.shape[0], y.shape[0])
     need = 0
     if threshold > 0.0 and top > 0:
-        low = min(x.shape[0], y.shape[0])
-        if low / top < threshold:
-            return low / top  # LCS ≤ the shorter length: an upper bound below threshold
-        need = np.int64(np.ceil(threshold * top - 1e-9))
-        # Unrelated texts of one language fail here, without the hashing of the exact LCS.
-        bound = _count_bound(counts_x, counts_y, top)
-        if bound < need:
-            return bound / top
+        bound, need = _ruled_out(min(x.shape[0], y.shape[0]), top, threshold, counts_x, counts_y)
+        if bound >= 0.0:
+            return bound
     length = _lcs_bits(x, y, scratch, need)
     if not resemblance:
         return float(length)
@@ -332,14 +341,11 @@ def _check_pairs(offsets, codes, a, b):
 def _possible_kernel(sizes, sketches, a, b, threshold, out):
     for q in range(a.shape[0]):
         la, lb = np.int64(sizes[a[q]]), np.int64(sizes[b[q]])
-        top, low = max(la, lb), min(la, lb)
-        if top == 0:
-            out[q] = True
-        elif low / top < threshold:
-            out[q] = False
-        else:
-            need = np.int64(np.ceil(threshold * top - 1e-9))
-            out[q] = _count_bound(sketches[a[q]], sketches[b[q]], top) >= need
+        top = max(la, lb)
+        out[q] = (
+            top == 0
+            or _ruled_out(min(la, lb), top, threshold, sketches[a[q]], sketches[b[q]])[0] < 0.0
+        )
 
 
 def possible_pairs(

@@ -46,6 +46,7 @@ LCS_UNITS = ("auto", "syllable", "word")
 _TAG = np.uint64(1) << np.uint64(63)
 _ALL_BITS = ~np.uint64(0)
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 # Bytes decoded per block by _characters_into: the block's code points stay in L1 between the
 # decoding loop and the compacting one.
 _BLOCK = 1024
@@ -207,21 +208,27 @@ def _layout(canon, offsets, unit):
     return out_offsets, by_character
 
 
+@njit(inline="always")
+def _text_units_into(codes, o, canon, lo, hi, by_character, tag, bits, decoded, kept):
+    """Write the units of the text ``canon[lo:hi]`` to ``codes[o:]``: its code points
+    ``| tag`` when ``by_character``, else the XXH64 of its words ``& bits``."""
+    if by_character:
+        _characters_into(codes, o, canon, np.uint64(lo), np.uint64(hi), tag, decoded, kept)
+    elif hi > lo:
+        _words_into(codes, o, canon, np.uint64(lo), np.uint64(hi), bits)
+
+
 @njit(cache=True, nogil=True)
 def _fill(canon, offsets, out_offsets, by_character, codes, tag, bits):
-    """Write each text's units to ``codes`` (uint32 for characters alone, else uint64) at
-    ``out_offsets``: its code points ``| tag`` where ``by_character``, else the XXH64 of its
-    words ``& bits``."""
+    """Write each text's units (:func:`_text_units_into`) to ``codes`` (uint32 for characters
+    alone, else uint64) at ``out_offsets``."""
     decoded = np.empty(_BLOCK, dtype=codes.dtype)
     kept = np.empty(_BLOCK, dtype=np.uint8)
     for d in range(offsets.shape[0] - 1):
-        lo = np.uint64(offsets[d])
-        hi = np.uint64(offsets[d + 1])
         o = np.uint64(out_offsets[d])
-        if by_character[d]:
-            _characters_into(codes, o, canon, lo, hi, tag, decoded, kept)
-        elif hi > lo:
-            _words_into(codes, o, canon, lo, hi, bits)
+        _text_units_into(
+            codes, o, canon, offsets[d], offsets[d + 1], by_character[d], tag, bits, decoded, kept
+        )
 
 
 def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.ndarray:
@@ -249,12 +256,18 @@ def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches):
     decoded = np.empty(_BLOCK, dtype=np.uint64)
     kept = np.empty(_BLOCK, dtype=np.uint8)
     for d in range(n):
-        lo = np.uint64(offsets[d])
-        hi = np.uint64(offsets[d + 1])
-        if by_character[d]:
-            _characters_into(units, np.uint64(0), canon, lo, hi, tag, decoded, kept)
-        elif hi > lo:
-            _words_into(units, np.uint64(0), canon, lo, hi, bits)
+        _text_units_into(
+            units,
+            _ZERO,
+            canon,
+            offsets[d],
+            offsets[d + 1],
+            by_character[d],
+            tag,
+            bits,
+            decoded,
+            kept,
+        )
         add_counts(sketches[d], units[: out_offsets[d + 1] - out_offsets[d]])
 
 
@@ -271,10 +284,7 @@ def lcs_unit_sketches(
         >>> sizes.tolist(), sketches.shape, sketches.max(axis=1).tolist()
         ([3, 2], (2, 128), [2, 1])
     """
-    code = _unit_code(unit)
-    canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
-    offsets, by_character = _layout(canon.data, canon.offsets, code)
-    tag, bits = (_TAG, ~_TAG) if code == _AUTO else (np.uint64(0), _ALL_BITS)
+    canon, offsets, by_character, tag, bits, _ = _laid_out(texts, unit)
     sketches = np.zeros((offsets.shape[0] - 1, COUNT_BUCKETS), dtype=np.uint8)
     _sketch(canon.data, canon.offsets, offsets, by_character, tag, bits, sketches)
     return np.diff(offsets), sketches
@@ -297,14 +307,22 @@ def lcs_units(
         >>> lcs_units(["x y", "z"], "word")[0].tolist()
         [0, 2, 3]
     """
+    canon, offsets, by_character, tag, bits, code = _laid_out(texts, unit)
+    codes = np.empty(int(offsets[-1]), dtype=np.uint32 if code == _SYLLABLE else np.uint64)
+    _fill(canon.data, canon.offsets, offsets, by_character, codes, tag, bits)
+    return offsets, codes
+
+
+def _laid_out(texts: Sequence[str] | Canonical, unit: str) -> tuple:
+    """``(canonical, out_offsets, by_character, tag, bits, code)``: the texts' canonical form,
+    :func:`_layout` of their units ``unit`` and what :func:`_text_units_into` needs to make
+    them."""
     code = _unit_code(unit)
     canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
     offsets, by_character = _layout(canon.data, canon.offsets, code)
-    codes = np.empty(int(offsets[-1]), dtype=np.uint32 if code == _SYLLABLE else np.uint64)
     # "auto" tells characters from words by the top bit; one unit alone needs no tag.
     tag, bits = (_TAG, ~_TAG) if code == _AUTO else (np.uint64(0), _ALL_BITS)
-    _fill(canon.data, canon.offsets, offsets, by_character, codes, tag, bits)
-    return offsets, codes
+    return canon, offsets, by_character, tag, bits, code
 
 
 def _unit_code(unit: str) -> int:
