@@ -1102,6 +1102,144 @@ def test_minhash_data_cache_is_bounded_and_least_recently_used():
     assert loads[-1] == [2]
 
 
+def _bridged_clusters(rng: np.random.Generator) -> tuple[list[str], list[str], np.ndarray]:
+    """Two clusters of 300 template copies (X, Y: LCS resemblance at most 0.79, under the 0.8
+    threshold) and a bridge Z near both (about 0.86 to X, 0.88 to Y): one group of 601 while
+    Z is stored.
+    Y's documents are the earliest, so a probe like Z would join Y's original."""
+    # Words of disjoint alphabets, so that a replaced word shares no character with the
+    # original (the LCS counts characters here): X and Y 330 of 420 characters apart.
+    letters = np.array(list("abcdefghijklm")), np.array(list("nopqrstuvwxyz"))
+    a = ["".join(rng.choice(letters[0], 6)) for _ in range(60)]
+    y = a[:]
+    y[:15] = ["".join(rng.choice(letters[1], 6)) for _ in range(15)]
+    z = y[:8] + a[8:]
+    texts, ids = [], []
+    for name, base in (("x", a), ("y", y)):
+        for i in range(300):
+            t = base[:]
+            t[int(rng.integers(15, 60))] = f"{i:06d}"
+            texts.append(" ".join(t))
+            ids.append(f"{name}{i:03d}")
+    texts.append(" ".join(z))
+    ids.append("z")
+    stamps = np.concatenate([np.arange(300) + 1000, np.arange(300), [5000]]) * 1_000_000
+    return ids, texts, stamps
+
+
+def test_minhash_large_candidate_sets_verify_each_group_until_limit_matches(tmp_path):
+    """A probe with hundreds of candidates in one group verifies only until ``limit`` match:
+    the status, duplicate ID and original are those of verifying every candidate
+    (``count_all``), the count is a lower bound said to be one, and every listed match is a
+    true match with its exact similarity."""
+    ids, texts, stamps = _bridged_clusters(np.random.default_rng(3))
+    with NearDupIndex.build(
+        tmp_path / "idx", ids, texts=texts, timestamps_us=stamps, method="minhash"
+    ) as index:
+        for probe in (texts[-1], texts[5], texts[305]):
+            full = index.query(probe, count_all=True)
+            assert full.match_count_exact and full.match_count >= 301  # X or Y, and Z
+            every = {
+                m.id: m.similarity for m in index.query(probe, count_all=True, limit=1000).matches
+            }
+            for limit in (0, 1, 10):
+                r = index.query(probe, limit=limit)
+                assert (r.status, r.duplicate_id, r.original_id) == (
+                    full.status,
+                    full.duplicate_id,
+                    full.original_id,
+                )
+                assert not r.match_count_exact and max(limit, 1) <= r.match_count < full.match_count
+                assert len(r.matches) == limit
+                assert all(every.get(m.id) == m.similarity for m in r.matches)
+        # Adds decide as the full relation does: a copy of the bridge joins Y's original.
+        added = index.add("z2", texts[-1], timestamp=6000)
+        assert (added.status, added.duplicate_id) == ("duplicate", "y000")
+        assert not added.match_count_exact and added.group_size == 602
+
+
+def test_count_all_through_the_cli_and_the_service(tmp_path):
+    """``index query --count-all`` and the service's ``count_all`` verify every candidate; by
+    default a large cluster's count is a lower bound, said so in the JSON, the text output
+    ("+") and the query-batch table."""
+    from fastapi.testclient import TestClient
+
+    from neardup.cli.index import index as index_cmd
+    from neardup.index.service import create_app
+
+    ids, texts, stamps = _bridged_clusters(np.random.default_rng(5))
+    path = tmp_path / "idx"
+    NearDupIndex.build(path, ids, texts=texts, timestamps_us=stamps, method="minhash").close()
+    probe = texts[5]  # an X copy: 301 matches in one group
+    counts = {}
+    for extra in ([], ["--count-all"]):
+        out = _invoke(index_cmd, ["query", "-d", str(path), "--json", probe, *extra]).output
+        counts[bool(extra)] = (json.loads(out)["match_count"], json.loads(out)["match_count_exact"])
+    assert (
+        counts == {True: (301, True), False: (counts[False][0], False)} and counts[False][0] < 301
+    )
+    assert (
+        " matches 301  "
+        in _invoke(index_cmd, ["query", "-d", str(path), "--count-all", probe]).output
+    )
+    first = _invoke(index_cmd, ["query", "-d", str(path), probe]).output.splitlines()[0]
+    assert f" matches {counts[False][0]}+  " in first
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text(json.dumps({"id": "p", "text": probe}) + "\n")
+    for extra, want in (([], "False"), (["--count-all"], "True")):
+        _invoke(
+            index_cmd,
+            [
+                "query-batch",
+                str(probes),
+                "-d",
+                str(path),
+                "-o",
+                str(tmp_path / "o.tsv"),
+                "-q",
+                *extra,
+            ],
+        )
+        header, row = (tmp_path / "o.tsv").read_text().splitlines()
+        assert (
+            dict(zip(header.split("\t"), row.split("\t")))["match_count_exact"].lower()
+            == want.lower()
+        )
+    with NearDupIndex(path, readonly=True) as index:
+        client = TestClient(create_app(index))
+        for body, want in (({"text": probe}, False), ({"text": probe, "count_all": True}, True)):
+            got = client.post("/v1/query", json=body).json()
+            assert got["match_count_exact"] is want and (got["match_count"] == 301) is want
+
+
+def test_minhash_group_labels_are_read_again_after_a_removal_splits_a_group(tmp_path):
+    """Removing the bridge splits the group in two: the writer and a reader that read the
+    labels before then answer as an index built without it (without reading the labels
+    again, both clusters would count as one group and only X's, ranked first, be verified)."""
+    ids, texts, stamps = _bridged_clusters(np.random.default_rng(4))
+    probe = texts[-1]
+    path = tmp_path / "idx"
+    NearDupIndex.build(path, ids, texts=texts, timestamps_us=stamps, method="minhash").close()
+    with NearDupIndex(path) as writer, NearDupIndex(path, readonly=True) as reader:
+        for index in (writer, reader):
+            index.warm_up()
+            assert index.query(probe).duplicate_id == "y000"
+        writer.remove("z")
+        writer.add("late", "an unrelated page", timestamp=1)  # the reader sees a new row too
+        with NearDupIndex.build(
+            tmp_path / "fresh",
+            ids[:-1],
+            texts=texts[:-1],
+            timestamps_us=stamps[:-1],
+            method="minhash",
+        ) as fresh:
+            want = fresh.query(probe, count_all=True)
+        assert want.status == "duplicate" and want.duplicate_id in ("x000", "y000")
+        for index in (writer, reader):
+            got = index.query(probe)
+            assert (got.duplicate_id, got.original_id) == (want.duplicate_id, want.original_id)
+
+
 def test_minhash_large_match_sets_list_as_the_one_round_trip_does(tmp_path):
     """More than 512 matches (a popular template, ties included) are described from each
     group read once and the IDs of the best-ranked only: the same original and the same
@@ -1122,7 +1260,9 @@ def test_minhash_large_match_sets_list_as_the_one_round_trip_does(tmp_path):
     ) as index:
         matcher = index._matcher
         probes = matcher.prepare([" ".join(template), texts[5]], None)
-        for p, d in matcher.stored(probes):
+        parts, complete = matcher.stored(probes)
+        assert complete.all()
+        for p, d in parts:
             assert p.size > 512
             groups = matcher.group_info(p)
             best = min(((g[3], g[1]), g[2]) for g in groups.values())[1]

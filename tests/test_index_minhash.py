@@ -230,7 +230,8 @@ def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options
         pick = (rng.random(qi.shape[0]) < 0.7) | ((qi == len(probes) - 1) & (pos == source))
         qi, pos = qi[pick], pos[pick]
         probe_data = verification_data(probes, settings)
-        got = verifier.matches(probe_data, qi, pos)
+        *got, cut = verifier.matches(probe_data, qi, pos)
+        assert not cut.any()
         offsets, values = verification_data(probes + stored, settings)
         sim = pair_similarity(offsets, values, qi, len(probes) + pos, settings, screen=False)
         ok = sim >= threshold
@@ -240,6 +241,54 @@ def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options
         # Texts are read only for candidates the sizes and sketches left.
         assert len(reads) < 4 * len(stored)
     assert verifier.nbytes > 0
+
+
+@pytest.mark.parametrize("enough", [1, 2, 5])
+def test_candidate_verifier_by_group_finds_every_matched_group_and_is_complete_unless_cut(enough):
+    """With group labels, each (probe, group) gets min(enough, its true matches) matches at
+    least, every pair returned is a true match with its exact value, and a probe not cut short
+    gets all its true matches: against verifying every candidate, over random labels (one
+    group, singletons, a few groups) and clusters of copies."""
+    settings = Settings(method="minhash", shingle="word:1", num_perm=32)
+    rng = np.random.default_rng(enough)
+    base = _corpus(3, n=12)
+    # Clusters of light edits (many true matches per group) beside unrelated texts.
+    stored = [t.replace(t.split()[0], w, 1) if t.split() else t for t in base[:4] for w in "xyz"]
+    stored += _corpus(4, n=30)
+    probes = base[:4] + _corpus(5, n=3)
+    threshold = verify_threshold(settings)
+    offsets, values = verification_data(probes + stored, settings)
+    blobs = encode_texts(stored)
+    for labels in (
+        np.zeros(len(stored), np.int64),
+        np.arange(len(stored)),
+        rng.integers(0, 4, len(stored)),
+    ):
+        verifier = CandidateVerifier(
+            settings,
+            lambda ps: data_sizes([stored[p] for p in ps], settings),
+            lambda ps: [blobs[p] for p in ps],
+        )
+        qi = np.repeat(np.arange(len(probes)), len(stored))
+        pos = np.tile(np.arange(len(stored)), len(probes))
+        gq, gp, gs, cut = verifier.matches(
+            verification_data(probes, settings), qi, pos, labels[pos], enough
+        )
+        sim = pair_similarity(offsets, values, qi, len(probes) + pos, settings, screen=False)
+        true = {(int(q), int(p)): float(v) for q, p, v in zip(qi, pos, sim) if v >= threshold}
+        got = {(int(q), int(p)): float(v) for q, p, v in zip(gq, gp, gs)}
+        assert all(true.get(k) == v for k, v in got.items())
+        for q in range(len(probes)):
+            mine = {p for (a, p) in true if a == q}
+            if not cut[q]:
+                assert {p for (a, p) in got if a == q} == mine
+            for label in set(labels[list(mine)].tolist()):
+                in_group = {p for p in mine if labels[p] == label}
+                found = {p for (a, p) in got if a == q and labels[p] == label}
+                assert len(found) >= min(enough, len(in_group))
+        if enough == 1 and not labels.any():
+            # One group holding several true matches of a probe: verification stopped early.
+            assert cut.any()
 
 
 def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candidate():
@@ -262,7 +311,7 @@ def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candida
     qi, pos = np.zeros(3, np.int64), np.arange(3)
     for _ in range(2):
         got = verifier.matches(probe, qi, pos)
-        assert [x.tolist() for x in got] == [[0], [0], [0.9]]
+        assert [x.tolist() for x in got] == [[0], [0], [0.9], [False]]
     assert asked == [[0, 1]]  # position 2 was recorded; sizes are kept
     assert read == [[0]]  # 1 is too short, 2's sketch rules it out; 0 is cached
 
@@ -289,7 +338,7 @@ def test_candidate_verifier_keeps_recurring_candidates_past_a_flood_of_new_ones(
     for call in range(8):
         pos = np.concatenate([[0], np.arange(1 + 50 * call, 1 + 50 * (call + 1))])
         qi = np.zeros(pos.shape[0], np.int64)
-        got = verifier.matches(probe_data, qi, pos)
+        *got, _ = verifier.matches(probe_data, qi, pos)
         offsets, values = verification_data(probe + stored, settings)
         sim = pair_similarity(offsets, values, qi, 1 + pos, settings, screen=False)
         ok = sim >= verify_threshold(settings)

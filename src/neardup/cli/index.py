@@ -316,7 +316,8 @@ def _print_query(result, method: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return
-    head = f"{result.status}  fingerprint {result.fingerprint:016x}  matches {result.match_count}"
+    count = f"{result.match_count}{'' if result.match_count_exact else '+'}"  # + : at least
+    head = f"{result.status}  fingerprint {result.fingerprint:016x}  matches {count}"
     if result.duplicate_id is not None:
         head += f"  duplicate_id {result.duplicate_id}  original_id {result.original_id}"
     click.echo(head)
@@ -343,7 +344,7 @@ def _print_query(result, method: str, as_json: bool) -> None:
 @probe_options("Matches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
-def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_json):
+def query(text, directory, fingerprint, text_file, method, hamming_k, limit, count_all, as_json):
     """Stored near-duplicates of one text (TEXT, --file, or - for stdin) or fingerprint
     (SimHash index).
 
@@ -367,7 +368,9 @@ def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_
             text = fh.read()
     with NearDupIndex(directory, readonly=True) as idx:
         idx.check_method(method)
-        result = idx.query(text, fingerprint=fingerprint, hamming_k=hamming_k, limit=limit)
+        result = idx.query(
+            text, fingerprint=fingerprint, hamming_k=hamming_k, limit=limit, count_all=count_all
+        )
     _print_query(result, idx.method, as_json)
 
 
@@ -379,7 +382,7 @@ def query(text, directory, fingerprint, text_file, method, hamming_k, limit, as_
     "--output",
     required=True,
     help="One row per probe: id, status, duplicate_id, original_id, match_count, nearest_id, "
-    "distance (SimHash) or similarity (MinHash).",
+    "distance (SimHash) or similarity and match_count_exact (MinHash).",
 )
 @click.option(
     "--matches-out",
@@ -402,6 +405,7 @@ def query_batch(
     method,
     hamming_k,
     limit,
+    count_all,
     reading,
     workers,
     quiet,
@@ -424,7 +428,11 @@ def query_batch(
         for ids, probe, _ in source_batches(
             idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
         ):
-            results.extend(idx.query_many(ids=ids, hamming_k=hamming_k, limit=limit, **probe))
+            results.extend(
+                idx.query_many(
+                    ids=ids, hamming_k=hamming_k, limit=limit, count_all=count_all, **probe
+                )
+            )
         reporter.stage("writing")
         with output_set():
             write_table(output, result_columns(results, idx.method))

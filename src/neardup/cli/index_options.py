@@ -179,9 +179,16 @@ def method_option(command):
 
 
 def probe_options(limit_help: str):
-    """--method, -k and --limit of the commands that probe the index."""
+    """--method, -k, --limit and --count-all of the commands that probe the index."""
 
     def decorate(command):
+        command = click.option(
+            "--count-all",
+            is_flag=True,
+            help="MinHash index: verify every candidate, so that match_count counts every "
+            "match (by default a probe with many candidates has each group's verified only "
+            "until --limit match: match_count is then a lower bound, match_count_exact false).",
+        )(command)
         command = click.option(
             "--limit",
             type=click.IntRange(0, MAX_LIMIT),
@@ -278,7 +285,8 @@ def match_value(match) -> float | int | None:
 
 def result_columns(results, method: str) -> dict:
     """The columns of a decisions file: one row per added or queried document, with its
-    nearest match (:func:`measure_column` names the measure's column). O(len(results))."""
+    nearest match (:func:`measure_column` names the measure's column) and, MinHash, whether
+    its match count is exact. O(len(results))."""
     return {
         "id": [r.id for r in results],
         "status": [r.status for r in results],
@@ -287,4 +295,9 @@ def result_columns(results, method: str) -> dict:
         "match_count": [r.match_count for r in results],
         "nearest_id": [r.matches[0].id if r.matches else None for r in results],
         measure_column(method): [match_value(r.matches[0]) if r.matches else None for r in results],
+        **(
+            {"match_count_exact": [r.match_count_exact for r in results]}
+            if method == "minhash"
+            else {}
+        ),
     }

@@ -30,9 +30,10 @@ import numpy as np
 
 from neardup.index.cache import new_tables, save_generation
 from neardup.index.errors import IndexWriteError, unique_ids
-from neardup.index.minhash import band_keys, data_sizes, encode_texts
+from neardup.index.minhash import band_keys, encode_texts
 from neardup.index.sorted_rows import MAX_POSITION
 from neardup.index.storage import DB_NAME, install, sqlite_error, write_records
+from neardup.index.verifier import summarize
 from neardup.pipeline import Signatures, find_groups
 from neardup.settings import Settings
 
@@ -83,13 +84,14 @@ def build_index(
     if stamps.shape != (n,):
         raise ValueError(f"timestamps_us must have shape ({n},), got {stamps.shape}")
     groups = find_groups(sig, stamps, settings, texts)
-    minhash_rows = None
+    minhash_rows = summaries = None
     if settings.method == "minhash":
         # The content fingerprint stands in the fingerprint column (exact duplicates).
         fps = np.ascontiguousarray(sig.content[:, 0], dtype=np.uint64)
+        summaries = summarize(texts, settings)
         minhash_rows = (
             band_keys(sig.signature, settings),
-            data_sizes(texts, settings),
+            summaries["sizes"][1:].astype(np.int64),
             encode_texts(texts),
         )
     else:
@@ -100,7 +102,15 @@ def build_index(
                 f"{target} already exists; choose a new directory or overwrite it"
             )
     _write_new_index(
-        target, settings, ids, fps, stamps, groups.original, groups.group_size, minhash_rows
+        target,
+        settings,
+        ids,
+        fps,
+        stamps,
+        groups.original,
+        groups.group_size,
+        minhash_rows,
+        summaries,
     )
     return target
 
@@ -140,9 +150,11 @@ def _write_new_index(
     original: np.ndarray,
     group_size: np.ndarray,
     minhash_rows: tuple | None,
+    summaries: dict[str, np.ndarray] | None,
 ) -> None:
-    """Write the records and the first cache generation in a temporary directory beside
-    ``target``, then rename it into place; a failure leaves nothing behind."""
+    """Write the records and the first cache generation (with the verifier's ``summaries``)
+    in a temporary directory beside ``target``, then rename it into place; a failure leaves
+    nothing behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.building-{os.getpid()}-{time.time_ns()}"
     tmp.mkdir()
@@ -150,9 +162,8 @@ def _write_new_index(
         write_records(tmp, settings, ids, fps, stamps, original, group_size, minhash_rows)
         positions = np.arange(1, len(ids) + 1, dtype=np.int64)
         values = fps if minhash_rows is None else minhash_rows[0]
-        save_generation(
-            tmp, new_tables(settings, positions, values), 1, max_pos=len(ids), tomb_seq=0
-        )
+        tables = new_tables(settings, positions, values)
+        save_generation(tmp, tables, 1, max_pos=len(ids), tomb_seq=0, summaries=summaries)
         install(tmp, target)
     except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -47,6 +47,7 @@ import numpy as np
 from neardup.candidates.plan import plan_tables
 from neardup.hashing import xxh64_slice
 from neardup.index.errors import IndexWriteError
+from neardup.index.lcs_bound import SKETCH_BITS
 from neardup.index.minhash import BandTables
 from neardup.index.storage import (
     FORMAT_VERSION,
@@ -86,6 +87,10 @@ _CACHE_FILES = {
     "minhash": ["keys.npy", "rows.npy", "alive.npy"],
 }
 """The files of a cached generation per method, each checksummed in the manifest."""
+
+_SUMMARIES = {"sizes": np.uint32, "sketches": np.uint64}
+"""MinHash: what the verifier knows of each position, cached beside the tables when given
+(:meth:`neardup.index.verifier.CandidateVerifier.summaries`; older generations lack them)."""
 
 Tables = PermutationTables | BandTables
 """The in-memory candidate structure of an index: SimHash permutation tables or MinHash band
@@ -228,24 +233,27 @@ def catch_up(
 
 def load_tables(
     path: Path, conn: sqlite3.Connection, settings: Settings, info: OpenInfo
-) -> tuple[Tables, dict[str, int]]:
+) -> tuple[Tables, dict[str, int], dict[str, np.ndarray]]:
     """The tables of the index at ``path``: from the cache if it checks out (plus the rows
-    since), else rebuilt from the records; ``info`` says which. Returns the tables and the
-    records' :func:`~neardup.index.storage.sql_state` they match.
+    since), else rebuilt from the records; ``info`` says which. Returns the tables, the
+    records' :func:`~neardup.index.storage.sql_state` they match and the summaries cached
+    with them (MinHash, possibly none: see :func:`save_generation`).
 
     Complexity: O(n) memory copies of 9 bytes per fingerprint plus the rows since the cache,
     or O(n log n) to rebuild.
     """
     with read_snapshot(conn):
         state = sql_state(conn)
+        summaries: dict[str, np.ndarray] = {}
         try:
-            tables, info.detail = _load_cache(path, conn, settings, state, info)
+            tables, info.detail = _load_cache(path, conn, settings, state, info, summaries)
             info.source = "cache"
         except _CacheMiss as miss:
             tables = _tables_from_records(conn, settings)
+            summaries.clear()
             info.source = "rebuilt"
             info.detail = str(miss)
-    return tables, state
+    return tables, state, summaries
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,7 +262,12 @@ def load_tables(
 
 
 def _load_cache(
-    path: Path, conn: sqlite3.Connection, settings: Settings, state: dict[str, int], info: OpenInfo
+    path: Path,
+    conn: sqlite3.Connection,
+    settings: Settings,
+    state: dict[str, int],
+    info: OpenInfo,
+    summaries: dict[str, np.ndarray],
 ) -> tuple[Tables, str]:
     manifest_path = path / MANIFEST_NAME
     try:
@@ -269,8 +282,12 @@ def _load_cache(
         gen_dir = path / f"tables-{int(manifest['generation'])}"
         # Every byte against the checksums written with the cache: a damaged file would
         # otherwise give wrong answers (keys, fingerprints) or out-of-range rows (a crash).
+        names = [f"{name}.npy" for name in manifest.get("summaries", [])]
+        if any(name[:-4] not in _SUMMARIES for name in names):
+            raise _CacheMiss("unknown cached summaries")
         info.extra["checksum_seconds"] = round(
-            verify_files(gen_dir, manifest.get("files"), _CACHE_FILES[settings.method]), 4
+            verify_files(gen_dir, manifest.get("files"), _CACHE_FILES[settings.method] + names),
+            4,
         )
         # Copy-on-write maps: shared page cache, nothing copied (the tables are never
         # written in place), and the same array type as built tables for the kernels.
@@ -287,6 +304,7 @@ def _load_cache(
             raise _CacheMiss("cache is newer than the database")
         if settings.method == "minhash":
             tables = _band_cache(conn, settings, manifest, keys, rows, alive)
+            summaries.update(_summaries(conn, gen_dir, names, alive))
         else:
             tables = _permutation_cache(conn, settings, manifest, keys, rows, alive, gen_dir)
     except (KeyError, TypeError, ValueError, OSError) as error:
@@ -374,6 +392,27 @@ def _band_cache(
     return BandTables.from_arrays(keys, rows, alive, manifest.get("main_dead"))
 
 
+def _summaries(
+    conn: sqlite3.Connection, gen_dir: Path, names: list[str], alive: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The cached summaries ``names``, checked for type and shape, and the sizes of a few
+    positions against the records."""
+    out = {}
+    for name in names:
+        array = np.load(gen_dir / name)
+        key = name[:-4]
+        if array.dtype != _SUMMARIES[key] or array.shape[0] != alive.shape[0]:
+            raise _CacheMiss(f"cached {key} have unexpected type or shape")
+        out[key] = array
+    if "sketches" in out and out["sketches"].shape[1:] != (SKETCH_BITS // 64,):
+        raise _CacheMiss("cached sketches have unexpected shape")
+    if "sizes" in out:
+        for pos, size in _spot_check_rows(conn, alive, "SELECT pos, units FROM minhash"):
+            if out["sizes"][pos] not in (size, np.iinfo(np.uint32).max):  # or unknown
+                raise _CacheMiss(f"cached size of position {pos} differs")
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Writing a generation
 # --------------------------------------------------------------------------------------------
@@ -395,17 +434,25 @@ def next_generation(path: Path) -> int:
 
 
 def save_generation(
-    directory: Path, tables: Tables, generation: int, *, max_pos: int, tomb_seq: int
+    directory: Path,
+    tables: Tables,
+    generation: int,
+    *,
+    max_pos: int,
+    tomb_seq: int,
+    summaries: dict[str, np.ndarray] | None = None,
 ) -> None:
     """Cache the tables as ``tables-<generation>/`` and name it in ``tables.json``; they hold
-    the records up to position ``max_pos`` and removal ``tomb_seq``. O(table bytes).
+    the records up to position ``max_pos`` and removal ``tomb_seq``. MinHash ``summaries``
+    (``sizes``, ``sketches``: one row per position ``0..max_pos``) are cached beside them.
+    O(table bytes).
 
     The arrays are written to a temporary directory and fsynced before it is renamed and the
     manifest is replaced (also fsynced), so the manifest never names incomplete files; older
     generations are deleted afterwards (readers that memory-mapped them keep their mapping).
     """
     try:
-        _write_generation(directory, tables, generation, max_pos=max_pos, tomb_seq=tomb_seq)
+        _write_generation(directory, tables, generation, max_pos, tomb_seq, summaries or {})
     except OSError as error:
         shutil.rmtree(directory / f".tables-{generation}.tmp", ignore_errors=True)
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -419,7 +466,12 @@ def save_generation(
 
 
 def _write_generation(
-    directory: Path, tables: Tables, generation: int, *, max_pos: int, tomb_seq: int
+    directory: Path,
+    tables: Tables,
+    generation: int,
+    max_pos: int,
+    tomb_seq: int,
+    summaries: dict[str, np.ndarray],
 ) -> None:
     """The body of :func:`save_generation` (which cleans up after a failure)."""
     tmp = directory / f".tables-{generation}.tmp"
@@ -430,6 +482,7 @@ def _write_generation(
     if isinstance(tables, PermutationTables):
         arrays.append(("fps.npy", tables.fps[:size]))
     arrays.append(("alive.npy", tables.alive[:size]))
+    arrays += [(f"{key}.npy", summaries[key][:size]) for key in _SUMMARIES if key in summaries]
     for name, array in arrays:
         with open(tmp / name, "wb") as fh:
             np.save(fh, np.ascontiguousarray(array))
@@ -458,6 +511,7 @@ def _write_generation(
         }
     else:
         manifest["bands"] = tables.bands
+        manifest["summaries"] = [key for key in _SUMMARIES if key in summaries]
     # The temporary manifests of killed writers go first: their names are not reused.
     finish_dead_writes(directory)
     with atomic_write(directory / MANIFEST_NAME) as fh:

@@ -113,8 +113,9 @@ class Neighbourhood:
     its unit. The stored groups touched are ``gids`` (ascending) with their ``groups``; per
     unit, ``stored_count`` stored matches in the groups ``stored_groups`` (indices into
     ``gids``), ``nbr`` the other units of the batch it matches, with their rank (distance, or
-    minus the similarity), and ``stored_top`` the first ``limit`` stored matches as (rank, id,
-    position, original id)."""
+    minus the similarity), ``stored_top`` the first ``limit`` stored matches as (rank, id,
+    position, original id), and ``stored_exact`` whether ``stored_count`` counts them all
+    (see :meth:`Matcher.stored`)."""
 
     inverse: np.ndarray
     gids: list[int]
@@ -123,6 +124,7 @@ class Neighbourhood:
     stored_groups: list[set[int]]
     nbr: list[list[tuple[int, Any]]]
     stored_top: list[list[tuple]]
+    stored_exact: np.ndarray
 
 
 @dataclass
@@ -171,14 +173,14 @@ def _simhash_neighbourhood(matcher: Matcher, fps: np.ndarray, limit: int) -> Nei
     # Matches inside the batch, between distinct values (a value always matches itself).
     pairs = close_pairs(values, k)
     top = [matcher.top_matches(p, d, limit) for p, d in stored]
-    return _neighbourhood(inverse, stored, info, stored_gids, pairs, top)
+    return _neighbourhood(inverse, stored, info, stored_gids, pairs, top, np.ones(nv, bool))
 
 
 def _minhash_neighbourhood(matcher: Matcher, batch: Probes, limit: int) -> Neighbourhood:
     """MinHash: every document is its own unit; matches are band candidates that pass the
     index's verification, stored ones (:meth:`Matcher.stored`) and inside the batch."""
     settings = matcher.settings
-    stored = matcher.stored(batch)
+    stored, exact = matcher.stored(batch, enough=limit)
     spos = np.concatenate([p for p, _ in stored])
     info = matcher.group_info(spos)
     stored_gids = [{info[q][0] for q in p.tolist()} for p, _ in stored]
@@ -190,12 +192,18 @@ def _minhash_neighbourhood(matcher: Matcher, batch: Probes, limit: int) -> Neigh
     ok = sim >= verify_threshold(settings)
     top = [matcher.ranked_top(p, d, limit) for p, d in stored]
     return _neighbourhood(
-        np.arange(len(batch)), stored, info, stored_gids, (ca[ok], cb[ok], -sim[ok]), top
+        np.arange(len(batch)), stored, info, stored_gids, (ca[ok], cb[ok], -sim[ok]), top, exact
     )
 
 
 def _neighbourhood(
-    inverse: np.ndarray, stored: list, info: dict, stored_gids: list, pairs: tuple, stored_top: list
+    inverse: np.ndarray,
+    stored: list,
+    info: dict,
+    stored_gids: list,
+    pairs: tuple,
+    stored_top: list,
+    stored_exact: np.ndarray,
 ) -> Neighbourhood:
     """The method-independent part: the stored groups touched and the batch's own pairs as
     adjacency lists."""
@@ -216,6 +224,7 @@ def _neighbourhood(
         [{index[g] for g in unit} for unit in stored_gids],
         nbr,
         stored_top,
+        stored_exact,
     )
 
 
@@ -363,6 +372,7 @@ def group_batch(
                 g.size,
                 match_count,
                 matches,
+                bool(hood.stored_exact[unit]),
             )
         )
         if limit:

@@ -50,6 +50,13 @@ _NAMES = "d.pos, d.id, o.id"
 _TRIM_CANDIDATES = 16_384
 """MinHash: candidates of a probe call from which the heap is given back afterwards."""
 
+_GROUPED_FROM = 512
+"""MinHash: candidates of a probe call from which each group's are verified only until enough
+pass (fewer are all verified, and every match is counted)."""
+
+_HINT_ROWS = 65_536
+"""Records read at a time into the group labels."""
+
 
 @dataclass
 class Probes:
@@ -160,6 +167,11 @@ class Matcher:
             lambda positions: self._minhash_column("text", positions),
             max_values=max(4_000_000, 8 * tables.size),
         )
+        # MinHash: the group of each position when it was read (4 bytes each, read on the
+        # first large probe). Merges since only make groups coarser than these labels, which
+        # stay safe to stop by; removals can split a group, so they are read again after one.
+        self._groups = np.zeros(0, np.uint32)
+        self._groups_read = 0  # positions below it have a label
 
     # ------------------------------------------------------------------ probes
 
@@ -228,22 +240,84 @@ class Matcher:
     # ------------------------------------------------------------------ finding
 
     def stored(
-        self, probes: Probes, hamming_k: int | None = None
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        self, probes: Probes, hamming_k: int | None = None, enough: int | None = None
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
         """Per probe, its stored near-duplicates as ``(positions, ranks)`` sorted by rank then
-        position (SimHash: within ``hamming_k`` bits, default the index's). Complexity: the
+        position (SimHash: within ``hamming_k`` bits, default the index's), and whether each
+        probe's list is complete (``bool[n]``).
+
+        MinHash with ``enough``: when a probe call has many candidates, each probe's
+        candidates in one group are verified only until ``enough`` pass
+        (:meth:`~neardup.index.verifier.CandidateVerifier.matches`): the groups a probe
+        matches are exact, its matches may be a part of them (not complete). Complexity: the
         probe of the tables; MinHash adds one SQLite look-up, decompression and verification
-        per candidate that the sizes do not rule out."""
+        per candidate compared that the bounds do not rule out."""
         n = len(probes)
         if not self.minhash:
             qi, pos, dist = self.tables.probe(probes.fps, hamming_k)
-            return [_sorted_matches(pos, dist)] if n == 1 else split_by_query(qi, pos, dist, n)
+            parts = [_sorted_matches(pos, dist)] if n == 1 else split_by_query(qi, pos, dist, n)
+            return parts, np.ones(n, bool)
         qi, pos = self.tables.probe(probes.keys)
         many = qi.shape[0] >= _TRIM_CANDIDATES
-        qi, pos, sim = self.verifier.matches(probes.data, qi, pos)
+        groups = None
+        if enough is not None and qi.shape[0] >= _GROUPED_FROM:
+            groups = self.group_labels(pos)
+        qi, pos, sim, cut = self.verifier.matches(probes.data, qi, pos, groups, max(enough or 1, 1))
         if many:
             return_freed_memory()
-        return split_by_query(qi, pos, -sim, n)
+        return split_by_query(qi, pos, -sim, n), ~cut
+
+    def group_labels(self, positions: np.ndarray) -> np.ndarray:
+        """A label per stored position (``uint32``): the group it was in when last read from the
+        records. Positions with one label are in one group (merges since joined groups, never
+        parted them; :meth:`forget_groups` after removals). O(1) each, plus reading the
+        records added since (all of them, about 0.5 s at 1M, after :meth:`forget_groups`)."""
+        need = int(positions.max()) + 1 if positions.size else 0
+        if need > self._groups_read:
+            cursor = self.conn.execute(
+                "SELECT pos, gid FROM docs WHERE pos >= ? ORDER BY pos", (self._groups_read,)
+            )
+            while rows := cursor.fetchmany(_HINT_ROWS):
+                pos, gid = np.array(rows, np.int64).T
+                self._label_room(int(pos[-1]) + 1)
+                self._groups[pos] = gid
+                self._groups_read = int(pos[-1]) + 1
+            # Positions past the records (removed since the tables were read) keep label 0.
+            self._label_room(need)
+            self._groups_read = max(self._groups_read, need)
+            return_freed_memory()
+        return self._groups[positions]
+
+    def _label_room(self, size: int) -> None:
+        if size > self._groups.shape[0]:
+            grown = np.zeros(max(size, int(self._groups.shape[0] * 1.25)), np.uint32)
+            grown[: self._groups_read] = self._groups[: self._groups_read]
+            self._groups = grown
+
+    def warm_up(self) -> None:
+        """Compile the kernels, read the group labels (MinHash) and fault every page of the
+        tables in, so that the first requests do not pay for it. O(table bytes)."""
+        self.stored(self.prepare(["warm up the text kernels"], None))
+        if self.minhash:
+            self.group_labels(np.array([max(self.tables.size - 1, 0)]))
+        # One element per 4 KiB page faults every page of the tables in.
+        if self.tables.keys.size:
+            int(self.tables.keys[:, ::1024].sum()) + int(self.tables.rows[:, ::1024].sum())
+
+    def summaries(self, size: int) -> dict[str, np.ndarray] | None:
+        """MinHash: what the verifier knows of positions ``0..size-1``, to cache with the
+        tables (:meth:`~neardup.index.verifier.CandidateVerifier.summaries`); SimHash: None."""
+        return self.verifier.summaries(size) if self.minhash else None
+
+    def load_summaries(self, summaries: dict[str, np.ndarray]) -> None:
+        """Take the summaries cached with the tables, if any. O(positions)."""
+        if self.minhash and "sizes" in summaries:
+            self.verifier.load_summaries(summaries["sizes"], summaries.get("sketches"))
+
+    def forget_groups(self) -> None:
+        """Read the group labels again when next needed: call it after removals, which may
+        split groups. O(1)."""
+        self._groups_read = 0
 
     def _minhash_column(self, column: str, positions: np.ndarray) -> Any:
         """A column of the ``minhash`` rows of ``positions``, in their order: ``units`` (as
@@ -269,11 +343,18 @@ class Matcher:
     # ------------------------------------------------------------------ describing
 
     def results(
-        self, probes: Probes, hamming_k: int | None, limit: int, ids: list[str] | None
+        self,
+        probes: Probes,
+        hamming_k: int | None,
+        limit: int,
+        ids: list[str] | None,
+        count_all: bool = False,
     ) -> list[QueryResult]:
-        """The :class:`~neardup.index.results.QueryResult` of each probe (``ids`` echoed)."""
+        """The :class:`~neardup.index.results.QueryResult` of each probe (``ids`` echoed);
+        ``count_all``: every MinHash candidate verified (see :meth:`stored`)."""
         results = []
-        for i, (p, d) in enumerate(self.stored(probes, hamming_k)):
+        parts, complete = self.stored(probes, hamming_k, None if count_all else limit)
+        for i, (p, d) in enumerate(parts):
             fp = int(probes.fps[i])
             ident = None if ids is None else ids[i]
             if p.size == 0:
@@ -288,7 +369,11 @@ class Matcher:
                     self.ranked_top(p, d, limit) if self.minhash else self.top_matches(p, d, limit)
                 )
             matches = tuple(self.match(mid, dd, orig) for dd, mid, _, orig in top)
-            results.append(QueryResult(fp, "duplicate", best, best, int(p.size), matches, ident))
+            results.append(
+                QueryResult(
+                    fp, "duplicate", best, best, int(p.size), matches, ident, bool(complete[i])
+                )
+            )
         return results
 
     def match(self, ident: str, rank: float, original_id: str) -> Match:

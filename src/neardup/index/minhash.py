@@ -63,6 +63,7 @@ __all__ = [
     "encode_texts",
     "pair_similarity",
     "size_bound",
+    "size_ratio",
     "take_data",
     "verification_data",
     "verify_threshold",
@@ -223,25 +224,34 @@ def concat_data(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndar
     )
 
 
+def size_ratio(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np.ndarray:
+    """An upper bound of each pair's measure from the sizes of their verification data alone
+    (``float64`` per pair): an LCS is at most the shorter sequence and an intersection at most
+    the smaller set, so both measures are at most ``min / max`` of the sizes (two empty
+    texts: 1). Without verification (the MinHash estimate), 1. O(pairs).
+
+    Example:
+        >>> size_ratio(np.array([10, 10, 0]), np.array([8, 7, 0]), Settings(method="minhash"))
+        array([0.8, 0.7, 1. ])
+    """
+    size_a = np.asarray(size_a, np.int64)
+    size_b = np.asarray(size_b, np.int64)
+    if settings.verification is None:
+        return np.ones(size_a.shape[0])
+    low, high = np.minimum(size_a, size_b), np.maximum(size_a, size_b)
+    return np.where(high > 0, low / np.maximum(high, 1), 1.0)
+
+
 def size_bound(size_a: np.ndarray, size_b: np.ndarray, settings: Settings) -> np.ndarray:
-    """Which pairs may reach :func:`verify_threshold`, from the sizes of their verification
-    data alone (``bool`` per pair). Exact, never dropping a near-duplicate: an LCS is at most
-    the shorter sequence and an intersection at most the smaller set, so both measures are at
-    most ``min / max`` of the sizes (two empty texts: 1). Without verification (the MinHash
-    estimate) every pair may. O(pairs).
+    """Which pairs may reach :func:`verify_threshold` from their sizes alone (``bool`` per
+    pair, :func:`size_ratio` at or above it): exact, never dropping a near-duplicate.
+    O(pairs).
 
     Example:
         >>> size_bound(np.array([10, 10, 0]), np.array([8, 7, 0]), Settings(method="minhash"))
         array([ True, False,  True])
     """
-    size_a = np.asarray(size_a, np.int64)
-    size_b = np.asarray(size_b, np.int64)
-    if settings.verification is None:
-        return np.ones(size_a.shape[0], bool)
-    low, high = np.minimum(size_a, size_b), np.maximum(size_a, size_b)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(high > 0, low / np.maximum(high, 1), 1.0)
-    return ratio >= verify_threshold(settings)
+    return size_ratio(size_a, size_b, settings) >= verify_threshold(settings)
 
 
 def pair_similarity(

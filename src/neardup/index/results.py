@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 DEFAULT_LIMIT = 10
-"""Matches listed per result by default (``match_count`` always counts all of them)."""
+"""Matches listed per result by default."""
 MAX_LIMIT = 1000
 """Largest ``limit``: the number of matches listed per result."""
 
@@ -106,6 +106,11 @@ class Match:
 
 _MATCHES = {"json": list[Match]}
 
+_EXACT = {
+    "doc": "Whether match_count counts every stored match (else it is a lower bound: a MinHash "
+    "index stops verifying a group's candidates once enough of them match)."
+}
+
 
 @dataclass(frozen=True)
 class AddResult:
@@ -122,9 +127,11 @@ class AddResult:
         duplicate_id, original_id: its group's original's ID (itself if it is the original).
         is_original: whether it is its group's original.
         group_size: members of its group.
-        match_count: stored near-duplicates (all of them; ``matches`` lists at most ``limit``).
+        match_count: stored near-duplicates (``matches`` lists at most ``limit``): all of them
+            when ``match_count_exact``, else at least this many (see :class:`QueryResult`).
         matches: the nearest matches, by distance (or descending similarity) then ID; all are
             in its group now.
+        match_count_exact: whether ``match_count`` counts every stored match.
     """
 
     id: str
@@ -136,6 +143,7 @@ class AddResult:
     group_size: int
     match_count: int
     matches: tuple[Match, ...] = field(default=(), metadata=_MATCHES)
+    match_count_exact: bool = field(default=True, metadata=_EXACT)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (fingerprint as 16 hex digits)."""
@@ -149,6 +157,7 @@ class AddResult:
             "group_size": self.group_size,
             "match_count": self.match_count,
             "matches": [m.to_dict() for m in self.matches],
+            "match_count_exact": self.match_count_exact,
         }
 
 
@@ -163,10 +172,16 @@ class QueryResult:
         duplicate_id, original_id: the group the probe would join if it were added now: the
             earliest original (timestamp, then position) among its matches' groups; None if
             it has no match. (A probe bridging several groups would merge them.)
-        match_count: near-duplicates stored (all of them).
-        matches: the nearest ``limit`` matches, by distance (or descending similarity) then
-            ID, each with its own group.
+        match_count: near-duplicates stored. SimHash: all of them. MinHash: all of them
+            when ``match_count_exact``; else at least this many, as a probe with many
+            candidates has each group's verified only until ``limit`` of them (at least one)
+            match: the groups it matches, and so ``duplicate_id`` and ``original_id``, are
+            exact, while a popular template's thousands of copies are not all compared
+            (``count_all=True`` compares them all).
+        matches: the nearest ``limit`` matches (of those verified), by distance (or
+            descending similarity) then ID, each with its own group.
         id: the probe's ID when one was given (batch queries), else None.
+        match_count_exact: whether ``match_count`` counts every stored match.
     """
 
     fingerprint: int = field(metadata=_HEX)
@@ -176,6 +191,7 @@ class QueryResult:
     match_count: int
     matches: tuple[Match, ...] = field(default=(), metadata=_MATCHES)
     id: str | None = field(default=None, metadata={"optional": True})
+    match_count_exact: bool = field(default=True, metadata=_EXACT)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (fingerprint as 16 hex digits)."""
@@ -187,6 +203,7 @@ class QueryResult:
             original_id=self.original_id,
             match_count=self.match_count,
             matches=[m.to_dict() for m in self.matches],
+            match_count_exact=self.match_count_exact,
         )
         return out
 

@@ -178,6 +178,14 @@ class ProbeIn(_Probe):
         return None if value is None else check_id(value, "id")
 
 
+_COUNT_ALL = Field(
+    False,
+    description="MinHash index: verify every candidate, so that match_count counts every match "
+    "(by default a probe with many candidates has each group's verified only until `limit` "
+    "match, and match_count_exact says so).",
+)
+
+
 class QueryOne(ProbeIn):
     """Query one text or fingerprint (nothing is stored)."""
 
@@ -185,6 +193,7 @@ class QueryOne(ProbeIn):
         None, ge=0, le=MAX_HAMMING_K, description="At most the index's k."
     )
     limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    count_all: bool = _COUNT_ALL
 
 
 class QueryBatch(BaseModel):
@@ -194,6 +203,7 @@ class QueryBatch(BaseModel):
     documents: list[ProbeIn]
     hamming_k: int | None = Field(None, ge=0, le=MAX_HAMMING_K)
     limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    count_all: bool = _COUNT_ALL
 
 
 def _json_model(
@@ -538,16 +548,22 @@ class _Routes:
         data = await read_json(request)
         if _check_batch(data, self.max_batch):
             batch = parse_body(QueryBatch, data)
-            probes, k, limit = batch.documents, batch.hamming_k, batch.limit
+            probes, k, limit, count_all = (
+                batch.documents,
+                batch.hamming_k,
+                batch.limit,
+                batch.count_all,
+            )
         else:
             one = parse_body(QueryOne, data)
-            probes, k, limit = [one], one.hamming_k, one.limit
+            probes, k, limit, count_all = [one], one.hamming_k, one.limit, one.count_all
         ids = [p.id for p in probes]
         try:
             kwargs = await _probe_arguments(self.index, probes, in_thread=False)
             results = self.index.query_many(
                 hamming_k=k,
                 limit=limit,
+                count_all=count_all,
                 ids=None if any(i is None for i in ids) else ids,
                 **kwargs,
             )

@@ -131,8 +131,11 @@ class NearDupIndex:
             self.settings = settings_from_meta(meta)
             self.created = meta.get("created", "")
             self._open_info = OpenInfo(extra={"quick_check_seconds": checked})
-            self._load_tables()
+            summaries = self._load_tables()
             self._matcher = Matcher(self.path, self._conn, self._tables, self.settings)
+            self._matcher.load_summaries(summaries)
+            if not self.readonly and self._dirty:
+                self.checkpoint()
             self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         except BaseException:
             self._release()
@@ -181,14 +184,9 @@ class NearDupIndex:
         signatures_: Signatures | None = None,
         **settings: Any,
     ) -> NearDupIndex:
-        """Build an index from a whole corpus in one pass and open it for writing.
-
-        Groups are computed by :func:`neardup.pipeline.find_groups` with the index's settings
-        and ``grouping="components"`` (the code ``dedup`` runs), so the index and ``dedup``
-        with those settings agree exactly.
-        Documents get positions 1..n in the given order. The index is written in a temporary
-        directory beside ``path`` and renamed into place when complete, so a crash leaves no
-        partial index.
+        """Build an index from a whole corpus in one pass and open it for writing: the groups
+        of ``dedup`` with the index's settings, positions 1..n in the given order, written
+        beside ``path`` and renamed into place when complete (:mod:`neardup.index.build`).
 
         Args:
             path: the index directory; it must not exist unless ``overwrite`` (then it is
@@ -332,16 +330,17 @@ class NearDupIndex:
 
     # ------------------------------------------------------------------ tables
 
-    def _load_tables(self) -> None:
-        """Load the tables (cache or records); a writer caches them again if they were not
-        used as cached."""
-        self._tables, state = load_tables(self.path, self._conn, self.settings, self._open_info)
+    def _load_tables(self) -> dict[str, np.ndarray]:
+        """Load the tables (cache or records) and return the summaries cached with them; a
+        writer caches them again if they were not used as cached (``_dirty``)."""
+        self._tables, state, summaries = load_tables(
+            self.path, self._conn, self.settings, self._open_info
+        )
         self._max_pos = state["max_pos"]
         self._tomb_seq = state["tomb_seq"]
         self._saved_live = self._tables.live
         self._dirty = self._open_info.source != "cache" or self._open_info.tail_rows > 0
-        if not self.readonly and self._dirty:
-            self.checkpoint()
+        return summaries
 
     @guard_sqlite
     def checkpoint(self) -> None:
@@ -368,6 +367,7 @@ class NearDupIndex:
                 next_generation(self.path),
                 max_pos=self._max_pos,
                 tomb_seq=self._tomb_seq,
+                summaries=self._matcher.summaries(self._max_pos + 1),
             )
             self._dirty = False
             self._saved_live = tables.live
@@ -401,6 +401,8 @@ class NearDupIndex:
                 if state["max_pos"] == self._max_pos and state["tomb_seq"] == self._tomb_seq:
                     return False
                 catch_up(self._conn, self.settings, self._tables, self._max_pos, self._tomb_seq)
+            if state["tomb_seq"] != self._tomb_seq:  # a removal may have split a group
+                self._matcher.forget_groups()
             self._max_pos = state["max_pos"]
             self._tomb_seq = state["tomb_seq"]
             return True
@@ -422,11 +424,7 @@ class NearDupIndex:
         started = time.perf_counter()
         with self._lock:
             self._check_open()
-            t = self._tables
-            self._matcher.stored(self._matcher.prepare(["warm up the text kernels"], None))
-            # One element per 4 KiB page faults every page of the tables in.
-            if t.keys.size:
-                int(t.keys[:, ::1024].sum()) + int(t.rows[:, ::1024].sum())
+            self._matcher.warm_up()
         return time.perf_counter() - started
 
     # ------------------------------------------------------------------ reads
@@ -473,6 +471,7 @@ class NearDupIndex:
         fingerprint: int | str | None = None,
         hamming_k: int | None = None,
         limit: int = DEFAULT_LIMIT,
+        count_all: bool = False,
     ) -> QueryResult:
         """Stored near-duplicates of one text or fingerprint (nothing is stored).
 
@@ -486,16 +485,20 @@ class NearDupIndex:
                 index only).
             hamming_k: largest distance, ``0..index.hamming_k`` (default the index's; SimHash
                 index only).
-            limit: matches to list, ``0..1000`` (``match_count`` counts all).
+            limit: matches to list, ``0..1000``.
+            count_all: MinHash index: verify every candidate, so that ``match_count`` counts
+                every match and the matches listed are the best of all (by default a probe
+                with many candidates has each group's verified only until ``limit`` match:
+                :attr:`QueryResult.match_count_exact` says which).
 
         Returns:
             A :class:`QueryResult`; matches ordered by distance (or descending similarity),
             then ID.
 
         Complexity: SimHash O(T · (log n + g) + delta) for the probe; MinHash
-        O(bands · (log n + bucket) + delta) for the probe plus, per candidate, one SQLite
-        look-up, decompressing its text and the verification (O(its length) for LCS with
-        early exit); plus O(log n) SQLite look-ups per listed match.
+        O(bands · (log n + bucket) + delta) for the probe, O(1) bounds per candidate, and per
+        candidate compared a SQLite look-up and decompression (unless cached) and the
+        verification (O(its length) for LCS); plus O(log n) SQLite look-ups per listed match.
 
         Example:
             >>> import tempfile
@@ -507,7 +510,9 @@ class NearDupIndex:
         """
         texts = None if text is None else [text]
         fps = None if fingerprint is None else [fingerprint]
-        return self.query_many(texts, fingerprints=fps, hamming_k=hamming_k, limit=limit)[0]
+        return self.query_many(
+            texts, fingerprints=fps, hamming_k=hamming_k, limit=limit, count_all=count_all
+        )[0]
 
     @guard_sqlite
     def query_many(
@@ -518,6 +523,7 @@ class NearDupIndex:
         ids: Sequence[str] | None = None,
         hamming_k: int | None = None,
         limit: int = DEFAULT_LIMIT,
+        count_all: bool = False,
     ) -> list[QueryResult]:
         """:meth:`query` for many probes at once (one probe call for all). ``ids`` (optional)
         are echoed in the results. Complexity: as :meth:`query`, per probe.
@@ -541,7 +547,7 @@ class NearDupIndex:
         with self._lock:
             self._check_open()
             self._maybe_refresh()
-            return self._matcher.results(probes, k, limit, ids)
+            return self._matcher.results(probes, k, limit, ids, bool(count_all))
 
     @guard_sqlite
     def stats(self) -> dict[str, Any]:
@@ -626,14 +632,8 @@ class NearDupIndex:
         """
         texts = None if text is None else [text]
         fps = None if fingerprint is None else [fingerprint]
-        return self.add_many(
-            [ident],
-            texts,
-            fingerprints=fps,
-            timestamps=[timestamp],
-            if_exists=if_exists,
-            limit=limit,
-        )[0]
+        options = {"if_exists": if_exists, "limit": limit, "timestamps": [timestamp]}
+        return self.add_many([ident], texts, fingerprints=fps, **options)[0]
 
     @guard_sqlite
     def add_many(
@@ -773,11 +773,10 @@ class NearDupIndex:
                 return 0
             removed, tomb_seq = remove_ids(self._matcher, ids)
             if removed:
+                self._matcher.forget_groups()  # a removal may have split a group
                 self._tomb_seq = tomb_seq
                 self._after_write()
             return removed
-
-    # ------------------------------------------------------------------ export
 
     @guard_sqlite
     def groups(self) -> dict[str, tuple[str, bool, int]]:

@@ -10,7 +10,7 @@ microseconds; the size of its verification data (4 bytes) and its unit sketch (6
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -18,9 +18,10 @@ from neardup.index.lcs_bound import SKETCH_BITS, lcs_upper_bounds, unit_sketches
 from neardup.index.minhash import (
     DataCache,
     concat_data,
+    data_sizes,
     decode_text,
     pair_similarity,
-    size_bound,
+    size_ratio,
     take_data,
     verification_data,
     verify_threshold,
@@ -28,7 +29,37 @@ from neardup.index.minhash import (
 from neardup.lcs import lcs_pairs_one_to_many
 from neardup.settings import Settings
 
-__all__ = ["CandidateVerifier"]
+__all__ = ["CandidateVerifier", "summarize"]
+
+_WORDS = SKETCH_BITS // 64
+"""64-bit words of a unit sketch."""
+
+
+def summarize(
+    texts: Sequence[str], settings: Settings, chunk: int = 16_384
+) -> dict[str, np.ndarray]:
+    """The :meth:`CandidateVerifier.summaries` of documents at positions ``1..len(texts)``:
+    their sizes and, with LCS verification, unit sketches (row 0 unknown), computed
+    ``chunk`` texts at a time so that the units of all texts are never held at once.
+    O(total text).
+
+    Example:
+        >>> out = summarize(["a b c", "d"], Settings(method="minhash"))
+        >>> out["sizes"].tolist(), out["sketches"].shape
+        ([4294967295, 3, 1], (3, 8))
+    """
+    n = len(texts)
+    sizes = np.full(n + 1, CandidateVerifier._UNKNOWN, np.uint32)
+    verification = settings.verification
+    if verification is None or verification.measure != "lcs":
+        sizes[1:] = data_sizes(texts, settings)
+        return {"sizes": sizes}
+    sketches = np.zeros((n + 1, _WORDS), np.uint64)
+    for start in range(0, n, chunk):
+        data = verification_data(texts[start : start + chunk], settings)
+        sizes[1 + start : 1 + start + chunk] = np.diff(data[0])
+        sketches[1 + start : 1 + start + chunk] = unit_sketches(*data)
+    return {"sizes": sizes, "sketches": sketches}
 
 
 class CandidateVerifier:
@@ -40,15 +71,16 @@ class CandidateVerifier:
     with LCS verification, its unit sketch (64 bytes): candidates that
     :func:`~neardup.index.lcs_bound.lcs_upper_bounds` rules out with them are dropped before
     their texts are read (on the benchmark corpus, about 96 % of the long texts that a long
-    text is a band candidate of and that the lengths leave). Sizes and sketches are learnt
-    from :meth:`record` (documents added) and from every text read; a size not yet known is
-    read with ``read_sizes``. The texts of the candidates left are read with ``read_texts``
+    text is a band candidate of and that the lengths leave). Sizes and sketches come from the
+    index's cache (:meth:`load_summaries`, written with the tables: :meth:`summaries`), from
+    :meth:`record` (documents added) and from every text read; a size not yet known is read
+    with ``read_sizes``. The texts of the candidates left are read with ``read_texts``
     and prepared (:func:`~neardup.index.minhash.verification_data`), and kept in two
     :class:`~neardup.index.minhash.DataCache`: an eighth of ``max_values`` for positions
     compared once, the rest for those compared again (a candidate met once, as most are,
     would otherwise push out the ones that recur). A position's text never changes
-    (positions are never reused), so nothing kept goes stale. Memory: 9 bytes per position up
-    to the largest seen, 64 per sketch learnt, plus the cache.
+    (positions are never reused), so nothing kept goes stale. Memory: 70 bytes per position
+    up to the largest seen (5 without LCS verification), plus the cache.
 
     Args:
         settings: the index's settings.
@@ -69,7 +101,7 @@ class CandidateVerifier:
         ...                       lambda ps: [blobs[p] for p in ps])
         >>> probe = verification_data(["a b c d e f g h i x"], s)
         >>> [x.tolist() for x in v.matches(probe, np.array([0, 0]), np.array([0, 1]))]
-        [[0], [0], [0.9]]
+        [[0], [0], [0.9], [False]]
     """
 
     _UNKNOWN = np.iinfo(np.uint32).max
@@ -93,23 +125,46 @@ class CandidateVerifier:
         self.recent = DataCache(max_values // 8)
         self.cache = DataCache(max_values - max_values // 8)
         self.workers = workers
+        # By position: the size of its verification data, its sketch and whether that is
+        # known, and whether its text was read for a comparison. Grown with np.zeros, whose
+        # pages stay unmapped until written, so room beyond the positions costs nothing.
         self._sizes = np.full(0, self._UNKNOWN, np.uint32)
-        # Row of each position's sketch in _sketch_rows, -1 while unknown (int32: 2**31 rows).
-        self._sketch_of = np.full(0, -1, np.int32)
-        self._sketch_rows = np.zeros((0, SKETCH_BITS // 64), np.uint64)
-        self._sketch_count = 0
-        self._compared = np.zeros(0, np.bool_)  # whose text was read for a comparison
+        self._sketches = np.zeros((0, _WORDS), np.uint64)
+        self._sketched = np.zeros(0, np.bool_)
+        self._compared = np.zeros(0, np.bool_)
 
     @property
     def nbytes(self) -> int:
         """Bytes held in arrays: sizes, sketches and the data cache's values."""
         return int(
             self._sizes.nbytes
-            + self._sketch_of.nbytes
+            + self._sketches.nbytes
+            + self._sketched.nbytes
             + self._compared.nbytes
-            + self._sketch_rows.nbytes
             + 8 * (self.cache.values + self.recent.values)
         )
+
+    def summaries(self, size: int) -> dict[str, np.ndarray]:
+        """What is known of positions ``0..size-1``, to cache with the tables: ``sizes``
+        (``uint32``, :data:`_UNKNOWN` where unknown) and, with LCS verification, ``sketches``
+        (``uint64[size, 8]``, all zero where unknown: a text with units sets some bit).
+        O(size)."""
+        self._grow(size)
+        out = {"sizes": self._sizes[:size]}
+        if self.sketched:
+            out["sketches"] = np.where(self._sketched[:size, None], self._sketches[:size], 0)
+        return out
+
+    def load_summaries(self, sizes: np.ndarray, sketches: np.ndarray | None) -> None:
+        """Take the :meth:`summaries` of a cache (positions ``0..len(sizes)-1``), so that the
+        candidates are ruled out without reading their texts from the start. O(len)."""
+        n = sizes.shape[0]
+        self._grow(n)
+        self._sizes[:n] = sizes
+        if self.sketched and sketches is not None:
+            self._sketches[:n] = sketches
+            empty = sizes == 0
+            self._sketched[:n] = empty | sketches.any(axis=1)
 
     def record(self, positions: np.ndarray, data: tuple[np.ndarray, np.ndarray]) -> None:
         """Learn the sizes (and sketches) of stored documents from their verification data
@@ -131,54 +186,106 @@ class CandidateVerifier:
         fits = sizes < self._UNKNOWN
         self._sizes[positions[fits]] = sizes[fits]
         if self.sketched:
-            start = self._sketch_count
-            need = start + positions.shape[0]
-            if need > self._sketch_rows.shape[0]:
-                rows = max(need, 2 * self._sketch_rows.shape[0], 1024)
-                grown = np.zeros((rows, SKETCH_BITS // 64), np.uint64)
-                grown[:start] = self._sketch_rows[:start]
-                self._sketch_rows = grown
-            self._sketch_rows[start:need] = unit_sketches(*data)
-            self._sketch_of[positions] = np.arange(start, need, dtype=np.int32)
-            self._sketch_count = need
+            self._sketches[positions] = unit_sketches(*data)
+            self._sketched[positions] = True
 
     def matches(
-        self, probe_data: tuple[np.ndarray, np.ndarray], qi: np.ndarray, pos: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self,
+        probe_data: tuple[np.ndarray, np.ndarray],
+        qi: np.ndarray,
+        pos: np.ndarray,
+        groups: np.ndarray | None = None,
+        enough: int = 1,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The candidate pairs (probe row ``qi[p]`` of ``probe_data``, stored position
-        ``pos[p]``) that pass the verification, with their measure:
-        ``(qi, pos, similarity)``, in the order given: the same pairs and values as
-        :func:`~neardup.index.minhash.pair_similarity` over every candidate, keeping those at
-        or above the verification threshold (see the class example). O(candidates) in
-        memory, plus reading and preparing the texts of those the bounds leave (unless
-        cached) and the measure of each.
+        ``pos[p]``) that pass the verification, with their measure, and which probes were
+        cut short: ``(qi, pos, similarity, cut)``, ``cut`` a ``bool`` per probe row.
+
+        Without ``groups``, every candidate the bounds leave is compared: the same pairs and
+        values as :func:`~neardup.index.minhash.pair_similarity` over every candidate, keeping
+        those at or above the verification threshold (see the class example), and ``cut`` is
+        all False. With ``groups`` (a group label per candidate, each label's positions in one
+        group of the index), each probe's candidates in one group are compared best bound
+        first, and only until ``enough`` of them pass (``cut`` is True for a probe that kept
+        candidates unverified): every group holding a match still gets one, so what a probe
+        would join is exact, while a popular template's thousands of copies cost ``enough``
+        comparisons instead of thousands. The candidates per group taken double each round,
+        so a group whose candidates fail costs O(log) rounds.
+
+        O(candidates) in memory, plus reading and preparing the texts of those compared
+        (unless cached) and the measure of each.
         """
         qi = np.asarray(qi, np.int64)
         pos = np.asarray(pos, np.int64)
+        cut = np.zeros(probe_data[0].shape[0] - 1, bool)
         sizes = self._sizes_of(pos)
-        keep = self._may_pass(probe_data, qi, pos, sizes)
-        qi, pos, sizes = qi[keep], pos[keep], sizes[keep]
-        unsketched = np.flatnonzero(self._sketch_of[pos] < 0) if self.sketched else pos[:0]
-        # Rows 0..n-1 are the probes' data, then one row per candidate left, each read and
+        bound = self._bounds(probe_data, qi, pos, sizes)
+        keep = bound >= self.threshold
+        qi, pos, sizes, bound = qi[keep], pos[keep], sizes[keep], bound[keep]
+        if groups is None:
+            sim = self._compare(probe_data, qi, pos, sizes)
+            ok = sim >= self.threshold
+            return qi[ok], pos[ok], sim[ok], cut
+        groups = np.asarray(groups)[keep]
+        order = np.lexsort((pos, -bound, groups, qi))
+        qi, pos, sizes, groups = qi[order], pos[order], sizes[order], groups[order]
+        m = qi.shape[0]
+        starts = np.flatnonzero(
+            np.concatenate([[True], (qi[1:] != qi[:-1]) | (groups[1:] != groups[:-1])])
+        )
+        run = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, m)))
+        rank = np.arange(m) - starts[run]
+        length = np.diff(np.append(starts, m))
+        tried = np.zeros(starts.shape[0], np.int64)
+        passed = np.zeros(starts.shape[0], np.int64)
+        sim = np.full(m, -1.0)
+        while True:
+            need = np.where(passed < enough, np.maximum(enough - passed, tried), 0)
+            upto = np.minimum(tried + need, length)
+            pick = np.flatnonzero((rank >= tried[run]) & (rank < upto[run]))
+            if pick.size == 0:
+                break
+            sim[pick] = self._compare(probe_data, qi[pick], pos[pick], sizes[pick])
+            passed += np.bincount(run[pick], sim[pick] >= self.threshold, starts.shape[0]).astype(
+                np.int64
+            )
+            tried = upto
+        cut[qi[starts[tried < length]]] = True
+        ok = sim >= self.threshold
+        return qi[ok], pos[ok], sim[ok], cut
+
+    def _compare(
+        self,
+        probe_data: tuple[np.ndarray, np.ndarray],
+        qi: np.ndarray,
+        pos: np.ndarray,
+        sizes: np.ndarray,
+    ) -> np.ndarray:
+        """The measure of candidate pairs the bounds left (``float64`` each, exact at or
+        above the threshold), reading and preparing the texts not cached."""
+        sim = np.zeros(qi.shape[0])
+        unsketched = np.flatnonzero(~self._sketched[pos]) if self.sketched else pos[:0]
+        # Rows 0..n-1 are the probes' data, then one row per candidate, each read and
         # prepared once (or found in the cache).
         used, at = np.unique(pos, return_inverse=True)
         stored, row_of = self._stored_data(used)
         at = row_of[at]
+        compare = np.ones(qi.shape[0], bool)
         if unsketched.size:
             # Their sketches were learnt on reading them: screen them before comparing.
-            keep = np.ones(pos.shape[0], bool)
-            keep[unsketched] = self._may_pass(
-                probe_data, qi[unsketched], pos[unsketched], sizes[unsketched]
+            compare[unsketched] = (
+                self._bounds(probe_data, qi[unsketched], pos[unsketched], sizes[unsketched])
+                >= self.threshold
             )
-            qi, pos, at = qi[keep], pos[keep], at[keep]
+        qi, at = qi[compare], at[compare]
         if self.sketched and self.workers <= 1:
             # Each probe against its candidates: its masks built once (a popular template's
             # copy has thousands), no joined copy of the data.
             threshold = self.settings.verification.threshold
-            sim = lcs_pairs_one_to_many(*probe_data, *stored, qi, at, threshold)
+            sim[compare] = lcs_pairs_one_to_many(*probe_data, *stored, qi, at, threshold)
         else:
             n = probe_data[0].shape[0] - 1
-            sim = pair_similarity(
+            sim[compare] = pair_similarity(
                 *concat_data([probe_data, stored]),
                 qi,
                 n + at,
@@ -186,8 +293,7 @@ class CandidateVerifier:
                 screen=False,
                 workers=self.workers,
             )
-        ok = sim >= self.threshold
-        return qi[ok], pos[ok], sim[ok]
+        return sim
 
     def _stored_data(self, used: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
         """The verification data of the distinct positions ``used`` and the row of each in it.
@@ -226,20 +332,19 @@ class CandidateVerifier:
             self._sizes[ask[fits]] = read[fits]
         return sizes
 
-    def _may_pass(
+    def _bounds(
         self,
         probe_data: tuple[np.ndarray, np.ndarray],
         qi: np.ndarray,
         pos: np.ndarray,
         sizes: np.ndarray,
     ) -> np.ndarray:
-        """Which candidate pairs their sizes and the sketches known do not rule out."""
+        """An upper bound of each candidate pair's measure from the sizes and the sketches
+        known (``float64``): below the threshold, the pair cannot pass."""
         if not self.sketched:
-            return size_bound(np.diff(probe_data[0])[qi], sizes, self.settings)
-        bound = lcs_upper_bounds(
-            *probe_data, qi, sizes, self._sketch_rows, self._sketch_of[pos], self.threshold
-        )
-        return bound >= self.threshold
+            return size_ratio(np.diff(probe_data[0])[qi], sizes, self.settings)
+        rows = np.where(self._sketched[pos], pos, -1)
+        return lcs_upper_bounds(*probe_data, qi, sizes, self._sketches, rows, self.threshold)
 
     def _load(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The verification data of stored positions, from their texts; learns their
@@ -248,7 +353,7 @@ class CandidateVerifier:
         texts = [decode_text(blob) for blob in self._read_texts(positions)]
         data = verification_data(texts, self.settings)
         if self.sketched:
-            new = self._sketch_of[positions] < 0
+            new = ~self._sketched[positions]
             if new.all():
                 self.record(positions, data)
             elif new.any():
@@ -261,8 +366,15 @@ class CandidateVerifier:
         size = max(size, int(self._sizes.shape[0] * 1.5) + 1024)
         sizes = np.full(size, self._UNKNOWN, np.uint32)
         sizes[: self._sizes.shape[0]] = self._sizes
-        sketch_of = np.full(size, -1, np.int32)
-        sketch_of[: self._sketch_of.shape[0]] = self._sketch_of
-        compared = np.zeros(size, np.bool_)
-        compared[: self._compared.shape[0]] = self._compared
-        self._sizes, self._sketch_of, self._compared = sizes, sketch_of, compared
+        self._sizes = sizes
+        self._compared = _grown(self._compared, size)
+        if self.sketched:
+            self._sketches = _grown(self._sketches, size)
+            self._sketched = _grown(self._sketched, size)
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    """``array`` with ``size`` rows, the new ones zero."""
+    out = np.zeros((size, *array.shape[1:]), array.dtype)
+    out[: array.shape[0]] = array
+    return out
