@@ -291,6 +291,55 @@ def test_candidate_verifier_by_group_finds_every_matched_group_and_is_complete_u
             assert cut.any()
 
 
+def test_candidate_verifier_with_cached_summaries_reads_only_what_the_count_bound_leaves(tmp_path):
+    """With the summaries of a cache (sizes, sketches in memory, count sketches mapped from
+    a file), the outcome equals verifying every candidate, and a text is read only for a
+    candidate that passes the count bound (dedup's filter); documents added later have their
+    count sketches in memory until :meth:`map_counts` reads them from a newer cache."""
+    from neardup.index.cache import MappedRows
+    from neardup.index.verifier import summarize
+    from neardup.lcs import count_sketches, possible_pairs
+
+    settings = Settings(method="minhash", shingle="word:1", num_perm=32)
+    stored = [""] + _corpus(6, n=40)  # position 0 unused, as in an index
+    blobs = encode_texts(stored)
+    reads: list[int] = []
+    summaries = summarize(stored[1:], settings)
+    np.save(tmp_path / "counts.npy", summaries["counts"])
+    verifier = CandidateVerifier(
+        settings,
+        lambda ps: data_sizes([stored[p] for p in ps], settings),
+        lambda ps: reads.extend(ps.tolist()) or [blobs[p] for p in ps],
+    )
+    verifier.load_summaries(
+        summaries["sizes"], summaries["sketches"], MappedRows(tmp_path / "counts.npy")
+    )
+    probes = [stored[3], stored[9] + " extra words here", *_corpus(7, n=4)]
+    qi = np.repeat(np.arange(len(probes)), len(stored) - 1)
+    pos = np.tile(np.arange(1, len(stored)), len(probes))
+    *got, _ = verifier.matches(verification_data(probes, settings), qi, pos)
+    offsets, values = verification_data(probes + stored, settings)
+    sim = pair_similarity(offsets, values, qi, len(probes) + pos, settings, screen=False)
+    ok = sim >= verify_threshold(settings)
+    assert [x.tolist() for x in got] == [qi[ok].tolist(), pos[ok].tolist(), sim[ok].tolist()]
+    counts = count_sketches(offsets, values)
+    passes = possible_pairs(np.diff(offsets), counts, qi, len(probes) + pos, 0.8)
+    assert set(reads) <= set(pos[passes].tolist()) and set(pos[ok].tolist()) <= set(reads)
+    # A document added after the cache: its count sketch in memory, then from a newer cache.
+    added = "one two three four five six seven eight nine ten"
+    blobs.extend(encode_texts([added]))
+    verifier.record(np.array([len(stored)]), verification_data([added], settings))
+    assert verifier._late_known.tolist() == [True]
+    newer = verifier.summaries(len(stored) + 1)
+    assert (newer["counts"][:-1] == summaries["counts"]).all() and newer["counts"][-1].any()
+    np.save(tmp_path / "newer.npy", newer["counts"])
+    verifier.map_counts(MappedRows(tmp_path / "newer.npy"))
+    assert verifier._late_known.size == 0
+    probe = verification_data([added.replace("ten", "eleven")], settings)
+    *got, _ = verifier.matches(probe, np.array([0]), np.array([len(stored)]))
+    assert [x.tolist() for x in got] == [[0], [len(stored)], [0.9]]
+
+
 def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candidate():
     settings = Settings(method="minhash")
     stored = [

@@ -79,12 +79,6 @@ def add_to_sketch(sketch, units):
         sketch[k >> 6] |= np.uint64(1) << np.uint64(k & 63)
 
 
-@njit(inline="always")
-def sketch_holds(sketch, bucket):
-    """Whether ``sketch`` has the bit of ``bucket`` set."""
-    return (sketch[bucket >> 6] >> np.uint64(bucket & 63)) & np.uint64(1) != 0
-
-
 COUNT_BUCKETS = SKETCH_BITS // 4
 """Buckets of a unit count sketch: :func:`unit_bucket` // 4, a count of 0..255 each (128 bytes
 a text)."""

@@ -25,7 +25,8 @@ Example:
     >>> d = Path(tempfile.mkdtemp())
     >>> tables = new_tables(index_settings(hamming_k=1), np.array([1, 2]),
     ...                     np.array([4, 5], np.uint64))
-    >>> save_generation(d, tables, 1, max_pos=2, tomb_seq=0)
+    >>> save_generation(d, tables, 1, max_pos=2, tomb_seq=0).name
+    'tables-1'
     >>> sorted(p.name for p in (d / "tables-1").iterdir())
     ['alive.npy', 'fps.npy', 'keys.npy', 'rows.npy']
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import errno
 import json
+import mmap
 import os
 import shutil
 import sqlite3
@@ -61,10 +63,12 @@ from neardup.index.storage import (
 )
 from neardup.index.tables import PermutationTables
 from neardup.io.files import atomic_write, finish_dead_writes
+from neardup.lcs import COUNT_BUCKETS
 from neardup.settings import Settings
 
 __all__ = [
     "CHECKSUM",
+    "MappedRows",
     "MANIFEST_NAME",
     "OpenInfo",
     "Tables",
@@ -72,6 +76,7 @@ __all__ = [
     "describe_files",
     "file_checksum",
     "load_tables",
+    "mapped_counts",
     "new_tables",
     "next_generation",
     "save_generation",
@@ -88,9 +93,57 @@ _CACHE_FILES = {
 }
 """The files of a cached generation per method, each checksummed in the manifest."""
 
-_SUMMARIES = {"sizes": np.uint32, "sketches": np.uint64}
+_SUMMARIES = {"sizes": np.uint32, "sketches": np.uint64, "counts": np.uint8}
 """MinHash: what the verifier knows of each position, cached beside the tables when given
-(:meth:`neardup.index.verifier.CandidateVerifier.summaries`; older generations lack them)."""
+(:meth:`neardup.index.verifier.CandidateVerifier.summaries`; older generations lack them).
+The count sketches are not loaded but mapped (:class:`MappedRows`)."""
+
+
+class MappedRows:
+    """The rows of a ``.npy`` file read through a read-only memory map whose pages are given
+    back to the page cache after each :meth:`take`, so that reading scattered rows (a
+    probe's candidates) leaves the process's resident memory as it was.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "a.npy"
+        >>> np.save(path, np.arange(12, dtype=np.uint8).reshape(4, 3))
+        >>> MappedRows(path).take(np.array([3, 0])).tolist()
+        [[9, 10, 11], [0, 1, 2]]
+    """
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            shape, fortran, dtype = (
+                np.lib.format.read_array_header_1_0(fh)
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0(fh)
+            )
+            if fortran or len(shape) != 2:
+                raise ValueError(f"{path} is not a C-ordered two-dimensional array")
+            offset = fh.tell()
+            self._map = (
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if shape[0] * shape[1] else None
+            )
+        self.dtype = dtype
+        self.shape = shape
+        self._rows = (
+            np.frombuffer(self._map, dtype, shape[0] * shape[1], offset).reshape(shape)
+            if self._map is not None
+            else np.zeros(shape, dtype)
+        )
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """A copy of ``rows``. O(their bytes), plus a page fault per page touched."""
+        out = self._rows[rows]
+        if self._map is not None:
+            self._map.madvise(mmap.MADV_DONTNEED)
+        return out
+
 
 Tables = PermutationTables | BandTables
 """The in-memory candidate structure of an index: SimHash permutation tables or MinHash band
@@ -397,20 +450,33 @@ def _summaries(
 ) -> dict[str, np.ndarray]:
     """The cached summaries ``names``, checked for type and shape, and the sizes of a few
     positions against the records."""
-    out = {}
+    out: dict[str, Any] = {}
     for name in names:
-        array = np.load(gen_dir / name)
         key = name[:-4]
+        array = MappedRows(gen_dir / name) if key == "counts" else np.load(gen_dir / name)
         if array.dtype != _SUMMARIES[key] or array.shape[0] != alive.shape[0]:
             raise _CacheMiss(f"cached {key} have unexpected type or shape")
         out[key] = array
     if "sketches" in out and out["sketches"].shape[1:] != (SKETCH_BITS // 64,):
         raise _CacheMiss("cached sketches have unexpected shape")
+    if "counts" in out and out["counts"].shape[1:] != (COUNT_BUCKETS,):
+        raise _CacheMiss("cached count sketches have unexpected shape")
     if "sizes" in out:
         for pos, size in _spot_check_rows(conn, alive, "SELECT pos, units FROM minhash"):
             if out["sizes"][pos] not in (size, np.iinfo(np.uint32).max):  # or unknown
                 raise _CacheMiss(f"cached size of position {pos} differs")
+            if "counts" in out:
+                row = out["counts"].take(np.array([pos]))[0]
+                if row.any() and int(row.sum()) != size and row.max() < 255:
+                    raise _CacheMiss(f"cached count sketch of position {pos} differs")
     return out
+
+
+def mapped_counts(generation: Path) -> MappedRows | None:
+    """The count sketches cached in the generation directory ``generation`` (None if it has
+    none), mapped: what a writer reads after caching its tables again."""
+    path = generation / "counts.npy"
+    return MappedRows(path) if path.exists() else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,11 +507,11 @@ def save_generation(
     max_pos: int,
     tomb_seq: int,
     summaries: dict[str, np.ndarray] | None = None,
-) -> None:
+) -> Path:
     """Cache the tables as ``tables-<generation>/`` and name it in ``tables.json``; they hold
     the records up to position ``max_pos`` and removal ``tomb_seq``. MinHash ``summaries``
-    (``sizes``, ``sketches``: one row per position ``0..max_pos``) are cached beside them.
-    O(table bytes).
+    (``sizes``, ``sketches``, ``counts``: one row per position ``0..max_pos``) are cached
+    beside them. Returns the generation's directory. O(table bytes).
 
     The arrays are written to a temporary directory and fsynced before it is renamed and the
     manifest is replaced (also fsynced), so the manifest never names incomplete files; older
@@ -453,6 +519,7 @@ def save_generation(
     """
     try:
         _write_generation(directory, tables, generation, max_pos, tomb_seq, summaries or {})
+        return directory / f"tables-{generation}"
     except OSError as error:
         shutil.rmtree(directory / f".tables-{generation}.tmp", ignore_errors=True)
         if error.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.lcs import SKETCH_BITS, add_to_sketch, sketch_holds, unit_bucket
+from neardup.candidates.tables import popcount64
+from neardup.lcs import SKETCH_BITS, add_to_sketch, unit_bucket
 
 __all__ = ["SKETCH_BITS", "lcs_upper_bounds", "unit_sketches"]
 
@@ -78,9 +79,10 @@ def _least_reaching(threshold, top):
 @njit(cache=True, nogil=True)
 def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, threshold, out):
     counts = np.zeros(SKETCH_BITS, np.int64)
-    heavy = np.zeros(SKETCH_BITS, np.int64)  # the row's occupied buckets, heaviest first
-    weight = np.zeros(SKETCH_BITS, np.int64)
-    occupied = 0
+    # Bit j of the row's count in each bucket, as sketches: the row's units in the buckets a
+    # sketch holds are Σ_j 2^j · popcount(sketch & planes[j]), a few dozen word operations.
+    planes = np.zeros((64, _SKETCH_WORDS), np.uint64)
+    depth = 0
     current = -1
     la = 0
     for p in range(a.shape[0]):
@@ -90,39 +92,36 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
             for i in range(offsets[current], offsets[current + 1]):
                 counts[unit_bucket(values[i])] += 1
             la = offsets[current + 1] - offsets[current]
-            order = np.argsort(-counts, kind="mergesort")
-            occupied = 0
-            while occupied < SKETCH_BITS and counts[order[occupied]] > 0:
-                heavy[occupied] = order[occupied]
-                weight[occupied] = counts[order[occupied]]
-                occupied += 1
+            planes[:depth] = 0
+            depth = 0
+            for k in range(SKETCH_BITS):
+                c = counts[k]
+                j = 0
+                while c:
+                    if c & 1:
+                        planes[j, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+                    c >>= 1
+                    j += 1
+                depth = max(depth, j)
         lb = sizes[p]
         top = max(la, lb)
         if top == 0:
             out[p] = 1.0  # two empty texts are identical
             continue
         low = min(la, lb)
-        need = _least_reaching(threshold, top)
         t = sketch_of[p]
-        if low < need or t < 0:
+        if low < _least_reaching(threshold, top) or t < 0:
             out[p] = low / top
             continue
         # Units of the row in buckets the stored document holds no unit of are in no common
-        # subsequence; the heaviest buckets first decide sooner either way.
+        # subsequence.
         found = 0
-        rest = la
-        for j in range(occupied):
-            k = heavy[j]
-            rest -= weight[j]
-            if sketch_holds(sketches[t], k):
-                found += weight[j]
-                if found >= need:
-                    break
-            elif found + rest < need:
-                break
-        # Ruled out: what was found plus what was not looked at bounds the LCS. Kept: the
-        # bound is at least what was found, enough to reach the threshold.
-        out[p] = min(found + rest, low) / top if found < need else min(found, low) / top
+        for j in range(depth):
+            shared = 0
+            for w in range(_SKETCH_WORDS):
+                shared += popcount64(sketches[t, w] & planes[j, w])
+            found += shared << j
+        out[p] = min(found, low) / top
 
 
 def lcs_upper_bounds(
@@ -139,12 +138,12 @@ def lcs_upper_bounds(
     ``sketch_of[p] >= 0``, its :func:`unit_sketches` row ``sketches[sketch_of[p]]``
     (float64 per pair). Exact for deciding: a pair whose value is below ``threshold`` has a
     resemblance below it (the value bounds it), so it can be dropped before its text is even
-    read; a value at or above ``threshold`` only says the pair may reach it (the bound is
-    computed only as far as it decides).
+    read; a value at or above ``threshold`` only says the pair may reach it.
 
     An LCS is at most the shorter length, and at most the number of units of ``a[p]`` falling
     in buckets the other document holds a unit of (a common subsequence is made of shared
-    units). O(units of each distinct ``a`` row + 512 log 512) plus O(512) per pair at most.
+    units). O(units of each distinct ``a`` row + 512) plus O(8 log(longest row)) word
+    operations per pair.
 
     Example:
         >>> o, v = np.array([0, 4, 8]), np.array([1, 2, 3, 4, 1, 2, 3, 9], np.uint64)

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from neardup.index.cache import Tables
+from neardup.index.cache import Tables, mapped_counts
 from neardup.index.errors import IndexDamagedError, check_int
 from neardup.index.minhash import (
     band_keys,
@@ -159,13 +159,12 @@ class Matcher:
         self.settings = settings
         self.minhash = settings.method == "minhash"
         # MinHash: what rules candidates out before their texts are read, and the verification
-        # data of candidates that recur (bounded: 8 values, 64 bytes, per document at open, at
-        # least 32 MB: room for a popular template's cluster, which grows with the index).
+        # data of candidates that recur (32 MB: a popular template's copies are compared with
+        # a few members of its cluster each, not the whole of it).
         self.verifier = CandidateVerifier(
             settings,
             lambda positions: self._minhash_column("units", positions),
             lambda positions: self._minhash_column("text", positions),
-            max_values=max(4_000_000, 8 * tables.size),
         )
         # MinHash: the group of each position when it was read (4 bytes each, read on the
         # first large probe). Merges since only make groups coarser than these labels, which
@@ -309,10 +308,18 @@ class Matcher:
         tables (:meth:`~neardup.index.verifier.CandidateVerifier.summaries`); SimHash: None."""
         return self.verifier.summaries(size) if self.minhash else None
 
-    def load_summaries(self, summaries: dict[str, np.ndarray]) -> None:
+    def load_summaries(self, summaries: dict[str, Any]) -> None:
         """Take the summaries cached with the tables, if any. O(positions)."""
         if self.minhash and "sizes" in summaries:
-            self.verifier.load_summaries(summaries["sizes"], summaries.get("sketches"))
+            self.verifier.load_summaries(
+                summaries["sizes"], summaries.get("sketches"), summaries.get("counts")
+            )
+
+    def cached(self, generation: Path) -> None:
+        """After the tables were cached in the directory ``generation``: read the count
+        sketches learnt since the last cache from it instead of memory. O(1)."""
+        if self.minhash:
+            self.verifier.map_counts(mapped_counts(generation))
 
     def forget_groups(self) -> None:
         """Read the group labels again when next needed: call it after removals, which may

@@ -12,10 +12,10 @@ In memory (:class:`BandTables`), per band, the sorted ``uint32`` band keys (the 
 ``8 · bands + 2`` bytes per document (258 at the default 32 bands). Truncating the 64-bit band
 hash to 32 bits only adds spurious candidates (about ``bands · n / 2**32`` per query, 0.007 at
 1M documents), which verification removes; equal bands always have equal keys, so none is
-lost. A cache of the verification data of candidates that recur (:class:`DataCache`, 64
-bytes per document at open, at least 32 MB) spares a popular template's cluster being read and
-prepared for every copy; :class:`neardup.index.verifier.CandidateVerifier` reads as few texts
-as it can.
+lost. A cache of the verification data of candidates that recur (:class:`DataCache`, 32 MB)
+spares the members of a popular template's cluster that its copies are compared with being read
+and prepared for every copy; :class:`neardup.index.verifier.CandidateVerifier` reads as few
+texts as it can.
 
 On disk (SQLite table ``minhash(pos, keys, units, text)``): the band keys (``uint32[bands]``,
 so the tables are rebuilt without recomputing signatures), the size of the document's

@@ -361,7 +361,7 @@ class NearDupIndex:
             tables = self._tables
             if tables.delta_len or tables._main_dead:
                 tables.merge()  # the cache then holds no dead row
-            save_generation(
+            written = save_generation(
                 self.path,
                 tables,
                 next_generation(self.path),
@@ -369,6 +369,7 @@ class NearDupIndex:
                 tomb_seq=self._tomb_seq,
                 summaries=self._matcher.summaries(self._max_pos + 1),
             )
+            self._matcher.cached(written)
             self._dirty = False
             self._saved_live = tables.live
 
