@@ -251,8 +251,8 @@ class CandidateVerifier:
         values as :func:`~neardup.index.minhash.pair_similarity` over every candidate, keeping
         those at or above the verification threshold (see the class example), and ``cut`` is
         all False. With ``groups`` (a group label per candidate, each label's positions in one
-        group of the index), each probe's candidates in one group are compared best bound
-        first, and only until ``enough`` of them pass (``cut`` is True for a probe that kept
+        group of the index), each probe's candidates in one group are compared nearest in
+        size first, and only until ``enough`` of them pass (``cut`` is True for a probe that kept
         candidates unverified): every group holding a match still gets one, so what a probe
         would join is exact, while a popular template's thousands of copies cost ``enough``
         comparisons instead of thousands. The candidates per group taken double each round,
@@ -265,20 +265,23 @@ class CandidateVerifier:
         pos = np.asarray(pos, np.int64)
         cut = np.zeros(probe_data[0].shape[0] - 1, bool)
         sizes = self._sizes_of(pos)
-        bound = self._bounds(probe_data, qi, pos, sizes)
-        keep = np.flatnonzero(bound >= self.threshold)
-        qi, pos, sizes, bound = qi[keep], pos[keep], sizes[keep], bound[keep]
         if groups is None:
+            keep = self._bounds(probe_data, qi, pos, sizes) >= self.threshold
+            qi, pos, sizes = qi[keep], pos[keep], sizes[keep]
             sim = self._compare(probe_data, qi, pos, sizes)
             ok = sim >= self.threshold
             return qi[ok], pos[ok], sim[ok], cut
-        groups = np.asarray(groups)[keep]
-        order = np.lexsort((pos, -bound, groups, qi))
-        qi, pos, sizes, groups = qi[order], pos[order], sizes[order], groups[order]
+        # Each probe's candidates by group, the nearest in size first (then by position, the
+        # order given): two stable integer sorts, where sorting by the bounds would first
+        # need the bounds of every candidate.
+        gap = np.abs(sizes - np.diff(probe_data[0])[qi])
+        order = np.argsort(np.minimum(gap, 65535).astype(np.uint16), kind="stable")
+        key = (qi[order] << 32) | np.asarray(groups, np.int64)[order]
+        by_key = np.argsort(key, kind="stable")
+        order, key = order[by_key], key[by_key]
+        qi, pos, sizes = qi[order], pos[order], sizes[order]
         m = qi.shape[0]
-        starts = np.flatnonzero(
-            np.concatenate([[True], (qi[1:] != qi[:-1]) | (groups[1:] != groups[:-1])])
-        )
+        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
         run = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, m)))
         rank = np.arange(m) - starts[run]
         length = np.diff(np.append(starts, m))
@@ -291,6 +294,10 @@ class CandidateVerifier:
             pick = np.flatnonzero((rank >= tried[run]) & (rank < upto[run]))
             if pick.size == 0:
                 break
+            sim[pick] = 0.0
+            pick = pick[
+                self._bounds(probe_data, qi[pick], pos[pick], sizes[pick]) >= self.threshold
+            ]
             sim[pick] = self._compare(probe_data, qi[pick], pos[pick], sizes[pick])
             passed += np.bincount(run[pick], sim[pick] >= self.threshold, starts.shape[0]).astype(
                 np.int64
