@@ -271,24 +271,40 @@ def test_candidate_verifier_by_group_finds_every_matched_group_and_is_complete_u
         )
         qi = np.repeat(np.arange(len(probes)), len(stored))
         pos = np.tile(np.arange(len(stored)), len(probes))
-        gq, gp, gs, cut = verifier.matches(
-            verification_data(probes, settings), qi, pos, labels[pos], enough
+        batch = verifier.matches(verification_data(probes, settings), qi, pos, labels[pos], enough)
+        # One probe at a time takes the other path (grouping before the bounds).
+        alone = [
+            verifier.matches(
+                verification_data([probe], settings),
+                np.zeros(len(stored), np.int64),
+                np.arange(len(stored)),
+                labels,
+                enough,
+            )
+            for probe in probes
+        ]
+        single = (
+            np.concatenate([np.full(r[0].shape[0], q) for q, r in enumerate(alone)]),
+            np.concatenate([r[1] for r in alone]),
+            np.concatenate([r[2] for r in alone]),
+            np.concatenate([r[3] for r in alone]),
         )
         sim = pair_similarity(offsets, values, qi, len(probes) + pos, settings, screen=False)
         true = {(int(q), int(p)): float(v) for q, p, v in zip(qi, pos, sim) if v >= threshold}
-        got = {(int(q), int(p)): float(v) for q, p, v in zip(gq, gp, gs)}
-        assert all(true.get(k) == v for k, v in got.items())
-        for q in range(len(probes)):
-            mine = {p for (a, p) in true if a == q}
-            if not cut[q]:
-                assert {p for (a, p) in got if a == q} == mine
-            for label in set(labels[list(mine)].tolist()):
-                in_group = {p for p in mine if labels[p] == label}
-                found = {p for (a, p) in got if a == q and labels[p] == label}
-                assert len(found) >= min(enough, len(in_group))
+        for gq, gp, gs, cut in (batch, single):
+            got = {(int(q), int(p)): float(v) for q, p, v in zip(gq, gp, gs)}
+            assert all(true.get(k) == v for k, v in got.items())
+            for q in range(len(probes)):
+                mine = {p for (a, p) in true if a == q}
+                if not cut[q]:
+                    assert {p for (a, p) in got if a == q} == mine
+                for label in set(labels[list(mine)].tolist()):
+                    in_group = {p for p in mine if labels[p] == label}
+                    found = {p for (a, p) in got if a == q and labels[p] == label}
+                    assert len(found) >= min(enough, len(in_group))
         if enough == 1 and not labels.any():
             # One group holding several true matches of a probe: verification stopped early.
-            assert cut.any()
+            assert batch[3].any() and single[3].any()
 
 
 def test_candidate_verifier_with_cached_summaries_reads_only_what_the_count_bound_leaves(tmp_path):

@@ -12,8 +12,10 @@ Two kinds of index, chosen when it is created (``method``), decide near-duplicat
     MinHash LSH band candidates, each verified on the texts by the run's verification (by
     default the LCS resemblance at 0.8): the groups of ``dedup``'s defaults, which find
     nearly every light edit. Band tables in memory (:mod:`neardup.index.minhash`, 8 bytes per
-    band per document: 258 at the default 32 bands) and the texts zstd-compressed in SQLite,
-    read only for candidates.
+    band per document: 258 at the default 32 bands), the texts zstd-compressed in SQLite, read
+    only for the candidates that the bounds of :mod:`~neardup.index.verifier` leave (sizes and
+    512-bit sketches in memory, count sketches mapped from the cache), each group's candidates
+    only until enough of them match.
 
 The modules, each one concept, bottom first (a module imports only those above it in this list):
 
@@ -21,10 +23,12 @@ The modules, each one concept, bottom first (a module imports only those above i
 - :mod:`~neardup.index.results`: what it answers (records, matches, query and add results).
 - :mod:`~neardup.index.settings`: the settings it decides with (``dedup``'s).
 - :mod:`~neardup.index.sorted_rows`, :mod:`~neardup.index.tables`,
-  :mod:`~neardup.index.minhash`: the in-memory tables (SimHash permutation tables, MinHash band
-  tables and verification).
+  :mod:`~neardup.index.lcs_bound`, :mod:`~neardup.index.minhash`: the in-memory tables (SimHash
+  permutation tables, MinHash band tables and verification).
 - :mod:`~neardup.index.storage`: the records in SQLite, the writer lock, durability.
 - :mod:`~neardup.index.cache`: the tables' cache on disk, and loading them.
+- :mod:`~neardup.index.verifier`: verifying MinHash candidates while reading as few texts as
+  possible.
 - :mod:`~neardup.index.matches`: what a probe matches (queries; the read half of adds).
 - :mod:`~neardup.index.grouping`: the grouping rules, kept through adds and removals.
 - :mod:`~neardup.index.build`: a new index from a whole corpus.

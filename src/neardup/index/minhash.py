@@ -688,6 +688,16 @@ class BandTables(LiveRows):
             self._seen[:] = False
             cap = m
         self._per_query = m / max(queries.shape[0], 1)
-        # Written per query in band order: sort each query's positions.
-        order = np.lexsort((out_p[:m], out_q[:m]))
-        return out_q[:m][order], out_p[:m][order]
+        # Written query by query, each in band order: sort each query's positions.
+        _sort_runs(out_q[:m], out_p[:m])
+        return out_q[:m], out_p[:m]
+
+
+@njit(cache=True, nogil=True)
+def _sort_runs(keys, values):
+    """Sort ``values`` within each run of equal ``keys``, in place. O(n log run)."""
+    start = 0
+    for i in range(1, keys.shape[0] + 1):
+        if i == keys.shape[0] or keys[i] != keys[start]:
+            values[start:i].sort()
+            start = i

@@ -265,12 +265,17 @@ class CandidateVerifier:
         pos = np.asarray(pos, np.int64)
         cut = np.zeros(probe_data[0].shape[0] - 1, bool)
         sizes = self._sizes_of(pos)
-        if groups is None:
-            keep = self._bounds(probe_data, qi, pos, sizes) >= self.threshold
+        if groups is None or cut.shape[0] > 1:
+            # A batch's candidates are mostly ruled out by the bounds: drop them before
+            # grouping. A single probe groups first: a popular template's copy has thousands
+            # of candidates in one group, of which only the first few need bounds.
+            keep = np.flatnonzero(self._bounds(probe_data, qi, pos, sizes) >= self.threshold)
             qi, pos, sizes = qi[keep], pos[keep], sizes[keep]
-            sim = self._compare(probe_data, qi, pos, sizes)
-            ok = sim >= self.threshold
-            return qi[ok], pos[ok], sim[ok], cut
+            if groups is None:
+                sim = self._compare(probe_data, qi, pos, sizes)
+                ok = sim >= self.threshold
+                return qi[ok], pos[ok], sim[ok], cut
+            groups = np.asarray(groups)[keep]
         # Each probe's candidates by group, the nearest in size first (then by position, the
         # order given): two stable integer sorts, where sorting by the bounds would first
         # need the bounds of every candidate.
