@@ -47,8 +47,9 @@ _FETCH_ALL = 512
 _NAMES = "d.pos, d.id, o.id"
 """Position, ID and original's ID of documents (:data:`~neardup.index.storage.GROUPED`)."""
 
-_TRIM_CANDIDATES = 16_384
-"""MinHash: candidates of a probe call from which the heap is given back afterwards."""
+_TRIM_CANDIDATES = 262_144
+"""MinHash: candidates of a probe call from which the heap is given back afterwards (a batch's
+millions leave hundreds of MB to the allocator; a template's copy, its 20,000 a few)."""
 
 _GROUPED_FROM = 512
 """MinHash: candidates of a probe call from which each group's are verified only until enough
