@@ -6,6 +6,7 @@ force."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -484,3 +485,25 @@ def test_band_tables_probe_equals_brute_force(steps):
         qi, pos = tables.probe(queries)
         want = sorted((q, p) for q in range(2) for p in live if np.any(keys[p] == queries[q]))
         assert list(zip(qi.tolist(), pos.tolist())) == want
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc")
+def test_mapped_rows_give_their_pages_back_after_each_take(tmp_path):
+    """Rows read from all over a mapped file leave none of its pages resident in the process
+    (they stay in the page cache): the count sketches cost no resident memory."""
+    import re
+
+    from neardup.index.cache import MappedRows
+
+    rows = np.arange(16 * 4096 * 64, dtype=np.uint64).reshape(-1, 64)  # 32 MB, 8,192 pages
+    np.save(tmp_path / "rows.npy", rows)
+    mapped = MappedRows(tmp_path / "rows.npy")
+    every_page = np.arange(0, rows.shape[0], 8)
+    assert (mapped.take(every_page) == rows[every_page]).all()
+
+    def resident_kb() -> int:
+        text = Path("/proc/self/smaps").read_text()
+        at = text.index(str(tmp_path / "rows.npy"))
+        return int(re.search(r"^Rss:\s+(\d+) kB", text[at:], re.M).group(1))
+
+    assert resident_kb() <= 8  # 32,768 kB were touched

@@ -99,6 +99,10 @@ _SUMMARIES = {"sizes": np.uint32, "sketches": np.uint64, "counts": np.uint8}
 The count sketches are not loaded but mapped (:class:`MappedRows`)."""
 
 
+_GIVE_BACK = getattr(mmap, "MADV_DONTNEED", None)
+"""How a map's pages are given back (Linux, macOS; elsewhere they stay mapped)."""
+
+
 class MappedRows:
     """The rows of a ``.npy`` file read through a read-only memory map whose pages are given
     back to the page cache after each :meth:`take`, so that reading scattered rows (a
@@ -140,8 +144,8 @@ class MappedRows:
     def take(self, rows: np.ndarray) -> np.ndarray:
         """A copy of ``rows``. O(their bytes), plus a page fault per page touched."""
         out = self._rows[rows]
-        if self._map is not None:
-            self._map.madvise(mmap.MADV_DONTNEED)
+        if self._map is not None and _GIVE_BACK is not None:
+            self._map.madvise(_GIVE_BACK)
         return out
 
 

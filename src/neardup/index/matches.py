@@ -55,7 +55,7 @@ _GROUPED_FROM = 512
 """MinHash: candidates of a probe call from which each group's are verified only until enough
 pass (fewer are all verified, and every match is counted)."""
 
-_HINT_ROWS = 65_536
+_LABEL_ROWS = 65_536
 """Records read at a time into the group labels."""
 
 
@@ -277,7 +277,7 @@ class Matcher:
             cursor = self.conn.execute(
                 "SELECT pos, gid FROM docs WHERE pos >= ? ORDER BY pos", (self._groups_read,)
             )
-            while rows := cursor.fetchmany(_HINT_ROWS):
+            while rows := cursor.fetchmany(_LABEL_ROWS):
                 pos, gid = np.array(rows, np.int64).T
                 self._label_room(int(pos[-1]) + 1)
                 self._groups[pos] = gid
