@@ -488,6 +488,30 @@ def _minhash_corpus(n: int) -> tuple[list[str], list[str]]:
     return [f"d{i}" for i in range(n)], texts
 
 
+@pytest.mark.parametrize("summary", ["sizes", "sketches", "counts"])
+def test_check_finds_cached_summaries_that_contradict_the_texts(tmp_path, summary):
+    """A cached summary that passes its checksum but disagrees with a text (as a bug writing
+    it would leave) could rule a true match out: ``neardup index check`` compares every one
+    with the texts and names the positions."""
+    from neardup.index.cache import describe_files
+    from neardup.index.integrity import check_index
+
+    path = tmp_path / "idx"
+    ids, texts = _minhash_corpus(300)
+    NearDupIndex.build(path, ids, texts=texts, method="minhash").close()
+    assert check_index(path)["ok"]
+    manifest = json.loads((path / "tables.json").read_text())
+    gen = path / f"tables-{manifest['generation']}"
+    array = np.load(gen / f"{summary}.npy")
+    array[7] = array[7] + 1 if summary == "sizes" else array[8]  # position 7 told wrong
+    np.save(gen / f"{summary}.npy", array)
+    manifest["files"].update(describe_files(gen, [f"{summary}.npy"]))
+    (path / "tables.json").write_text(json.dumps(manifest))
+    report = check_index(path)
+    assert not report["ok"] and report["tables"].startswith("cache")
+    assert any("summaries of positions [7]" in p for p in report["problems"]), report
+
+
 def test_minhash_damaged_cache_is_rebuilt_and_check_recover_work(tmp_path):
     from neardup.index.integrity import check_index, recover_index
 

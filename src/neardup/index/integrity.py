@@ -64,7 +64,7 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
         4. Tables: the index opened read-only (cache checksums verified, or rebuilt): its live
            positions and fingerprints (MinHash: stored band keys and texts) equal the
            records', and every sorted table holds exactly the live positions under their
-           keys, in order.
+           keys, in order; MinHash: the cached sizes and sketches agree with the texts.
 
     Returns:
         ``{"ok": bool, "problems": [str, ...], "documents": int, "groups": int, "tables": str,
@@ -234,6 +234,26 @@ def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
         ):
             problems.append(f"band table {band} is not sorted by the stored band keys")
             return
+    _check_summaries(index, pos, problems)
+
+
+def _check_summaries(index, pos: np.ndarray, problems: list[str], chunk: int = 16_384) -> None:
+    """Step 4 for a MinHash index, last: the cached verification summaries (sizes, sketches,
+    count sketches) against the stored texts, which they must never contradict (a wrong one
+    could rule a true match out). O(total text)."""
+    matcher = index._matcher
+    bad: list[int] = []
+    for start in range(0, pos.shape[0], chunk):
+        part = pos[start : start + chunk]
+        texts = [decode_text(blob) for blob in matcher._minhash_column("text", part)]
+        bad += matcher.verifier.disagreements(part, texts)[:5].tolist()
+        if len(bad) >= 5:
+            break
+    if bad:
+        problems.append(
+            f"the cached verification summaries of positions {bad[:5]} differ from their texts; "
+            f"the cache is derived data: delete {index.path / 'tables.json'} to rebuild it"
+        )
 
 
 # --------------------------------------------------------------------------------------------

@@ -235,6 +235,31 @@ class CandidateVerifier:
                 self._late_counts[at] = count_sketches(*data)[late]
                 self._late_known[at] = True
 
+    def disagreements(self, positions: np.ndarray, texts: list[str]) -> np.ndarray:
+        """The positions whose known size, unit sketch or count sketch differs from what
+        their texts give (``texts`` in the order of ``positions``): a cached summary that
+        would rule a true match out. What ``neardup index check`` reports. O(their units).
+
+        Example:
+            >>> s = Settings(method="minhash")
+            >>> v = CandidateVerifier(s, None, None)
+            >>> v.record(np.array([1, 2]), verification_data(["a b", "c d"], s))
+            >>> v.disagreements(np.array([1, 2]), ["a b", "c d e"]).tolist()
+            [2]
+        """
+        positions = np.asarray(positions, np.int64)
+        data = verification_data(texts, self.settings)
+        sizes = np.diff(data[0])
+        self._grow(int(positions.max(initial=0)) + 1)
+        known = self._sizes[positions].astype(np.int64)
+        bad = (known != self._UNKNOWN) & (known != sizes)
+        if self.sketched:
+            sketches = self._sketches[positions]
+            bad |= self._sketched[positions] & (sketches != unit_sketches(*data)).any(axis=1)
+            has, counts = self._counts_of(positions, sizes)
+            bad |= has & (counts != count_sketches(*data)).any(axis=1)
+        return positions[bad]
+
     def matches(
         self,
         probe_data: tuple[np.ndarray, np.ndarray],
