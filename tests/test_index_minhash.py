@@ -507,3 +507,18 @@ def test_mapped_rows_give_their_pages_back_after_each_take(tmp_path):
         return int(re.search(r"^Rss:\s+(\d+) kB", text[at:], re.M).group(1))
 
     assert resident_kb() <= 8  # 32,768 kB were touched
+
+
+def test_sort_runs_sorts_each_run_as_lexsort_does():
+    """Short runs by a comparison sort, long ones (over 512) by the radix sort: each run's
+    positions in order, up to the largest position (2**32 - 1), the runs left in place."""
+    from neardup.index.minhash import _sort_runs
+
+    rng = np.random.default_rng(8)
+    for size, runs, top in ((0, 1, 10), (700, 1, 2**32), (5000, 3, 2**32), (3000, 40, 1000)):
+        keys = np.sort(rng.integers(0, runs, size))
+        values = rng.integers(0, top, size).astype(np.int64)
+        values[: min(size, 2)] = 2**32 - 1
+        got = values.copy()
+        _sort_runs(keys, got)
+        assert got.tolist() == values[np.lexsort((values, keys))].tolist()

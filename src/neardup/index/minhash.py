@@ -695,9 +695,40 @@ class BandTables(LiveRows):
 
 @njit(cache=True, nogil=True)
 def _sort_runs(keys, values):
-    """Sort ``values`` within each run of equal ``keys``, in place. O(n log run)."""
+    """Sort ``values`` (positions, ``0 <= v < 2**33``) within each run of equal ``keys``, in
+    place: a long run (a popular template's 20,000 candidates) by three passes of an 11-bit
+    radix sort, twice as fast as a comparison sort there. O(n log run) at most."""
+    scratch = np.empty(0, values.dtype)
     start = 0
     for i in range(1, keys.shape[0] + 1):
         if i == keys.shape[0] or keys[i] != keys[start]:
-            values[start:i].sort()
+            run = values[start:i]
+            if run.shape[0] <= 512:
+                run.sort()
+            else:
+                if scratch.shape[0] < run.shape[0]:
+                    scratch = np.empty(run.shape[0], values.dtype)
+                _radix_sort(run, scratch[: run.shape[0]])
             start = i
+
+
+@njit(inline="always")
+def _radix_pass(src, dst, shift):
+    count = np.zeros(2049, np.int64)
+    for i in range(src.shape[0]):
+        count[((src[i] >> shift) & 2047) + 1] += 1
+    for d in range(2048):
+        count[d + 1] += count[d]
+    for i in range(src.shape[0]):
+        d = (src[i] >> shift) & 2047
+        dst[count[d]] = src[i]
+        count[d] += 1
+
+
+@njit(cache=True, nogil=True)
+def _radix_sort(values, scratch):
+    # Three stable passes over 11-bit digits, least significant first.
+    _radix_pass(values, scratch, 0)
+    _radix_pass(scratch, values, 11)
+    _radix_pass(values, scratch, 22)
+    values[:] = scratch
