@@ -9,9 +9,10 @@ import xxhash
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from neardup.index.lcs_bound import unit_sketches
 from neardup.lcs import count_sketches, lcs_pairs
 from neardup.text import Canonical, hash_features, normalize
-from neardup.text.units import lcs_unit_counts, lcs_unit_sketches, lcs_units
+from neardup.text.units import lcs_unit_counts, lcs_unit_sketches, lcs_unit_summaries, lcs_units
 
 
 def test_units_follow_the_canonical_text():
@@ -81,6 +82,11 @@ def test_unit_sketches_count_the_units_built(texts, unit):
     offsets, codes = lcs_units(texts, unit)
     assert sizes.tolist() == np.diff(offsets).tolist()
     np.testing.assert_array_equal(sketches, count_sketches(offsets, codes))
+    # The summaries a MinHash index keeps: the same pass, plus the units' marked buckets.
+    more = lcs_unit_summaries(texts, unit)
+    np.testing.assert_array_equal(more[0], sizes)
+    np.testing.assert_array_equal(more[1], sketches)
+    np.testing.assert_array_equal(more[2], unit_sketches(offsets, codes.astype(np.uint64)))
 
 
 UNSPACED = [

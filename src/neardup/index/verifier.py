@@ -29,6 +29,8 @@ from neardup.index.minhash import (
 )
 from neardup.lcs import COUNT_BUCKETS, count_sketches, lcs_pairs_one_to_many, possible_pairs
 from neardup.settings import Settings
+from neardup.text.units import lcs_unit_summaries
+from neardup.verify import LCS_UNIT
 
 __all__ = ["CandidateVerifier", "summarize"]
 
@@ -40,9 +42,10 @@ def summarize(
     texts: Sequence[str], settings: Settings, chunk: int = 16_384
 ) -> dict[str, np.ndarray]:
     """The :meth:`CandidateVerifier.summaries` of documents at positions ``1..len(texts)``:
-    their sizes and, with LCS verification, unit and count sketches (row 0 unknown), computed
-    ``chunk`` texts at a time so that the units of all texts are never held at once.
-    O(total text).
+    their sizes and, with LCS verification, unit and count sketches (row 0 unknown), in one
+    pass over each text that keeps none of its units
+    (:func:`neardup.text.units.lcs_unit_summaries`), ``chunk`` texts at a time so that their
+    canonical forms are never all held at once. O(total text).
 
     Example:
         >>> out = summarize(["a b c", "d"], Settings(method="minhash"))
@@ -58,11 +61,10 @@ def summarize(
     sketches = np.zeros((n + 1, _WORDS), np.uint64)
     counts = np.zeros((n + 1, COUNT_BUCKETS), np.uint8)
     for start in range(0, n, chunk):
-        data = verification_data(texts[start : start + chunk], settings)
         rows = slice(1 + start, 1 + start + chunk)
-        sizes[rows] = np.diff(data[0])
-        sketches[rows] = unit_sketches(*data)
-        counts[rows] = count_sketches(*data)
+        sizes[rows], counts[rows], sketches[rows] = lcs_unit_summaries(
+            texts[start : start + chunk], LCS_UNIT
+        )
     return {"sizes": sizes, "sketches": sketches, "counts": counts}
 
 
@@ -248,16 +250,16 @@ class CandidateVerifier:
             [2]
         """
         positions = np.asarray(positions, np.int64)
-        data = verification_data(texts, self.settings)
-        sizes = np.diff(data[0])
+        truth = summarize(texts, self.settings)
+        sizes = truth["sizes"][1:].astype(np.int64)
         self._grow(int(positions.max(initial=0)) + 1)
         known = self._sizes[positions].astype(np.int64)
         bad = (known != self._UNKNOWN) & (known != sizes)
         if self.sketched:
             sketches = self._sketches[positions]
-            bad |= self._sketched[positions] & (sketches != unit_sketches(*data)).any(axis=1)
+            bad |= self._sketched[positions] & (sketches != truth["sketches"][1:]).any(axis=1)
             has, counts = self._counts_of(positions, sizes)
-            bad |= has & (counts != count_sketches(*data)).any(axis=1)
+            bad |= has & (counts != truth["counts"][1:]).any(axis=1)
         return positions[bad]
 
     def matches(
@@ -290,6 +292,7 @@ class CandidateVerifier:
         pos = np.asarray(pos, np.int64)
         cut = np.zeros(probe_data[0].shape[0] - 1, bool)
         sizes = self._sizes_of(pos)
+        probe_counts = count_sketches(*probe_data) if self.sketched else None
         if groups is None or cut.shape[0] > 1:
             # A batch's candidates are mostly ruled out by the bounds: drop them before
             # grouping. A single probe groups first: a popular template's copy has thousands
@@ -297,7 +300,7 @@ class CandidateVerifier:
             keep = np.flatnonzero(self._bounds(probe_data, qi, pos, sizes) >= self.threshold)
             qi, pos, sizes = qi[keep], pos[keep], sizes[keep]
             if groups is None:
-                sim = self._compare(probe_data, qi, pos, sizes)
+                sim = self._compare(probe_data, probe_counts, qi, pos, sizes)
                 ok = sim >= self.threshold
                 return qi[ok], pos[ok], sim[ok], cut
             groups = np.asarray(groups)[keep]
@@ -328,7 +331,7 @@ class CandidateVerifier:
             pick = pick[
                 self._bounds(probe_data, qi[pick], pos[pick], sizes[pick]) >= self.threshold
             ]
-            sim[pick] = self._compare(probe_data, qi[pick], pos[pick], sizes[pick])
+            sim[pick] = self._compare(probe_data, probe_counts, qi[pick], pos[pick], sizes[pick])
             passed += np.bincount(run[pick], sim[pick] >= self.threshold, starts.shape[0]).astype(
                 np.int64
             )
@@ -356,19 +359,21 @@ class CandidateVerifier:
     def _count_screen(
         self,
         probe_data: tuple[np.ndarray, np.ndarray],
+        probe_counts: np.ndarray,
         qi: np.ndarray,
         sizes: np.ndarray,
         counts: np.ndarray,
     ) -> np.ndarray:
-        """Which candidate pairs (probe row ``qi[p]``, a document of ``sizes[p]`` units and
-        count sketch ``counts[p]``) the count bound of the LCS kernels does not rule out
+        """Which candidate pairs (probe row ``qi[p]``, whose count sketch is
+        ``probe_counts[qi[p]]``, and a document of ``sizes[p]`` units and count sketch
+        ``counts[p]``) the count bound of the LCS kernels does not rule out
         (:func:`neardup.lcs.possible_pairs`, ``dedup``'s filter): ``bool`` per pair."""
         if qi.size == 0:
             return np.ones(0, bool)
         n = probe_data[0].shape[0] - 1
         return possible_pairs(
             np.concatenate([np.diff(probe_data[0]), sizes]),
-            np.concatenate([count_sketches(*probe_data), counts]),
+            np.concatenate([probe_counts, counts]),
             qi,
             n + np.arange(qi.shape[0]),
             self.settings.verification.threshold,
@@ -377,6 +382,7 @@ class CandidateVerifier:
     def _compare(
         self,
         probe_data: tuple[np.ndarray, np.ndarray],
+        probe_counts: np.ndarray | None,
         qi: np.ndarray,
         pos: np.ndarray,
         sizes: np.ndarray,
@@ -392,7 +398,9 @@ class CandidateVerifier:
         todo = np.arange(qi.shape[0])
         if self.sketched:
             known, counts = self._counts_of(pos, sizes)
-            ok = self._count_screen(probe_data, qi[known], sizes[known], counts[known])
+            ok = self._count_screen(
+                probe_data, probe_counts, qi[known], sizes[known], counts[known]
+            )
             todo = np.flatnonzero(~known)
             todo = np.sort(np.concatenate([todo, np.flatnonzero(known)[ok]]))
         # Rows 0..n-1 are the probes' data, then one row per candidate, each read and
@@ -405,6 +413,7 @@ class CandidateVerifier:
             keep = np.ones(todo.shape[0], bool)
             keep[fresh] = self._count_screen(
                 probe_data,
+                probe_counts,
                 qi[todo[fresh]],
                 np.diff(stored[0])[at[fresh]],
                 count_sketches(*take_data(stored, at[fresh])),

@@ -35,10 +35,10 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import _xxh64_padded
-from neardup.lcs import COUNT_BUCKETS, add_counts
+from neardup.lcs import COUNT_BUCKETS, SKETCH_BITS, add_counts, add_to_sketch
 from neardup.text.canonical import Canonical, utf8_code_point
 
-__all__ = ["LCS_UNITS", "lcs_unit_counts", "lcs_unit_sketches", "lcs_units"]
+__all__ = ["LCS_UNITS", "lcs_unit_counts", "lcs_unit_sketches", "lcs_unit_summaries", "lcs_units"]
 
 LCS_UNITS = ("auto", "syllable", "word")
 
@@ -245,9 +245,11 @@ def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.
 
 
 @njit(cache=True, nogil=True)
-def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches):
-    """Count each text's units (as :func:`_fill` writes them) in its row of ``sketches``,
-    through one scratch array of the longest text's units."""
+def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches, marks):
+    """Count each text's units (as :func:`_fill` writes them) in its row of ``sketches`` and,
+    when ``marks`` has columns, mark their buckets in its row of ``marks``
+    (:func:`neardup.lcs.add_to_sketch`), through one scratch array of the longest text's
+    units."""
     n = offsets.shape[0] - 1
     longest = 0
     for d in range(n):
@@ -268,7 +270,10 @@ def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches):
             decoded,
             kept,
         )
-        add_counts(sketches[d], units[: out_offsets[d + 1] - out_offsets[d]])
+        row = units[: out_offsets[d + 1] - out_offsets[d]]
+        add_counts(sketches[d], row)
+        if marks.shape[1]:
+            add_to_sketch(marks[d], row)
 
 
 def lcs_unit_sketches(
@@ -284,10 +289,33 @@ def lcs_unit_sketches(
         >>> sizes.tolist(), sketches.shape, sketches.max(axis=1).tolist()
         ([3, 2], (2, 128), [2, 1])
     """
+    sizes, sketches, _ = _sketched(texts, unit, 0)
+    return sizes, sketches
+
+
+def lcs_unit_summaries(
+    texts: Sequence[str] | Canonical, unit: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`lcs_unit_sketches` and, in the same pass, each text's units marked in
+    SKETCH_BITS buckets (uint64[n, SKETCH_BITS // 64], as
+    ``neardup.index.lcs_bound.unit_sketches`` of :func:`lcs_units`): what a MinHash index
+    keeps of each document to rule candidates out. O(total bytes); memory 192 bytes a text.
+
+    Example:
+        >>> sizes, counts, marks = lcs_unit_summaries(["a b a", ""])
+        >>> sizes.tolist(), [int(m).bit_count() for m in marks.sum(axis=1)]
+        ([3, 0], [2, 0])
+    """
+    return _sketched(texts, unit, SKETCH_BITS // 64)
+
+
+def _sketched(texts: Sequence[str] | Canonical, unit: str, words: int) -> tuple:
     canon, offsets, by_character, tag, bits, _ = _laid_out(texts, unit)
-    sketches = np.zeros((offsets.shape[0] - 1, COUNT_BUCKETS), dtype=np.uint8)
-    _sketch(canon.data, canon.offsets, offsets, by_character, tag, bits, sketches)
-    return np.diff(offsets), sketches
+    n = offsets.shape[0] - 1
+    sketches = np.zeros((n, COUNT_BUCKETS), dtype=np.uint8)
+    marks = np.zeros((n, words), dtype=np.uint64)
+    _sketch(canon.data, canon.offsets, offsets, by_character, tag, bits, sketches, marks)
+    return np.diff(offsets), sketches, marks
 
 
 def lcs_units(
