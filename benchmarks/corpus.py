@@ -5,7 +5,8 @@ The vocabularies are real words read (at generation time) from the Debian packag
 frequency there; words are drawn with a Zipf-like law (p ∝ 1 / (rank + 2.7)^1.07) so that common
 words repeat as in real text. Each document is:
 
-* English-like or Korean-like with equal probability (Korean eojeol keep their particles);
+* English-like or Korean-like, English with probability `--english-share` (default 0.5; Korean
+  eojeol keep their particles);
 * 50–800 words, log-uniform, so the length bins 50–100, 100–200, 200–400 and 400–800 words each
   hold about a quarter of the documents;
 * sentences of 4–24 words (capitalised, ending in ``.``, ``!`` or ``?``, some commas), wrapped into
@@ -113,8 +114,9 @@ def zipf_cdf(size: int) -> np.ndarray:
 
 
 class Generator:
-    def __init__(self, data_dir: Path, seed: int) -> None:
+    def __init__(self, data_dir: Path, seed: int, english_share: float = 0.5) -> None:
         self.rng = np.random.default_rng(seed)
+        self.english_share = english_share
         self.vocab = {lang: build_vocab(data_dir / rel, lang) for lang, rel in SOURCES.items()}
         self.cdf = {lang: zipf_cdf(len(v)) for lang, v in self.vocab.items()}
         self.data_dir = data_dir
@@ -177,11 +179,15 @@ class Generator:
             lines.append(" ".join(line))
         return "\n".join(lines)
 
+    def language(self) -> str:
+        """English or Korean, English with probability ``english_share``."""
+        return "en" if self.rng.random() < self.english_share else "ko"
+
     def width(self, lang: str) -> int:
         return int(self.rng.integers(60, 100) if lang == "en" else self.rng.integers(36, 60))
 
     def original(self) -> tuple[str, str]:
-        lang = "en" if self.rng.random() < 0.5 else "ko"
+        lang = self.language()
         count = int(np.exp(self.rng.uniform(np.log(MIN_WORDS), np.log(MAX_WORDS + 1))))
         count = min(max(count, MIN_WORDS), MAX_WORDS)
         tokens = self.sentences(lang, self.words(lang, count))
@@ -238,14 +244,15 @@ def generate(
     real_rate: float = 0.0,
     chains: bool = False,
     start: int = 0,
+    english_share: float = 0.5,
 ) -> dict[str, int]:
     """Write ``docs`` JSONL documents to ``out``; return counts of each kind."""
-    gen = Generator(data_dir, seed)
+    gen = Generator(data_dir, seed, english_share)
     rng = gen.rng
     kinds = rng.random(docs)
     gaps = rng.integers(1, 120, size=docs)
     ts = BASE_TS + 60 * start + np.cumsum(gaps)
-    template_lang = "en" if rng.random() < 0.5 else "ko"
+    template_lang = gen.language()
     recent: list[tuple[str, str, str]] = []  # (id, lang, text) of recent originals
     counts = {"orig": 0, "edit": 0, "template": 0, "exact": 0}
     # Drawn apart from ``kinds`` so that the default corpus stays byte-identical.
@@ -318,9 +325,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--chains", action="store_true", help="edits and copies can be edited again")
     ap.add_argument("--start", type=int, default=0, help="first document number (for shards)")
+    ap.add_argument(
+        "--english-share",
+        type=float,
+        default=0.5,
+        help="share of English-like originals and template (default 0.5; 1 = pure English)",
+    )
     args = ap.parse_args(argv)
     if args.docs < 1:
         ap.error(f"--docs must be >= 1, got {args.docs}")
+    if not 0 <= args.english_share <= 1:
+        ap.error(f"--english-share must be in 0..1, got {args.english_share}")
     if not 0 <= args.near_dup_rate + args.template_rate <= 1:
         ap.error("--near-dup-rate + --template-rate must be in 0..1")
     for rel in SOURCES.values():
@@ -339,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         args.real_rate,
         args.chains,
         args.start,
+        args.english_share,
     )
     size = args.output.stat().st_size
     print(

@@ -26,6 +26,7 @@ from neardup.settings import (
     DEFAULT_HAMMING_K,
     DEFAULT_HASH_NAME,
     DEFAULT_NUM_PERM,
+    DEFAULT_SCHEME,
     DEFAULT_SEED,
     DEFAULT_VERIFY,
     DEFAULT_WEIGHTS,
@@ -71,6 +72,7 @@ def fingerprint(
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
     idf=None,
+    scheme: str = DEFAULT_SCHEME,
 ) -> np.ndarray:
     """SimHash fingerprints (uint64[n]) or MinHash signatures (uint32[n, num_perm]).
 
@@ -82,7 +84,9 @@ def fingerprint(
     ``stopword:3:ko`` …). ``weights="idf"`` needs ``idf``, a :class:`neardup.idf.IdfTable` made
     with the same ``shingle`` and ``hash_name`` (``IdfTable.from_texts(corpus, shingle)``, or
     ``IdfTable.load(path)`` to reuse a saved one).
-    Cost: O(total bytes) plus O(shingles × 64) (SimHash) or O(shingles × num_perm) (MinHash).
+    ``scheme`` is the MinHash signature scheme (:mod:`neardup.minhash`).
+    Cost: O(total bytes) plus O(shingles × 64) (SimHash) or O(shingles + num_perm) (MinHash,
+    ``scheme="oph"``; O(shingles × num_perm) with ``"classic"``).
 
     Example:
         >>> from neardup.idf import IdfTable
@@ -99,6 +103,7 @@ def fingerprint(
         hash_name=hash_name,
         weights=weights,
         seed=seed,
+        scheme=scheme,
         verify=None,
         idf=idf,
     )

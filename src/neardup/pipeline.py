@@ -132,14 +132,17 @@ def signatures(
     ``keep_sets`` defaults to ``settings.needs_sets``. An engine that keeps the texts passes
     False: :func:`find_groups` then builds the sets of the few documents that have candidates.
     Cost: O(total bytes) for the features, plus O(shingles × 64) for SimHash or
-    O(shingles × num_perm) for MinHash, plus a per-document sort for the sets.
+    O(shingles + num_perm) for MinHash (:mod:`neardup.minhash`), plus a per-document sort for
+    the sets.
     """
     canonical = Canonical.of(texts)
     features = hash_features(canonical, settings.shingle, settings.hash_name)
     if settings.method == "simhash":
         signature = simhash_from_features(features, settings.weights, settings.idf)
     else:
-        signature = minhash_from_features(features, settings.num_perm, settings.seed)
+        signature = minhash_from_features(
+            features, settings.num_perm, settings.seed, settings.scheme
+        )
     result = Signatures(features.content, signature, features.empty, features.text_bytes)
     if settings.needs_sets if keep_sets is None else keep_sets:
         if settings.verify_measure == "jaccard":

@@ -221,6 +221,7 @@ def describe_settings(settings) -> dict[str, str]:
             {
                 "permutations": str(settings.num_perm),
                 "seed": str(settings.seed),
+                "scheme": settings.scheme,
                 "near-duplicates": decides,
                 "LSH bands × rows": f"{bands} × {rows}",
             }

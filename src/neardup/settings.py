@@ -27,7 +27,7 @@ from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.groups import GROUPINGS
 from neardup.hashing import DEFAULT_HASH_NAME, HASH_NAMES
 from neardup.lsh import optimal_params
-from neardup.minhash import DEFAULT_NUM_PERM, DEFAULT_SEED, check_num_perm
+from neardup.minhash import DEFAULT_NUM_PERM, DEFAULT_SCHEME, DEFAULT_SEED, SCHEMES, check_num_perm
 from neardup.simhash import WEIGHTS
 from neardup.text import DEFAULT_TEXT_SHINGLE, Shingling
 from neardup.verify import VERIFY_MEASURES, Verification, parse_verify
@@ -40,6 +40,7 @@ PAIR_MODES = ("original", "all")
 #: ``verify``); this table is where the command line and the API take them from.
 CHOICES: dict[str, tuple[str, ...]] = {
     "method": METHODS,
+    "scheme": SCHEMES,
     "hash_name": HASH_NAMES,
     "weights": WEIGHTS,
     "grouping": GROUPINGS,
@@ -73,6 +74,7 @@ METHOD_OPTIONS = {
     "idf": "simhash",
     "num_perm": "minhash",
     "seed": "minhash",
+    "scheme": "minhash",
     "threshold": "minhash",
     "bands": "minhash",
     "rows": "minhash",
@@ -124,6 +126,9 @@ class Settings:
             ``shingle`` and ``hash_name``), else None.
         num_perm: MinHash permutations.
         seed: MinHash seed.
+        scheme: MinHash signature scheme, "oph" (one-permutation hashing with densification,
+            O(shingles + num_perm)) or "classic" (num_perm hash functions); see
+            :mod:`neardup.minhash`.
         hamming_k: SimHash near-duplicate distance, in bits (0..32).
         threshold: MinHash near-duplicate threshold in (0, 1): of the verification measure
             when ``verify`` is "auto", "lcs" or "jaccard", of the MinHash Jaccard estimate
@@ -149,6 +154,7 @@ class Settings:
     weights: str = DEFAULT_WEIGHTS
     num_perm: int = DEFAULT_NUM_PERM
     seed: int = DEFAULT_SEED
+    scheme: str = DEFAULT_SCHEME
     hamming_k: int = DEFAULT_HAMMING_K
     threshold: float = DEFAULT_THRESHOLD
     bands: int | None = None
@@ -160,7 +166,7 @@ class Settings:
     verify_measure: str = "jaccard"
 
     def __post_init__(self) -> None:
-        for name in ("method", "grouping", "pairs", "weights", "hash_name"):
+        for name in ("method", "scheme", "grouping", "pairs", "weights", "hash_name"):
             _choice(name, getattr(self, name))
         shingle = DEFAULT_SHINGLES[self.method] if self.shingle is None else self.shingle
         object.__setattr__(self, "shingle", str(Shingling.parse(shingle)))

@@ -61,7 +61,13 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import DEFAULT_HASH_NAME, hash_strings
-from neardup.minhash import DEFAULT_NUM_PERM, DEFAULT_SEED, jaccard_estimate, minhash_from_features
+from neardup.minhash import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_SCHEME,
+    DEFAULT_SEED,
+    jaccard_estimate,
+    minhash_from_features,
+)
 from neardup.simhash import hamming_distance, simhash_from_features
 from neardup.text import (
     DEFAULT_TEXT_SHINGLE,
@@ -679,18 +685,19 @@ def minhash_jaccard(
     shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
     seed: int = DEFAULT_SEED,
     hash_name: str = DEFAULT_HASH_NAME,
+    scheme: str = DEFAULT_SCHEME,
 ) -> float:
     """MinHash estimate of the Jaccard index: the share of equal signature positions, in 0..1.
 
     Standard error sqrt(J(1 − J) / num_perm) (see :mod:`neardup.minhash`).
-    Time O((n + m) · num_perm).
+    Time O(n + m + num_perm) (``scheme="oph"``) or O((n + m) · num_perm) (``"classic"``).
 
     Example:
         >>> minhash_jaccard("a b c d e", "a b c d e")
         1.0
     """
     features = hash_features([a, b], shingle, hash_name)
-    sig = minhash_from_features(features, num_perm, seed)
+    sig = minhash_from_features(features, num_perm, seed, scheme)
     return float(jaccard_estimate(sig[0], sig[1]))
 
 
@@ -713,7 +720,7 @@ def compare(
     ``jaccard``, ``minhash_jaccard`` (seed 1), ``containment_a_in_b``, ``containment_b_in_a``
     and ``hamming`` (int, SimHash bits, set weights) use ``shingle`` and ``hash_name``.
     The texts are normalised and hashed once. Time O(n·m) for the edit-distance family plus
-    O((n + m) · num_perm) for MinHash; memory O(n + m).
+    O(n + m + num_perm) for MinHash (the default scheme); memory O(n + m).
 
     Example:
         >>> r = compare("나는 어제 학교에 갔다", "나는 어제 학교로 갔다", shingle="word:1")

@@ -160,6 +160,7 @@ def fingerprint(
     weights,
     num_perm,
     seed,
+    scheme,
     idf_in,
     idf_out,
     reading,
@@ -172,7 +173,8 @@ def fingerprint(
     For SimHash a TSV output (.tsv, .tsv.gz, .tsv.zst, -) has exactly the rows of the batch
     job's input, `document ID <TAB> fingerprint (16 hex digits) <TAB> timestamp`, without a
     header.
-    MinHash signatures are written as num_perm × 8 hex digits.
+    MinHash signatures are written as num_perm × 8 hex digits, followed by the scheme that
+    made them (oph or classic: signatures of different schemes are not comparable).
 
     \b
     Examples:
@@ -192,6 +194,7 @@ def fingerprint(
         hash_name=hash_name,
         num_perm=num_perm,
         seed=seed,
+        scheme=scheme,
         verify=None,
     )
     with Reporter(quiet, summary_out) as reporter:
@@ -202,20 +205,21 @@ def fingerprint(
         reporter.reading(reader)
         collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
         reporter.stage("writing")
-        columns = {
-            "id": collection.ids,
-            "fingerprint" if method == "simhash" else "signature": _signature_column(
-                collection.signatures.signature
-            ),
-            "timestamp": _raw_timestamp_column(collection.raw_timestamps),
-        }
+        signature = _signature_column(collection.signatures.signature)
+        if method == "simhash":
+            columns = {"id": collection.ids, "fingerprint": signature}
+        else:
+            # Signatures of the two schemes are not comparable: each row says which made it.
+            schemes = [settings.scheme] * len(signature)
+            columns = {"id": collection.ids, "signature": signature, "scheme": schemes}
+        columns["timestamp"] = _raw_timestamp_column(collection.raw_timestamps)
         # TSV (compressed or not, or standard output) is the seed's rows, without a header.
         write_table(output, columns, header=resolve_output(output, None)[1] != "tsv")
     elapsed = time.perf_counter() - reporter.started
     reporter.summary(
         _read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())),
         settings=settings_fields(
-            settings, ("method", "shingle", "hash_name", "weights", "num_perm", "seed")
+            settings, ("method", "shingle", "hash_name", "weights", "num_perm", "seed", "scheme")
         ),
         outputs={"idf_out": _idf_path(weights, idf_in, idf_out, output)},
     )
@@ -333,6 +337,7 @@ def dedup(
     weights,
     num_perm,
     seed,
+    scheme,
     hamming_k,
     threshold,
     bands,
@@ -384,6 +389,7 @@ def dedup(
         hash_name=hash_name,
         num_perm=num_perm,
         seed=seed,
+        scheme=scheme,
         hamming_k=hamming_k,
         threshold=threshold,
         bands=bands,

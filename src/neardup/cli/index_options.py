@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from neardup.cli.options import (
+    SCHEME_HELP,
     RenamedOption,
     setting_option,
     settings_fields,
@@ -27,6 +28,7 @@ from neardup.settings import (
     CHOICES,
     DEFAULT_HAMMING_K,
     DEFAULT_NUM_PERM,
+    DEFAULT_SCHEME,
     DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY,
@@ -120,6 +122,7 @@ def settings_options(command):
             "num_perm", default=None, help=f"MinHash permutations [default: {DEFAULT_NUM_PERM}]."
         ),
         setting_option("seed", default=None, help=f"MinHash seed [default: {DEFAULT_SEED}]."),
+        setting_option("scheme", default=None, help=f"{SCHEME_HELP} [default: {DEFAULT_SCHEME}]"),
         setting_option(
             "threshold",
             default=None,
@@ -147,7 +150,18 @@ def settings_options(command):
 
 
 def create_keywords(
-    method, hamming_k, shingle, hash_name, weights, num_perm, seed, threshold, bands, rows, verify
+    method,
+    hamming_k,
+    shingle,
+    hash_name,
+    weights,
+    num_perm,
+    seed,
+    scheme,
+    threshold,
+    bands,
+    rows,
+    verify,
 ) -> dict:
     """The settings keywords of :meth:`NearDupIndex.create` from the command-line options,
     checked by :func:`~neardup.index.settings.index_settings` before anything is read (an
@@ -160,6 +174,7 @@ def create_keywords(
         "weights": weights,
         "num_perm": num_perm,
         "seed": seed,
+        "scheme": scheme,
         "threshold": threshold,
         "bands": bands,
         "rows": rows,
@@ -216,6 +231,7 @@ _INDEX_SETTINGS = {
         "hash_name",
         "num_perm",
         "seed",
+        "scheme",
         "threshold",
         "bands",
         "rows",

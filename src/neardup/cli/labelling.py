@@ -193,6 +193,7 @@ def sample(
     weights,
     num_perm,
     seed,
+    scheme,
     per_stratum,
     max_distance,
     min_similarity,
@@ -247,6 +248,7 @@ def sample(
             hash_name=hash_name,
             num_perm=num_perm,
             seed=seed,
+            scheme=scheme,
             threshold=min_similarity,
             verify=min_similarity,
         )

@@ -30,6 +30,11 @@ from neardup.settings import (
 )
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: The help text of ``--scheme``, the MinHash signature scheme (:mod:`neardup.minhash`).
+SCHEME_HELP = (
+    "MinHash signature scheme: oph (one-permutation hashing with densification, one hash a "
+    "shingle) or classic (num-perm hash functions a shingle, as before oph was the default)."
+)
 
 
 class Reporter:
@@ -241,6 +246,7 @@ def settings_fields(settings: Settings, only: tuple[str, ...] | None = None) -> 
         "weights": settings.weights,
         "num_perm": settings.num_perm,
         "seed": settings.seed,
+        "scheme": settings.scheme,
         "hamming_k": settings.hamming_k,
         "threshold": settings.threshold,
         "bands": bands,
@@ -447,7 +453,7 @@ def signature_options_for(method: str):
     (the shingles default per method: :data:`neardup.settings.DEFAULT_SHINGLES`).
 
     Example: ``@signature_options_for("simhash")`` above a command function gives it
-    ``method``, ``shingle``, ``hash_name``, ``weights``, ``num_perm`` and ``seed``."""
+    ``method``, ``shingle``, ``hash_name``, ``weights``, ``num_perm``, ``seed`` and ``scheme``."""
 
     def decorate(command):
         options = [
@@ -475,6 +481,7 @@ def signature_options_for(method: str):
             ),
             setting_option("num_perm", help="MinHash permutations."),
             setting_option("seed", help="MinHash seed."),
+            setting_option("scheme", help=SCHEME_HELP),
         ]
         for option in reversed(options):
             command = option(command)

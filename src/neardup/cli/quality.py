@@ -317,6 +317,7 @@ def sweep(
     weights,
     num_perm,
     seed,
+    scheme,
     values_text,
     verify,
     grouping,
@@ -350,6 +351,7 @@ def sweep(
         weights=weights,
         num_perm=num_perm,
         seed=seed,
+        scheme=scheme,
         grouping=grouping,
         verify=None,
     )

@@ -5,7 +5,9 @@ when the index is created and stored in its ``meta`` table (:func:`settings_meta
 :func:`settings_from_meta`); every text added or queried is signed with them
 (:func:`neardup.pipeline.signatures`). A request that needs other settings is refused with a
 ValueError naming the index's (:func:`describe_settings`). An index written before MinHash
-indexes existed has no ``method`` in ``meta`` and opens as SimHash, unchanged.
+indexes existed has no ``method`` in ``meta`` and opens as SimHash, unchanged; a MinHash index
+written before signature schemes were recorded opens with the ``"classic"`` scheme it was built
+with, so it answers exactly as before.
 
 Example:
     >>> s = index_settings(hamming_k=4)
@@ -19,6 +21,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from neardup.minhash import LEGACY_SCHEME
 from neardup.settings import (
     DEFAULT_HASH_NAME,
     FINGERPRINT_METHOD,
@@ -47,6 +50,7 @@ def index_settings(
     method: str = FINGERPRINT_METHOD,
     num_perm: int | None = None,
     seed: int | None = None,
+    scheme: str | None = None,
     threshold: float | None = None,
     bands: int | None = None,
     rows: int | None = None,
@@ -77,6 +81,7 @@ def index_settings(
         "weights": weights,
         "num_perm": num_perm,
         "seed": seed,
+        "scheme": scheme,
         "threshold": threshold,
         "bands": bands,
         "rows": rows,
@@ -139,8 +144,8 @@ def _check_method(method: Any) -> None:
 def settings_fields(settings: Settings) -> dict[str, Any]:
     """The settings that define an index, by name, in the order :meth:`NearDupIndex.stats`
     lists them: ``method``, ``shingle``, ``hash_name``, ``grouping``, then the method's own
-    (SimHash: ``hamming_k``, ``weights``; MinHash: ``num_perm``, ``seed``, ``threshold``,
-    ``bands``, ``rows``, ``verify``). O(1).
+    (SimHash: ``hamming_k``, ``weights``; MinHash: ``num_perm``, ``seed``, ``scheme``,
+    ``threshold``, ``bands``, ``rows``, ``verify``). O(1).
 
     Example:
         >>> fields = settings_fields(index_settings(hamming_k=4))
@@ -160,6 +165,7 @@ def settings_fields(settings: Settings) -> dict[str, Any]:
         out.update(
             num_perm=settings.num_perm,
             seed=settings.seed,
+            scheme=settings.scheme,
             threshold=settings.threshold,
             bands=settings.bands,
             rows=settings.rows,
@@ -189,8 +195,10 @@ def settings_keywords(settings: Settings) -> dict[str, Any]:
 
 
 def settings_from_meta(meta: dict[str, str]) -> Settings:
-    """An index's settings from its ``meta`` rows; an index written before MinHash indexes
-    existed has no ``method`` row and is SimHash."""
+    """An index's settings from its ``meta`` rows. An index written before MinHash indexes
+    existed has no ``method`` row and is SimHash; a MinHash index written before signature
+    schemes were recorded has no ``scheme`` row and keeps answering with the scheme it was
+    built with, ``"classic"``."""
     method = meta.get("method", "simhash")
     if method == "simhash":
         return index_settings(
@@ -203,6 +211,7 @@ def settings_from_meta(meta: dict[str, str]) -> Settings:
         method=method,
         num_perm=int(meta["num_perm"]),
         seed=int(meta["seed"]),
+        scheme=meta.get("scheme", LEGACY_SCHEME),
         threshold=float(meta["threshold"]),
         bands=int(meta["bands"]),
         rows=int(meta["rows"]),
@@ -225,7 +234,7 @@ def describe_settings(settings: Settings) -> str:
     verification = settings.verification
     return (
         f"--method minhash --shingle {settings.shingle} --hash-name {settings.hash_name} "
-        f"--num-perm {settings.num_perm} --seed {settings.seed} "
+        f"--num-perm {settings.num_perm} --seed {settings.seed} --scheme {settings.scheme} "
         f"--threshold {settings.threshold:g} --bands {settings.bands} --rows {settings.rows} "
         f"--verify {'none' if verification is None else verification}"
     )

@@ -204,7 +204,7 @@ class NearDupIndex:
                 while reading).
             settings: the keywords of :func:`~neardup.index.settings.index_settings`
                 (``method``, ``hamming_k``, ``shingle``, ``hash_name``, ``weights``,
-                ``num_perm``, ``seed``, ``threshold``, ``bands``, ``rows``, ``verify``:
+                ``num_perm``, ``seed``, ``scheme``, ``threshold``, ``bands``, ``rows``, ``verify``:
                 ``dedup``'s options, with its defaults), fixed for the life of the index.
 
         Complexity: O(total text) to fingerprint, O(n log n) for the groups and the tables,

@@ -57,6 +57,7 @@ from neardup.pipeline import Signatures, content_representatives
 from neardup.settings import (
     DEFAULT_HASH_NAME,
     DEFAULT_NUM_PERM,
+    DEFAULT_SCHEME,
     DEFAULT_WEIGHTS,
     FINGERPRINT_METHOD,
     Settings,
@@ -364,6 +365,7 @@ def sample_pairs(
     hash_name: str = DEFAULT_HASH_NAME,
     weights: str = DEFAULT_WEIGHTS,
     workers: int | None = None,
+    scheme: str = DEFAULT_SCHEME,
 ) -> PairSample:
     """A stratified sample of the candidate pairs of ``texts`` (module docstring).
 
@@ -386,6 +388,7 @@ def sample_pairs(
             shingle=shingle,
             num_perm=num_perm,
             seed=seed,
+            scheme=scheme,
             hash_name=hash_name,
             threshold=threshold,
             verify=threshold,
