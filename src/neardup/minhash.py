@@ -127,7 +127,7 @@ def oph_keys(seed: int = DEFAULT_SEED) -> tuple[np.uint64, np.uint64]:
     Example:
         >>> s, d = oph_keys(1)
         >>> hex(s), hex(d)
-        ('0x910a2dec89025cc1', '0xbeeb8da5ef9d8e67')
+        ('0x910a2dec89025cc1', '0xbeeb8da1658eec67')
     """
     _check_seed(seed)
     stream = splitmix64_stream(np.uint64(seed), 2)
