@@ -155,6 +155,22 @@ def test_minhash_signatures_written_as_hex(corpus, tmp_path):
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(len(r["signature"]) == 16 * 8 for r in rows)
+    # Each row says which scheme made it: signatures of two schemes are not comparable.
+    assert {r["scheme"] for r in rows} == {"oph"}
+    classic = tmp_path / "classic.tsv"
+    args = ["--method", "minhash", "--num-perm", "16", "--scheme", "classic", "-q"]
+    assert run("fingerprint", corpus, "-o", classic, *args).exit_code == 0
+    lines = [line.split("\t") for line in classic.read_text().splitlines()]
+    assert {line[2] for line in lines} == {"classic"}
+    assert [line[1] for line in lines] != [r["signature"] for r in rows]
+
+
+def test_scheme_applies_to_minhash_only(corpus, tmp_path):
+    result = run(
+        "dedup", corpus, "-o", tmp_path / "g.tsv", "--method", "simhash", "--scheme", "oph"
+    )
+    assert result.exit_code != 0
+    assert "--scheme applies to method minhash, not simhash" in result.output
 
 
 def test_output_is_byte_identical_across_runs_and_workers(corpus, tmp_path):

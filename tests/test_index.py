@@ -23,6 +23,7 @@ from neardup.api import dedup
 from neardup.candidates.plan import plan_tables
 from neardup.index.errors import DocumentExistsError, IndexLockedError, ReadOnlyIndexError
 from neardup.index.results import MAX_LIMIT
+from neardup.index.settings import describe_settings
 from neardup.index.store import NearDupIndex
 from neardup.index.tables import PermutationTables, close_pairs
 
@@ -921,6 +922,41 @@ def test_minhash_settings_are_stored_and_other_requests_refused(tmp_path):
         NearDupIndex.build(
             tmp_path / "bad3", ["a"], fingerprints=np.array([1], np.uint64), method="minhash"
         )
+
+
+def test_minhash_index_records_its_scheme(tmp_path):
+    with NearDupIndex.create(tmp_path / "new", method="minhash") as index:
+        assert index.settings.scheme == "oph" and index.stats()["scheme"] == "oph"
+    with NearDupIndex(tmp_path / "new") as index:
+        assert index.settings.scheme == "oph"
+    with NearDupIndex.create(tmp_path / "classic", method="minhash", scheme="classic") as index:
+        assert "--scheme classic" in describe_settings(index.settings)
+    with NearDupIndex(tmp_path / "classic") as index:
+        assert index.settings.scheme == "classic"
+    with pytest.raises(ValueError, match="scheme applies to method minhash"):
+        NearDupIndex.create(tmp_path / "bad", scheme="classic")
+
+
+def test_minhash_index_without_scheme_record_answers_as_before(tmp_path):
+    """MinHash indexes written before schemes were recorded have no `scheme` in meta: their
+    band tables hold classic signatures' keys, and they keep answering with that scheme."""
+    import sqlite3
+
+    ids, texts, stamps = corpus(11)
+    path = tmp_path / "idx"
+    us = np.array(stamps, dtype=np.int64) * 1_000_000
+    with NearDupIndex.build(
+        path, ids, texts=texts, timestamps_us=us, method="minhash", scheme="classic"
+    ) as index:
+        before = [index.query(t).to_dict() for t in texts]
+    conn = sqlite3.connect(path / "index.sqlite")
+    conn.execute("DELETE FROM meta WHERE key = 'scheme'")
+    conn.commit()
+    conn.close()
+    with NearDupIndex(path, readonly=True) as index:
+        assert index.settings.scheme == "classic"
+        assert [index.query(t).to_dict() for t in texts] == before
+    assert sum(r["status"] == "duplicate" for r in before) > len(texts) // 2
 
 
 def test_index_without_method_record_is_simhash(tmp_path):
