@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.minhash import minhash_from_features
+from neardup.minhash import SCHEMES, minhash_from_features
 from neardup.simhash import simhash_from_features
 from neardup.text import hash_features
 
@@ -76,7 +76,10 @@ def outputs(texts: list[str], md5_docs: int) -> dict[str, np.ndarray]:
         out[f"{key}/content"] = feats.content
         out[f"{key}/text_bytes"] = feats.text_bytes
         out[f"{key}/simhash"] = simhash_from_features(feats, weights)
-        out[f"{key}/minhash"] = minhash_from_features(feats, num_perm, seed)
+        # "minhash" is the classic scheme's key, as in snapshots saved before schemes existed.
+        out[f"{key}/minhash"] = minhash_from_features(feats, num_perm, seed, "classic")
+        for scheme in (s for s in SCHEMES if s != "classic"):
+            out[f"{key}/minhash_{scheme}"] = minhash_from_features(feats, num_perm, seed, scheme)
         # Batch boundaries must not matter: the same docs one at a time, for a few of them.
         for i in range(0, len(batch), max(1, len(batch) // 7)):
             one = hash_features([batch[i]], shingle, hash_name)
