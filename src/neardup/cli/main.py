@@ -9,7 +9,9 @@ import sys
 import click
 
 from neardup._version import __version__
-from neardup.cli.options import CONTEXT
+
+#: click settings of every command: -h as well as --help, help text 100 columns wide.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class _CommandGroup(click.Group):
@@ -17,8 +19,9 @@ class _CommandGroup(click.Group):
 
     Only for start-up time: a run imports its own command's module, not the index, the service,
     the quality tools and the labelling session of the others (measured on 2 cores: importing
-    the compare module 0.5-0.8 s, every command module 0.9-1.3 s). ``neardup --help`` loads
-    every module for the commands' short help."""
+    the compare module 0.5-0.8 s, every command module 0.9-1.3 s). ``neardup --help`` and
+    ``--version`` import none: the list of commands shows :data:`SUMMARIES`, which a test
+    holds to the first words of each command's own help."""
 
     COMMANDS = {
         "fingerprint": "neardup.cli.dedup:fingerprint",
@@ -35,6 +38,23 @@ class _CommandGroup(click.Group):
         "index": "neardup.cli.index:index",
         "serve": "neardup.cli.serve:serve",
     }
+    SUMMARIES = {
+        "compare": "Every similarity measure between two texts",
+        "dedup": "Find every group of near-duplicates; give each a duplicate ID and name its "
+        "original",
+        "evaluate": "Precision, recall and F1 of a prediction against hand-labelled truth",
+        "fingerprint": "Fingerprint every document: one row per document, in input order",
+        "generate": "Derive labelled near-duplicates from real texts",
+        "index": "A persistent near-duplicate index for crawlers",
+        "label": "Label the pairs of a sheet interactively",
+        "pairs": "All pairs of fingerprints within Hamming distance k",
+        "report": "Write a self-contained HTML page showing what a dedup run decided",
+        "sample": "Draw a stratified sample of candidate pairs and write a labelling sheet",
+        "serve": "Serve an index over HTTP",
+        "sweep": "Try every Hamming k (SimHash) or Jaccard threshold (MinHash) against "
+        "hand-labelled truth",
+        "tune": "The LSH bands b and rows r that `neardup dedup` uses",
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.COMMANDS)
@@ -44,6 +64,12 @@ class _CommandGroup(click.Group):
             return None
         module, attribute = self.COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(name, self.SUMMARIES[name] + ".") for name in sorted(self.COMMANDS)]
+            )
 
 
 @click.group(cls=_CommandGroup, context_settings=CONTEXT)
@@ -60,6 +86,12 @@ def main() -> None:
       neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
     """
     _exit_cleanly_on_sigterm()
+    # A command (not --help or --version, which end before this) may compile kernels on its
+    # first run: say so, rather than sit at 0 % for a minute.
+    from neardup.cli import compiling
+
+    if compiling.listen() is not None:
+        click.get_current_context().call_on_close(compiling.stop_listening)
 
 
 def _exit_cleanly_on_sigterm() -> None:

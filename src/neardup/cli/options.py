@@ -17,6 +17,8 @@ import click
 import numpy as np
 
 from neardup._version import __version__
+from neardup.cli import compiling
+from neardup.cli.main import CONTEXT as CONTEXT  # the commands' modules take it from here
 from neardup.engines.spill import parse_size
 from neardup.io import INPUT_FORMATS, ON_ERROR
 from neardup.io.files import atomic_output
@@ -29,7 +31,6 @@ from neardup.settings import (
     setting_default,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: The help text of ``--scheme``, the MinHash signature scheme (:mod:`neardup.minhash`).
 SCHEME_HELP = (
     "MinHash signature scheme: oph (one-permutation hashing with densification, one hash a "
@@ -56,6 +57,7 @@ class Reporter:
         self.docs = 0
         self.bytes = 0
         self._progress = None
+        self._display_before = None  # the compile notice's display before this one
         self._task = None
         self._unit = "docs"
         self._reader = None
@@ -84,19 +86,36 @@ class Reporter:
                 TaskProgressColumn(),
                 TextColumn("{task.fields[done]}"),
                 TimeElapsedColumn(),
-                TextColumn("left"),
+                TextColumn("elapsed,"),
                 TimeRemainingColumn(),
+                TextColumn("left"),
                 console=self.console,
                 transient=True,
             )
             self._progress.start()
+        if compiling.active is not None and not self.quiet:
+            self._display_before = compiling.active.display
+            compiling.active.display = self
         self.stage("reading")
         return self
 
     def __exit__(self, *exc) -> None:
         self._end_stage()
+        if compiling.active is not None and compiling.active.display is self:
+            compiling.active.display = self._display_before
         if self._progress is not None:
             self._progress.stop()
+
+    def notice(self, text: str) -> None:
+        """Print one line above the progress display (:mod:`neardup.cli.compiling`)."""
+        self.console.print(text, soft_wrap=True)
+
+    def compiling(self, on: bool) -> None:
+        """Show "compiling" instead of the stage while numba compiles (first runs)."""
+        if self._progress is not None and self._task is not None:
+            self._progress.update(
+                self._task, description="compiling" if on else self._stage_name, refresh=True
+            )
 
     def _end_stage(self) -> None:
         if self._stage_name is not None:

@@ -36,8 +36,6 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from neardup.io.files import atomic_write
-
 __all__ = [
     "PADDING",
     "Canonical",
@@ -156,6 +154,10 @@ def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
         except (OSError, ValueError, EOFError):
             pass
         table = build()
+        # Imported here: neardup.io's readers import this module, so a module-level import
+        # would make importing neardup.text first a cycle.
+        from neardup.io.files import atomic_write
+
         with contextlib.suppress(OSError):  # nowhere to keep it: the next process builds it
             folder.mkdir(parents=True, exist_ok=True)
             with atomic_write(path) as fh:  # readers see the whole file or none
