@@ -9,9 +9,7 @@ import sys
 import click
 
 from neardup._version import __version__
-
-#: click settings of every command: -h as well as --help, help text 100 columns wide.
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from neardup.cli.context import CONTEXT
 
 
 class _CommandGroup(click.Group):

@@ -18,7 +18,7 @@ import numpy as np
 
 from neardup._version import __version__
 from neardup.cli import compiling
-from neardup.cli.main import CONTEXT as CONTEXT  # the commands' modules take it from here
+from neardup.cli.context import CONTEXT as CONTEXT  # the commands' modules take it from here
 from neardup.engines.spill import parse_size
 from neardup.io import INPUT_FORMATS, ON_ERROR
 from neardup.io.files import atomic_output
