@@ -522,3 +522,21 @@ def test_sort_runs_sorts_each_run_as_lexsort_does():
         got = values.copy()
         _sort_runs(keys, got)
         assert got.tolist() == values[np.lexsort((values, keys))].tolist()
+
+
+def test_a_million_word_document_is_verified_in_linear_memory(tmp_path):
+    """A stored 1M-word text (about 7 MiB) queried with a copy whose 50 words in the middle are
+    replaced by words found nowhere else: the copy's similarity is exactly (n - 50) / n. Masks
+    of ⌈n / 64⌉ words per distinct word of the pattern would take n² / 8 bytes (125 GB)."""
+    from neardup.index.store import NearDupIndex
+
+    rng = np.random.default_rng(8)
+    n = 1_000_000
+    words = np.array([f"w{i}" for i in range(20_000)])[rng.integers(0, 20_000, n)]
+    copy = words.copy()
+    copy[n // 2 : n // 2 + 50] = [f"new{i}" for i in range(50)]
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as index:
+        index.add("long", " ".join(words))
+        result = index.query_many([" ".join(copy)])[0]
+    assert result.status == "duplicate"
+    assert [(m.id, m.similarity) for m in result.matches] == [("long", (n - 50) / n)]

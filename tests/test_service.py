@@ -688,3 +688,36 @@ def test_minhash_index_answers_with_similarity(tmp_path):
         assert (stats["method"], stats["bands"], stats["verify"]) == ("minhash", 32, "lcs:0.8")
         assert client.delete("/v1/documents/old").status_code == 200
         assert client.get("/v1/documents/a").json()["duplicate_id"] == "a"
+
+
+def test_a_query_works_off_the_event_loop(index, monkeypatch):
+    """/healthz answers while a /v1/query is still computing: the query's CPU work runs in the
+    thread pool, not on the event loop that serves every request."""
+    import asyncio
+
+    computing = threading.Event()
+    healthy = threading.Event()
+    released = []
+    query_many = index.query_many
+
+    def slow_query_many(*args, **kwargs):
+        computing.set()
+        # On the event loop, /healthz cannot answer (and set the event) before this times out.
+        released.append(healthy.wait(5))
+        return query_many(*args, **kwargs)
+
+    monkeypatch.setattr(index, "query_many", slow_query_many)
+    app = create_app(index, max_batch=5)
+
+    async def scenario():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            query = asyncio.create_task(http.post("/v1/query", json={"text": PAGE}))
+            while not computing.is_set():
+                await asyncio.sleep(0.01)
+            health = await http.get("/healthz")
+            healthy.set()
+            return health.status_code, (await query).status_code
+
+    assert asyncio.run(scenario()) == (200, 200)
+    assert released == [True]

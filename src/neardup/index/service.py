@@ -392,10 +392,10 @@ async def _write(fn, *args, **kwargs):
         raise HTTPException(422, str(error)) from None
 
 
-async def _probe_arguments(index: NearDupIndex, probes: list, in_thread: bool) -> dict:
+async def _probe_arguments(index: NearDupIndex, probes: list) -> dict:
     """The ``texts`` or ``fingerprints`` keyword of :meth:`NearDupIndex.add_many` and
     :meth:`NearDupIndex.query_many` for parsed probes. A batch that mixes texts and
-    fingerprints has its texts fingerprinted first (``in_thread``: in the thread pool), so that
+    fingerprints has its texts fingerprinted first (in the thread pool), so that
     it stays one call, and one transaction; a MinHash index refuses fingerprints itself
     (a ValueError, 422)."""
     texts = [p.text for p in probes]
@@ -404,11 +404,7 @@ async def _probe_arguments(index: NearDupIndex, probes: list, in_thread: bool) -
     if all(t is None for t in texts) or index.method == "minhash":
         return {"fingerprints": [p.fingerprint for p in probes]}
     given = [t for t in texts if t is not None]
-    fps = (
-        await run_in_threadpool(index.fingerprint, given)
-        if in_thread
-        else (index.fingerprint(given))
-    )
+    fps = await run_in_threadpool(index.fingerprint, given)
     computed = iter(fps.tolist())
     return {
         "fingerprints": [
@@ -528,7 +524,7 @@ class _Routes:
         else:
             one = parse_body(AddOne, data)
             docs, if_exists, limit = [one], one.if_exists, one.limit
-        kwargs = await _probe_arguments(self.index, docs, in_thread=True)
+        kwargs = await _probe_arguments(self.index, docs)
         results = await _write(
             self.index.add_many,
             [d.id for d in docs],
@@ -559,8 +555,11 @@ class _Routes:
             probes, k, limit, count_all = [one], one.hamming_k, one.limit, one.count_all
         ids = [p.id for p in probes]
         try:
-            kwargs = await _probe_arguments(self.index, probes, in_thread=False)
-            results = self.index.query_many(
+            # In the thread pool: verifying a long text takes long enough to hold up /healthz
+            # and every other request if it ran on the event loop.
+            kwargs = await _probe_arguments(self.index, probes)
+            results = await run_in_threadpool(
+                self.index.query_many,
                 hamming_k=k,
                 limit=limit,
                 count_all=count_all,
