@@ -543,3 +543,73 @@ def test_minhash_damaged_cache_is_rebuilt_and_check_recover_work(tmp_path):
     ):
         assert copy.settings == index.settings and copy.groups() == index.groups()
         assert copy.get("d5").duplicate_id == "late"
+
+
+def test_a_damaged_stored_text_is_never_answered_from_and_check_never_says_ok(tmp_path):
+    """A flipped bit inside a stored (compressed) text, which SQLite cannot see: every query
+    answers right or fails with one line naming the index, and ``index check`` reports the
+    text by position (exit 1) even once the cached tables are deleted and rebuilt from it."""
+    from neardup.cli import main
+    from neardup.index.errors import IndexDamagedError
+    from neardup.index.integrity import check_index
+
+    path = tmp_path / "idx"
+    ids, texts = _minhash_corpus(20)
+    NearDupIndex.build(path, ids, texts=texts, method="minhash").close()
+    conn = sqlite3.connect(path / "index.sqlite")
+    ((pos, blob),) = conn.execute(
+        "SELECT pos, text FROM minhash WHERE pos = (SELECT pos FROM docs WHERE id = 'd5')"
+    ).fetchall()
+    wrong = 0
+    for offset in range(0, len(blob), 3):
+        damaged = bytearray(blob)
+        damaged[offset] ^= 0x10
+        with conn:
+            conn.execute("UPDATE minhash SET text = ? WHERE pos = ?", (bytes(damaged), pos))
+        try:
+            with NearDupIndex(path, readonly=True) as index:
+                answer = [(m.id, m.similarity) for m in index.query(texts[5]).matches]
+        except IndexDamagedError as error:
+            assert str(path) in str(error) and "index recover" in str(error)
+            answer = None
+        if answer is not None and answer != [("d5", 1.0)]:
+            wrong += 1
+        report = check_index(path)
+        if answer is None:
+            assert not report["ok"]
+            assert any(
+                f"position {pos}" in p or f"positions [{pos}" in p for p in report["problems"]
+            )
+        (path / "tables.json").unlink(missing_ok=True)
+        if answer is None:
+            assert not check_index(path)["ok"]
+            result = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
+            assert result.exit_code == 1 and "Traceback" not in result.output
+    assert wrong == 0
+
+
+def test_texts_stored_without_a_checksum_still_answer_and_check_says_so(tmp_path):
+    """An index whose texts were stored before they carried a checksum opens and answers as
+    before; ``index check`` says that damage inside those texts cannot be detected, and an
+    index made by ``index recover`` has a checksum on every text."""
+    import zstandard
+
+    from neardup.index.integrity import check_index, recover_index
+
+    path = tmp_path / "idx"
+    ids, texts = _minhash_corpus(30)
+    NearDupIndex.build(path, ids, texts=texts, method="minhash").close()
+    conn = sqlite3.connect(path / "index.sqlite")
+    old_form = zstandard.ZstdCompressor(level=3)  # what the index wrote before
+    with conn:
+        for pos, ident in conn.execute("SELECT pos, id FROM docs").fetchall():
+            blob = old_form.compress(texts[ids.index(ident)].encode("utf-8"))
+            conn.execute("UPDATE minhash SET text = ? WHERE pos = ?", (blob, pos))
+    conn.close()
+    with NearDupIndex(path, readonly=True) as index:
+        assert index.query(texts[3]).matches[0].id == "d3"
+    report = check_index(path)
+    assert not report["ok"]
+    assert any("30 stored texts carry no checksum" in p for p in report["problems"]), report
+    recover_index(path, tmp_path / "copy")
+    assert check_index(tmp_path / "copy")["ok"]

@@ -34,7 +34,7 @@ import numpy as np
 
 from neardup.ids import id_problem
 from neardup.index.errors import IndexDamagedError
-from neardup.index.minhash import decode_text
+from neardup.index.minhash import decode_text, has_checksum
 from neardup.index.settings import settings_from_meta, settings_keywords
 from neardup.index.storage import DB_NAME, keys_of_blobs, repair_hint, sqlite_error
 from neardup.index.store import NearDupIndex
@@ -238,17 +238,39 @@ def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
 
 
 def _check_summaries(index, pos: np.ndarray, problems: list[str], chunk: int = 16_384) -> None:
-    """Step 4 for a MinHash index, last: the cached verification summaries (sizes, sketches,
-    count sketches) against the stored texts, which they must never contradict (a wrong one
-    could rule a true match out). O(total text)."""
+    """Step 4 for a MinHash index, last: every stored text against its checksum, then the
+    cached verification summaries (sizes, sketches, count sketches) against the texts, which
+    they must never contradict (a wrong one could rule a true match out). O(total text)."""
     matcher = index._matcher
     bad: list[int] = []
+    damaged: list[int] = []
+    unchecked = 0
     for start in range(0, pos.shape[0], chunk):
         part = pos[start : start + chunk]
-        texts = [decode_text(blob) for blob in matcher._minhash_column("text", part)]
-        bad += matcher.verifier.disagreements(part, texts)[:5].tolist()
-        if len(bad) >= 5:
-            break
+        blobs = matcher._minhash_column("text", part)
+        texts: list[str] = []
+        whole = np.ones(part.shape[0], bool)
+        for i, blob in enumerate(blobs):
+            unchecked += not has_checksum(blob)
+            try:
+                texts.append(decode_text(blob))
+            except ValueError:
+                whole[i] = False
+                damaged.append(int(part[i]))
+        if len(bad) < 5:
+            bad += matcher.verifier.disagreements(part[whole], texts)[:5].tolist()
+    if damaged:
+        problems.append(
+            f"the stored texts of positions {damaged[:5]}"
+            f"{f' and {len(damaged) - 5} more' if len(damaged) > 5 else ''} are damaged "
+            f"(their checksum fails, or they do not decompress); {repair_hint(index.path / DB_NAME)}"
+        )
+    if unchecked:
+        problems.append(
+            f"{unchecked} stored texts carry no checksum (they were stored before texts had "
+            "one), so damage inside them cannot be detected; `neardup index recover -d "
+            f"{index.path} --to NEW_DIR` builds an index whose texts all have one"
+        )
     if bad:
         problems.append(
             f"the cached verification summaries of positions {bad[:5]} differ from their texts; "

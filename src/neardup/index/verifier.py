@@ -20,7 +20,6 @@ from neardup.index.minhash import (
     DataCache,
     concat_data,
     data_sizes,
-    decode_text,
     pair_similarity,
     size_ratio,
     take_data,
@@ -92,19 +91,18 @@ class CandidateVerifier:
         settings: the index's settings.
         read_sizes: the stored sizes of positions (``int64`` array of their ``units``, in the
             order given).
-        read_texts: the compressed texts of positions
-            (:func:`~neardup.index.minhash.encode_texts` values, in the order given).
+        read_texts: the stored texts of positions (in the order given), checked against
+            their checksums.
         max_values: bound of the data cache.
         workers: threads over which many pairs are compared (a popular template's cluster:
             thousands of pairs that pass); the outcome does not depend on it.
 
     Example:
-        >>> from neardup.index.minhash import data_sizes, encode_texts
+        >>> from neardup.index.minhash import data_sizes
         >>> s = Settings(method="minhash")
         >>> texts = ["a b c d e f g h i j", "k l m n o p q r s t"]
-        >>> blobs = encode_texts(texts)
         >>> v = CandidateVerifier(s, lambda ps: data_sizes([texts[p] for p in ps], s),
-        ...                       lambda ps: [blobs[p] for p in ps])
+        ...                       lambda ps: [texts[p] for p in ps])
         >>> probe = verification_data(["a b c d e f g h i x"], s)
         >>> [x.tolist() for x in v.matches(probe, np.array([0, 0]), np.array([0, 1]))]
         [[0], [0], [0.9], [False]]
@@ -116,7 +114,7 @@ class CandidateVerifier:
         self,
         settings: Settings,
         read_sizes: Callable[[np.ndarray], np.ndarray],
-        read_texts: Callable[[np.ndarray], list[bytes]],
+        read_texts: Callable[[np.ndarray], list[str]],
         max_values: int = 4_000_000,
         workers: int = 1,
     ) -> None:
@@ -491,7 +489,7 @@ class CandidateVerifier:
         """The verification data of stored positions, from their texts; learns their
         sketches on the way."""
         positions = np.array(positions, np.int64)
-        texts = [decode_text(blob) for blob in self._read_texts(positions)]
+        texts = self._read_texts(positions)
         data = verification_data(texts, self.settings)
         if self.sketched:
             new = ~self._sketched[positions]
