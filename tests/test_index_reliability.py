@@ -259,7 +259,7 @@ def test_index_check_and_recover_commands(tmp_path):
     recovered = CliRunner().invoke(
         main, ["index", "recover", "-d", str(path), "--to", str(tmp_path / "copy")]
     )
-    assert recovered.exit_code == 0 and "recovered 500 documents" in recovered.output
+    assert recovered.exit_code == 0 and "recovered 500 of 500 documents" in recovered.output
     (path / "index.sqlite").write_bytes((path / "index.sqlite").read_bytes()[:4096])
     damaged = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
     assert damaged.exit_code == 1 and "Traceback" not in damaged.output
@@ -613,3 +613,91 @@ def test_texts_stored_without_a_checksum_still_answer_and_check_says_so(tmp_path
     assert any("30 stored texts carry no checksum" in p for p in report["problems"]), report
     recover_index(path, tmp_path / "copy")
     assert check_index(tmp_path / "copy")["ok"]
+
+
+WAL_LOSER = """
+import os, signal, sys
+from neardup.index.store import NearDupIndex
+index = NearDupIndex(sys.argv[1])
+index.add_many([f"late{i}" for i in range(100)], fingerprints=list(range(10**6, 10**6 + 100)))
+index.remove("d3")
+index.checkpoint()  # a generation of the tables that holds the 100 adds and the removal
+print("done", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # before SQLite copies its WAL into the database
+"""
+
+
+def _lose_the_wal(tmp_path, kill_writer_after) -> Path:
+    """An index of 200 documents, then 100 adds and a removal committed in the WAL only (a
+    generation of the tables written after the adds), then the WAL deleted."""
+    path = tmp_path / "idx"
+    fps = np.random.default_rng(9).integers(0, 2**63, 200, dtype=np.uint64)
+    NearDupIndex.build(path, [f"d{i}" for i in range(200)], fingerprints=fps).close()
+    kill_writer_after(WAL_LOSER, path, want=1)
+    wal = path / "index.sqlite-wal"
+    assert wal.stat().st_size > 0
+    wal.unlink()
+    (path / "index.sqlite-shm").unlink(missing_ok=True)
+    return path
+
+
+def test_check_finds_committed_adds_lost_with_the_wal(tmp_path, kill_writer_after):
+    """The records alone look whole once the WAL is gone; the last generation of the cached
+    tables says what was committed: ``index check`` names the missing positions and removals
+    (exit 1), and the index refuses to open rather than answer without them."""
+    from neardup.cli import main
+    from neardup.index.errors import IndexDamagedError
+    from neardup.index.integrity import check_index
+
+    path = _lose_the_wal(tmp_path, kill_writer_after)
+    report = check_index(path)
+    assert not report["ok"]
+    lost = "positions 201..300 (100 adds) and 1 removal"
+    assert any(lost in p for p in report["problems"]), report
+    result = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
+    assert result.exit_code == 1 and "positions 201..300" in result.output
+    with pytest.raises(IndexDamagedError, match="positions 201..300.*index recover"):
+        NearDupIndex(path)
+    with pytest.raises(IndexDamagedError, match="positions 201..300"):
+        NearDupIndex(path, readonly=True)
+
+
+def test_recover_reports_against_the_counters(tmp_path, kill_writer_after):
+    """After the WAL is lost, ``index recover`` compares what it recovers with what the
+    index's counters and last generation say was committed, and says how many are missing."""
+    from neardup.cli import main
+    from neardup.index.integrity import recover_index
+
+    path = _lose_the_wal(tmp_path, kill_writer_after)
+    report = recover_index(path, tmp_path / "copy")
+    assert (report["expected"], report["recovered"], report["missing"]) == (299, 200, 99)
+    assert (report["lost_positions"], report["dropped_rows"], report["garbled_rows"]) == (0, 0, 0)
+    result = CliRunner().invoke(
+        main, ["index", "recover", "-d", str(path), "--to", str(tmp_path / "copy2")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "recovered 200 of 299 documents" in result.output
+    assert "99 missing" in result.output
+
+
+def test_recover_drops_garbled_records(tmp_path):
+    """A byte changed inside a record's ID, where SQLite's own checks do not look when rows
+    are read: the row and its copy in the ID index disagree, and recover drops the row and
+    counts it as garbled instead of keeping an ID that was never added."""
+    from neardup.index.integrity import recover_index
+
+    path = tmp_path / "idx"
+    fps = np.random.default_rng(5).integers(0, 2**63, 500, dtype=np.uint64)
+    ids = [f"doc-{i:05d}" for i in range(500)]
+    NearDupIndex.build(path, ids, fingerprints=fps).close()
+    db = path / "index.sqlite"
+    data = bytearray(db.read_bytes())
+    at = data.find(b"doc-00123")
+    assert at >= 0 and data.find(b"doc-00123", at + 1) > at  # the row and its index entry
+    data[at + 4] ^= 0x08  # doc-00123 -> doc-80123: a valid ID, never added
+    db.write_bytes(bytes(data))
+    report = recover_index(path, tmp_path / "copy")
+    assert (report["expected"], report["recovered"], report["garbled_rows"]) == (500, 499, 1)
+    assert report["missing"] == 1
+    with NearDupIndex(tmp_path / "copy", readonly=True) as copy:
+        assert copy.get("doc-80123") is None and copy.get("doc-00124") is not None

@@ -563,8 +563,18 @@ def recover(directory, target):
     from neardup.index.integrity import recover_index
 
     result = recover_index(directory, target)
+    expected = result["expected"]
+    of = "" if expected is None else f" of {expected:,}"
+    missing = "" if expected is None else f"{result['missing']:,} missing, "
     click.echo(
-        f"recovered {result['recovered']:,} documents into {result['target']}; "
-        f"{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped",
+        f"recovered {result['recovered']:,}{of} documents into {result['target']}; "
+        f"{missing}{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped "
+        f"({result['garbled_rows']:,} garbled)",
         err=True,
     )
+    if result["unchecked_indexes"]:
+        click.echo(
+            f"not compared with their copies (unreadable indexes): "
+            f"{', '.join(result['unchecked_indexes'])}",
+            err=True,
+        )
