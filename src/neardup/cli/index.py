@@ -268,6 +268,7 @@ def add(
     check_outputs([output, summary_out], inputs)
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
+    read_counts = {"skipped rows": 0}
     with (
         Reporter(quiet, summary_out) as reporter,
         NearDupIndex(directory, synchronous=synchronous) as idx,
@@ -275,7 +276,14 @@ def add(
         idx.check_method(method)
         try:
             for ids, probe, stamps in source_batches(
-                idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
+                idx,
+                inputs,
+                from_fingerprints,
+                fingerprint_format,
+                reading,
+                workers,
+                reporter,
+                read_counts,
             ):
                 batch_results = idx.add_arrays(
                     ids, timestamps_us=stamps, if_exists=if_exists, limit=1, **probe
@@ -304,6 +312,7 @@ def add(
             ("  new", counts["new"]),
             ("  duplicates", counts["duplicate"]),
             ("skipped (already stored)", counts["exists"]),
+            ("skipped rows", read_counts["skipped rows"]),
             ("documents in index", total),
             ("seconds", elapsed),
             ("documents / s", added / elapsed if elapsed > 0 else 0.0),
@@ -420,13 +429,21 @@ def query_batch(
     """
     check_outputs([output, matches_out, summary_out], inputs)
     results = []
+    read_counts = {"skipped rows": 0}
     with Reporter(quiet, summary_out) as reporter, NearDupIndex(directory, readonly=True) as idx:
         idx.check_method(method)
         used = index_fields(idx.settings)
         if idx.method == "simhash":
             used["hamming_k"] = idx.settings.hamming_k if hamming_k is None else hamming_k
         for ids, probe, _ in source_batches(
-            idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
+            idx,
+            inputs,
+            from_fingerprints,
+            fingerprint_format,
+            reading,
+            workers,
+            reporter,
+            read_counts,
         ):
             results.extend(
                 idx.query_many(
@@ -455,6 +472,7 @@ def query_batch(
             ("probes", len(results)),
             ("with a near-duplicate", dups),
             ("new", len(results) - dups),
+            ("skipped rows", read_counts["skipped rows"]),
             ("seconds", elapsed),
         ],
         settings=used,
