@@ -16,6 +16,7 @@ import time
 import click
 import numpy as np
 
+from neardup import signals
 from neardup._version import __version__
 from neardup.engines.spill import parse_size
 from neardup.io import INPUT_FORMATS, ON_ERROR
@@ -336,13 +337,16 @@ def handle_errors(command):
     """Turn bad input and bad options into one clear line and exit status 1.
 
     Wraps a command function: :class:`neardup.io.InputError` (a ``ValueError``), any other
-    ``ValueError`` and ``OSError`` end the command through :func:`fail` instead of a traceback."""
+    ``ValueError`` and ``OSError`` end the command through :func:`fail` instead of a traceback
+    (unless a signal came first: the error is its consequence, and the run ends as
+    :mod:`neardup.signals` says)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except (ValueError, OSError) as error:
+            signals.raise_if_received()
             fail(str(error))
 
     return wrapper

@@ -46,6 +46,8 @@ from typing import IO
 
 import zstandard
 
+from neardup import signals
+
 #: Input formats of :func:`~neardup.io.read_documents` (``txt`` means a directory of ``*.txt``
 #: files).
 INPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet", "txt")
@@ -463,6 +465,7 @@ def atomic_write(
         f.close()
         pending = getattr(_OUTPUT_SET, "pending", None) if join_output_set else None
         if pending is None:
+            signals.raise_if_received()  # a signalled run commits nothing
             os.replace(tmp, target)
         else:
             pending.append((tmp, target))
@@ -544,6 +547,19 @@ def output_set() -> Iterator[None]:
         raise
     finally:
         _OUTPUT_SET.pending = outer
+    try:
+        # A signalled run commits nothing; a signal during the commit waits for its end.
+        with signals.deferred():
+            _commit(pending)
+    except BaseException:
+        for tmp, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+
+
+def _commit(pending: list[tuple[str, str]]) -> None:
+    """Rename each temporary file of ``pending`` onto its target, as one set."""
     if len(pending) < 2:
         for tmp, target in pending:
             os.replace(tmp, target)
