@@ -565,22 +565,61 @@ def _commit(pending: list[tuple[str, str]]) -> None:
             os.replace(tmp, target)
         return
     # A kill between two renames would leave part of the set: the journal, written before
-    # the first rename, lets the next run that writes here finish the renames (see
-    # finish_dead_writes), so the set ends complete.
-    journal = _unique_temp(os.path.dirname(pending[0][1]), ".neardup-commit", ".json")
-    with os.fdopen(journal[1], "w", encoding="utf-8") as fh:
-        json.dump([[os.path.abspath(t), os.path.abspath(g)] for t, g in pending], fh)
-        fh.flush()
-        os.fsync(fh.fileno())
+    # the first rename into every folder the set writes to, lets the next run that writes
+    # into any of them finish the renames (see finish_dead_writes), so the set ends complete.
+    folders = list(dict.fromkeys(os.path.dirname(os.path.abspath(g)) for _, g in pending))
+    journals = [_unique_temp(folder, ".neardup-commit", ".json") for folder in folders]
+    record = {
+        "renames": [[os.path.abspath(t), os.path.abspath(g)] for t, g in pending],
+        "journals": [path for path, _ in journals],
+    }
+    for _, fd in journals:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
     for tmp, target in pending:
         os.replace(tmp, target)
-    os.unlink(journal[0])
+    for path, _ in reversed(journals):
+        os.unlink(path)
+
+
+def _finish_commit(journal: str) -> None:
+    """Finish the commit of a dead process from its ``journal`` (one of its copies), then
+    remove every copy. The renames had started, and are finished, when every temporary file
+    is still there or every copy of the journal is (the renames start once all are written);
+    otherwise the process died while writing them, another run may have removed some
+    temporary files already, and the rest are removed too: the set is left out, never split."""
+    try:
+        with open(journal, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        record = None  # killed while writing the journal: no rename had started
+    if isinstance(record, list):  # the journal of an older version: one copy, beside it
+        record = {"renames": record, "journals": [journal]}
+    if not isinstance(record, dict):
+        with contextlib.suppress(OSError):
+            os.unlink(journal)
+        return
+    renames, copies = record.get("renames", []), record.get("journals", [journal])
+    whole = all(os.path.exists(tmp) for tmp, _ in renames) or all(map(os.path.exists, copies))
+    for tmp, target in renames:
+        if whole and os.path.exists(tmp):
+            os.replace(tmp, target)
+        elif not whole:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    for path in reversed(copies):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def finish_dead_writes(directory: str | os.PathLike) -> None:
-    """Complete the output sets that killed processes were renaming into ``directory``, then
-    remove the temporary files of :func:`atomic_write` that they left there; what live
-    processes are writing is left alone. O(files in the directory).
+    """Complete the output sets that killed processes were renaming, from the copy of their
+    journal in ``directory`` (a set written into several folders has one in each, and is
+    finished from whichever a later run writes into first), then remove the temporary files of
+    :func:`atomic_write` that they left there; what live processes are writing is left alone.
+    O(files in the directory).
 
     Example:
         >>> import tempfile
@@ -592,17 +631,7 @@ def finish_dead_writes(directory: str | os.PathLike) -> None:
         return
     for name in sorted(names):
         if name.startswith(".neardup-commit.") and _left_by_dead_process(name):
-            path = os.path.join(directory, name)
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    renames = json.load(fh)
-            except (OSError, ValueError):
-                renames = []  # killed while writing the journal: no rename had started
-            for tmp, target in renames:
-                if os.path.exists(tmp):
-                    os.replace(tmp, target)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _finish_commit(os.path.join(directory, name))
     for name in names:
         if name.startswith(".") and name.endswith(".tmp") and _left_by_dead_process(name):
             with contextlib.suppress(OSError):
