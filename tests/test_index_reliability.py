@@ -319,7 +319,7 @@ def test_damaged_database_answers_right_or_fails_in_one_line(tmp_path, fault, wh
         if query.exit_code == 0:
             assert json.loads(query.output)["matches"][0]["id"] == f"d{i}"
     added = run("index", "add", docs, "-d", path, "-q")
-    if check.exit_code == 1 and db.exists():
+    if check.exit_code == 1 and db.exists() and where != "tables.json":  # a damaged database
         assert added.exit_code == 1
         assert db.read_bytes() == damaged  # nothing written into a database that fails its check
     recovered = run("index", "recover", "-d", path, "--to", tmp_path / "copy")
@@ -701,3 +701,26 @@ def test_recover_drops_garbled_records(tmp_path):
     assert report["missing"] == 1
     with NearDupIndex(tmp_path / "copy", readonly=True) as copy:
         assert copy.get("doc-80123") is None and copy.get("doc-00124") is not None
+
+
+@pytest.mark.parametrize("fault", ["truncate keys.npy", "delete keys.npy", "delete tables.json"])
+def test_check_fails_on_a_missing_or_truncated_cache_file(tmp_path, fault):
+    """Not only a failing checksum: a cache file cut short or gone is a problem too (exit 1),
+    though the index still opens (its tables rebuilt from the records)."""
+    from neardup.cli import main
+
+    path = tmp_path / "idx"
+    fps = np.random.default_rng(6).integers(0, 2**63, 300, dtype=np.uint64)
+    NearDupIndex.build(path, [f"d{i}" for i in range(300)], fingerprints=fps).close()
+    generation = json.loads((path / "tables.json").read_text())["generation"]
+    action, name = fault.split()
+    victim = path / (name if name == "tables.json" else f"tables-{generation}/{name}")
+    if action == "truncate":
+        victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    else:
+        victim.unlink()
+    result = CliRunner().invoke(main, ["index", "check", "-d", str(path)])
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines()[-1].startswith("damaged:")
+    with NearDupIndex(path, readonly=True) as index:
+        assert len(index) == 300

@@ -173,9 +173,9 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
     with NearDupIndex(path, readonly=True) as index:
         info = index._open_info
         report["tables"] = f"{info.source} ({info.detail})"
-        if info.source == "rebuilt" and "damaged" in info.detail:
+        if info.source == "rebuilt" and not _rebuilt_by_design(path, info.detail):
             problems.append(
-                f"the cached tables were damaged ({info.detail}); they were rebuilt "
+                f"the cached tables could not be used ({info.detail}); they were rebuilt "
                 "from the records for this check, and a writer caches them again"
             )
         t = index._tables
@@ -209,6 +209,16 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
                 if not (np.array_equal(order, np.arange(rows.size)) and np.array_equal(keys, want)):
                     problems.append(f"table {k} is not sorted by the keys of its fingerprints")
                     break
+
+
+def _rebuilt_by_design(path: Path, detail: str) -> bool:
+    """Whether tables rebuilt for the reason ``detail`` were so without damage: never cached
+    (no manifest and no generation: a writer killed before its first close), or cached by
+    another version of the format. Any other reason (a file missing, cut short or failing its
+    checksum; a manifest gone beside its generation) is a problem of the cache."""
+    if detail == "no cached tables":
+        return not any(path.glob("tables-*"))
+    return detail == "cache format differs"
 
 
 def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
