@@ -721,3 +721,30 @@ def test_a_query_works_off_the_event_loop(index, monkeypatch):
 
     assert asyncio.run(scenario()) == (200, 200)
     assert released == [True]
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"id": "t", "text": PAGE, "timestamp": True}, 422, "timestamp"),
+        ({"id": "t", "text": PAGE, "limit": "5"}, 422, "limit"),
+        ({"id": "t", "text": PAGE, "limit": True}, 422, "limit"),
+        ({"id": "t", "text": PAGE, "limit": 2.0}, 422, "limit"),
+        ({"text": PAGE, "count_all": "yes"}, 422, "count_all"),
+        ('{"id": "t", "text": "a", "timestamp": 1' + "0" * 5000 + "}", 400, "not valid JSON"),
+    ],
+)
+def test_values_of_the_wrong_type_are_client_errors(index, body, status, message):
+    """No coercion: true is not 1 s, "5" is not 5; a JSON integer too long for Python to
+    convert is malformed JSON (400), not a server error."""
+    client = TestClient(create_app(index, max_batch=5))
+    for path in ("/v1/documents", "/v1/query"):
+        if isinstance(body, str):
+            r = client.post(path, content=body, headers={"content-type": "application/json"})
+        else:
+            r = client.post(path, json=body)
+        if path == "/v1/query" and isinstance(body, dict) and "id" in body and "limit" not in body:
+            continue  # a query has no timestamp
+        assert r.status_code == status, (path, r.text)
+        assert message in r.json()["detail"], (path, r.text)
+    assert len(index) == 0

@@ -64,6 +64,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     create_model,
@@ -103,7 +105,7 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body, in bytes."""
 
 Fingerprint = StrictStr | StrictInt
-Timestamp = StrictInt | float | StrictStr
+Timestamp = StrictInt | StrictFloat | StrictStr
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,7 +155,7 @@ class AddOne(DocumentIn):
     if_exists: Literal["error", "skip"] = Field(
         "error", description="If the ID is stored: 409, or skip it."
     )
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT, description="Matches to list.")
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT, description="Matches to list.")
 
 
 class AddBatch(BaseModel):
@@ -162,7 +164,7 @@ class AddBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     documents: list[DocumentIn]
     if_exists: Literal["error", "skip"] = "error"
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
 
 
 class ProbeIn(_Probe):
@@ -189,11 +191,11 @@ _COUNT_ALL = Field(
 class QueryOne(ProbeIn):
     """Query one text or fingerprint (nothing is stored)."""
 
-    hamming_k: int | None = Field(
+    hamming_k: StrictInt | None = Field(
         None, ge=0, le=MAX_HAMMING_K, description="At most the index's k."
     )
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
-    count_all: bool = _COUNT_ALL
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    count_all: StrictBool = _COUNT_ALL
 
 
 class QueryBatch(BaseModel):
@@ -201,9 +203,9 @@ class QueryBatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     documents: list[ProbeIn]
-    hamming_k: int | None = Field(None, ge=0, le=MAX_HAMMING_K)
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
-    count_all: bool = _COUNT_ALL
+    hamming_k: StrictInt | None = Field(None, ge=0, le=MAX_HAMMING_K)
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    count_all: StrictBool = _COUNT_ALL
 
 
 def _json_model(
