@@ -802,3 +802,34 @@ def test_a_file_name_the_id_rule_refuses_is_a_bad_row(tmp_path):
         refused = run(*args)
         assert refused.exit_code == 1 and "tab\\there.txt" in refused.output, refused.output
         assert run(*args, "--on-error", "skip").exit_code == 0
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """``neardup index stats | head -0``: the reader is gone before the first write; the
+    command stops without a message, with status 141 (128 + SIGPIPE), as Unix tools do."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from neardup.index import NearDupIndex
+
+    NearDupIndex.create(tmp_path / "idx").close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "neardup"),
+                "index",
+                "stats",
+                "-d",
+                str(tmp_path / "idx"),
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sys
 import time
+from typing import NoReturn
 
 import click
 import numpy as np
@@ -333,6 +335,17 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
+def closed_pipe() -> NoReturn:
+    """End the command quietly with status 141 (128 + SIGPIPE), as Unix tools do, when the
+    reader of its standard output has gone (``neardup index stats | head -1``): nothing is
+    left to say to it, and the writes still buffered go to /dev/null instead of failing
+    again at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(141)
+
+
 def handle_errors(command):
     """Turn bad input and bad options into one clear line and exit status 1.
 
@@ -345,6 +358,8 @@ def handle_errors(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
+        except BrokenPipeError:
+            closed_pipe()
         except (ValueError, OSError) as error:
             signals.raise_if_received()
             fail(str(error))
