@@ -724,3 +724,34 @@ def test_check_fails_on_a_missing_or_truncated_cache_file(tmp_path, fault):
     assert result.output.splitlines()[-1].startswith("damaged:")
     with NearDupIndex(path, readonly=True) as index:
         assert len(index) == 300
+
+
+def test_a_build_removes_what_killed_builds_left(tmp_path):
+    """``kill -9`` during ``index build`` leaves its temporary copy (``.idx.building-PID-…``)
+    or the replaced index (``.idx.old-PID-…``); the next build of that index removes those of
+    dead processes, never a live one's."""
+    import os
+    import subprocess
+    import sys
+
+    dead = int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    debris = [tmp_path / f".idx.building-{dead}-1", tmp_path / f".idx.old-{dead}-2"]
+    live = tmp_path / f".idx.building-{os.getpid()}-3"
+    for folder in (*debris, live):
+        folder.mkdir()
+        (folder / "index.sqlite").write_bytes(b"x" * 1000)
+    fps = np.arange(10, dtype=np.uint64)
+    NearDupIndex.build(tmp_path / "idx", [f"d{i}" for i in range(10)], fingerprints=fps).close()
+    # Without the index, the replaced one is all there is: only the temporary copy goes.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["idx", live.name, debris[1].name])
+    NearDupIndex.build(
+        tmp_path / "idx", [f"d{i}" for i in range(10)], fingerprints=fps, overwrite=True
+    ).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["idx", live.name])
