@@ -833,3 +833,25 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, b"")
+
+
+def test_a_full_disk_during_index_add_says_how_many_were_added(tmp_path, monkeypatch):
+    """The adds are committed batch by batch; a full disk when the tables are cached at the
+    end still says how many documents the index received."""
+    import errno
+
+    from neardup.index import NearDupIndex
+    from neardup.index.errors import IndexWriteError
+
+    NearDupIndex.create(tmp_path / "idx").close()
+    docs = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": f"d{i}", "text": f"page {i}"} for i in range(3)]
+    )
+
+    def full(self):
+        raise IndexWriteError(errno.ENOSPC, f"no space left on the device of {tmp_path}")
+
+    monkeypatch.setattr(NearDupIndex, "checkpoint", full)
+    result = run("index", "add", docs, "-d", tmp_path / "idx", "-q")
+    assert result.exit_code == 1
+    assert "no space left" in result.output and "3 documents were added" in result.output

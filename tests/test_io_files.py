@@ -147,3 +147,17 @@ def test_a_set_whose_journal_was_cut_is_left_out_whole(tmp_path):
     finish_dead_writes(a)
     assert sorted(p.name for p in a.iterdir()) == ["groups.tsv"]
     assert (a / "groups.tsv").read_text() == "old groups"
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path):
+    """ENOSPC from a write says which output could not be written, and where."""
+    import errno
+
+    from neardup.io.files import atomic_write
+
+    target = tmp_path / "groups.tsv"
+    with pytest.raises(OSError, match=f"no space left on the device of {tmp_path}") as info:
+        with atomic_write(target):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert info.value.errno == errno.ENOSPC and str(target) in str(info.value)
+    assert list(tmp_path.iterdir()) == []

@@ -269,12 +269,14 @@ def add(
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
     read_counts = {"skipped rows": 0}
-    with (
-        Reporter(quiet, summary_out) as reporter,
-        NearDupIndex(directory, synchronous=synchronous) as idx,
-    ):
-        idx.check_method(method)
-        try:
+    # The adds are committed batch by batch: any error, to the tables cached when the index
+    # closes, says how many documents the index received before it.
+    try:
+        with (
+            Reporter(quiet, summary_out) as reporter,
+            NearDupIndex(directory, synchronous=synchronous) as idx,
+        ):
+            idx.check_method(method)
             for ids, probe, stamps in source_batches(
                 idx,
                 inputs,
@@ -292,18 +294,18 @@ def add(
                     counts[r.status] += 1
                 if output:
                     results.extend(batch_results)
-        except (ValueError, OSError) as error:
-            done = counts["new"] + counts["duplicate"]
-            note = f"{error} ({done:,} documents were added before it)"
-            # Re-raised as the base class the CLI reports: the error's own class may take other
-            # constructor arguments (InputError does), which turned every bad row into a
-            # TypeError traceback.
-            raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
-        reporter.stage("writing")
-        if output:
-            write_table(output, result_columns(results, idx.method))
-        total = len(idx)
-        used = index_fields(idx.settings)
+            reporter.stage("writing")
+            if output:
+                write_table(output, result_columns(results, idx.method))
+            total = len(idx)
+            used = index_fields(idx.settings)
+    except (ValueError, OSError) as error:
+        done = counts["new"] + counts["duplicate"]
+        note = f"{error} ({done:,} documents were added before it)"
+        # Re-raised as the base class the CLI reports: the error's own class may take other
+        # constructor arguments (InputError does), which turned every bad row into a
+        # TypeError traceback.
+        raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
     elapsed = time.perf_counter() - reporter.started
     added = counts["new"] + counts["duplicate"]
     reporter.summary(

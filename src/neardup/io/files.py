@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import gzip
 import io
@@ -469,12 +470,19 @@ def atomic_write(
             os.replace(tmp, target)
         else:
             pending.append((tmp, target))
-    except BaseException:
+    except BaseException as error:
         # Closing can fail again (a full disk): the temporary file must go all the same.
         with contextlib.suppress(OSError):
             f.close()
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            # A write's error names no file: say which output, and where.
+            raise OSError(
+                error.errno,
+                f"no space left on the device of {directory} while writing {target} "
+                f"({error.strerror}); nothing was written there",
+            ) from error
         raise
 
 
