@@ -328,7 +328,7 @@ def lost_writes(
     the live flags ``alive`` (both checked against the cache's checksums), given the records'
     :func:`~neardup.index.storage.sql_state`: the adds after the records' last position, and
     the removals of positions the records still hold (``"positions 201..300 (100 adds) and 1
-    removal"``), or None when they lack nothing. O(1) without lost removals, else O(n)."""
+    removal"``), or None when they lack nothing. O(n): the records' positions are read."""
     parts = []
     if state["max_pos"] < max_pos:
         adds = max_pos - state["max_pos"]
