@@ -367,3 +367,32 @@ def _csr_arrays(seqs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(len(seqs) + 1, np.int64)
     np.cumsum([len(s) for s in seqs], out=offsets[1:])
     return offsets, np.concatenate(seqs).astype(np.uint64)
+
+
+def test_one_to_many_spends_at_most_its_budget_on_long_patterns():
+    """Pairs of a pattern over ``longest_masked`` units cost ⌈m / 64⌉ · n word operations once
+    the common prefix and suffix are removed: within the budget they get their exact value
+    and pay it; beyond it they are not compared (NaN) and pay nothing."""
+    rng = np.random.default_rng(12)
+    text = rng.integers(0, 500, 6000)
+    near = text.copy()
+    near[3000] = 10_000  # one unit replaced: 1 unit left once trimmed, cost 1
+    spread = text.copy()
+    spread[::100] = 10_000  # 60 units replaced from the first to the last: nothing trimmed
+    oa, ca = _csr_arrays([text])
+    ob, cb = _csr_arrays([near, spread])
+    a, b = np.array([0, 0]), np.array([0, 1])
+    exact = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, 0.8)
+    assert exact.tolist() == [5999 / 6000, 5940 / 6000]
+    left = 6000 - 99  # units 0, 100, ..., 5900 replaced: a common suffix of 99 units only
+    spread_cost = (left + 63) // 64 * left
+    budget = np.array([spread_cost + 1], np.int64)
+    assert lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, 0.8, budget=budget).tolist() == [
+        5999 / 6000,
+        5940 / 6000,
+    ]
+    assert budget.tolist() == [0]
+    budget = np.array([spread_cost], np.int64)
+    got = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, 0.8, budget=budget)
+    assert got[0] == 5999 / 6000 and np.isnan(got[1])
+    assert budget.tolist() == [spread_cost - 1]  # the near copy paid 1, the other nothing

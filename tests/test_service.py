@@ -748,3 +748,31 @@ def test_values_of_the_wrong_type_are_client_errors(index, body, status, message
         assert r.status_code == status, (path, r.text)
         assert message in r.json()["detail"], (path, r.text)
     assert len(index) == 0
+
+
+def test_a_request_whose_verification_would_take_too_long_is_refused(tmp_path):
+    """A MinHash service bounds the LCS work of a request: a long text whose verification
+    would exceed it is refused with 413 and nothing is stored; a near copy that differs in one
+    place costs almost nothing (common prefix and suffix) and is answered."""
+    import random
+
+    rng = random.Random(3)
+    words = [rng.choice([f"w{i}" for i in range(2000)]) for _ in range(5000)]
+    spread = [w if i % 100 else "edited" for i, w in enumerate(words)]
+    near = words[:2500] + ["edited"] + words[2501:]
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as idx:
+        idx.add("long", " ".join(words))
+        client = TestClient(create_app(idx, max_verify_work=100_000))
+        r = client.post("/v1/query", json={"text": " ".join(near)})
+        assert r.status_code == 200 and r.json()["matches"][0]["id"] == "long", r.text
+        for path, body in (
+            ("/v1/query", {"text": " ".join(spread)}),
+            ("/v1/documents", {"id": "spread", "text": " ".join(spread)}),
+        ):
+            r = client.post(path, json=body)
+            assert r.status_code == 413, (path, r.text)
+            assert "100,000 word operations" in r.json()["detail"]
+        assert len(idx) == 1
+        unlimited = TestClient(create_app(idx, max_verify_work=None))
+        r = unlimited.post("/v1/query", json={"text": " ".join(spread)})
+        assert r.status_code == 200 and r.json()["matches"][0]["similarity"] == 4950 / 5000

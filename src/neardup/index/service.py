@@ -76,7 +76,11 @@ from pydantic import (
 from neardup._version import __version__
 from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.ids import MAX_ID_LENGTH, check_id
-from neardup.index.errors import DocumentExistsError, ReadOnlyIndexError
+from neardup.index.errors import (
+    DocumentExistsError,
+    ReadOnlyIndexError,
+    VerificationTooLongError,
+)
 from neardup.index.results import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -103,6 +107,9 @@ DEFAULT_MAX_BATCH = 1000
 """Most documents in one request."""
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body, in bytes."""
+DEFAULT_MAX_VERIFY_WORK = 2_000_000_000
+"""Most LCS work one request may spend verifying long texts (MinHash index), in word
+operations: about 2 s (:meth:`~neardup.index.store.NearDupIndex.limit_verification`)."""
 
 Fingerprint = StrictStr | StrictInt
 Timestamp = StrictInt | StrictFloat | StrictStr
@@ -301,6 +308,7 @@ def create_app(
     max_batch: int = DEFAULT_MAX_BATCH,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     close_index: bool = False,
+    max_verify_work: int | None = DEFAULT_MAX_VERIFY_WORK,
 ) -> FastAPI:
     """The FastAPI application serving ``index`` (see the module docstring).
 
@@ -310,6 +318,9 @@ def create_app(
         max_batch: most documents per request, ``1..100000``.
         max_body_bytes: largest request body, ``1024..1 GiB``.
         close_index: close ``index`` when the application shuts down.
+        max_verify_work: the index's limit of LCS work per request (MinHash; set on
+            ``index`` with :meth:`~neardup.index.store.NearDupIndex.limit_verification`): a
+            request that would spend more is refused with 413. None: no limit.
 
     Complexity: per request, parsing O(body) plus the index operation.
 
@@ -327,6 +338,7 @@ def create_app(
         raise ValueError(f"max_body_bytes must be in 1024..{1 << 30}, got {max_body_bytes!r}")
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError("token must be a non-empty string or None")
+    index.limit_verification(max_verify_work)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -383,13 +395,15 @@ def _openapi(app: FastAPI) -> dict:
 
 
 async def _write(fn, *args, **kwargs):
-    """Run an index write in the thread pool; its refusals become 403, 409 and 422."""
+    """Run an index write in the thread pool; its refusals become 403, 409, 413 and 422."""
     try:
         return await run_in_threadpool(fn, *args, **kwargs)
     except ReadOnlyIndexError:
         raise HTTPException(403, "this service is read-only (started with --read-only)") from None
     except DocumentExistsError as error:
         raise HTTPException(409, str(error)) from None
+    except VerificationTooLongError as error:
+        raise HTTPException(413, str(error)) from None
     except ValueError as error:
         raise HTTPException(422, str(error)) from None
 
@@ -568,6 +582,8 @@ class _Routes:
                 ids=None if any(i is None for i in ids) else ids,
                 **kwargs,
             )
+        except VerificationTooLongError as error:
+            raise HTTPException(413, str(error)) from None
         except ValueError as error:
             raise HTTPException(422, str(error)) from None
         out = []

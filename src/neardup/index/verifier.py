@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from neardup.index.cache import MappedRows
+from neardup.index.errors import VerificationTooLongError
 from neardup.index.lcs_bound import SKETCH_BITS, lcs_upper_bounds, unit_sketches
 from neardup.index.minhash import (
     DataCache,
@@ -118,6 +119,10 @@ class CandidateVerifier:
         max_values: int = 4_000_000,
         workers: int = 1,
     ) -> None:
+        self.work_limit: int | None = None
+        """The LCS work one call of :meth:`matches` may spend on long probes (word
+        operations, see :func:`~neardup.lcs.lcs_pairs_one_to_many`), or None: no limit."""
+        self._budget = np.full(1, -1, np.int64)
         self.settings = settings
         self.threshold = verify_threshold(settings)
         verification = settings.verification
@@ -288,6 +293,7 @@ class CandidateVerifier:
         """
         qi = np.asarray(qi, np.int64)
         pos = np.asarray(pos, np.int64)
+        self._budget[0] = -1 if self.work_limit is None else self.work_limit
         cut = np.zeros(probe_data[0].shape[0] - 1, bool)
         sizes = self._sizes_of(pos)
         probe_counts = count_sketches(*probe_data) if self.sketched else None
@@ -421,7 +427,15 @@ class CandidateVerifier:
             # Each probe against its candidates: its masks built once (a popular template's
             # copy has thousands), no joined copy of the data.
             threshold = self.settings.verification.threshold
-            sim[todo] = lcs_pairs_one_to_many(*probe_data, *stored, qi[todo], at, threshold)
+            sim[todo] = lcs_pairs_one_to_many(
+                *probe_data, *stored, qi[todo], at, threshold, budget=self._budget
+            )
+            if np.isnan(sim[todo]).any():
+                raise VerificationTooLongError(
+                    f"verifying a text of {int(np.diff(probe_data[0]).max()):,} words against its "
+                    f"candidates would take more than {self.work_limit:,} word operations (about "
+                    f"{self.work_limit / 1e9:.1f} s), the limit of a request; nothing was stored"
+                )
         else:
             n = probe_data[0].shape[0] - 1
             sim[todo] = pair_similarity(
