@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -753,3 +754,120 @@ def test_renamed_flags_take_their_new_names_and_the_old_ones_for_one_release(cor
 
     same_with_either("--pairs-in", "--pairs", report)
     same_with_either("--from-fingerprints", "--fingerprints", index)
+
+
+BAD_IDS = ["a\tb", "two\nlines", "cr\rhere", "nul\x00id", "x" * 1025, "sep\u2028line"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS, ids=["tab", "newline", "cr", "nul", "long", "u2028"])
+def test_one_id_rule_for_every_command(tmp_path, bad):
+    """An ID the rules of neardup.ids refuse is a bad row for every command that reads
+    documents: an error naming the file, line and field, or skipped and counted with
+    --on-error skip, and never written into an output."""
+    good = tmp_path / "good.jsonl"
+    write_jsonl(good, [{"id": "g1", "text": ENGLISH}])
+    assert run("index", "build", good, "-d", tmp_path / "idx", "-q").exit_code == 0
+    rows = tmp_path / "rows.jsonl"
+    write_jsonl(
+        rows,
+        [{"id": "a", "text": ENGLISH}, {"id": bad, "text": "x y z"}, {"id": "c", "text": "other"}],
+    )
+    commands = {
+        "dedup": ("dedup", rows, "-o", tmp_path / "out.tsv", "--workers", "1"),
+        "fingerprint": ("fingerprint", rows, "-o", tmp_path / "out.tsv", "--workers", "1"),
+        "build": ("index", "build", rows, "-d", tmp_path / "new.idx", "--force"),
+        "add": ("index", "add", rows, "-d", tmp_path / "idx", "-o", tmp_path / "out.tsv"),
+        "query-batch": (
+            "index",
+            "query-batch",
+            rows,
+            "-d",
+            tmp_path / "idx",
+            "-o",
+            tmp_path / "out.tsv",
+        ),
+    }
+    for name, args in commands.items():
+        refused = run(*args)
+        assert refused.exit_code == 1, (name, refused.output)
+        assert f"{rows}, line 2, field 'id'" in refused.output, (name, refused.output)
+        assert len(refused.output.strip().splitlines()) == 1, (name, refused.output)
+        skipped = run(*args, "--on-error", "skip")
+        assert skipped.exit_code == 0, (name, skipped.output)
+        assert re.search(r"skipped rows +1\n", skipped.output), (name, skipped.output)
+        if name == "build":
+            from neardup.index import NearDupIndex
+
+            with NearDupIndex(tmp_path / "new.idx", readonly=True) as index:
+                assert len(index) == 2
+        else:
+            out = (tmp_path / "out.tsv").read_bytes()
+            assert b"\x00" not in out and bad.encode("utf-8", "surrogatepass") not in out, name
+            assert [row.split(b"\t")[0] for row in out.splitlines()][-2:] == [b"a", b"c"], name
+
+
+def test_a_file_name_the_id_rule_refuses_is_a_bad_row(tmp_path):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "fine.txt").write_text(ENGLISH)
+    (folder / "tab\there.txt").write_text("another page entirely")
+    for args in (
+        ("dedup", folder, "-o", tmp_path / "g.tsv", "--workers", "1"),
+        ("index", "build", folder, "-d", tmp_path / "idx", "--force", "-q"),
+    ):
+        refused = run(*args)
+        assert refused.exit_code == 1 and "tab\\there.txt" in refused.output, refused.output
+        assert run(*args, "--on-error", "skip").exit_code == 0
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """``neardup index stats | head -0``: the reader is gone before the first write; the
+    command stops without a message, with status 141 (128 + SIGPIPE), as Unix tools do."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from neardup.index import NearDupIndex
+
+    NearDupIndex.create(tmp_path / "idx").close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "neardup"),
+                "index",
+                "stats",
+                "-d",
+                str(tmp_path / "idx"),
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")
+
+
+def test_a_full_disk_during_index_add_says_how_many_were_added(tmp_path, monkeypatch):
+    """The adds are committed batch by batch; a full disk when the tables are cached at the
+    end still says how many documents the index received."""
+    import errno
+
+    from neardup.index import NearDupIndex
+    from neardup.index.errors import IndexWriteError
+
+    NearDupIndex.create(tmp_path / "idx").close()
+    docs = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": f"d{i}", "text": f"page {i}"} for i in range(3)]
+    )
+
+    def full(self):
+        raise IndexWriteError(errno.ENOSPC, f"no space left on the device of {tmp_path}")
+
+    monkeypatch.setattr(NearDupIndex, "checkpoint", full)
+    result = run("index", "add", docs, "-d", tmp_path / "idx", "-q")
+    assert result.exit_code == 1
+    assert "no space left" in result.output and "3 documents were added" in result.output

@@ -205,12 +205,11 @@ def _corpus(seed: int, n: int = 40) -> list[str]:
 def test_candidate_verifier_passes_what_verifying_every_candidate_passes(options):
     settings = Settings(method="minhash", shingle="word:1", num_perm=32, **options)
     stored = _corpus(1)
-    blobs = encode_texts(stored)
     reads: list[int] = []
 
     def read_texts(positions):
         reads.extend(positions.tolist())
-        return [blobs[p] for p in positions]
+        return [stored[p] for p in positions]
 
     # A small cache: rows are evicted and read again.
     verifier = CandidateVerifier(
@@ -259,7 +258,6 @@ def test_candidate_verifier_by_group_finds_every_matched_group_and_is_complete_u
     probes = base[:4] + _corpus(5, n=3)
     threshold = verify_threshold(settings)
     offsets, values = verification_data(probes + stored, settings)
-    blobs = encode_texts(stored)
     for labels in (
         np.zeros(len(stored), np.int64),
         np.arange(len(stored)),
@@ -268,7 +266,7 @@ def test_candidate_verifier_by_group_finds_every_matched_group_and_is_complete_u
         verifier = CandidateVerifier(
             settings,
             lambda ps: data_sizes([stored[p] for p in ps], settings),
-            lambda ps: [blobs[p] for p in ps],
+            lambda ps: [stored[p] for p in ps],
         )
         qi = np.repeat(np.arange(len(probes)), len(stored))
         pos = np.tile(np.arange(len(stored)), len(probes))
@@ -319,14 +317,13 @@ def test_candidate_verifier_with_cached_summaries_reads_only_what_the_count_boun
 
     settings = Settings(method="minhash", shingle="word:1", num_perm=32)
     stored = [""] + _corpus(6, n=40)  # position 0 unused, as in an index
-    blobs = encode_texts(stored)
     reads: list[int] = []
     summaries = summarize(stored[1:], settings)
     np.save(tmp_path / "counts.npy", summaries["counts"])
     verifier = CandidateVerifier(
         settings,
         lambda ps: data_sizes([stored[p] for p in ps], settings),
-        lambda ps: reads.extend(ps.tolist()) or [blobs[p] for p in ps],
+        lambda ps: reads.extend(ps.tolist()) or [stored[p] for p in ps],
     )
     verifier.load_summaries(
         summaries["sizes"], summaries["sketches"], MappedRows(tmp_path / "counts.npy")
@@ -344,17 +341,18 @@ def test_candidate_verifier_with_cached_summaries_reads_only_what_the_count_boun
     assert set(reads) <= set(pos[passes].tolist()) and set(pos[ok].tolist()) <= set(reads)
     # A document added after the cache: its count sketch in memory, then from a newer cache.
     added = "one two three four five six seven eight nine ten"
-    blobs.extend(encode_texts([added]))
-    verifier.record(np.array([len(stored)]), verification_data([added], settings))
+    position = len(stored)
+    stored.append(added)
+    verifier.record(np.array([position]), verification_data([added], settings))
     assert verifier._late_known.tolist() == [True]
-    newer = verifier.summaries(len(stored) + 1)
+    newer = verifier.summaries(position + 1)
     assert (newer["counts"][:-1] == summaries["counts"]).all() and newer["counts"][-1].any()
     np.save(tmp_path / "newer.npy", newer["counts"])
     verifier.map_counts(MappedRows(tmp_path / "newer.npy"))
     assert verifier._late_known.size == 0
     probe = verification_data([added.replace("ten", "eleven")], settings)
-    *got, _ = verifier.matches(probe, np.array([0]), np.array([len(stored)]))
-    assert [x.tolist() for x in got] == [[0], [len(stored)], [0.9]]
+    *got, _ = verifier.matches(probe, np.array([0]), np.array([position]))
+    assert [x.tolist() for x in got] == [[0], [position], [0.9]]
 
 
 def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candidate():
@@ -366,11 +364,10 @@ def test_candidate_verifier_reads_a_size_once_and_no_text_of_a_ruled_out_candida
     ]
     asked: list[list[int]] = []
     read: list[list[int]] = []
-    blobs = encode_texts(stored)
     verifier = CandidateVerifier(
         settings,
         lambda ps: asked.append(ps.tolist()) or data_sizes([stored[p] for p in ps], settings),
-        lambda ps: read.append(ps.tolist()) or [blobs[p] for p in ps],
+        lambda ps: read.append(ps.tolist()) or [stored[p] for p in ps],
     )
     verifier.record(np.array([2]), verification_data(stored[2:], settings))
     probe = verification_data(["one two three four five six seven eight nine eleven"], settings)
@@ -391,12 +388,11 @@ def test_candidate_verifier_keeps_recurring_candidates_past_a_flood_of_new_ones(
     stored = [template] + [
         f"page {i} about topic {i % 7} with words {i} and {i + 1}" for i in range(400)
     ]
-    blobs = encode_texts(stored)
     reads: list[int] = []
     verifier = CandidateVerifier(
         settings,
         lambda ps: data_sizes([stored[p] for p in ps], settings),
-        lambda ps: reads.extend(ps.tolist()) or [blobs[p] for p in ps],
+        lambda ps: reads.extend(ps.tolist()) or [stored[p] for p in ps],
         max_values=400,
     )
     probe = [template.replace("today", "tomorrow")]
@@ -423,6 +419,22 @@ def test_take_and_concat_data_rows(seqs, rnd):
     offsets, values = concat_data([data, (offsets, values)])
     got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(offsets.shape[0] - 1)]
     assert got == seqs + [seqs[r] for r in rows] and values.dtype == np.uint64
+
+
+def test_every_flipped_bit_of_a_stored_text_is_caught_on_read():
+    """Each text carries a checksum: a single flipped bit anywhere in its stored form gives
+    the text unchanged or a ValueError, never another text."""
+    rng = np.random.default_rng(4)
+    words = [f"word{i}" for i in range(2000)]
+    texts = [" ".join(rng.choice(words, 25)), "héllo wörld " * 30, "한국어 텍스트 하나"]
+    for text, blob in zip(texts, encode_texts(texts)):
+        for bit in range(len(blob) * 8):
+            damaged = bytearray(blob)
+            damaged[bit // 8] ^= 1 << (bit % 8)
+            try:
+                assert decode_text(bytes(damaged)) == text, (text, bit)
+            except ValueError as error:
+                assert "a stored text is damaged" in str(error)
 
 
 def test_stored_texts_round_trip_and_damage_is_reported():
@@ -522,3 +534,21 @@ def test_sort_runs_sorts_each_run_as_lexsort_does():
         got = values.copy()
         _sort_runs(keys, got)
         assert got.tolist() == values[np.lexsort((values, keys))].tolist()
+
+
+def test_a_million_word_document_is_verified_in_linear_memory(tmp_path):
+    """A stored 1M-word text (about 7 MiB) queried with a copy whose 50 words in the middle are
+    replaced by words found nowhere else: the copy's similarity is exactly (n - 50) / n. Masks
+    of ⌈n / 64⌉ words per distinct word of the pattern would take n² / 8 bytes (125 GB)."""
+    from neardup.index.store import NearDupIndex
+
+    rng = np.random.default_rng(8)
+    n = 1_000_000
+    words = np.array([f"w{i}" for i in range(20_000)])[rng.integers(0, 20_000, n)]
+    copy = words.copy()
+    copy[n // 2 : n // 2 + 50] = [f"new{i}" for i in range(50)]
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as index:
+        index.add("long", " ".join(words))
+        result = index.query_many([" ".join(copy)])[0]
+    assert result.status == "duplicate"
+    assert [(m.id, m.similarity) for m in result.matches] == [("long", (n - 50) / n)]

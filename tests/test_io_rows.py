@@ -113,7 +113,7 @@ def test_duplicate_in_parquet_names_rows(tmp_path):
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
-        st.one_of(st.sampled_from(["a", "b", "c", "é", "a\tb", "7"]), st.just("BAD")),
+        st.one_of(st.sampled_from(["a", "b", "c", "é", "a b", "7"]), st.just("BAD")),
         min_size=1,
         max_size=40,
     ),

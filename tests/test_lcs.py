@@ -270,17 +270,19 @@ def test_threads_give_the_same_values():
     st.lists(st.lists(st.integers(0, 4), max_size=150), min_size=1, max_size=6),
     st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=20),
     st.sampled_from([None, 0.5, 0.8, 1.0]),
+    st.sampled_from([0, 70, 4096]),
 )
-def test_one_to_many_gives_the_values_of_lcs_pairs(queries, stored, pairs, threshold):
+def test_one_to_many_gives_the_values_of_lcs_pairs(queries, stored, pairs, threshold, masked):
     """Rows of two CSRs, pairs in any order (runs of one query, two pairs side by side, texts
-    of any length, several 64-bit words): the values of lcs_pairs on the joined CSR, exact or,
-    with a threshold, the same passing pairs with the same values."""
+    of any length, several 64-bit words, patterns over ``longest_masked`` units through the
+    linear kernel): the values of lcs_pairs on the joined CSR, exact or, with a threshold, the
+    same passing pairs with the same values."""
     pairs = [(q % len(queries), s % len(stored)) for q, s in pairs]
     a = np.array([q for q, _ in pairs], np.int64)
     b = np.array([s for _, s in pairs], np.int64)
     oa, ca = _csr(queries)
     ob, cb = _csr(stored, np.uint32)
-    got = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, threshold)
+    got = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, threshold, longest_masked=masked)
     offsets, codes = _csr(queries + stored)
     want = lcs_pairs(offsets, codes, a, len(queries) + b, threshold)
     if threshold is None:
@@ -341,3 +343,56 @@ def test_possible_pairs_rule_out_only_what_the_kernel_rejects_untested(texts, th
 def test_possible_pairs_check_the_threshold():
     with pytest.raises(ValueError, match=r"threshold must be in \(0, 1\]; got 0"):
         possible_pairs(np.zeros(1, np.int64), np.zeros((1, 128), np.uint8), [0], [0], 0)
+
+
+def test_one_to_many_takes_linear_memory_for_a_million_units():
+    """A pattern of 1M units against a copy with 50 units replaced by units found nowhere else
+    (LCS = 1M - 50 exactly), and a short pattern against the 1M-unit text: masks of
+    ⌈m / 64⌉ words per distinct unit would take m² / 8 bytes (125 GB) here."""
+    rng = np.random.default_rng(3)
+    n = 1_000_000
+    text = rng.integers(0, 50_000, n)
+    copy = text.copy()
+    replaced = rng.choice(np.arange(n // 2 - 500, n // 2 + 500), 50, replace=False)
+    copy[replaced] = 1_000_000 + np.arange(50)
+    oa, ca = _csr_arrays([text, text[:300]])
+    ob, cb = _csr_arrays([copy])
+    got = lcs_pairs_one_to_many(oa, ca, ob, cb, np.array([0]), np.array([0]), 0.8)
+    assert got.tolist() == [(n - 50) / n]
+    got = lcs_pairs_one_to_many(oa, ca, ob, cb, np.array([1]), np.array([0]))
+    assert got.tolist() == [300 / n]  # the copy starts with the short text
+
+
+def _csr_arrays(seqs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(seqs) + 1, np.int64)
+    np.cumsum([len(s) for s in seqs], out=offsets[1:])
+    return offsets, np.concatenate(seqs).astype(np.uint64)
+
+
+def test_one_to_many_spends_at_most_its_budget_on_long_patterns():
+    """Pairs of a pattern over ``longest_masked`` units cost ⌈m / 64⌉ · n word operations once
+    the common prefix and suffix are removed: within the budget they get their exact value
+    and pay it; beyond it they are not compared (NaN) and pay nothing."""
+    rng = np.random.default_rng(12)
+    text = rng.integers(0, 500, 6000)
+    near = text.copy()
+    near[3000] = 10_000  # one unit replaced: 1 unit left once trimmed, cost 1
+    spread = text.copy()
+    spread[::100] = 10_000  # 60 units replaced from the first to the last: nothing trimmed
+    oa, ca = _csr_arrays([text])
+    ob, cb = _csr_arrays([near, spread])
+    a, b = np.array([0, 0]), np.array([0, 1])
+    exact = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, 0.8)
+    assert exact.tolist() == [5999 / 6000, 5940 / 6000]
+    left = 6000 - 99  # units 0, 100, ..., 5900 replaced: a common suffix of 99 units only
+    spread_cost = (left + 63) // 64 * left
+    budget = np.array([spread_cost + 1], np.int64)
+    assert lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, 0.8, budget=budget).tolist() == [
+        5999 / 6000,
+        5940 / 6000,
+    ]
+    assert budget.tolist() == [0]
+    budget = np.array([spread_cost], np.int64)
+    got = lcs_pairs_one_to_many(oa, ca, ob, cb, a, b, 0.8, budget=budget)
+    assert got[0] == 5999 / 6000 and np.isnan(got[1])
+    assert budget.tolist() == [spread_cost - 1]  # the near copy paid 1, the other nothing

@@ -789,3 +789,32 @@ def test_pair_chunks_hold_their_documents_within_the_limit(seed):
         pairs = np.flatnonzero(chunk == c)
         docs = np.unique(np.concatenate([a[pairs], b[pairs]]))
         assert cost[docs].sum() <= limit or pairs.shape[0] == 1
+
+
+def test_a_run_without_resume_removes_the_resume_folder_of_its_output(tmp_path):
+    """A run with --resume that failed keeps its folder; a later run of the same output
+    without --resume that succeeds makes it useless, and removes it."""
+    out = str(tmp_path / "groups.tsv")
+    with pytest.raises(RuntimeError):
+        with WorkDir(tmp_path, "key", out, resume=True) as work:
+            work.save("a", np.arange(10))
+            raise RuntimeError("the run failed")
+    assert [p.name for p in tmp_path.glob("neardup-run-*")] == [work.path.name]
+    with WorkDir(tmp_path, "other key", out):
+        pass
+    assert list(tmp_path.glob("neardup-*")) == []
+
+
+def test_two_runs_cannot_resume_one_folder_at_once(tmp_path):
+    """A second ``--resume`` of a run still going is refused with one clear error naming the
+    folder, and the first run's folder and files are left alone."""
+    out = str(tmp_path / "groups.tsv")
+    with WorkDir(tmp_path, "key", out, resume=True) as first:
+        first.save("a", np.arange(10))
+        with pytest.raises(ValueError, match=f"another run is using {first.path}"):
+            with WorkDir(tmp_path, "key", out, resume=True):
+                pass
+        assert first.load("a").tolist() == list(range(10))
+        with WorkDir(tmp_path, "other key", out):  # no --resume: leaves a live run's folder
+            pass
+        assert first.path.exists()

@@ -688,3 +688,91 @@ def test_minhash_index_answers_with_similarity(tmp_path):
         assert (stats["method"], stats["bands"], stats["verify"]) == ("minhash", 32, "lcs:0.8")
         assert client.delete("/v1/documents/old").status_code == 200
         assert client.get("/v1/documents/a").json()["duplicate_id"] == "a"
+
+
+def test_a_query_works_off_the_event_loop(index, monkeypatch):
+    """/healthz answers while a /v1/query is still computing: the query's CPU work runs in the
+    thread pool, not on the event loop that serves every request."""
+    import asyncio
+
+    computing = threading.Event()
+    healthy = threading.Event()
+    released = []
+    query_many = index.query_many
+
+    def slow_query_many(*args, **kwargs):
+        computing.set()
+        # On the event loop, /healthz cannot answer (and set the event) before this times out.
+        released.append(healthy.wait(5))
+        return query_many(*args, **kwargs)
+
+    monkeypatch.setattr(index, "query_many", slow_query_many)
+    app = create_app(index, max_batch=5)
+
+    async def scenario():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            query = asyncio.create_task(http.post("/v1/query", json={"text": PAGE}))
+            while not computing.is_set():
+                await asyncio.sleep(0.01)
+            health = await http.get("/healthz")
+            healthy.set()
+            return health.status_code, (await query).status_code
+
+    assert asyncio.run(scenario()) == (200, 200)
+    assert released == [True]
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"id": "t", "text": PAGE, "timestamp": True}, 422, "timestamp"),
+        ({"id": "t", "text": PAGE, "limit": "5"}, 422, "limit"),
+        ({"id": "t", "text": PAGE, "limit": True}, 422, "limit"),
+        ({"id": "t", "text": PAGE, "limit": 2.0}, 422, "limit"),
+        ({"text": PAGE, "count_all": "yes"}, 422, "count_all"),
+        ('{"id": "t", "text": "a", "timestamp": 1' + "0" * 5000 + "}", 400, "not valid JSON"),
+    ],
+)
+def test_values_of_the_wrong_type_are_client_errors(index, body, status, message):
+    """No coercion: true is not 1 s, "5" is not 5; a JSON integer too long for Python to
+    convert is malformed JSON (400), not a server error."""
+    client = TestClient(create_app(index, max_batch=5))
+    for path in ("/v1/documents", "/v1/query"):
+        if isinstance(body, str):
+            r = client.post(path, content=body, headers={"content-type": "application/json"})
+        else:
+            r = client.post(path, json=body)
+        if path == "/v1/query" and isinstance(body, dict) and "id" in body and "limit" not in body:
+            continue  # a query has no timestamp
+        assert r.status_code == status, (path, r.text)
+        assert message in r.json()["detail"], (path, r.text)
+    assert len(index) == 0
+
+
+def test_a_request_whose_verification_would_take_too_long_is_refused(tmp_path):
+    """A MinHash service bounds the LCS work of a request: a long text whose verification
+    would exceed it is refused with 413 and nothing is stored; a near copy that differs in one
+    place costs almost nothing (common prefix and suffix) and is answered."""
+    import random
+
+    rng = random.Random(3)
+    words = [rng.choice([f"w{i}" for i in range(2000)]) for _ in range(5000)]
+    spread = [w if i % 100 else "edited" for i, w in enumerate(words)]
+    near = words[:2500] + ["edited"] + words[2501:]
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as idx:
+        idx.add("long", " ".join(words))
+        client = TestClient(create_app(idx, max_verify_work=100_000))
+        r = client.post("/v1/query", json={"text": " ".join(near)})
+        assert r.status_code == 200 and r.json()["matches"][0]["id"] == "long", r.text
+        for path, body in (
+            ("/v1/query", {"text": " ".join(spread)}),
+            ("/v1/documents", {"id": "spread", "text": " ".join(spread)}),
+        ):
+            r = client.post(path, json=body)
+            assert r.status_code == 413, (path, r.text)
+            assert "100,000 word operations" in r.json()["detail"]
+        assert len(idx) == 1
+        unlimited = TestClient(create_app(idx, max_verify_work=None))
+        r = unlimited.post("/v1/query", json={"text": " ".join(spread)})
+        assert r.status_code == 200 and r.json()["matches"][0]["similarity"] == 4950 / 5000

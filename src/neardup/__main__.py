@@ -1,4 +1,4 @@
-from neardup.cli import main
+from neardup.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

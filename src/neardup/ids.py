@@ -22,13 +22,33 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MAX_ID_LENGTH", "check_id", "id_problem"]
+__all__ = ["FORBIDDEN_RE2", "MAX_ID_LENGTH", "check_id", "id_problem", "plain_id"]
 
 MAX_ID_LENGTH = 1024
 """Longest document ID, in characters (code points)."""
 
 # Cc (C0, DEL, C1) plus the two Unicode line breaks that are not Cc.
-_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_FORBIDDEN_RANGES = ((0x00, 0x1F), (0x7F, 0x9F), (0x2028, 0x2029))
+_FORBIDDEN = re.compile("[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _FORBIDDEN_RANGES) + "]")
+FORBIDDEN_RE2 = "[" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in _FORBIDDEN_RANGES) + "]"
+"""The characters no ID may hold, as an RE2 class (for Arrow's ``match_substring_regex``)."""
+
+
+def plain_id(value: Any) -> bool:
+    """Whether ``value`` is a valid ID of the common kind, told without the full rules: a str
+    of 1..:data:`MAX_ID_LENGTH` printable ASCII characters. False says nothing: check it with
+    :func:`id_problem`. O(len(value)), in C.
+
+    Example:
+        >>> plain_id("page-17/a b"), plain_id("a\\tb"), plain_id("é")
+        (True, False, False)
+    """
+    return (
+        type(value) is str
+        and 0 < len(value) <= MAX_ID_LENGTH
+        and value.isascii()
+        and value.isprintable()
+    )
 
 
 def id_problem(value: Any) -> str | None:

@@ -551,17 +551,56 @@ def _finish(v, peq, codes, start, n, first, need, words, last_valid, table):
     return _zero_bits(v, words, last_valid)
 
 
+LONGEST_MASKED = 4096
+"""The longest pattern (units) whose masks :func:`lcs_pairs_one_to_many` builds for all its
+units at once: (m + 1) · ⌈m / 64⌉ words, 2 MiB at this length. A longer pattern's pairs go
+through :func:`lcs_pairs`'s kernel, whose memory is linear in the texts' lengths."""
+
+
+@njit(inline="always")
+def _linear_pair(x, y, threshold, scratch, budget):
+    """One pair through :func:`_lcs_bits` (memory O(len)), valued as the one-to-many kernel
+    values its pairs; ``budget[0]`` (if not negative) is what the call may still spend, in
+    word operations (⌈m / 64⌉ · n once the common prefix and suffix are removed): a pair
+    that would spend more is not compared (NaN), the budget paying for those that are."""
+    m = x.shape[0]
+    n = y.shape[0]
+    need = _needed(m, n, threshold)
+    if need < 0:
+        return _resemblance(m, n, -1)
+    # The two CSRs may hold different integer types; the kernel compares one.
+    same_x = np.empty(m, np.uint64)
+    same_x[:] = x
+    same_y = np.empty(n, np.uint64)
+    same_y[:] = y
+    if budget[0] >= 0:
+        p, s = _trim_common(same_x, same_y)
+        low = min(m, n) - p - s
+        cost = (low + 63) // 64 * (max(m, n) - p - s)
+        if cost > budget[0]:
+            return np.nan
+        budget[0] -= cost
+    return _resemblance(m, n, _lcs_bits(same_x, same_y, scratch, need))
+
+
 @njit(cache=True, nogil=True)
-def _one_to_many_kernel(offsets_a, codes_a, offsets_b, codes_b, a, b, threshold, out):
+def _one_to_many_kernel(
+    offsets_a, codes_a, offsets_b, codes_b, a, b, threshold, longest_masked, budget, out
+):
     """:func:`lcs_pairs_one_to_many` over pairs sorted by ``a``. Text ``a[q]`` is the
     pattern, its masks (one row of ⌈m / 64⌉ words per distinct unit) built once per run of
     equal ``a``; the texts of two pairs of a run advance side by side, two independent chains
-    of dependent word operations that the processor overlaps."""
+    of dependent word operations that the processor overlaps. Patterns over ``longest_masked``
+    units run through :func:`_lcs_bits` instead, within ``budget`` (:func:`_linear_pair`)."""
     pairs = a.shape[0]
     longest = 1
+    masked = 1
     for q in range(pairs):
         la = offsets_a[a[q] + 1] - offsets_a[a[q]]
         longest = max(longest, la, offsets_b[b[q] + 1] - offsets_b[b[q]])
+        if la <= longest_masked:
+            masked = max(masked, la)
+    scratch = _lcs_scratch(longest if longest > longest_masked else 0)
     capacity = 16
     while capacity < 2 * longest:
         capacity *= 2
@@ -572,8 +611,8 @@ def _one_to_many_kernel(offsets_a, codes_a, offsets_b, codes_b, a, b, threshold,
     table_key = np.zeros(capacity, np.uint64)
     table_owner = np.full(capacity, -1, np.int64)  # the run (pattern) owning the slot
     table_id = np.zeros(capacity, np.int64)
-    most = (longest + 63) // 64
-    peq = np.zeros((longest + 1) * most, np.uint64)
+    most = (masked + 63) // 64
+    peq = np.zeros((masked + 1) * most, np.uint64)
     v1 = np.zeros(most, np.uint64)
     v2 = np.zeros(most, np.uint64)
     ones = ~np.uint64(0)
@@ -585,6 +624,12 @@ def _one_to_many_kernel(offsets_a, codes_a, offsets_b, codes_b, a, b, threshold,
     last_valid = ones
     q = 0
     while q < pairs:
+        if offsets_a[a[q] + 1] - offsets_a[a[q]] > longest_masked:
+            x = codes_a[offsets_a[a[q]] : offsets_a[a[q] + 1]]
+            y = codes_b[offsets_b[b[q]] : offsets_b[b[q] + 1]]
+            out[q] = _linear_pair(x, y, threshold, scratch, budget)
+            q += 1
+            continue
         if a[q] != current:
             peq[: (absent + 1) * words] = 0
             current = a[q]
@@ -650,16 +695,27 @@ def lcs_pairs_one_to_many(
     a: np.ndarray,
     b: np.ndarray,
     threshold: float | None = None,
+    longest_masked: int = LONGEST_MASKED,
+    budget: np.ndarray | None = None,
 ) -> np.ndarray:
     """:func:`lcs_pairs` of row ``a[p]`` of one CSR of units and row ``b[p]`` of another
     (float64 per pair, the same values: with ``threshold``, exact at or above it and some value
     below it otherwise), for texts compared with many others (a query and its candidates):
     each distinct ``a`` row's bit masks are built once for all its pairs, two of its pairs run
-    side by side, and the two CSRs need not be joined. No common prefix or suffix is trimmed.
+    side by side, and the two CSRs need not be joined. No common prefix or suffix is trimmed
+    from the texts whose masks are built.
 
     Time O(Σ ⌈len_a / 64⌉ · len_b) per pair (a unit of b that the a row lacks costs one
-    look-up), plus O(len_a) per distinct ``a`` and a sort of the pairs; memory
-    O(longest · ⌈longest / 64⌉) for the masks. Measured on the benchmark corpus's template
+    look-up), plus O(len_a) per distinct ``a`` and a sort of the pairs. Memory: the masks of
+    the longest ``a`` row of at most ``longest_masked`` units, O(L · ⌈L / 64⌉) words with L
+    that length (2 MiB at the default :data:`LONGEST_MASKED`), plus O(longest text); the pairs
+    of longer ``a`` rows go through :func:`lcs_pairs`'s kernel (common prefix and suffix
+    trimmed, one 64-unit block of masks at a time), so a text of a million units costs
+    megabytes, not the 125 GB of its full masks. Their time, ⌈m / 64⌉ · n word operations once
+    the common prefix and suffix are removed (about a nanosecond each on 2 cores), can be
+    bounded: ``budget`` (``int64[1]``) holds the operations the call may spend on them, less
+    what it spent when it returns; a pair that would overspend is not compared, and is NaN.
+    Measured on the benchmark corpus's template
     (266 units, against 3,000 copies): 1.3-1.45 times as fast as :func:`lcs_pairs`.
 
     Example:
@@ -676,6 +732,10 @@ def lcs_pairs_one_to_many(
         raise ValueError(f"a and b must have the same length; got {a.shape} and {b.shape}")
     if threshold is not None and not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1]; got {threshold}")
+    if longest_masked < 0:
+        raise ValueError(f"longest_masked must be 0 or more units; got {longest_masked}")
+    if budget is not None and (budget.dtype != np.int64 or budget.shape != (1,)):
+        raise ValueError(f"budget must be an int64 array of one value; got {budget!r}")
     order = np.argsort(a, kind="stable")
     in_order = np.empty(a.shape[0], np.float64)
     _one_to_many_kernel(
@@ -686,6 +746,8 @@ def lcs_pairs_one_to_many(
         a[order],
         b[order],
         float(threshold or 0.0),
+        int(longest_masked),
+        np.full(1, -1, np.int64) if budget is None else budget,
         in_order,
     )
     out = np.empty(a.shape[0], np.float64)

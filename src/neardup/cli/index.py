@@ -270,14 +270,24 @@ def add(
     check_outputs([output, summary_out], inputs)
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
-    with (
-        Reporter(quiet, summary_out) as reporter,
-        NearDupIndex(directory, synchronous=synchronous) as idx,
-    ):
-        idx.check_method(method)
-        try:
+    read_counts = {"skipped rows": 0}
+    # The adds are committed batch by batch: any error, to the tables cached when the index
+    # closes, says how many documents the index received before it.
+    try:
+        with (
+            Reporter(quiet, summary_out) as reporter,
+            NearDupIndex(directory, synchronous=synchronous) as idx,
+        ):
+            idx.check_method(method)
             for ids, probe, stamps in source_batches(
-                idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
+                idx,
+                inputs,
+                from_fingerprints,
+                fingerprint_format,
+                reading,
+                workers,
+                reporter,
+                read_counts,
             ):
                 batch_results = idx.add_arrays(
                     ids, timestamps_us=stamps, if_exists=if_exists, limit=1, **probe
@@ -286,18 +296,18 @@ def add(
                     counts[r.status] += 1
                 if output:
                     results.extend(batch_results)
-        except (ValueError, OSError) as error:
-            done = counts["new"] + counts["duplicate"]
-            note = f"{error} ({done:,} documents were added before it)"
-            # Re-raised as the base class the CLI reports: the error's own class may take other
-            # constructor arguments (InputError does), which turned every bad row into a
-            # TypeError traceback.
-            raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
-        reporter.stage("writing")
-        if output:
-            write_table(output, result_columns(results, idx.method))
-        total = len(idx)
-        used = index_fields(idx.settings)
+            reporter.stage("writing")
+            if output:
+                write_table(output, result_columns(results, idx.method))
+            total = len(idx)
+            used = index_fields(idx.settings)
+    except (ValueError, OSError) as error:
+        done = counts["new"] + counts["duplicate"]
+        note = f"{error} ({done:,} documents were added before it)"
+        # Re-raised as the base class the CLI reports: the error's own class may take other
+        # constructor arguments (InputError does), which turned every bad row into a
+        # TypeError traceback.
+        raise (OSError(note) if isinstance(error, OSError) else ValueError(note)) from None
     elapsed = time.perf_counter() - reporter.started
     added = counts["new"] + counts["duplicate"]
     reporter.summary(
@@ -306,6 +316,7 @@ def add(
             ("  new", counts["new"]),
             ("  duplicates", counts["duplicate"]),
             ("skipped (already stored)", counts["exists"]),
+            ("skipped rows", read_counts["skipped rows"]),
             ("documents in index", total),
             ("seconds", elapsed),
             ("documents / s", added / elapsed if elapsed > 0 else 0.0),
@@ -422,13 +433,21 @@ def query_batch(
     """
     check_outputs([output, matches_out, summary_out], inputs)
     results = []
+    read_counts = {"skipped rows": 0}
     with Reporter(quiet, summary_out) as reporter, NearDupIndex(directory, readonly=True) as idx:
         idx.check_method(method)
         used = index_fields(idx.settings)
         if idx.method == "simhash":
             used["hamming_k"] = idx.settings.hamming_k if hamming_k is None else hamming_k
         for ids, probe, _ in source_batches(
-            idx, inputs, from_fingerprints, fingerprint_format, reading, workers, reporter
+            idx,
+            inputs,
+            from_fingerprints,
+            fingerprint_format,
+            reading,
+            workers,
+            reporter,
+            read_counts,
         ):
             results.extend(
                 idx.query_many(
@@ -457,6 +476,7 @@ def query_batch(
             ("probes", len(results)),
             ("with a near-duplicate", dups),
             ("new", len(results) - dups),
+            ("skipped rows", read_counts["skipped rows"]),
             ("seconds", elapsed),
         ],
         settings=used,
@@ -565,8 +585,18 @@ def recover(directory, target):
     from neardup.index.integrity import recover_index
 
     result = recover_index(directory, target)
+    expected = result["expected"]
+    of = "" if expected is None else f" of {expected:,}"
+    missing = "" if expected is None else f"{result['missing']:,} missing, "
     click.echo(
-        f"recovered {result['recovered']:,} documents into {result['target']}; "
-        f"{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped",
+        f"recovered {result['recovered']:,}{of} documents into {result['target']}; "
+        f"{missing}{result['lost_positions']:,} unreadable, {result['dropped_rows']:,} dropped "
+        f"({result['garbled_rows']:,} garbled)",
         err=True,
     )
+    if result["unchecked_indexes"]:
+        click.echo(
+            f"not compared with their copies (unreadable indexes): "
+            f"{', '.join(result['unchecked_indexes'])}",
+            err=True,
+        )

@@ -262,13 +262,16 @@ def source_batches(
     reading,
     workers,
     reporter,
+    read_counts: dict[str, int],
 ):
     """(ids, probe keywords, int64 µs timestamps) per input batch, in input order; the
-    keywords are ``fingerprints`` (SimHash) or ``texts`` (MinHash)."""
+    keywords are ``fingerprints`` (SimHash) or ``texts`` (MinHash). ``read_counts["skipped
+    rows"]`` counts the bad rows skipped (``--on-error skip``) as they are read."""
     if from_fingerprints:
         table = read_fingerprints(
             list(inputs), on_error=reading["on_error"], fingerprint_format=fingerprint_format
         )
+        read_counts["skipped rows"] = table.stats.skipped
         step = 10_000
         for start in range(0, len(table), step):
             stop = min(len(table), start + step)
@@ -286,7 +289,9 @@ def source_batches(
         fingerprint_batch, reader, check_workers(workers), index.settings
     ):
         reporter.batch(batch)
+        read_counts["skipped rows"] = reader.stats.skipped
         yield batch.ids, probe, batch.timestamps
+    read_counts["skipped rows"] = reader.stats.skipped
 
 
 def measure_column(method: str) -> str:

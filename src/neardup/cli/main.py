@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -83,19 +82,9 @@ def main() -> None:
       neardup compare a.txt b.txt                   # every similarity measure for two texts
       neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
     """
-    _exit_cleanly_on_sigterm()
     # A command (not --help or --version, which end before this) may compile kernels on its
     # first run: say so, rather than sit at 0 % for a minute.
     from neardup.cli import compiling
 
     if compiling.listen() is not None:
         click.get_current_context().call_on_close(compiling.stop_listening)
-
-
-def _exit_cleanly_on_sigterm() -> None:
-    # A terminated run unwinds like Ctrl-C does, so temp files and partial outputs are removed.
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

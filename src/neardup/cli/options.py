@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sys
 import time
+from typing import NoReturn
 
 import click
 import numpy as np
 
+from neardup import signals
 from neardup._version import __version__
 from neardup.cli import compiling
 from neardup.cli.context import CONTEXT as CONTEXT  # the commands' modules take it from here
@@ -357,17 +360,33 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
+def closed_pipe() -> NoReturn:
+    """End the command quietly with status 141 (128 + SIGPIPE), as Unix tools do, when the
+    reader of its standard output has gone (``neardup index stats | head -1``): nothing is
+    left to say to it, and the writes still buffered go to /dev/null instead of failing
+    again at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(141)
+
+
 def handle_errors(command):
     """Turn bad input and bad options into one clear line and exit status 1.
 
     Wraps a command function: :class:`neardup.io.InputError` (a ``ValueError``), any other
-    ``ValueError`` and ``OSError`` end the command through :func:`fail` instead of a traceback."""
+    ``ValueError`` and ``OSError`` end the command through :func:`fail` instead of a traceback
+    (unless a signal came first: the error is its consequence, and the run ends as
+    :mod:`neardup.signals` says)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
+        except BrokenPipeError:
+            closed_pipe()
         except (ValueError, OSError) as error:
+            signals.raise_if_received()
             fail(str(error))
 
     return wrapper

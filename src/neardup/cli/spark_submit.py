@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from neardup.cli import run
 from neardup.cli.main import main as neardup
 
 # The commands that run on an engine; the others are passed on unchanged.
@@ -31,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in _ENGINE_COMMANDS and "--engine" not in args:
         args += ["--engine", "spark"]
-    neardup(args, prog_name="neardup")
+    run(args, neardup)
 
 
 if __name__ == "__main__":

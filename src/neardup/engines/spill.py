@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -188,6 +189,19 @@ def _remove_dead_runs(base: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _lock_folder(folder: Path) -> int | None:
+    """An exclusive lock on the work folder ``folder`` (``flock`` of its ``lock`` file, freed
+    when the descriptor returned is closed, or the process ends), or None if another run
+    holds it."""
+    fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 class WorkDir:
     """The work folder of one run, under ``tmp_dir``; a context manager that removes it.
 
@@ -211,14 +225,38 @@ class WorkDir:
         self.key = key
         self.resume = resume
         self.stages: list[str] = []
-        if resume and name_hint != "-":
+        # The folder a run of this output with --resume keeps: this run's own with resume,
+        # else one that this run, once it succeeds, makes useless.
+        self._resume_path = None
+        if name_hint != "-":
             tag = hashlib.sha256(str(Path(name_hint).resolve()).encode()).hexdigest()[:16]
-            self.path = base / f"neardup-run-{tag}"
+            self._resume_path = base / f"neardup-run-{tag}"
+        if resume and self._resume_path is not None:
+            self.path = self._resume_path
         else:
             self.path = base / f"neardup-tmp-{os.getpid()}-{secrets.token_hex(8)}"
         self._created = False
+        self._lock: int | None = None
 
     def __enter__(self) -> WorkDir:
+        if self.resume:
+            with writing(self.path):
+                self.path.mkdir(exist_ok=True)
+            self._lock = _lock_folder(self.path)
+            if self._lock is None:
+                raise ValueError(
+                    f"--resume: another run is using {self.path}; wait for it to end (two runs "
+                    "cannot resume one run at once)"
+                )
+        try:
+            self._open()
+        except BaseException:
+            self._unlock()
+            raise
+        self._created = True
+        return self
+
+    def _open(self) -> None:
         manifest = self.path / MANIFEST
         if self.resume and manifest.exists():
             try:
@@ -241,12 +279,22 @@ class WorkDir:
                     # __exit__ does not run when __enter__ fails (an error, or SIGTERM here).
                     self.remove()
                     raise
-        self._created = True
-        return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None or not self.resume:
             self.remove()
+        self._unlock()
+        stale = self._resume_path
+        if exc_type is None and not self.resume and stale is not None and stale.is_dir():
+            lock = _lock_folder(stale)  # None: a run resuming it is going on
+            if lock is not None:
+                shutil.rmtree(stale, ignore_errors=True)
+                os.close(lock)
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def remove(self) -> None:
         """Delete the folder and everything in it."""

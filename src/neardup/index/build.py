@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -34,6 +35,7 @@ from neardup.index.minhash import band_keys, encode_texts
 from neardup.index.sorted_rows import MAX_POSITION
 from neardup.index.storage import DB_NAME, install, sqlite_error, write_records
 from neardup.index.verifier import summarize
+from neardup.io.files import process_gone
 from neardup.pipeline import Signatures, find_groups
 from neardup.settings import Settings
 
@@ -156,6 +158,7 @@ def _write_new_index(
     in a temporary directory beside ``target``, then rename it into place; a failure leaves
     nothing behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_dead_builds(target)
     tmp = target.parent / f".{target.name}.building-{os.getpid()}-{time.time_ns()}"
     tmp.mkdir()
     try:
@@ -176,3 +179,16 @@ def _write_new_index(
                 "nothing was installed (the partial copy was removed); free some space",
             ) from error
         raise
+
+
+def _remove_dead_builds(target: Path) -> None:
+    """Remove what builds of ``target`` killed before they could clean up left beside it:
+    their temporary copies (``.NAME.building-PID-…``) and, once ``target`` exists, the indexes
+    they replaced (``.NAME.old-PID-…``; without ``target`` it is the last index there is),
+    when process PID no longer exists. O(files beside ``target``)."""
+    kinds = "building|old" if target.exists() else "building"
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(?:{kinds})-(\d+)-\d+$")
+    for path in target.parent.iterdir():
+        match = pattern.match(path.name)
+        if match and process_gone(int(match[1])):
+            shutil.rmtree(path, ignore_errors=True)

@@ -48,15 +48,17 @@ import numpy as np
 
 from neardup.candidates.plan import plan_tables
 from neardup.hashing import xxh64_slice
-from neardup.index.errors import IndexWriteError
+from neardup.index.errors import IndexDamagedError, IndexWriteError
 from neardup.index.lcs_bound import SKETCH_BITS
 from neardup.index.minhash import BandTables
 from neardup.index.storage import (
+    DB_NAME,
     FORMAT_VERSION,
     fsync_path,
     json_list,
     keys_of_blobs,
     read_snapshot,
+    repair_hint,
     rows_after,
     sql_state,
     unsigned,
@@ -76,6 +78,7 @@ __all__ = [
     "describe_files",
     "file_checksum",
     "load_tables",
+    "lost_writes",
     "mapped_counts",
     "new_tables",
     "next_generation",
@@ -318,6 +321,28 @@ def load_tables(
 # --------------------------------------------------------------------------------------------
 
 
+def lost_writes(
+    conn: sqlite3.Connection, state: dict[str, int], max_pos: int, alive: np.ndarray
+) -> str | None:
+    """What the records lack of a cached generation written after position ``max_pos``, with
+    the live flags ``alive`` (both checked against the cache's checksums), given the records'
+    :func:`~neardup.index.storage.sql_state`: the adds after the records' last position, and
+    the removals of positions the records still hold (``"positions 201..300 (100 adds) and 1
+    removal"``), or None when they lack nothing. O(n): the records' positions are read."""
+    parts = []
+    if state["max_pos"] < max_pos:
+        adds = max_pos - state["max_pos"]
+        parts.append(f"positions {state['max_pos'] + 1}..{max_pos} ({adds} add{'s' * (adds != 1)})")
+    revived = 0
+    cur = conn.execute("SELECT pos FROM docs WHERE pos <= ?", (max_pos,))
+    while chunk := cur.fetchmany(262_144):
+        positions = np.array(chunk, np.int64).ravel()
+        revived += int(np.count_nonzero(~alive[positions]))
+    if revived:
+        parts.append(f"{revived} removal{'s' * (revived != 1)}")
+    return " and ".join(parts) or None
+
+
 def _load_cache(
     path: Path,
     conn: sqlite3.Connection,
@@ -333,6 +358,7 @@ def _load_cache(
         raise _CacheMiss("no cached tables") from None
     except (OSError, ValueError) as error:
         raise _CacheMiss(f"unreadable {MANIFEST_NAME}: {error}") from None
+    lost = None
     try:
         if manifest.get("format") != FORMAT_VERSION:
             raise _CacheMiss("cache format differs")
@@ -358,7 +384,9 @@ def _load_cache(
         if alive.shape != (max_pos + 1,):
             raise _CacheMiss("cached flags do not cover the cached positions")
         if state["max_pos"] < max_pos or state["tomb_seq"] < tomb_seq:
-            raise _CacheMiss("cache is newer than the database")
+            lost = lost_writes(conn, state, max_pos, alive)
+            if lost is None:
+                raise _CacheMiss("cache is newer than the database")
         if settings.method == "minhash":
             tables = _band_cache(conn, settings, manifest, keys, rows, alive)
             summaries.update(_summaries(conn, gen_dir, names, alive))
@@ -368,6 +396,14 @@ def _load_cache(
         if isinstance(error, _CacheMiss):
             raise
         raise _CacheMiss(f"unusable cache: {error}") from None
+    if lost is not None:
+        db = path / DB_NAME
+        raise IndexDamagedError(
+            f"{db}: committed writes are missing from its records: {lost}, which the cached "
+            f"tables of generation {manifest['generation']} hold (was {DB_NAME}-wal deleted or "
+            f"damaged?); {repair_hint(db)}; if the database is an older copy on purpose, "
+            f"delete {path / MANIFEST_NAME}"
+        )
     tail = catch_up(conn, settings, tables, max_pos, tomb_seq)
     if tables.live != state["documents"]:
         raise _CacheMiss(

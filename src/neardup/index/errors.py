@@ -31,6 +31,7 @@ __all__ = [
     "IndexLockedError",
     "IndexWriteError",
     "ReadOnlyIndexError",
+    "VerificationTooLongError",
     "batch_inputs",
     "check_if_exists",
     "check_int",
@@ -45,6 +46,11 @@ IF_EXISTS = ("error", "skip")
 
 class DocumentExistsError(ValueError):
     """A document ID to add is already in the index (nothing was written)."""
+
+
+class VerificationTooLongError(ValueError):
+    """Verifying a probe against its candidates would take longer than the limit set
+    (:meth:`~neardup.index.store.NearDupIndex.limit_verification`); nothing was decided."""
 
 
 class IndexLockedError(OSError):

@@ -49,6 +49,7 @@ import bisect
 import json
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,6 @@ from neardup.index.errors import DocumentExistsError
 from neardup.index.matches import Matcher, Probes, split_by_query
 from neardup.index.minhash import (
     band_pairs,
-    decode_text,
     encode_texts,
     pair_similarity,
     size_bound,
@@ -76,6 +76,7 @@ from neardup.index.storage import (
     keys_of_blobs,
     record_of,
     signed,
+    stored_texts,
     write_transaction,
 )
 from neardup.index.tables import close_pairs
@@ -588,7 +589,9 @@ def _member_components(
         members = [by_pos[int(p)] for p in pos]
         keys = keys_of_blobs([r[1] for r in members], settings.bands)
         a, b = band_pairs(keys)
-        data = verification_data([decode_text(r[2]) for r in members], settings)
+        db = Path(conn.execute("PRAGMA database_list").fetchone()[2])
+        texts = stored_texts([r[2] for r in members], [r[0] for r in members], db)
+        data = verification_data(texts, settings)
         sim = pair_similarity(*data, a, b, settings)
         ok = sim >= verify_threshold(settings)
         return connected_components(pos.shape[0], a[ok], b[ok])

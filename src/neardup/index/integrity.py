@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -33,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from neardup.ids import id_problem
+from neardup.index.cache import MANIFEST_NAME, lost_writes, verify_files
 from neardup.index.errors import IndexDamagedError
-from neardup.index.minhash import decode_text
+from neardup.index.minhash import decode_text, has_checksum
 from neardup.index.settings import settings_from_meta, settings_keywords
-from neardup.index.storage import DB_NAME, keys_of_blobs, repair_hint, sqlite_error
+from neardup.index.storage import DB_NAME, keys_of_blobs, repair_hint, sql_state, sqlite_error
 from neardup.index.store import NearDupIndex
 
 __all__ = ["check_index", "recover_index"]
@@ -99,7 +101,10 @@ def check_index(path: str | os.PathLike, *, max_problems: int = 100) -> dict[str
     finally:
         conn.close()
     if "_records" in report:  # the records could be read: compare the tables with them
-        _check_tables(path, report)
+        try:
+            _check_tables(path, report)
+        except IndexDamagedError as error:  # the records lack writes the tables hold
+            problems.append(str(error))
     report["ok"] = not problems
     report["seconds"] = round(time.perf_counter() - started, 3)
     return report
@@ -168,9 +173,9 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
     with NearDupIndex(path, readonly=True) as index:
         info = index._open_info
         report["tables"] = f"{info.source} ({info.detail})"
-        if info.source == "rebuilt" and "damaged" in info.detail:
+        if info.source == "rebuilt" and not _rebuilt_by_design(path, info.detail):
             problems.append(
-                f"the cached tables were damaged ({info.detail}); they were rebuilt "
+                f"the cached tables could not be used ({info.detail}); they were rebuilt "
                 "from the records for this check, and a writer caches them again"
             )
         t = index._tables
@@ -206,6 +211,16 @@ def _check_tables(path: Path, report: dict[str, Any]) -> None:
                     break
 
 
+def _rebuilt_by_design(path: Path, detail: str) -> bool:
+    """Whether tables rebuilt for the reason ``detail`` were so without damage: never cached
+    (no manifest and no generation: a writer killed before its first close), or cached by
+    another version of the format. Any other reason (a file missing, cut short or failing its
+    checksum; a manifest gone beside its generation) is a problem of the cache."""
+    if detail == "no cached tables":
+        return not any(path.glob("tables-*"))
+    return detail == "cache format differs"
+
+
 def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
     """Step 4 for a MinHash index: every live document has its stored band keys and text, and
     every band table holds exactly the live positions (outside the delta) under those keys,
@@ -238,17 +253,39 @@ def _check_band_tables(index, pos: np.ndarray, problems: list[str]) -> None:
 
 
 def _check_summaries(index, pos: np.ndarray, problems: list[str], chunk: int = 16_384) -> None:
-    """Step 4 for a MinHash index, last: the cached verification summaries (sizes, sketches,
-    count sketches) against the stored texts, which they must never contradict (a wrong one
-    could rule a true match out). O(total text)."""
+    """Step 4 for a MinHash index, last: every stored text against its checksum, then the
+    cached verification summaries (sizes, sketches, count sketches) against the texts, which
+    they must never contradict (a wrong one could rule a true match out). O(total text)."""
     matcher = index._matcher
     bad: list[int] = []
+    damaged: list[int] = []
+    unchecked = 0
     for start in range(0, pos.shape[0], chunk):
         part = pos[start : start + chunk]
-        texts = [decode_text(blob) for blob in matcher._minhash_column("text", part)]
-        bad += matcher.verifier.disagreements(part, texts)[:5].tolist()
-        if len(bad) >= 5:
-            break
+        blobs = matcher._minhash_column("text", part)
+        texts: list[str] = []
+        whole = np.ones(part.shape[0], bool)
+        for i, blob in enumerate(blobs):
+            unchecked += not has_checksum(blob)
+            try:
+                texts.append(decode_text(blob))
+            except ValueError:
+                whole[i] = False
+                damaged.append(int(part[i]))
+        if len(bad) < 5:
+            bad += matcher.verifier.disagreements(part[whole], texts)[:5].tolist()
+    if damaged:
+        problems.append(
+            f"the stored texts of positions {damaged[:5]}"
+            f"{f' and {len(damaged) - 5} more' if len(damaged) > 5 else ''} are damaged "
+            f"(their checksum fails, or they do not decompress); {repair_hint(index.path / DB_NAME)}"
+        )
+    if unchecked:
+        problems.append(
+            f"{unchecked} stored texts carry no checksum (they were stored before texts had "
+            "one), so damage inside them cannot be detected; `neardup index recover -d "
+            f"{index.path} --to NEW_DIR` builds an index whose texts all have one"
+        )
     if bad:
         problems.append(
             f"the cached verification summaries of positions {bad[:5]} differ from their texts; "
@@ -329,16 +366,54 @@ def _readable_rows(db: Path) -> tuple[dict[str, Any], str | None, list[tuple], i
     return settings, meta.get("documents"), rows, lost[0]
 
 
-def _usable_rows(rows: list[tuple], minhash: bool) -> tuple[list[str], list, list[int], int]:
+_INDEX_COPIES = {
+    # Column of a recovered row -> the covering scan of the index holding a second copy of it.
+    1: "SELECT pos, id FROM docs INDEXED BY docs_id",
+    2: "SELECT pos, fingerprint FROM docs INDEXED BY docs_fingerprint",
+    3: "SELECT pos, timestamp FROM docs INDEXED BY docs_gid",
+}
+
+
+def _index_copies(db: Path, minhash: bool) -> tuple[list[tuple[int, dict]], list[str]]:
+    """The second copy of each column of the recovered rows that SQLite keeps in an index
+    (ID, fingerprint unless MinHash, timestamp): ``[(column, {pos: value})]``; and the indexes
+    that could not be read whole, whose column goes unchecked. O(n) memory."""
+    copies: list[tuple[int, dict]] = []
+    unreadable: list[str] = []
+    conn = _readonly_connection(db)
+    try:
+        for column, sql in _INDEX_COPIES.items():
+            if minhash and column == 2:  # recovered from the text, not the stored column
+                continue
+            try:
+                copies.append((column, dict(conn.execute(sql).fetchall())))
+            except sqlite3.DatabaseError:
+                unreadable.append(sql.split()[-1])
+    finally:
+        conn.close()
+    return copies, unreadable
+
+
+def _usable_rows(
+    rows: list[tuple], minhash: bool, copies: list[tuple[int, dict]]
+) -> tuple[list[str], list, list[int], int, int]:
     """The IDs, values (fingerprints, or MinHash texts) and timestamps of the rows that damage
     left whole: a valid ID seen for the first time, a value and timestamp of the right type
-    (a MinHash text that decompresses); and how many rows were dropped."""
+    (a MinHash text that passes its checksum), each column equal to its copy in ``copies``;
+    and how many rows were dropped, and of them how many were garbled (a column differing from
+    its copy: one of the two was changed, and which one cannot be told)."""
     ids: list[str] = []
     values: list = []
     stamps: list[int] = []
     seen: set[str] = set()
     dropped = 0
-    for _pos, ident, value, ts in rows:
+    garbled = 0
+    for row in rows:
+        if any(copy.get(row[0]) != row[column] for column, copy in copies):
+            dropped += 1
+            garbled += 1
+            continue
+        _pos, ident, value, ts = row
         if minhash:
             try:
                 value = decode_text(value)
@@ -356,7 +431,7 @@ def _usable_rows(rows: list[tuple], minhash: bool) -> tuple[list[str], list, lis
         ids.append(ident)
         values.append(value)
         stamps.append(ts)
-    return ids, values, stamps, dropped
+    return ids, values, stamps, dropped, garbled
 
 
 def recover_index(
@@ -368,15 +443,21 @@ def recover_index(
     The settings come from the damaged index's ``meta`` table. Rows are read by position in
     ranges of 4,096; a range SQLite cannot read is halved until the unreadable positions are
     isolated, and those are lost. A row whose ID breaks the rules of :mod:`neardup.ids`, or
-    repeats an earlier row's ID, is dropped (both can only come from damage). Groups and
+    repeats an earlier row's ID, whose MinHash text fails its checksum, or whose ID,
+    fingerprint or timestamp differs from its copy in an index, is dropped (all can only
+    come from damage). Groups and
     originals are recomputed from the recovered rows (they are derived from fingerprints, or
     the kept texts of a MinHash index, and timestamps), in position order, so ties break as
     before.
 
     Returns:
-        ``{"recovered": int, "lost_positions": int, "dropped_rows": int,
-        "expected": int | None, "target": str}`` (``expected`` is ``meta.documents`` if
-        readable).
+        ``{"recovered": int, "expected": int | None, "missing": int | None,
+        "lost_positions": int, "dropped_rows": int, "garbled_rows": int,
+        "unchecked_indexes": [str], "target": str}``: ``expected`` is what the index's
+        counters say it held (:func:`_expected_documents`), ``missing`` the expected documents
+        not recovered, ``garbled_rows`` the dropped rows whose ID, fingerprint or timestamp
+        differ from their copy in one of SQLite's indexes (``unchecked_indexes``: the
+        indexes that could not be read, whose column was not compared).
 
     Raises:
         IndexDamagedError: the settings cannot be read (nothing to rebuild with).
@@ -384,9 +465,12 @@ def recover_index(
     Complexity: O(n) reads plus a build, O(n log n); O(log n) extra queries per unreadable
     position.
     """
-    settings, expected, rows, lost = _readable_rows(Path(path) / DB_NAME)
+    db = Path(path) / DB_NAME
+    settings, counted, rows, lost = _readable_rows(db)
     minhash = settings["method"] == "minhash"
-    ids, values, stamps, dropped = _usable_rows(rows, minhash)
+    copies, unchecked = _index_copies(db, minhash)
+    ids, values, stamps, dropped, garbled = _usable_rows(rows, minhash, copies)
+    expected = _expected_documents(Path(path), counted)
     if minhash:
         source: dict[str, Any] = {"texts": values}
     else:
@@ -401,8 +485,33 @@ def recover_index(
     ).close()
     return {
         "recovered": len(ids),
+        "expected": expected,
+        "missing": None if expected is None else max(expected - len(ids), 0),
         "lost_positions": lost,
         "dropped_rows": dropped,
-        "expected": int(expected) if expected is not None and str(expected).isdigit() else None,
+        "garbled_rows": garbled,
+        "unchecked_indexes": unchecked,
         "target": str(target),
     }
+
+
+def _expected_documents(path: Path, counted: str | None) -> int | None:
+    """How many documents the index held when last written: the last cached generation's
+    live count when the records lack writes it holds (:func:`~neardup.index.cache.lost_writes`,
+    its flags checked against their checksum), else ``meta.documents`` (``counted``); None
+    when neither can be read."""
+    expected = int(counted) if counted is not None and str(counted).isdigit() else None
+    try:
+        manifest = json.loads((path / MANIFEST_NAME).read_text())
+        generation = path / f"tables-{int(manifest['generation'])}"
+        verify_files(generation, manifest.get("files"), ["alive.npy"])
+        alive = np.load(generation / "alive.npy")
+        max_pos = int(manifest["max_pos"])
+        conn = _readonly_connection(path / DB_NAME)
+        try:
+            lost = lost_writes(conn, sql_state(conn), max_pos, alive)
+        finally:
+            conn.close()
+    except (OSError, ValueError, KeyError, TypeError, IndexError, sqlite3.Error):
+        return expected  # no generation to compare with
+    return int(np.count_nonzero(alive)) if lost is not None else expected

@@ -32,7 +32,15 @@ from neardup.index.minhash import (
 )
 from neardup.index.results import Match, QueryResult
 from neardup.index.settings import describe_settings
-from neardup.index.storage import GROUPED, grouped_rows, json_list, read_snapshot, signed
+from neardup.index.storage import (
+    DB_NAME,
+    GROUPED,
+    grouped_rows,
+    json_list,
+    read_snapshot,
+    signed,
+    stored_texts,
+)
 from neardup.index.verifier import CandidateVerifier
 from neardup.io import parse_fingerprint
 from neardup.memory import return_freed_memory
@@ -165,7 +173,7 @@ class Matcher:
         self.verifier = CandidateVerifier(
             settings,
             lambda positions: self._minhash_column("units", positions),
-            lambda positions: self._minhash_column("text", positions),
+            self.stored_texts,
         )
         # MinHash: the group of each position when it was read (4 bytes each, read on the
         # first large probe). Merges since only make groups coarser than these labels, which
@@ -341,6 +349,12 @@ class Matcher:
         by_pos = dict(rows)
         values = [by_pos[int(p)] for p in positions]
         return np.array(values, np.int64) if column == "units" else values
+
+    def stored_texts(self, positions: np.ndarray) -> list[str]:
+        """The stored texts of ``positions``, in their order, each checked against its
+        checksum (:func:`~neardup.index.storage.stored_texts`). O(log n + bytes) each."""
+        blobs = self._minhash_column("text", positions)
+        return stored_texts(blobs, positions.tolist(), self.path / DB_NAME)
 
     def _disagree(self, what: str) -> NoReturn:
         raise IndexDamagedError(

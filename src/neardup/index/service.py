@@ -64,6 +64,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     create_model,
@@ -74,7 +76,11 @@ from pydantic import (
 from neardup._version import __version__
 from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.ids import MAX_ID_LENGTH, check_id
-from neardup.index.errors import DocumentExistsError, ReadOnlyIndexError
+from neardup.index.errors import (
+    DocumentExistsError,
+    ReadOnlyIndexError,
+    VerificationTooLongError,
+)
 from neardup.index.results import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -101,9 +107,12 @@ DEFAULT_MAX_BATCH = 1000
 """Most documents in one request."""
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body, in bytes."""
+DEFAULT_MAX_VERIFY_WORK = 2_000_000_000
+"""Most LCS work one request may spend verifying long texts (MinHash index), in word
+operations: about 2 s (:meth:`~neardup.index.store.NearDupIndex.limit_verification`)."""
 
 Fingerprint = StrictStr | StrictInt
-Timestamp = StrictInt | float | StrictStr
+Timestamp = StrictInt | StrictFloat | StrictStr
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,7 +162,7 @@ class AddOne(DocumentIn):
     if_exists: Literal["error", "skip"] = Field(
         "error", description="If the ID is stored: 409, or skip it."
     )
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT, description="Matches to list.")
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT, description="Matches to list.")
 
 
 class AddBatch(BaseModel):
@@ -162,7 +171,7 @@ class AddBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     documents: list[DocumentIn]
     if_exists: Literal["error", "skip"] = "error"
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
 
 
 class ProbeIn(_Probe):
@@ -189,11 +198,11 @@ _COUNT_ALL = Field(
 class QueryOne(ProbeIn):
     """Query one text or fingerprint (nothing is stored)."""
 
-    hamming_k: int | None = Field(
+    hamming_k: StrictInt | None = Field(
         None, ge=0, le=MAX_HAMMING_K, description="At most the index's k."
     )
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
-    count_all: bool = _COUNT_ALL
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    count_all: StrictBool = _COUNT_ALL
 
 
 class QueryBatch(BaseModel):
@@ -201,9 +210,9 @@ class QueryBatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     documents: list[ProbeIn]
-    hamming_k: int | None = Field(None, ge=0, le=MAX_HAMMING_K)
-    limit: int = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
-    count_all: bool = _COUNT_ALL
+    hamming_k: StrictInt | None = Field(None, ge=0, le=MAX_HAMMING_K)
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT)
+    count_all: StrictBool = _COUNT_ALL
 
 
 def _json_model(
@@ -299,6 +308,7 @@ def create_app(
     max_batch: int = DEFAULT_MAX_BATCH,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     close_index: bool = False,
+    max_verify_work: int | None = DEFAULT_MAX_VERIFY_WORK,
 ) -> FastAPI:
     """The FastAPI application serving ``index`` (see the module docstring).
 
@@ -308,6 +318,9 @@ def create_app(
         max_batch: most documents per request, ``1..100000``.
         max_body_bytes: largest request body, ``1024..1 GiB``.
         close_index: close ``index`` when the application shuts down.
+        max_verify_work: the index's limit of LCS work per request (MinHash; set on
+            ``index`` with :meth:`~neardup.index.store.NearDupIndex.limit_verification`): a
+            request that would spend more is refused with 413. None: no limit.
 
     Complexity: per request, parsing O(body) plus the index operation.
 
@@ -325,6 +338,7 @@ def create_app(
         raise ValueError(f"max_body_bytes must be in 1024..{1 << 30}, got {max_body_bytes!r}")
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError("token must be a non-empty string or None")
+    index.limit_verification(max_verify_work)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -381,21 +395,23 @@ def _openapi(app: FastAPI) -> dict:
 
 
 async def _write(fn, *args, **kwargs):
-    """Run an index write in the thread pool; its refusals become 403, 409 and 422."""
+    """Run an index write in the thread pool; its refusals become 403, 409, 413 and 422."""
     try:
         return await run_in_threadpool(fn, *args, **kwargs)
     except ReadOnlyIndexError:
         raise HTTPException(403, "this service is read-only (started with --read-only)") from None
     except DocumentExistsError as error:
         raise HTTPException(409, str(error)) from None
+    except VerificationTooLongError as error:
+        raise HTTPException(413, str(error)) from None
     except ValueError as error:
         raise HTTPException(422, str(error)) from None
 
 
-async def _probe_arguments(index: NearDupIndex, probes: list, in_thread: bool) -> dict:
+async def _probe_arguments(index: NearDupIndex, probes: list) -> dict:
     """The ``texts`` or ``fingerprints`` keyword of :meth:`NearDupIndex.add_many` and
     :meth:`NearDupIndex.query_many` for parsed probes. A batch that mixes texts and
-    fingerprints has its texts fingerprinted first (``in_thread``: in the thread pool), so that
+    fingerprints has its texts fingerprinted first (in the thread pool), so that
     it stays one call, and one transaction; a MinHash index refuses fingerprints itself
     (a ValueError, 422)."""
     texts = [p.text for p in probes]
@@ -404,11 +420,7 @@ async def _probe_arguments(index: NearDupIndex, probes: list, in_thread: bool) -
     if all(t is None for t in texts) or index.method == "minhash":
         return {"fingerprints": [p.fingerprint for p in probes]}
     given = [t for t in texts if t is not None]
-    fps = (
-        await run_in_threadpool(index.fingerprint, given)
-        if in_thread
-        else (index.fingerprint(given))
-    )
+    fps = await run_in_threadpool(index.fingerprint, given)
     computed = iter(fps.tolist())
     return {
         "fingerprints": [
@@ -528,7 +540,7 @@ class _Routes:
         else:
             one = parse_body(AddOne, data)
             docs, if_exists, limit = [one], one.if_exists, one.limit
-        kwargs = await _probe_arguments(self.index, docs, in_thread=True)
+        kwargs = await _probe_arguments(self.index, docs)
         results = await _write(
             self.index.add_many,
             [d.id for d in docs],
@@ -559,14 +571,19 @@ class _Routes:
             probes, k, limit, count_all = [one], one.hamming_k, one.limit, one.count_all
         ids = [p.id for p in probes]
         try:
-            kwargs = await _probe_arguments(self.index, probes, in_thread=False)
-            results = self.index.query_many(
+            # In the thread pool: verifying a long text takes long enough to hold up /healthz
+            # and every other request if it ran on the event loop.
+            kwargs = await _probe_arguments(self.index, probes)
+            results = await run_in_threadpool(
+                self.index.query_many,
                 hamming_k=k,
                 limit=limit,
                 count_all=count_all,
                 ids=None if any(i is None for i in ids) else ids,
                 **kwargs,
             )
+        except VerificationTooLongError as error:
+            raise HTTPException(413, str(error)) from None
         except ValueError as error:
             raise HTTPException(422, str(error)) from None
         out = []

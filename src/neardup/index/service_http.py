@@ -130,7 +130,9 @@ async def read_json(request: Request) -> Any:
         raise HTTPException(400, "request body must be a JSON object")
     try:
         return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except ValueError as error:
+        # JSONDecodeError, UnicodeDecodeError, and an integer of over 4,300 digits, which
+        # Python refuses to convert.
         raise HTTPException(400, f"request body is not valid JSON: {error}") from None
     except RecursionError:
         # The parser recurses once per nesting level; a body of 100,000 '[' exhausts the

@@ -81,6 +81,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from neardup.index.errors import IndexDamagedError, IndexLockedError, IndexWriteError
+from neardup.index.minhash import decode_text
 from neardup.index.results import Record
 from neardup.index.settings import settings_meta
 from neardup.io.values import us_to_iso
@@ -118,6 +119,7 @@ __all__ = [
     "signed",
     "sql_state",
     "sqlite_error",
+    "stored_texts",
     "unsigned",
     "write_records",
     "write_transaction",
@@ -259,6 +261,28 @@ def repair_hint(db: Path) -> str:
         f"run `neardup index check -d {directory}` for details and `neardup index recover -d "
         f"{directory} --to NEW_DIR` to build a new index from the records that are still readable"
     )
+
+
+def stored_texts(blobs: Sequence[bytes], positions: Sequence[int], db: Path) -> list[str]:
+    """The texts of the compressed ``blobs`` of a MinHash index's ``positions`` (in the
+    database ``db``); IndexDamagedError naming the first whose checksum fails or that does
+    not decompress: never a text other than the one stored. O(their bytes).
+
+    Example:
+        >>> from neardup.index.minhash import encode_texts
+        >>> stored_texts(encode_texts(["a b"]), [3], Path("x/index.sqlite"))
+        ['a b']
+    """
+    texts = []
+    for position, blob in zip(positions, blobs):
+        try:
+            texts.append(decode_text(blob))
+        except ValueError as error:
+            raise IndexDamagedError(
+                f"{db}: the stored text of position {position} is damaged ({error}); "
+                f"{repair_hint(db)}"
+            ) from None
+    return texts
 
 
 def sqlite_error(error: sqlite3.Error, db: Path) -> OSError:

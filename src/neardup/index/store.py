@@ -46,6 +46,7 @@ from neardup.index.errors import (
     ReadOnlyIndexError,
     batch_inputs,
     check_if_exists,
+    check_int,
     lookup_id,
     unique_ids,
 )
@@ -341,6 +342,24 @@ class NearDupIndex:
         self._saved_live = self._tables.live
         self._dirty = self._open_info.source != "cache" or self._open_info.tail_rows > 0
         return summaries
+
+    def limit_verification(self, word_ops: int | None) -> None:
+        """MinHash index: bound the time one call (an add or a query, of one text or a batch)
+        may spend verifying its long texts (over 4,096 words) against their candidates, in
+        word operations of the LCS kernel (⌈m / 64⌉ · n for texts of m ≤ n words once their
+        common prefix and suffix are removed; about a nanosecond each): a call that would
+        spend more raises :class:`~neardup.index.errors.VerificationTooLongError` and changes
+        nothing. None: no limit (the default, as ``dedup`` has none). O(1).
+
+        Example:
+            >>> import tempfile
+            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="minhash") as index:
+            ...     index.limit_verification(2_000_000_000)
+        """
+        if word_ops is not None:
+            word_ops = check_int("word_ops", word_ops, 0, 2**62)
+        if self._matcher.minhash:
+            self._matcher.verifier.work_limit = word_ops
 
     @guard_sqlite
     def checkpoint(self) -> None:

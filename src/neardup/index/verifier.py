@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from neardup.index.cache import MappedRows
+from neardup.index.errors import VerificationTooLongError
 from neardup.index.lcs_bound import SKETCH_BITS, lcs_upper_bounds, unit_sketches
 from neardup.index.minhash import (
     DataCache,
     concat_data,
     data_sizes,
-    decode_text,
     pair_similarity,
     size_ratio,
     take_data,
@@ -92,19 +92,18 @@ class CandidateVerifier:
         settings: the index's settings.
         read_sizes: the stored sizes of positions (``int64`` array of their ``units``, in the
             order given).
-        read_texts: the compressed texts of positions
-            (:func:`~neardup.index.minhash.encode_texts` values, in the order given).
+        read_texts: the stored texts of positions (in the order given), checked against
+            their checksums.
         max_values: bound of the data cache.
         workers: threads over which many pairs are compared (a popular template's cluster:
             thousands of pairs that pass); the outcome does not depend on it.
 
     Example:
-        >>> from neardup.index.minhash import data_sizes, encode_texts
+        >>> from neardup.index.minhash import data_sizes
         >>> s = Settings(method="minhash")
         >>> texts = ["a b c d e f g h i j", "k l m n o p q r s t"]
-        >>> blobs = encode_texts(texts)
         >>> v = CandidateVerifier(s, lambda ps: data_sizes([texts[p] for p in ps], s),
-        ...                       lambda ps: [blobs[p] for p in ps])
+        ...                       lambda ps: [texts[p] for p in ps])
         >>> probe = verification_data(["a b c d e f g h i x"], s)
         >>> [x.tolist() for x in v.matches(probe, np.array([0, 0]), np.array([0, 1]))]
         [[0], [0], [0.9], [False]]
@@ -116,10 +115,14 @@ class CandidateVerifier:
         self,
         settings: Settings,
         read_sizes: Callable[[np.ndarray], np.ndarray],
-        read_texts: Callable[[np.ndarray], list[bytes]],
+        read_texts: Callable[[np.ndarray], list[str]],
         max_values: int = 4_000_000,
         workers: int = 1,
     ) -> None:
+        self.work_limit: int | None = None
+        """The LCS work one call of :meth:`matches` may spend on long probes (word
+        operations, see :func:`~neardup.lcs.lcs_pairs_one_to_many`), or None: no limit."""
+        self._budget = np.full(1, -1, np.int64)
         self.settings = settings
         self.threshold = verify_threshold(settings)
         verification = settings.verification
@@ -290,6 +293,7 @@ class CandidateVerifier:
         """
         qi = np.asarray(qi, np.int64)
         pos = np.asarray(pos, np.int64)
+        self._budget[0] = -1 if self.work_limit is None else self.work_limit
         cut = np.zeros(probe_data[0].shape[0] - 1, bool)
         sizes = self._sizes_of(pos)
         probe_counts = count_sketches(*probe_data) if self.sketched else None
@@ -423,7 +427,15 @@ class CandidateVerifier:
             # Each probe against its candidates: its masks built once (a popular template's
             # copy has thousands), no joined copy of the data.
             threshold = self.settings.verification.threshold
-            sim[todo] = lcs_pairs_one_to_many(*probe_data, *stored, qi[todo], at, threshold)
+            sim[todo] = lcs_pairs_one_to_many(
+                *probe_data, *stored, qi[todo], at, threshold, budget=self._budget
+            )
+            if np.isnan(sim[todo]).any():
+                raise VerificationTooLongError(
+                    f"verifying a text of {int(np.diff(probe_data[0]).max()):,} words against its "
+                    f"candidates would take more than {self.work_limit:,} word operations (about "
+                    f"{self.work_limit / 1e9:.1f} s), the limit of a request; nothing was stored"
+                )
         else:
             n = probe_data[0].shape[0] - 1
             sim[todo] = pair_similarity(
@@ -491,7 +503,7 @@ class CandidateVerifier:
         """The verification data of stored positions, from their texts; learns their
         sketches on the way."""
         positions = np.array(positions, np.int64)
-        texts = [decode_text(blob) for blob in self._read_texts(positions)]
+        texts = self._read_texts(positions)
         data = verification_data(texts, self.settings)
         if self.sketched:
             new = ~self._sketched[positions]

@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from neardup.ids import plain_id
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
 from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, line_blocks, scan_block
 from neardup.io.rows import (
@@ -394,7 +395,7 @@ class DocumentReader:
         a string ``text`` holds no unpaired surrogate (orjson refuses them)."""
         rows = self._rows
         # Fast paths first: this runs once per document.
-        if type(ident) is not str or not ident or not ident.isascii():
+        if not plain_id(ident):
             ident = rows.checked(valid_id(ident, self._id_field), path, line)
             if ident is None:
                 return

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import gzip
 import io
@@ -45,6 +46,8 @@ from pathlib import Path
 from typing import IO
 
 import zstandard
+
+from neardup import signals
 
 #: Input formats of :func:`~neardup.io.read_documents` (``txt`` means a directory of ``*.txt``
 #: files).
@@ -463,15 +466,23 @@ def atomic_write(
         f.close()
         pending = getattr(_OUTPUT_SET, "pending", None) if join_output_set else None
         if pending is None:
+            signals.raise_if_received()  # a signalled run commits nothing
             os.replace(tmp, target)
         else:
             pending.append((tmp, target))
-    except BaseException:
+    except BaseException as error:
         # Closing can fail again (a full disk): the temporary file must go all the same.
         with contextlib.suppress(OSError):
             f.close()
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            # A write's error names no file: say which output, and where.
+            raise OSError(
+                error.errno,
+                f"no space left on the device of {directory} while writing {target} "
+                f"({error.strerror}); nothing was written there",
+            ) from error
         raise
 
 
@@ -544,27 +555,79 @@ def output_set() -> Iterator[None]:
         raise
     finally:
         _OUTPUT_SET.pending = outer
+    try:
+        # A signalled run commits nothing; a signal during the commit waits for its end.
+        with signals.deferred():
+            _commit(pending)
+    except BaseException:
+        for tmp, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+
+
+def _commit(pending: list[tuple[str, str]]) -> None:
+    """Rename each temporary file of ``pending`` onto its target, as one set."""
     if len(pending) < 2:
         for tmp, target in pending:
             os.replace(tmp, target)
         return
     # A kill between two renames would leave part of the set: the journal, written before
-    # the first rename, lets the next run that writes here finish the renames (see
-    # finish_dead_writes), so the set ends complete.
-    journal = _unique_temp(os.path.dirname(pending[0][1]), ".neardup-commit", ".json")
-    with os.fdopen(journal[1], "w", encoding="utf-8") as fh:
-        json.dump([[os.path.abspath(t), os.path.abspath(g)] for t, g in pending], fh)
-        fh.flush()
-        os.fsync(fh.fileno())
+    # the first rename into every folder the set writes to, lets the next run that writes
+    # into any of them finish the renames (see finish_dead_writes), so the set ends complete.
+    folders = list(dict.fromkeys(os.path.dirname(os.path.abspath(g)) for _, g in pending))
+    journals = [_unique_temp(folder, ".neardup-commit", ".json") for folder in folders]
+    record = {
+        "renames": [[os.path.abspath(t), os.path.abspath(g)] for t, g in pending],
+        "journals": [path for path, _ in journals],
+    }
+    for _, fd in journals:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
     for tmp, target in pending:
         os.replace(tmp, target)
-    os.unlink(journal[0])
+    for path, _ in reversed(journals):
+        os.unlink(path)
+
+
+def _finish_commit(journal: str) -> None:
+    """Finish the commit of a dead process from its ``journal`` (one of its copies), then
+    remove every copy. The renames had started, and are finished, when every temporary file
+    is still there or every copy of the journal is (the renames start once all are written);
+    otherwise the process died while writing them, another run may have removed some
+    temporary files already, and the rest are removed too: the set is left out, never split."""
+    try:
+        with open(journal, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        record = None  # killed while writing the journal: no rename had started
+    if isinstance(record, list):  # the journal of an older version: one copy, beside it
+        record = {"renames": record, "journals": [journal]}
+    if not isinstance(record, dict):
+        with contextlib.suppress(OSError):
+            os.unlink(journal)
+        return
+    renames, copies = record.get("renames", []), record.get("journals", [journal])
+    whole = all(os.path.exists(tmp) for tmp, _ in renames) or all(map(os.path.exists, copies))
+    for tmp, target in renames:
+        if whole and os.path.exists(tmp):
+            os.replace(tmp, target)
+        elif not whole:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    for path in reversed(copies):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def finish_dead_writes(directory: str | os.PathLike) -> None:
-    """Complete the output sets that killed processes were renaming into ``directory``, then
-    remove the temporary files of :func:`atomic_write` that they left there; what live
-    processes are writing is left alone. O(files in the directory).
+    """Complete the output sets that killed processes were renaming, from the copy of their
+    journal in ``directory`` (a set written into several folders has one in each, and is
+    finished from whichever a later run writes into first), then remove the temporary files of
+    :func:`atomic_write` that they left there; what live processes are writing is left alone.
+    O(files in the directory).
 
     Example:
         >>> import tempfile
@@ -576,17 +639,7 @@ def finish_dead_writes(directory: str | os.PathLike) -> None:
         return
     for name in sorted(names):
         if name.startswith(".neardup-commit.") and _left_by_dead_process(name):
-            path = os.path.join(directory, name)
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    renames = json.load(fh)
-            except (OSError, ValueError):
-                renames = []  # killed while writing the journal: no rename had started
-            for tmp, target in renames:
-                if os.path.exists(tmp):
-                    os.replace(tmp, target)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _finish_commit(os.path.join(directory, name))
     for name in names:
         if name.startswith(".") and name.endswith(".tmp") and _left_by_dead_process(name):
             with contextlib.suppress(OSError):

@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numba import njit
 
+from neardup.ids import FORBIDDEN_RE2, MAX_ID_LENGTH, plain_id
 from neardup.io.files import (
     FORMAT_OF_EXTENSION,
     STDIN_NAME,
@@ -111,7 +113,7 @@ class _FingerprintCollector:
     def add(self, path: str, line: int, ident: Any, fp_value: Any, time_value: Any) -> None:
         rows = self.rows
         # Fast paths first: this runs once per row.
-        if type(ident) is not str or not ident or not ident.isascii():
+        if not plain_id(ident):
             ident = rows.checked(valid_id(ident, "id"), path, line)
             if ident is None:
                 return
@@ -328,11 +330,12 @@ _MIN_ROW_BYTES = 20
 the newline (the last row may lack it); it bounds a block's rows by its size."""
 
 # Bytes the parser looks for.
-_TAB, _LF, _CR, _BACKSLASH = 9, 10, 13, 92
+_TAB, _LF, _BACKSLASH = 9, 10, 92
 
 _ID_STOPS = np.zeros(256, dtype=np.bool_)
-"""The bytes an ID ends at: its tab, or a newline, CR or backslash (no plain seed row)."""
-_ID_STOPS[[_TAB, _LF, _CR, _BACKSLASH]] = True
+"""The bytes an ID ends at: its tab, or a backslash or any other ASCII control character,
+which no ID may hold (no plain seed row)."""
+_ID_STOPS[[*range(0x20), 0x7F, _BACKSLASH]] = True
 
 
 @njit(cache=True, nogil=True)
@@ -651,11 +654,15 @@ def _read_seed_block(
     id_column = pa.StringArray.from_buffers(
         n, pa.py_buffer(id_offsets), pa.py_buffer(ids[: int(id_offsets[-1])])
     )
+    if n and np.diff(id_offsets).max() > MAX_ID_LENGTH:
+        return _SeedBlock(False)  # maybe too long an ID: the row checks count its characters
     if not ascii:
         try:
             id_column.validate(full=True)  # UTF-8, as the Arrow CSV reader requires
         except pa.ArrowInvalid:
             return _SeedBlock(False)
+        if pc.any(pc.match_substring_regex(id_column, FORBIDDEN_RE2)).as_py():
+            return _SeedBlock(False)  # a C1 control character or a line separator
     return _SeedBlock(True, n, id_column, ascending)
 
 

@@ -31,9 +31,11 @@ from typing import IO
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 from numba import njit
 
+from neardup.ids import FORBIDDEN_RE2, MAX_ID_LENGTH
 from neardup.io.values import time_to_us
 from neardup.text.canonical import arrow_utf8
 
@@ -258,6 +260,11 @@ class BlockParser:
             id_strs = [str(i) for i in ids.to_pylist()]
         elif np.diff(arrow_utf8(ids)[1]).min() == 0:
             return None  # an empty ID
+        elif (
+            pc.max(pc.utf8_length(ids)).as_py() > MAX_ID_LENGTH
+            or pc.any(pc.match_substring_regex(ids, FORBIDDEN_RE2)).as_py()
+        ):
+            return None  # an ID the rules refuse
         else:
             id_strs = ids.to_pylist()
         if time_field is None:

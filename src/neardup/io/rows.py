@@ -1,6 +1,7 @@
 """The rules of an input row, shared by every reader: what a bad row is and how it is reported.
 
-A row is bad when its ID is missing, empty, not a string or integer, or repeated; when its
+A row is bad when its ID is missing, empty, not a string or integer, refused by the rules of
+:mod:`neardup.ids` (the same for every command and the index), or repeated; when its
 text is missing, not a string, not UTF-8 or longer than ``max_doc_bytes``; when its time or
 fingerprint cannot be read. Each rule is a pure function over one value (:func:`valid_id`,
 :func:`valid_text`, :func:`valid_time`, :func:`valid_fingerprint`,
@@ -33,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import xxh64_slice
+from neardup.ids import id_problem
 from neardup.io.values import fingerprint_value, json_type_name, short_repr, time_to_us, utf8_length
 
 #: What a reader does with a bad row: raise :class:`InputError`, or skip (drop and count) it.
@@ -81,7 +83,9 @@ class InputError(ValueError):
         self.reason = reason
         self.detail = detail
         self.unit = unit
-        where = self.path if line is None else f"{self.path}, {unit} {line}"
+        # A control character in a file name (a tab, a newline) would split the one line.
+        shown = self.path if self.path.isprintable() else repr(self.path)
+        where = shown if line is None else f"{shown}, {unit} {line}"
         if field is not None and f"'{field}'" not in reason:
             where += f", field '{field}'"
         message = f"{where}: {reason}"
@@ -203,8 +207,9 @@ class BadRow(NamedTuple):
 
 def valid_id(value: Any, field: str) -> str | BadRow:
     """The ID of the field ``field`` as a string (an integer 5 is ``"5"``), or the
-    :class:`BadRow` of a missing, empty or unpaired-surrogate ID or of one that is neither a
-    string nor an integer. O(len(value)).
+    :class:`BadRow` of a missing, empty or unpaired-surrogate ID, of one that is neither a
+    string nor an integer, or of one the other rules of :mod:`neardup.ids` refuse (over 1,024
+    characters, a control character or line separator). O(len(value)).
 
     Example:
         >>> valid_id(5, "id"), valid_id(None, "doc").reason
@@ -223,6 +228,9 @@ def valid_id(value: Any, field: str) -> str | BadRow:
         return BadRow(field, "empty id")
     if not ident.isascii() and utf8_length(ident) is None:
         return BadRow(field, "invalid UTF-8", "unpaired surrogate in the id")
+    problem = id_problem(ident)
+    if problem is not None:
+        return BadRow(field, "bad id", f"an ID {problem}")
     return ident
 
 

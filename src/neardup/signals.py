@@ -1,0 +1,138 @@
+"""How a ``neardup`` run stops on SIGINT (Ctrl-C) and SIGTERM, wherever it is.
+
+The command's entry point (:func:`neardup.cli.run`) calls :func:`install` before it imports
+anything heavy. The first signal is recorded and raised in the main thread as
+:class:`Interrupted` (a ``BaseException``, as ``KeyboardInterrupt`` is), so the run unwinds:
+temporary files are removed and no output set is committed. Later signals are only recorded,
+so that the clean-up runs to its end.
+
+The record, not the exception, decides how the run ends, because the exception can be lost or
+changed on its way: raised while a compiled kernel returns, it comes out as a ``SystemError``
+(numba's dispatcher), and a library may swallow it. So :func:`raise_if_received` runs before
+every commit of outputs (:mod:`neardup.io.files`), a commit already under way finishes first
+(:func:`deferred`: no output set is left half renamed), and the entry point ends any run that
+received a signal with the one line of :func:`stopped_message` and exit status 128 + the
+signal's number (130 for SIGINT, 143 for SIGTERM), whatever the exception.
+
+Nothing is installed when neardup is used as a library: :func:`received` stays None and
+:func:`raise_if_received` does nothing.
+
+Example:
+    >>> received() is None
+    True
+    >>> stopped_message(signal.SIGTERM)
+    'neardup: stopped by SIGTERM'
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import NoReturn
+
+__all__ = [
+    "HANDLED",
+    "Interrupted",
+    "deferred",
+    "exit_process",
+    "install",
+    "raise_if_received",
+    "received",
+    "stopped_message",
+]
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+"""The signals a run stops on by unwinding."""
+
+_received: int | None = None
+_deferring = 0
+
+
+class Interrupted(BaseException):
+    """The run received ``signum`` (SIGINT or SIGTERM) and unwinds."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _received
+    if _received is not None:
+        return  # already unwinding: let the clean-up finish
+    _received = signum
+    if not _deferring:
+        raise Interrupted(signum)
+
+
+def install() -> None:
+    """Stop on SIGINT and SIGTERM as the module says. Main thread only (where Python runs
+    signal handlers); elsewhere it does nothing. O(1)."""
+    if threading.current_thread() is threading.main_thread():
+        for number in HANDLED:
+            signal.signal(number, _on_signal)
+
+
+def received() -> int | None:
+    """The first signal received since :func:`install`, or None."""
+    return _received
+
+
+def raise_if_received() -> None:
+    """Raise :class:`Interrupted` if a signal was received, even if its exception was lost:
+    what a run calls before it commits anything. O(1)."""
+    if _received is not None:
+        raise Interrupted(_received)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A block that a signal does not cut short (a commit of several renames): the signal is
+    recorded, and raised once the block ends. A signal received before the block raises at
+    once."""
+    global _deferring
+    raise_if_received()
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    raise_if_received()
+
+
+def stopped_message(signum: int) -> str:
+    """The one line a run stopped by ``signum`` ends with."""
+    return f"neardup: stopped by {signal.Signals(signum).name}"
+
+
+def exit_process(status: int | str | None) -> NoReturn:
+    """End the process with ``status`` (as ``SystemExit`` takes it: None is 0, a string is
+    printed and is 1), or, if a signal came at any time since :func:`install`, with the line
+    of :func:`stopped_message` and 128 + the signal's number.
+
+    The ``atexit`` functions run and the standard streams are flushed, then the process ends
+    at once: the interpreter's teardown of its modules (about a second after a run that used
+    the compiled kernels) is skipped, so that no signal can come between the decision and the
+    end, and none is ignored. From the call on, a signal is recorded, never raised."""
+    global _deferring
+    _deferring += 1
+    atexit._run_exitfuncs()
+    if _received is not None:
+        print(stopped_message(_received), file=sys.stderr)
+        status = 128 + _received
+    elif status is None:
+        status = 0
+    elif not isinstance(status, int):
+        print(status, file=sys.stderr)
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream
+            stream.flush()
+    os._exit(status)

@@ -1,0 +1,102 @@
+"""Tests for neardup.signals: the neardup command, run as its own process, ends on SIGINT or
+SIGTERM at any point (start-up, reading, compiled kernels, spilling, writing) with one line,
+exit status 128 + the signal's number and no partial output."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from neardup import signals
+from neardup.io.files import atomic_output, output_set
+
+WORDS = [f"w{i}" for i in range(3000)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = random.Random(2)
+    path = tmp_path_factory.mktemp("signals") / "docs.jsonl"
+    lines = []
+    for i in range(10_000):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(20, 80))]
+        if i % 5 == 1:  # near copies of the previous document, for pairs to verify
+            words = lines[-1]["text"].split()[:-1] + ["edited"]
+        lines.append({"id": f"d{i}", "text": " ".join(words)})
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    return path
+
+
+def _dedup(corpus, folder, spill) -> list[str]:
+    """``neardup dedup`` with two outputs, spilling into ``spill`` (1M of memory)."""
+    return [
+        str(Path(sys.executable).parent / "neardup"),  # the entry point, from its first import
+        "dedup",
+        str(corpus),
+        "-o",
+        str(folder / "groups.tsv"),
+        "--pairs-out",
+        str(folder / "pairs.tsv"),
+        "--memory-limit",
+        "1M",
+        "--tmp-dir",
+        str(spill),
+        "--workers",
+        "1",
+        "-q",
+    ]
+
+
+def test_signals_at_many_points_end_with_one_line_and_no_partial_output(corpus, tmp_path):
+    """SIGINT and SIGTERM in turn, sent from the first milliseconds (imports) to the end of
+    the run (12 runs): every run still going when the signal comes ends with exit status
+    128 + signal and the one line, leaves no temporary file, and its outputs are absent or
+    whole; a run that had ended has its outputs."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    started = time.monotonic()
+    done = subprocess.run(_dedup(corpus, reference, tmp_path), capture_output=True, timeout=120)
+    duration = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    whole = {p.name: p.read_bytes() for p in reference.iterdir()}
+    runs = 12
+    for k in range(runs):
+        number = (signal.SIGINT, signal.SIGTERM)[k % 2]
+        folder = tmp_path / f"run{k}"
+        spill = tmp_path / f"spill{k}"
+        folder.mkdir()
+        spill.mkdir()
+        process = subprocess.Popen(
+            _dedup(corpus, folder, spill), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        time.sleep(duration * (k + 0.5) / runs)
+        ended = process.poll() is not None
+        process.send_signal(number)
+        out, err = process.communicate(timeout=60)
+        written = {p.name: p.read_bytes() for p in folder.iterdir()}
+        assert list(spill.iterdir()) == [], k
+        if ended:
+            assert process.returncode == 0 and written == whole, (k, err)
+            continue
+        assert process.returncode == 128 + number, (k, err)
+        assert err.decode().splitlines() == [f"neardup: stopped by {number.name}"], (k, err)
+        assert written in ({}, whole), (k, sorted(written))
+
+
+def test_a_signal_whose_exception_was_swallowed_still_stops_the_commit(tmp_path, monkeypatch):
+    """A signal received (its exception lost on the way, as in a compiled kernel's return)
+    stops an output set before its first rename: nothing is written."""
+    monkeypatch.setattr(signals, "_received", signal.SIGINT)
+    with pytest.raises(signals.Interrupted):
+        with output_set():
+            for name in ("a.tsv", "b.tsv"):
+                with atomic_output(str(tmp_path / name)) as fh:
+                    fh.write(b"x\n")
+    assert list(tmp_path.iterdir()) == []
