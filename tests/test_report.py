@@ -343,3 +343,19 @@ def test_report_command_names_a_file_that_is_not_groups(tmp_path):
         main, ["report", str(SAMPLE), "--groups", str(bad), "-o", str(tmp_path / "r.html")]
     )
     assert result.exit_code == 1 and "bad.tsv" in result.output and "original_id" in result.output
+
+
+@pytest.mark.parametrize(
+    ("verification", "axis"),
+    [
+        ("LCS resemblance ≥ 0.8 (words; Hangul, kana, Han by character)", "LCS resemblance"),
+        ("exact Jaccard ≥ 0.7", "Jaccard similarity"),
+        ("none", "MinHash estimate of Jaccard"),
+    ],
+)
+def test_the_value_chart_names_the_measure_the_run_decided_by(verification, axis):
+    page = render(small_run(settings={"verification": verification}), {})
+    chart = page[page.index('id="charts"') :]
+    assert axis in chart
+    others = {"LCS resemblance", "Jaccard similarity", "MinHash estimate of Jaccard"} - {axis}
+    assert not any(f">{other}<" in chart for other in others)

@@ -776,3 +776,12 @@ def test_a_request_whose_verification_would_take_too_long_is_refused(tmp_path):
         unlimited = TestClient(create_app(idx, max_verify_work=None))
         r = unlimited.post("/v1/query", json={"text": " ".join(spread)})
         assert r.status_code == 200 and r.json()["matches"][0]["similarity"] == 4950 / 5000
+
+
+def test_openapi_describes_the_index_it_serves(tmp_path, client):
+    simhash = client.get("/openapi.json").json()["info"]["description"]
+    assert "SimHash fingerprints within 3 bits" in simhash and "--method simhash" in simhash
+    with NearDupIndex.create(tmp_path / "mh", method="minhash") as index:
+        text = TestClient(create_app(index)).get("/openapi.json").json()["info"]["description"]
+    assert "LCS resemblance at least 0.8, verified on the texts" in text
+    assert "--method minhash" in text and "SimHash" not in text

@@ -4,6 +4,7 @@ the labelled pairs' distances. The corpus is the ``labelled_families`` fixture (
 import numpy as np
 import pytest
 
+from neardup.lcs import resemblance_reference
 from neardup.pipeline import find_groups, signatures
 from neardup.quality import (
     Prediction,
@@ -62,11 +63,21 @@ def test_pair_distances(labelled_families):
     texts, ids, pairs, _ = labelled_families
     base = Settings(method="minhash", num_perm=64)
     sig = signatures(texts, sweep_signature_settings(base, swept_settings(base), pairs))
-    d = pair_distances(sig, ids, pairs, "minhash")
-    assert d.values.shape == (len(pairs),) and d.missing == 0
+    # The swept settings decide by dedup's LCS rule, so the labelled pairs are measured by it.
+    d = pair_distances(sig, ids, pairs, "minhash", "lcs")
+    assert d.values.shape == (len(pairs),) and d.missing == 0 and d.measure == "lcs"
     assert d.values[d.positive].mean() > d.values[~d.positive].mean()
     summary = d.summary()
     assert summary["positive"]["pairs"] == int(pairs.positive.sum())
+    assert summary["measure"] == "lcs"
+    position = {ident: i for i, ident in enumerate(ids)}
+    units = [
+        sig.set_hashes[sig.set_offsets[i] : sig.set_offsets[i + 1]].tolist()
+        for i in range(len(ids))
+    ]
+    for value, a, b in list(zip(d.values, pairs.id_a, pairs.id_b))[:40]:
+        expected = resemblance_reference(units[position[a]], units[position[b]])
+        assert value == pytest.approx(expected)
 
 
 def test_sweep_rejects_bad_values(labelled_families):

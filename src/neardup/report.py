@@ -240,6 +240,21 @@ def describe_settings(settings) -> dict[str, str]:
     return shown
 
 
+def _value_axis(run: RunData) -> str:
+    """What the pairs' values measure, as the run decided them (the ``verification`` of its
+    settings): the axis of their chart."""
+    if run.value_name == "distance":
+        return "Hamming distance (bits)"
+    verification = str(run.settings.get("verification", ""))
+    if verification.startswith("LCS"):
+        return "LCS resemblance"
+    if verification.startswith("exact Jaccard"):
+        return "Jaccard similarity"
+    if verification == "none":
+        return "MinHash estimate of Jaccard"
+    return "similarity"
+
+
 def diff_html(original: str, other: str) -> str:
     """HTML of ``other`` against ``original`` (:func:`neardup.diff.word_diff`): removed tokens in
     ``<del>``, added in ``<ins>``.
@@ -554,7 +569,7 @@ def render(
     labels, counts = _bins_group_sizes(group_sizes)
     out.append(svg_bars(labels, counts, "groups by size", "group size (documents)"))
     labels, counts, mark = _bins_values(run)
-    unit = "Hamming distance (bits)" if run.value_name == "distance" else "Jaccard similarity"
+    unit = _value_axis(run)
     mark_label = (
         ""
         if run.threshold is None

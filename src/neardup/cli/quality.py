@@ -284,8 +284,9 @@ def _describe(row: quality.SweepRow | None) -> str:
 )
 @setting_option(
     "verify",
-    help="As in dedup: jaccard:T or none; auto = jaccard at each swept threshold for "
-    "MinHash, none for SimHash.",
+    help="As in dedup: lcs, jaccard (each at the swept threshold), lcs:T, jaccard:T or none; "
+    "auto = as dedup decides: LCS resemblance at each swept threshold for MinHash, none for "
+    "SimHash.",
 )
 @setting_option("grouping", help="Grouping rule, as in dedup.")
 @click.option(

@@ -99,6 +99,7 @@ from neardup.index.service_http import (
     parse_body,
     read_json,
 )
+from neardup.index.settings import describe_settings
 from neardup.index.store import NearDupIndex
 
 __all__ = ["create_app", "serve", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BODY_BYTES"]
@@ -301,6 +302,18 @@ def _is_loopback(host: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+def _relation_text(settings) -> str:
+    """What makes two documents near-duplicates in an index of ``settings``, in words."""
+    if settings.method == "simhash":
+        return f"SimHash fingerprints within {settings.hamming_k} bits"
+    verification = settings.verification
+    if verification is None:
+        return f"MinHash estimate of Jaccard at least {settings.threshold:g}"
+    if verification.measure == "lcs":
+        return f"LCS resemblance at least {verification.threshold:g}, verified on the texts"
+    return f"Jaccard similarity at least {verification.threshold:g}, verified on the texts"
+
+
 def create_app(
     index: NearDupIndex,
     *,
@@ -352,8 +365,9 @@ def create_app(
         version=__version__,
         description=(
             "Near-duplicate detection for crawlers: add pages and learn at once whether a "
-            "near-duplicate (SimHash within k bits) is already stored, with its duplicate ID "
-            "and original. Groups follow `neardup dedup --method simhash --grouping components`."
+            f"near-duplicate ({_relation_text(index.settings)}) is already stored, with its "
+            "duplicate ID and original. Groups follow `neardup dedup "
+            f"{describe_settings(index.settings)} --grouping components`."
         ),
         lifespan=lifespan,
         docs_url=None,

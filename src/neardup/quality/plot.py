@@ -115,12 +115,15 @@ def plot_sweep(
             if simhash:
                 cut, text = chosen.value + 0.5, f"chosen: distance ≤ {chosen.value}"
             else:
-                cut, text = chosen.value, f"chosen: jaccard ≥ {chosen.value:.2f}"
+                cut, text = chosen.value, f"chosen: {distances.measure} ≥ {chosen.value:.2f}"
             right.axvline(cut, color="tab:red", ls="--", label=text)
         right.set_xlabel(
             "Hamming distance of SimHash fingerprints"
             if simhash
-            else "exact Jaccard of shingle sets"
+            else {
+                "lcs": "LCS resemblance of the texts",
+                "jaccard": "exact Jaccard of shingle sets",
+            }[distances.measure]
         )
         right.set_ylabel("labelled pairs")
         right.set_title("labelled pairs: positive vs negative")

@@ -31,7 +31,7 @@ from neardup.quality.scoring import Evaluation, Scorer
 from neardup.quality.truth import ClusterTruth, PairTruth, id_index
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance
-from neardup.verify import jaccard_pairs
+from neardup.verify import Verification
 
 #: Hamming distances a SimHash sweep tries by default.
 HAMMING_SWEEP = tuple(range(9))
@@ -291,7 +291,8 @@ def best_settings(
 
 @dataclass
 class PairDistances:
-    """The Hamming distance (SimHash) or exact Jaccard similarity (MinHash) of labelled pairs.
+    """The Hamming distance (SimHash) of labelled pairs, or (MinHash) the measure the swept
+    settings decide by: LCS resemblance (``dedup``'s default) or exact Jaccard.
 
     Attributes:
         method: "simhash" or "minhash".
@@ -299,6 +300,7 @@ class PairDistances:
         positive: their labels.
         category: their categories (or None).
         missing: labelled pairs with a document outside the corpus (skipped).
+        measure: "hamming distance", "lcs" or "jaccard".
     """
 
     method: str
@@ -306,11 +308,7 @@ class PairDistances:
     positive: np.ndarray
     category: np.ndarray | None
     missing: int
-
-    @property
-    def measure(self) -> str:
-        """ "hamming distance" or "jaccard"."""
-        return "hamming distance" if self.method == "simhash" else "jaccard"
+    measure: str = "jaccard"
 
     def summary(self) -> dict:
         """Count, mean and quartiles of the values per label and per category (JSON-ready)."""
@@ -343,12 +341,13 @@ class PairDistances:
 
 
 def pair_distances(
-    signatures: Signatures, ids: Sequence, truth: PairTruth, method: str
+    signatures: Signatures, ids: Sequence, truth: PairTruth, method: str, measure: str = "jaccard"
 ) -> PairDistances:
-    """Distances of the labelled pairs: Hamming distance of SimHash fingerprints, or exact Jaccard
-    of the shingle sets (MinHash; needs ``signatures`` with sets).
+    """Distances of the labelled pairs: Hamming distance of SimHash fingerprints, or (MinHash)
+    the verification ``measure`` on the data ``signatures`` keep: "lcs" (LCS resemblance of
+    the LCS units) or "jaccard" (exact Jaccard of the shingle sets).
 
-    Cost: O(m) for SimHash, O(Σ set sizes of the pairs) for Jaccard.
+    Cost: O(m) for SimHash, O(Σ set sizes of the pairs) for Jaccard, O(Σ |A|·|B| / 64) for LCS.
 
     Example:
         >>> from neardup.pipeline import signatures as sign
@@ -373,13 +372,18 @@ def pair_distances(
     elif method == "minhash":
         if signatures.set_offsets is None:
             raise ValueError(
-                "exact Jaccard needs shingle sets; compute signatures with verification on"
+                f"{measure} needs the texts' verification data; compute signatures with "
+                "verification on"
             )
-        values = jaccard_pairs(signatures.set_offsets, signatures.set_hashes, a, b)
+        values = Verification(measure, 1.0).similarity(
+            signatures.set_offsets, signatures.set_hashes, a, b, exact=True
+        )
     else:
         raise ValueError(f"method must be one of simhash, minhash; got {method!r}")
     category = truth.category[ok] if truth.category is not None else None
-    return PairDistances(method, values, truth.positive[ok], category, int(np.count_nonzero(~ok)))
+    missing = int(np.count_nonzero(~ok))
+    kind = "hamming distance" if method == "simhash" else measure
+    return PairDistances(method, values, truth.positive[ok], category, missing, kind)
 
 
 @dataclass
@@ -500,8 +504,13 @@ def sweep_corpus(
     best, precise = best_settings(rows, min_precision)
     distances = None
     if truth.kind == "pairs":
+        signed = sweep_signature_settings(settings_base, swept, truth)
         distances = pair_distances(
-            collection.signatures, collection.ids, truth, settings_base.method
+            collection.signatures,
+            collection.ids,
+            truth,
+            settings_base.method,
+            signed.verify_measure if signed.needs_sets else "jaccard",
         )
     return SweepTable(
         rows,
