@@ -10,10 +10,11 @@ renamed into place when complete, so a crash leaves no partial index.
 From files, the texts are never all in memory: the build is ``dedup``'s out-of-core job
 (:mod:`neardup.engines.outofcore`, under the same ``--memory-limit`` and ``--tmp-dir``), whose
 first pass also hands each batch to the index: its IDs are checked and, for a MinHash index, its
-band keys, zstd-compressed texts and verifier summaries (sizes, unit and count sketches) go to
-spill columns (:class:`~neardup.engines.spill.SpillColumn`: in memory while the run's budget
-allows, else in its work folder). Once grouped, the records are written from those columns into
-SQLite in chunks, and the band tables are sorted from the spilled keys one band at a time.
+band keys and verifier summaries (sizes, unit and count sketches) go to spill columns
+(:class:`~neardup.engines.spill.SpillColumn`: in memory while the run's budget allows, else in
+its work folder) and its zstd-compressed texts to a file of the work folder. Once grouped, the
+records are written from those into SQLite in chunks, and the band tables are sorted from the
+keys one band at a time.
 
 Example:
     >>> import tempfile
@@ -183,8 +184,8 @@ def build_from_files(
 
 class _RecordSink(BatchSink):
     """Pass 1 of :func:`build_from_files`: checks each batch's IDs and, for a MinHash index,
-    keeps each document's band keys, compressed text (bytes and their running end) and
-    verifier summaries in spill columns sharing the run's ``budget``. The summaries' columns
+    keeps each document's band keys, compressed text (bytes, on disk, and their running end)
+    and verifier summaries in spill columns sharing the run's ``budget``. The summaries' columns
     start with row 0 (position 0: unknown), as :func:`~neardup.index.verifier.summarize` gives
     them."""
 
@@ -195,12 +196,14 @@ class _RecordSink(BatchSink):
         if not self.minhash:
             return
 
-        def column(name: str, like: np.ndarray) -> SpillColumn:
+        def column(name: str, like: np.ndarray, budget: MemoryBudget = budget) -> SpillColumn:
             width = like.shape[1] if like.ndim == 2 else 1
             return SpillColumn(work, f"index-{name}", like.dtype, budget, width)
 
         self.keys = column("keys", np.zeros((0, settings.bands), np.uint32))
-        self.texts = column("texts", np.zeros(0, np.uint8))
+        # The texts are read once, in order, when the records are written: they go straight
+        # to disk and leave the budget to the columns that grouping reads.
+        self.texts = column("texts", np.zeros(0, np.uint8), MemoryBudget(0))
         self.text_ends = column("text-ends", np.zeros(0, np.int64))
         self._text_end = 0
         first = summarize([], settings)
