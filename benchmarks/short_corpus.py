@@ -9,7 +9,7 @@ inserted, or two words replaced). Copies and edits may themselves be copied or e
 form. Each line is ``{"id": "s0000000000", "text": "..."}``; ids count from ``--start``.
 
 Documents are built and rendered to JSON Lines by one compiled kernel per block (no Python per
-document), then compressed: zstd (``.zst``, level 3 on every core) or gzip (``.gz``, level 1, one
+document), then compressed: zstd (``.zst``, level 1) or gzip (``.gz``, level 1, one
 core), from the output's name. Same ``--docs``, ``--seed``, ``--start``, ``--block`` and vocabulary
 give the same text; shards made with ``--start`` concatenate (``cat``) into one corpus.
 
@@ -22,6 +22,7 @@ import argparse
 import gzip
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +41,10 @@ _PREFIX = b'{"id": "s'
 _MIDDLE = b'", "text": "'
 _SUFFIX = b'"}\n'
 _ID_DIGITS = 10
+_TABLE = 1 << 21
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _render(start, source, kind, lengths, draws, edits, vocab, vocab_ends, words, out):
     """Build the block's documents (``words``: their word ids, row i for document i) and write
     their JSON lines into ``out``; returns the bytes written. ``source[i] < i`` is the document
@@ -127,13 +129,25 @@ class ShortCorpus:
         encoded = [str(w).encode("utf-8") for w in vocab]
         self.vocab = np.frombuffer(b"".join(encoded), np.uint8)
         self.vocab_ends = np.cumsum([len(w) for w in encoded]).astype(np.int64)
-        self.cdf = zipf_cdf(len(encoded))
+        # The inverse of the Zipf-like CDF tabulated at 2^21 points: a draw is one look-up
+        # (a word of probability p gets p · 2^21 slots, within one).
+        self.inverse_cdf = np.searchsorted(
+            zipf_cdf(len(encoded)), (np.arange(_TABLE) + 0.5) / _TABLE
+        ).astype(np.int32)
         self.longest = max(len(w) for w in encoded)
         self.seed = seed
         self.dup_rate = dup_rate
+        # Reused from block to block: fresh pages cost more to fault in than to fill.
+        self._words = np.empty((0, MAX_WORDS + 1), np.int64)
+        self._out: dict[int, np.ndarray] = {}
 
-    def block(self, start: int, count: int) -> memoryview:
-        """The JSON lines of documents ``start .. start + count - 1``. O(count · words)."""
+    def words(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` word ids drawn from the Zipf-like law. O(count)."""
+        return self.inverse_cdf[rng.integers(0, _TABLE, count, dtype=np.int32)]
+
+    def block(self, start: int, count: int, slot: int = 0) -> memoryview:
+        """The JSON lines of documents ``start .. start + count - 1``, in buffer ``slot`` (valid
+        until the next block in that slot; blocks are built one at a time). O(count · words)."""
         rng = np.random.default_rng([self.seed, start])
         derived = rng.random(count) < self.dup_rate
         derived[0] = False
@@ -141,21 +155,34 @@ class ShortCorpus:
         source = (rng.random(count) * np.arange(count)).astype(np.int64)
         lengths = rng.integers(MIN_WORDS, MAX_WORDS + 1, count)
         lengths[derived] = 0
-        draws = np.searchsorted(self.cdf, rng.random(int(lengths.sum()))).astype(np.int64)
+        draws = self.words(rng, int(lengths.sum()))
         edits = np.stack(
             [
                 rng.integers(0, 4, count),
                 rng.integers(0, 1 << 30, count),
-                np.searchsorted(self.cdf, rng.random(count)),
-                np.searchsorted(self.cdf, rng.random(count)),
+                self.words(rng, count),
+                self.words(rng, count),
             ],
             axis=1,
-        ).astype(np.int64)
-        words = np.empty((count, MAX_WORDS + 1), np.int64)
+        )
+        if self._words.shape[0] < count:
+            self._words = np.empty((count, MAX_WORDS + 1), np.int64)
         line = len(_PREFIX) + _ID_DIGITS + len(_MIDDLE) + len(_SUFFIX)
-        out = np.empty(count * (line + (MAX_WORDS + 1) * (self.longest + 1)), np.uint8)
+        need = count * (line + (MAX_WORDS + 1) * (self.longest + 1))
+        if self._out.get(slot, np.empty(0, np.uint8)).shape[0] < need:
+            self._out[slot] = np.empty(need, np.uint8)
+        out = self._out[slot]
         size = _render(
-            start, source, kind, lengths, draws, edits, self.vocab, self.vocab_ends, words, out
+            start,
+            source,
+            kind,
+            lengths,
+            draws,
+            edits,
+            self.vocab,
+            self.vocab_ends,
+            self._words,
+            out,
         )
         return memoryview(out[:size])
 
@@ -163,7 +190,8 @@ class ShortCorpus:
 def open_output(path: Path):
     """A binary writer compressing to ``path``: zstd for ``.zst``, gzip for ``.gz``."""
     if path.suffix == ".zst":
-        compressor = zstandard.ZstdCompressor(level=3, threads=-1)
+        # One thread: the other core builds the next block meanwhile.
+        compressor = zstandard.ZstdCompressor(level=1)
         return compressor.stream_writer(open(path, "wb"), closefd=True)
     if path.suffix == ".gz":
         return gzip.open(path, "wb", compresslevel=1)
@@ -189,9 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     started = time.perf_counter()
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    with open_output(args.output) as out:
-        for first in range(args.start, args.start + args.docs, args.block):
-            out.write(generator.block(first, min(args.block, args.start + args.docs - first)))
+    end = args.start + args.docs
+    # The next block is built (compiled code, without the GIL) while this one is compressed.
+    with open_output(args.output) as out, ThreadPoolExecutor(1) as builder:
+        pending = None
+        for number, first in enumerate(range(args.start, end, args.block)):
+            count = min(args.block, end - first)
+            # Two buffers: this block's is written while the next is built in the other.
+            block = builder.submit(generator.block, first, count, number % 2)
+            if pending is not None:
+                out.write(pending.result())
+            pending = block
+        out.write(pending.result())
     seconds = time.perf_counter() - started
     print(
         f"{args.docs:,} documents in {seconds:.1f} s ({args.docs / seconds:,.0f} docs/s), "
