@@ -138,7 +138,7 @@ class ShortCorpus:
         self.seed = seed
         self.dup_rate = dup_rate
         # Reused from block to block: fresh pages cost more to fault in than to fill.
-        self._words = np.empty((0, MAX_WORDS + 1), np.int64)
+        self._words = np.empty((0, MAX_WORDS), np.int64)
         self._out: dict[int, np.ndarray] = {}
 
     def words(self, rng: np.random.Generator, count: int) -> np.ndarray:
@@ -166,9 +166,9 @@ class ShortCorpus:
             axis=1,
         )
         if self._words.shape[0] < count:
-            self._words = np.empty((count, MAX_WORDS + 1), np.int64)
+            self._words = np.empty((count, MAX_WORDS), np.int64)
         line = len(_PREFIX) + _ID_DIGITS + len(_MIDDLE) + len(_SUFFIX)
-        need = count * (line + (MAX_WORDS + 1) * (self.longest + 1))
+        need = count * (line + MAX_WORDS * (self.longest + 1))
         if self._out.get(slot, np.empty(0, np.uint8)).shape[0] < need:
             self._out[slot] = np.empty(need, np.uint8)
         out = self._out[slot]
