@@ -135,13 +135,15 @@ def build_from_files(
 ) -> ReadStats:
     """Write a new index with ``settings`` at ``target`` from the documents in the files of
     ``corpus``, streamed (see the module docstring) under ``engine``'s memory limit, temp dir and
-    workers; ``progress`` shows the stages (reading, grouping, writing). Returns the reading's
-    statistics. The index answers as :func:`build_index` over the same documents does.
+    workers; ``progress`` shows the stages (reading, grouping, writing, tables). Returns the
+    reading's statistics. The index answers as :func:`build_index` over the same documents does.
 
     Memory: that of ``dedup``'s out-of-core job (about ``64 + len(id)`` bytes a document plus
-    the budget), then the band tables being sorted (``8 · bands + 2`` bytes a document, what the
-    index holds open) or SimHash's fingerprints. Temp disk: the spilled columns, at most the
-    band hashes, keys, summaries and compressed texts. Complexity: as :func:`build_index`.
+    the budget); then, for MinHash, the summaries (196 bytes a document) and the band tables
+    being sorted from the keys (``12 · bands`` bytes a document; ``8 · bands + 2`` once built,
+    what the index holds open), or SimHash's tables. Temp disk: the compressed texts and what
+    the budget does not hold of the band hashes, keys and summaries. Complexity: as
+    :func:`build_index`.
     """
     progress = progress or Progress()
     _check_target(target, overwrite)
