@@ -51,7 +51,7 @@ def make_docs(n: int, seed: int = 3) -> list[dict]:
             text = f"notice {rng.choice(WORDS)} the package " + " ".join(WORDS[:20])
         else:
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 60)))
-        docs.append({"id": f"d{i}", "text": text})
+        docs.append({"id": f"d{i}", "text": text, "ts": rng.randint(0, 50)})
     return docs
 
 
@@ -82,7 +82,8 @@ def contents(path: Path) -> dict[str, str]:
 
 
 def build_cli(docs: Path, target: Path, options: dict, *extra: str):
-    args = ["index", "build", str(docs), "-d", str(target), "--workers", "2", "-q", *extra]
+    args = ["index", "build", str(docs), "-d", str(target), "--time-field", "ts", "-q", *extra]
+    args += ["--workers", "2"]
     for name, value in options.items():
         args += [f"--{name}", value]
     return CliRunner().invoke(main, args, catch_exceptions=False)
@@ -96,7 +97,11 @@ def test_streamed_build_equals_in_memory_build_at_any_memory_limit(
     options = SETTINGS[name]
     reference = tmp_path / "memory.idx"
     NearDupIndex.build(
-        reference, [r["id"] for r in rows], texts=[r["text"] for r in rows], **options
+        reference,
+        [r["id"] for r in rows],
+        texts=[r["text"] for r in rows],
+        timestamps_us=np.array([r["ts"] for r in rows], np.int64) * 1_000_000,
+        **options,
     ).close()
     default = tmp_path / "default.idx"
     assert build_cli(docs, default, options).exit_code == 0
@@ -125,7 +130,9 @@ def test_streamed_build_equals_in_memory_build_at_any_memory_limit(
 def test_repeated_id_across_batches_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(local, "BATCH_SIZE", 4)
     docs = tmp_path / "docs.jsonl"
-    rows = [{"id": f"d{i % 9}" if i < 10 else f"e{i}", "text": f"text {i}"} for i in range(12)]
+    rows = [
+        {"id": f"d{i % 9}" if i < 10 else f"e{i}", "text": f"text {i}", "ts": i} for i in range(12)
+    ]
     docs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = build_cli(docs, tmp_path / "idx", {"method": "minhash"})
     assert result.exit_code == 1
@@ -189,3 +196,38 @@ def test_build_shows_reading_grouping_and_writing(docs_file, tmp_path):
     assert progress.done["reading"] == docs.stat().st_size
     assert progress.stages[-2][1:] == (len(rows), "docs")
     assert progress.done["writing"] == len(rows)
+
+
+@pytest.mark.parametrize("budget", [0, 1 << 20])
+def test_stored_texts_give_back_every_slice(tmp_path, budget):
+    from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
+    from neardup.index.build import _StoredTexts
+
+    blobs = [bytes([i % 251]) * (i % 7) for i in range(50)]
+    with WorkDir(str(tmp_path), key="k", name_hint="-") as work:
+        texts = SpillColumn(work, "texts", np.uint8, MemoryBudget(budget))
+        ends = SpillColumn(work, "ends", np.int64, MemoryBudget(budget))
+        end = 0
+        for start in range(0, 50, 8):  # appended in batches, as the sink does
+            part = blobs[start : start + 8]
+            texts.append(np.frombuffer(b"".join(part), np.uint8))
+            ends.append(end + np.cumsum([len(b) for b in part]))
+            end += sum(len(b) for b in part)
+        stored = _StoredTexts(texts, ends)
+        assert len(stored) == 50
+        assert [b for start in range(0, 50, 6) for b in stored[start : start + 6]] == blobs
+        assert stored[10:10] == []
+
+
+def test_id_column_gives_back_every_slice_and_counts_it():
+    import pyarrow as pa
+
+    from neardup.index.build import _IdColumn
+
+    ids = [f"id{i}" for i in range(23)]
+    progress = Recorder()
+    progress.stage("writing", 23)
+    column = _IdColumn(pa.chunked_array([ids[:10], ids[10:]], pa.large_string()), progress)
+    assert len(column) == 23
+    assert [i for start in range(0, 23, 4) for i in column[start : start + 4]] == ids
+    assert progress.done["writing"] == 23
