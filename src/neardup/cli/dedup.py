@@ -18,6 +18,7 @@ from neardup.cli.options import (
     settings_fields,
     signature_options,
     signature_options_for,
+    spill_options,
     summary_option,
 )
 from neardup.engines import ENGINES, Corpus, Engine, EngineUnavailable, Outputs, engine_named
@@ -303,20 +304,7 @@ def _groups_summary(run) -> list[tuple[str, object]]:
     help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
     "under spark-submit, its --master.",
 )
-@click.option(
-    "--memory-limit",
-    default=None,
-    help="Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
-    "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
-    "that fit. Default: 1/16 of this machine's RAM, at least 256M.",
-)
-@click.option(
-    "--tmp-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Local engine: folder for spill files (default: the system's temp dir, "
-    "$TMPDIR). Removed when the run ends, fails or is interrupted.",
-)
+@spill_options
 @click.option(
     "--resume",
     is_flag=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -28,6 +29,7 @@ from neardup.cli.options import (
     Reporter,
     handle_errors,
     input_options,
+    spill_options,
     summary_option,
 )
 from neardup.index import (
@@ -38,7 +40,6 @@ from neardup.index import (
 from neardup.io import (
     check_outputs,
     output_set,
-    read_documents,
     read_fingerprints,
     write_table,
 )
@@ -89,6 +90,7 @@ def create(directory, **options):
 @source_options
 @settings_options
 @click.option("--force", is_flag=True, help="Replace an existing index at DIR.")
+@spill_options
 @input_options
 @summary_option
 @handle_errors
@@ -110,6 +112,8 @@ def build(
     rows,
     verify,
     force,
+    memory_limit,
+    tmp_dir,
     reading,
     workers,
     quiet,
@@ -121,6 +125,8 @@ def build(
     INPUTS are documents (JSONL, CSV, TSV, Parquet, a directory of .txt files) or, with
     --from-fingerprints, fingerprint rows (SimHash only: a MinHash index keeps the texts to verify
     candidates). The index is written beside DIR and renamed into place when complete.
+    Documents are streamed as `neardup dedup` streams them: memory stays within --memory-limit
+    plus the index's tables, and what exceeds it spills to --tmp-dir.
 
     \b
     Examples:
@@ -128,8 +134,6 @@ def build(
       neardup index build docs.jsonl -d crawl.idx --time-field ts --method minhash
       neardup index build fps.tsv --from-fingerprints -d crawl.idx
     """
-    from neardup.engines.local import LocalEngine
-
     keywords = create_keywords(
         method,
         hamming_k,
@@ -156,45 +160,32 @@ def build(
             table = read_fingerprints(
                 list(inputs), on_error=reading["on_error"], fingerprint_format=fingerprint_format
             )
-            ids, stamps, sig, fps = (
-                table.ids.to_pylist(),
-                table.timestamps,
-                None,
-                table.fingerprints,
-            )
-            texts = None
             skipped = table.stats.skipped
-        else:
-            reader = read_documents(list(inputs), **reading)
-            reporter.reading(reader)
-            # A MinHash index stores the texts; the collection keeps them only to verify.
-            kept: list[str] = []
-
-            def on_batch(batch) -> None:
-                reporter.batch(batch)
-                if method == "minhash" and not settings.needs_sets:
-                    kept.extend(batch.texts)
-
-            collection = LocalEngine(workers).collect(reader, settings, on_batch=on_batch)
-            ids, stamps, sig, fps = (
-                collection.ids,
-                collection.timestamps,
-                collection.signatures,
-                None,
+            reporter.stage("building")
+            idx = NearDupIndex.build(
+                directory,
+                table.ids.to_pylist(),
+                fingerprints=table.fingerprints,
+                timestamps_us=table.timestamps,
+                overwrite=force,
+                **keywords,
             )
-            texts = collection.texts if collection.texts is not None else kept or None
-            skipped = reader.stats.skipped
-        reporter.stage("building")
-        idx = NearDupIndex.build(
-            directory,
-            ids,
-            texts=texts if method == "minhash" else None,
-            fingerprints=fps,
-            signatures_=sig,
-            timestamps_us=stamps,
-            overwrite=force,
-            **keywords,
-        )
+        else:
+            from neardup.engines.base import Corpus
+            from neardup.engines.local import LocalEngine
+            from neardup.index.build import build_from_files
+
+            engine = LocalEngine(workers, memory_limit=memory_limit, tmp_dir=tmp_dir)
+            read = build_from_files(
+                Path(directory),
+                settings,
+                Corpus(tuple(inputs), reading),
+                engine,
+                overwrite=force,
+                progress=reporter,
+            )
+            skipped = read.skipped
+            idx = NearDupIndex(directory)
         stats = idx.stats()
         idx.close()
     elapsed = time.perf_counter() - reporter.started

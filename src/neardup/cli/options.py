@@ -473,6 +473,25 @@ def input_options(command):
     return with_reading
 
 
+def spill_options(command):
+    """--memory-limit and --tmp-dir: the memory budget and spill folder of the commands that run
+    out of core (``dedup``'s local engine, ``index build``)."""
+    command = click.option(
+        "--tmp-dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Local engine: folder for spill files (default: the system's temp dir, "
+        "$TMPDIR). Removed when the run ends, fails or is interrupted.",
+    )(command)
+    return click.option(
+        "--memory-limit",
+        default=None,
+        help="Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
+        "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
+        "that fit. Default: 1/16 of this machine's RAM, at least 256M.",
+    )(command)
+
+
 def summary_option(command):
     """--summary-out FILE, for the commands that end with a summary (:meth:`Reporter.summary`);
     the command passes it to its Reporter and checks it with its other outputs."""

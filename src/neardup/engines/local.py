@@ -289,28 +289,8 @@ class LocalEngine:
     def _dedup_files(
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress
     ) -> DedupRun:
-        inputs, reading = list(corpus.inputs), dict(corpus.reading)
-        if self.resume and "-" in inputs:
-            raise ValueError("--resume needs input files: standard input cannot be read again")
-        key = run_key(
-            version=__version__,
-            settings=repr(settings),
-            reader=reading,
-            inputs=input_identity(inputs) if self.resume else inputs,
-        )
-        with WorkDir(self.tmp_dir, key, outputs.groups or "-", resume=self.resume) as work:
-
-            def reopen(records: bool):
-                return read_documents(
-                    inputs, **reading, keep_records=records, batch_size=BATCH_SIZE
-                )
-
-            reader = read_documents(
-                inputs, **reading, spill_dir=str(work.path), batch_size=BATCH_SIZE
-            )
-            job = OutOfCoreDedup(
-                reader, reopen, settings, work, self.memory_limit, self.workers, progress=progress
-            )
+        with self.work_dir(corpus, settings, outputs.groups or "-") as work:
+            job = self.out_of_core(corpus, settings, work, progress)
             collected = job.collect()
             groups = job.group()
 
@@ -342,6 +322,36 @@ class LocalEngine:
             collected.seconds,
             figures,
             {"memory_limit": self.memory_limit},
+        )
+
+    def work_dir(self, corpus: Corpus, settings: Settings, name_hint: str) -> WorkDir:
+        """The work folder of a run over the files of ``corpus`` with ``settings`` under
+        ``tmp_dir`` (``name_hint``: the run's first output, which names the folder of a
+        resumable run). O(number of input files)."""
+        inputs = list(corpus.inputs)
+        if self.resume and "-" in inputs:
+            raise ValueError("--resume needs input files: standard input cannot be read again")
+        key = run_key(
+            version=__version__,
+            settings=repr(settings),
+            reader=dict(corpus.reading),
+            inputs=input_identity(inputs) if self.resume else inputs,
+        )
+        return WorkDir(self.tmp_dir, key, name_hint, resume=self.resume)
+
+    def out_of_core(
+        self, corpus: Corpus, settings: Settings, work: WorkDir, progress: Progress
+    ) -> OutOfCoreDedup:
+        """The out-of-core job (:mod:`neardup.engines.outofcore`) over the files of ``corpus``
+        in ``work``, under this engine's memory limit and workers. O(1)."""
+        inputs, reading = list(corpus.inputs), dict(corpus.reading)
+
+        def reopen(records: bool):
+            return read_documents(inputs, **reading, keep_records=records, batch_size=BATCH_SIZE)
+
+        reader = read_documents(inputs, **reading, spill_dir=str(work.path), batch_size=BATCH_SIZE)
+        return OutOfCoreDedup(
+            reader, reopen, settings, work, self.memory_limit, self.workers, progress=progress
         )
 
     def pairs(

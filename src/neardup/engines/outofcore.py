@@ -192,15 +192,28 @@ def _copy_into(target: np.ndarray, start: int, values: np.ndarray) -> None:
     target[start : start + values.shape[0]] = values
 
 
+class BatchSink:
+    """What a command that keeps more of each document than ``dedup`` does with the batches of
+    pass 1 (``neardup index build`` stores their texts): :meth:`prepare` runs on the worker
+    that signed the batch, :meth:`consume` on the reading thread, in input order."""
+
+    def prepare(self, batch: DocumentBatch, sig: Signatures, keys: np.ndarray | None) -> object:
+        """The per-batch work that may run in parallel (``keys``: the band hashes of MinHash)."""
+
+    def consume(self, batch: DocumentBatch, prepared: object) -> None:
+        """Take :meth:`prepare`'s result for ``batch``; batches arrive in input order."""
+
+
 def _sign_batch(
     batch: DocumentBatch,
     settings: Settings,
     banding: tuple[int, int] | None,
     kept: KeptSets | None,
+    sink: BatchSink | None,
 ):
     sig = signatures(batch.texts, settings, keep_sets=kept is not None and kept.active)
     keys = band_hashes(sig.signature, *banding) if banding is not None else None
-    return sig, keys
+    return sig, keys, sink.prepare(batch, sig, keys) if sink is not None else None
 
 
 class OutOfCoreDedup:
@@ -247,8 +260,11 @@ class OutOfCoreDedup:
 
     # -- pass 1 ------------------------------------------------------------------------------
 
-    def collect(self) -> Collected:
-        """Pass 1: read and sign every document, keeping the fixed-width columns."""
+    def collect(self, sink: BatchSink | None = None) -> Collected:
+        """Pass 1: read and sign every document, keeping the fixed-width columns; each batch
+        also goes through ``sink`` when given (not with ``--resume``)."""
+        if sink is not None and self.work.resume:
+            raise ValueError("a batch sink sees every batch: it cannot resume a run")
         if self.work.completed("collect"):
             self.collected = self._load_collected()
             return self.collected
@@ -295,8 +311,8 @@ class OutOfCoreDedup:
                 read_by.append(self.reader.bytes_consumed)
                 yield batch
 
-        for batch, (sig, keys) in ordered_map(
-            _sign_batch, batches(), self.workers, s, banding, kept
+        for batch, (sig, keys, prepared) in ordered_map(
+            _sign_batch, batches(), self.workers, s, banding, kept, sink
         ):
             batch_read_by = read_by.popleft()
             ids.append(pa.array(batch.ids, type=pa.large_string()))
@@ -319,6 +335,8 @@ class OutOfCoreDedup:
                 fps.append(sig.signature)
             if kept is not None and sig.set_offsets is not None:
                 kept.add(sig.set_offsets, sig.set_hashes, batch_read_by)
+            if sink is not None:
+                sink.consume(batch, prepared)
             # Input bytes when the total is known (a true share of the work), else text bytes.
             now_bytes = self.reader.bytes_consumed if total is not None else self.reader.stats.bytes
             self.progress.advance(

@@ -62,6 +62,7 @@ __all__ = [
     "decode_text",
     "encode_texts",
     "has_checksum",
+    "keys_of_band_hashes",
     "pair_similarity",
     "size_bound",
     "size_ratio",
@@ -86,7 +87,17 @@ def band_keys(signature: np.ndarray, settings: Settings) -> np.ndarray:
         ((2, 32), True)
     """
     bands, rows = settings.banding()
-    hashes = band_hashes(np.ascontiguousarray(signature, np.uint32), bands, rows)
+    return keys_of_band_hashes(band_hashes(np.ascontiguousarray(signature, np.uint32), bands, rows))
+
+
+def keys_of_band_hashes(hashes: np.ndarray) -> np.ndarray:
+    """The band keys (``uint32``, same shape) of 64-bit band hashes
+    (:func:`neardup.candidates.bands.band_hashes`): their top 32 bits. O(size).
+
+    Example:
+        >>> keys_of_band_hashes(np.array([[(7 << 32) | 5]], np.uint64)).tolist()
+        [[7]]
+    """
     return (hashes >> np.uint64(32)).astype(np.uint32)
 
 

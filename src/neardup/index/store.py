@@ -74,7 +74,6 @@ from neardup.index.storage import (
     record_of,
     sql_state,
 )
-from neardup.pipeline import Signatures
 from neardup.settings import Settings
 
 __all__ = ["NearDupIndex"]
@@ -182,7 +181,6 @@ class NearDupIndex:
         workers: int | None = 1,
         overwrite: bool = False,
         synchronous: str = "normal",
-        signatures_: Signatures | None = None,
         **settings: Any,
     ) -> NearDupIndex:
         """Build an index from a whole corpus in one pass and open it for writing: the groups
@@ -201,8 +199,6 @@ class NearDupIndex:
             workers: processes for fingerprinting texts (None = all cores).
             overwrite: replace an existing index.
             synchronous: see the class docstring.
-            signatures_: precomputed signatures of ``texts`` (internal: the CLI computes them
-                while reading).
             settings: the keywords of :func:`~neardup.index.settings.index_settings`
                 (``method``, ``hamming_k``, ``shingle``, ``hash_name``, ``weights``,
                 ``num_perm``, ``seed``, ``scheme``, ``threshold``, ``bands``, ``rows``, ``verify``:
@@ -229,7 +225,6 @@ class NearDupIndex:
             workers=workers,
             overwrite=overwrite,
             synchronous=synchronous,
-            signatures_=signatures_,
         )
 
     @classmethod
