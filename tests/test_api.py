@@ -212,7 +212,8 @@ def test_fingerprint_takes_each_methods_default_shingles_as_the_command_line_doe
     assert not np.array_equal(
         minhash, neardup.fingerprint(texts, method="minhash", shingle="word:3", workers=1)
     )
-    simhash = neardup.fingerprint(texts, workers=1)
+    assert np.array_equal(minhash, neardup.fingerprint(texts, workers=1))  # dedup's default
+    simhash = neardup.fingerprint(texts, method="simhash", workers=1)
     assert np.array_equal(
         simhash, neardup.fingerprint(texts, method="simhash", shingle="word:3", workers=1)
     )

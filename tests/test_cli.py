@@ -63,7 +63,8 @@ def read_tsv(path, header=True):
 @pytest.mark.parametrize("name", ["fps.tsv", "fps.tsv.gz"])
 def test_fingerprint_tsv_is_the_seed_format(corpus, tmp_path, name):
     out = tmp_path / name
-    result = run("fingerprint", corpus, "-o", out, "--time-field", "ts", "--workers", "1")
+    seed = ["--method", "simhash"]  # the seed's batch rows: SimHash over word 3-grams
+    result = run("fingerprint", corpus, "-o", out, "--time-field", "ts", "--workers", "1", *seed)
     assert result.exit_code == 0, result.output
     text = gzip.decompress(out.read_bytes()).decode() if name.endswith(".gz") else out.read_text()
     rows = [line.split("\t") for line in text.splitlines()]
@@ -125,7 +126,8 @@ def test_text_directory(tmp_path):
 @pytest.mark.parametrize("ext", ["jsonl", "csv", "parquet"])
 def test_fingerprint_output_formats(corpus, tmp_path, ext):
     out = tmp_path / f"fps.{ext}"
-    assert run("fingerprint", corpus, "-o", out, "--workers", "1", "-q").exit_code == 0
+    args = ["--method", "simhash", "--workers", "1", "-q"]
+    assert run("fingerprint", corpus, "-o", out, *args).exit_code == 0
     if ext == "parquet":
         table = pd.read_parquet(out)
     elif ext == "csv":
@@ -544,8 +546,10 @@ def test_idf_errors(tmp_path):
         input='{"id": "a", "text": "x y"}\n',
     )
     assert result.exit_code == 1 and "standard input" in result.output
-    result = run("dedup", str(docs), "-o", out, "--idf-in", "t.parquet")
+    result = run("dedup", str(docs), "-o", out, "--idf-in", "t.parquet", "--method", "minhash")
     assert result.exit_code == 1 and "--idf-in applies to method simhash" in result.output
+    result = run("dedup", str(docs), "-o", out, "--idf-in", "t.parquet")  # implies SimHash
+    assert result.exit_code == 1 and "--idf-in and --idf-out go with --weights idf" in result.output
     result = run(
         "dedup",
         str(docs),
@@ -583,10 +587,12 @@ def test_feature_options_on_the_command_line_equal_the_api(corpus, tmp_path):
     texts = [d["text"] for d in DOCS]
     for spec in ("word:3:multiset", "stopword:3:ko", f"stopword:2:{stops}:multiset"):
         out = tmp_path / "fps.tsv"
-        result = run("fingerprint", corpus, "-o", out, "--shingle", spec, "-q")
+        args = ["--shingle", spec, "--method", "simhash", "-q"]
+        result = run("fingerprint", corpus, "-o", out, *args)
         assert result.exit_code == 0, result.output
         got = [int(line.split("\t")[1], 16) for line in out.read_text().splitlines()]
-        assert got == api_fingerprint(texts, shingle=spec, workers=1).tolist()
+        want = api_fingerprint(texts, method="simhash", shingle=spec, workers=1)
+        assert got == want.tolist()
 
 
 def test_an_idf_table_is_tied_to_its_shingling(tmp_path):
@@ -657,7 +663,7 @@ def test_max_doc_bytes_takes_sizes_and_refuses_others(tmp_path):
 def test_compare_gives_the_definitions_verdict():
     spaced = run("compare", "오늘 나는 학교에 갔다", "오늘 나는학교에 갔다", "--json")
     result = json.loads(spaced.output)
-    assert result["jaccard"] == 0.0  # word 3-grams see a different text
+    assert result["jaccard"] == 1.0  # dedup's char 4-grams ignore spacing, as the definition
     assert (result["definition_lcs"], result["near_duplicate"]) == (1.0, "yes")
     other = json.loads(
         run("compare", "one two three four five", "one two six seven eight", "--json").output
@@ -669,7 +675,7 @@ def test_compare_gives_the_definitions_verdict():
     "args, flag, owner",
     [
         (["--method", "minhash", "-k", "4"], "--hamming-k", "simhash"),
-        (["--weights", "tf"], "--weights", "simhash"),
+        (["--method", "minhash", "--weights", "tf"], "--weights", "simhash"),
         (["--method", "simhash", "--threshold", "0.5"], "--threshold", "minhash"),
         (["--method", "simhash", "--num-perm", "64"], "--num-perm", "minhash"),
         (["--method", "simhash", "--bands", "8", "--rows", "4"], "--bands", "minhash"),
@@ -702,21 +708,23 @@ def test_threshold_with_simhash_counts_when_it_sets_the_verification(tmp_path):
 
 
 def test_defaults_are_one_per_method_everywhere(corpus, tmp_path):
-    """README: the index follows `dedup --method simhash`, so with every option left at its
-    default an index built from a corpus and dedup agree on every group; --help says which
-    shingles each method uses by default."""
+    """README: the index follows `dedup`, so with every option left at its default an index
+    built from a corpus and dedup agree on every group, and so do -k with `dedup -k`; --help
+    says which shingles each method uses by default."""
     from neardup.index.store import NearDupIndex
     from neardup.settings import DEFAULT_SHINGLES, Settings
 
-    out = tmp_path / "g.tsv"
-    assert run("dedup", corpus, "-o", out, "--method", "simhash", "-q").exit_code == 0
-    assert run("index", "build", corpus, "-d", tmp_path / "idx", "-q").exit_code == 0
-    groups = read_tsv(out)
-    with NearDupIndex(tmp_path / "idx", readonly=True) as index:
-        assert index.settings.shingle == DEFAULT_SHINGLES["simhash"]
-        assert {i: g[0] for i, g in index.groups().items()} == dict(
-            zip(groups["id"], groups["duplicate_id"])
-        )
+    for method, options in (("minhash", []), ("simhash", ["-k", "3"])):
+        out, directory = tmp_path / f"{method}.tsv", tmp_path / f"{method}.idx"
+        assert run("dedup", corpus, "-o", out, *options, "-q").exit_code == 0
+        assert run("index", "build", corpus, "-d", directory, *options, "-q").exit_code == 0
+        groups = read_tsv(out)
+        with NearDupIndex(directory, readonly=True) as index:
+            assert index.settings.method == method
+            assert index.settings.shingle == DEFAULT_SHINGLES[method]
+            assert {i: g[0] for i, g in index.groups().items()} == dict(
+                zip(groups["id"], groups["duplicate_id"])
+            )
     help_text = " ".join(run("dedup", "--help").output.split())
     assert "word:3 with --method simhash, char:4 with minhash" in help_text
     tuned = run("tune", "--json").output
@@ -729,7 +737,8 @@ def test_renamed_flags_take_their_new_names_and_the_old_ones_for_one_release(cor
     """--hash is --hash-name, `report --pairs` is --pairs-in, `index --fingerprints` is
     --from-fingerprints: the old spellings still give the same outputs, with a note."""
     fps = tmp_path / "fps.tsv"
-    assert run("fingerprint", corpus, "-o", fps, "--hash-name", "md5", "-q").exit_code == 0
+    args = ["--hash-name", "md5", "--method", "simhash", "-q"]
+    assert run("fingerprint", corpus, "-o", fps, *args).exit_code == 0
 
     def same_with_either(new, old, make):
         outputs = []
@@ -830,7 +839,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
 
     from neardup.index import NearDupIndex
 
-    NearDupIndex.create(tmp_path / "idx").close()
+    NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
@@ -859,7 +868,7 @@ def test_a_full_disk_during_index_add_says_how_many_were_added(tmp_path, monkeyp
     from neardup.index import NearDupIndex
     from neardup.index.errors import IndexWriteError
 
-    NearDupIndex.create(tmp_path / "idx").close()
+    NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     docs = write_jsonl(
         tmp_path / "d.jsonl", [{"id": f"d{i}", "text": f"page {i}"} for i in range(3)]
     )

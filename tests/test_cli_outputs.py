@@ -64,7 +64,7 @@ def run(*args):
 def test_an_output_that_is_an_input_is_refused_before_any_work(docs, command):
     from neardup.index.store import NearDupIndex
 
-    NearDupIndex.create(docs.parent / "idx").close()
+    NearDupIndex.create(docs.parent / "idx", method="simhash").close()
     for name, text in (
         ("truth.tsv", "id_a\tid_b\tlabel\nd0\td1\t1\n"),
         ("groups.tsv", "id\toriginal_id\nd0\td0\n"),
@@ -183,7 +183,7 @@ def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
 def test_index_add_with_an_unwritable_output_adds_nothing(docs, tmp_path):
     from neardup.index.store import NearDupIndex
 
-    NearDupIndex.create(tmp_path / "idx").close()
+    NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     result = run("index", "add", docs, "-d", tmp_path / "idx", "-o", tmp_path / "missing" / "d.tsv")
     assert result.exit_code == 1 and "does not exist" in result.output
     with NearDupIndex(tmp_path / "idx", readonly=True) as index:
@@ -367,8 +367,10 @@ def test_summary_out_of_the_other_commands(docs, tmp_path, command, keys):
     data = json.loads(out.read_text())
     assert data["command"] == " ".join(args[:first]) and data["inputs"] == [str(docs)]
     assert data["counts"].items() >= keys.items()
-    assert data["seconds"]["total"] > 0 and data["settings"]["method"] == "simhash"
-    assert data["settings"]["shingle"] == ("word:1" if "word:1" in args else "word:3")
+    # --weights implies SimHash; else dedup's MinHash over char:4.
+    method = "simhash" if "--weights" in args else "minhash"
+    assert data["seconds"]["total"] > 0 and data["settings"]["method"] == method
+    assert data["settings"]["shingle"] == ("word:1" if "word:1" in args else "char:4")
     if "idf" in args:  # the IDF table saved beside the output is an output too
         assert data["outputs"]["idf_out"] == str(tmp_path / "f.tsv.idf.parquet")
         assert (tmp_path / "f.tsv.idf.parquet").exists()
@@ -376,7 +378,7 @@ def test_summary_out_of_the_other_commands(docs, tmp_path, command, keys):
 
 def test_summary_out_of_pairs_and_the_index_commands(docs, tmp_path):
     fps = tmp_path / "fps.tsv"
-    assert run("fingerprint", docs, "-o", fps, "-q").exit_code == 0
+    assert run("fingerprint", docs, "-o", fps, "--method", "simhash", "-q").exit_code == 0
     out = tmp_path / "pairs.json"
     result = run(
         "pairs",

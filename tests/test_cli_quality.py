@@ -91,6 +91,7 @@ def test_sweep_command(files, labelled_families):
     tmp, docs, pairs_file, clusters_file = files
     plot, table = tmp / "sweep.png", tmp / "sweep.tsv"
     args = [docs, "--truth", pairs_file, "--positive-labels", "copy", "--workers", "1", "-q"]
+    args += ["--method", "simhash"]
     result = invoke(sweep_command, *args, "--plot", plot, "-o", table)
     assert result.exit_code == 0, result.output
     out = result.output.replace("\n", " ")
@@ -142,4 +143,7 @@ def test_sweep_command(files, labelled_families):
     assert wrong_ids.exit_code == 1 and "none of the 48 truth documents" in wrong_ids.output
 
     bad = invoke(sweep_command, docs, "--truth", clusters_file, "--values", "1,x", "-q")
+    assert bad.exit_code == 1 and "comma-separated numbers (Jaccard thresholds)" in bad.output
+    args = ["--values", "1,x", "--method", "simhash", "-q"]
+    bad = invoke(sweep_command, docs, "--truth", clusters_file, *args)
     assert bad.exit_code == 1 and "values must be comma-separated integers" in bad.output

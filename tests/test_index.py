@@ -324,7 +324,7 @@ def test_build_and_incremental_adds_agree_with_dedup(tmp_path, k):
     rng = random.Random(2)
     order = list(range(len(ids)))
     rng.shuffle(order)
-    with NearDupIndex.create(tmp_path / "online", hamming_k=k) as index:
+    with NearDupIndex.create(tmp_path / "online", hamming_k=k, method="simhash") as index:
         i = 0
         while i < len(order):
             step = rng.choice([1, 1, 3, 17])
@@ -367,7 +367,7 @@ def test_online_groups_equal_components_with_removals(tmp_path_factory, case):
     rnd.shuffle(order)
     path = tmp_path_factory.mktemp("g") / "idx"
     position = {}
-    with NearDupIndex.create(path, hamming_k=k) as index:
+    with NearDupIndex.create(path, hamming_k=k, method="simhash") as index:
         i = 0
         while i < n:
             chunk = order[i : i + rnd.choice([1, 2, 5])]
@@ -421,7 +421,7 @@ def test_online_groups_equal_components_with_removals(tmp_path_factory, case):
 
 
 def test_late_older_document_becomes_original(tmp_path):
-    with NearDupIndex.create(tmp_path / "idx", hamming_k=2) as index:
+    with NearDupIndex.create(tmp_path / "idx", hamming_k=2, method="simhash") as index:
         index.add("a", fingerprint=0b0000, timestamp=100)
         index.add("b", fingerprint=0b0001, timestamp=200)
         r = index.add("c", fingerprint=0b0011, timestamp=50)
@@ -447,7 +447,7 @@ def test_late_older_document_becomes_original(tmp_path):
 
 
 def test_add_statuses_and_batch_semantics(tmp_path):
-    with NearDupIndex.create(tmp_path / "idx", hamming_k=3) as index:
+    with NearDupIndex.create(tmp_path / "idx", hamming_k=3, method="simhash") as index:
         rs = index.add_many(
             ["a", "b", "c", "d"],
             fingerprints=[1, 1, 7, 0b1111 << 50],
@@ -466,7 +466,7 @@ def test_add_statuses_and_batch_semantics(tmp_path):
 
 
 def test_validation_changes_nothing(tmp_path):
-    with NearDupIndex.create(tmp_path / "idx", hamming_k=3) as index:
+    with NearDupIndex.create(tmp_path / "idx", hamming_k=3, method="simhash") as index:
         index.add("a", fingerprint=1)
         with pytest.raises(DocumentExistsError, match="'a' is already in the index"):
             index.add_many(["z", "a"], fingerprints=[5, 6])
@@ -495,18 +495,20 @@ def test_validation_changes_nothing(tmp_path):
             with pytest.raises(ReadOnlyIndexError):
                 reader.remove("a")
     with pytest.raises(FileExistsError, match="already exists"):
-        NearDupIndex.create(tmp_path / "idx")
+        NearDupIndex.create(tmp_path / "idx", method="simhash")
     with pytest.raises(FileNotFoundError, match="no index at"):
         NearDupIndex(tmp_path / "nothing")
     with pytest.raises(ValueError, match="hamming_k must be in 0..32; got 40"):
-        NearDupIndex.create(tmp_path / "bad", hamming_k=40)
+        NearDupIndex.create(tmp_path / "bad", hamming_k=40, method="simhash")
     with pytest.raises(ValueError, match="synchronous must be one of normal, full"):
         NearDupIndex(tmp_path / "idx", synchronous="off")
 
 
 def test_settings_are_stored(tmp_path):
     path = tmp_path / "idx"
-    NearDupIndex.create(path, hamming_k=5, shingle="char:4", hash_name="md5", weights="tf").close()
+    NearDupIndex.create(
+        path, hamming_k=5, shingle="char:4", hash_name="md5", weights="tf", method="simhash"
+    ).close()
     with NearDupIndex(path) as index:
         s = index.settings
         assert (s.hamming_k, s.shingle, s.hash_name, s.weights) == (5, "char:4", "md5", "tf")
@@ -589,7 +591,7 @@ def _start_writer(path: Path, start: int) -> subprocess.Popen:
 
 def test_sigkill_keeps_every_acknowledged_add(tmp_path, kill_writer_after):
     path = tmp_path / "idx"
-    NearDupIndex.create(path).close()
+    NearDupIndex.create(path, method="simhash").close()
     acknowledged: list[str] = []
     for round_, want in enumerate((150, 60)):
         acknowledged += kill_writer_after(WRITER, path, 10_000 * round_, want=want, timeout=30)
@@ -603,7 +605,7 @@ def test_sigkill_keeps_every_acknowledged_add(tmp_path, kill_writer_after):
 
 def test_reader_process_sees_committed_adds(tmp_path):
     path = tmp_path / "idx"
-    NearDupIndex.create(path).close()
+    NearDupIndex.create(path, method="simhash").close()
     proc = _start_writer(path, 0)
     seen: list[str] = []
     reader = NearDupIndex(path, readonly=True)
@@ -633,7 +635,7 @@ def test_threads_share_one_index(tmp_path):
     rng = np.random.default_rng(9)
     fps = rng.integers(0, 2**64, 2000, dtype=np.uint64)
     errors: list[BaseException] = []
-    with NearDupIndex.create(tmp_path / "idx") as index:
+    with NearDupIndex.create(tmp_path / "idx", method="simhash") as index:
 
         def write():
             try:
@@ -689,9 +691,8 @@ def test_cli_build_add_query_remove_stats(tmp_path):
         + "\n"
     )
     d = str(tmp_path / "idx")
-    r = _invoke(
-        index_cmd, ["build", str(docs), "-d", d, "--time-field", "ts", "--workers", "1", "-q"]
-    )
+    build = ["build", str(docs), "-d", d, "-k", "3", "--time-field", "ts", "--workers", "1"]
+    r = _invoke(index_cmd, [*build, "-q"])  # -k: SimHash
     assert r.exit_code == 0, r.output
     r = _invoke(index_cmd, ["build", str(docs), "-d", d, "--workers", "1", "-q"])
     assert r.exit_code == 1 and "already exists" in r.output
@@ -917,7 +918,7 @@ def test_minhash_settings_are_stored_and_other_requests_refused(tmp_path):
     with pytest.raises(ValueError, match="hamming_k applies to method simhash"):
         NearDupIndex.create(tmp_path / "bad", method="minhash", hamming_k=3)
     with pytest.raises(ValueError, match="num_perm applies to method minhash"):
-        NearDupIndex.create(tmp_path / "bad2", num_perm=64)
+        NearDupIndex.create(tmp_path / "bad2", num_perm=64, method="simhash")
     with pytest.raises(ValueError, match="MinHash index is built from texts"):
         NearDupIndex.build(
             tmp_path / "bad3", ["a"], fingerprints=np.array([1], np.uint64), method="minhash"
@@ -934,7 +935,7 @@ def test_minhash_index_records_its_scheme(tmp_path):
     with NearDupIndex(tmp_path / "classic") as index:
         assert index.settings.scheme == "classic"
     with pytest.raises(ValueError, match="scheme applies to method minhash"):
-        NearDupIndex.create(tmp_path / "bad", scheme="classic")
+        NearDupIndex.create(tmp_path / "bad", scheme="classic", method="simhash")
 
 
 def test_minhash_index_without_scheme_record_answers_as_before(tmp_path):
@@ -964,7 +965,7 @@ def test_index_without_method_record_is_simhash(tmp_path):
     import sqlite3
 
     path = tmp_path / "idx"
-    with NearDupIndex.create(path, hamming_k=2) as index:
+    with NearDupIndex.create(path, hamming_k=2, method="simhash") as index:
         index.add("a", fingerprint=3)
     conn = sqlite3.connect(path / "index.sqlite")
     conn.execute("DELETE FROM meta WHERE key = 'method'")
@@ -1052,9 +1053,10 @@ def test_cli_minhash_build_add_query_and_refusals(tmp_path):
     assert r.exit_code == 1 and "probe it with texts" in r.output
     r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "x"), "--method", "minhash", "-k", "3"])
     assert r.exit_code == 1 and "--hamming-k applies to method simhash" in r.output
-    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "y"), "--num-perm", "64"])
+    simhash = ["--method", "simhash"]
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "y"), *simhash, "--num-perm", "64"])
     assert r.exit_code == 1 and "--num-perm applies to method minhash" in r.output
-    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "z"), "--verify", "lcs:0.8"])
+    r = _invoke(index_cmd, ["create", "-d", str(tmp_path / "z"), *simhash, "--verify", "lcs:0.8"])
     assert r.exit_code == 1 and "--verify applies to method minhash" in r.output
     assert not (tmp_path / "z").exists()
     r = _invoke(

@@ -106,7 +106,7 @@ def test_bad_rows_give_one_line_errors_or_are_skipped(tmp_path, source, kind, co
     inputs = tmp_path / ("rows.jsonl" if source == "docs" else "rows.tsv")
     inputs.write_bytes(b"\n".join([*good, bad[kind]]) + b"\n")
     if command in ("index add", "index query-batch"):
-        NearDupIndex.create(tmp_path / "idx").close()
+        NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     args = _args(command, source, str(inputs), tmp_path) + ["-q", "--on-error", on_error]
     # catch_exceptions=False: a traceback (TypeError, DatabaseError, ...) fails the test.
     result = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -124,7 +124,7 @@ def test_bad_rows_give_one_line_errors_or_are_skipped(tmp_path, source, kind, co
 def test_index_add_error_after_added_batches_says_how_many(tmp_path):
     from neardup.cli.index import index as index_cmd
 
-    NearDupIndex.create(tmp_path / "idx").close()
+    NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     rows = [json.dumps({"id": f"d{i}", "text": f"document number {i} here"}) for i in range(3)]
     (tmp_path / "in.jsonl").write_text("\n".join(rows + ["{broken"]) + "\n")
     r = CliRunner().invoke(
@@ -161,7 +161,7 @@ def test_index_add_error_after_added_batches_says_how_many(tmp_path):
 )
 def test_id_rules(tmp_path, value, ok):
     assert (id_problem(value) is None) == ok
-    with NearDupIndex.create(tmp_path / "idx") as index:
+    with NearDupIndex.create(tmp_path / "idx", method="simhash") as index:
         if ok:
             assert check_id(value) == value
             index.add(value, fingerprint=1)
@@ -395,7 +395,7 @@ def small_disk(monkeypatch):
 def test_full_disk_during_add_many_is_the_index_error(tmp_path, small_disk):
     """The Python API's batched add reports a full disk as the CLI does, not as SQLite's error."""
     path = tmp_path / "idx"
-    NearDupIndex.create(path).close()
+    NearDupIndex.create(path, method="simhash").close()
     small_disk()
     with NearDupIndex(path) as index:
         ids = [f"n{i}" for i in range(3_000)]

@@ -57,7 +57,7 @@ def distinct_indices(texts):
 
 
 def test_simhash_strata_cover_the_range_and_respect_the_caps():
-    s = sample_pairs(TEXTS, per_stratum=2, max_distance=16, seed=5, workers=1)
+    s = sample_pairs(TEXTS, method="simhash", per_stratum=2, max_distance=16, seed=5, workers=1)
     fps = simhash(TEXTS)
     reps = distinct_indices(TEXTS)
     truth = {}
@@ -81,9 +81,9 @@ def test_simhash_strata_cover_the_range_and_respect_the_caps():
         drawn[name] = drawn.get(name, 0) + 1
     assert drawn == {st.name: st.drawn for st in s.strata}
     # Deterministic for a seed; another seed draws other pairs from the capped strata.
-    again = sample_pairs(TEXTS, per_stratum=2, max_distance=16, seed=5, workers=1)
+    again = sample_pairs(TEXTS, method="simhash", per_stratum=2, max_distance=16, seed=5, workers=1)
     assert again.a.tolist() == s.a.tolist() and again.b.tolist() == s.b.tolist()
-    other = sample_pairs(TEXTS, per_stratum=2, max_distance=16, seed=6, workers=1)
+    other = sample_pairs(TEXTS, method="simhash", per_stratum=2, max_distance=16, seed=6, workers=1)
     assert sorted(zip(other.a.tolist(), other.b.tolist())) != sorted(
         zip(s.a.tolist(), s.b.tolist())
     )
@@ -115,14 +115,14 @@ def test_strata_keys_and_draw():
     with pytest.raises(ValueError, match="per_stratum must be an integer >= 1; got 0"):
         draw_stratified(keys, 0, 1)
     with pytest.raises(ValueError, match="max_distance must be an integer in 0..32; got 40"):
-        sample_pairs(TEXTS, max_distance=40, workers=1)
+        sample_pairs(TEXTS, method="simhash", max_distance=40, workers=1)
     with pytest.raises(ValueError, match=r"min_similarity must be in \(0, 1\); got 1.5"):
         sample_pairs(TEXTS, method="minhash", min_similarity=1.5, workers=1)
 
 
 @pytest.mark.parametrize("ext", ["tsv", "jsonl"])
 def test_sheet_round_trip(tmp_path, ext):
-    s = sample_pairs(TEXTS, per_stratum=2, max_distance=12, seed=1, workers=1)
+    s = sample_pairs(TEXTS, method="simhash", per_stratum=2, max_distance=12, seed=1, workers=1)
     texts = list(TEXTS)
     texts[s.a[0]] = "tab\there, new\nline, back\\slash \\n, 한국어 “quotes”"
     columns = sheet_columns(s, IDS, texts)
@@ -255,7 +255,7 @@ def test_sample_command(tmp_path):
     ]
     result = CliRunner().invoke(sample, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert "candidate pairs" in result.output and "stratum d" in result.output
+    assert "candidate pairs" in result.output and "stratum j" in result.output  # dedup's MinHash
     rows = read_sheet(sheet).rows
     assert rows and all(r["label"] is None for r in rows)
     lines = strata.read_text().splitlines()
@@ -287,7 +287,11 @@ def test_sample_command(tmp_path):
     assert rows and all(r["similarity"] >= 0.4 and r["label"] is None for r in rows)
     assert all(r["stratum"].startswith("j") for r in rows)
 
-    bad = CliRunner().invoke(sample, [str(docs), "-o", str(sheet), "--min-similarity", "0.5"])
+    simhash = ["--method", "simhash", "--min-similarity", "0.5"]
+    bad = CliRunner().invoke(sample, [str(docs), "-o", str(sheet), *simhash])
     assert bad.exit_code == 1 and "--min-similarity applies to --method minhash" in bad.output
+    # --max-distance implies SimHash, whose distances it bounds.
+    distances = CliRunner().invoke(sample, [str(docs), "-o", str(sheet), "--max-distance", "9"])
+    assert distances.exit_code == 0 and read_sheet(sheet).columns[2] == "distance"
     bad = CliRunner().invoke(sample, [str(docs), "-o", str(tmp_path / "sheet.csv")])
     assert bad.exit_code == 1 and "output must be a .jsonl or .tsv sheet" in bad.output

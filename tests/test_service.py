@@ -33,7 +33,7 @@ PAGE = "the quick brown fox jumps over the lazy dog near the river bank today"
 
 @pytest.fixture
 def index(tmp_path):
-    with NearDupIndex.create(tmp_path / "idx", hamming_k=3) as idx:
+    with NearDupIndex.create(tmp_path / "idx", hamming_k=3, method="simhash") as idx:
         yield idx
 
 
@@ -624,7 +624,7 @@ def test_serve_on_a_missing_index_fails_before_announcing(tmp_path, monkeypatch)
     assert str(missing) in lines[0]
     assert "serving" not in result.output and not started
     # The same command on an existing index announces itself (so the check above can fail).
-    NearDupIndex.create(tmp_path / "there.idx").close()
+    NearDupIndex.create(tmp_path / "there.idx", method="simhash").close()
     result = _serve_cli("-d", str(tmp_path / "there.idx"), "--port", "0")
     assert result.exit_code == 0, result.output
     assert "serving" in result.stderr and started == [1]

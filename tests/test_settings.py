@@ -11,12 +11,14 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from neardup.cli.options import settings_fields
+from neardup.index.settings import index_settings, settings_from_meta, settings_meta
 from neardup.lsh import candidate_probability
 from neardup.settings import (
     CHOICES,
     DEFAULT_SHINGLES,
     Settings,
     check_method_options,
+    implied_method,
     renamed_keywords,
     setting_default,
 )
@@ -96,14 +98,40 @@ def test_dedups_options_default_to_settings():
 
     defaults = _defaults_of(dedup)
     assert set(defaults) == FIELDS - {"idf", "verify_measure"}
-    assert Settings(**defaults) == Settings()
+    assert defaults.pop("method") is None  # the one the options given imply, else dedup's
+    assert Settings(**defaults, method=implied_method([])) == Settings()
 
 
 @pytest.mark.parametrize("command", ["fingerprint", "sweep", "sample"])
-def test_fingerprint_commands_default_to_simhash_settings(command):
+def test_every_command_decides_as_dedup_by_default(command):
+    # One default decision everywhere: what a command signs with, left alone, is dedup's.
     defaults = _defaults_of(main.get_command(None, command))
-    assert defaults["method"] == "simhash"
-    assert Settings(**defaults).replace(verify=None) == Settings(method="simhash", verify=None)
+    assert defaults.pop("method") is None
+    signed = Settings(**defaults, method=implied_method([])).replace(verify=None)
+    assert signed == Settings().replace(verify=None)
+
+
+def test_the_index_decides_as_dedup_by_default():
+    settings = index_settings()
+    assert settings.replace(bands=None, rows=None) == Settings(grouping="components")
+    assert (settings.bands, settings.rows) == Settings().banding()
+    assert settings == settings_from_meta(settings_meta(settings))
+
+
+@pytest.mark.parametrize(
+    ("given", "method"),
+    [
+        ([], "minhash"),
+        (["hamming_k"], "simhash"),
+        (["weights", "shingle"], "simhash"),
+        (["num_perm"], "minhash"),
+        (["scheme", "threshold"], "minhash"),
+        (["threshold"], "minhash"),
+        (["hamming_k", "num_perm"], "minhash"),  # both: the default, which then refuses -k
+    ],
+)
+def test_the_options_given_imply_the_method(given, method):
+    assert implied_method(given) == method
 
 
 def test_choices_come_from_settings():
@@ -126,8 +154,8 @@ def test_help_shows_the_defaults_of_settings():
 
     ctx = click.Context(dedup)
     shown = {p.name: p.get_help_record(ctx)[1] for p in dedup.params if isinstance(p, click.Option)}
+    assert shown["method"].endswith(f"else {setting_default('method')}].")
     for name in (
-        "method",
         "hash_name",
         "weights",
         "num_perm",

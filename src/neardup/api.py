@@ -8,7 +8,9 @@ Example:
     ...                             "something else entirely here"]})
     >>> dedup(df, workers=1)[["id", "duplicate_id", "is_original"]].to_dict("list")
     {'id': ['a', 'b', 'c'], 'duplicate_id': ['a', 'a', 'c'], 'is_original': [True, False, True]}
-    >>> fingerprint(["the cat sat on the mat"], workers=1).dtype
+    >>> fingerprint(["the cat sat on the mat"], workers=1).shape   # MinHash-128, as dedup signs
+    (1, 128)
+    >>> fingerprint(["the cat sat on the mat"], method="simhash", workers=1).dtype
     dtype('uint64')
 """
 
@@ -25,12 +27,12 @@ from neardup.io import DEFAULT_MAX_DOC_BYTES
 from neardup.settings import (
     DEFAULT_HAMMING_K,
     DEFAULT_HASH_NAME,
+    DEFAULT_METHOD,
     DEFAULT_NUM_PERM,
     DEFAULT_SCHEME,
     DEFAULT_SEED,
     DEFAULT_VERIFY,
     DEFAULT_WEIGHTS,
-    FINGERPRINT_METHOD,
     Settings,
     check_method_options,
     renamed_keywords,
@@ -64,7 +66,7 @@ def fingerprint(
     data,
     *,
     text_field: str = "text",
-    method: str = FINGERPRINT_METHOD,
+    method: str = DEFAULT_METHOD,
     shingle: str | None = None,
     num_perm: int = DEFAULT_NUM_PERM,
     hash_name: str = DEFAULT_HASH_NAME,
@@ -92,7 +94,8 @@ def fingerprint(
         >>> from neardup.idf import IdfTable
         >>> corpus = ["the cat sat on the mat", "the dog sat on the log"]
         >>> table = IdfTable.from_texts(corpus, "word:1")
-        >>> fingerprint(corpus, shingle="word:1", weights="idf", idf=table, workers=1).shape
+        >>> fingerprint(corpus, method="simhash", shingle="word:1", weights="idf", idf=table,
+        ...             workers=1).shape
         (2,)
     """
     texts = _check_texts(_texts(data, text_field))

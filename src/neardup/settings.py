@@ -49,9 +49,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 DEFAULT_METHOD = "minhash"
-#: The default method of what writes or keeps 64-bit fingerprints (``neardup fingerprint``,
-#: ``sweep``, ``sample``, the index): SimHash, the seed design's.
-FINGERPRINT_METHOD = "simhash"
 #: The features of each method when none are given: SimHash over word 3-grams (the seed
 #: design, and the index's), MinHash over character 4-grams (README, "Defaults, and why").
 DEFAULT_SHINGLES = {"simhash": DEFAULT_TEXT_SHINGLE, "minhash": "char:4"}
@@ -79,6 +76,22 @@ METHOD_OPTIONS = {
     "bands": "minhash",
     "rows": "minhash",
 }
+
+
+def implied_method(given: Iterable[str]) -> str:
+    """The method that the options the user set (by Settings field name) imply: SimHash for
+    ``hamming_k``, ``weights`` or ``idf``; MinHash for ``num_perm``, ``seed``, ``scheme``,
+    ``bands`` or ``rows``; else :data:`DEFAULT_METHOD`. Options of both methods imply the
+    default, which :func:`check_method_options` then refuses. O(len(given)).
+
+    Example:
+        >>> implied_method(["hamming_k", "shingle"]), implied_method([])
+        ('simhash', 'minhash')
+    """
+    # threshold is MinHash's, but SimHash verified by a bare measure takes it too: no hint.
+    owners = {METHOD_OPTIONS[name] for name in given if name in METHOD_OPTIONS} - {None}
+    hints = {METHOD_OPTIONS[n] for n in given if n in METHOD_OPTIONS and n != "threshold"}
+    return hints.pop() if len(hints) == 1 and len(owners) <= 1 else DEFAULT_METHOD
 
 
 def check_method_options(

@@ -11,7 +11,7 @@ import click
 import numpy as np
 
 from neardup.cli.options import CONTEXT, handle_errors, setting_option
-from neardup.settings import DEFAULT_SHINGLES, FINGERPRINT_METHOD, Settings
+from neardup.settings import DEFAULT_METHOD, DEFAULT_SHINGLES, Settings
 
 _PATH_LIKE = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z0-9]{1,8}")
 
@@ -46,7 +46,7 @@ def _text_argument(value: str, source: str) -> str:
 )
 @setting_option(
     "shingle",
-    default=DEFAULT_SHINGLES[FINGERPRINT_METHOD],
+    default=DEFAULT_SHINGLES[DEFAULT_METHOD],
     help="Shingles for Jaccard, SimHash, MinHash.",
 )
 @setting_option("num_perm", help="MinHash permutations.")

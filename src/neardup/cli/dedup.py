@@ -14,10 +14,10 @@ from neardup.cli.options import (
     fail,
     handle_errors,
     input_options,
+    resolve_method,
     setting_option,
     settings_fields,
     signature_options,
-    signature_options_for,
     spill_options,
     summary_option,
 )
@@ -31,7 +31,7 @@ from neardup.io import (
     write_table,
 )
 from neardup.io.files import resolve_output
-from neardup.settings import DEFAULT_METHOD, Settings, check_method_options
+from neardup.settings import Settings
 
 
 def idf_options(command):
@@ -97,22 +97,6 @@ def _idf_path(weights, idf_in, idf_out, output) -> str | None:
     if weights != "idf" or idf_in:
         return None
     return idf_out or (None if output == "-" else f"{output}.idf.parquet")
-
-
-def _check_method_options(method: str, verify: str = "auto") -> None:
-    """Refuse the options the user gave on the command line that ``method`` does not use."""
-    ctx = click.get_current_context()
-    names = {"idf_in": "idf"}
-    given = [
-        names.get(p.name, p.name)
-        for p in ctx.command.params
-        if ctx.get_parameter_source(p.name)
-        in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
-    ]
-    flags = {"idf": "--idf-in"}
-    check_method_options(
-        method, given, verify, lambda name: flags.get(name, "--" + name.replace("_", "-"))
-    )
 
 
 def _raw_timestamp_column(raw: list) -> list[str]:
@@ -186,7 +170,7 @@ def fingerprint(
     """
     from neardup.engines.local import LocalEngine
 
-    _check_method_options(method)
+    method = resolve_method(method)
     check_outputs([output, idf_out, summary_out], inputs)
     reader = read_documents(list(inputs), **reading)
     settings = Settings(
@@ -245,7 +229,7 @@ def _groups_summary(run) -> list[tuple[str, object]]:
 @click.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="GROUPS file: one row per input document.")
-@signature_options_for(DEFAULT_METHOD)
+@signature_options
 @setting_option(
     "hamming_k", "-k", help="SimHash: near-duplicates differ in at most this many of 64 bits."
 )
@@ -363,7 +347,7 @@ def dedup(
       neardup dedup 'corpus/*.jsonl' -o groups.tsv --engine spark --spark-master 'local[*]'
     """
 
-    _check_method_options(method, verify)
+    method = resolve_method(method, verify)
     # The IDF table's first pass reads the inputs on this machine; Spark's may be on any file
     # system Spark reaches, so it takes a table saved beforehand.
     if engine == "spark" and weights == "idf" and not idf_in:

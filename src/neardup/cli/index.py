@@ -148,7 +148,10 @@ def build(
         rows,
         verify,
     )
+    if from_fingerprints and method is None:
+        keywords["method"] = "simhash"  # fingerprint rows are SimHash's
     settings = index_settings(**keywords)
+    method = keywords["method"] = settings.method
     if from_fingerprints and method == "minhash":
         raise ValueError(
             "--from-fingerprints builds a SimHash index: a MinHash index is built from "

@@ -27,13 +27,13 @@ from neardup.pipeline import signatures
 from neardup.settings import (
     CHOICES,
     DEFAULT_HAMMING_K,
+    DEFAULT_METHOD,
     DEFAULT_NUM_PERM,
     DEFAULT_SCHEME,
     DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY,
     DEFAULT_WEIGHTS,
-    FINGERPRINT_METHOD,
     Settings,
 )
 
@@ -92,10 +92,12 @@ def settings_options(command):
     options = [
         setting_option(
             "method",
-            default=FINGERPRINT_METHOD,
+            default=None,
             help="SimHash fingerprints (Hamming distance, permutation tables) or MinHash "
             "signatures (LSH bands, candidates verified as `neardup dedup` verifies them; the "
-            "index then keeps the texts, compressed).",
+            "index then keeps the texts, compressed) [default: the method the options given "
+            f"imply (-k: simhash, --num-perm: minhash …), else {DEFAULT_METHOD}; simhash with "
+            "--from-fingerprints].",
         ),
         # The method's own options default to None, so that the other method's are refused
         # only when given; --help shows the defaults they take.

@@ -16,7 +16,14 @@ from collections.abc import Iterator
 
 import click
 
-from neardup.cli.options import CONTEXT, Reporter, handle_errors, input_options, signature_options
+from neardup.cli.options import (
+    CONTEXT,
+    Reporter,
+    handle_errors,
+    input_options,
+    resolve_method,
+    signature_options,
+)
 from neardup.io import check_outputs, output_set, read_documents, write_table
 from neardup.quality import synth
 from neardup.quality.sampling import (
@@ -222,6 +229,9 @@ def sample(
     """
     from neardup.engines.local import signatures_parallel
 
+    if method is None and max_distance is not None:
+        method = "simhash"  # distances are SimHash's
+    method = resolve_method(method)
     if sheet_format(output) is None:
         raise ValueError(f"output must be a .jsonl or .tsv sheet; got {output!r}")
     check_outputs([output, strata_out], inputs)

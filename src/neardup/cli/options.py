@@ -3,7 +3,7 @@
 of run settings (:func:`setting_option`: default, type and choices from
 :class:`neardup.settings.Settings`; :class:`RenamedOption` for a flag's old spelling) and the
 option sets several commands take (:func:`input_options`, :func:`summary_option`,
-:func:`signature_options_for`). Imports no other module of :mod:`neardup.cli`."""
+:func:`signature_options`). Imports no other module of :mod:`neardup.cli` but its context."""
 
 from __future__ import annotations
 
@@ -27,10 +27,12 @@ from neardup.io import INPUT_FORMATS, ON_ERROR
 from neardup.io.files import atomic_output
 from neardup.settings import (
     CHOICES,
+    DEFAULT_METHOD,
     DEFAULT_SHINGLES,
-    FINGERPRINT_METHOD,
     METHODS,
     Settings,
+    check_method_options,
+    implied_method,
     setting_default,
 )
 
@@ -505,50 +507,66 @@ def summary_option(command):
     )(command)
 
 
-def signature_options_for(method: str):
-    """Options that define features and signatures, with a command's own default ``method``
-    (the shingles default per method: :data:`neardup.settings.DEFAULT_SHINGLES`).
+def resolve_method(method: str | None, verify: str = "auto") -> str:
+    """The method of a command run: ``--method`` if given, else the one the options given on
+    the command line imply (:func:`neardup.settings.implied_method`: ``-k`` SimHash,
+    ``--num-perm`` MinHash …), else ``dedup``'s. Refuses an option the method does not use, in
+    its command-line spelling. O(options).
 
-    Example: ``@signature_options_for("simhash")`` above a command function gives it
-    ``method``, ``shingle``, ``hash_name``, ``weights``, ``num_perm``, ``seed`` and ``scheme``."""
-
-    def decorate(command):
-        options = [
-            setting_option(
-                "method",
-                default=method,
-                help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
-                "(Hamming distance, permutation tables).",
-            ),
-            setting_option(
-                "shingle",
-                help=f"Features [default: {shingle_defaults()}]: "
-                "word:K (K-word shingles), char:K (K characters, spaces removed) or "
-                "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
-                "English and Korean, en, ko, or a file with one word a line); add :multiset "
-                "to count repeats (word:3:multiset).",
-            ),
-            setting_option(
-                "hash_name", old="--hash", help="Feature hash: XXH64, or the upper 64 bits of MD5."
-            ),
-            setting_option(
-                "weights",
-                help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
-                "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out).",
-            ),
-            setting_option("num_perm", help="MinHash permutations."),
-            setting_option("seed", help="MinHash seed."),
-            setting_option("scheme", help=SCHEME_HELP),
-        ]
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
+    Example: ``neardup fingerprint docs.jsonl -o fps.tsv --weights tf`` runs SimHash."""
+    ctx = click.get_current_context()
+    names = {"idf_in": "idf"}
+    given = [
+        names.get(p.name, p.name)
+        for p in ctx.command.params
+        if ctx.get_parameter_source(p.name)
+        in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    ]
+    if method is None:
+        method = implied_method(given)
+    flags = {"idf": "--idf-in"}
+    check_method_options(
+        method, given, verify, lambda name: flags.get(name, "--" + name.replace("_", "-"))
+    )
+    return method
 
 
-# The seed's fingerprint rows: SimHash over word trigrams.
-signature_options = signature_options_for(FINGERPRINT_METHOD)
+def signature_options(command):
+    """Options that define features and signatures: ``method``, ``shingle``, ``hash_name``,
+    ``weights``, ``num_perm``, ``seed`` and ``scheme``, with ``dedup``'s defaults (the method
+    by :func:`resolve_method`, the shingles per method by
+    :data:`neardup.settings.DEFAULT_SHINGLES`)."""
+    options = [
+        setting_option(
+            "method",
+            default=None,
+            help="MinHash signatures (Jaccard, LSH bands) or SimHash fingerprints "
+            "(Hamming distance, permutation tables) [default: the method the options given "
+            f"imply (-k, --weights: simhash; --num-perm, --scheme: minhash), else {DEFAULT_METHOD}].",
+        ),
+        setting_option(
+            "shingle",
+            help=f"Features [default: {shingle_defaults()}]: "
+            "word:K (K-word shingles), char:K (K characters, spaces removed) or "
+            "stopword:K[:LIST] (word K-grams starting with a stop word of LIST: auto = "
+            "English and Korean, en, ko, or a file with one word a line); add :multiset "
+            "to count repeats (word:3:multiset).",
+        ),
+        setting_option(
+            "hash_name", old="--hash", help="Feature hash: XXH64, or the upper 64 bits of MD5."
+        ),
+        setting_option(
+            "weights",
+            help="SimHash weights: 1 per distinct shingle, term frequency, or inverse document "
+            "frequency in the corpus (idf: with fingerprint and dedup; --idf-in/--idf-out).",
+        ),
+        setting_option("num_perm", help="MinHash permutations."),
+        setting_option("seed", help="MinHash seed."),
+        setting_option("scheme", help=SCHEME_HELP),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def shingle_defaults() -> str:

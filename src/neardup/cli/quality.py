@@ -15,6 +15,7 @@ from neardup.cli.options import (
     Reporter,
     handle_errors,
     input_options,
+    resolve_method,
     setting_option,
     signature_options,
 )
@@ -343,6 +344,7 @@ def sweep(
       neardup sweep docs.jsonl --truth clusters.tsv --method minhash --shingle char:5
       neardup sweep docs.jsonl --truth pairs.tsv --values 2,3,4 --json -o sweep.tsv
     """
+    method = resolve_method(method)
     check_outputs([output], [*inputs, truth])
     truth_data = quality.read_truth(truth, positive_labels)
     base = Settings(

@@ -24,10 +24,10 @@ from typing import Any
 from neardup.minhash import LEGACY_SCHEME
 from neardup.settings import (
     DEFAULT_HASH_NAME,
-    FINGERPRINT_METHOD,
     METHODS,
     Settings,
     check_method_options,
+    implied_method,
 )
 
 __all__ = [
@@ -47,7 +47,7 @@ def index_settings(
     hash_name: str = DEFAULT_HASH_NAME,
     weights: str | None = None,
     *,
-    method: str = FINGERPRINT_METHOD,
+    method: str | None = None,
     num_perm: int | None = None,
     seed: int | None = None,
     scheme: str | None = None,
@@ -58,7 +58,9 @@ def index_settings(
     spell: Callable[[str], str] = str,
 ) -> Settings:
     """The run settings an index decides with: those of ``neardup dedup --method METHOD
-    --grouping components`` with the same options. Options left None take ``dedup``'s
+    --grouping components`` with the same options. ``method`` None: the one the options given
+    imply (:func:`neardup.settings.implied_method`: ``hamming_k`` SimHash, ``num_perm``
+    MinHash …), else ``dedup``'s, MinHash. Options left None take ``dedup``'s
     defaults (shingles per method: :data:`neardup.pipeline.DEFAULT_SHINGLES`; MinHash:
     ``verify="auto"``, i.e. LCS resemblance at ``threshold``); an option of the other method
     raises ValueError. SimHash never verifies. MinHash settings come back with their
@@ -67,15 +69,16 @@ def index_settings(
     an error as the caller's user spells it (``--hamming-k`` on the command line). O(1).
 
     Example:
-        >>> s = index_settings(method="minhash")
-        >>> s.shingle, s.bands, s.rows, str(s.verification)
-        ('char:4', 32, 4, 'lcs:0.8')
+        >>> s = index_settings()
+        >>> s.method, s.shingle, s.bands, s.rows, str(s.verification)
+        ('minhash', 'char:4', 32, 4, 'lcs:0.8')
+        >>> index_settings(hamming_k=4).method
+        'simhash'
         >>> index_settings(method="minhash", hamming_k=3)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: hamming_k applies to method simhash, not minhash; drop it ...
     """
-    _check_method(method)
     options = {
         "hamming_k": hamming_k,
         "weights": weights,
@@ -86,8 +89,11 @@ def index_settings(
         "bands": bands,
         "rows": rows,
     }
-    check_method_options(method, [k for k, v in options.items() if v is not None], spell=spell)
     given = {k: v for k, v in options.items() if v is not None}
+    if method is None:
+        method = implied_method(given)
+    _check_method(method)
+    check_method_options(method, list(given), spell=spell)
     if method == "simhash":
         if verify not in (None, "none", "auto"):
             raise ValueError(
@@ -223,7 +229,7 @@ def describe_settings(settings: Settings) -> str:
     """The options of ``neardup index create`` that make ``settings``, for messages.
 
     Example:
-        >>> describe_settings(index_settings())
+        >>> describe_settings(index_settings(hamming_k=3))
         '--method simhash -k 3 --shingle word:3 --hash-name xxh --weights set'
     """
     if settings.method == "simhash":

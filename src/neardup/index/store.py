@@ -56,12 +56,10 @@ from neardup.index.results import DEFAULT_LIMIT, AddResult, QueryResult, Record,
 from neardup.index.settings import (
     describe_settings,
     keyword_settings,
-    settings_fields,
     settings_from_meta,
 )
+from neardup.index.stats import index_stats
 from neardup.index.storage import (
-    DB_NAME,
-    FORMAT_VERSION,
     GROUPED,
     RECORD_SQL,
     acquire_writer_lock,
@@ -202,7 +200,8 @@ class NearDupIndex:
             settings: the keywords of :func:`~neardup.index.settings.index_settings`
                 (``method``, ``hamming_k``, ``shingle``, ``hash_name``, ``weights``,
                 ``num_perm``, ``seed``, ``scheme``, ``threshold``, ``bands``, ``rows``, ``verify``:
-                ``dedup``'s options, with its defaults), fixed for the life of the index.
+                ``dedup``'s options, with its defaults; ``method`` defaults to SimHash with
+                ``fingerprints``), fixed for the life of the index.
 
         Complexity: O(total text) to fingerprint, O(n log n) for the groups and the tables,
         O(n) SQLite inserts (about 1-2 µs a row) plus three index sorts.
@@ -215,6 +214,8 @@ class NearDupIndex:
             'x'
             >>> index.close()
         """
+        if fingerprints is not None:
+            settings.setdefault("method", "simhash")  # fingerprints are SimHash's
         return cls._build(
             path,
             ids,
@@ -364,7 +365,7 @@ class NearDupIndex:
 
         Example:
             >>> import tempfile
-            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx") as index:
+            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="simhash") as index:
             ...     _ = index.add("a", fingerprint=1)
             ...     index.checkpoint()
             ...     sorted(p.name for p in index.path.glob("tables-*"))
@@ -398,7 +399,7 @@ class NearDupIndex:
         Example:
             >>> import tempfile
             >>> path = tempfile.mkdtemp() + "/idx"
-            >>> writer = NearDupIndex.create(path)
+            >>> writer = NearDupIndex.create(path, method="simhash")
             >>> reader = NearDupIndex(path, readonly=True)
             >>> _ = writer.add("a", fingerprint=5)
             >>> len(reader), reader.refresh(), len(reader)
@@ -464,7 +465,7 @@ class NearDupIndex:
 
         Example:
             >>> import tempfile
-            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx") as index:
+            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="simhash") as index:
             ...     _ = index.add("a", fingerprint="00000000000000ff", timestamp="2024-01-01")
             ...     r = index.get("a")
             >>> r.fingerprint, r.to_dict()["timestamp"], r.is_original
@@ -566,12 +567,11 @@ class NearDupIndex:
 
     @guard_sqlite
     def stats(self) -> dict[str, Any]:
-        """Counts, settings, table plan, memory and open time of the index. O(groups) for the
-        group counts (one SQLite scan).
+        """Counts, settings, table plan, memory and open time of the index. O(groups).
 
         Example:
             >>> import tempfile
-            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx") as index:
+            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="simhash") as index:
             ...     s = index.stats()
             >>> s["documents"], s["hamming_k"], s["shingle"]
             (0, 3, 'word:3')
@@ -579,32 +579,18 @@ class NearDupIndex:
         with self._lock:
             self._check_open()
             self._maybe_refresh()
-            groups, largest = self._conn.execute(
-                "SELECT COUNT(*), COALESCE(MAX(size), 0) FROM groups"
-            ).fetchone()
-            t = self._tables
-            memory = t.nbytes + (self._matcher.verifier.nbytes if self.method == "minhash" else 0)
-            db_bytes = sum(p.stat().st_size for p in self.path.glob(DB_NAME + "*") if p.is_file())
-            return {
-                "path": str(self.path),
-                "mode": "readonly" if self.readonly else "writer",
-                "documents": t.live,
-                "groups": int(groups),
-                "duplicates": t.live - int(groups),
-                "largest_group": int(largest),
-                **settings_fields(self.settings),
-                **(t.layout() if self.method == "simhash" else {}),
-                "synchronous": self.synchronous,
-                "delta": t.delta_len,
-                "delta_limit": t.delta_limit,
-                "memory_bytes": memory,
-                "bytes_per_document": round(memory / t.live, 1) if t.live else None,
-                "database_bytes": db_bytes,
-                "last_position": self._max_pos,
-                **self._open_info.stats(),
-                "created": self.created,
-                "format_version": FORMAT_VERSION,
-            }
+            return index_stats(
+                self.path,
+                self._conn,
+                self.settings,
+                self._tables,
+                self._matcher.verifier.nbytes if self.method == "minhash" else 0,
+                self._open_info,
+                mode="readonly" if self.readonly else "writer",
+                synchronous=self.synchronous,
+                last_position=self._max_pos,
+                created=self.created,
+            )
 
     # ------------------------------------------------------------------ writes
 
@@ -706,7 +692,7 @@ class NearDupIndex:
 
         Example:
             >>> import tempfile
-            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx") as index:
+            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="simhash") as index:
             ...     rs = index.add_arrays(["a", "b"], np.array([7, 7], np.uint64),
             ...                           np.array([5_000_000, 1_000_000]))
             >>> [(r.id, r.status, r.original_id) for r in rs]
@@ -776,7 +762,7 @@ class NearDupIndex:
 
         Example:
             >>> import tempfile
-            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx") as index:
+            >>> with NearDupIndex.create(tempfile.mkdtemp() + "/idx", method="simhash") as index:
             ...     _ = index.add_many(["a", "b"], fingerprints=[1, 2])
             ...     index.remove_many(["a", "b", "zz"]), len(index)
             (2, 0)

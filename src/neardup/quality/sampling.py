@@ -32,7 +32,7 @@ Example:
     >>> texts = ["the cat sat on the mat today and then it went to sleep for the whole afternoon",
     ...          "the cat sat on the mat today and then it went to sleep for the whole evening",
     ...          "a completely different text about something else with other words in it"]
-    >>> s = sample_pairs(texts, max_distance=32, per_stratum=5, workers=1)
+    >>> s = sample_pairs(texts, method="simhash", max_distance=32, per_stratum=5, workers=1)
     >>> s.method, int(s.population.sum()) >= 1, [name.startswith("d") for name in s.stratum]
     ('simhash', True, [True])
 """
@@ -56,10 +56,10 @@ from neardup.io.sources import json_object_line
 from neardup.pipeline import Signatures, content_representatives
 from neardup.settings import (
     DEFAULT_HASH_NAME,
+    DEFAULT_METHOD,
     DEFAULT_NUM_PERM,
     DEFAULT_SCHEME,
     DEFAULT_WEIGHTS,
-    FINGERPRINT_METHOD,
     Settings,
 )
 from neardup.text import normalize
@@ -355,7 +355,7 @@ def sample_signatures(
 def sample_pairs(
     texts: Sequence[str],
     *,
-    method: str = FINGERPRINT_METHOD,
+    method: str = DEFAULT_METHOD,
     shingle: str | None = None,
     per_stratum: int = 50,
     max_distance: int = 16,
