@@ -94,7 +94,14 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"unit={unit}  shingle={shingle}  num_perm={num_perm}")
+    table = Table(
+        title=f"unit={unit}  shingle={shingle}  num_perm={num_perm}",
+        caption=(
+            f"definition_lcs: LCS / the longer text's units, what `neardup dedup` decides by "
+            f"(near_duplicate: ≥ {rule.threshold:g}); lcs_resemblance: LCS / (|A| + |B| − "
+            "LCS) of --unit, for comparison"
+        ),
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.items():

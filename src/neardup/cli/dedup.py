@@ -163,9 +163,9 @@ def fingerprint(
 
     \b
     Examples:
-      neardup fingerprint docs.jsonl -o fps.tsv --time-field ts
+      neardup fingerprint docs.jsonl -o fps.tsv --time-field ts --method simhash   # seed rows
       neardup fingerprint corpus/ -o fps.parquet --shingle char:5
-      neardup fingerprint docs.jsonl.gz -o - --method minhash --num-perm 64
+      neardup fingerprint docs.jsonl.gz -o - --num-perm 64
       neardup fingerprint docs.jsonl -o fps.tsv --shingle word:1 --weights idf
     """
     from neardup.engines.local import LocalEngine

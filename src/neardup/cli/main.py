@@ -78,7 +78,7 @@ def main() -> None:
     \b
     Start with:
       neardup dedup docs.jsonl -o groups.tsv        # groups of near-duplicates
-      neardup fingerprint docs.jsonl -o fps.tsv     # id, SimHash, timestamp rows
+      neardup fingerprint docs.jsonl -o sigs.tsv    # id, MinHash signature, scheme, timestamp
       neardup compare a.txt b.txt                   # every similarity measure for two texts
       neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
     """
