@@ -168,6 +168,26 @@ def test_same_groups_and_pairs_as_local(
     assert passed.all() == (grouping == "center" or pairs == "all")
 
 
+def test_lcs_bounds_stop_candidates_before_units_join(spark, tmp_path):
+    # Each base text and the same text with a third more words: LSH candidates (most shingles
+    # shared) that the length bound alone rejects (LCS resemblance at most 0.75 < 0.8).
+    rng = np.random.default_rng(5)
+    docs = []
+    for i in range(40):
+        words = [VOCAB[k] for k in rng.integers(0, len(VOCAB), size=60)]
+        extra = [VOCAB[k] for k in rng.integers(0, len(VOCAB), size=20)]
+        docs += [(f"b{i}", " ".join(words), i), (f"l{i}", " ".join(words + extra), i)]
+    settings = Settings(method="minhash", pairs="all")  # LCS 0.8, the default
+    groups = local_files(docs, settings, tmp_path)
+    result = dedup_dataframe(
+        docs_frame(spark, docs, 2), settings, "id", "text", "ts", position_field="p", partitions=2
+    )
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    assert groups.stats["candidates"] >= 30
+    assert result.stats["bounded"] == result.stats["candidates"] >= 30
+
+
 # A ≈ B (LCS 0.85) and B ≈ C (0.85), A and C only 0.7: C is in A's group (components), and the
 # row A -> C does not pass the rule.
 CHAIN_WORDS = (
