@@ -10,7 +10,19 @@ from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import bound_task, relate_task, sets_task, sketch_task
 from neardup.settings import Settings
 
-__all__ = ["data_columns", "possible", "relate", "related", "with_shingle_sets"]
+__all__ = [
+    "BROADCAST_POSITIONS",
+    "data_columns",
+    "possible",
+    "relate",
+    "related",
+    "with_shingle_sets",
+]
+
+
+BROADCAST_POSITIONS = 4_000_000
+"""Most document positions (8 bytes each) sent to every task to pick the texts verification
+shingles, instead of shuffling the texts by position."""
 
 
 def data_columns(settings: Settings) -> list[str]:
@@ -47,6 +59,11 @@ def with_shingle_sets(
         .unionByName(content.select(F.col("rep").alias("pos")))
         .distinct()
     )
+    # The texts stay where they were read when the positions fit a broadcast: only the
+    # units built from them travel on.
+    needed = frames.keep(needed)
+    if needed.count() <= BROADCAST_POSITIONS:
+        needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
     empty = F.lit(b"").cast("binary")
