@@ -168,6 +168,26 @@ def test_same_groups_and_pairs_as_local(
     assert passed.all() == (grouping == "center" or pairs == "all")
 
 
+def test_lcs_bounds_stop_candidates_before_units_join(spark, tmp_path):
+    # Each base text and the same text with a third more words: LSH candidates (most shingles
+    # shared) that the length bound alone rejects (LCS resemblance at most 0.75 < 0.8).
+    rng = np.random.default_rng(5)
+    docs = []
+    for i in range(40):
+        words = [VOCAB[k] for k in rng.integers(0, len(VOCAB), size=60)]
+        extra = [VOCAB[k] for k in rng.integers(0, len(VOCAB), size=20)]
+        docs += [(f"b{i}", " ".join(words), i), (f"l{i}", " ".join(words + extra), i)]
+    settings = Settings(method="minhash", pairs="all")  # LCS 0.8, the default
+    groups = local_files(docs, settings, tmp_path)
+    result = dedup_dataframe(
+        docs_frame(spark, docs, 2), settings, "id", "text", "ts", position_field="p", partitions=2
+    )
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    assert groups.stats["candidates"] >= 30
+    assert result.stats["bounded"] == result.stats["candidates"] >= 30
+
+
 # A ≈ B (LCS 0.85) and B ≈ C (0.85), A and C only 0.7: C is in A's group (components), and the
 # row A -> C does not pass the rule.
 CHAIN_WORDS = (
@@ -746,3 +766,93 @@ def test_globs_of_parquet_and_csv_in_a_parquet_directory_out(spark, tmp_path):
     assert got["duplicate_id"].tolist() == expected["duplicate_id"].tolist()
     assert got["group_size"].astype(str).tolist() == expected["group_size"].tolist()
     assert (got["group_size"] > 1).sum() > 20
+
+
+# ------------------------------------------------------------------------------------------
+# a standalone cluster: master and two workers in JVMs of their own (``spark_cluster``)
+
+
+def cluster_run(cluster, args, submit=False):
+    """Run ``neardup ARGS`` as a driver process of its own on ``cluster``: the command line with
+    ``--spark-master``, or through pyspark's ``bin/spark-submit`` with the
+    :mod:`neardup.cli.spark_submit` application (the README's command). Returns stderr."""
+    if submit:
+        command = [
+            str(cluster.spark_home / "bin" / "spark-submit"),
+            "--master",
+            cluster.url,
+            spark_submit.__file__,
+            *map(str, args),
+        ]
+    else:
+        command = [
+            sys.executable,
+            "-m",
+            "neardup",
+            *map(str, args),
+            "--engine",
+            "spark",
+            "--spark-master",
+            cluster.url,
+        ]
+    done = subprocess.run(command, capture_output=True, text=True, env=cluster.env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:] + "\n" + cluster.log_tails()
+    return done.stderr
+
+
+@pytest.fixture(scope="module")
+def cluster_corpus(tmp_path_factory):
+    """800 documents as JSON Lines (in two files) and their fingerprint rows."""
+    folder = tmp_path_factory.mktemp("cluster-corpus")
+    docs = make_docs(800, seed=13, templates=30, variants=30)
+    rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs]
+    write_jsonl(folder / "a.jsonl", rows[:400])
+    write_jsonl(folder / "b.jsonl", rows[400:])
+    done = run(
+        "fingerprint", folder / "a.jsonl", folder / "b.jsonl", "-o", folder / "fps.tsv",
+        "--time-field", "ts", "--method", "simhash", "--workers", "1",
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    return folder
+
+
+# Each run starts a driver and two executors (seconds of JVM and Python start-up), so the
+# README's spark-submit path carries the SimHash run instead of a run of its own.
+@pytest.mark.parametrize(
+    "method, submit",
+    [("minhash", False), ("simhash", True)],
+    ids=["minhash", "simhash-spark-submit"],
+)
+def test_cluster_dedup_same_files_as_local(spark_cluster, cluster_corpus, tmp_path, method, submit):
+    inputs = [cluster_corpus / "a.jsonl", cluster_corpus / "b.jsonl"]
+    options = ["--time-field", "ts", "--method", method]
+    if method == "simhash":
+        options += ["-k", "4", "--grouping", "center"]
+    outputs = {}
+    for engine in ("local", "spark"):
+        groups, pairs = tmp_path / f"groups_{engine}.tsv", tmp_path / f"pairs_{engine}.tsv"
+        args = ["dedup", *inputs, "-o", groups, "--pairs-out", pairs, *options]
+        if engine == "local":
+            done = run(*args, "--workers", "1")
+            assert done.exit_code == 0, done.output
+        else:
+            cluster_run(spark_cluster, args, submit=submit)
+        outputs[engine] = (groups.read_bytes(), pairs.read_bytes())
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["local"][0].count(b"\n") == 861  # header and every document
+    assert outputs["local"][1].count(b"\n") > 50
+
+
+def test_cluster_pairs_same_files_as_local(spark_cluster, cluster_corpus, tmp_path):
+    outputs = {}
+    for engine in ("local", "spark"):
+        pairs, groups = tmp_path / f"pairs_{engine}.tsv", tmp_path / f"groups_{engine}.tsv"
+        args = ["pairs", cluster_corpus / "fps.tsv", "-k", "4", "-o", pairs, "--groups-out", groups]
+        if engine == "local":
+            done = run(*args, "-q")
+            assert done.exit_code == 0, done.output
+        else:
+            cluster_run(spark_cluster, args)
+        outputs[engine] = (pairs.read_bytes(), groups.read_bytes())
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["local"][0].count(b"\n") > 50

@@ -26,9 +26,12 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    and the plan), so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash)`` for every band; every bucket is linked
    as a star to its earliest member.
-4. **verification** — candidate pairs are joined with both documents' shingle sets (or
-   signatures) and checked by the run's relation (exact Jaccard, Hamming distance, MinHash
-   estimate), exactly as :class:`neardup.pipeline.Relation` does.
+4. **verification** — with LCS verification, candidate pairs are first joined with both
+   documents' unit counts and count sketches and dropped where
+   :func:`neardup.lcs.possible_pairs` rules them out (the LCS kernel's own first tests, so no
+   decision changes); the pairs left are joined with both documents' units or shingle sets (or
+   signatures) and checked by the run's relation (LCS resemblance, exact Jaccard, Hamming
+   distance, MinHash estimate), exactly as :class:`neardup.pipeline.Relation` does.
 5. **groups** — connected components of the accepted pairs by the iterative large-star /
    small-star algorithm on DataFrames (Kiveris et al., 2014), with each round checkpointed to cut
    the lineage. ``components``: the original is the component's earliest document. ``center``:

@@ -22,6 +22,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.candidates.plan import first_shared_table
 from neardup.candidates.tables import distinct_hamming_pairs
 from neardup.groups import center_groups
+from neardup.lcs import count_sketches, possible_pairs
 from neardup.pipeline import Relation, Signatures, sets_for, signatures
 from neardup.settings import Settings
 
@@ -230,6 +231,70 @@ def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator
             continue
         offsets, hashes = sets_for(batch.column("text").to_pylist(), np.arange(n), settings)
         yield record_batch({"pos": batch.column("pos"), "sset": _csr_binary(offsets, hashes)})
+
+
+def sketch_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Rows ``(pos, sset)`` of LCS units -> ``(pos, size, sketch)``: the unit count and the
+    count sketch (:func:`neardup.lcs.count_sketches`, 128 bytes) from which
+    :func:`bound_task` rejects pairs without their units. O(units).
+
+    Example:
+        >>> units = np.array([7, 7, 9], dtype=np.uint64).view(np.uint8)
+        >>> rows = pa.record_batch({"pos": [4], "sset": pa.array([units.tobytes()])})
+        >>> out = next(sketch_task([rows]))
+        >>> out["size"].to_pylist(), len(out["sketch"][0].as_py())
+        ([3], 128)
+    """
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        offsets, units = _binary_csr(batch.column("sset"), np.uint64)
+        sketches = count_sketches(offsets, units)
+        yield record_batch(
+            {
+                "pos": batch.column("pos"),
+                "size": pa.array(np.diff(offsets), type=pa.int64()),
+                "sketch": _csr_binary(
+                    np.arange(sketches.shape[0] + 1) * sketches.shape[1], sketches.reshape(-1)
+                ),
+            }
+        )
+
+
+def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[pa.RecordBatch]:
+    """Rows ``(a, b, size_a, sketch_a, size_b, sketch_b)`` -> ``(a, b)`` of the pairs whose LCS
+    resemblance may reach ``threshold`` (:func:`neardup.lcs.possible_pairs`): the others are
+    exactly those the LCS kernel rejects by its length and count tests, so dropping them
+    changes no decision. O(pairs × 128).
+
+    Example:
+        >>> sketch = lambda *units: next(sketch_task([pa.record_batch(
+        ...     {"pos": [0], "sset": pa.array([np.array(units, dtype=np.uint64).tobytes()])}
+        ... )]))
+        >>> x, y = sketch(1, 2, 3, 4, 5), sketch(1, 2, 3, 4, 6)
+        >>> rows = pa.record_batch({"a": [0, 0], "b": [1, 2],
+        ...     "size_a": [5, 5], "sketch_a": [x["sketch"][0]] * 2,
+        ...     "size_b": [5, 2], "sketch_b": [y["sketch"][0]] * 2})
+        >>> next(bound_task([rows], 0.8))["b"].to_pylist()
+        [1]
+    """
+    for batch in batches:
+        m = batch.num_rows
+        if m == 0:
+            continue
+        sizes = np.concatenate([_i64(batch.column("size_a")), _i64(batch.column("size_b"))])
+        sketches = np.concatenate(
+            [
+                _binary_csr(batch.column(column), np.uint8)[1].reshape(m, -1)
+                for column in ("sketch_a", "sketch_b")
+            ]
+        )
+        a = np.arange(m, dtype=np.int64)
+        keep = possible_pairs(sizes, sketches, a, a + m, threshold)
+        if keep.any():
+            yield record_batch(
+                {"a": batch.column("a").filter(keep), "b": batch.column("b").filter(keep)}
+            )
 
 
 def relate_task(

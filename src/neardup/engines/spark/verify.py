@@ -7,10 +7,22 @@ from functools import partial
 
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import relate_task, sets_task
+from neardup.engines.spark.tasks import bound_task, relate_task, sets_task, sketch_task
 from neardup.settings import Settings
 
-__all__ = ["data_columns", "relate", "related", "with_shingle_sets"]
+__all__ = [
+    "BROADCAST_POSITIONS",
+    "data_columns",
+    "possible",
+    "relate",
+    "related",
+    "with_shingle_sets",
+]
+
+
+BROADCAST_POSITIONS = 4_000_000
+"""Most document positions (8 bytes each) sent to every task to pick the texts verification
+shingles, instead of shuffling the texts by position."""
 
 
 def data_columns(settings: Settings) -> list[str]:
@@ -47,6 +59,11 @@ def with_shingle_sets(
         .unionByName(content.select(F.col("rep").alias("pos")))
         .distinct()
     )
+    # The texts stay where they were read when the positions fit a broadcast: only the
+    # units built from them travel on.
+    needed = frames.keep(needed)
+    if needed.count() <= BROADCAST_POSITIONS:
+        needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
     empty = F.lit(b"").cast("binary")
@@ -55,6 +72,30 @@ def with_shingle_sets(
         .join(sets, ["pos"], "left")
         .select("pos", "sig", F.coalesce("sset", empty).alias("sset"))
     )
+
+
+def possible(frames: Frames, data: DataFrame, pairs: DataFrame, threshold: float) -> DataFrame:
+    """The pairs ``(a, b)`` whose LCS resemblance may reach ``threshold`` by both documents'
+    unit counts and count sketches alone (:func:`~neardup.engines.spark.tasks.bound_task`),
+    as the local engine bounds its candidates before it reads units: only 136 bytes a
+    document cross the joins, and the units then join the few pairs left. ``data`` holds
+    ``pos, sset`` (LCS units). Cost: one pass over the units and two joins of small rows.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        survivors = possible(frames, data, cand, settings.verify)
+    """
+    sketches = frames.keep(
+        data.select("pos", "sset").mapInArrow(sketch_task, "pos long, size long, sketch binary")
+    )
+    left = sketches.select(
+        F.col("pos").alias("a"), F.col("size").alias("size_a"), F.col("sketch").alias("sketch_a")
+    )
+    right = sketches.select(
+        F.col("pos").alias("b"), F.col("size").alias("size_b"), F.col("sketch").alias("sketch_b")
+    )
+    joined = frames.lookup(frames.lookup(pairs.select("a", "b"), left, ["a"]), right, ["b"])
+    return joined.mapInArrow(partial(bound_task, threshold=threshold), "a long, b long")
 
 
 def relate(
