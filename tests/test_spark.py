@@ -442,6 +442,8 @@ def test_cli_pairs_spark_matches_local(spark, tmp_path):
             tmp_path / "fps.tsv",
             "--time-field",
             "ts",
+            "--method",
+            "simhash",
             "--workers",
             "1",
         ).exit_code
