@@ -38,13 +38,15 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
-from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
+from neardup.candidates.radix import argsort64, stable_argsort
+from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs, hamming_pairs
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -198,13 +200,16 @@ class Groups:
     stats: dict = field(default_factory=dict)
 
 
-def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray:
+def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int = 1) -> np.ndarray:
     """For each document, the earliest document (smallest ``rank``, a permutation) with the
     same content fingerprint.
 
     One pass in rank order over a hash table of the 128-bit fingerprints (already uniform
-    hashes, so their low bits pick the slot). Cost: O(n) expected; memory 24 bytes a slot, the
-    table at most three quarters full. Example:
+    hashes, so their low bits pick the slot). With ``workers`` > 1 (from
+    :data:`PARALLEL_MIN_DOCUMENTS` documents on), the fingerprints are split by their top bits
+    into a power of two of parts, each with its own table, filled by its own thread: the same
+    result. Cost: O(n) expected; memory 24 bytes a slot, the tables at most three quarters
+    full. Example:
         >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
         >>> content_representatives(c, np.array([2, 0, 1])).tolist()
         [2, 1, 2]
@@ -214,37 +219,59 @@ def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray
         return np.zeros(0, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
     order[np.asarray(rank, dtype=np.int64)] = np.arange(n, dtype=np.int64)
-    capacity = 1 << max(4, int(np.ceil(np.log2(n * 4 / 3 + 1))))
     content = np.ascontiguousarray(content, dtype=np.uint64)
-    return _first_of_equal(content[:, 0], content[:, 1], order, capacity)
-
-
-@njit(cache=True)
-def _first_of_equal(c0, c1, order, capacity):
-    mask = np.uint64(capacity - 1)
-    keys0 = np.empty(capacity, dtype=np.uint64)
-    keys1 = np.empty(capacity, dtype=np.uint64)
-    head = np.full(capacity, -1, dtype=np.int64)
-    rep = np.empty(order.shape[0], dtype=np.int64)
-    for r in range(order.shape[0]):
-        d = order[r]
-        slot = c0[d] & mask
-        while head[slot] >= 0 and (keys0[slot] != c0[d] or keys1[slot] != c1[d]):
-            slot = (slot + np.uint64(1)) & mask
-        if head[slot] < 0:
-            keys0[slot], keys1[slot], head[slot] = c0[d], c1[d], d
-        rep[d] = head[slot]
+    c0, c1 = content[:, 0], content[:, 1]
+    part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
+    parts = 1 << part_bits
+    capacity = 1 << max(4, int(np.ceil(np.log2(n / parts * 4 / 3 + 1))))
+    rep = np.empty(n, dtype=np.int64)
+    if parts == 1:
+        _first_of_equal(c0, c1, order, capacity, 0, 0, rep)
+        return rep
+    with ThreadPoolExecutor(parts) as pool:
+        done = [
+            pool.submit(_first_of_equal, c0, c1, order, capacity, part, part_bits, rep)
+            for part in range(parts)
+        ]
+        for future in done:
+            future.result()
     return rep
 
 
+#: Documents from which :func:`content_representatives` fills its tables on several threads.
+PARALLEL_MIN_DOCUMENTS = 1 << 20
+
+
+@njit(cache=True, nogil=True)
+def _first_of_equal(c0, c1, order, capacity, part, part_bits, rep):
+    """``rep[d]`` for the documents whose top ``part_bits`` bits of ``c0`` are ``part`` (all
+    of them when ``part_bits`` is 0), in one table of ``capacity`` slots; the low bits pick
+    the slot, so every part's table is filled evenly."""
+    mask = np.uint64(capacity - 1)
+    shift = np.uint64(64 - part_bits) if part_bits > 0 else np.uint64(0)
+    mine = np.uint64(part)
+    keys0 = np.empty(capacity, dtype=np.uint64)
+    keys1 = np.empty(capacity, dtype=np.uint64)
+    head = np.full(capacity, -1, dtype=np.int64)
+    for r in range(order.shape[0]):
+        d = order[r]
+        x0 = c0[d]
+        if part_bits > 0 and (x0 >> shift) != mine:
+            continue
+        x1 = c1[d]
+        slot = x0 & mask
+        while head[slot] >= 0 and (keys0[slot] != x0 or keys1[slot] != x1):
+            slot = (slot + np.uint64(1)) & mask
+        if head[slot] < 0:
+            keys0[slot], keys1[slot], head[slot] = x0, x1, d
+        rep[d] = head[slot]
+
+
 def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group equal keys: (distinct keys, index of each key's earliest holder, inverse)."""
-    values, inverse, _ = collapse_identical(keys)
-    order = np.lexsort((rank, inverse))
-    first = np.ones(order.shape[0], dtype=bool)
-    first[1:] = inverse[order][1:] != inverse[order][:-1]
-    head = order[first]
-    return values, head, inverse
+    """Group equal keys: (distinct keys, index of each key's earliest holder, inverse). One
+    radix sort of the keys, O(n)."""
+    buckets = IdenticalBuckets.of(keys)
+    return buckets.values, buckets.earliest(rank), buckets.inverse()
 
 
 def sets_for(
@@ -260,11 +287,10 @@ def sets_for(
         [2, 0, 2]
     """
     n = len(texts)
-    chosen = np.sort(np.asarray(indices, dtype=np.int64))
-    if chosen.shape[0]:
-        keep = np.ones(chosen.shape[0], dtype=bool)
-        keep[1:] = chosen[1:] != chosen[:-1]
-        chosen = chosen[keep]
+    marked = np.zeros(n, dtype=bool)
+    marked[np.asarray(indices, dtype=np.int64)] = True
+    chosen = np.flatnonzero(marked)  # ascending and distinct, without a sort
+    del marked
     set_offsets, set_hashes = _verification(settings).prepare(
         [texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name
     )
@@ -384,9 +410,11 @@ class _MemoVerified:
             del at, known
         need = np.flatnonzero(need)
         if need.shape[0]:
-            new_keys, first, inverse = np.unique(key[need], return_index=True, return_inverse=True)
+            buckets = IdenticalBuckets.of(key[need])
             del key
-            first = need[first]
+            new_keys, inverse = buckets.values, buckets.inverse()
+            first = need[buckets.members[buckets.offsets[:-1]]]
+            del buckets
             pa, pb = ra[first], rb[first]
             del ra, rb, first
             # Values below the threshold may be bounds (see Verification.similarity): measured
@@ -399,9 +427,8 @@ class _MemoVerified:
             if accepted.any():
                 self.runs.append((new_keys[accepted], values[accepted]))
             if len(self.runs) > _MEMO_RUNS:  # keep lookups cheap for callers of many small calls
-                keys = np.concatenate([k for k, _ in self.runs])
-                order = np.argsort(keys, kind="stable")
-                self.runs = [(keys[order], np.concatenate([v for _, v in self.runs])[order])]
+                keys, order = argsort64(np.concatenate([k for k, _ in self.runs]))
+                self.runs = [(keys, np.concatenate([v for _, v in self.runs])[order])]
         return out
 
 
@@ -566,7 +593,7 @@ def find_groups(
         on_stage("exact duplicates")
 
     rank = document_order(timestamps)
-    rep_of = content_representatives(sig.content, rank)
+    rep_of = content_representatives(sig.content, rank, workers)
     index = np.arange(n, dtype=np.int64)
     reps = np.flatnonzero(rep_of == index)
     dup_members = np.flatnonzero(rep_of != index)
@@ -618,7 +645,7 @@ def find_groups(
             if getattr(rep_verified, "reads_spill", False):
                 order = locality_pair_order(n, cand_a, cand_b)
             else:
-                order = np.argsort(linked[cand_a], kind="stable")
+                order = stable_argsort(linked[cand_a])
             cand_a = cand_a[order]
             cand_b = cand_b[order]
             del order

@@ -6,7 +6,10 @@ that the scattered writes of a pass go to 256 places that stay in cache: an args
 keys (:func:`argsort64`), a sort that moves a payload with the keys (:func:`sorted_carrying`),
 pairs of indices sorted by both (:func:`sorted_pairs`), and the sort of a range by chosen bit
 fields (:func:`sort_range`, digits from :func:`digits`) with the digit counts of a
-partition (:func:`digit_starts`). A pass whose digit is the same for every key is skipped.
+partition (:func:`digit_starts`), and, over integer or float keys of any dtype mapped to
+``uint64`` in order (:func:`order_keys`), a stable argsort (:func:`stable_argsort`) and a sort
+by several keys (:func:`stable_lexsort`). A pass whose digit is the same for every key is
+skipped.
 The large arrays are allocated by numpy, which backs them with huge pages where it can, and
 filled by the compiled kernels, which release the GIL: a large sort runs on two cores.
 
@@ -30,9 +33,12 @@ __all__ = [
     "argsort64",
     "digit_starts",
     "digits",
+    "order_keys",
     "sort_range",
     "sorted_carrying",
     "sorted_pairs",
+    "stable_argsort",
+    "stable_lexsort",
 ]
 
 DIGIT_BITS = 8
@@ -257,12 +263,72 @@ def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sorted_carrying(keys, np.arange(keys.shape[0], dtype=np.int64))
 
 
+_SIGN_BIT = np.uint64(1 << 63)
+
+
+def order_keys(values: np.ndarray) -> np.ndarray:
+    """``uint64`` keys in the order of ``values`` (1-D, any integer, bool or float dtype, no
+    NaN): ``values[i] < values[j]`` exactly when ``keys[i] < keys[j]``, equal values (``-0.0``
+    and ``0.0`` too) give equal keys. Signed integers have their sign bit flipped; floats,
+    widened to float64, have it flipped when positive and every bit flipped when negative. A
+    new array unless ``values`` is ``uint64`` already. O(n).
+
+    Example:
+        >>> order_keys(np.array([-1, 0, 1])).tolist()
+        [9223372036854775807, 9223372036854775808, 9223372036854775809]
+    """
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if kind in "ub":
+        return values.astype(np.uint64, copy=False)
+    if kind == "i":
+        return values.astype(np.int64, copy=False).view(np.uint64) ^ _SIGN_BIT
+    if kind == "f":
+        bits = (values.astype(np.float64) + 0.0).view(np.uint64)  # + 0.0: -0.0 becomes 0.0
+        negative = (bits >> np.uint64(63)).astype(bool)
+        return np.where(negative, ~bits, bits ^ _SIGN_BIT)
+    raise ValueError(f"values must have an integer, bool or float dtype, got {values.dtype}")
+
+
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of a 1-D integer, bool or float array (no NaN) by
+    a radix sort of its :func:`order_keys`: int64 indices, equal values in input order.
+    O(n × significant bytes), on two cores from :data:`PARALLEL_MIN_KEYS` values on.
+
+    Example:
+        >>> stable_argsort(np.array([3, -1, 3, 0])).tolist()
+        [1, 3, 0, 2]
+    """
+    return argsort64(order_keys(values))[1]
+
+
+def stable_lexsort(keys: tuple[np.ndarray, ...] | list[np.ndarray]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key primary, ties in input order) of 1-D integer, bool or
+    float arrays of one length (no NaN), as one :func:`stable_argsort` a key from the first
+    (least significant) to the last. int64 indices. O(n × keys × significant bytes).
+
+    Example:
+        >>> stable_lexsort((np.array([2, 1, 0]), np.array([1, 0, 1]))).tolist()
+        [1, 2, 0]
+    """
+    if len(keys) == 0:
+        raise ValueError("keys must hold at least one array, got none")
+    n = np.asarray(keys[0]).shape[0]
+    order = np.arange(n, dtype=np.int64)
+    for key in keys:
+        key = np.asarray(key)
+        if key.shape != (n,):
+            raise ValueError(f"keys must be 1-D arrays of length {n}, got shape {key.shape}")
+        order = order[stable_argsort(key[order])]
+    return order
+
+
 def sorted_pairs(
     a: np.ndarray, b: np.ndarray, dist: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of indices ``(a[p], b[p])`` in ``0..n-1`` with a value ``dist[p]`` (any dtype: a
     Hamming distance, a pair's index), sorted stably by ``(a, b)``: one radix sort of ``a`` and
-    ``b`` packed into one word (``np.lexsort`` when ``n`` needs more than 32 bits).
+    ``b`` packed into one word (:func:`stable_lexsort` when ``n`` needs more than 32 bits).
     O(pairs × log2(n) / DIGIT_BITS).
 
     Example:
@@ -273,7 +339,7 @@ def sorted_pairs(
     """
     width = max(1, int(n - 1).bit_length())
     if 2 * width > _KEY_BITS:
-        order = np.lexsort((b, a))
+        order = stable_lexsort((b, a))
         return a[order], b[order], dist[order]
     keys = (a.astype(np.uint64) << np.uint64(width)) | b.astype(np.uint64)
     keys, dist = sorted_carrying(keys, dist, 2 * width)
