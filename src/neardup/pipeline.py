@@ -46,7 +46,7 @@ from numba import njit
 
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.radix import argsort64, stable_argsort
-from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs, hamming_pairs
+from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -267,11 +267,54 @@ def _first_of_equal(c0, c1, order, capacity, part, part_bits, rep):
         rep[d] = head[slot]
 
 
-def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group equal keys: (distinct keys, index of each key's earliest holder, inverse). One
-    radix sort of the keys, O(n)."""
-    buckets = IdenticalBuckets.of(keys)
-    return buckets.values, buckets.earliest(rank), buckets.inverse()
+@dataclass(frozen=True)
+class HammingSearch:
+    """Every pair of a collection's SimHash fingerprints within ``hamming_k``, as found once
+    for both the candidates and the pairs reported: the ``buckets`` of identical fingerprints
+    (:class:`~neardup.candidates.tables.IdenticalBuckets`, over all documents) and the pairs
+    ``(a[p], b[p])`` of distinct fingerprints (indices into ``buckets.values``) at distance
+    ``dist[p]`` (:func:`~neardup.candidates.tables.distinct_hamming_pairs`).
+
+    Example:
+        >>> h = HammingSearch.of(np.array([5, 4, 5], dtype=np.uint64), 1)
+        >>> h.buckets.values.tolist(), h.a.tolist(), h.b.tolist()
+        ([4, 5], [0], [1])
+    """
+
+    buckets: IdenticalBuckets
+    a: np.ndarray
+    b: np.ndarray
+    dist: np.ndarray
+
+    @classmethod
+    def of(cls, fingerprints: np.ndarray, hamming_k: int) -> HammingSearch:
+        """The search over ``uint64`` ``fingerprints``: one radix sort, then the permutation
+        tables over the distinct values. O(n) plus the tables' cost."""
+        buckets = IdenticalBuckets.of(fingerprints)
+        return cls(buckets, *distinct_hamming_pairs(buckets.values, hamming_k))
+
+    def star_edges(self, reps: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate pairs (document indices) among the representatives ``reps`` (ascending):
+        each fingerprint's holders among them linked as a star to the earliest (smallest
+        ``rank``, ties by index), and those earliest ones of every two fingerprints within
+        ``hamming_k``, both held by representatives. A bucket of ``m`` copies costs ``m - 1``
+        pairs, not ``m²``. O(n + pairs), no sort."""
+        among = np.zeros(self.buckets.members.shape[0], dtype=bool)
+        among[reps] = True
+        head = self.buckets.earliest(rank, among)
+        del among
+        value_of = self.buckets.inverse()[reps]
+        star = head[value_of] != reps
+        held = head >= 0
+        near = held[self.a] & held[self.b]
+        a = np.concatenate([head[value_of[star]], head[self.a[near]]])
+        b = np.concatenate([reps[star], head[self.b[near]]])
+        return a, b
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair of documents ``i < j`` within ``hamming_k``, sorted, and its ``uint8``
+        distance: as :func:`~neardup.candidates.tables.hamming_pairs` gives. Output-sized."""
+        return self.buckets.expand(self.a, self.b, self.dist)
 
 
 def sets_for(
@@ -502,26 +545,25 @@ def candidate_edges(
     settings: Settings,
     band_keys: BandKeys | None = None,
     workers: int = 1,
+    hamming: HammingSearch | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
 
-    MinHash reads its band hashes from ``band_keys`` when given, else computes them from
-    ``sig.signature``, and sorts ``workers`` bands at a time; the pairs are the same either way.
+    SimHash takes its pairs from ``hamming`` (default: searched here,
+    :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
+    given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time;
+    the pairs are the same either way.
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
     if settings.method == "simhash":
-        values, head, inverse = _bucket_star(sig.signature[reps], rank[reps])
-        members = np.flatnonzero(head[inverse] != np.arange(reps.shape[0]))
-        va, vb, _ = distinct_hamming_pairs(values, settings.hamming_k)
-        a = np.concatenate([head[inverse[members]], head[va]])
-        b = np.concatenate([members, head[vb]])
-    else:
-        positions = rank_positions(rank[reps], reps.shape[0])
-        a, b = pairs_from_band_columns(
-            _band_columns_of(sig, settings, reps, band_keys), "star", positions, workers
-        )
+        hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
+        return hamming.star_edges(reps, rank)
+    positions = rank_positions(rank[reps], reps.shape[0])
+    a, b = pairs_from_band_columns(
+        _band_columns_of(sig, settings, reps, band_keys), "star", positions, workers
+    )
     # One side at a time, without copies: at 10M documents a side is 0.4 GB.
     a = reps[a].astype(np.int64, copy=False)
     b = reps[b].astype(np.int64, copy=False)
@@ -534,10 +576,12 @@ def all_pairs(
     relation: Relation,
     band_keys: BandKeys | None = None,
     workers: int = 1,
+    hamming: HammingSearch | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every near-duplicate pair (i < j) of the collection, each once. Output-sized cost."""
+    """Every near-duplicate pair (i < j) of the collection, each once; SimHash's from
+    ``hamming`` when given (the candidates' search). Output-sized cost."""
     if settings.method == "simhash":
-        a, b, _ = hamming_pairs(sig.signature, settings.hamming_k)
+        a, b, _ = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
     else:
         a, b = pairs_from_band_columns(
             _band_columns_of(sig, settings, None, band_keys), "all", None, workers
@@ -600,7 +644,13 @@ def find_groups(
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
-    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers)
+    # SimHash: one search serves the candidates and, with pairs="all", the pairs reported.
+    hamming = None
+    if settings.method == "simhash" and reps.shape[0]:
+        hamming = HammingSearch.of(sig.signature, settings.hamming_k)
+    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming)
+    if settings.pairs != "all":
+        hamming = None
     stats["candidates"] = int(cand_a.shape[0])
     lap(
         "candidates",
@@ -685,7 +735,7 @@ def find_groups(
         pair_b = np.flatnonzero(~is_original)
         pair_a = original[pair_b]
     else:
-        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers)
+        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers, hamming)
     pair_value = (
         relation.similarity(pair_a, pair_b)
         if pair_a.shape[0]
