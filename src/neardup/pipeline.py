@@ -204,12 +204,14 @@ def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int 
     """For each document, the earliest document (smallest ``rank``, a permutation) with the
     same content fingerprint.
 
-    One pass in rank order over a hash table of the 128-bit fingerprints (already uniform
-    hashes, so their low bits pick the slot). With ``workers`` > 1 (from
-    :data:`PARALLEL_MIN_DOCUMENTS` documents on), the fingerprints are split by their top bits
-    into a power of two of parts, each with its own table, filled by its own thread: the same
-    result. Cost: O(n) expected; memory 24 bytes a slot, the tables at most three quarters
-    full. Example:
+    One pass in rank order over a hash table of the 128-bit fingerprints whose slots hold one
+    word: a document index and, in the bits it leaves, a tag of the fingerprint's hash, so that
+    a probe reads ``content`` only when the tags agree. The two words are mixed into the hash,
+    so fingerprints that are not uniform hashes (those of ``neardup pairs`` may be any 64 bits)
+    fill the table evenly too. With ``workers`` > 1 (from :data:`PARALLEL_MIN_DOCUMENTS`
+    documents on), the fingerprints are split by the top bits of that hash into a power of two
+    of parts, each with its own table, filled by its own thread: the same result. Cost: O(n)
+    expected; memory 8 bytes a slot, each table at most three quarters full. Example:
         >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
         >>> content_representatives(c, np.array([2, 0, 1])).tolist()
         [2, 1, 2]
@@ -217,24 +219,30 @@ def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int 
     n = content.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    order[np.asarray(rank, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+    rank = np.asarray(rank, dtype=np.int64)
+    if bool((rank[1:] > rank[:-1]).all()):
+        order = rank  # an ascending permutation is the identity, as for documents in time order
+    else:
+        order = np.empty(n, dtype=np.int64)
+        order[rank] = np.arange(n, dtype=np.int64)
     content = np.ascontiguousarray(content, dtype=np.uint64)
-    c0, c1 = content[:, 0], content[:, 1]
     part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
-    parts = 1 << part_bits
-    capacity = 1 << max(4, int(np.ceil(np.log2(n / parts * 4 / 3 + 1))))
+    sizes = np.zeros(1 << part_bits, dtype=np.int64)
+    _part_sizes(content, part_bits, sizes)
+    # A slot holds document + 1 (0: empty) in its low bits, the hash's top bits above them.
+    index_bits = max(32, n.bit_length())
     rep = np.empty(n, dtype=np.int64)
-    if parts == 1:
-        _first_of_equal(c0, c1, order, capacity, 0, 0, rep)
+
+    def fill(part: int) -> None:
+        capacity = 1 << max(4, int(sizes[part] * 4 // 3 + 1).bit_length())
+        table = np.zeros(capacity, dtype=np.uint64)
+        _first_of_equal(content, order, table, part, part_bits, index_bits, rep)
+
+    if part_bits == 0:
+        fill(0)
         return rep
-    with ThreadPoolExecutor(parts) as pool:
-        done = [
-            pool.submit(_first_of_equal, c0, c1, order, capacity, part, part_bits, rep)
-            for part in range(parts)
-        ]
-        for future in done:
-            future.result()
+    with ThreadPoolExecutor(sizes.shape[0]) as pool:
+        list(pool.map(fill, range(sizes.shape[0])))
     return rep
 
 
@@ -242,29 +250,57 @@ def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int 
 PARALLEL_MIN_DOCUMENTS = 1 << 20
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _content_hash(x0, x1):
+    # splitmix64's finaliser over both words: every bit of either moves every bit of the hash.
+    h = x0 ^ (x1 * np.uint64(0x9E3779B97F4A7C15))
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _part_of(h, part_bits):
+    return np.int64(h >> np.uint64(64 - part_bits)) if part_bits > 0 else np.int64(0)
+
+
 @njit(cache=True, nogil=True)
-def _first_of_equal(c0, c1, order, capacity, part, part_bits, rep):
-    """``rep[d]`` for the documents whose top ``part_bits`` bits of ``c0`` are ``part`` (all
-    of them when ``part_bits`` is 0), in one table of ``capacity`` slots; the low bits pick
-    the slot, so every part's table is filled evenly."""
-    mask = np.uint64(capacity - 1)
-    shift = np.uint64(64 - part_bits) if part_bits > 0 else np.uint64(0)
-    mine = np.uint64(part)
-    keys0 = np.empty(capacity, dtype=np.uint64)
-    keys1 = np.empty(capacity, dtype=np.uint64)
-    head = np.full(capacity, -1, dtype=np.int64)
+def _part_sizes(content, part_bits, sizes):
+    """``sizes[p]``: the documents whose content hash falls in part ``p``. O(n)."""
+    for d in range(content.shape[0]):
+        sizes[_part_of(_content_hash(content[d, 0], content[d, 1]), part_bits)] += 1
+
+
+@njit(cache=True, nogil=True)
+def _first_of_equal(content, order, table, part, part_bits, index_bits, rep):
+    """``rep[d]`` for the documents of part ``part`` (:func:`_part_of`), through ``table`` (a
+    power of two of slots, 0 when empty, at most three quarters full once done): a slot is
+    ``tag << index_bits | (document + 1)``, the tag the top ``64 - index_bits`` bits of the
+    hash."""
+    mask = np.uint64(table.shape[0] - 1)
+    low = np.uint64((1 << index_bits) - 1)
+    shift = np.uint64(index_bits)
     for r in range(order.shape[0]):
         d = order[r]
-        x0 = c0[d]
-        if part_bits > 0 and (x0 >> shift) != mine:
+        x0 = content[d, 0]
+        x1 = content[d, 1]
+        h = _content_hash(x0, x1)
+        if _part_of(h, part_bits) != part:
             continue
-        x1 = c1[d]
-        slot = x0 & mask
-        while head[slot] >= 0 and (keys0[slot] != x0 or keys1[slot] != x1):
+        tag = (h >> shift) << shift
+        slot = h & mask
+        while True:
+            entry = table[slot]
+            if entry == 0:
+                table[slot] = tag | np.uint64(d + 1)
+                rep[d] = d
+                break
+            if (entry & ~low) == tag:
+                e = np.int64(entry & low) - 1
+                if content[e, 0] == x0 and content[e, 1] == x1:
+                    rep[d] = e
+                    break
             slot = (slot + np.uint64(1)) & mask
-        if head[slot] < 0:
-            keys0[slot], keys1[slot], head[slot] = x0, x1, d
-        rep[d] = head[slot]
 
 
 @dataclass(frozen=True)
