@@ -339,18 +339,41 @@ class HammingSearch:
         among[reps] = True
         head = self.buckets.earliest(rank, among)
         del among
-        value_of = self.buckets.inverse()[reps]
-        star = head[value_of] != reps
+        star_a, star_b = _bucket_stars(self.buckets.offsets, self.buckets.members, head, reps)
         held = head >= 0
         near = held[self.a] & held[self.b]
-        a = np.concatenate([head[value_of[star]], head[self.a[near]]])
-        b = np.concatenate([reps[star], head[self.b[near]]])
+        a = np.concatenate([star_a, head[self.a[near]]])
+        b = np.concatenate([star_b, head[self.b[near]]])
         return a, b
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every pair of documents ``i < j`` within ``hamming_k``, sorted, and its ``uint8``
         distance: as :func:`~neardup.candidates.tables.hamming_pairs` gives. Output-sized."""
         return self.buckets.expand(self.a, self.b, self.dist)
+
+
+@njit(cache=True, nogil=True)
+def _bucket_stars(offsets, members, head, reps):
+    """The pairs ``(head of r's bucket, r)`` of the representatives ``reps`` (ascending) that
+    are not their bucket's head, in the order of ``reps``: each input told its bucket's head,
+    then two passes over ``reps`` (count, fill). O(n), no temporaries beyond the heads."""
+    head_of = np.empty(members.shape[0], np.int64)
+    for v in range(offsets.shape[0] - 1):
+        for p in range(offsets[v], offsets[v + 1]):
+            head_of[members[p]] = head[v]
+    count = 0
+    for r in reps:
+        if head_of[r] != r:
+            count += 1
+    a = np.empty(count, np.int64)
+    b = np.empty(count, np.int64)
+    k = 0
+    for r in reps:
+        if head_of[r] != r:
+            a[k] = head_of[r]
+            b[k] = r
+            k += 1
+    return a, b
 
 
 def sets_for(
