@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import groups
 from neardup.groups import (
     accepted_links,
     center_groups,
@@ -129,6 +130,17 @@ def test_originals_of_arbitrary_labels_and_raw_timestamps(rows):
     for d in range(len(rows)):
         members = [e for e in range(len(rows)) if labels[e] == labels[d]]
         assert got[d] == min(members, key=lambda e: (ts[e], e))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=60), st.sampled_from(["any", "equal", "reversed"]))
+def test_vertices_by_degree_is_a_stable_argsort(degrees, shape):
+    degree = np.array(degrees, dtype=np.int64)
+    if shape == "equal" and degree.size:
+        degree[:] = degree[0]
+    elif shape == "reversed":
+        degree = np.sort(degree)[::-1].copy()
+    assert groups._by_degree(degree).tolist() == np.argsort(degree, kind="stable").tolist()
 
 
 def test_chain_components_rule():

@@ -567,11 +567,31 @@ def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
+def _by_degree(degree):
+    """The vertices by increasing ``degree`` (int64, >= 0), ties by index: a counting sort,
+    O(n + largest degree)."""
+    n = degree.shape[0]
+    largest = 0
+    for v in range(n):
+        largest = max(largest, degree[v])
+    starts = np.zeros(largest + 2, dtype=np.int64)
+    for v in range(n):
+        starts[degree[v] + 1] += 1
+    for d in range(largest + 1):
+        starts[d + 1] += starts[d]
+    order = np.empty(n, dtype=np.int64)
+    for v in range(n):
+        order[starts[degree[v]]] = v
+        starts[degree[v]] += 1
+    return order
+
+
+@njit(cache=True, nogil=True)
 def _cuthill_mckee(indptr, neighbours, degree):
     n = degree.shape[0]
     order = np.empty(n, dtype=np.int64)
     seen = np.zeros(n, dtype=np.bool_)
-    by_degree = np.argsort(degree, kind="mergesort")
+    by_degree = _by_degree(degree)
     k = 0
     for start in by_degree:  # each component from its vertex of least degree
         if seen[start]:
