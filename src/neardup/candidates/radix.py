@@ -209,12 +209,28 @@ def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, p
 
 
 @njit(cache=True, nogil=True)
-def _merge_carrying(keys, payload, half, keys_out, payload_out):
-    # Merge the sorted keys[:half] and keys[half:]; on equal keys the first half goes first.
-    n = keys.shape[0]
-    i, j = 0, half
-    for w in range(n):
-        if j == n or (i < half and keys[i] <= keys[j]):
+def _merge_split(keys, half, k):
+    """How many of the first ``k`` outputs of merging the sorted ``keys[:half]`` and
+    ``keys[half:]`` (equal keys: the first half first) come from the first half: a binary
+    search for the smallest ``i`` whose ``keys[i]`` goes after ``keys[half + k - i - 1]``."""
+    rest = keys.shape[0] - half
+    lo = max(0, k - rest)
+    hi = min(k, half)
+    while lo < hi:
+        i = (lo + hi) // 2
+        if keys[i] <= keys[half + k - i - 1]:
+            lo = i + 1
+        else:
+            hi = i
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _merge_carrying(keys, payload, i, i_end, j, j_end, w, keys_out, payload_out):
+    # Merge keys[i:i_end] and keys[j:j_end] (sorted) into *_out[w:]; equal keys: the first run
+    # first.
+    while i < i_end or j < j_end:
+        if j == j_end or (i < i_end and keys[i] <= keys[j]):
             keys_out[w] = keys[i]
             payload_out[w] = payload[i]
             i += 1
@@ -222,6 +238,7 @@ def _merge_carrying(keys, payload, half, keys_out, payload_out):
             keys_out[w] = keys[j]
             payload_out[w] = payload[j]
             j += 1
+        w += 1
 
 
 def sorted_carrying(
@@ -230,7 +247,7 @@ def sorted_carrying(
     """The ``uint64`` ``keys`` sorted (stably) and the ``payload`` (any dtype, same length)
     in the same order; only bits ``0 .. bits - 1`` of the keys may be set. New arrays, the
     inputs are only read. O(n × bits / DIGIT_BITS); from :data:`PARALLEL_MIN_KEYS` keys on,
-    the two halves are sorted on two cores and merged.
+    the two halves are sorted on two cores and merged on two cores.
 
     Example:
         >>> keys, names = sorted_carrying(np.array([2, 1, 2], np.uint64), np.array([7, 8, 9]))
@@ -250,9 +267,19 @@ def sorted_carrying(
         tmp, out = (keys_tmp[part], payload_tmp[part]), (keys_out[part], payload_out[part])
         _radix_sort_carrying(keys[part], payload[part], bits, *tmp, *out)
 
+    # The merge is cut at its middle output too: each core writes half of it.
+    middle = n // 2
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(sort, (slice(0, half), slice(half, n))))
-    _merge_carrying(keys_tmp, payload_tmp, half, keys_out, payload_out)
+        i = _merge_split(keys_tmp, half, middle)
+        j = half + middle - i
+        runs = ((0, i, half, j, 0), (i, half, j, n, middle))
+        done = [
+            pool.submit(_merge_carrying, keys_tmp, payload_tmp, *run, keys_out, payload_out)
+            for run in runs
+        ]
+        for future in done:
+            future.result()
     return keys_out, payload_out
 
 
