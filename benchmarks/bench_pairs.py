@@ -4,8 +4,8 @@ Generates ``--rows`` rows ``id <TAB> fingerprint (16 hex digits) <TAB> ISO 8601 
 (the format `neardup fingerprint -o x.tsv` writes): random 64-bit fingerprints, of which
 ``--near`` are copies of an earlier one with 1–3 bits flipped, so the output has pairs; the
 rows are kept in ``benchmarks/.data`` and reused. Then times ``--runs`` fresh processes of
-``neardup pairs ROWS -k 3 -o pairs.tsv`` with ``/usr/bin/time -v`` (wall seconds, peak RSS)
-and prints each run with its stage seconds (``--summary-out``) and the machine's load
+``neardup pairs ROWS -k 3 -o pairs.tsv`` with ``/usr/bin/time -v`` (wall seconds, CPU share,
+peak RSS) and prints each run with its stage seconds (``--summary-out``) and the machine's load
 average, then appends the median run (largest peak RSS) to ``benchmarks/results/pairs.md``,
 unless ``--no-record`` (for figures from a loaded machine, which are not comparable).
 
@@ -104,12 +104,13 @@ def main() -> None:
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-2000:])
         rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6
+        cpu = int(re.search(r"Percent of CPU this job got: (\d+)%", proc.stderr)[1])
         stages = json.loads(summary.read_text())["seconds"]
         walls.append(wall)
         peaks.append(rss)
         print(
-            f"run {run + 1}: {wall:.1f} s, {rss:.2f} GB, load {load:.1f} before; stages: "
-            + ", ".join(f"{k} {v:.2f}" for k, v in stages.items() if k != "total"),
+            f"run {run + 1}: {wall:.1f} s, {cpu} % CPU, {rss:.2f} GB, load {load:.1f} before; "
+            "stages: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items() if k != "total"),
             file=sys.stderr,
         )
     wall, rss = statistics.median(walls), max(peaks)

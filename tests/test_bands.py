@@ -15,6 +15,7 @@ from neardup.candidates.bands import (
     band_hashes,
     candidate_pairs,
     pairs_from_band_columns,
+    rank_positions,
 )
 from neardup.lsh import candidate_probability
 
@@ -312,3 +313,31 @@ def test_bands_sorted_side_by_side_give_the_same_pairs(n, bands, mode, workers, 
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
         pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions, 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([0, 1, 40]),
+    st.sampled_from(["int64", "uint32", "float64", "float32"]),
+    st.sampled_from(["random", "equal", "sorted", "reversed", "zeros"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_rank_positions_are_the_places_in_rank_then_index_order(n, dtype, shape, seed):
+    """Integer and float ranks (signed zeros and infinities among them), with ties."""
+    rng = np.random.default_rng(seed)
+    pool = np.array([-np.inf, -2.5, -0.0, 0.0, 1.0, 1.0, 7.0, np.inf, 2**40, -(2**40)])
+    if dtype.startswith("float"):
+        rank = pool[rng.integers(0, pool.size, size=n)].astype(dtype)
+    else:
+        rank = rng.integers(0, 2**31, size=n).astype(dtype)
+    if shape == "equal":
+        rank[:] = rank[0] if n else 0
+    elif shape == "sorted":
+        rank = np.sort(rank)
+    elif shape == "reversed":
+        rank = np.sort(rank)[::-1].copy()
+    elif shape == "zeros" and dtype.startswith("float"):
+        rank = np.where(rng.random(n) < 0.5, -0.0, 0.0).astype(dtype)
+    want = np.empty(n, dtype=np.int64)
+    want[sorted(range(n), key=lambda i: (rank[i], i))] = np.arange(n)
+    assert rank_positions(rank, n).tolist() == want.tolist()

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import groups
 from neardup.groups import (
     accepted_links,
     center_groups,
@@ -90,6 +91,56 @@ def test_document_order_is_the_stable_time_order(ts, ascending):
     want = np.empty(ts.size, dtype=np.int64)
     want[sorted(range(ts.size), key=lambda i: (ts[i], i))] = np.arange(ts.size)
     assert document_order(ts).tolist() == want.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([0, 1, 50]),
+    st.sampled_from(["random", "equal", "sorted", "reversed", "high"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_document_order_of_wide_timestamps_is_numpys_stable_order(n, shape, seed):
+    """Timestamps over the whole int64 range, all equal, sorted, reversed, or differing only
+    in their top bits (constant low digits, skipped by the radix sort)."""
+    rng = np.random.default_rng(seed)
+    ts = rng.integers(-(2**63), 2**63, size=n, dtype=np.int64)
+    if shape == "equal":
+        ts[:] = ts[0] if n else 0
+    elif shape == "sorted":
+        ts = np.sort(ts)
+    elif shape == "reversed":
+        ts = np.sort(ts)[::-1].copy()
+    elif shape == "high":
+        ts = (rng.integers(-4, 4, size=n) << 61).astype(np.int64)
+    want = np.empty(n, dtype=np.int64)
+    want[np.argsort(ts, kind="stable")] = np.arange(n)
+    assert document_order(ts).tolist() == want.tolist()
+    assert document_order(ts.astype(np.uint64) if (ts >= 0).all() else ts).tolist() == (
+        want.tolist()
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**62), 2**62), st.integers(0, 3)), max_size=40))
+def test_originals_of_arbitrary_labels_and_raw_timestamps(rows):
+    """Labels of any int64 value (compacted first) and raw timestamps as the rank."""
+    labels = np.array([label for label, _ in rows], dtype=np.int64)
+    ts = np.array([t for _, t in rows], dtype=np.int64)
+    got = originals_of(labels, ts)
+    for d in range(len(rows)):
+        members = [e for e in range(len(rows)) if labels[e] == labels[d]]
+        assert got[d] == min(members, key=lambda e: (ts[e], e))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=60), st.sampled_from(["any", "equal", "reversed"]))
+def test_vertices_by_degree_is_a_stable_argsort(degrees, shape):
+    degree = np.array(degrees, dtype=np.int64)
+    if shape == "equal" and degree.size:
+        degree[:] = degree[0]
+    elif shape == "reversed":
+        degree = np.sort(degree)[::-1].copy()
+    assert groups._by_degree(degree).tolist() == np.argsort(degree, kind="stable").tolist()
 
 
 def test_chain_components_rule():
@@ -298,6 +349,9 @@ def test_center_groups_match_sequential_greedy(r):
     perm = np.random.default_rng(n).permutation(a.size)
     labels2 = connected_components(n, b[perm], a[perm])
     assert center_groups(labels2, rank, matrix_predicate(rel)).tolist() == out.tolist()
+    # Labels of any value and raw timestamps (ties by index) decide the same groups.
+    wide = labels * (2**40) - 2**61
+    assert center_groups(wide, ts, matrix_predicate(rel)).tolist() == out.tolist()
 
 
 @settings(max_examples=100, deadline=None)

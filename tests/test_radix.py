@@ -15,9 +15,12 @@ from neardup.candidates.radix import (
     argsort64,
     digit_starts,
     digits,
+    order_keys,
     sort_range,
     sorted_carrying,
     sorted_pairs,
+    stable_argsort,
+    stable_lexsort,
 )
 
 
@@ -113,6 +116,98 @@ def test_digit_starts_are_the_cumulative_counts(k: np.ndarray, shift: int, width
         minlength=1 << width,
     )
     assert starts.tolist() == [0] + np.cumsum(counts).tolist()
+
+
+_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float32"]
+_DTYPES += ["float64"]
+
+
+@st.composite
+def typed_values(draw: st.DrawFn, n: int | None = None, max_size: int = 200) -> np.ndarray:
+    """1-D arrays of any sortable dtype, in the shapes that break radix sorts: empty, one
+    value, all equal, already sorted, reverse sorted, only the highest bits varying (so the
+    low digits are constant), random, few distinct values; floats with signed zeros,
+    infinities and subnormals."""
+    dtype = np.dtype(draw(st.sampled_from(_DTYPES)))
+    if n is None:
+        n = draw(st.sampled_from([0, 1, draw(st.integers(0, max_size))]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    shape = draw(st.sampled_from(["random", "few", "equal", "sorted", "reversed", "high"]))
+    if dtype.kind == "f":
+        info = np.finfo(dtype)
+        tiny, huge = info.smallest_subnormal, info.max
+        pool = np.array([0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, tiny, -tiny, huge, -huge, 3.0])
+        pool = pool.astype(dtype)
+        values = np.concatenate([pool, rng.standard_normal(8).astype(dtype)])[
+            rng.integers(0, 19, size=n)
+        ]
+    elif dtype.kind == "b":
+        values = rng.integers(0, 2, size=n).astype(bool)
+    else:
+        info = np.iinfo(dtype)
+        if shape == "high":
+            # Only the top 3 bits vary: all lower digits are constant.
+            top = rng.integers(0, 8, size=n).astype(np.uint64) << np.uint64(info.bits - 3)
+            values = top.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)
+        else:
+            values = rng.integers(int(info.min), int(info.max), size=n, dtype=dtype, endpoint=True)
+    if shape == "few" and n:
+        values = values[rng.integers(0, min(n, 3), size=n)]
+    elif shape == "equal" and n:
+        values = np.full(n, values[0], dtype=dtype)
+    elif shape == "sorted":
+        values = np.sort(values, kind="stable")
+    elif shape == "reversed":
+        values = np.sort(values, kind="stable")[::-1].copy()
+    return values
+
+
+@settings(max_examples=200, deadline=None)
+@given(typed_values(max_size=40))
+def test_order_keys_keep_the_order_and_ties(v: np.ndarray) -> None:
+    k = order_keys(v)
+    assert k.dtype == np.uint64
+    assert ((k[:, None] < k[None, :]) == (v[:, None] < v[None, :])).all()
+    assert ((k[:, None] == k[None, :]) == (v[:, None] == v[None, :])).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(typed_values(), st.booleans())
+def test_stable_argsort_is_numpys_stable_argsort(v: np.ndarray, two_cores: bool) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        if two_cores:
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        got = stable_argsort(v)
+    assert got.dtype == np.int64
+    assert got.tolist() == np.argsort(v, kind="stable").tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 120), st.integers(1, 3), st.data())
+def test_stable_lexsort_is_numpys_lexsort(n: int, count: int, data: st.DataObject) -> None:
+    keys = tuple(data.draw(typed_values(n=n)) for _ in range(count))
+    assert stable_lexsort(keys).tolist() == np.lexsort(keys).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**40), st.integers(0, 2**40)), max_size=80))
+def test_sorted_pairs_of_wide_indices_is_a_lexsort(pairs: list[tuple[int, int]]) -> None:
+    """Indices of more than 32 bits: two sorts, one a key, instead of one packed word."""
+    a = np.array([x for x, _ in pairs], dtype=np.int64)
+    b = np.array([y for _, y in pairs], dtype=np.int64)
+    d = np.arange(len(pairs), dtype=np.int64)
+    order = np.lexsort((b, a))
+    got = sorted_pairs(a, b, d, 2**40 + 1)
+    assert [x.tolist() for x in got] == [a[order].tolist(), b[order].tolist(), d[order].tolist()]
+
+
+def test_bad_keys_are_refused() -> None:
+    with pytest.raises(ValueError, match="integer, bool or float dtype, got complex128"):
+        order_keys(np.array([1j]))
+    with pytest.raises(ValueError, match="at least one array"):
+        stable_lexsort(())
+    with pytest.raises(ValueError, match="length 2, got shape \\(3,\\)"):
+        stable_lexsort((np.arange(2), np.arange(3)))
 
 
 def test_docstring_examples() -> None:

@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 
 from neardup.candidates import tables
 from neardup.candidates.plan import plan_tables
-from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
+from neardup.candidates.tables import (
+    IdenticalBuckets,
+    collapse_identical,
+    distinct_hamming_pairs,
+    hamming_pairs,
+)
 
 
 def brute_force(fp: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -302,6 +307,51 @@ def test_collapse_identical_matches_unique(fp: np.ndarray) -> None:
     assert np.array_equal(inverse, want[1].reshape(-1))
     assert np.array_equal(counts, want[2])
     assert values.dtype == np.uint64 and inverse.dtype == np.int64 and counts.dtype == np.int64
+
+
+@st.composite
+def ranked_fingerprints(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fingerprints (empty, one, all equal, few distinct or spread), a rank per input (all
+    equal, ascending, descending or random with ties) and a mask of the inputs that count."""
+    n = draw(st.sampled_from([0, 1, draw(st.integers(0, 80))]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    distinct = draw(st.sampled_from([1, 3, 1000]))
+    fp = rng.integers(0, 2**64, size=distinct, dtype=np.uint64)[rng.integers(0, distinct, n)]
+    rank = {
+        "equal": np.zeros(n, np.int64),
+        "ascending": np.arange(n, dtype=np.int64),
+        "descending": np.arange(n, dtype=np.int64)[::-1].copy(),
+        "ties": rng.integers(-3, 3, size=n),
+    }[draw(st.sampled_from(["equal", "ascending", "descending", "ties"]))]
+    among = rng.random(n) < draw(st.sampled_from([0.0, 0.5, 1.0]))
+    return fp, rank, among
+
+
+@settings(deadline=None, max_examples=150)
+@given(ranked_fingerprints())
+def test_earliest_is_the_smallest_rank_then_index(case) -> None:
+    fp, rank, among = case
+    buckets = IdenticalBuckets.of(fp)
+    for got, allowed in (
+        (buckets.earliest(rank), np.ones(fp.size, bool)),
+        (buckets.earliest(rank, among), among),
+    ):
+        want = []
+        for value in buckets.values.tolist():
+            holders = [i for i in range(fp.size) if fp[i] == value and allowed[i]]
+            want.append(min(holders, key=lambda i: (rank[i], i)) if holders else -1)
+        assert got.tolist() == want
+        assert got.dtype == np.int64
+
+
+def test_earliest_checks_its_arguments() -> None:
+    buckets = IdenticalBuckets.of(np.array([3, 3], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"shape \(2,\), got \(3,\)"):
+        buckets.earliest(np.arange(3))
+    with pytest.raises(ValueError, match="integer dtype, got float64"):
+        buckets.earliest(np.zeros(2))
+    with pytest.raises(ValueError, match="bool array of shape"):
+        buckets.earliest(np.arange(2), np.array([1, 0]))
 
 
 # --------------------------------------------------------------------------------------------

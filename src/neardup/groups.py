@@ -39,7 +39,8 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import sorted_pairs
+from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, stable_lexsort
+from neardup.candidates.tables import IdenticalBuckets
 
 GROUPINGS = ("components", "center")
 
@@ -174,11 +175,12 @@ def _ascending(values):
 
 
 def _compact_labels(labels: np.ndarray) -> np.ndarray:
-    """Labels mapped into ``0..n-1`` (unchanged if they already are)."""
+    """Labels mapped into ``0..n-1`` (unchanged if they already are): the rank of each among
+    the distinct labels, by one radix sort."""
     n = labels.size
     if n == 0 or (labels.min() >= 0 and labels.max() < n):
         return labels
-    return np.unique(labels, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    return IdenticalBuckets.of(order_keys(labels)).inverse()
 
 
 # --------------------------------------------------------------------------- public API
@@ -194,8 +196,8 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         int64 array of length n, a permutation of ``0..n-1``. Equal timestamps are ranked by
         index (the earlier input row first).
 
-    Complexity: O(n log n) time (one stable sort), O(n) when the timestamps are already in
-    order; O(n) memory.
+    Complexity: O(n × significant bytes of the timestamps) time (one stable radix sort), O(n)
+    when they are already in order; O(n) memory.
 
     Example:
         >>> document_order(np.array([30, 10, 30, 10])).tolist()
@@ -208,7 +210,7 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         raise ValueError(f"timestamps must have an integer dtype, got {ts.dtype}")
     if ts.size and _ascending(ts):
         return np.arange(ts.size, dtype=np.int64)  # already in time order, as crawls often are
-    order = np.argsort(ts, kind="stable")
+    order = stable_argsort(ts)
     rank = np.empty(ts.size, dtype=np.int64)
     rank[order] = np.arange(ts.size, dtype=np.int64)
     return rank
@@ -398,7 +400,8 @@ def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
         int64 array of length n: ``originals[d]`` is the index of d's group original.
 
     Complexity: O(n) time and memory when labels are in ``0..n-1`` (as from
-    :func:`connected_components`), O(n log n) otherwise (labels are compacted first).
+    :func:`connected_components`), else O(n × significant bytes of the labels) (compacted
+    first, by a radix sort).
 
     Example:
         >>> originals_of(np.array([0, 0, 2, 0]), np.array([3, 1, 0, 2])).tolist()
@@ -446,11 +449,12 @@ def center_groups(
     Returns:
         int64 array of length n: the center (= original) index of every document's group.
 
-    Complexity: O(n + p log p + T) time, where p is the number of documents in components of
-    size > 1 and T the number of predicate tests, T = Σ over rounds of the unassigned documents.
-    A component of s documents that splits into g groups costs at most s·g tests, so the worst
-    case is O(s²) tests and s rounds: a long candidate chain in which few candidate pairs pass
-    (every document its own center). A component that is one group costs s - 1 tests.
+    Complexity: O(n + p + T) time, where p is the number of documents in components of
+    size > 1 (sorted by a radix sort) and T the number of predicate tests, T = Σ over rounds
+    of the unassigned documents. A component of s documents that splits into g groups costs
+    at most s·g tests, so the worst case is O(s²) tests and s rounds: a long candidate chain in
+    which few candidate pairs pass (every document its own center). A component that is one
+    group costs s - 1 tests.
 
     Example:
         >>> near = {(0, 1), (1, 2)}  # 0≈1, 1≈2, but 0≉2
@@ -471,8 +475,8 @@ def center_groups(
     compact = _compact_labels(labels)
     sizes = np.bincount(compact, minlength=n)
     pending = np.flatnonzero(sizes[compact] > 1).astype(np.int64)
-    # lexsort is stable, so equal (label, rank) keep index order: ties broken by index.
-    pending = pending[np.lexsort((rank[pending], compact[pending]))]
+    # The sort is stable, so equal (label, rank) keep index order: ties broken by index.
+    pending = pending[stable_lexsort((rank[pending], compact[pending]))]
     plab = compact[pending]
 
     # Why the rounds equal the sequential greedy (loop over documents in rank order, each joining
@@ -563,11 +567,31 @@ def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
+def _by_degree(degree):
+    """The vertices by increasing ``degree`` (int64, >= 0), ties by index: a counting sort,
+    O(n + largest degree)."""
+    n = degree.shape[0]
+    largest = 0
+    for v in range(n):
+        largest = max(largest, degree[v])
+    starts = np.zeros(largest + 2, dtype=np.int64)
+    for v in range(n):
+        starts[degree[v] + 1] += 1
+    for d in range(largest + 1):
+        starts[d + 1] += starts[d]
+    order = np.empty(n, dtype=np.int64)
+    for v in range(n):
+        order[starts[degree[v]]] = v
+        starts[degree[v]] += 1
+    return order
+
+
+@njit(cache=True, nogil=True)
 def _cuthill_mckee(indptr, neighbours, degree):
     n = degree.shape[0]
     order = np.empty(n, dtype=np.int64)
     seen = np.zeros(n, dtype=np.bool_)
-    by_degree = np.argsort(degree, kind="mergesort")
+    by_degree = _by_degree(degree)
     k = 0
     for start in by_degree:  # each component from its vertex of least degree
         if seen[start]:

@@ -38,13 +38,15 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
-from neardup.candidates.tables import collapse_identical, distinct_hamming_pairs, hamming_pairs
+from neardup.candidates.radix import argsort64, stable_argsort
+from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -201,13 +203,18 @@ class Groups:
     stats: dict = field(default_factory=dict)
 
 
-def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray:
+def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int = 1) -> np.ndarray:
     """For each document, the earliest document (smallest ``rank``, a permutation) with the
     same content fingerprint.
 
-    One pass in rank order over a hash table of the 128-bit fingerprints (already uniform
-    hashes, so their low bits pick the slot). Cost: O(n) expected; memory 24 bytes a slot, the
-    table at most three quarters full. Example:
+    One pass in rank order over a hash table of the 128-bit fingerprints whose slots hold one
+    word: a document index and, in the bits it leaves, a tag of the fingerprint's hash, so that
+    a probe reads ``content`` only when the tags agree. The two words are mixed into the hash,
+    so fingerprints that are not uniform hashes (those of ``neardup pairs`` may be any 64 bits)
+    fill the table evenly too. With ``workers`` > 1 (from :data:`PARALLEL_MIN_DOCUMENTS`
+    documents on), the fingerprints are split by the top bits of that hash into a power of two
+    of parts, each with its own table, filled by its own thread: the same result. Cost: O(n)
+    expected; memory 8 bytes a slot, each table at most three quarters full. Example:
         >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
         >>> content_representatives(c, np.array([2, 0, 1])).tolist()
         [2, 1, 2]
@@ -215,39 +222,161 @@ def content_representatives(content: np.ndarray, rank: np.ndarray) -> np.ndarray
     n = content.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    order[np.asarray(rank, dtype=np.int64)] = np.arange(n, dtype=np.int64)
-    capacity = 1 << max(4, int(np.ceil(np.log2(n * 4 / 3 + 1))))
+    rank = np.asarray(rank, dtype=np.int64)
+    if bool((rank[1:] > rank[:-1]).all()):
+        order = rank  # an ascending permutation is the identity, as for documents in time order
+    else:
+        order = np.empty(n, dtype=np.int64)
+        order[rank] = np.arange(n, dtype=np.int64)
     content = np.ascontiguousarray(content, dtype=np.uint64)
-    return _first_of_equal(content[:, 0], content[:, 1], order, capacity)
+    part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
+    sizes = np.zeros(1 << part_bits, dtype=np.int64)
+    _part_sizes(content, part_bits, sizes)
+    # A slot holds document + 1 (0: empty) in its low bits, the hash's top bits above them.
+    index_bits = max(32, n.bit_length())
+    rep = np.empty(n, dtype=np.int64)
 
+    def fill(part: int) -> None:
+        capacity = 1 << max(4, int(sizes[part] * 4 // 3 + 1).bit_length())
+        table = np.zeros(capacity, dtype=np.uint64)
+        _first_of_equal(content, order, table, part, part_bits, index_bits, rep)
 
-@njit(cache=True)
-def _first_of_equal(c0, c1, order, capacity):
-    mask = np.uint64(capacity - 1)
-    keys0 = np.empty(capacity, dtype=np.uint64)
-    keys1 = np.empty(capacity, dtype=np.uint64)
-    head = np.full(capacity, -1, dtype=np.int64)
-    rep = np.empty(order.shape[0], dtype=np.int64)
-    for r in range(order.shape[0]):
-        d = order[r]
-        slot = c0[d] & mask
-        while head[slot] >= 0 and (keys0[slot] != c0[d] or keys1[slot] != c1[d]):
-            slot = (slot + np.uint64(1)) & mask
-        if head[slot] < 0:
-            keys0[slot], keys1[slot], head[slot] = c0[d], c1[d], d
-        rep[d] = head[slot]
+    if part_bits == 0:
+        fill(0)
+        return rep
+    with ThreadPoolExecutor(sizes.shape[0]) as pool:
+        list(pool.map(fill, range(sizes.shape[0])))
     return rep
 
 
-def _bucket_star(keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group equal keys: (distinct keys, index of each key's earliest holder, inverse)."""
-    values, inverse, _ = collapse_identical(keys)
-    order = np.lexsort((rank, inverse))
-    first = np.ones(order.shape[0], dtype=bool)
-    first[1:] = inverse[order][1:] != inverse[order][:-1]
-    head = order[first]
-    return values, head, inverse
+#: Documents from which :func:`content_representatives` fills its tables on several threads.
+PARALLEL_MIN_DOCUMENTS = 1 << 20
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _content_hash(x0, x1):
+    # splitmix64's finaliser over both words: every bit of either moves every bit of the hash.
+    h = x0 ^ (x1 * np.uint64(0x9E3779B97F4A7C15))
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _part_of(h, part_bits):
+    return np.int64(h >> np.uint64(64 - part_bits)) if part_bits > 0 else np.int64(0)
+
+
+@njit(cache=True, nogil=True)
+def _part_sizes(content, part_bits, sizes):
+    """``sizes[p]``: the documents whose content hash falls in part ``p``. O(n)."""
+    for d in range(content.shape[0]):
+        sizes[_part_of(_content_hash(content[d, 0], content[d, 1]), part_bits)] += 1
+
+
+@njit(cache=True, nogil=True)
+def _first_of_equal(content, order, table, part, part_bits, index_bits, rep):
+    """``rep[d]`` for the documents of part ``part`` (:func:`_part_of`), through ``table`` (a
+    power of two of slots, 0 when empty, at most three quarters full once done): a slot is
+    ``tag << index_bits | (document + 1)``, the tag the top ``64 - index_bits`` bits of the
+    hash."""
+    mask = np.uint64(table.shape[0] - 1)
+    low = np.uint64((1 << index_bits) - 1)
+    shift = np.uint64(index_bits)
+    for r in range(order.shape[0]):
+        d = order[r]
+        x0 = content[d, 0]
+        x1 = content[d, 1]
+        h = _content_hash(x0, x1)
+        if _part_of(h, part_bits) != part:
+            continue
+        tag = (h >> shift) << shift
+        slot = h & mask
+        while True:
+            entry = table[slot]
+            if entry == 0:
+                table[slot] = tag | np.uint64(d + 1)
+                rep[d] = d
+                break
+            if (entry & ~low) == tag:
+                e = np.int64(entry & low) - 1
+                if content[e, 0] == x0 and content[e, 1] == x1:
+                    rep[d] = e
+                    break
+            slot = (slot + np.uint64(1)) & mask
+
+
+@dataclass(frozen=True)
+class HammingSearch:
+    """Every pair of a collection's SimHash fingerprints within ``hamming_k``, as found once
+    for both the candidates and the pairs reported: the ``buckets`` of identical fingerprints
+    (:class:`~neardup.candidates.tables.IdenticalBuckets`, over all documents) and the pairs
+    ``(a[p], b[p])`` of distinct fingerprints (indices into ``buckets.values``) at distance
+    ``dist[p]`` (:func:`~neardup.candidates.tables.distinct_hamming_pairs`).
+
+    Example:
+        >>> h = HammingSearch.of(np.array([5, 4, 5], dtype=np.uint64), 1)
+        >>> h.buckets.values.tolist(), h.a.tolist(), h.b.tolist()
+        ([4, 5], [0], [1])
+    """
+
+    buckets: IdenticalBuckets
+    a: np.ndarray
+    b: np.ndarray
+    dist: np.ndarray
+
+    @classmethod
+    def of(cls, fingerprints: np.ndarray, hamming_k: int) -> HammingSearch:
+        """The search over ``uint64`` ``fingerprints``: one radix sort, then the permutation
+        tables over the distinct values. O(n) plus the tables' cost."""
+        buckets = IdenticalBuckets.of(fingerprints)
+        return cls(buckets, *distinct_hamming_pairs(buckets.values, hamming_k))
+
+    def star_edges(self, reps: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate pairs (document indices) among the representatives ``reps`` (ascending):
+        each fingerprint's holders among them linked as a star to the earliest (smallest
+        ``rank``, ties by index), and those earliest ones of every two fingerprints within
+        ``hamming_k``, both held by representatives. A bucket of ``m`` copies costs ``m - 1``
+        pairs, not ``m²``. O(n + pairs), no sort."""
+        among = np.zeros(self.buckets.members.shape[0], dtype=bool)
+        among[reps] = True
+        head = self.buckets.earliest(rank, among)
+        del among
+        star_a, star_b = _bucket_stars(self.buckets.offsets, self.buckets.members, head, reps)
+        held = head >= 0
+        near = held[self.a] & held[self.b]
+        a = np.concatenate([star_a, head[self.a[near]]])
+        b = np.concatenate([star_b, head[self.b[near]]])
+        return a, b
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair of documents ``i < j`` within ``hamming_k``, sorted, and its ``uint8``
+        distance: as :func:`~neardup.candidates.tables.hamming_pairs` gives. Output-sized."""
+        return self.buckets.expand(self.a, self.b, self.dist)
+
+
+@njit(cache=True, nogil=True)
+def _bucket_stars(offsets, members, head, reps):
+    """The pairs ``(head of r's bucket, r)`` of the representatives ``reps`` (ascending) that
+    are not their bucket's head, in the order of ``reps``: each input told its bucket's head,
+    then two passes over ``reps`` (count, fill). O(n), no temporaries beyond the heads."""
+    head_of = np.empty(members.shape[0], np.int64)
+    for v in range(offsets.shape[0] - 1):
+        for p in range(offsets[v], offsets[v + 1]):
+            head_of[members[p]] = head[v]
+    count = 0
+    for r in reps:
+        if head_of[r] != r:
+            count += 1
+    a = np.empty(count, np.int64)
+    b = np.empty(count, np.int64)
+    k = 0
+    for r in reps:
+        if head_of[r] != r:
+            a[k] = head_of[r]
+            b[k] = r
+            k += 1
+    return a, b
 
 
 def sets_for(
@@ -263,11 +392,10 @@ def sets_for(
         [2, 0, 2]
     """
     n = len(texts)
-    chosen = np.sort(np.asarray(indices, dtype=np.int64))
-    if chosen.shape[0]:
-        keep = np.ones(chosen.shape[0], dtype=bool)
-        keep[1:] = chosen[1:] != chosen[:-1]
-        chosen = chosen[keep]
+    marked = np.zeros(n, dtype=bool)
+    marked[np.asarray(indices, dtype=np.int64)] = True
+    chosen = np.flatnonzero(marked)  # ascending and distinct, without a sort
+    del marked
     set_offsets, set_hashes = _verification(settings).prepare(
         [texts[i] for i in chosen.tolist()], settings.shingle, settings.hash_name
     )
@@ -387,9 +515,11 @@ class _MemoVerified:
             del at, known
         need = np.flatnonzero(need)
         if need.shape[0]:
-            new_keys, first, inverse = np.unique(key[need], return_index=True, return_inverse=True)
+            buckets = IdenticalBuckets.of(key[need])
             del key
-            first = need[first]
+            new_keys, inverse = buckets.values, buckets.inverse()
+            first = need[buckets.members[buckets.offsets[:-1]]]
+            del buckets
             pa, pb = ra[first], rb[first]
             del ra, rb, first
             # Values below the threshold may be bounds (see Verification.similarity): measured
@@ -402,9 +532,8 @@ class _MemoVerified:
             if accepted.any():
                 self.runs.append((new_keys[accepted], values[accepted]))
             if len(self.runs) > _MEMO_RUNS:  # keep lookups cheap for callers of many small calls
-                keys = np.concatenate([k for k, _ in self.runs])
-                order = np.argsort(keys, kind="stable")
-                self.runs = [(keys[order], np.concatenate([v for _, v in self.runs])[order])]
+                keys, order = argsort64(np.concatenate([k for k, _ in self.runs]))
+                self.runs = [(keys, np.concatenate([v for _, v in self.runs])[order])]
         return out
 
 
@@ -478,26 +607,25 @@ def candidate_edges(
     settings: Settings,
     band_keys: BandKeys | None = None,
     workers: int = 1,
+    hamming: HammingSearch | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
 
-    MinHash reads its band hashes from ``band_keys`` when given, else computes them from
-    ``sig.signature``, and sorts ``workers`` bands at a time; the pairs are the same either way.
+    SimHash takes its pairs from ``hamming`` (default: searched here,
+    :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
+    given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time;
+    the pairs are the same either way.
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
     if settings.method == "simhash":
-        values, head, inverse = _bucket_star(sig.signature[reps], rank[reps])
-        members = np.flatnonzero(head[inverse] != np.arange(reps.shape[0]))
-        va, vb, _ = distinct_hamming_pairs(values, settings.hamming_k)
-        a = np.concatenate([head[inverse[members]], head[va]])
-        b = np.concatenate([members, head[vb]])
-    else:
-        positions = rank_positions(rank[reps], reps.shape[0])
-        a, b = pairs_from_band_columns(
-            _band_columns_of(sig, settings, reps, band_keys), "star", positions, workers
-        )
+        hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
+        return hamming.star_edges(reps, rank)
+    positions = rank_positions(rank[reps], reps.shape[0])
+    a, b = pairs_from_band_columns(
+        _band_columns_of(sig, settings, reps, band_keys), "star", positions, workers
+    )
     # One side at a time, without copies: at 10M documents a side is 0.4 GB.
     a = reps[a].astype(np.int64, copy=False)
     b = reps[b].astype(np.int64, copy=False)
@@ -510,10 +638,12 @@ def all_pairs(
     relation: Relation,
     band_keys: BandKeys | None = None,
     workers: int = 1,
+    hamming: HammingSearch | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every near-duplicate pair (i < j) of the collection, each once. Output-sized cost."""
+    """Every near-duplicate pair (i < j) of the collection, each once; SimHash's from
+    ``hamming`` when given (the candidates' search). Output-sized cost."""
     if settings.method == "simhash":
-        a, b, _ = hamming_pairs(sig.signature, settings.hamming_k)
+        a, b, _ = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
     else:
         a, b = pairs_from_band_columns(
             _band_columns_of(sig, settings, None, band_keys), "all", None, workers
@@ -569,14 +699,20 @@ def find_groups(
         on_stage("exact duplicates")
 
     rank = document_order(timestamps)
-    rep_of = content_representatives(sig.content, rank)
+    rep_of = content_representatives(sig.content, rank, workers)
     index = np.arange(n, dtype=np.int64)
     reps = np.flatnonzero(rep_of == index)
     dup_members = np.flatnonzero(rep_of != index)
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
-    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers)
+    # SimHash: one search serves the candidates and, with pairs="all", the pairs reported.
+    hamming = None
+    if settings.method == "simhash" and reps.shape[0]:
+        hamming = HammingSearch.of(sig.signature, settings.hamming_k)
+    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming)
+    if settings.pairs != "all":
+        hamming = None
     stats["candidates"] = int(cand_a.shape[0])
     lap(
         "candidates",
@@ -621,7 +757,7 @@ def find_groups(
             if getattr(rep_verified, "reads_spill", False):
                 order = locality_pair_order(n, cand_a, cand_b)
             else:
-                order = np.argsort(linked[cand_a], kind="stable")
+                order = stable_argsort(linked[cand_a])
             cand_a = cand_a[order]
             cand_b = cand_b[order]
             del order
@@ -661,7 +797,7 @@ def find_groups(
         pair_b = np.flatnonzero(~is_original)
         pair_a = original[pair_b]
     else:
-        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers)
+        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers, hamming)
     pair_value = (
         relation.similarity(pair_a, pair_b)
         if pair_a.shape[0]

@@ -60,7 +60,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import argsort64
+from neardup.candidates.radix import argsort64, stable_argsort
 
 __all__ = [
     "BandBuckets",
@@ -192,7 +192,8 @@ def _check_inputs(signatures: object, bands: object, rows: object) -> tuple[np.n
 def rank_positions(rank: object, n: int) -> np.ndarray:
     """Position of each document in (rank, index) order: a total order, ties to the smaller id.
 
-    Validates ``rank`` (shape ``(n,)``, numeric, no NaN); None means the index. O(n log n).
+    Validates ``rank`` (shape ``(n,)``, numeric, no NaN); None means the index. One stable
+    radix sort: O(n × significant bytes of the ranks).
     """
     if rank is None:
         return np.arange(n, dtype=np.int64)
@@ -205,7 +206,7 @@ def rank_positions(rank: object, n: int) -> np.ndarray:
         raise ValueError(
             f"rank must not contain NaN, got NaN at index {int(np.flatnonzero(np.isnan(arr))[0])}"
         )
-    order = np.lexsort((np.arange(n), arr))
+    order = stable_argsort(arr)
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n, dtype=np.int64)
     return pos

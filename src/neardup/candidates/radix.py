@@ -6,7 +6,10 @@ that the scattered writes of a pass go to 256 places that stay in cache: an args
 keys (:func:`argsort64`), a sort that moves a payload with the keys (:func:`sorted_carrying`),
 pairs of indices sorted by both (:func:`sorted_pairs`), and the sort of a range by chosen bit
 fields (:func:`sort_range`, digits from :func:`digits`) with the digit counts of a
-partition (:func:`digit_starts`). A pass whose digit is the same for every key is skipped.
+partition (:func:`digit_starts`), and, over integer or float keys of any dtype mapped to
+``uint64`` in order (:func:`order_keys`), a stable argsort (:func:`stable_argsort`) and a sort
+by several keys (:func:`stable_lexsort`). A pass whose digit is the same for every key is
+skipped.
 The large arrays are allocated by numpy, which backs them with huge pages where it can, and
 filled by the compiled kernels, which release the GIL: a large sort runs on two cores.
 
@@ -30,9 +33,12 @@ __all__ = [
     "argsort64",
     "digit_starts",
     "digits",
+    "order_keys",
     "sort_range",
     "sorted_carrying",
     "sorted_pairs",
+    "stable_argsort",
+    "stable_lexsort",
 ]
 
 DIGIT_BITS = 8
@@ -203,12 +209,28 @@ def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, p
 
 
 @njit(cache=True, nogil=True)
-def _merge_carrying(keys, payload, half, keys_out, payload_out):
-    # Merge the sorted keys[:half] and keys[half:]; on equal keys the first half goes first.
-    n = keys.shape[0]
-    i, j = 0, half
-    for w in range(n):
-        if j == n or (i < half and keys[i] <= keys[j]):
+def _merge_split(keys, half, k):
+    """How many of the first ``k`` outputs of merging the sorted ``keys[:half]`` and
+    ``keys[half:]`` (equal keys: the first half first) come from the first half: a binary
+    search for the smallest ``i`` whose ``keys[i]`` goes after ``keys[half + k - i - 1]``."""
+    rest = keys.shape[0] - half
+    lo = max(0, k - rest)
+    hi = min(k, half)
+    while lo < hi:
+        i = (lo + hi) // 2
+        if keys[i] <= keys[half + k - i - 1]:
+            lo = i + 1
+        else:
+            hi = i
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _merge_carrying(keys, payload, i, i_end, j, j_end, w, keys_out, payload_out):
+    # Merge keys[i:i_end] and keys[j:j_end] (sorted) into *_out[w:]; equal keys: the first run
+    # first.
+    while i < i_end or j < j_end:
+        if j == j_end or (i < i_end and keys[i] <= keys[j]):
             keys_out[w] = keys[i]
             payload_out[w] = payload[i]
             i += 1
@@ -216,6 +238,7 @@ def _merge_carrying(keys, payload, half, keys_out, payload_out):
             keys_out[w] = keys[j]
             payload_out[w] = payload[j]
             j += 1
+        w += 1
 
 
 def sorted_carrying(
@@ -224,7 +247,7 @@ def sorted_carrying(
     """The ``uint64`` ``keys`` sorted (stably) and the ``payload`` (any dtype, same length)
     in the same order; only bits ``0 .. bits - 1`` of the keys may be set. New arrays, the
     inputs are only read. O(n × bits / DIGIT_BITS); from :data:`PARALLEL_MIN_KEYS` keys on,
-    the two halves are sorted on two cores and merged.
+    the two halves are sorted on two cores and merged on two cores.
 
     Example:
         >>> keys, names = sorted_carrying(np.array([2, 1, 2], np.uint64), np.array([7, 8, 9]))
@@ -244,9 +267,19 @@ def sorted_carrying(
         tmp, out = (keys_tmp[part], payload_tmp[part]), (keys_out[part], payload_out[part])
         _radix_sort_carrying(keys[part], payload[part], bits, *tmp, *out)
 
+    # The merge is cut at its middle output too: each core writes half of it.
+    middle = n // 2
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(sort, (slice(0, half), slice(half, n))))
-    _merge_carrying(keys_tmp, payload_tmp, half, keys_out, payload_out)
+        i = _merge_split(keys_tmp, half, middle)
+        j = half + middle - i
+        runs = ((0, i, half, j, 0), (i, half, j, n, middle))
+        done = [
+            pool.submit(_merge_carrying, keys_tmp, payload_tmp, *run, keys_out, payload_out)
+            for run in runs
+        ]
+        for future in done:
+            future.result()
     return keys_out, payload_out
 
 
@@ -257,12 +290,72 @@ def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sorted_carrying(keys, np.arange(keys.shape[0], dtype=np.int64))
 
 
+_SIGN_BIT = np.uint64(1 << 63)
+
+
+def order_keys(values: np.ndarray) -> np.ndarray:
+    """``uint64`` keys in the order of ``values`` (1-D, any integer, bool or float dtype, no
+    NaN): ``values[i] < values[j]`` exactly when ``keys[i] < keys[j]``, equal values (``-0.0``
+    and ``0.0`` too) give equal keys. Signed integers have their sign bit flipped; floats,
+    widened to float64, have it flipped when positive and every bit flipped when negative. A
+    new array unless ``values`` is ``uint64`` already. O(n).
+
+    Example:
+        >>> order_keys(np.array([-1, 0, 1])).tolist()
+        [9223372036854775807, 9223372036854775808, 9223372036854775809]
+    """
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if kind in "ub":
+        return values.astype(np.uint64, copy=False)
+    if kind == "i":
+        return values.astype(np.int64, copy=False).view(np.uint64) ^ _SIGN_BIT
+    if kind == "f":
+        bits = (values.astype(np.float64) + 0.0).view(np.uint64)  # + 0.0: -0.0 becomes 0.0
+        negative = (bits >> np.uint64(63)).astype(bool)
+        return np.where(negative, ~bits, bits ^ _SIGN_BIT)
+    raise ValueError(f"values must have an integer, bool or float dtype, got {values.dtype}")
+
+
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of a 1-D integer, bool or float array (no NaN) by
+    a radix sort of its :func:`order_keys`: int64 indices, equal values in input order.
+    O(n × significant bytes), on two cores from :data:`PARALLEL_MIN_KEYS` values on.
+
+    Example:
+        >>> stable_argsort(np.array([3, -1, 3, 0])).tolist()
+        [1, 3, 0, 2]
+    """
+    return argsort64(order_keys(values))[1]
+
+
+def stable_lexsort(keys: tuple[np.ndarray, ...] | list[np.ndarray]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key primary, ties in input order) of 1-D integer, bool or
+    float arrays of one length (no NaN), as one :func:`stable_argsort` a key from the first
+    (least significant) to the last. int64 indices. O(n × keys × significant bytes).
+
+    Example:
+        >>> stable_lexsort((np.array([2, 1, 0]), np.array([1, 0, 1]))).tolist()
+        [1, 2, 0]
+    """
+    if len(keys) == 0:
+        raise ValueError("keys must hold at least one array, got none")
+    n = np.asarray(keys[0]).shape[0]
+    order = np.arange(n, dtype=np.int64)
+    for key in keys:
+        key = np.asarray(key)
+        if key.shape != (n,):
+            raise ValueError(f"keys must be 1-D arrays of length {n}, got shape {key.shape}")
+        order = order[stable_argsort(key[order])]
+    return order
+
+
 def sorted_pairs(
     a: np.ndarray, b: np.ndarray, dist: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of indices ``(a[p], b[p])`` in ``0..n-1`` with a value ``dist[p]`` (any dtype: a
     Hamming distance, a pair's index), sorted stably by ``(a, b)``: one radix sort of ``a`` and
-    ``b`` packed into one word (``np.lexsort`` when ``n`` needs more than 32 bits).
+    ``b`` packed into one word (:func:`stable_lexsort` when ``n`` needs more than 32 bits).
     O(pairs × log2(n) / DIGIT_BITS).
 
     Example:
@@ -273,7 +366,7 @@ def sorted_pairs(
     """
     width = max(1, int(n - 1).bit_length())
     if 2 * width > _KEY_BITS:
-        order = np.lexsort((b, a))
+        order = stable_lexsort((b, a))
         return a[order], b[order], dist[order]
     keys = (a.astype(np.uint64) << np.uint64(width)) | b.astype(np.uint64)
     keys, dist = sorted_carrying(keys, dist, 2 * width)

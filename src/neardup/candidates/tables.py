@@ -229,6 +229,20 @@ def _inverse_from_members(offsets, members, inverse):
 
 
 @njit(cache=True, nogil=True)
+def _earliest_members(offsets, members, rank, among, out):
+    """``out[v]``: the member of bucket ``v`` of smallest ``rank`` among those ``among``
+    allows, -1 if none; members ascend within a bucket, so the strict ``<`` keeps the smallest
+    index among equal ranks."""
+    for v in range(offsets.shape[0] - 1):
+        best = -1
+        for p in range(offsets[v], offsets[v + 1]):
+            i = members[p]
+            if among[i] and (best < 0 or rank[i] < rank[best]):
+                best = i
+        out[v] = best
+
+
+@njit(cache=True, nogil=True)
 def _expanded_size(offsets, a, b):
     """Index pairs of the buckets of identical values plus those of the value pairs."""
     total = 0
@@ -580,6 +594,36 @@ class IdenticalBuckets:
         inverse = np.empty(self.members.shape[0], np.int64)
         _inverse_from_members(self.offsets, self.members, inverse)
         return inverse
+
+    def earliest(self, rank: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+        """``int64`` per value: the input holding it of smallest ``rank`` (one integer per
+        input), ties broken by the smaller index; only inputs where the bool ``among`` is true
+        count (default: all), and a value that none of them holds gets -1. One pass over the
+        buckets, no sort: ``O(N)``.
+
+        Example:
+            >>> b = IdenticalBuckets.of(np.array([7, 3, 7, 7], dtype=np.uint64))
+            >>> b.earliest(np.array([2, 0, 1, 1])).tolist()
+            [1, 2]
+            >>> b.earliest(np.array([2, 0, 1, 1]), np.array([1, 0, 0, 1], bool)).tolist()
+            [-1, 3]
+        """
+        rank = np.asarray(rank)
+        n = self.members.shape[0]
+        if rank.shape != (n,):
+            raise ValueError(f"rank must have one value per input, shape ({n},), got {rank.shape}")
+        if rank.size and rank.dtype.kind not in "iu":
+            raise ValueError(f"rank must have an integer dtype, got {rank.dtype}")
+        if among is None:
+            among = np.ones(n, dtype=bool)
+        elif np.shape(among) != (n,) or np.asarray(among).dtype != np.bool_:
+            raise ValueError(
+                f"among must be a bool array of shape ({n},), got {np.asarray(among).dtype} "
+                f"of shape {np.shape(among)}"
+            )
+        out = np.empty(self.values.shape[0], np.int64)
+        _earliest_members(self.offsets, self.members, rank, among, out)
+        return out
 
     def expand(
         self, a: np.ndarray, b: np.ndarray, dist: np.ndarray

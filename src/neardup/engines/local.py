@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -421,16 +422,20 @@ def _write_outputs(
     the originals' rows, fetched by ``originals``, as one set; then the report, its texts by
     position from ``texts_at``); returns GROUPS' columns."""
     progress.stage("writing")
-    columns = groups_columns(ids, groups)
-    with output_set():
-        if outputs.groups:
-            write_table(outputs.groups, columns)
-        if outputs.pairs:
-            write_table(outputs.pairs, pairs_columns(ids, groups, settings.method))
-        if outputs.keep:
-            rows = np.flatnonzero(groups.is_original)
-            progress.stage("writing originals", int(rows.shape[0]))
-            write_records(outputs.keep, _progress_records(originals(rows), progress))
+    # GROUPS' columns (a take of every document's original ID) are made on a second core
+    # while PAIRS is encoded and written: both are Arrow kernels, which release the GIL.
+    with ThreadPoolExecutor(1) as pool:
+        making = pool.submit(groups_columns, ids, groups)
+        with output_set():
+            if outputs.pairs:
+                write_table(outputs.pairs, pairs_columns(ids, groups, settings.method))
+            columns = making.result()
+            if outputs.groups:
+                write_table(outputs.groups, columns)
+            if outputs.keep:
+                rows = np.flatnonzero(groups.is_original)
+                progress.stage("writing originals", int(rows.shape[0]))
+                write_records(outputs.keep, _progress_records(originals(rows), progress))
     if outputs.report:
         progress.stage("report")
         _write_report(outputs.report, columns["id"], groups, settings, read_seconds, texts_at)

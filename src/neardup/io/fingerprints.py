@@ -720,28 +720,73 @@ def _seed_rows_in_bulk(src: Source, rows: RowChecks) -> FingerprintTable | None:
 
         with ThreadPoolExecutor(workers) as pool:
             blocks = list(pool.map(read, range(len(spans))))
-    n = sum(b.rows for b in blocks)
-    if n == 0 or not all(b.ok for b in blocks) or not _distinct_ids(blocks):
-        return None
+            n = sum(b.rows for b in blocks)
+            if n == 0 or not all(b.ok for b in blocks) or not _distinct_ids(blocks):
+                return None
+            joined = _SeedTable(blocks, out, spans)
+            list(pool.map(joined.copy_block, range(len(blocks))))
     rows.start_file(src.display)
     rows.stats.documents += n
-    taken = [slice(at, at + b.rows) for at, b in zip(out.row_at.tolist(), blocks)]
-    timestamps = np.concatenate([out.micros[t] for t in taken])
-    forms = np.concatenate([out.forms[t] for t in taken])
-    ends = np.cumsum([b.rows for b in blocks]).tolist()
+    timestamps, forms = joined.micros, joined.forms
+    ends = joined.row_at[1:].tolist()
 
     def raw_timestamps() -> pa.ChunkedArray:
         chunks = [_stamp_texts(timestamps[a:b], forms[a:b]) for a, b in zip([0] + ends[:-1], ends)]
         return pa.chunked_array(chunks, type=pa.string())
 
-    ids = pa.chunked_array([b.ids for b in blocks], type=pa.string())
-    if sum(b.ids.buffers()[2].size for b in blocks) < 1 << 31:
-        # One chunk: taking rows by index (the outputs' columns) is many times faster.
-        ids = pa.chunked_array([ids.combine_chunks()])
     return FingerprintTable(
-        ids=ids,
-        fingerprints=np.concatenate([out.fps[t] for t in taken]),
+        ids=joined.ids(),
+        fingerprints=joined.fps,
         timestamps=timestamps,
         raw_timestamps=raw_timestamps,
         stats=rows.stats,
     )
+
+
+class _SeedTable:
+    """The columns of all blocks of a file of seed rows joined into whole-file arrays, each
+    block copied into its place by :meth:`copy_block` on a worker thread (numpy's copies
+    release the GIL): no serial concatenation after the parallel parse. The IDs become one
+    Arrow chunk when their bytes fit its 32-bit offsets (taking rows by index, as the outputs'
+    columns do, is then many times faster), else stay one chunk a block."""
+
+    def __init__(self, blocks: list[_SeedBlock], out: _SeedColumns, spans: list[tuple[int, int]]):
+        self.blocks, self.out, self.spans = blocks, out, spans
+        counts = [b.rows for b in blocks]
+        self.row_at = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        id_bytes = [b.ids.buffers()[2].size for b in blocks]
+        self.byte_at = np.concatenate([[0], np.cumsum(id_bytes)]).astype(np.int64)
+        n = int(self.row_at[-1])
+        self.fps = np.empty(n, dtype=np.uint64)
+        self.micros = np.empty(n, dtype=np.int64)
+        self.forms = np.empty(n, dtype=np.uint8)
+        self.one_chunk = int(self.byte_at[-1]) < 1 << 31
+        if self.one_chunk:
+            self.id_offsets = np.empty(n + 1, dtype=np.int32)
+            self.id_offsets[n] = self.byte_at[-1]
+            self.id_data = np.empty(int(self.byte_at[-1]), dtype=np.uint8)
+
+    def copy_block(self, k: int) -> None:
+        """Copy block ``k``'s rows into their place. O(its rows and ID bytes)."""
+        rows = self.blocks[k].rows
+        src = slice(int(self.out.row_at[k]), int(self.out.row_at[k]) + rows)
+        dst = slice(int(self.row_at[k]), int(self.row_at[k + 1]))
+        self.fps[dst] = self.out.fps[src]
+        self.micros[dst] = self.out.micros[src]
+        self.forms[dst] = self.out.forms[src]
+        if self.one_chunk:
+            byte_at = int(self.byte_at[k])
+            np.add(self.out.id_offsets[src], byte_at, out=self.id_offsets[dst])
+            start = self.spans[k][0]
+            size = int(self.byte_at[k + 1]) - byte_at
+            self.id_data[byte_at : byte_at + size] = self.out.ids[start : start + size]
+
+    def ids(self) -> pa.ChunkedArray:
+        """The IDs, once every block is copied."""
+        if not self.one_chunk:
+            return pa.chunked_array([b.ids for b in self.blocks], type=pa.string())
+        n = self.fps.shape[0]
+        column = pa.StringArray.from_buffers(
+            n, pa.py_buffer(self.id_offsets), pa.py_buffer(self.id_data)
+        )
+        return pa.chunked_array([column])
