@@ -21,19 +21,31 @@ from neardup.cli.main import main as neardup
 _ENGINE_COMMANDS = ("dedup", "pairs")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the ``neardup`` command line ``argv`` (default: this process's arguments) with
-    ``--engine spark`` added to ``dedup`` and ``pairs`` unless an engine is given. Exits the
-    process as ``neardup`` does. O(1) besides the command.
+def with_spark_engine(argv: Sequence[str] | None = None) -> list[str]:
+    """``argv`` (default: this process's arguments) with ``--engine spark`` added to ``dedup``
+    and ``pairs`` unless an engine is given. O(len(argv)).
 
-    Example: ``main(["dedup", "docs.jsonl", "-o", "groups.tsv"])`` runs
-    ``neardup dedup docs.jsonl -o groups.tsv --engine spark``.
+    Example:
+        >>> with_spark_engine(["dedup", "docs.jsonl", "-o", "groups.tsv"])[-2:]
+        ['--engine', 'spark']
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in _ENGINE_COMMANDS and "--engine" not in args:
         args += ["--engine", "spark"]
-    run(args, neardup)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the ``neardup`` command line ``argv`` (default: this process's arguments) with
+    ``--engine spark`` added (:func:`with_spark_engine`). Ends with ``SystemExit``, as click
+    commands do; the application that ``spark-submit`` runs (this file as ``__main__``) ends
+    the process as ``neardup`` does instead. O(1) besides the command.
+
+    Example: ``main(["dedup", "docs.jsonl", "-o", "groups.tsv"])`` runs
+    ``neardup dedup docs.jsonl -o groups.tsv --engine spark``.
+    """
+    neardup(with_spark_engine(argv), prog_name="neardup")
 
 
 if __name__ == "__main__":
-    main()
+    run(with_spark_engine(), neardup)
