@@ -1,0 +1,47 @@
+"""Tests for neardup.candidates.hamming: the SimHash candidate search against brute force."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.candidates.hamming import HammingSearch
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=12),
+    st.integers(0, 60),
+    st.integers(0, 8),
+    st.randoms(use_true_random=False),
+)
+def test_hamming_search_star_edges_and_pairs_equal_brute_force(values, n, k, rnd):
+    """Fingerprints with copies and near copies; representatives an arbitrary subset (so a
+    fingerprint may be held by none of them) and ranks a permutation."""
+    pool = list(values) + [v ^ (1 << rnd.randrange(64)) for v in values]
+    fps = np.array([rnd.choice(pool) for _ in range(n)] if pool else [], dtype=np.uint64)
+    n = fps.size
+    reps = np.array(sorted(rnd.sample(range(n), rnd.randint(0, n))), dtype=np.int64)
+    rank = np.arange(n)
+    rnd.shuffle(rank)
+    search = HammingSearch.of(fps, k)
+    a, b = search.star_edges(reps, rank)
+    # Brute force: each fingerprint's earliest representative; stars in representative
+    # order, then those earliest ones of every two fingerprints within k, by value.
+    held = sorted({int(fps[r]) for r in reps})
+    head = {v: min((r for r in reps if fps[r] == v), key=lambda r: rank[r]) for v in held}
+    want = [(head[int(fps[r])], r) for r in reps if head[int(fps[r])] != r]
+    want += [
+        (head[x], head[y])
+        for i, x in enumerate(held)
+        for y in held[i + 1 :]
+        if (x ^ y).bit_count() <= k
+    ]
+    assert list(zip(a.tolist(), b.tolist())) == want
+    i, j, dist = search.pairs()
+    want_pairs = [
+        (p, q, (int(fps[p]) ^ int(fps[q])).bit_count())
+        for p in range(n)
+        for q in range(p + 1, n)
+        if (int(fps[p]) ^ int(fps[q])).bit_count() <= k
+    ]
+    assert list(zip(i.tolist(), j.tolist(), dist.tolist())) == want_pairs
