@@ -300,3 +300,17 @@ def synth_corpus():
     return synth.generate(
         ENGLISH + KOREAN, seed=7, per_base=len(synth.EDITS), edits="all", hot_template=25
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_process_exit_inside_the_test_run(monkeypatch):
+    """`neardup.signals.exit_process` ends the process at once (`os._exit`), right for the
+    command, fatal for a test run: called in-process by mistake it would end pytest mid-run
+    with the command's status, 0 included, and a suite that never finished would look green.
+    Here it fails the test instead. Commands run as subprocesses are unaffected."""
+    from neardup import signals
+
+    def refuse(status):
+        pytest.fail(f"exit_process({status!r}) called inside the test process")
+
+    monkeypatch.setattr(signals, "exit_process", refuse)
