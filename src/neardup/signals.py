@@ -63,12 +63,25 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+def _in_compiler(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs in numba's or llvmlite's code, or is called from it."""
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith(("numba", "llvmlite")):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     global _received
     if _received is not None:
         return  # already unwinding: let the clean-up finish
     _received = signum
-    if not _deferring:
+    # Raised inside numba or llvmlite (a kernel being loaded, an LLVM object freed by its
+    # finaliser) the exception leaves their state half changed, and the process crashed with
+    # SIGSEGV on its way out; there the record alone stops the run, at its next check
+    # (raise_if_received: each stage and batch of the progress display, every commit).
+    if not _deferring and not _in_compiler(frame):
         raise Interrupted(signum)
 
 

@@ -132,7 +132,8 @@ class Reporter:
 
     def stage(self, name: str, total: int | None = None, unit: str = "docs") -> None:
         """Start showing stage ``name`` (``total`` in ``unit`` when known: "B", "docs" or
-        "pairs")."""
+        "pairs"). A run that received a signal stops here (:mod:`neardup.signals`)."""
+        signals.raise_if_received()
         self._end_stage()
         self._stage_name, self._stage_started = name, time.perf_counter()
         if self._progress is None:
@@ -144,7 +145,8 @@ class Reporter:
 
     def advance(self, amount: int, docs: int | None = None, spilled: int | None = None) -> None:
         """``amount`` more units of the current stage are done (``docs`` read so far, bytes
-        ``spilled`` to the temp dir)."""
+        ``spilled`` to the temp dir). A run that received a signal stops here."""
+        signals.raise_if_received()
         unit_bytes = self._unit == "B"
         if unit_bytes:
             self.bytes += amount
