@@ -20,16 +20,19 @@ def index_stats(
     tables: Any,
     verifier_bytes: int,
     open_info: OpenInfo,
-    **fields: Any,
+    *,
+    mode: str,
+    synchronous: str,
+    last_position: int,
+    created: str,
 ) -> dict[str, Any]:
     """The stats of the index at ``path``: its records (``conn``), ``settings``, candidate
-    ``tables`` and the bytes its MinHash verifier holds, how it was opened, and ``fields``
-    (mode, synchronous, last_position, created) in that order. O(groups) for the group counts
-    (one SQLite scan)."""
+    ``tables`` and the bytes its MinHash verifier holds, how it was opened, and the writer's
+    ``mode`` ("writer" or "readonly"), ``synchronous``, ``last_position`` and ``created``.
+    O(groups) for the group counts (one SQLite scan)."""
     groups, largest = conn.execute("SELECT COUNT(*), COALESCE(MAX(size), 0) FROM groups").fetchone()
     memory = tables.nbytes + verifier_bytes
     db_bytes = sum(p.stat().st_size for p in path.glob(DB_NAME + "*") if p.is_file())
-    mode, synchronous = fields.pop("mode"), fields.pop("synchronous")
     return {
         "path": str(path),
         "mode": mode,
@@ -45,8 +48,8 @@ def index_stats(
         "memory_bytes": memory,
         "bytes_per_document": round(memory / tables.live, 1) if tables.live else None,
         "database_bytes": db_bytes,
-        "last_position": fields.pop("last_position"),
+        "last_position": last_position,
         **open_info.stats(),
-        "created": fields.pop("created"),
+        "created": created,
         "format_version": FORMAT_VERSION,
     }

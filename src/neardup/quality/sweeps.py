@@ -484,9 +484,10 @@ def sweep_corpus(
     swept = swept_settings(settings_base, values, verify)
     if not 0.0 <= min_precision <= 1.0:
         raise ValueError(f"min_precision must be in [0, 1]; got {min_precision}")
+    signed = sweep_signature_settings(settings_base, swept, truth)
     collection = LocalEngine(workers).collect(
         documents,
-        sweep_signature_settings(settings_base, swept, truth),
+        signed,
         on_batch=on_batch,
         keep_sets=True,
     )
@@ -504,7 +505,6 @@ def sweep_corpus(
     best, precise = best_settings(rows, min_precision)
     distances = None
     if truth.kind == "pairs":
-        signed = sweep_signature_settings(settings_base, swept, truth)
         distances = pair_distances(
             collection.signatures,
             collection.ids,
