@@ -9,6 +9,7 @@ import xxhash
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from neardup.eojeol import EOJEOL_END
 from neardup.index.lcs_bound import unit_sketches
 from neardup.lcs import count_sketches, lcs_pairs
 from neardup.text import Canonical, hash_features, normalize
@@ -39,7 +40,8 @@ TOKENS = st.sampled_from(
 @given(st.lists(TOKENS, max_size=40).map("".join))
 def test_auto_units_are_characters_for_cjk_texts_and_words_otherwise(text):
     """Auto units equal the syllable units (as code points, tagged) of a text holding Hangul,
-    kana or Han, and its word units otherwise."""
+    kana or Han, with the ends of its eojeol marked when it holds Hangul, and its word units
+    otherwise."""
     import re
 
     o, got = lcs_units([text], "auto")
@@ -47,6 +49,9 @@ def test_auto_units_are_characters_for_cjk_texts_and_words_otherwise(text):
         r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]", text
     ):
         want = lcs_units([text], "syllable")[1].astype(np.uint64) | np.uint64(1 << 63)
+        if re.search(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]", text):
+            ends = np.cumsum([len(w) for w in normalize(text).split(" ")]) - 1
+            want[ends] |= np.uint64(EOJEOL_END)
     else:
         want = lcs_units([text], "word")[1] & ~np.uint64(1 << 63)
     assert got.tolist() == want.tolist()
@@ -100,6 +105,8 @@ UNSPACED = [
     (0x20000, 0x2FFFF),
 ]
 
+HANGUL = [(0x1100, 0x11FF), (0x3130, 0x318F), (0xAC00, 0xD7A3)]
+
 
 def reference_units(text: str, unit: str) -> list[int]:
     """The units of ``text`` by the rule of the module docstring, in plain Python."""
@@ -109,6 +116,13 @@ def reference_units(text: str, unit: str) -> list[int]:
         return characters
     if unit == "word":
         return words
+    if any(lo <= ord(c) <= hi for c in text for lo, hi in HANGUL):
+        # A Korean text: the last character of each eojeol marked.
+        return [
+            ord(c) | 1 << 63 | (1 << 62 if k == len(w) - 1 else 0)
+            for w in text.split(" ")
+            for k, c in enumerate(w)
+        ]
     if any(lo <= ord(c) <= hi for c in text for lo, hi in UNSPACED):
         return [c | 1 << 63 for c in characters]
     return [w & ~(1 << 63) for w in words]

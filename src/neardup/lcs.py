@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from neardup.eojeol import by_eojeol, eojeol_resemblance, unit_key
 from neardup.similarity import _trim_common
 
 __all__ = [
@@ -66,8 +67,8 @@ _BUCKET_SHIFT = np.uint64(64 - 9)  # the top 9 bits: SKETCH_BITS buckets
 @njit(inline="always")
 def unit_bucket(unit):
     """The bucket of an LCS unit in ``0..SKETCH_BITS-1``: the top 9 bits of the unit times an
-    odd constant (a multiplicative hash)."""
-    return np.int64((np.uint64(unit) * _MUL) >> _BUCKET_SHIFT)
+    odd constant (a multiplicative hash), of its :func:`~neardup.eojeol.unit_key`."""
+    return np.int64((unit_key(unit) * _MUL) >> _BUCKET_SHIFT)
 
 
 @njit(inline="always")
@@ -209,7 +210,7 @@ def _lcs_bits(x, y, scratch, need=0):
     shift = np.uint64(64 - bits)
     distinct = 0
     for i in range(m):
-        key = np.uint64(a[i])
+        key = unit_key(a[i])
         h = np.int64((key * _MUL) >> shift)
         while table_owner[h] == stamp and table_key[h] != key:
             h = (h + 1) & mask
@@ -221,7 +222,7 @@ def _lcs_bits(x, y, scratch, need=0):
         aid[i] = table_id[h]
     absent = distinct  # the id of text units the pattern lacks: its mask stays 0
     for j in range(n):
-        key = np.uint64(b[j])
+        key = unit_key(b[j])
         h = np.int64((key * _MUL) >> shift)
         found = absent
         while table_owner[h] == stamp:
@@ -289,7 +290,19 @@ def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
     length = _lcs_bits(x, y, scratch, need)
     if not resemblance:
         return float(length)
-    return 1.0 if top == 0 else length / top
+    return 1.0 if top == 0 else in_eojeol(length / top, x, y, threshold)
+
+
+@njit(inline="always")
+def in_eojeol(value, x, y, threshold):
+    """The resemblance of two texts whose character LCS resemblance is ``value``: for two
+    Korean texts (:func:`~neardup.eojeol.by_eojeol`) that reach ``threshold`` by characters
+    (0: exact wanted), the lower of ``value`` and their eojeol resemblance (exact at or above
+    the threshold); otherwise ``value``. The character value bounds the result from above, so
+    every bound of it (lengths, count sketches, unit sketches) stays a bound."""
+    if value >= threshold and by_eojeol(x) and by_eojeol(y):
+        return min(value, eojeol_resemblance(x, y, threshold))
+    return value
 
 
 @njit(cache=True, nogil=True)
@@ -541,7 +554,7 @@ def _finish(v, peq, codes, start, n, first, need, words, last_valid, table):
     ``need``, a bound below ``need`` (after text unit j, LCS ≤ LCS so far + n − j − 1)."""
     absent = table[6]
     for j in range(first, n):
-        row = _pattern_row(np.uint64(codes[start + j]), table)
+        row = _pattern_row(unit_key(codes[start + j]), table)
         if row != absent:
             _advance(v, peq, row * words, words)
         if need > 0 and (j & 31) == 31:
@@ -580,7 +593,8 @@ def _linear_pair(x, y, threshold, scratch, budget):
         if cost > budget[0]:
             return np.nan
         budget[0] -= cost
-    return _resemblance(m, n, _lcs_bits(same_x, same_y, scratch, need))
+    value = _resemblance(m, n, _lcs_bits(same_x, same_y, scratch, need))
+    return in_eojeol(value, x, y, threshold)
 
 
 @njit(cache=True, nogil=True)
@@ -639,7 +653,7 @@ def _one_to_many_kernel(
             words = (m + 63) // 64
             distinct = 0
             for i in range(m):
-                key = np.uint64(codes_a[start + i])
+                key = unit_key(codes_a[start + i])
                 h = np.int64((key * _MUL) >> shift)
                 while table_owner[h] == run and table_key[h] != key:
                     h = (h + 1) & (capacity - 1)
@@ -669,8 +683,8 @@ def _one_to_many_kernel(
             v2[w] = ones
         both = min(n1, n2) if need1 >= 0 and need2 >= 0 else 0
         for j in range(both):
-            r1 = _pattern_row(np.uint64(codes_b[s1 + j]), table)
-            r2 = _pattern_row(np.uint64(codes_b[s2 + j]), table)
+            r1 = _pattern_row(unit_key(codes_b[s1 + j]), table)
+            r2 = _pattern_row(unit_key(codes_b[s2 + j]), table)
             if r1 != absent:
                 _advance(v1, peq, r1 * words, words)
             if r2 != absent:
@@ -678,12 +692,14 @@ def _one_to_many_kernel(
         length = -1
         if need1 >= 0:
             length = _finish(v1, peq, codes_b, s1, n1, both, need1, words, last_valid, table)
-        out[q] = _resemblance(m, n1, length)
+        x = codes_a[offsets_a[current] : offsets_a[current + 1]]
+        out[q] = in_eojeol(_resemblance(m, n1, length), x, codes_b[s1 : s1 + n1], threshold)
         if lanes == 2:
             length = -1
             if need2 >= 0:
                 length = _finish(v2, peq, codes_b, s2, n2, both, need2, words, last_valid, table)
-            out[q + 1] = _resemblance(m, n2, length)
+            value = _resemblance(m, n2, length)
+            out[q + 1] = in_eojeol(value, x, codes_b[s2 : s2 + n2], threshold)
         q += lanes
 
 

@@ -13,13 +13,15 @@ case folding, separators → one space):
 ``"auto"`` (the unit of ``--verify lcs:T``)
     per text: its characters (``"syllable"``, spaces ignored) when it holds any Hangul, kana or
     Han character, else its words (``"word"``). Words are the definition's unit where they are
-    separated by spaces; Chinese and Japanese have no spaces, and Korean spacing is unreliable
-    (spacing errors, particles attached or not, lines wrapped inside a word: the Debian Korean
-    descriptions have all three), so their texts count characters. Letters alone were measured
-    too lenient for English (unrelated words share letters in order, so a pair with a fifth
-    of its words changed still keeps 80 % of its letters), and words too strict for Korean.
-    Characters are their code point with the top bit set, words XXH64 values with it cleared
-    (uint64).
+    separated by spaces. Chinese and Japanese have no spaces, so their texts count characters.
+    Korean has spaces but unreliable ones (spacing errors, particles attached or not, lines
+    wrapped inside a word: the Debian Korean descriptions have all three), so a text holding
+    Hangul is aligned by characters and measured in its eojeol (:mod:`neardup.eojeol`): each
+    character that ends an eojeol (followed by a space or the end of the text) carries
+    :data:`~neardup.eojeol.EOJEOL_END`. Letters alone were measured too lenient for English
+    (unrelated words share letters in order, so a pair with a fifth of its words changed
+    still keeps 80 % of its letters). Characters are their code point with the top bit set,
+    words XXH64 values with it cleared (uint64).
 
 Example:
     >>> o, c = lcs_units(["a b c", "한 글"], "auto")
@@ -34,6 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from neardup.eojeol import EOJEOL_END
 from neardup.hashing import _xxh64_padded
 from neardup.lcs import COUNT_BUCKETS, SKETCH_BITS, add_counts, add_to_sketch
 from neardup.text.canonical import Canonical, utf8_code_point
@@ -59,7 +62,7 @@ _BLOCK = 1024
 def _census(canon, lo, hi):
     """``(characters, spaces, high)`` of the UTF-8 text ``canon[lo:hi]`` (uint64 bounds): its
     code points other than the space, its spaces, and whether a byte is a lead byte of U+1000
-    or above (what :func:`_has_unspaced_script` looks for). No branch, so it vectorises."""
+    or above (what :func:`_scripts` looks for). No branch, so it vectorises."""
     characters = 0
     spaces = 0
     high = False
@@ -94,10 +97,11 @@ def _code_point_at(canon, i):
 
 
 @njit(inline="always")
-def _characters_into(codes, o, canon, lo, hi, tag, decoded, kept):
-    """Write the code points of ``canon[lo:hi]`` other than the space, each ``| tag``, to
-    ``codes[o:]`` (uint64 bounds; ``decoded`` and ``kept`` are scratch blocks, ``decoded`` of
-    the dtype of ``codes``).
+def _characters_into(codes, o, canon, lo, hi, tag, ends, decoded, kept):
+    """Write the code points of ``canon[lo:hi]`` other than the space, each ``| tag``, and
+    ``| ends`` for one followed by a space or the end of the text (the last character of a
+    word), to ``codes[o:]`` (uint64 bounds; ``decoded`` and ``kept`` are scratch blocks,
+    ``decoded`` of the dtype of ``codes``).
 
     On a text mixing Hangul (3 bytes) with spaces or ASCII (1 byte), a decoding loop that
     branches on the lead byte mispredicts at almost every word, and one that steps from lead
@@ -116,7 +120,17 @@ def _characters_into(codes, o, canon, lo, hi, tag, decoded, kept):
         stop = min(start + np.uint64(decoded.shape[0]), fast_end)
         for j in range(stop - start):
             b = canon[start + j]
-            decoded[j] = _code_point_at(canon, start + j) | tag
+            # The byte after the character: its lead byte says how long it is.
+            after = canon[
+                start
+                + j
+                + _ONE
+                + np.uint64(b >= 0xC0)
+                + np.uint64(b >= 0xE0)
+                + np.uint64(b >= 0xF0)
+            ]
+            last = np.uint64(0) - np.uint64(after == 32)
+            decoded[j] = _code_point_at(canon, start + j) | tag | (ends & last)
             kept[j] = ((b & 0xC0) != 0x80) & (b != 32)
         for j in range(stop - start):
             codes[o] = decoded[j]
@@ -129,7 +143,8 @@ def _characters_into(codes, o, canon, lo, hi, tag, decoded, kept):
         cp, length = utf8_code_point(canon, np.int64(i))
         i += np.uint64(length)
         if cp != 32:
-            codes[o] = np.uint64(cp) | tag
+            last = i >= hi or canon[i] == 32
+            codes[o] = np.uint64(cp) | tag | (ends if last else _ZERO)
             o += _ONE
 
 
@@ -167,19 +182,28 @@ def _unspaced_script(cp):
 
 
 @njit(inline="always")
-def _has_unspaced_script(canon, lo, hi):
-    """Whether the UTF-8 text ``canon[lo:hi]`` holds a character of :func:`_unspaced_script`
-    (only the code points of lead bytes of U+1000 and above are decoded)."""
+def _hangul(cp):
+    """Hangul syllables and jamo (a Korean text)."""
+    return (0xAC00 <= cp <= 0xD7A3) or (0x1100 <= cp <= 0x11FF) or (0x3130 <= cp <= 0x318F)
+
+
+@njit(inline="always")
+def _scripts(canon, lo, hi):
+    """``(unspaced, hangul)``: whether the UTF-8 text ``canon[lo:hi]`` holds a character of
+    :func:`_unspaced_script`, and one of :func:`_hangul` (only the code points of lead bytes of
+    U+1000 and above are decoded, until the first Hangul)."""
+    unspaced = False
     i = lo
     while i < hi:
         if canon[i] >= 0xE1:
             cp, length = utf8_code_point(canon, i)
-            if _unspaced_script(cp):
-                return True
+            if _hangul(cp):
+                return True, True
+            unspaced |= _unspaced_script(cp)
             i += length
         else:
             i += 1
-    return False
+    return unspaced, False
 
 
 # How _layout tells a text's units apart: :data:`LCS_UNITS` by position.
@@ -188,38 +212,42 @@ _AUTO, _SYLLABLE, _WORD = 0, 1, 2
 
 @njit(cache=True, nogil=True)
 def _layout(canon, offsets, unit):
-    """``(out_offsets, by_character)`` of the units ``unit`` (``_AUTO``, ``_SYLLABLE`` or
-    ``_WORD``) of the canonical texts: where each text's units start in the CSR (int64[n + 1])
-    and whether it is counted in characters (bool[n]). For ``_AUTO`` the code points are decoded
-    only for a text with a lead byte of U+1000 or above, and only until the first character of
-    :func:`_unspaced_script`."""
+    """``(out_offsets, by_character, korean)`` of the units ``unit`` (``_AUTO``, ``_SYLLABLE``
+    or ``_WORD``) of the canonical texts: where each text's units start in the CSR
+    (int64[n + 1]), whether it is counted in characters and whether (``_AUTO``) it holds Hangul,
+    its characters then marking the ends of its eojeol (bool[n] each). For ``_AUTO`` the code
+    points are decoded only for a text with a lead byte of U+1000 or above, and only until the
+    first Hangul character."""
     n = offsets.shape[0] - 1
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     by_character = np.zeros(n, dtype=np.bool_)
+    korean = np.zeros(n, dtype=np.bool_)
     for d in range(n):
         lo = offsets[d]
         hi = offsets[d + 1]
         characters, spaces, high = _census(canon, np.uint64(lo), np.uint64(hi))
-        by_character[d] = unit == _SYLLABLE or (
-            unit == _AUTO and high and _has_unspaced_script(canon, lo, hi)
-        )
+        if unit == _AUTO and high:
+            by_character[d], korean[d] = _scripts(canon, lo, hi)
+        by_character[d] |= unit == _SYLLABLE
         count = characters if by_character[d] else (spaces + 1 if hi > lo else 0)
         out_offsets[d + 1] = out_offsets[d] + count
-    return out_offsets, by_character
+    return out_offsets, by_character, korean
 
 
 @njit(inline="always")
-def _text_units_into(codes, o, canon, lo, hi, by_character, tag, bits, decoded, kept):
+def _text_units_into(codes, o, canon, lo, hi, by_character, korean, tag, bits, decoded, kept):
     """Write the units of the text ``canon[lo:hi]`` to ``codes[o:]``: its code points
-    ``| tag`` when ``by_character``, else the XXH64 of its words ``& bits``."""
+    ``| tag`` when ``by_character`` (those that end an eojeol ``| EOJEOL_END`` too when
+    ``korean``), else the XXH64 of its words ``& bits``."""
     if by_character:
-        _characters_into(codes, o, canon, np.uint64(lo), np.uint64(hi), tag, decoded, kept)
+        ends = EOJEOL_END if korean else _ZERO
+        _characters_into(codes, o, canon, np.uint64(lo), np.uint64(hi), tag, ends, decoded, kept)
     elif hi > lo:
         _words_into(codes, o, canon, np.uint64(lo), np.uint64(hi), bits)
 
 
 @njit(cache=True, nogil=True)
-def _fill(canon, offsets, out_offsets, by_character, codes, tag, bits):
+def _fill(canon, offsets, out_offsets, by_character, korean, codes, tag, bits):
     """Write each text's units (:func:`_text_units_into`) to ``codes`` (uint32 for characters
     alone, else uint64) at ``out_offsets``."""
     decoded = np.empty(_BLOCK, dtype=codes.dtype)
@@ -227,7 +255,17 @@ def _fill(canon, offsets, out_offsets, by_character, codes, tag, bits):
     for d in range(offsets.shape[0] - 1):
         o = np.uint64(out_offsets[d])
         _text_units_into(
-            codes, o, canon, offsets[d], offsets[d + 1], by_character[d], tag, bits, decoded, kept
+            codes,
+            o,
+            canon,
+            offsets[d],
+            offsets[d + 1],
+            by_character[d],
+            korean[d],
+            tag,
+            bits,
+            decoded,
+            kept,
         )
 
 
@@ -245,7 +283,7 @@ def lcs_unit_counts(texts: Sequence[str] | Canonical, unit: str = "auto") -> np.
 
 
 @njit(cache=True, nogil=True)
-def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches, marks):
+def _sketch(canon, offsets, out_offsets, by_character, korean, tag, bits, sketches, marks):
     """Count each text's units (as :func:`_fill` writes them) in its row of ``sketches`` and,
     when ``marks`` has columns, mark their buckets in its row of ``marks``
     (:func:`neardup.lcs.add_to_sketch`), through one scratch array of the longest text's
@@ -265,6 +303,7 @@ def _sketch(canon, offsets, out_offsets, by_character, tag, bits, sketches, mark
             offsets[d],
             offsets[d + 1],
             by_character[d],
+            korean[d],
             tag,
             bits,
             decoded,
@@ -310,11 +349,11 @@ def lcs_unit_summaries(
 
 
 def _sketched(texts: Sequence[str] | Canonical, unit: str, words: int) -> tuple:
-    canon, offsets, by_character, tag, bits, _ = _laid_out(texts, unit)
+    canon, offsets, by_character, korean, tag, bits, _ = _laid_out(texts, unit)
     n = offsets.shape[0] - 1
     sketches = np.zeros((n, COUNT_BUCKETS), dtype=np.uint8)
     marks = np.zeros((n, words), dtype=np.uint64)
-    _sketch(canon.data, canon.offsets, offsets, by_character, tag, bits, sketches, marks)
+    _sketch(canon.data, canon.offsets, offsets, by_character, korean, tag, bits, sketches, marks)
     return np.diff(offsets), sketches, marks
 
 
@@ -335,22 +374,22 @@ def lcs_units(
         >>> lcs_units(["x y", "z"], "word")[0].tolist()
         [0, 2, 3]
     """
-    canon, offsets, by_character, tag, bits, code = _laid_out(texts, unit)
+    canon, offsets, by_character, korean, tag, bits, code = _laid_out(texts, unit)
     codes = np.empty(int(offsets[-1]), dtype=np.uint32 if code == _SYLLABLE else np.uint64)
-    _fill(canon.data, canon.offsets, offsets, by_character, codes, tag, bits)
+    _fill(canon.data, canon.offsets, offsets, by_character, korean, codes, tag, bits)
     return offsets, codes
 
 
 def _laid_out(texts: Sequence[str] | Canonical, unit: str) -> tuple:
-    """``(canonical, out_offsets, by_character, tag, bits, code)``: the texts' canonical form,
-    :func:`_layout` of their units ``unit`` and what :func:`_text_units_into` needs to make
-    them."""
+    """``(canonical, out_offsets, by_character, korean, tag, bits, code)``: the texts'
+    canonical form, :func:`_layout` of their units ``unit`` and what :func:`_text_units_into`
+    needs to make them."""
     code = _unit_code(unit)
     canon = texts if isinstance(texts, Canonical) else Canonical.of(texts)
-    offsets, by_character = _layout(canon.data, canon.offsets, code)
+    offsets, by_character, korean = _layout(canon.data, canon.offsets, code)
     # "auto" tells characters from words by the top bit; one unit alone needs no tag.
     tag, bits = (_TAG, ~_TAG) if code == _AUTO else (np.uint64(0), _ALL_BITS)
-    return canon, offsets, by_character, tag, bits, code
+    return canon, offsets, by_character, korean, tag, bits, code
 
 
 def _unit_code(unit: str) -> int:

@@ -1,0 +1,208 @@
+"""Korean measured in words: the eojeol that one text keeps of another, robust to spacing.
+
+Rule 2 of ``NEAR_DUPLICATE.md`` counts words; in Korean those are the eojeol, the
+space-separated words (a stem with its particles or endings attached). Korean spacing is
+unreliable, though (a particle written apart or not, a word split by a line wrap, two words
+run together), and rule 1 says formatting does not count. So the characters of both texts are
+aligned with the spaces removed, and a word of the longer text is *kept* when all its
+characters are kept in the alignment, in order::
+
+    kept(L, S) = the most words of L whose characters, concatenated in order, are a
+                 subsequence of S's characters (spaces removed)
+    eojeol resemblance = kept(L, S) / words(L)
+
+with L the text of more characters (spaces are not counted: a spacing change never makes a
+text the longer one); when both have as many characters, the lower value of the two
+directions (the measure is symmetric). A word split in two or two words run together keep
+every character, so they keep their words; a changed particle changes its word.
+
+The maximum runs over every alignment: a set of words of L is kept together exactly when their
+concatenation is a subsequence of S, and among the choices of c words of L's first k words the
+one whose concatenation embeds in the shortest prefix of S dominates (a later word embeds
+after it whenever it does after another). So a dynamic program over L's words keeps, for each
+count c, the shortest prefix of S that c of them embed in (:func:`kept_eojeol`); each word is
+embedded greedily (the earliest match of each character, found by binary search among S's
+positions of that character, sorted once). Time O(W · (W − need + 1) · w̄ · log |S|) with W the
+words of L, w̄ their mean length in characters and need the words the threshold asks for;
+memory O(|S| + W).
+
+The units are those of :func:`neardup.text.units.lcs_units`: a character unit has its top bit
+set (:data:`CHARACTER`), and a character that ends an eojeol of a Korean text also has
+:data:`EOJEOL_END`; :func:`unit_key` clears that bit, so a character is the same unit wherever
+it stands in its word.
+
+Example:
+    >>> from neardup.text.units import lcs_units
+    >>> o, c = lcs_units(["나는 학교에 갔다", "나는 학교 에 갔다", "나는 학교로 갔다"], "auto")
+    >>> eojeol_pairs(o, c, np.array([0, 0]), np.array([1, 2])).tolist()
+    [1.0, 0.6666666666666666]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "CHARACTER",
+    "EOJEOL_END",
+    "by_eojeol",
+    "eojeol_pairs",
+    "eojeol_resemblance",
+    "kept_eojeol",
+    "unit_key",
+]
+
+CHARACTER = np.uint64(1) << np.uint64(63)
+"""The bit of a character unit (:func:`neardup.text.units.lcs_units`, unit ``"auto"``)."""
+EOJEOL_END = np.uint64(1) << np.uint64(62)
+"""The bit of a character unit that ends an eojeol of a Korean text."""
+_BOTH = CHARACTER | EOJEOL_END
+
+
+@njit(inline="always")
+def unit_key(unit):
+    """The unit that the LCS compares: ``unit`` without :data:`EOJEOL_END` when it is a
+    character (a word hash, top bit clear, is left whole). No branch."""
+    u = np.uint64(unit)
+    return u & ~((u >> np.uint64(1)) & EOJEOL_END)
+
+
+@njit(inline="always")
+def _ends(unit):
+    """1 when ``unit`` is a character that ends an eojeol, else 0."""
+    return np.int64((np.uint64(unit) & _BOTH) == _BOTH)
+
+
+@njit(inline="always")
+def by_eojeol(units):
+    """Whether a text's units are characters with eojeol ends (a Korean text): its last
+    character always ends an eojeol. O(1)."""
+    return units.shape[0] > 0 and _ends(units[units.shape[0] - 1]) == 1
+
+
+@njit(inline="always")
+def _embed(longer, lo, hi, start, keys, positions, far):
+    """The end (one past the last match) of the earliest embedding of ``longer[lo:hi]`` in the
+    shorter text from its position ``start``, or ``far`` when it does not embed. ``keys`` are
+    the shorter text's unit keys sorted, ``positions`` their positions in that order
+    (ascending within a key)."""
+    at = start
+    for i in range(lo, hi):
+        key = unit_key(longer[i])
+        first = np.searchsorted(keys, key, "left")
+        last = np.searchsorted(keys, key, "right")
+        p = first + np.searchsorted(positions[first:last], at, "left")
+        if p >= last:
+            return far
+        at = positions[p] + 1
+    return at
+
+
+@njit(cache=True, nogil=True)
+def kept_eojeol(longer, shorter, need=0):
+    """The most eojeol of ``longer`` whose characters are all kept, in order, in ``shorter``
+    (character units of :func:`neardup.text.units.lcs_units`; see the module docstring). With
+    ``need`` > 0 the value is exact when it reaches ``need``, else some value below ``need``
+    (the search stops once ``need`` is out of reach). Time O(W · (W − need + 1) · w̄ · log n),
+    memory O(n + W): W words of ``longer``, w̄ their mean length, n units of ``shorter``.
+    """
+    n = shorter.shape[0]
+    keys = np.empty(n, np.uint64)
+    for j in range(n):
+        keys[j] = unit_key(shorter[j])
+    positions = np.argsort(keys, kind="mergesort")
+    keys = keys[positions]
+    words = 0
+    for i in range(longer.shape[0]):
+        words += _ends(longer[i])
+    far = n + 1
+    # reach[c]: the shortest prefix of shorter that c of the words so far embed in.
+    reach = np.full(words + 1, far, np.int64)
+    reach[0] = 0
+    best = 0
+    start = 0
+    done = 0
+    for i in range(longer.shape[0]):
+        if not _ends(longer[i]):
+            continue
+        # A count below `low` cannot reach `need` with the words left after this one.
+        low = max(0, need - (words - done))
+        for c in range(best, low - 1, -1):
+            end = _embed(longer, start, i + 1, reach[c], keys, positions, far)
+            if end < reach[c + 1]:
+                reach[c + 1] = end
+        if reach[best + 1] < far:
+            best += 1
+        done += 1
+        start = i + 1
+        if need > 0 and best + (words - done) < need:
+            return best + (words - done)
+    return best
+
+
+@njit(inline="always")
+def _word_count(units):
+    words = 0
+    for i in range(units.shape[0]):
+        words += _ends(units[i])
+    return words
+
+
+@njit(inline="always")
+def _needed_words(words, threshold):
+    return np.int64(np.ceil(threshold * words - 1e-9)) if threshold > 0.0 else 0
+
+
+@njit(inline="always")
+def _direction(longer, shorter, threshold):
+    words = _word_count(longer)
+    return kept_eojeol(longer, shorter, _needed_words(words, threshold)) / words
+
+
+@njit(inline="always")
+def eojeol_resemblance(x, y, threshold=0.0):
+    """kept(L, S) / words(L) of two Korean texts' units (both :func:`by_eojeol`), L the one of
+    more characters, the lower of both directions when they have as many. With ``threshold``
+    > 0, exact at or above it, some value below it otherwise."""
+    if x.shape[0] > y.shape[0]:
+        return _direction(x, y, threshold)
+    if y.shape[0] > x.shape[0]:
+        return _direction(y, x, threshold)
+    forward = _direction(x, y, threshold)
+    if threshold > 0.0 and forward < threshold:
+        return forward
+    return min(forward, _direction(y, x, threshold))
+
+
+@njit(cache=True, nogil=True)
+def _eojeol_pairs_kernel(offsets, codes, a, b):
+    out = np.full(a.shape[0], np.nan)
+    for q in range(a.shape[0]):
+        x = codes[offsets[a[q]] : offsets[a[q] + 1]]
+        y = codes[offsets[b[q]] : offsets[b[q] + 1]]
+        if by_eojeol(x) and by_eojeol(y):
+            out[q] = eojeol_resemblance(x, y)
+    return out
+
+
+def eojeol_pairs(
+    offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    """The exact eojeol resemblance (float64) of texts ``a[p]`` and ``b[p]`` of the CSR
+    ``(offsets, codes)`` of :func:`neardup.text.units.lcs_units` (unit ``"auto"`` or
+    ``"eojeol"``), NaN for a pair whose texts are not both Korean (measured otherwise).
+    Cost per pair: see :func:`kept_eojeol`.
+
+    Example:
+        >>> from neardup.text.units import lcs_units
+        >>> o, c = lcs_units(["가 나 다 라 마", "가 나 다 라 바", "a b"], "auto")
+        >>> eojeol_pairs(o, c, np.array([0, 0]), np.array([1, 2])).tolist()
+        [0.8, nan]
+    """
+    return _eojeol_pairs_kernel(
+        np.ascontiguousarray(offsets, np.int64),
+        np.ascontiguousarray(codes),
+        np.ascontiguousarray(a, np.int64),
+        np.ascontiguousarray(b, np.int64),
+    )
