@@ -669,6 +669,30 @@ def test_compare_gives_the_definitions_verdict():
         run("compare", "one two three four five", "one two six seven eight", "--json").output
     )
     assert (other["definition_lcs"], other["near_duplicate"]) == (0.4, "no")  # 2 of 5 words
+    assert other["definition_unit"] == "word"
+
+
+def test_compare_says_which_unit_decided_a_korean_pair():
+    base = "이 패키지는 데비안 시스템에서 오디오 파일을 쉽게 변환하는 도구를 제공합니다"
+    three = "이 패키지가 데비안 시스템의 오디오 파일로 쉽게 변환하는 도구를 제공합니다"
+    result = json.loads(run("compare", base, three, "--json").output)
+    # Three changed particles: 29 of 33 syllables, 7 of 10 eojeol.
+    assert result["definition_characters"] == pytest.approx(29 / 33)
+    assert result["definition_eojeol"] == pytest.approx(0.7)
+    assert (result["definition_unit"], result["near_duplicate"]) == ("eojeol", "no")
+    long_word = json.loads(
+        run(
+            "compare",
+            "가 나 다 라 마 바 사 아 자 차카타파하",
+            "가 나 다 라 마 바 사 아 자 호",
+            "--json",
+        ).output
+    )
+    assert long_word["definition_eojeol"] == pytest.approx(0.9)
+    assert long_word["definition_unit"] == "character"
+    assert long_word["definition_lcs"] == pytest.approx(9 / 14)
+    chinese = json.loads(run("compare", "我们今天学习", "我们明天学习", "--json").output)
+    assert chinese["definition_unit"] == "character" and "definition_eojeol" not in chinese
 
 
 @pytest.mark.parametrize(

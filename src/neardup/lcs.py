@@ -12,7 +12,10 @@ non-empty one: 0.0). This is not the symmetric-difference form |LCS| / (|A| + |B
 one scores 0.9 here, as the definition says, and 0.82 there.
 
 The units are those of :mod:`neardup.text.units` (:func:`~neardup.text.units.lcs_units`):
-words, or characters for Korean, Chinese and Japanese text.
+words, or characters for Korean, Chinese and Japanese text. Two Korean texts are measured in
+eojeol (:mod:`neardup.eojeol`): their value is the lower of the character resemblance and the
+eojeol resemblance (:func:`in_eojeol`), so that every bound of the character LCS below
+(lengths, count sketches) bounds it too.
 
 The kernel (:func:`lcs_pairs`) is the bit-parallel LCS of Allison–Dix / Hyyrö: with the shorter
 sequence A (m units) as the pattern, a vector V of m bits starts all ones; for each unit c of

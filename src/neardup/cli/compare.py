@@ -34,6 +34,28 @@ def _text_argument(value: str, source: str) -> str:
     return value
 
 
+def _definition_units(offsets: np.ndarray, values: np.ndarray, resemblance: float) -> dict:
+    """Which unit decided ``definition_lcs`` for two texts' units (``auto``): ``"word"``,
+    ``"character"`` (Chinese, Japanese, or a Korean text against one without Hangul) or, for
+    two Korean texts, the lower of their ``definition_characters`` and ``definition_eojeol``
+    (:func:`neardup.lcs.in_eojeol`), the characters only when they are strictly lower."""
+    from neardup.eojeol import CHARACTER, eojeol_pairs
+    from neardup.lcs import lcs_lengths
+
+    pair = (np.array([0]), np.array([1]))
+    eojeol = float(eojeol_pairs(offsets, values, *pair)[0])
+    if np.isnan(eojeol):
+        characters = values.size and bool((values.astype(np.uint64) & CHARACTER).all())
+        return {"definition_unit": "character" if characters else "word"}
+    top = int(np.diff(offsets).max())
+    by_characters = float(lcs_lengths(offsets, values, *pair)[0]) / top
+    return {
+        "definition_characters": by_characters,
+        "definition_eojeol": eojeol,
+        "definition_unit": "character" if by_characters < eojeol else "eojeol",
+    }
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("a")
 @click.argument("b")
@@ -68,7 +90,8 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
     naming an existing file is read; one that looks like a path but does not exist is an
     error; --text and --file decide explicitly), and the
     verdict of the near-duplicate definition as `neardup dedup` applies it by default (LCS
-    resemblance ≥ 0.8: words, and characters in Korean, Chinese and Japanese text).
+    resemblance ≥ 0.8: words; characters in Chinese and Japanese text; eojeol, aligned by
+    characters, in Korean text), and the unit that decided it.
 
     \b
     Examples:
@@ -87,6 +110,7 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
         rule.similarity(offsets, values, np.array([0]), np.array([1]), exact=True)[0]
     )
     result["definition_lcs"] = resemblance
+    result.update(_definition_units(offsets, values, resemblance))
     result["near_duplicate"] = "yes" if resemblance >= rule.threshold else "no"
     if as_json:
         click.echo(json.dumps(result, indent=2))
@@ -98,7 +122,8 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
         title=f"unit={unit}  shingle={shingle}  num_perm={num_perm}",
         caption=(
             f"definition_lcs: LCS / the longer text's units, what `neardup dedup` decides by "
-            f"(near_duplicate: ≥ {rule.threshold:g}); lcs_resemblance: LCS / (|A| + |B| − "
+            f"(near_duplicate: ≥ {rule.threshold:g}; Korean: the lower of its characters and "
+            "eojeol, definition_unit says which); lcs_resemblance: LCS / (|A| + |B| − "
             "LCS) of --unit, for comparison"
         ),
     )
