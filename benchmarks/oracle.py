@@ -25,10 +25,12 @@ Commands (from the repository root)::
     python benchmarks/oracle.py evaluate --lang ko PAIRS.tsv        # P/R per band of a method
     python benchmarks/oracle.py sweep --lang ko                     # LSH configs + LCS verification
 
-``--unit`` is ``auto`` (default: the unit of ``neardup dedup --verify lcs``: words, or
-characters for texts holding Hangul, kana or Han), ``word``, ``syllable`` or ``word+syllable`` (a pair is
-accepted when either accepts it) (:func:`neardup.text.units.lcs_units`; comparison in
-``benchmarks/README.md``);
+``--unit`` is ``auto`` (default: the rule of ``neardup dedup --verify lcs``: words, characters
+for texts holding kana or Han, and two Korean texts by their eojeol, ``docs/korean.md``; a
+corpus holding Korean texts goes through :func:`eojeol_oracle_pairs`, its own search with its
+own bounds, which measures every pair), ``eojeol`` (that search whatever the corpus),
+``word``, ``syllable`` or ``word+syllable`` (a pair is accepted when either accepts it)
+(:func:`neardup.text.units.lcs_units`; comparison in ``benchmarks/README.md``);
 ``--threshold`` is 0.8.
 
 ``build`` writes ``benchmarks/.data/oracle/{lang}_docs.jsonl`` (the corpus, to run
@@ -54,6 +56,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from neardup.eojeol import by_eojeol, eojeol_rows, kept_eojeol, unit_key
 from neardup.lcs import _lcs_bits, _lcs_scratch, lcs_pairs
 from neardup.text.units import lcs_units
 
@@ -96,7 +99,7 @@ def _bucket_counts(offsets, codes, buckets):
     shift = np.uint64(64 - int(np.log2(buckets)))
     for d in range(n):
         for i in range(offsets[d], offsets[d + 1]):
-            h = (np.uint64(codes[i]) * np.uint64(0x9E3779B97F4A7C15)) >> shift
+            h = (unit_key(codes[i]) * np.uint64(0x9E3779B97F4A7C15)) >> shift
             out[d, h] += 1
     return out
 
@@ -157,12 +160,144 @@ def _oracle_chunk(order, lengths, offsets, codes, bags, lo, hi, threshold):
     return out_i[:count], out_j[:count], out_v[:count], after_length, after_bag
 
 
+@njit(cache=True)
+def _korean_floors(offsets, codes, threshold):
+    """Per text: whether it is Korean (its characters mark eojeol ends), its eojeol, and the
+    characters of its ``ceil(threshold · eojeol)`` shortest eojeol: a Korean text can keep
+    that many of its words only in a text it shares at least that many characters with."""
+    n = offsets.shape[0] - 1
+    korean = np.zeros(n, dtype=np.bool_)
+    words = np.zeros(n, dtype=np.int64)
+    floors = np.zeros(n, dtype=np.int64)
+    for d in range(n):
+        x = codes[offsets[d] : offsets[d + 1]]
+        if not by_eojeol(x):
+            continue
+        korean[d] = True
+        lengths = []
+        run = 0
+        for i in range(x.shape[0]):
+            run += 1
+            if (np.uint64(x[i]) >> np.uint64(62)) & np.uint64(1):
+                lengths.append(run)
+                run = 0
+        words[d] = len(lengths)
+        need = np.int64(np.ceil(threshold * words[d] - 1e-9))
+        floors[d] = np.sort(np.array(lengths))[:need].sum()
+    return korean, words, floors
+
+
+@njit(inline="always")
+def _eojeol_direction(x, y, words, floor, bag, threshold):
+    """kept(x, y) / words(x) of two Korean texts, or -1.0 when the floor of x's characters
+    already rules it out (the characters x keeps are at most ``bag`` and at most |y|)."""
+    if floor > min(bag, y.shape[0]):
+        return -1.0
+    return kept_eojeol(x, y, np.int64(np.ceil(threshold * words - 1e-9))) / words
+
+
+@njit(cache=True, nogil=True)
+def _eojeol_chunk(offsets, codes, bags, korean, words, floors, lo, hi, threshold):
+    """Accepted pairs (i, j, value) of texts lo..hi-1 against all later ones by the
+    definition's rule: two Korean texts by eojeol alone (the words of the text of more
+    characters kept in the other, the lower of both directions when they have as many), any
+    other pair by the LCS of its units. Returns (i, j, value, pairs measured)."""
+    n = offsets.shape[0] - 1
+    out_i = []
+    out_j = []
+    out_v = []
+    measured = 0
+    longest = 0
+    for d in range(n):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    scratch = _lcs_scratch(longest)
+    for i in range(lo, hi):
+        x = codes[offsets[i] : offsets[i + 1]]
+        for j in range(i + 1, n):
+            y = codes[offsets[j] : offsets[j + 1]]
+            bag = 0
+            for k in range(bags.shape[1]):
+                bag += min(bags[i, k], bags[j, k])
+            if korean[i] and korean[j]:
+                value = 2.0
+                if x.shape[0] >= y.shape[0]:
+                    value = _eojeol_direction(x, y, words[i], floors[i], bag, threshold)
+                if y.shape[0] >= x.shape[0] and value >= threshold:
+                    back = _eojeol_direction(y, x, words[j], floors[j], bag, threshold)
+                    value = min(value, back)
+                measured += 1
+            else:
+                top = max(x.shape[0], y.shape[0])
+                if top == 0:
+                    value = 1.0
+                elif min(x.shape[0], y.shape[0]) / top < threshold or bag / top < threshold:
+                    continue
+                else:
+                    measured += 1
+                    need = np.int64(np.ceil(threshold * top - 1e-9))
+                    value = _lcs_bits(x, y, scratch, need) / top
+            if value >= threshold:
+                out_i.append(i)
+                out_j.append(j)
+                out_v.append(value)
+    return np.array(out_i), np.array(out_j), np.array(out_v), measured
+
+
+def eojeol_oracle_pairs(texts: list[str], threshold: float = 0.8, workers: int | None = None):
+    """Every pair (i < j) accepted by the definition's rule with Korean in eojeol (unit
+    ``eojeol``): :func:`_eojeol_chunk` over all pairs. Its filters are its own, each a bound
+    of the rule it applies: for two Korean texts, the characters of the longer text's
+    ``ceil(T · words)`` shortest eojeol must fit in the other text and in their bucketed bag
+    intersection (``neardup dedup``'s character-LCS gate is not used). Returns (i, j, value,
+    stats)."""
+    start = time.perf_counter()
+    offsets, codes = lcs_units(texts, "auto")
+    bags = _bucket_counts(offsets, codes, BUCKETS)
+    korean, words, floors = _korean_floors(offsets, codes, threshold)
+    n = len(texts)
+    # Early texts meet more partners: chunks of equal pair counts.
+    bounds = np.unique(np.round(n - n * np.sqrt(1 - np.linspace(0, 1, 129))).astype(np.int64))
+    with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        parts = list(
+            pool.map(
+                lambda k: _eojeol_chunk(
+                    offsets,
+                    codes,
+                    bags,
+                    korean,
+                    words,
+                    floors,
+                    bounds[k],
+                    bounds[k + 1],
+                    threshold,
+                ),
+                range(bounds.shape[0] - 1),
+            )
+        )
+    i = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    j = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    v = np.concatenate([p[2] for p in parts]).astype(np.float64)
+    key = np.lexsort((j, i))
+    stats = {
+        "documents": n,
+        "korean": int(korean.sum()),
+        "all_pairs": n * (n - 1) // 2,
+        "measured": int(sum(p[3] for p in parts)),
+        "accepted": int(i.shape[0]),
+        "seconds": time.perf_counter() - start,
+    }
+    return i[key], j[key], v[key], stats
+
+
 def oracle_pairs(texts: list[str], unit: str, threshold: float = 0.8, workers: int | None = None):
     """Every pair (i < j) with LCS / max(len) ≥ threshold, by exhaustive search with the two
     lossless prefilters. Returns (i, j, resemblance, stats).
 
     ``unit`` ``"word+syllable"``: a pair is accepted when either unit accepts it (the union of
-    the two exhaustive searches), with the larger resemblance."""
+    the two exhaustive searches), with the larger resemblance; ``"eojeol"``:
+    :func:`eojeol_oracle_pairs`."""
+    if unit == "eojeol" or (unit == "auto" and eojeol_rows(*lcs_units(texts, "auto")).any()):
+        return eojeol_oracle_pairs(texts, threshold, workers)
     if "+" in unit:
         found = [oracle_pairs(texts, u, threshold, workers) for u in unit.split("+")]
         n = len(texts)
@@ -261,8 +396,8 @@ def print_rows(title: str, rows: list[dict], extra: str = "") -> None:
         )
 
 
-def oracle_path(lang: str, unit: str, threshold: float) -> Path:
-    return OUT / f"{lang}_{unit}_{threshold:g}.tsv"
+def oracle_path(lang: str, unit: str, threshold: float, out: Path = OUT) -> Path:
+    return out / f"{lang}_{unit}_{threshold:g}.tsv"
 
 
 def read_oracle(path: Path, index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -278,15 +413,15 @@ def read_oracle(path: Path, index: dict[str, int]) -> tuple[np.ndarray, np.ndarr
 
 def cmd_build(args) -> None:
     ids, texts = load(args.lang)
-    OUT.mkdir(parents=True, exist_ok=True)
-    docs = OUT / f"{args.lang}_docs.jsonl"
+    args.out.mkdir(parents=True, exist_ok=True)
+    docs = args.out / f"{args.lang}_docs.jsonl"
     with open(docs, "w", encoding="utf-8") as fh:
         for k, (i, t) in enumerate(zip(ids, texts)):
             fh.write(json.dumps({"id": i, "text": t, "ts": k}, ensure_ascii=False) + "\n")
     words = word_counts(texts)
     for unit in args.unit.split(","):
         i, j, v, stats = oracle_pairs(texts, unit, args.threshold, args.workers)
-        path = oracle_path(args.lang, unit, args.threshold)
+        path = oracle_path(args.lang, unit, args.threshold, args.out)
         band = band_of(np.maximum(words[i], words[j]))
         with open(path, "w", encoding="utf-8") as fh:
             fh.write("id_a\tid_b\tresemblance\tband\n")
@@ -310,7 +445,7 @@ def cmd_evaluate(args) -> None:
     index = {x: k for k, x in enumerate(ids)}
     n = len(ids)
     words = word_counts(texts)
-    ta, tb = read_oracle(oracle_path(args.lang, args.unit, args.threshold), index)
+    ta, tb = read_oracle(oracle_path(args.lang, args.unit, args.threshold, args.out), index)
     fa, fb = [], []
     with open(args.pairs, encoding="utf-8") as fh:
         for line in fh:
@@ -362,7 +497,7 @@ def cmd_sweep(args) -> None:
     n = len(ids)
     index = {x: k for k, x in enumerate(ids)}
     words = word_counts(texts)
-    ta, tb = read_oracle(oracle_path(args.lang, args.unit, args.threshold), index)
+    ta, tb = read_oracle(oracle_path(args.lang, args.unit, args.threshold, args.out), index)
     truth = pair_keys(ta, tb, n)
     units = [(u, *lcs_units(texts, u)) for u in args.unit.split("+")]
     signatures = {}
@@ -439,6 +574,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         p.add_argument("--threshold", type=float, default=0.8)
         p.add_argument("--workers", type=int, default=None)
+        p.add_argument("--out", type=Path, default=OUT, help="the oracle's folder")
         if name == "evaluate":
             p.add_argument("pairs", help="PAIRS TSV: id_a, id_b, ...")
         if name == "sweep":

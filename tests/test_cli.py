@@ -678,7 +678,7 @@ def test_compare_says_which_unit_decided_a_korean_pair():
     result = json.loads(run("compare", base, three, "--json").output)
     # Three changed particles: 29 of 33 syllables, 7 of 10 eojeol.
     assert result["definition_characters"] == pytest.approx(29 / 33)
-    assert result["definition_eojeol"] == pytest.approx(0.7)
+    assert result["definition_lcs"] == pytest.approx(0.7)
     assert (result["definition_unit"], result["near_duplicate"]) == ("eojeol", "no")
     long_word = json.loads(
         run(
@@ -688,9 +688,10 @@ def test_compare_says_which_unit_decided_a_korean_pair():
             "--json",
         ).output
     )
-    assert long_word["definition_eojeol"] == pytest.approx(0.9)
-    assert long_word["definition_unit"] == "character"
-    assert long_word["definition_lcs"] == pytest.approx(9 / 14)
+    # One long word changed of ten: 9 of 14 syllables, 9 of 10 eojeol.
+    assert long_word["definition_characters"] == pytest.approx(9 / 14)
+    assert long_word["definition_lcs"] == pytest.approx(0.9)
+    assert (long_word["definition_unit"], long_word["near_duplicate"]) == ("eojeol", "yes")
     chinese = json.loads(run("compare", "我们今天学习", "我们明天学习", "--json").output)
     assert chinese["definition_unit"] == "character" and "definition_eojeol" not in chinese
 

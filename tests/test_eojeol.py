@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from neardup.eojeol import eojeol_pairs, kept_eojeol
 from neardup.index.lcs_bound import lcs_upper_bounds, unit_sketches
-from neardup.lcs import lcs_pairs, lcs_pairs_one_to_many, possible_pairs
+from neardup.lcs import count_sketches, lcs_pairs, lcs_pairs_one_to_many, possible_pairs
 from neardup.text import normalize
 from neardup.text.units import lcs_unit_sketches, lcs_units
 from neardup.verify import parse_verify
@@ -104,10 +104,9 @@ def test_eojeol_kernel_equals_the_brute_force(pair):
 
 @settings(max_examples=400, deadline=None)
 @given(PAIRS, st.sampled_from([0.5, 0.7, 0.8, 0.9, 1.0]))
-def test_verification_is_the_lower_of_characters_and_eojeol(pair, threshold):
+def test_verification_of_korean_texts_is_the_eojeol_resemblance(pair, threshold):
     a, b = pair
-    char, word = reference(a, b)
-    want = min(char, word)
+    want = reference(a, b)[1]
     assert decided(a, b) == pytest.approx(want)
     o, c = lcs_units([a, b], "auto")
     fast = lcs_pairs(o, c, np.array([0, 1]), np.array([1, 0]), threshold)
@@ -126,7 +125,7 @@ def test_bounds_before_verification_stay_upper_bounds(pair, threshold):
     """The length ratio, the count sketches (dedup, Spark) and the unit sketches (index) never
     rule out a pair that the brute force accepts."""
     a, b = pair
-    if min(reference(a, b)) < threshold:
+    if reference(a, b)[1] < threshold:
         return
     sizes, sketches = lcs_unit_sketches([a, b], "auto")
     assert possible_pairs(sizes, sketches, np.array([0]), np.array([1]), threshold).all()
@@ -171,7 +170,7 @@ LABELLED = [
 def test_labelled_korean_examples(other, near):
     value = decided(BASE, other)
     assert (value >= 0.8) == near, value
-    assert value == pytest.approx(min(reference(BASE, other)))
+    assert value == pytest.approx(reference(BASE, other)[1])
 
 
 def test_character_rule_accepted_what_the_definition_rejects():
@@ -198,14 +197,23 @@ def test_mixed_texts():
     assert lcs_pairs(o, c, np.array([0]), np.array([1]))[0] == pytest.approx(0.5)
 
 
-def test_long_changed_word_is_held_by_the_character_gate():
-    """Nine one-syllable words kept and a long one changed: 0.9 by eojeol, but the character
-    value (9 of 23) decides, the price of keeping every pre-verification bound exact."""
+def test_a_long_changed_word_is_one_word():
+    """Nine one-syllable words kept and a long one changed: 9 of 23 characters, but 9 of 10
+    words, and the bounds before verification (lengths, count and unit sketches) let the
+    pair through."""
     a = "가 나 다 라 마 바 사 아 자 차카타파하거너더러머"
     b = "가 나 다 라 마 바 사 아 자 호고노도로모보소오"
     char, word = reference(a, b)
-    assert word == pytest.approx(0.9)
-    assert decided(a, b) == pytest.approx(char) and char < 0.5
+    assert word == pytest.approx(0.9) and char < 0.5
+    assert decided(a, b) == pytest.approx(0.9)
+    sizes, sketches = lcs_unit_sketches([a, b], "auto")
+    assert possible_pairs(sizes, sketches, np.array([0]), np.array([1]), 0.8).all()
+    # A Korean text's sketches say nothing; other texts' stay what they were.
+    assert (sketches == 255).all()
+    o, c = lcs_units([a, b], "auto")
+    assert (unit_sketches(o, c) == np.uint64(2**64 - 1)).all()
+    o, c = lcs_units(["a b a", "中文"], "auto")
+    assert count_sketches(o, c).max() == 2 and unit_sketches(o, c)[0].any()
 
 
 def test_verification_prepares_eojeol_units():

@@ -1308,3 +1308,23 @@ def test_minhash_large_match_sets_list_as_the_one_round_trip_does(tmp_path):
                 assert (best, matcher.ranked_top(p, d, limit)) == matcher.small_match_set(
                     p, d, limit
                 )
+
+
+def test_cached_summaries_of_older_lcs_units_are_not_used(tmp_path):
+    """A cache whose summaries predate the eojeol units (Korean sketches then counted
+    characters, which do not bound an eojeol measure) is rebuilt, not used."""
+    base = "이 패키지는 데비안 시스템에서 오디오 파일을 쉽게 변환하는 도구를 제공합니다"
+    texts = [base, base.replace("오디오", "비디오"), "전혀 다른 내용의 문서 하나"]
+    path = tmp_path / "idx"
+    NearDupIndex.build(path, ["a", "b", "c"], texts=texts, method="minhash")
+    with NearDupIndex(path, readonly=True) as index:
+        assert index.stats()["opened_from"] == "cache"
+        assert index.get("b").duplicate_id == "a"
+    manifest = json.loads((path / "tables.json").read_text())
+    assert manifest["units"] == 2 and manifest["summaries"]
+    del manifest["units"]  # as an index cached before Korean counted eojeol
+    (path / "tables.json").write_text(json.dumps(manifest))
+    with NearDupIndex(path, readonly=True) as index:
+        assert index.stats()["opened_from"] == "rebuilt"
+        assert "older LCS units" in index.stats()["open_detail"]
+        assert index.query(base.replace("쉽게", "빠르게")).matches[0].id == "a"

@@ -34,6 +34,7 @@ KERNELS = (
     "neardup.similarity",
     "neardup.candidates",
     "neardup.lcs",
+    "neardup.eojeol",
     "neardup.verify",
     "neardup.groups",
     "neardup.pipeline",

@@ -47,7 +47,9 @@ __all__ = [
     "CHARACTER",
     "EOJEOL_END",
     "by_eojeol",
+    "eojeol_floor",
     "eojeol_pairs",
+    "eojeol_rows",
     "eojeol_resemblance",
     "kept_eojeol",
     "unit_key",
@@ -154,25 +156,92 @@ def _needed_words(words, threshold):
     return np.int64(np.ceil(threshold * words - 1e-9)) if threshold > 0.0 else 0
 
 
+@njit(cache=True, nogil=True)
+def eojeol_floor(units, threshold):
+    """The characters of the ``ceil(threshold · W)`` shortest of the W eojeol of a Korean
+    text's units: keeping that many of its words keeps at least that many of its characters,
+    so a text that shares fewer characters with it cannot reach ``threshold`` against it.
+    O(W log W)."""
+    lengths = np.empty(_word_count(units), np.int64)
+    run = 0
+    k = 0
+    for i in range(units.shape[0]):
+        run += 1
+        if _ends(units[i]):
+            lengths[k] = run
+            k += 1
+            run = 0
+    lengths.sort()
+    return lengths[: _needed_words(lengths.shape[0], threshold)].sum()
+
+
+_BAG = 64  # buckets of the character bag of :func:`_shared_characters`
+
+
 @njit(inline="always")
-def _direction(longer, shorter, threshold):
+def _shared_characters(x, y):
+    """An upper bound of the characters a common subsequence of ``x`` and ``y`` can match:
+    Σ over 64 buckets of their unit keys of the fewer units of the two. O(|x| + |y|)."""
+    bag = np.zeros(_BAG, np.int64)
+    for i in range(x.shape[0]):
+        bag[(unit_key(x[i]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(58)] += 1
+    shared = 0
+    for j in range(y.shape[0]):
+        k = (unit_key(y[j]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(58)
+        if bag[k] > 0:
+            bag[k] -= 1
+            shared += 1
+    return shared
+
+
+@njit(inline="always")
+def _direction(longer, shorter, threshold, shared):
+    """kept(longer, shorter) / words(longer); with ``threshold`` > 0, first the floor of the
+    longer text's characters against ``shared`` (:func:`eojeol_floor`): a pair it rules out
+    gets (need − 1) / words, a value below the threshold."""
     words = _word_count(longer)
-    return kept_eojeol(longer, shorter, _needed_words(words, threshold)) / words
+    need = _needed_words(words, threshold)
+    if need > 0 and eojeol_floor(longer, threshold) > shared:
+        return (need - 1) / words
+    return kept_eojeol(longer, shorter, need) / words
 
 
 @njit(inline="always")
 def eojeol_resemblance(x, y, threshold=0.0):
     """kept(L, S) / words(L) of two Korean texts' units (both :func:`by_eojeol`), L the one of
     more characters, the lower of both directions when they have as many. With ``threshold``
-    > 0, exact at or above it, some value below it otherwise."""
+    > 0, exact at or above it, some value below it otherwise: the characters of the longer
+    text's ``ceil(threshold · words)`` shortest words must fit in the characters the two can
+    share (:func:`eojeol_floor`, :func:`_shared_characters`), then the search stops once the
+    threshold is out of reach (:func:`kept_eojeol`)."""
+    shared = _shared_characters(x, y) if threshold > 0.0 else 0
     if x.shape[0] > y.shape[0]:
-        return _direction(x, y, threshold)
+        return _direction(x, y, threshold, shared)
     if y.shape[0] > x.shape[0]:
-        return _direction(y, x, threshold)
-    forward = _direction(x, y, threshold)
+        return _direction(y, x, threshold, shared)
+    forward = _direction(x, y, threshold, shared)
     if threshold > 0.0 and forward < threshold:
         return forward
-    return min(forward, _direction(y, x, threshold))
+    return min(forward, _direction(y, x, threshold, shared))
+
+
+@njit(cache=True, nogil=True)
+def _eojeol_rows_kernel(offsets, codes, out):
+    for d in range(out.shape[0]):
+        out[d] = by_eojeol(codes[offsets[d] : offsets[d + 1]])
+
+
+def eojeol_rows(offsets: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Which rows of a CSR of LCS units are Korean texts, measured in eojeol (bool[n]). O(n).
+
+    Example:
+        >>> from neardup.text.units import lcs_units
+        >>> eojeol_rows(*lcs_units(["한 글", "a b", "中文"], "auto")).tolist()
+        [True, False, False]
+    """
+    out = np.zeros(np.asarray(offsets).shape[0] - 1, np.bool_)
+    _eojeol_rows_kernel(np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(codes), out)
+    return out
 
 
 @njit(cache=True, nogil=True)

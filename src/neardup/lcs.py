@@ -13,9 +13,11 @@ one scores 0.9 here, as the definition says, and 0.82 there.
 
 The units are those of :mod:`neardup.text.units` (:func:`~neardup.text.units.lcs_units`):
 words, or characters for Korean, Chinese and Japanese text. Two Korean texts are measured in
-eojeol (:mod:`neardup.eojeol`): their value is the lower of the character resemblance and the
-eojeol resemblance (:func:`in_eojeol`), so that every bound of the character LCS below
-(lengths, count sketches) bounds it too.
+eojeol instead (:func:`neardup.eojeol.eojeol_resemblance`): the words of the longer text whose
+characters are all kept in order. Character lengths and counts do not bound that (a text may
+keep its short words and lose one long one), so the sketches of a Korean text say nothing
+(every count 255, every bucket marked): the bounds below never rule out a pair of Korean texts,
+and the eojeol kernel applies its own.
 
 The kernel (:func:`lcs_pairs`) is the bit-parallel LCS of Allison–Dix / Hyyrö: with the shorter
 sequence A (m units) as the pattern, a vector V of m bits starts all ones; for each unit c of
@@ -77,7 +79,11 @@ def unit_bucket(unit):
 @njit(inline="always")
 def add_to_sketch(sketch, units):
     """Set in ``sketch`` (``uint64[SKETCH_BITS // 64]``) the bucket bit of every unit of
-    ``units``. O(len(units))."""
+    the text ``units``; every bit for a Korean text (:func:`~neardup.eojeol.by_eojeol`): its
+    units bound no eojeol measure. O(len(units))."""
+    if by_eojeol(units):
+        sketch[:] = ~np.uint64(0)
+        return
     for i in range(units.shape[0]):
         k = unit_bucket(units[i])
         sketch[k >> 6] |= np.uint64(1) << np.uint64(k & 63)
@@ -113,8 +119,13 @@ def _count_sketches(offsets, codes, a, b):
 
 @njit(inline="always")
 def add_counts(row, units):
-    """Count ``units`` in the count sketch ``row`` (uint8[COUNT_BUCKETS]): a unit in bucket
-    :func:`unit_bucket` // 4, each count stopping at 255. O(len(units))."""
+    """Count the text ``units`` in the count sketch ``row`` (uint8[COUNT_BUCKETS]): a unit in
+    bucket :func:`unit_bucket` // 4, each count stopping at 255; every count 255 for a Korean
+    text (:func:`~neardup.eojeol.by_eojeol`), which :func:`_ruled_out` never rules out.
+    O(len(units))."""
+    if by_eojeol(units):
+        row[:] = 255
+        return
     for i in range(units.shape[0]):
         k = unit_bucket(units[i]) >> 2
         row[k] += np.uint8(row[k] < 255)
@@ -271,7 +282,11 @@ def _ruled_out(low, top, threshold, counts_x, counts_y):
     """The first two tests of a pair of texts of ``low`` ≤ ``top`` (> 0) units and count
     sketches ``counts_x``, ``counts_y`` at ``threshold`` > 0: ``(bound, need)``, ``bound`` an
     upper bound of their resemblance below the threshold when their lengths or sketches rule
-    them out (else -1.0), ``need`` the LCS length the threshold asks for."""
+    them out (else -1.0), ``need`` the LCS length the threshold asks for. Two sketches of
+    every count 255 (Korean texts, see :func:`add_counts`) rule nothing out."""
+    if counts_x[0] == 255 and counts_y[0] == 255:
+        if np.all(counts_x == 255) and np.all(counts_y == 255):
+            return -1.0, 0
     if low / top < threshold:
         return low / top, 0  # LCS ≤ the shorter length
     need = np.int64(np.ceil(threshold * top - 1e-9))
@@ -284,6 +299,10 @@ def _ruled_out(low, top, threshold, counts_x, counts_y):
 def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
     """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
     some value below it; ``counts_x`` and ``counts_y`` are then their count sketches)."""
+    if by_eojeol(x) and by_eojeol(y):
+        if resemblance:
+            return eojeol_resemblance(x, y, threshold)
+        return float(_lcs_bits(x, y, scratch))
     top = max(x.shape[0], y.shape[0])
     need = 0
     if threshold > 0.0 and top > 0:
@@ -293,19 +312,7 @@ def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
     length = _lcs_bits(x, y, scratch, need)
     if not resemblance:
         return float(length)
-    return 1.0 if top == 0 else in_eojeol(length / top, x, y, threshold)
-
-
-@njit(inline="always")
-def in_eojeol(value, x, y, threshold):
-    """The resemblance of two texts whose character LCS resemblance is ``value``: for two
-    Korean texts (:func:`~neardup.eojeol.by_eojeol`) that reach ``threshold`` by characters
-    (0: exact wanted), the lower of ``value`` and their eojeol resemblance (exact at or above
-    the threshold); otherwise ``value``. The character value bounds the result from above, so
-    every bound of it (lengths, count sketches, unit sketches) stays a bound."""
-    if value >= threshold and by_eojeol(x) and by_eojeol(y):
-        return min(value, eojeol_resemblance(x, y, threshold))
-    return value
+    return 1.0 if top == 0 else length / top
 
 
 @njit(cache=True, nogil=True)
@@ -579,6 +586,8 @@ def _linear_pair(x, y, threshold, scratch, budget):
     values its pairs; ``budget[0]`` (if not negative) is what the call may still spend, in
     word operations (⌈m / 64⌉ · n once the common prefix and suffix are removed): a pair
     that would spend more is not compared (NaN), the budget paying for those that are."""
+    if by_eojeol(x) and by_eojeol(y):
+        return eojeol_resemblance(x, y, threshold)
     m = x.shape[0]
     n = y.shape[0]
     need = _needed(m, n, threshold)
@@ -596,8 +605,7 @@ def _linear_pair(x, y, threshold, scratch, budget):
         if cost > budget[0]:
             return np.nan
         budget[0] -= cost
-    value = _resemblance(m, n, _lcs_bits(same_x, same_y, scratch, need))
-    return in_eojeol(value, x, y, threshold)
+    return _resemblance(m, n, _lcs_bits(same_x, same_y, scratch, need))
 
 
 @njit(cache=True, nogil=True)
@@ -669,8 +677,16 @@ def _one_to_many_kernel(
             absent = distinct  # the row of units the pattern lacks: they change nothing
             tail = m & 63
             last_valid = ones if tail == 0 else (np.uint64(1) << np.uint64(tail)) - np.uint64(1)
+        x = codes_a[offsets_a[current] : offsets_a[current + 1]]
+        y = codes_b[offsets_b[b[q]] : offsets_b[b[q] + 1]]
+        if by_eojeol(x) and by_eojeol(y):
+            out[q] = eojeol_resemblance(x, y, threshold)
+            q += 1
+            continue
         table = (table_key, table_owner, table_id, run, shift, capacity - 1, absent)
         lanes = 2 if q + 1 < pairs and a[q + 1] == current else 1
+        if lanes == 2 and by_eojeol(x):  # the second pair's text may be Korean too
+            lanes = 1 + (not by_eojeol(codes_b[offsets_b[b[q + 1]] : offsets_b[b[q + 1] + 1]]))
         s1 = offsets_b[b[q]]
         n1 = offsets_b[b[q] + 1] - s1
         need1 = _needed(m, n1, threshold)
@@ -695,14 +711,12 @@ def _one_to_many_kernel(
         length = -1
         if need1 >= 0:
             length = _finish(v1, peq, codes_b, s1, n1, both, need1, words, last_valid, table)
-        x = codes_a[offsets_a[current] : offsets_a[current + 1]]
-        out[q] = in_eojeol(_resemblance(m, n1, length), x, codes_b[s1 : s1 + n1], threshold)
+        out[q] = _resemblance(m, n1, length)
         if lanes == 2:
             length = -1
             if need2 >= 0:
                 length = _finish(v2, peq, codes_b, s2, n2, both, need2, words, last_valid, table)
-            value = _resemblance(m, n2, length)
-            out[q + 1] = in_eojeol(value, x, codes_b[s2 : s2 + n2], threshold)
+            out[q + 1] = _resemblance(m, n2, length)
         q += lanes
 
 

@@ -34,26 +34,21 @@ def _text_argument(value: str, source: str) -> str:
     return value
 
 
-def _definition_units(offsets: np.ndarray, values: np.ndarray, resemblance: float) -> dict:
+def _definition_units(offsets: np.ndarray, values: np.ndarray) -> dict:
     """Which unit decided ``definition_lcs`` for two texts' units (``auto``): ``"word"``,
-    ``"character"`` (Chinese, Japanese, or a Korean text against one without Hangul) or, for
-    two Korean texts, the lower of their ``definition_characters`` and ``definition_eojeol``
-    (:func:`neardup.lcs.in_eojeol`), the characters only when they are strictly lower."""
+    ``"character"`` (Chinese, Japanese, or a Korean text against one without Hangul) or
+    ``"eojeol"`` (two Korean texts), with the character value of a Korean pair beside it for
+    comparison (``definition_characters``: the rule before Korean counted eojeol)."""
     from neardup.eojeol import CHARACTER, eojeol_pairs
     from neardup.lcs import lcs_lengths
 
     pair = (np.array([0]), np.array([1]))
-    eojeol = float(eojeol_pairs(offsets, values, *pair)[0])
-    if np.isnan(eojeol):
+    if np.isnan(eojeol_pairs(offsets, values, *pair)[0]):
         characters = values.size and bool((values.astype(np.uint64) & CHARACTER).all())
         return {"definition_unit": "character" if characters else "word"}
     top = int(np.diff(offsets).max())
     by_characters = float(lcs_lengths(offsets, values, *pair)[0]) / top
-    return {
-        "definition_characters": by_characters,
-        "definition_eojeol": eojeol,
-        "definition_unit": "character" if by_characters < eojeol else "eojeol",
-    }
+    return {"definition_characters": by_characters, "definition_unit": "eojeol"}
 
 
 @click.command(context_settings=CONTEXT)
@@ -110,7 +105,7 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
         rule.similarity(offsets, values, np.array([0]), np.array([1]), exact=True)[0]
     )
     result["definition_lcs"] = resemblance
-    result.update(_definition_units(offsets, values, resemblance))
+    result.update(_definition_units(offsets, values))
     result["near_duplicate"] = "yes" if resemblance >= rule.threshold else "no"
     if as_json:
         click.echo(json.dumps(result, indent=2))
@@ -122,8 +117,8 @@ def compare(a, b, unit, shingle, num_perm, hash_name, as_json, source):
         title=f"unit={unit}  shingle={shingle}  num_perm={num_perm}",
         caption=(
             f"definition_lcs: LCS / the longer text's units, what `neardup dedup` decides by "
-            f"(near_duplicate: ≥ {rule.threshold:g}; Korean: the lower of its characters and "
-            "eojeol, definition_unit says which); lcs_resemblance: LCS / (|A| + |B| − "
+            f"(near_duplicate: ≥ {rule.threshold:g}; definition_unit: words, characters, or eojeol "
+            "for Korean); lcs_resemblance: LCS / (|A| + |B| − "
             "LCS) of --unit, for comparison"
         ),
     )

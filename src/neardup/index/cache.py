@@ -67,6 +67,7 @@ from neardup.index.tables import PermutationTables
 from neardup.io.files import atomic_write, finish_dead_writes
 from neardup.lcs import COUNT_BUCKETS
 from neardup.settings import Settings
+from neardup.text.units import UNITS_VERSION
 
 __all__ = [
     "CHECKSUM",
@@ -368,6 +369,8 @@ def _load_cache(
         names = [f"{name}.npy" for name in manifest.get("summaries", [])]
         if any(name[:-4] not in _SUMMARIES for name in names):
             raise _CacheMiss("unknown cached summaries")
+        if names and manifest.get("units", 1) != UNITS_VERSION:
+            raise _CacheMiss("summaries of older LCS units")
         info.extra["checksum_seconds"] = round(
             verify_files(gen_dir, manifest.get("files"), _CACHE_FILES[settings.method] + names),
             4,
@@ -619,6 +622,7 @@ def _write_generation(
     else:
         manifest["bands"] = tables.bands
         manifest["summaries"] = [key for key in _SUMMARIES if key in summaries]
+        manifest["units"] = UNITS_VERSION
     # The temporary manifests of killed writers go first: their names are not reused.
     finish_dead_writes(directory)
     with atomic_write(directory / MANIFEST_NAME) as fh:

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from neardup.candidates.tables import collapse_identical
+from neardup.eojeol import eojeol_rows
 from neardup.groups import connected_components, find_root
 from neardup.index.errors import DocumentExistsError
 from neardup.index.matches import Matcher, Probes, split_by_query
@@ -188,6 +189,11 @@ def _minhash_neighbourhood(matcher: Matcher, batch: Probes, limit: int) -> Neigh
     ca, cb = band_pairs(batch.keys)
     sizes = batch.sizes
     fit = size_bound(sizes[ca], sizes[cb], settings)
+    verification = settings.verification
+    if verification is not None and verification.measure == "lcs":
+        # Korean pairs are measured in eojeol, which the sizes do not bound.
+        korean = eojeol_rows(*batch.data)
+        fit |= korean[ca] & korean[cb]
     ca, cb = ca[fit], cb[fit]
     sim = pair_similarity(*batch.data, ca, cb, settings)
     ok = sim >= verify_threshold(settings)

@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.tables import popcount64
+from neardup.eojeol import by_eojeol
 from neardup.lcs import SKETCH_BITS, add_to_sketch, unit_bucket
 
 __all__ = ["SKETCH_BITS", "lcs_upper_bounds", "unit_sketches"]
@@ -76,6 +77,16 @@ def _least_reaching(threshold, top):
     return x
 
 
+@njit(inline="always")
+def _all_marked(sketch):
+    """Whether every bucket of a unit sketch is marked, as a Korean text's is
+    (:func:`neardup.lcs.add_to_sketch`)."""
+    for w in range(sketch.shape[0]):
+        if sketch[w] != ~np.uint64(0):
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, threshold, out):
     counts = np.zeros(SKETCH_BITS, np.int64)
@@ -92,6 +103,7 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
             for i in range(offsets[current], offsets[current + 1]):
                 counts[unit_bucket(values[i])] += 1
             la = offsets[current + 1] - offsets[current]
+            korean = by_eojeol(values[offsets[current] : offsets[current + 1]])
             planes[:depth] = 0
             depth = 0
             for k in range(SKETCH_BITS):
@@ -110,6 +122,9 @@ def _upper_bounds_kernel(offsets, values, a, sizes, sketches, sketch_of, thresho
             continue
         low = min(la, lb)
         t = sketch_of[p]
+        if korean and (t < 0 or _all_marked(sketches[t])):
+            out[p] = 1.0  # maybe a Korean pair, measured in eojeol: no bound from these
+            continue
         if low < _least_reaching(threshold, top) or t < 0:
             out[p] = low / top
             continue
@@ -142,7 +157,9 @@ def lcs_upper_bounds(
 
     An LCS is at most the shorter length, and at most the number of units of ``a[p]`` falling
     in buckets the other document holds a unit of (a common subsequence is made of shared
-    units). O(units of each distinct ``a`` row + 512) plus O(8 log(longest row)) word
+    units). Two Korean texts are measured in eojeol, which these do not bound: a Korean row
+    against a document whose sketch is unknown or marks every bucket (a Korean text's) gets
+    1. O(units of each distinct ``a`` row + 512) plus O(8 log(longest row)) word
     operations per pair.
 
     Example:

@@ -41,9 +41,21 @@ from neardup.hashing import _xxh64_padded
 from neardup.lcs import COUNT_BUCKETS, SKETCH_BITS, add_counts, add_to_sketch
 from neardup.text.canonical import Canonical, utf8_code_point
 
-__all__ = ["LCS_UNITS", "lcs_unit_counts", "lcs_unit_sketches", "lcs_unit_summaries", "lcs_units"]
+__all__ = [
+    "LCS_UNITS",
+    "UNITS_VERSION",
+    "lcs_unit_counts",
+    "lcs_unit_sketches",
+    "lcs_unit_summaries",
+    "lcs_units",
+]
 
 LCS_UNITS = ("auto", "syllable", "word")
+
+UNITS_VERSION = 2
+"""The version of the units and of their sketches, kept beside the summaries an index caches:
+2 since Korean texts mark the ends of their eojeol and their sketches say nothing
+(:mod:`neardup.eojeol`)."""
 
 
 _TAG = np.uint64(1) << np.uint64(63)
