@@ -60,6 +60,7 @@ CHARACTER = np.uint64(1) << np.uint64(63)
 EOJEOL_END = np.uint64(1) << np.uint64(62)
 """The bit of a character unit that ends an eojeol of a Korean text."""
 _BOTH = CHARACTER | EOJEOL_END
+_CODE_POINT = np.uint64(0x1FFFFF)  # the code point of a character unit
 
 
 @njit(inline="always")
@@ -84,20 +85,26 @@ def by_eojeol(units):
 
 
 @njit(inline="always")
-def _embed(longer, lo, hi, start, keys, positions, far):
-    """The end (one past the last match) of the earliest embedding of ``longer[lo:hi]`` in the
-    shorter text from its position ``start``, or ``far`` when it does not embed. ``keys`` are
-    the shorter text's unit keys sorted, ``positions`` their positions in that order
-    (ascending within a key)."""
+def _embed(lo, hi, start, first, last, positions, far):
+    """The end (one past the last match) of the earliest embedding of the longer text's
+    characters ``lo..hi-1`` in the shorter text from its position ``start``, or ``far`` when
+    they do not embed. The shorter text's positions are sorted by unit key (``positions``,
+    ascending within a key); character i of the longer text has its key's at
+    ``positions[first[i]:last[i]]``, so each character costs one binary search."""
     at = start
     for i in range(lo, hi):
-        key = unit_key(longer[i])
-        first = np.searchsorted(keys, key, "left")
-        last = np.searchsorted(keys, key, "right")
-        p = first + np.searchsorted(positions[first:last], at, "left")
-        if p >= last:
+        # The first of positions[first[i]:last[i]] at or after `at` (a binary search).
+        low = first[i]
+        high = last[i]
+        while low < high:
+            middle = (low + high) >> 1
+            if positions[middle] < at:
+                low = middle + 1
+            else:
+                high = middle
+        if low >= last[i]:
             return far
-        at = positions[p] + 1
+        at = positions[low] + 1
     return at
 
 
@@ -106,32 +113,62 @@ def kept_eojeol(longer, shorter, need=0):
     """The most eojeol of ``longer`` whose characters are all kept, in order, in ``shorter``
     (character units of :func:`neardup.text.units.lcs_units`; see the module docstring). With
     ``need`` > 0 the value is exact when it reaches ``need``, else some value below ``need``
-    (the search stops once ``need`` is out of reach). Time O(W · (W − need + 1) · w̄ · log n),
-    memory O(n + W): W words of ``longer``, w̄ their mean length, n units of ``shorter``.
+    (the search stops once ``need`` is out of reach). Time O(W · (W − max(need, g) + 1) · w̄ ·
+    log n) plus O((m + n) log n), memory O(m + n): W words and m characters of ``longer``, w̄
+    their mean length, n units of ``shorter``, g the words a greedy pass keeps.
     """
     n = shorter.shape[0]
-    keys = np.empty(n, np.uint64)
+    # The shorter text's positions sorted by code point, then position: one sort of
+    # (code point << 32 | position) (a character unit is its code point and two top bits).
+    order = np.empty(n, np.uint64)
     for j in range(n):
-        keys[j] = unit_key(shorter[j])
-    positions = np.argsort(keys, kind="mergesort")
-    keys = keys[positions]
+        order[j] = ((unit_key(shorter[j]) & _CODE_POINT) << np.uint64(32)) | np.uint64(j)
+    order.sort()
+    keys = order >> np.uint64(32)
+    positions = (order & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    m = longer.shape[0]
+    first = np.empty(m, np.int64)
+    last = np.empty(m, np.int64)
     words = 0
-    for i in range(longer.shape[0]):
+    for i in range(m):
+        key = unit_key(longer[i]) & _CODE_POINT
+        first[i] = np.searchsorted(keys, key, "left")
+        last[i] = np.searchsorted(keys, key, "right")
         words += _ends(longer[i])
     far = n + 1
+    # Words taken greedily, each where it first embeds after the last: a count that the best
+    # choice reaches, so the search below may drop every state that cannot beat it (on a
+    # near-duplicate it keeps all words but one or two, and the search is a narrow band).
+    greedy = 0
+    at = 0
+    start = 0
+    for i in range(m):
+        if _ends(longer[i]):
+            end = _embed(start, i + 1, at, first, last, positions, far)
+            if end < far:
+                greedy += 1
+                at = end
+            start = i + 1
+    if greedy == words:
+        return words
+    need = max(need, greedy)
     # reach[c]: the shortest prefix of shorter that c of the words so far embed in.
     reach = np.full(words + 1, far, np.int64)
     reach[0] = 0
     best = 0
     start = 0
     done = 0
-    for i in range(longer.shape[0]):
+    for i in range(m):
         if not _ends(longer[i]):
             continue
         # A count below `low` cannot reach `need` with the words left after this one.
         low = max(0, need - (words - done))
+        from_at = -1
+        end = far
         for c in range(best, low - 1, -1):
-            end = _embed(longer, start, i + 1, reach[c], keys, positions, far)
+            if reach[c] != from_at:  # states at one position embed the word alike
+                from_at = reach[c]
+                end = _embed(start, i + 1, from_at, first, last, positions, far)
             if end < reach[c + 1]:
                 reach[c + 1] = end
         if reach[best + 1] < far:
