@@ -188,6 +188,32 @@ def test_lcs_bounds_stop_candidates_before_units_join(spark, tmp_path):
     assert result.stats["bounded"] == result.stats["candidates"] >= 30
 
 
+def test_korean_pairs_measured_in_eojeol_same_as_local(spark, tmp_path):
+    """Korean texts go through the same kernels on both engines: their sketches rule nothing
+    out, and a long word changed of twenty (most characters lost) still passes by eojeol."""
+    rng = np.random.default_rng(9)
+    syllables = list("가나다라마바사아자차카타파하거너더러머버서어저")
+    docs = []
+    for i in range(30):
+        words = ["".join(rng.choice(syllables, 2)) for _ in range(19)]
+        # The last word, 16 of the 54 syllables, changed: about 0.76 by characters, 0.95 by eojeol.
+        tail = "".join(rng.choice(syllables, 16))
+        docs.append((f"k{i}", " ".join(words + [tail]), i))
+        docs.append((f"w{i}", " ".join(words + ["".join(rng.choice(syllables, 16))]), i))
+        docs.append((f"p{i}", " ".join(words[:5] + [words[5] + "를"] + words[6:] + [tail]), i))
+    settings = Settings(method="minhash", pairs="all")  # LCS 0.8, the default
+    groups = local_files(docs, settings, tmp_path)
+    result = dedup_dataframe(
+        docs_frame(spark, docs, 2), settings, "id", "text", "ts", position_field="p", partitions=2
+    )
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    assert result.stats["pairs"] == groups.stats["pairs"]
+    pairs = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")
+    found = set(zip(pairs.iloc[:, 0], pairs.iloc[:, 1], strict=True))
+    assert sum((f"k{i}", f"w{i}") in found or (f"w{i}", f"k{i}") in found for i in range(30)) >= 25
+
+
 # A ≈ B (LCS 0.85) and B ≈ C (0.85), A and C only 0.7: C is in A's group (components), and the
 # row A -> C does not pass the rule.
 CHAIN_WORDS = (
