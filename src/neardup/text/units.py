@@ -336,9 +336,11 @@ def lcs_unit_sketches(
     and counted. O(total bytes); memory 128 bytes a text.
 
     Example:
-        >>> sizes, sketches = lcs_unit_sketches(["a b a", "한 글"])
+        >>> sizes, sketches = lcs_unit_sketches(["a b a", "中 文"])
         >>> sizes.tolist(), sketches.shape, sketches.max(axis=1).tolist()
         ([3, 2], (2, 128), [2, 1])
+        >>> lcs_unit_sketches(["한 글"])[1].min()  # a Korean text's sketch says nothing
+        np.uint8(255)
     """
     sizes, sketches, _ = _sketched(texts, unit, 0)
     return sizes, sketches
