@@ -66,9 +66,9 @@ _PARALLEL_PAIRS = 2048
 
 #: The measures of ``--verify``.
 VERIFY_MEASURES = ("jaccard", "lcs")
-#: The unit of ``lcs:T`` (see :mod:`neardup.lcs`): words, or characters for texts in Korean,
-#: Chinese or Japanese, so that Korean spacing errors and lines wrapped inside a word do not
-#: count.
+#: The unit of ``lcs:T`` (see :mod:`neardup.lcs`): words; characters for texts in Chinese or
+#: Japanese; for two Korean texts, their eojeol, aligned by characters so that spacing errors
+#: and lines wrapped inside a word do not count (:mod:`neardup.eojeol`, ``docs/korean.md``).
 LCS_UNIT = "auto"
 
 

@@ -243,7 +243,8 @@ def _groups_summary(run) -> list[tuple[str, object]]:
 @setting_option(
     "verify",
     help="Check candidates exactly: lcs[:T] (the share of the longer text's words kept in "
-    "order, Korean/Chinese/Japanese by characters: the definition's rule), jaccard[:T] (of "
+    "order, Korean in eojeol aligned by characters, Chinese/Japanese by characters: the "
+    "definition's rule), jaccard[:T] (of "
     "the shingle sets) or none. auto = lcs:THRESHOLD for MinHash, none for SimHash.",
 )
 @setting_option(
