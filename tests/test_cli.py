@@ -442,7 +442,10 @@ def test_compare_reads_files(tmp_path):
 def test_compare_refuses_a_path_that_does_not_exist(args, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run("compare", *args)
-    assert result.exit_code == 2 and "no such file" in result.output
+    # One line, as every input error of every command, not a usage message.
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1
+    assert lines[0].startswith("neardup: error: no such file: ")
 
 
 def test_compare_text_and_file_decide_explicitly(tmp_path, monkeypatch):

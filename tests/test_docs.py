@@ -10,6 +10,7 @@ untagged) show output or formats and are not run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -98,3 +99,29 @@ def test_the_runnable_blocks_run(page, tmp_path):
             f"{_name(page)}:{line} ({language}) exited {done.returncode}\n"
             f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
+
+
+def test_the_summary_example_is_what_the_command_above_it_writes(tmp_path):
+    # docs/inputs-outputs.md shows `neardup dedup examples/sample.jsonl ... --summary-out
+    # run.json` and then the file it writes: the same fields, and the same counts.
+    page = (ROOT / "docs" / "inputs-outputs.md").read_text(encoding="utf-8")
+    shown = json.loads(page.split("```json\n", 1)[1].split("```", 1)[0])
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    done = _run(
+        "bash",
+        "neardup dedup examples/sample.jsonl -o groups.tsv --summary-out run.json -q",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert list(written) == list(shown)
+    for part in ("outputs", "settings", "counts", "rates", "seconds"):
+        assert list(written[part]) == list(shown[part]), part
+    machine = {"memory_limit", "workers"}  # what the machine decides
+    for part in ("inputs", "outputs", "command", "exit"):
+        assert written[part] == shown[part]
+    assert {k: v for k, v in written["settings"].items() if k not in machine} == {
+        k: v for k, v in shown["settings"].items() if k not in machine
+    }
+    counts = {k: v for k, v in written["counts"].items() if k != "memory_limit_mb"}
+    assert counts == {k: v for k, v in shown["counts"].items() if k != "memory_limit_mb"}

@@ -695,7 +695,7 @@ def test_cli_build_add_query_remove_stats(tmp_path):
     r = _invoke(index_cmd, [*build, "-q"])  # -k: SimHash
     assert r.exit_code == 0, r.output
     r = _invoke(index_cmd, ["build", str(docs), "-d", d, "--workers", "1", "-q"])
-    assert r.exit_code == 1 and "already exists" in r.output
+    assert r.exit_code == 1 and "already exists" in r.output and "--force" in r.output
     out = tmp_path / "dec.tsv"
     r = _invoke(
         index_cmd,
@@ -706,7 +706,7 @@ def test_cli_build_add_query_remove_stats(tmp_path):
     assert rows[0][:4] == ["id", "status", "duplicate_id", "original_id"]
     assert rows[1][:4] == ["late", "duplicate", "late", "late"] and rows[2][1] == "new"
     r = _invoke(index_cmd, ["add", str(more), "-d", d, "--workers", "1", "-q"])
-    assert r.exit_code == 1 and "'late' is already in the index" in r.output
+    assert r.exit_code == 1 and "'late' is already in the index" in r.output and "--if-exists skip" in r.output
     r = _invoke(index_cmd, ["query", "-d", d, "--json", texts[0]])
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
@@ -740,6 +740,11 @@ def test_cli_build_add_query_remove_stats(tmp_path):
     r = _invoke(index_cmd, ["stats", "-d", d, "--json"])
     stats = json.loads(r.output)
     assert stats["documents"] == len(ids) + 1 and stats["hamming_k"] == 3
+    unmeasured = [k for k, v in stats.items() if v is None]
+    assert unmeasured  # timings of checks this open did not run
+    text = _invoke(index_cmd, ["stats", "-d", d]).output
+    assert "None" not in text and not any(f"{k} " in text for k in unmeasured)
+    assert "documents" in text.split()
     r = _invoke(index_cmd, ["query", "-d", d])
     assert r.exit_code == 1 and "exactly one of TEXT" in r.output
 
@@ -1038,6 +1043,11 @@ def test_cli_minhash_build_add_query_and_refusals(tmp_path):
     assert dec.similarity[0] > 0.8
     r = _invoke(index_cmd, ["query", "-d", d, texts[0]])
     assert r.exit_code == 0 and "similarity\tid" in r.output and "duplicate_id late" in r.output
+    assert "fingerprint" not in r.output  # a MinHash probe is a signature, not a fingerprint
+    # The decisions write similarities to 6 decimals, as PAIRS does.
+    header, first = out.read_text().splitlines()[:2]
+    similarity = dict(zip(header.split("\t"), first.split("\t")))["similarity"]
+    assert 0.8 < float(similarity) < 1 and len(similarity.split(".")[1]) <= 6
     r = _invoke(index_cmd, ["query", "-d", d, "--json", texts[0]])
     assert json.loads(r.output)["matches"][0]["similarity"] == 1.0
     batch_out = tmp_path / "q.tsv"

@@ -22,12 +22,21 @@ def test_compressed_input_without_its_suffix_names_the_cause(tmp_path, compress,
     path = tmp_path / "docs.jsonl"
     path.write_bytes(compress(plain))
     with pytest.raises(
-        ValueError, match=f"compressed but its name does not say so.*docs.jsonl{suffix}"
+        ValueError,
+        match=f"compressed but its name does not say so.*docs.jsonl{suffix}.*--input-format "
+        f"jsonl{suffix}",
     ):
         read_documents([path])
     assert read_documents([path], input_format=f"jsonl{suffix}").read_all().ids == ["a"]
     renamed = path.rename(tmp_path / f"docs.jsonl{suffix}")
     assert read_documents([renamed]).read_all().ids == ["a"]
+
+
+def test_an_unknown_extension_names_the_flag_that_chooses_the_format(tmp_path):
+    path = tmp_path / "docs.xml"
+    path.write_text('{"id": "a", "text": "one two"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"cannot tell the format of .*docs.xml.*--input-format"):
+        read_documents([path])
 
 
 def test_docstring_examples():

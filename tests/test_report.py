@@ -359,3 +359,20 @@ def test_the_value_chart_names_the_measure_the_run_decided_by(verification, axis
     assert axis in chart
     others = {"LCS resemblance", "Jaccard similarity", "MinHash estimate of Jaccard"} - {axis}
     assert not any(f">{other}<" in chart for other in others)
+
+
+@pytest.mark.parametrize("command", ["report", "dedup"])
+def test_a_report_path_that_is_not_html_is_refused_before_any_work(tmp_path, command):
+    groups = tmp_path / "g.tsv"
+    target = tmp_path / "report.txt"
+    args = (
+        ["report", str(SAMPLE), "--groups", str(groups), "-o", str(target)]
+        if command == "report"
+        else ["dedup", str(SAMPLE), "-o", str(groups), "--report", str(target)]
+    )
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and not target.exists() and not groups.exists()
+    assert result.output.strip().splitlines() == [
+        f"neardup: error: {'--output' if command == 'report' else '--report'} {target}: "
+        "a report is an HTML page; name it .html or .htm"
+    ]

@@ -121,6 +121,8 @@ def test_ids_with_slashes(client):
         ({"id": "x", "fingerprint": "not-hex"}, 422, "fingerprint must be 16 hex digits"),
         ({"id": "x", "text": "t", "timestamp": "yesterday"}, 422, "timestamp of 'x'"),
         ({"id": "x", "text": "t", "colour": "red"}, 422, "colour: Extra inputs are not permitted"),
+        # a field named like FastAPI's root of body locations is still named
+        ({"id": "x", "body": "t"}, 422, "body: Extra inputs are not permitted"),
         ({"id": "x", "text": "t", "limit": 5000}, 422, "limit"),
         ([1, 2], 422, "JSON object"),
         (

@@ -27,7 +27,7 @@ def _text_argument(value: str, source: str) -> str:
     if path.is_file():
         return path.read_text(encoding="utf-8")
     if source == "file" or _PATH_LIKE.fullmatch(value):
-        raise click.BadParameter(
+        raise FileNotFoundError(
             f"no such file: {value}"
             + ("" if source == "file" else " (pass --text to compare it as a literal string)")
         )

@@ -13,6 +13,7 @@ from neardup.cli.options import (
     Reporter,
     fail,
     handle_errors,
+    html_path,
     input_options,
     resolve_method,
     setting_option,
@@ -272,6 +273,7 @@ def _groups_summary(run) -> list[tuple[str, object]]:
     "--report",
     "report_out",
     default=None,
+    callback=html_path,
     help="Also write a self-contained HTML report of the run (see `neardup report`).",
 )
 @click.option(

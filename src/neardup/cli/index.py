@@ -324,7 +324,9 @@ def _print_query(result, method: str, as_json: bool) -> None:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return
     count = f"{result.match_count}{'' if result.match_count_exact else '+'}"  # + : at least
-    head = f"{result.status}  fingerprint {result.fingerprint:016x}  matches {count}"
+    # A MinHash index has no fingerprint to show: its probe is a signature of 128 values.
+    probe = f"  fingerprint {result.fingerprint:016x}" if method == "simhash" else ""
+    head = f"{result.status}{probe}  matches {count}"
     if result.duplicate_id is not None:
         head += f"  duplicate_id {result.duplicate_id}  original_id {result.original_id}"
     click.echo(head)
@@ -523,6 +525,8 @@ def stats(directory, as_json):
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
+    # Timings of checks this open did not run are null in JSON; in text they are left out.
+    data = {k: v for k, v in data.items() if v is not None}
     width = max(len(k) for k in data)
     for key, value in data.items():
         click.echo(

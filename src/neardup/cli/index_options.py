@@ -302,8 +302,9 @@ def measure_column(method: str) -> str:
 
 
 def match_value(match) -> float | int | None:
-    """A match's measure: its Hamming distance (SimHash) or its similarity (MinHash)."""
-    return match.distance if match.similarity is None else match.similarity
+    """A match's measure as the output files write it: its Hamming distance (SimHash) or its
+    similarity (MinHash) to 6 decimals, as PAIRS writes similarities."""
+    return match.distance if match.similarity is None else round(match.similarity, 6)
 
 
 def result_columns(results, method: str) -> dict:

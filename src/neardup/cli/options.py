@@ -407,6 +407,14 @@ def _byte_size(ctx, param, value):
 READING_KEYS = ("id_field", "text_field", "time_field", "input_format", "on_error", "max_doc_bytes")
 
 
+def html_path(ctx, param, value):
+    """Click callback of an HTML report's path: one that does not end in ``.html`` or ``.htm``
+    (``-o report.txt``, a slip for another output) ends the command with one line. O(1)."""
+    if value is not None and not value.lower().endswith((".html", ".htm")):
+        fail(f"{param.opts[-1]} {value}: a report is an HTML page; name it .html or .htm")
+    return value
+
+
 def input_options(command):
     """Options for reading documents, shared by the commands that read them: --id-field,
     --text-field, --time-field, --input-format, --on-error, --max-doc-bytes, --workers, -q.

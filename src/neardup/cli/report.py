@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from neardup import report as html_report
-from neardup.cli.options import CONTEXT, RenamedOption, Reporter, handle_errors, input_options
+from neardup.cli.options import (
+    CONTEXT,
+    RenamedOption,
+    Reporter,
+    handle_errors,
+    html_path,
+    input_options,
+)
 from neardup.io import InputError, check_outputs, read_documents
 from neardup.io.files import atomic_write
 from neardup.quality import read_table
@@ -86,7 +93,9 @@ def _pairs(path: str | None):
     old="--pairs",
     help="The run's PAIRS file (--pairs-out).",
 )
-@click.option("-o", "--output", required=True, help="The HTML file to write.")
+@click.option(
+    "-o", "--output", required=True, callback=html_path, help="The HTML file to write (.html)."
+)
 @click.option(
     "--threshold",
     type=float,

@@ -294,7 +294,8 @@ def _check_target(target: Path, overwrite: bool) -> None:
     if target.exists() and not (target.is_dir() and not any(target.iterdir())):
         if not overwrite:
             raise FileExistsError(
-                f"{target} already exists; choose a new directory or overwrite it"
+                f"{target} already exists; choose a new directory, or replace it with --force "
+                "(overwrite=True in Python)"
             )
 
 

@@ -458,7 +458,8 @@ def _existing_results(
         first = next(i for i in ids if i in existing)
         more = f" (and {len(existing) - 1} more of this batch)" if len(existing) > 1 else ""
         raise DocumentExistsError(
-            f"document id {first!r} is already in the index{more}; nothing was added"
+            f"document id {first!r} is already in the index{more}; nothing was added "
+            "(--if-exists skip, if_exists='skip' in Python, adds the others)"
         )
     results: list[AddResult | None] = [None] * len(ids)
     for i, ident in enumerate(ids):

@@ -108,18 +108,24 @@ class BodyLimit:
 
 
 def _validation_message(error: ValidationError) -> str:
+    return _errors_message(error.errors(), rooted=False)
+
+
+def _errors_message(errors: list, rooted: bool) -> str:
+    """The first ten validation errors, each as ``field.path: message``. FastAPI roots
+    (``rooted``) a location in ``body``, ``path`` or ``query``; only that root is dropped, so
+    that a field a client named ``body`` is still named. O(errors)."""
     parts = []
-    for e in error.errors()[:10]:
+    for e in errors[:10]:
+        location = list(e.get("loc", ()))
+        if rooted and location and location[0] in ("body", "path", "query"):
+            location = location[1:]
         loc = ""
-        for item in e.get("loc", ()):
-            if isinstance(item, int):
-                loc += f"[{item}]"
-            elif item not in ("body",):
-                loc += ("." if loc else "") + str(item)
-        msg = e.get("msg", "invalid")
-        msg = msg.removeprefix("Value error, ")
+        for item in location:
+            loc += f"[{item}]" if isinstance(item, int) else ("." if loc else "") + str(item)
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
-    more = len(error.errors()) - 10
+    more = len(errors) - 10
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
@@ -171,12 +177,7 @@ def error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _request_error(request: Request, exc: RequestValidationError):
-        parts = []
-        for e in exc.errors()[:10]:
-            loc = ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "path"))
-            msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-            parts.append(f"{loc}: {msg}" if loc else msg)
-        return error_response(422, "; ".join(parts) or "invalid request")
+        return error_response(422, _errors_message(list(exc.errors()), rooted=True) or "invalid request")
 
 
 _DOCS_FALLBACK = """<!DOCTYPE html>

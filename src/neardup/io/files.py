@@ -194,7 +194,7 @@ def resolve_input(p: str | Path, input_format: str | None, allowed: Sequence[str
             raise ValueError(
                 f"cannot tell the format of {path}: supported extensions are .jsonl/.json/.ndjson, "
                 f".csv, .tsv, .parquet (text formats optionally .gz/.zst/.zstd) and directories of "
-                f"*.txt files; pass input_format to choose one"
+                f"*.txt files; choose one with --input-format (input_format in Python)"
             )
     if fmt == "txt":
         raise ValueError(f"{path}: .txt documents are read from a directory; pass the directory")
@@ -220,7 +220,7 @@ def _refuse_unnamed_compression(path: str, fmt: str) -> None:
             suffix = "." + suffixes[0]
             raise ValueError(
                 f"{path} is {name}-compressed but its name does not say so: rename it to "
-                f"{path}{suffix} (or input_format='{fmt}{suffix}' in Python)"
+                f"{path}{suffix}, or pass --input-format {fmt}{suffix} (input_format in Python)"
             )
 
 

@@ -139,7 +139,7 @@ def _document_format(path: str, input_format: str | None) -> str:
             raise ValueError(
                 f"cannot tell the format of {path}: supported extensions are .jsonl/.json/.ndjson, "
                 ".csv, .tsv, .parquet (text formats optionally .gz or .bz2), also for the files of "
-                "a directory; pass input_format to choose one"
+                "a directory; choose one with --input-format (input_format in Python)"
             )
     if fmt == "txt":
         raise ValueError(
