@@ -706,7 +706,11 @@ def test_cli_build_add_query_remove_stats(tmp_path):
     assert rows[0][:4] == ["id", "status", "duplicate_id", "original_id"]
     assert rows[1][:4] == ["late", "duplicate", "late", "late"] and rows[2][1] == "new"
     r = _invoke(index_cmd, ["add", str(more), "-d", d, "--workers", "1", "-q"])
-    assert r.exit_code == 1 and "'late' is already in the index" in r.output and "--if-exists skip" in r.output
+    assert (
+        r.exit_code == 1
+        and "'late' is already in the index" in r.output
+        and "--if-exists skip" in r.output
+    )
     r = _invoke(index_cmd, ["query", "-d", d, "--json", texts[0]])
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)

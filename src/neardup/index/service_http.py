@@ -177,7 +177,9 @@ def error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _request_error(request: Request, exc: RequestValidationError):
-        return error_response(422, _errors_message(list(exc.errors()), rooted=True) or "invalid request")
+        return error_response(
+            422, _errors_message(list(exc.errors()), rooted=True) or "invalid request"
+        )
 
 
 _DOCS_FALLBACK = """<!DOCTYPE html>
