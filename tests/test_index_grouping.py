@@ -3,44 +3,16 @@ band buckets hold members that fail against their representative but pass togeth
 
 import json
 
-import numpy as np
 from click.testing import CliRunner
+from synth_helpers import chain_corpus
 
 from neardup.cli.dedup import dedup
 from neardup.cli.index import index as index_cmd
 
 
-def _chain_corpus(seed: int = 3, bases: int = 24) -> list[dict]:
-    """Per base text of 240 words: first a rotation of it (the same shingles but two, so it
-    shares nearly every band, yet keeps about half its words in order: not a near-duplicate),
-    then the text, then a copy with 1 word in 10 changed and one with 2 in 10 (the threshold),
-    then a chain of copies each changing 2 more words of the one before."""
-    rng = np.random.default_rng(seed)
-    vocabulary = [f"w{k}x{rng.integers(1000)}" for k in range(3000)]
-    docs = []
-    for base in range(bases):
-        words = [vocabulary[k] for k in rng.integers(0, len(vocabulary), 240)]
-        cut = int(rng.integers(100, 140))
-        texts = [words[cut:] + words[:cut], words]
-        for changed in (24, 48):  # 10 % and 20 % of the words
-            edited = list(words)
-            for at in rng.choice(240, changed, replace=False):
-                edited[at] = vocabulary[int(rng.integers(len(vocabulary)))]
-            texts.append(edited)
-        edited = list(words)
-        for _ in range(4):
-            edited = list(edited)
-            for at in rng.choice(240, 2, replace=False):
-                edited[at] = vocabulary[int(rng.integers(len(vocabulary)))]
-            texts.append(edited)
-        for k, text in enumerate(texts):
-            docs.append({"id": f"b{base:02d}-{k}", "text": " ".join(text)})
-    return docs
-
-
 def test_index_query_batch_and_dedup_give_every_document_the_same_duplicate_id(tmp_path):
     docs = tmp_path / "docs.jsonl"
-    docs.write_text("".join(json.dumps(d) + "\n" for d in _chain_corpus()))
+    docs.write_text("".join(json.dumps(d) + "\n" for d in chain_corpus()))
     groups = tmp_path / "groups.tsv"
     runner = CliRunner()
     r = runner.invoke(dedup, [str(docs), "-o", str(groups), "--workers", "1", "-q"])
