@@ -16,7 +16,9 @@
       LCS resemblance or exact Jaccard); MinHash without verification accepts a candidate when
       its MinHash estimate reaches ``threshold``. Only the components of the accepted pairs
       matter, so a candidate whose documents accepted pairs already link is not checked
-      (:func:`neardup.groups.accepted_links`);
+      (:func:`neardup.groups.accepted_links`). MinHash then verifies the pairs of each bucket's
+      other members that the star edges left in different components
+      (:mod:`neardup.candidates.repair`): the components of verifying every pair of a bucket;
    d. **groups** by the grouping rule (:mod:`neardup.groups`): ``components`` (transitive) or
       ``center`` (no chaining), the original of a group being its earliest document (ties: input
       order);
