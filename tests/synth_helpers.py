@@ -1,6 +1,8 @@
 """Helpers of the labelled-data tests (synth, edits): base texts in English and Korean, and
-look-ups into a generated corpus. The corpus itself is the ``synth_corpus`` fixture
-(conftest.py)."""
+look-ups into a generated corpus, and a corpus of edit chains. The labelled corpus itself is the
+``synth_corpus`` fixture (conftest.py)."""
+
+import numpy as np
 
 ENGLISH = [
     "A small command line tool that converts tabular data files between CSV, TSV and JSON "
@@ -52,3 +54,31 @@ def derived_pairs(c, edit):
     docs = by_id(c)
     rows = c.pairs[c.pairs.category == edit]
     return [(docs[r.id_a], docs[r.id_b]) for r in rows.itertuples()]
+
+
+def chain_corpus(seed: int = 3, bases: int = 24) -> list[dict]:
+    """Per base text of 240 words: first a rotation of it (the same shingles but two, so it
+    shares nearly every band, yet keeps about half its words in order: not a near-duplicate),
+    then the text, then a copy with 1 word in 10 changed and one with 2 in 10 (the threshold),
+    then a chain of copies each changing 2 more words of the one before."""
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"w{k}x{rng.integers(1000)}" for k in range(3000)]
+    docs = []
+    for base in range(bases):
+        words = [vocabulary[k] for k in rng.integers(0, len(vocabulary), 240)]
+        cut = int(rng.integers(100, 140))
+        texts = [words[cut:] + words[:cut], words]
+        for changed in (24, 48):  # 10 % and 20 % of the words
+            edited = list(words)
+            for at in rng.choice(240, changed, replace=False):
+                edited[at] = vocabulary[int(rng.integers(len(vocabulary)))]
+            texts.append(edited)
+        edited = list(words)
+        for _ in range(4):
+            edited = list(edited)
+            for at in rng.choice(240, 2, replace=False):
+                edited[at] = vocabulary[int(rng.integers(len(vocabulary)))]
+            texts.append(edited)
+        for k, text in enumerate(texts):
+            docs.append({"id": f"b{base:02d}-{k}", "text": " ".join(text)})
+    return docs

@@ -1,10 +1,14 @@
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synth_helpers import chain_corpus
 
 from neardup import pipeline
 from neardup.engines.local import signatures_parallel
+from neardup.groups import connected_components, originals_of
 from neardup.lcs import lcs_pairs
 from neardup.pipeline import (
     Signatures,
@@ -336,6 +340,9 @@ def test_candidates_ruled_out_by_length_and_sketches_change_nothing(monkeypatch,
     # (above) are the same either way.
     ignored = {"seconds": None, "documents_verified": None, "linked_untested": None}
     ignored["rejected"] = None
+    # The repair round (candidates.repair) bounds its pairs by the same rule: without it, it
+    # tests the pairs the bounds would rule out.
+    ignored.update(repair_bounded=None, repair_tested=None)
     assert {**fast.stats, **ignored} == {**slow.stats, **ignored}
     assert fast.stats["documents_verified"] < slow.stats["documents_verified"]
 
@@ -393,7 +400,34 @@ def test_a_measure_reading_spilled_data_gets_every_candidate_at_once(reads_spill
     for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     verify_calls = calls[: calls.index(True)] if True in calls else calls
-    if reads_spill:
-        assert got.stats["linked_untested"] == 0 and len(verify_calls) == 1
-    else:
-        assert got.stats["linked_untested"] > 0 and len(verify_calls) == 2
+    # The repair round (candidates.repair) decides its pairs in the same way, after them.
+    star_calls = 1 if reads_spill else 2
+    repair_calls = len(verify_calls) - star_calls
+    assert repair_calls == (star_calls if got.stats["repair_tested"] else 0)
+    assert (got.stats["linked_untested"] == 0) == reads_spill
+
+
+@pytest.mark.parametrize("reads_spill", [False, True])
+def test_repair_finds_the_pairs_star_candidates_lose_in_memory_and_from_spilled_data(reads_spill):
+    """Each base's rotation comes first and shares nearly every band with its copies but fails
+    against them: the copies' pairs are found by the repair round, with data read back from
+    disk too (its documents' data are read with the star candidates')."""
+    texts = [d["text"] for d in chain_corpus(bases=6)]
+    s = Settings()
+    sig = signatures(texts, s, keep_sets=False)
+
+    def source(docs):
+        offsets, values = pipeline.sets_for(texts, docs, s)
+        measure = functools.partial(s.verification.similarity, offsets, values)
+        measure.reads_spill = reads_spill
+        return measure
+
+    got = find_groups(sig, stamps(len(texts)), s, set_source=source)
+    want = find_groups(sig, stamps(len(texts)), s, texts)
+    for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert got.stats["repair_accepted"] > 0 and got.stats["repair_unlisted"] == 0
+    # Every pair that shares a band and passes is linked (the "all" candidates, verified).
+    a, b = pipeline.all_pairs(signatures(texts, s), s, pipeline.Relation(signatures(texts, s), s))
+    labels = connected_components(len(texts), a, b)
+    np.testing.assert_array_equal(got.original, originals_of(labels, np.arange(len(texts))))

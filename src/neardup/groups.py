@@ -325,6 +325,7 @@ def accepted_links(
     accept: Callable[[np.ndarray, np.ndarray], np.ndarray],
     rounds: int = LINK_ROUNDS,
     step: int = 1 << 23,
+    linked: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Which candidate pairs to keep so that the connected components of the kept pairs are
     those of every pair ``accept`` would accept, testing as few pairs as it can.
@@ -345,11 +346,16 @@ def accepted_links(
             called with non-empty arrays only (e.g. a :class:`neardup.pipeline.Relation`).
         rounds: rounds that test a spanning forest before the rest is tested at once (>= 0).
         step: most pairs handed to one call of ``accept`` (its temporaries stay bounded).
+        linked: optional component labels (int, length n, each the smallest index of its
+            component, as :func:`connected_components` gives) of links accepted before: the
+            pairs are then decided on top of them, and a pair inside one of those components is
+            not tested.
 
     Returns:
         ``(kept, tested)``: ascending int64 indices into ``a``/``b`` of the accepted pairs that
         were tested, and the number of pairs tested. ``connected_components(n, a[kept],
-        b[kept])`` equals the components of all accepted pairs.
+        b[kept])`` equals the components of all accepted pairs (joined with ``linked``'s
+        components when given).
 
     Complexity: O(rounds · (m log n + n)) time besides the tests, O(n + m) memory (one byte
     of state a pair, two int32 arrays of n, and ``step`` pairs handed to ``accept``).
@@ -368,7 +374,17 @@ def accepted_links(
     state = np.full(a.size, _PENDING, dtype=np.int8)
     # 4 bytes a document when they fit: at 10M documents these are held beside the pairs.
     index_type = np.int32 if n < 2**31 else np.int64
-    parent = np.arange(n, dtype=index_type)
+    if linked is None:
+        parent = np.arange(n, dtype=index_type)
+    else:
+        # A label is the smallest index of its component, so it is its own label: the labels
+        # are a forest of depth one, a valid start for the union-find.
+        parent = np.asarray(linked).astype(index_type)
+        if parent.shape != (n,) or (n and not np.array_equal(parent[parent], parent)):
+            raise ValueError(
+                f"linked must hold one label per document ({n}), each its own label; "
+                f"got shape {parent.shape}"
+            )
     scratch = np.empty(n, dtype=index_type)
     tested = 0
     for r in range(rounds + 1):

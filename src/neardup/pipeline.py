@@ -16,7 +16,9 @@
       LCS resemblance or exact Jaccard); MinHash without verification accepts a candidate when
       its MinHash estimate reaches ``threshold``. Only the components of the accepted pairs
       matter, so a candidate whose documents accepted pairs already link is not checked
-      (:func:`neardup.groups.accepted_links`);
+      (:func:`neardup.groups.accepted_links`). MinHash then verifies the pairs of each bucket's
+      other members that the star edges left in different components
+      (:mod:`neardup.candidates.repair`): the components of verifying every pair of a bucket;
    d. **groups** by the grouping rule (:mod:`neardup.groups`): ``components`` (transitive) or
       ``center`` (no chaining), the original of a group being its earliest document (ties: input
       order);
@@ -47,6 +49,13 @@ from numba import njit
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
 from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, stable_argsort
+from neardup.candidates.repair import (
+    BUCKET_MEMBERS,
+    bucket_csr,
+    bucket_pairs,
+    repair_links,
+    without_pairs,
+)
 from neardup.candidates.tables import IdenticalBuckets
 from neardup.groups import (
     LINK_ROUNDS,
@@ -536,8 +545,11 @@ def candidate_edges(
     band_keys: BandKeys | None = None,
     workers: int = 1,
     hamming: HammingSearch | None = None,
+    buckets: list | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
+    With a list ``buckets`` (MinHash), its one item becomes the CSR of the buckets without
+    their representatives (:func:`neardup.candidates.repair.bucket_csr`).
 
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
@@ -552,8 +564,15 @@ def candidate_edges(
         return hamming.star_edges(reps, rank)
     positions = rank_positions(rank[reps], reps.shape[0])
     a, b = pairs_from_band_columns(
-        _band_columns_of(sig, settings, reps, band_keys), "star", positions, workers
+        _band_columns_of(sig, settings, reps, band_keys),
+        "star",
+        positions,
+        workers,
+        buckets,
+        BUCKET_MEMBERS,
     )
+    if buckets is not None:
+        buckets[:] = [bucket_csr(buckets, reps)]
     # One side at a time, without copies: at 10M documents a side is 0.4 GB.
     a = reps[a].astype(np.int64, copy=False)
     b = reps[b].astype(np.int64, copy=False)
@@ -638,7 +657,18 @@ def find_groups(
     hamming = None
     if settings.method == "simhash" and reps.shape[0]:
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
-    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming)
+    rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
+    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    if rest:  # see candidates.repair; before the bounds below, which drop star candidates
+        lcs = settings.verify_measure == "lcs" and sig.sketches is not None
+        bound = (sig.sizes, sig.sketches, settings.verify) if lcs else (None, None, 0.0)
+        offsets, members, others = rest[0]
+        rest_a, rest_b, repair = bucket_pairs(offsets, members, BUCKET_MEMBERS, *bound)
+        repair["repair_unlisted"] += others
+        del offsets, members
+        keep = without_pairs(rest_a, rest_b, cand_a, cand_b)
+        rest = [rest_a[keep], rest_b[keep]]
+        stats.update(repair)
     if settings.pairs != "all":
         hamming = None
     stats["candidates"] = int(cand_a.shape[0])
@@ -671,6 +701,8 @@ def find_groups(
         linked = _with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
+        if rest:  # the repair round compares the ends of its pairs
+            compared = np.union1d(compared, np.concatenate(rest))
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)
             rep_verified = functools.partial(settings.verification.similarity, offsets, values)
@@ -707,6 +739,11 @@ def find_groups(
         del kept
     stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])
     stats["linked_untested"] = considered - tested
+    if rest:
+        labels = connected_components(n, cand_a, cand_b)
+        more_a, more_b, repair = repair_links(n, *rest, labels, relation, rounds, VERIFY_SLICE)
+        cand_a, cand_b = np.concatenate([cand_a, more_a]), np.concatenate([cand_b, more_b])
+        stats.update(repair)
     lap("verify", "groups")
 
     edge_a = np.concatenate([cand_a, rep_of[dup_members]])

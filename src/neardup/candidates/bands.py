@@ -39,6 +39,13 @@ Modes of :func:`candidate_pairs`
     star joins both ``u`` and ``v`` to the same representative, so ``u`` and ``v`` are connected
     by star edges (star components are no finer). Hence the components are equal.
 
+    That holds for the candidates, not for the pairs that pass verification: when a bucket's
+    representative fails against two members that pass against each other, the verified star
+    edges lose that pair. :func:`pairs_from_band_columns` can therefore also keep the buckets of
+    3 or more documents without their representatives (``buckets=``), and
+    :mod:`neardup.candidates.repair` verifies the pairs among them that the star round left in
+    different components, which gives the components of verifying every "all" pair.
+
 Output is a pure function of the inputs: sorts are stable, ties go to the smaller index, and the
 edges are deduplicated and sorted, so the same arrays give byte-identical results.
 
@@ -158,6 +165,32 @@ def _star_edges_kernel(order, starts, sizes, pos, total):
                 out[k] = hi | np.uint64(d)
                 k += 1
     return out
+
+
+@njit(cache=True, nogil=True)
+def _rest_members_kernel(order, starts, sizes, pos, most, total):
+    """The members of each run of 3 to ``most + 1`` but its representative, concatenated, and
+    how many each run has (the pairs among them are not star edges)."""
+    out = np.empty(total, dtype=np.int64)
+    counts = np.empty(starts.size, dtype=np.int64)
+    k = 0
+    runs = 0
+    for q in range(starts.size):
+        s = starts[q]
+        m = sizes[q]
+        if m < 3 or m > most + 1:
+            continue
+        rep = order[s]
+        for a in range(1, m):
+            if pos[order[s + a]] < pos[rep]:
+                rep = order[s + a]
+        for a in range(m):
+            if order[s + a] != rep:
+                out[k] = order[s + a]
+                k += 1
+        counts[runs] = m - 1
+        runs += 1
+    return out, counts[:runs]
 
 
 # --------------------------------------------------------------------------- validation
@@ -391,7 +424,8 @@ def candidate_pairs(
         smallest ``rank``, ties to the smaller index) to each other member ``d``; edges
         deduplicated across bands and sorted by ``(rep, d)``. ``m - 1`` edges per bucket, at most
         ``n · bands`` in all. The connected components equal those of ``"all"`` (proof in the
-        module docstring), so grouping can use this at linear cost even for huge buckets.
+        module docstring), so grouping can use this at linear cost even for huge buckets; after
+        verification they need the repair of :mod:`neardup.candidates.repair`.
 
     Band hashes stand in for band values: a 64-bit collision (probability about ``2**-64`` per
     pair and band, impossible for ``rows <= 2``) can add a spurious candidate, never drop one, and
@@ -450,8 +484,16 @@ def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
         yield col[:, 0]
 
 
-def _band_pairs(column: np.ndarray, mode: str, positions: np.ndarray | None) -> np.ndarray | None:
-    """One band's candidate pairs, packed ``i << 32 | j``, sorted and distinct (None: none)."""
+def _band_pairs(
+    column: np.ndarray,
+    mode: str,
+    positions: np.ndarray | None,
+    rest: list | None = None,
+    most: int = 0,
+) -> np.ndarray | None:
+    """One band's candidate pairs, packed ``i << 32 | j``, sorted and distinct (None: none).
+    With ``rest`` (star mode), appends to it the band's (members, counts) of
+    :func:`_rest_members_kernel` and the number of pairs of its larger runs."""
     n = column.shape[0]
     if n > _MAX_DOCS:
         raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
@@ -465,8 +507,23 @@ def _band_pairs(column: np.ndarray, mode: str, positions: np.ndarray | None) -> 
         pos = np.arange(n, dtype=np.int64) if positions is None else positions
         total = int(np.sum(sizes - 1))
         band_pairs = _star_edges_kernel(order, starts, sizes, pos, total)
+        if rest is not None:
+            kept = (sizes >= 3) & (sizes <= most + 1)
+            total = int(np.sum(sizes[kept] - 1))
+            others = sizes[sizes > most + 1] - 1
+            members, counts = _rest_members_kernel(order, starts, sizes, pos, most, total)
+            rest.append((members, counts, int(np.sum(others * (others - 1) // 2))))
     del order, starts, sizes
     return _sorted_distinct(band_pairs)
+
+
+def _collect(task: tuple, buckets: list | None) -> np.ndarray | None:
+    """The pairs of a band's task, its kept buckets appended to ``buckets`` when asked."""
+    future, part = task
+    pairs = future.result()
+    if buckets is not None:
+        buckets.extend(part)
+    return pairs
 
 
 def pairs_from_band_columns(
@@ -474,6 +531,8 @@ def pairs_from_band_columns(
     mode: str = "star",
     positions: np.ndarray | None = None,
     workers: int = 1,
+    buckets: list | None = None,
+    most: int = 16,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs from band-hash columns (each ``uint64[n]``), as :func:`candidate_pairs`.
 
@@ -483,6 +542,13 @@ def pairs_from_band_columns(
     (int64[n], position of each document in (rank, index) order; default: the index).
     ``workers`` threads sort bands side by side (the kernels release the GIL); the pairs do not
     depend on it.
+
+    With a list ``buckets`` (star mode), the buckets of 3 to ``most + 1`` documents are
+    appended to it without their representatives, band by band, as ``(members, counts,
+    others)`` (int64 arrays: run ``q`` of a band holds the next ``counts[q]`` members,
+    ascending; ``others`` the number of such pairs in the band's larger buckets): the pairs
+    among them are the "all" candidates that the star edges leave out
+    (:mod:`neardup.candidates.repair`). O(n) per band more at most.
 
     Complexity: O(n log n) per band plus O(E log E) for the E emitted pairs.
 
@@ -504,18 +570,24 @@ def pairs_from_band_columns(
         if band_pairs is not None:
             packed = band_pairs if packed is None else _merge_distinct(packed, band_pairs)
 
+    if buckets is not None and mode != "star":
+        raise ValueError(f"buckets are kept in star mode only; got mode {mode!r}")
     if workers == 1:
         for column in columns:
-            merge(_band_pairs(column, mode, positions))
+            merge(_band_pairs(column, mode, positions, buckets, most))
     else:
         with ThreadPoolExecutor(workers) as pool:
             pending: deque = deque()
             for column in columns:
-                pending.append(pool.submit(_band_pairs, column, mode, positions))
+                # Each task appends to its own list: the bands keep their order.
+                part: list = []
+                pending.append(
+                    (pool.submit(_band_pairs, column, mode, positions, part, most), part)
+                )
                 if len(pending) >= workers:
-                    merge(pending.popleft().result())
+                    merge(_collect(pending.popleft(), buckets))
             while pending:
-                merge(pending.popleft().result())
+                merge(_collect(pending.popleft(), buckets))
     if packed is None:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()

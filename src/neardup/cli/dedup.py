@@ -218,6 +218,13 @@ def _groups_summary(run) -> list[tuple[str, object]]:
         ("candidate pairs", stats["candidates"]),
         ("rejected by verification", stats["rejected"]),
         ("linked already, not verified", stats["linked_untested"]),
+    ]
+    if "repair_accepted" in stats:  # MinHash: the bucket pairs star candidates leave out
+        rows += [
+            ("links found across star components", stats["repair_accepted"]),
+            ("bucket pairs not examined (cap)", stats["repair_unlisted"]),
+        ]
+    rows += [
         ("pairs written", stats["pairs"]),
         ("groups", stats["groups"]),
         ("largest group", stats["largest_group"]),

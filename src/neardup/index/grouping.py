@@ -12,9 +12,14 @@ both methods (one implementation: the method only decides which pairs match, in
   (:func:`neardup.index.minhash.pair_similarity`). Groups are the connected components of that
   relation (transitive, like ``dedup``). ``dedup`` links each band bucket to its earliest member
   only ("star" candidates, :mod:`neardup.candidates.bands`) before verifying, while the index
-  verifies every stored candidate: the two differ only when a bucket's earliest member fails
-  verification against two members that pass together and share no other band with a linked
-  member (not seen in the agreement tests).
+  verifies every stored candidate. When a bucket's earliest member fails against two members
+  that pass together, the star edges alone lose that pair; ``dedup`` then verifies the pairs of
+  the bucket's other members that lie in different components
+  (:mod:`neardup.candidates.repair`), which gives the components of verifying every pair of
+  every bucket, so the two agree. Only a bucket of more than
+  :data:`neardup.candidates.repair.BUCKET_MEMBERS` members besides its earliest is not
+  repaired; ``dedup`` counts its pairs (``repair_unlisted``, "bucket pairs not examined
+  (cap)"), and the two may differ only when that count is not 0.
 - The **original** of a group is its earliest document: smallest timestamp, ties broken by the
   smaller position (insertion order, which is input order for ``build``, as in ``dedup``). The
   group's **duplicate ID** is the original's ID, so ``duplicate_id == original_id``, exactly as

@@ -1,0 +1,159 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.candidates.bands import pairs_from_band_columns
+from neardup.candidates.repair import bucket_csr, bucket_pairs, repair_links, without_pairs
+from neardup.groups import accepted_links, connected_components
+
+
+def _reference_components(n, columns, passes):
+    """Components of every pair that shares a band value and passes, by plain Python: each
+    pair of each band is looked at, no representative, no skipping."""
+    parent = list(range(n))
+
+    def root(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for column in columns:
+        for i in range(n):
+            for j in range(i + 1, n):
+                if column[i] == column[j] and (min(i, j), max(i, j)) in passes:
+                    parent[root(i)] = root(j)
+    roots = [root(x) for x in range(n)]
+    # Labelled by the smallest member, as connected_components does.
+    smallest = {}
+    for x in range(n):
+        smallest.setdefault(roots[x], x)
+    return np.array([smallest[r] for r in roots])
+
+
+def _star_then_repair(n, columns, positions, accept, most=1 << 15):
+    rest: list = []
+    columns = [np.asarray(c, np.uint64) for c in columns]
+    a, b = pairs_from_band_columns(columns, "star", positions, 1, rest, most)
+    offsets, members, others = bucket_csr(rest, np.arange(n))
+    rest_a, rest_b, listed = bucket_pairs(offsets, members, most)
+    listed["repair_unlisted"] += others
+    keep = without_pairs(rest_a, rest_b, a, b)
+    kept, _ = accepted_links(n, a, b, accept)
+    star_a, star_b = a[kept], b[kept]
+    labels = connected_components(n, star_a, star_b)
+    more_a, more_b, stats = repair_links(n, rest_a[keep], rest_b[keep], labels, accept)
+    stats.update(listed)
+    final = connected_components(
+        n, np.concatenate([star_a, more_a]), np.concatenate([star_b, more_b])
+    )
+    return labels, final, stats
+
+
+@st.composite
+def adversarial_buckets(draw):
+    """Few band values (big buckets), and a relation under which some documents (likely the
+    representatives, which come first in time) fail against everything."""
+    n = draw(st.integers(2, 24))
+    bands = draw(st.integers(1, 3))
+    columns = [draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)) for _ in range(bands)]
+    positions = np.array(draw(st.permutations(range(n))), dtype=np.int64)
+    # The earliest documents are "pariahs": they pass against nothing.
+    pariahs = {int(d) for d in np.argsort(positions)[: draw(st.integers(0, n))]}
+    seed = draw(st.integers(0, 2**32 - 1))
+    rate = draw(st.sampled_from([0.2, 0.5, 0.9]))
+    rng = np.random.default_rng(seed)
+    passes = {
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
+        if i not in pariahs and j not in pariahs and rng.random() < rate
+    }
+    return n, columns, positions, passes
+
+
+@settings(max_examples=300, deadline=None)
+@given(adversarial_buckets())
+def test_repaired_components_are_those_of_verifying_every_bucket_pair(case):
+    n, columns, positions, passes = case
+    tested = []
+
+    def accept(x, y):
+        tested.extend(zip(x.tolist(), y.tolist()))
+        return np.array([(min(i, j), max(i, j)) in passes for i, j in zip(x, y)], dtype=bool)
+
+    _, final, stats = _star_then_repair(n, columns, positions, accept)
+    np.testing.assert_array_equal(final, _reference_components(n, columns, passes))
+    assert stats["repair_unlisted"] == 0
+    # No pair is verified twice.
+    keys = [(min(i, j), max(i, j)) for i, j in tested]
+    assert len(keys) == len(set(keys))
+
+
+def test_the_pair_a_failing_representative_hides_is_found():
+    # One bucket {0, 1, 2}: 0 (the representative) fails against 1 and 2, which pass together.
+    columns = [np.array([5, 5, 5, 9], np.uint64)]
+    passes = {(1, 2)}
+
+    def accept(x, y):
+        return np.array([(min(i, j), max(i, j)) in passes for i, j in zip(x, y)], dtype=bool)
+
+    star, final, stats = _star_then_repair(4, columns, None, accept)
+    assert star.tolist() == [0, 1, 2, 3]  # star candidates alone lose the pair
+    assert final.tolist() == [0, 1, 1, 3]
+    assert (stats["repair_listed"], stats["repair_tested"], stats["repair_accepted"]) == (1, 1, 1)
+
+
+def test_a_bucket_too_large_is_counted_not_listed():
+    # Band 0: one bucket of 1 + 5 members (10 pairs besides the representative), too large;
+    # band 1: 1 + 3 members (3 pairs), listed.
+    columns = [np.zeros(6, np.uint64), np.array([0, 0, 0, 0, 1, 2], np.uint64)]
+    fail = lambda x, y: np.zeros(x.shape[0], bool)  # noqa: E731
+    _, _, stats = _star_then_repair(6, columns, None, fail, 4)
+    assert (stats["repair_listed"], stats["repair_unlisted"]) == (3, 10)
+
+
+def test_bucket_pairs_are_distinct_and_the_repair_takes_those_across_components():
+    offsets = np.array([0, 3, 6])
+    members = np.array([4, 1, 2, 1, 4, 3])
+    a, b, stats = bucket_pairs(offsets, members)
+    assert list(zip(a.tolist(), b.tolist())) == [(1, 2), (1, 3), (1, 4), (2, 4), (3, 4)]
+    assert stats == {"repair_bounded": 0, "repair_unlisted": 0}
+    labels = np.array([0, 1, 1, 3, 4])
+    more_a, more_b, stats = repair_links(5, a, b, labels, lambda x, y: x == 1)
+    assert list(zip(more_a.tolist(), more_b.tolist())) == [(1, 3), (1, 4)]
+    assert stats == {"repair_listed": 4, "repair_tested": 2, "repair_accepted": 2}
+    with pytest.raises(ValueError, match="most must be >= 2, got 1"):
+        bucket_pairs(offsets, members, most=1)
+
+
+def test_bucket_pairs_drop_the_pairs_the_lcs_bounds_rule_out():
+    from neardup.lcs import possible_pairs
+    from neardup.text.units import lcs_unit_sketches
+
+    texts = [
+        "a b c d e f g h i j",
+        "a b c d e f g h i x",
+        "a b c d e",  # too short for the first two
+        "q r s t u v w x y z",  # as long, other words
+        "이 패키지는 문서를 담고 있습니다",  # Korean: sketches rule nothing out
+        "이 패키지는 문서를",
+    ]
+    sizes, sketches = lcs_unit_sketches(texts)
+    offsets, members = np.array([0, 6]), np.arange(6)
+    a, b, stats = bucket_pairs(offsets, members, 1 << 15, sizes, sketches, 0.8)
+    everything_a, everything_b, _ = bucket_pairs(offsets, members)
+    want = possible_pairs(sizes, sketches, everything_a, everything_b, 0.8)
+    assert list(zip(a.tolist(), b.tolist())) == list(
+        zip(everything_a[want].tolist(), everything_b[want].tolist())
+    )
+    assert (0, 1) in zip(a.tolist(), b.tolist()) and (4, 5) in zip(a.tolist(), b.tolist())
+    assert stats["repair_unlisted"] == 0 and stats["repair_bounded"] > 0
+
+
+def test_without_pairs_in_either_orientation():
+    keep = without_pairs(np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([2]), np.array([1]))
+    assert keep.tolist() == [True, False, True]
+    assert without_pairs(np.array([0]), np.array([1]), np.array([]), np.array([])).tolist() == [
+        True
+    ]
