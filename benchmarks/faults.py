@@ -35,16 +35,16 @@ from neardup.cli import main
 # ------------------------------------------------------------------------------------------
 
 
-def write_corpus(path: Path, n: int = 200, seed: int = 1) -> list[str]:
+def write_corpus(path: Path, n: int = 200, seed: int = 1, prefix: str = "") -> list[str]:
     """``n`` random documents plus a near copy of every other one, as JSONL (id, text, ts)."""
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(500)]
     texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(n)]
-    rows = [{"id": f"d{i}", "text": t, "ts": i} for i, t in enumerate(texts)]
+    rows = [{"id": f"{prefix}d{i}", "text": t, "ts": i} for i, t in enumerate(texts)]
     for i in range(0, n, 2):
         near = texts[i].split()
         near[5] = "zz"
-        rows.append({"id": f"n{i}", "text": " ".join(near), "ts": n + i})
+        rows.append({"id": f"{prefix}n{i}", "text": " ".join(near), "ts": n + i})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return texts
 
@@ -473,9 +473,76 @@ def badinput_family(work: Path) -> bool:
     return tally.summary()
 
 
+# ------------------------------------------------------------------------------------------
+# Family 3: full disks (a small tmpfs, filled but for a few bytes)
+# ------------------------------------------------------------------------------------------
+
+
+def disk_family(work: Path, mount: Path) -> bool:
+    """Each command writes onto ``mount`` (a tmpfs of a few MB, mounted by the caller) left
+    with 0 B to 1 MB free: it either ends as a clean run does, or with one line naming a path
+    on the mount, a non-zero exit and nothing of its own left there."""
+    tally = Tally("disk")
+    corpus = work / "docs.jsonl"
+    write_corpus(corpus, n=2000)
+    fingerprints = work / "fps.tsv"
+    assert run(["fingerprint", corpus, "-o", fingerprints, "--method", "simhash"])[0] == 0
+    base = work / "base.idx"
+    assert run(["index", "build", corpus, "-d", base, "--method", "minhash"])[0] == 0
+    extra = work / "extra.jsonl"
+    write_corpus(extra, n=400, seed=2, prefix="x")
+    commands = {
+        "dedup": lambda d: ["dedup", corpus, "-o", d / "g.tsv", "--pairs-out", d / "p.tsv"],
+        "dedup-tmp": lambda d: [
+            "dedup",
+            corpus,
+            "-o",
+            work / "g.tsv",
+            "--tmp-dir",
+            d,
+            "--memory-limit",
+            "1MB",
+        ],
+        "fingerprint": lambda d: ["fingerprint", corpus, "-o", d / "f.tsv"],
+        "pairs": lambda d: ["pairs", fingerprints, "-o", d / "p.tsv"],
+        "index-build": lambda d: ["index", "build", corpus, "-d", d / "b.idx"],
+        "index-add": lambda d: ["index", "add", extra, "-d", d / "a.idx"],
+    }
+    filler = mount / "filler"
+    for name, make in commands.items():
+        for free in (0, 4096, 65536, 262144, 1 << 20):
+            for p in mount.iterdir():
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+            if name == "index-add":
+                shutil.copytree(base, mount / "a.idx")
+            before = set(tree(mount))
+            stat = os.statvfs(mount)
+            room = stat.f_bavail * stat.f_frsize - free
+            with open(filler, "wb") as fh:
+                fh.truncate(0)
+                fh.write(bytes(max(room, 0)))
+            code, out, crash = run(make(mount))
+            filler.unlink()
+            left = sorted(set(tree(mount)) - before - {"filler"})
+            case = f"{name}/free-{free}"
+            last = out.strip().splitlines()[-1] if out.strip() else ""
+            if crash:
+                tally.record(case, "crash", crash)
+            elif code == 0:
+                tally.record(case, "ok", last)
+            elif str(mount) not in last or len(out.strip().splitlines()) > 2:
+                tally.record(case, "unclear error", out[-200:])
+            elif left and name != "index-add":
+                tally.record(case, "half-written", ", ".join(left))
+            else:
+                tally.record(case, "clear error", last)
+    return tally.summary()
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("family", choices=["damage", "kill", "badinput"])
+    parser.add_argument("family", choices=["damage", "kill", "disk", "badinput"])
+    parser.add_argument("--mount", type=Path, help="disk: a small tmpfs to fill")
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-faults"))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--only", nargs="*", default=[], help="kill: these commands only")
@@ -486,6 +553,8 @@ def main_cli() -> None:
         ok = damage_family(options.work, options.limit)
     elif options.family == "kill":
         ok = kill_family(options.work, options.limit, options.only)
+    elif options.family == "disk":
+        ok = disk_family(options.work, options.mount)
     else:
         ok = badinput_family(options.work)
     sys.exit(0 if ok else 1)
