@@ -539,9 +539,106 @@ def disk_family(work: Path, mount: Path) -> bool:
     return tally.summary()
 
 
+# ------------------------------------------------------------------------------------------
+# Family 4: SIGINT and SIGTERM at many points
+# ------------------------------------------------------------------------------------------
+
+
+def fork_entry(args: list, out: Path) -> int:
+    """Start ``neardup.cli.run(args)`` (the console entry: its signal handling included) in a
+    forked child whose stdout and stderr go to ``out/stdout`` and ``out/stderr``; its pid."""
+    from neardup import signals
+    from neardup.cli import run as entry
+
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    # Blocked until the child has its handlers, as the console entry has them at its start.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    with open(out / "stdout", "wb") as so, open(out / "stderr", "wb") as se:
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(so.fileno(), 1)
+            os.dup2(se.fileno(), 2)
+            try:
+                signals.install()
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                entry([str(a) for a in args])
+            finally:
+                os._exit(99)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    return pid
+
+
+def signal_family(work: Path, points: int) -> bool:
+    """Each command is signalled at ``points`` moments spread over a clean run's duration;
+    it must end with exit 128 + the signal and one line (or finish as the clean run did), no
+    traceback, and leave no output or temporary file."""
+    import time
+
+    tally = Tally("signal")
+    corpus = work / "docs.jsonl"
+    write_corpus(corpus, n=3000)
+    fingerprints = work / "fps.tsv"
+    assert run(["fingerprint", corpus, "-o", fingerprints, "--method", "simhash"])[0] == 0
+    commands = {
+        "dedup-spill": lambda d: [
+            "dedup",
+            corpus,
+            "-o",
+            d / "g.tsv",
+            "--pairs-out",
+            d / "p.tsv",
+            "--memory-limit",
+            "1MB",
+            "--tmp-dir",
+            scratch(d / "tmp"),
+        ],
+        "index-build": lambda d: ["index", "build", corpus, "-d", d / "b.idx"],
+        "pairs": lambda d: ["pairs", fingerprints, "-o", d / "p.tsv"],
+    }
+    for name, make in commands.items():
+        clean = scratch(work / f"clean-{name}")
+        run(make(scratch(work / f"warm-{name}")))  # the kernels compiled before the forks
+        started = time.monotonic()
+        _, status = os.waitpid(fork_entry(make(clean), clean), 0)
+        duration = time.monotonic() - started
+        expected = {k: v for k, v in tree(clean).items() if k not in ("stdout", "stderr")}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            for i in range(points):
+                case = f"{name}/{sig.name}/{i}"
+                out = work / "case"
+                shutil.rmtree(out, ignore_errors=True)
+                out.mkdir()
+                pid = fork_entry(make(out), out)
+                time.sleep(duration * i / points)
+                os.kill(pid, sig)
+                _, status = os.waitpid(pid, 0)
+                code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+                err = (out / "stderr").read_text(errors="replace")
+                left = {k: v for k, v in tree(out).items() if k not in ("stdout", "stderr")}
+                # An index's bytes differ between runs (times); its outputs are compared by name.
+                same = left.keys() == expected.keys() if name == "index-build" else left == expected
+                last = err.strip().splitlines()[-1] if err.strip() else ""
+                if "Traceback" in err or code < 0 or code == 99:
+                    tally.record(case, "crash", f"exit {code}: {err[-200:]}")
+                elif code == 0:
+                    tally.record(case, "finished" if same else "WRONG", last)
+                elif code != 128 + sig or "stopped" not in last.lower():
+                    tally.record(case, "wrong exit", f"exit {code}: {err[-200:]}")
+                elif left and not same:
+                    tally.record(case, "partial output", ", ".join(sorted(left)))
+                elif left:
+                    tally.record(case, "stopped after complete outputs", last)
+                elif len(err.strip().splitlines()) != 1:
+                    tally.record(case, "not one line", err[-200:])
+                else:
+                    tally.record(case, "clean stop", last)
+    return tally.summary()
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("family", choices=["damage", "kill", "disk", "badinput"])
+    parser.add_argument("family", choices=["damage", "kill", "disk", "signal", "badinput"])
+    parser.add_argument("--points", type=int, default=16, help="signal: moments per command")
     parser.add_argument("--mount", type=Path, help="disk: a small tmpfs to fill")
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-faults"))
     parser.add_argument("--limit", type=int, default=None)
@@ -553,6 +650,8 @@ def main_cli() -> None:
         ok = damage_family(options.work, options.limit)
     elif options.family == "kill":
         ok = kill_family(options.work, options.limit, options.only)
+    elif options.family == "signal":
+        ok = signal_family(options.work, options.points)
     elif options.family == "disk":
         ok = disk_family(options.work, options.mount)
     else:
