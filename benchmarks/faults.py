@@ -635,9 +635,100 @@ def signal_family(work: Path, points: int) -> bool:
     return tally.summary()
 
 
+# ------------------------------------------------------------------------------------------
+# Family 5b: bad requests to the HTTP service
+# ------------------------------------------------------------------------------------------
+
+BAD_BODIES = {
+    "not-json": b'{"id": "a", "text": ',
+    "array": b"[1, 2]",
+    "huge-int": b'{"id": "a", "text": "a b c", "timestamp": ' + b"9" * 5000 + b"}",
+    "huge-int-id": b'{"id": ' + b"9" * 5000 + b', "text": "a b c"}',
+    "text-number": b'{"id": "a", "text": 5}',
+    "text-null": b'{"id": "a", "text": null}',
+    "missing-text": b'{"id": "a"}',
+    "missing-id": b'{"text": "a b c"}',
+    "id-tab": b'{"id": "a\\tb", "text": "a b c"}',
+    "id-nul": b'{"id": "a\\u0000b", "text": "a b c"}',
+    "id-long": b'{"id": "' + b"i" * 2000 + b'", "text": "a b c"}',
+    "timestamp-bool": b'{"id": "a", "text": "a b c", "timestamp": true}',
+    "timestamp-string": b'{"id": "a", "text": "a b c", "timestamp": "soon"}',
+    "invalid-utf8": b'{"id": "a", "text": "\xff\xfe"}',
+    "bom": b'\xef\xbb\xbf{"id": "a", "text": "a b c"}',
+    "limit-string": b'{"text": "a b c", "limit": "5"}',
+    "limit-bool": b'{"text": "a b c", "limit": true}',
+    "limit-negative": b'{"text": "a b c", "limit": -1}',
+    "empty": b"",
+}
+
+
+def service_family(work: Path, port: int) -> bool:
+    """``neardup serve`` on 127.0.0.1 (ended after the run): every bad body to /v1/documents
+    and /v1/query must get a 4xx naming the problem, never a 5xx."""
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+
+    tally = Tally("service")
+    corpus = work / "docs.jsonl"
+    write_corpus(corpus, n=50)
+    idx = work / "svc.idx"
+    assert run(["index", "build", corpus, "-d", idx, "--method", "minhash"])[0] == 0
+    neardup = Path(sys.executable).with_name("neardup")
+    server = subprocess.Popen(
+        [
+            "timeout",
+            "600",
+            neardup,
+            "serve",
+            "-d",
+            idx,
+            "--port",
+            str(port),
+            "--log-level",
+            "error",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(work / "serve.log", "wb"),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        for endpoint in ("/v1/documents", "/v1/query"):
+            for name, body in BAD_BODIES.items():
+                request = urllib.request.Request(
+                    base + endpoint, data=body, headers={"Content-Type": "application/json"}
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        status, text = response.status, response.read().decode(errors="replace")
+                except urllib.error.HTTPError as error:
+                    status, text = error.code, error.read().decode(errors="replace")
+                case = f"{endpoint}/{name}"
+                if status >= 500:
+                    tally.record(case, "crash", f"{status} {text[:150]}")
+                elif status >= 400:
+                    tally.record(case, "clear error", f"{status} {text[:150]}")
+                else:
+                    tally.record(case, "accepted", f"{status} {text[:150]}")
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return tally.summary()
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("family", choices=["damage", "kill", "disk", "signal", "badinput"])
+    parser.add_argument(
+        "family", choices=["damage", "kill", "disk", "signal", "badinput", "service"]
+    )
+    parser.add_argument("--port", type=int, default=18731, help="service: loopback port")
     parser.add_argument("--points", type=int, default=16, help="signal: moments per command")
     parser.add_argument("--mount", type=Path, help="disk: a small tmpfs to fill")
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-faults"))
@@ -650,6 +741,8 @@ def main_cli() -> None:
         ok = damage_family(options.work, options.limit)
     elif options.family == "kill":
         ok = kill_family(options.work, options.limit, options.only)
+    elif options.family == "service":
+        ok = service_family(options.work, options.port)
     elif options.family == "signal":
         ok = signal_family(options.work, options.points)
     elif options.family == "disk":
