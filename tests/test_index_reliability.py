@@ -755,3 +755,45 @@ def test_a_build_removes_what_killed_builds_left(tmp_path):
         tmp_path / "idx", [f"d{i}" for i in range(10)], fingerprints=fps, overwrite=True
     ).close()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["idx", live.name])
+
+
+WRITE_PAST_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+import numpy as np
+from neardup.index.cache import write_npy
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+try:
+    with open(sys.argv[1], "wb") as fh:
+        write_npy(fh, np.arange(50_000, dtype=np.uint64))
+except OSError as error:
+    print(error.errno)
+"""
+
+
+def test_a_short_cache_write_keeps_its_errno(tmp_path):
+    """A cache file cut short by the disk (here by a file size limit, as a full disk cuts
+    it) raises OSError with its errno, which the full-disk message is chosen by."""
+    import errno
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", WRITE_PAST_A_FILE_SIZE_LIMIT, str(tmp_path / "a.npy")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert out.strip() == str(errno.EFBIG)
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.int32, np.bool_, np.float32])
+def test_write_npy_writes_what_np_save_writes(tmp_path, dtype):
+    from neardup.index.cache import write_npy
+
+    array = (np.arange(24).reshape(3, 8) % 5).astype(dtype)
+    with open(tmp_path / "a.npy", "wb") as fh:
+        write_npy(fh, array[:, ::1])
+    np.save(tmp_path / "b.npy", array)
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()

@@ -66,6 +66,18 @@ def test_corrupt_compressed_input_always_raises(tmp_path):
         read_all([p], on_error="skip")
 
 
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".tsv.gz"])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_damaged_deflate_data_is_unreadable_input_not_a_traceback(tmp_path, suffix, on_error):
+    """A gzip header followed by bytes that are no deflate stream: zlib's own error (not an
+    OSError) becomes the one-line error naming the file and line."""
+    p = tmp_path / ("d" + suffix)
+    p.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(7, 47)))
+    with pytest.raises(InputError, match="unreadable input") as e:
+        read_all([p], on_error=on_error)
+    assert e.value.line == 1 and p.name in str(e.value)
+
+
 def test_json_array_hint(tmp_path):
     p = tmp_path / "d.json"
     p.write_text('[{"id": 1, "text": "x"},\n{"id": 2, "text": "y"}]\n')

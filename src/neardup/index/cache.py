@@ -42,7 +42,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -575,6 +575,17 @@ def save_generation(
         raise
 
 
+def write_npy(fh: BinaryIO, array: np.ndarray) -> None:
+    """Write ``array`` to ``fh`` as ``np.save`` does (.npy format 1.0). O(array bytes).
+
+    The data goes through the file object, not ``ndarray.tofile``: a short write on a full
+    disk then raises ``OSError`` with its errno (ENOSPC), where ``tofile`` raises one without
+    any ("N requested and M written"), which no caller could tell from another failure."""
+    array = np.ascontiguousarray(array)
+    np.lib.format.write_array_header_1_0(fh, np.lib.format.header_data_from_array_1_0(array))
+    fh.write(memoryview(array.reshape(-1)).cast("B"))
+
+
 def _write_generation(
     directory: Path,
     tables: Tables,
@@ -595,7 +606,7 @@ def _write_generation(
     arrays += [(f"{key}.npy", summaries[key][:size]) for key in _SUMMARIES if key in summaries]
     for name, array in arrays:
         with open(tmp / name, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(array))
+            write_npy(fh, array)
             fh.flush()
             os.fsync(fh.fileno())
     final = directory / f"tables-{generation}"

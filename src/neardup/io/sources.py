@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,7 +59,7 @@ def iter_lines(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
     try:
         for n, line in enumerate(fh, 1):
             yield n, line
-    except (OSError, EOFError, zstandard.ZstdError) as e:
+    except (OSError, EOFError, zlib.error, zstandard.ZstdError) as e:
         raise InputError(path, n + 1, None, "unreadable input", str(e)) from e
 
 
@@ -465,7 +466,7 @@ def read_tsv_table(path: str | Path) -> pa.Table:
                 ),
             )
         columns = [table.column(i).combine_chunks() for i in range(len(names))]
-    except (pa.ArrowException, OSError, EOFError, zstandard.ZstdError):
+    except (pa.ArrowException, OSError, EOFError, zlib.error, zstandard.ZstdError):
         # Arrow's messages name no line: the row reader reports the bad row (or reads the file,
         # if only Arrow refused it).
         values: list[list[str]] = [[] for _ in names]
