@@ -1,0 +1,107 @@
+"""Peak resident memory of each stage of a local ``neardup dedup`` run, and the size of the
+per-document columns that pass 1 keeps (docs/memory.md).
+
+A thread samples the process's resident set (``VmRSS``) every 50 ms and charges it to the stage
+the run last announced to its progress display; at the end of pass 1 the bytes of each column
+kept for every document are printed. The arguments are those of ``neardup`` itself:
+
+    python benchmarks/memory_stages.py dedup benchmarks/.data/short_1m.jsonl.zst -o out.tsv -q
+
+Run it under ``/usr/bin/time -v`` for the whole process's peak and wall time.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import neardup.engines.outofcore as outofcore
+from neardup.cli.main import main
+
+SAMPLE_SECONDS = 0.05
+
+
+def resident_bytes() -> int:
+    """This process's resident set size in bytes (Linux ``/proc/self/status``)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS line in /proc/self/status (Linux only)")
+
+
+class StagePeaks:
+    """Peak resident bytes per stage name, in the order the stages began."""
+
+    def __init__(self) -> None:
+        self.current = "start"
+        self.peaks: dict[str, int] = {"start": 0}
+
+    def enter(self, name: str) -> None:
+        self.current = name
+        self.peaks.setdefault(name, 0)
+        print(f"enter {name:20s} RSS {resident_bytes() / 1e6:9.1f} MB", file=sys.stderr)
+
+    def sample_forever(self) -> None:
+        while True:
+            stage, now = self.current, resident_bytes()
+            self.peaks[stage] = max(self.peaks.get(stage, 0), now)
+            time.sleep(SAMPLE_SECONDS)
+
+
+def column_bytes(collected: outofcore.Collected) -> dict[str, int]:
+    """Bytes of each per-document column of pass 1 (spill columns counted whole)."""
+    sig = collected.signatures
+    optional = {"locations": collected.locations, "sketches": sig.sketches}
+    sizes = {
+        "ids": collected.ids.nbytes,
+        "timestamps": collected.timestamps.nbytes,
+        "content keys": sig.content.nbytes,
+        "text bytes": sig.text_bytes.nbytes,
+        "sizes": sig.sizes.nbytes,
+        "empty": sig.empty.nbytes,
+        "signatures": sig.signature.nbytes,
+    }
+    sizes.update({name: a.nbytes for name, a in optional.items() if a is not None})
+    sizes["band hashes spilled"] = sum(c.disk_bytes for c in collected.band_columns)
+    return sizes
+
+
+def instrument(peaks: StagePeaks) -> None:
+    """Route the out-of-core engine's stage announcements and pass 1's result to ``peaks``."""
+    original_init, original_collect = (
+        outofcore.OutOfCoreDedup.__init__,
+        outofcore.OutOfCoreDedup.collect,
+    )
+
+    def init(self, *args, **kwargs) -> None:
+        original_init(self, *args, **kwargs)
+        announce = self.progress.stage
+
+        def stage(name: str, total: int | None = None, unit: str = "docs") -> None:
+            peaks.enter(name)
+            announce(name, total, unit)
+
+        self.progress.stage = stage
+
+    def collect(self, *args, **kwargs) -> outofcore.Collected:
+        collected = original_collect(self, *args, **kwargs)
+        n = max(len(collected), 1)
+        for name, size in column_bytes(collected).items():
+            print(f"column {name:20s} {size / 1e6:9.1f} MB {size / n:7.1f} B/doc", file=sys.stderr)
+        return collected
+
+    outofcore.OutOfCoreDedup.__init__ = init
+    outofcore.OutOfCoreDedup.collect = collect
+
+
+if __name__ == "__main__":
+    peaks = StagePeaks()
+    instrument(peaks)
+    threading.Thread(target=peaks.sample_forever, daemon=True).start()
+    try:
+        main(sys.argv[1:], standalone_mode=False)
+    finally:
+        for stage_name, peak in peaks.peaks.items():
+            print(f"stage {stage_name:20s} peak RSS {peak / 1e6:9.1f} MB", file=sys.stderr)
