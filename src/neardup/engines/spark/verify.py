@@ -27,12 +27,18 @@ shingles, instead of shuffling the texts by position."""
 
 def data_columns(settings: Settings) -> list[str]:
     """The columns of a document's data the relation reads: ``sig``, and ``sset`` (the shingle
-    set) when verification compares sets. O(1).
+    set or LCS units) when verification compares sets. A verified MinHash run decides and
+    values every pair by its sets alone, so its data is ``sset`` only: signatures (512 bytes a
+    document at 128 permutations) never cross a join. O(1).
 
     Example:
         >>> data_columns(Settings(method="simhash", hamming_k=3))
         ['sig']
+        >>> data_columns(Settings())
+        ['sset']
     """
+    if settings.method == "minhash" and settings.verify is not None:
+        return ["sset"]
     return ["sig", "sset"] if settings.needs_sets else ["sig"]
 
 
@@ -44,10 +50,14 @@ def with_shingle_sets(
     content: DataFrame,
     settings: Settings,
 ) -> DataFrame:
-    """(pos, sig, sset) of every representative (``reps``), stored, with the shingle set of
-    those that can ever be compared: the ends of candidate pairs ``cand`` and the heads of
-    exact-duplicate groups ``content`` (others get an empty set, never read), as the local
-    engine builds them. ``texts`` holds ``pos, text``. Cost: shingling the compared texts.
+    """The data the relation reads (``pos`` and :func:`data_columns`) of the documents that
+    can ever be compared, stored: the ends of candidate pairs ``cand`` and the heads of
+    exact-duplicate groups ``content``, with their shingle sets built as the local engine
+    builds them, where their texts were read (``texts``: ``pos, text``) when the positions
+    fit a broadcast. Every pair a later stage relates (a candidate, an original and a member
+    of its group) has both ends here. With signatures in the data, every representative
+    (``reps``) is there, the others with an empty set (never read): one shuffle of the sets
+    and signatures. Cost: shingling the compared texts.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -66,6 +76,8 @@ def with_shingle_sets(
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
+    if "sig" not in data_columns(settings):
+        return frames.keep(sets)
     empty = F.lit(b"").cast("binary")
     return frames.keep(
         reps.select("pos", "sig")
