@@ -13,10 +13,22 @@ import pyarrow as pa
 
 from neardup.engines.spark.session import DataFrame, F, SparkSession
 
-__all__ = ["DEFAULT_SKEW_THRESHOLD", "Frames", "Storage", "default_checkpoint", "unpersist"]
+__all__ = [
+    "BROADCAST_POSITIONS",
+    "DEFAULT_SKEW_THRESHOLD",
+    "Frames",
+    "Storage",
+    "default_checkpoint",
+    "unpersist",
+]
 
 DEFAULT_SKEW_THRESHOLD = 20_000
 """Rows above which one key is treated as hot and split (see "Skew" in the package docstring)."""
+
+BROADCAST_POSITIONS = 4_000_000
+"""Most document positions (8 bytes each) sent to every task to pick rows where they are
+stored (texts to shingle, units of pair ends, repeated IDs), instead of shuffling the rows by
+position."""
 
 ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""

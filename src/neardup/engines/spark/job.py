@@ -401,7 +401,8 @@ class _Job(Frames):
             cand = self.keep(possible(self, self.data, cand, s.verify))
             self.stats["bounded"] = self.stats["candidates"] - cand.count()
         if s.method == "minhash" or s.verify is not None:
-            checked = self.keep(relate(self, self.data, cand, ["a", "b"], s))
+            n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
+            checked = self.keep(relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs))
             edges = checked.where("ok").select("a", "b")
             n_edges = edges.count()
         else:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.engines.spark.frames import Storage
+from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import record_batch
 from neardup.io.fingerprints import fingerprint_line
@@ -212,11 +212,14 @@ def accept_rows(
     """
     try:
         good = checked.where("reason is null")
-        first = good.groupBy("id").agg(F.min("pos").alias("first_pos"))
-        dups = good.join(first, ["id"]).where("pos > first_pos")
+        # Only positions and IDs cross the shuffles that find repeats, never the texts.
+        keys = good.select("pos", "id", "line", "src")
+        first = keys.groupBy("id").agg(F.min("pos").alias("first_pos"))
+        dups = keys.join(first, ["id"]).where("pos > first_pos")
         stats = ReadStats()
+        repeated = 0
         if on_error == "raise":
-            _raise_first_bad(checked, dups, units, line_of)
+            _raise_first_bad(checked, dups, units, line_of)  # returns only when no repeat
         else:
             reasons = checked.where("reason is not null").groupBy("reason").count().collect()
             for r in reasons:
@@ -225,11 +228,12 @@ def accept_rows(
             if repeated:
                 stats.skipped_reasons["duplicate id"] += repeated
             stats.skipped = sum(stats.skipped_reasons.values())
-        accepted = storage.keep(
-            good.join(dups.select("pos"), ["pos"], "left_anti").select(
-                "pos", "id", "text", "ts", "fp", "nbytes"
-            )
-        )
+        if repeated:
+            drop = dups.select("pos")
+            if repeated <= BROADCAST_POSITIONS:
+                drop = F.broadcast(drop)
+            good = good.join(drop, ["pos"], "left_anti")
+        accepted = storage.keep(good.select("pos", "id", "text", "ts", "fp", "nbytes"))
         totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
         stats.documents = int(totals[0])
         stats.bytes = int(totals[1] or 0)

@@ -5,24 +5,18 @@ from __future__ import annotations
 
 from functools import partial
 
-from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import bound_task, relate_task, sets_task, sketch_task
 from neardup.settings import Settings
 
 __all__ = [
-    "BROADCAST_POSITIONS",
     "data_columns",
     "possible",
     "relate",
     "related",
     "with_shingle_sets",
 ]
-
-
-BROADCAST_POSITIONS = 4_000_000
-"""Most document positions (8 bytes each) sent to every task to pick the texts verification
-shingles, instead of shuffling the texts by position."""
 
 
 def data_columns(settings: Settings) -> list[str]:
@@ -111,17 +105,32 @@ def possible(frames: Frames, data: DataFrame, pairs: DataFrame, threshold: float
 
 
 def relate(
-    frames: Frames, data: DataFrame, pairs: DataFrame, keep: list[str], settings: Settings
+    frames: Frames,
+    data: DataFrame,
+    pairs: DataFrame,
+    keep: list[str],
+    settings: Settings,
+    ends_at_most: int | None = None,
 ) -> DataFrame:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added (see :func:`related`), by joining
     both documents' ``data`` (``pos`` and :func:`data_columns`); ``keep`` names the columns of
-    ``pairs`` kept. Cost: two skew-safe joins of the pairs and one relation per pair.
+    ``pairs`` kept. When the pairs have at most ``ends_at_most`` distinct ends (a bound the
+    caller knows, e.g. twice their number) and that fits a broadcast, ``data`` is first cut
+    to those ends where it is stored, so only the units of documents in a pair cross the
+    joins. Cost: two skew-safe joins of the pairs and one relation per pair.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        checked = relate(frames, data, cand, ["a", "b"], settings)
+        checked = relate(frames, data, cand, ["a", "b"], settings, 2 * n_cand)
     """
     cols = data_columns(settings)
+    if ends_at_most is not None and ends_at_most <= BROADCAST_POSITIONS:
+        ends = (
+            pairs.select(F.col("a").alias("pos"))
+            .unionByName(pairs.select(F.col("b").alias("pos")))
+            .distinct()
+        )
+        data = data.join(F.broadcast(ends), ["pos"], "left_semi")
     left = data.select(F.col("pos").alias("a"), *[F.col(c).alias(c + "_a") for c in cols])
     right = data.select(F.col("pos").alias("b"), *[F.col(c).alias(c + "_b") for c in cols])
     joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"])
