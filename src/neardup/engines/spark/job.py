@@ -16,7 +16,13 @@ import pyarrow as pa
 
 from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
-from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, Frames, Storage, default_checkpoint
+from neardup.engines.spark.frames import (
+    BROADCAST_POSITIONS,
+    DEFAULT_SKEW_THRESHOLD,
+    Frames,
+    Storage,
+    default_checkpoint,
+)
 from neardup.engines.spark.groups import DEFAULT_COMPONENTS_LOCAL_MAX, center, components
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
@@ -368,13 +374,14 @@ class _Job(Frames):
                 "pos", "ts", F.coalesce("rep", "pos").alias("rep")
             )
         )
+        copies = docrep.where("rep != pos").select("pos")
+        self.stats["exact_duplicates"] = n_copies = copies.count()
+        if n_copies <= BROADCAST_POSITIONS:
+            copies = F.broadcast(copies)  # the signatures stay where they were made
         reps = self.keep(
-            sig.join(docrep.where("rep = pos").select("pos"), ["pos"], "left_semi").select(
-                "pos", "ts", "c0", "c1", "sig"
-            )
+            sig.join(copies, ["pos"], "left_anti").select("pos", "ts", "c0", "c1", "sig")
         )
         self.data = reps.select("pos", "sig")
-        self.stats["exact_duplicates"] = docrep.where("rep != pos").count()
         self.lap("exact_duplicates")
         return content, docrep, reps
 

@@ -100,7 +100,8 @@ def possible(frames: Frames, data: DataFrame, pairs: DataFrame, threshold: float
     right = sketches.select(
         F.col("pos").alias("b"), F.col("size").alias("size_b"), F.col("sketch").alias("sketch_b")
     )
-    joined = frames.lookup(frames.lookup(pairs.select("a", "b"), left, ["a"]), right, ["b"])
+    pairs = pairs.select("a", "b")
+    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"], counted=pairs)
     return joined.mapInArrow(partial(bound_task, threshold=threshold), "a long, b long")
 
 
@@ -133,7 +134,7 @@ def relate(
         data = data.join(F.broadcast(ends), ["pos"], "left_semi")
     left = data.select(F.col("pos").alias("a"), *[F.col(c).alias(c + "_a") for c in cols])
     right = data.select(F.col("pos").alias("b"), *[F.col(c).alias(c + "_b") for c in cols])
-    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"])
+    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"], counted=pairs)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)
 
