@@ -35,7 +35,7 @@ from neardup.engines.spark import (
 from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
-from neardup.engines.spark.rows import rows_task
+from neardup.engines.spark.rows import _plain_jsonl, rows_task
 from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS, F
 from neardup.engines.spark.tasks import components_task
 from neardup.groups import connected_components
@@ -764,6 +764,44 @@ def test_rows_task_reports_a_bad_row_as_the_local_reader(ident, text, ts):
         local.value.field,
         local.value.detail,
     )
+
+
+@pytest.mark.parametrize(
+    "lines, at_once",
+    [
+        ([{"id": "a", "text": "x y", "ts": 5}, {"id": "b", "text": "é\u2028z", "ts": 7}], True),
+        ([{"id": 1, "text": "tab\tin", "ts": "2024-01-02T03:04:05Z"}, {"id": 2, "ts": 3}], False),
+        (
+            [
+                {"id": 1, "text": "tab\tin", "ts": "2024-01-02T03:04:05Z"},
+                {"id": 22, "text": "", "ts": "2024-01-02"},
+            ],
+            True,
+        ),
+        ([{"id": "a", "text": "x", "ts": 1}, {"id": "a", "text": "far too long", "ts": 2}], False),
+        ([{"id": "a", "text": "x", "ts": 1.5}, {"text": "no id"}], False),
+    ],
+)
+def test_rows_task_reads_a_plain_jsonl_batch_as_line_by_line(lines, at_once):
+    # Good lines are parsed at once; a blank line sends the same lines one by one.
+    values = [json.dumps(line, ensure_ascii=bool(i % 2)) for i, line in enumerate(lines)]
+
+    def batch(rows):
+        n = len(rows)
+        return pa.record_batch(
+            {
+                "_nd_pos": list(range(n)),
+                "_nd_line": list(range(1, n + 1)),
+                "_nd_src": ["d.jsonl"] * n,
+                "value": rows,
+            }
+        )
+
+    names = ("id", "text", "ts")
+    assert (_plain_jsonl(batch(values), names, 8) is not None) == at_once
+    fast = next(rows_task([batch(values)], "jsonl", names, max_doc_bytes=8)).to_pylist()
+    one_by_one = next(rows_task([batch([*values, ""])], "jsonl", names, max_doc_bytes=8))
+    assert fast == one_by_one.to_pylist()
 
 
 FINGERPRINT_BAD_LINES = [
