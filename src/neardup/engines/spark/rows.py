@@ -251,7 +251,9 @@ def accept_rows(
     checked before its ID is claimed, so a bad row never makes a later row a duplicate.
 
     ``checked`` (rows of :data:`CHECKED_SCHEMA`) must be stored by ``storage``; it is released
-    here. ``units`` names the unit of each input (``"line"`` or ``"row"``) by input index.
+    here, or, when no ID repeats, it backs the accepted rows (freed with them by
+    :func:`~neardup.engines.spark.frames.unpersist`). ``units`` names the unit of each input
+    (``"line"`` or ``"row"``) by input index.
     Returns the accepted rows (``pos, id, text, ts, fp, nbytes``, held by ``storage``) and the
     counters. Cost: a few aggregations and one join over ``checked``.
 
@@ -282,7 +284,13 @@ def accept_rows(
             if repeated <= BROADCAST_POSITIONS:
                 drop = F.broadcast(drop)
             good = good.join(drop, ["pos"], "left_anti")
-        accepted = storage.keep(good.select("pos", "id", "text", "ts", "fp", "nbytes"))
+        accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes")
+        if repeated:
+            accepted = storage.keep(accepted)
+        else:
+            # Only bad rows to leave out: the stored rows back the accepted ones (a filter
+            # on a short plan) instead of a second stored copy of every text.
+            accepted._neardup_stored = checked._neardup_stored
         totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
         stats.documents = int(totals[0])
         stats.bytes = int(totals[1] or 0)
@@ -290,7 +298,8 @@ def accept_rows(
     except BaseException:
         storage.release()
         raise
-    storage.release(checked)
+    if repeated:
+        storage.release(checked)
     return accepted, stats
 
 
