@@ -6,10 +6,11 @@ copy of the same size (``skewed``):
 
 ``local``    the local engine (the CLI in a subprocess, all cores), wall seconds;
 ``spark``    ``--engine spark`` through :func:`neardup.engines.spark.run_dedup` in one local[2]
-             session: wall seconds, seconds per stage (the run's own clock), shuffle bytes
-             written per stage (summed from Spark's monitoring REST API over the jobs the run
-             tags ``neardup:<stage>``), the longest single task, and whether GROUPS and PAIRS are
-             byte-identical to the local run's.
+             session: wall seconds, seconds per stage (the run's own clock, reading and
+             writing included), shuffle bytes written per stage (the run's summary, summed over
+             the jobs the run tags ``neardup:<stage>``), the longest single task (Spark's
+             monitoring REST API), and whether GROUPS and PAIRS are byte-identical to the local
+             run's.
 
 The skewed copy replaces one document in every ``1 / --skew-share`` by, alternately, one fixed
 text (an exact-duplicate group: one hot content key) and a copy of one notice template with its
@@ -19,7 +20,7 @@ not remove). At 1M documents and the default share of 0.3, each holds 150,000 do
 skew target: the skewed copy runs within 2x of the plain one.
 
 Spark binds to 127.0.0.1 only (``SPARK_LOCAL_IP``), its UI included, which the script reads
-for the shuffle sizes and task times.
+for the task times.
 
     python benchmarks/bench_spark.py --corpus benchmarks/.data/corpus_1m.jsonl \\
         --docs 100000,1000000
@@ -45,7 +46,16 @@ METHODS = {
     "simhash": ["--method", "simhash", "--shingle", "word:3", "-k", "3"],
     "minhash": [],  # the defaults: MinHash char:4, 32x4 bands, LCS 0.8 verified
 }
-STAGES = ("signatures", "exact_duplicates", "candidates", "verify", "groups", "pairs")
+STAGES = (
+    "read",
+    "signatures",
+    "exact_duplicates",
+    "candidates",
+    "verify",
+    "groups",
+    "pairs",
+    "write",
+)
 
 
 def write_inputs(corpus: Path, docs: int, skew_share: float, folder: Path) -> dict[str, Path]:
@@ -106,11 +116,10 @@ def _rest(ui: str, app: str, path: str):
         return json.load(r)
 
 
-def stage_metrics(ui: str, app: str, since_job: int) -> tuple[dict[str, int], float, int]:
-    """For the jobs after ``since_job``: shuffle bytes written per ``neardup:<stage>`` job group
-    (``read`` for untagged jobs), the longest single task in seconds, and the last job id."""
+def longest_task(ui: str, app: str, since_job: int) -> tuple[float, int]:
+    """For the jobs after ``since_job``: the longest single task in seconds, and the last job
+    id."""
     stages = {s["stageId"]: s for s in _rest(ui, app, "stages?status=complete")}
-    per_group: dict[str, int] = {}
     longest = 0.0
     last = since_job
     seen: set[int] = set()
@@ -118,18 +127,16 @@ def stage_metrics(ui: str, app: str, since_job: int) -> tuple[dict[str, int], fl
         last = max(last, job["jobId"])
         if job["jobId"] <= since_job:
             continue
-        group = (job.get("jobGroup") or "").removeprefix("neardup:") or "read"
         for stage_id in job["stageIds"]:
             if stage_id not in stages or stage_id in seen:  # skipped stages are not listed
                 continue
             seen.add(stage_id)
             stage = stages[stage_id]
-            per_group[group] = per_group.get(group, 0) + stage["shuffleWriteBytes"]
             summary = _rest(
                 ui, app, f"stages/{stage_id}/{stage['attemptId']}/taskSummary?quantiles=1.0"
             )
             longest = max(longest, summary["executorRunTime"][0] / 1000)
-    return per_group, longest, last
+    return longest, last
 
 
 def spark_run(spark, path: Path, method: str, out: Path, state: dict) -> dict:
@@ -154,9 +161,12 @@ def spark_run(spark, path: Path, method: str, out: Path, state: dict) -> dict:
     )
     wall = time.perf_counter() - start
     sc = spark.sparkContext
-    shuffles, longest, state["last_job"] = stage_metrics(
-        sc.uiWebUrl, sc.applicationId, state["last_job"]
-    )
+    longest, state["last_job"] = longest_task(sc.uiWebUrl, sc.applicationId, state["last_job"])
+    shuffles = {
+        label.removeprefix("shuffle MB: "): mb * 1e6
+        for label, mb in result.figures.items()
+        if label.startswith("shuffle MB: ")
+    }
     return {
         "wall": wall,
         "seconds": result.stats["seconds"],
@@ -298,17 +308,17 @@ def write_report(args, rows: list[dict]) -> None:
     lines += [
         "",
         (
-            "Shuffle MB written per stage (Spark's REST API, jobs tagged by stage; `read` "
-            "= reading and checking the input):"
+            "Shuffle MB written per stage (the run's summary: Spark's status store, jobs "
+            "tagged by stage; `read` = reading and checking the input, `write` = the outputs):"
         ),
         "",
-        "| documents | method | corpus | " + " | ".join(("read", *STAGES)) + " |",
-        "|---:|---|---|" + "---:|" * (len(STAGES) + 1),
+        "| documents | method | corpus | " + " | ".join(STAGES) + " |",
+        "|---:|---|---|" + "---:|" * len(STAGES),
     ]
     for r in rows:
         lines.append(
             f"| {r['docs']:,} | {r['method']} | {r['variant']} | "
-            + " | ".join(mb(r["shuffle"].get(s, 0)) for s in ("read", *STAGES))
+            + " | ".join(mb(r["shuffle"].get(s, 0)) for s in STAGES)
             + " |"
         )
     lines += ["", "Skew: skewed ÷ plain Spark wall time (target ≤ 2×):", ""]

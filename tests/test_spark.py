@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import numpy as np
@@ -16,9 +17,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 import neardup.engines.spark as spark_engine
 from neardup.cli import main, spark_submit
+from neardup.engines.base import Progress
 from neardup.engines.local import groups_columns as _groups_columns
 from neardup.engines.local import pairs_columns as _pairs_columns
 from neardup.engines.spark import (
@@ -29,8 +34,10 @@ from neardup.engines.spark import (
 )
 from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
-from neardup.engines.spark.rows import rows_task
-from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS
+from neardup.engines.spark.monitor import RunMonitor
+from neardup.engines.spark.rows import _plain_jsonl, rows_task
+from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS, F
+from neardup.engines.spark.tasks import components_task
 from neardup.groups import connected_components
 from neardup.io import InputError, read_documents, read_fingerprints, read_table, write_table
 from neardup.pipeline import find_groups, signatures
@@ -325,7 +332,48 @@ def test_salted_lookup_and_split_cells(spark):
     assert len(meet) == 40 * 39 // 2 and set(meet.values()) == {1}
 
 
-def test_connected_components_match_union_find(spark):
+def _brute_components(edges):
+    """Smallest node of each node's component, by repeated relaxation over the edge list."""
+    label = {x: x for e in edges for x in e}
+    changed = True
+    while changed:
+        changed = False
+        for x, y in edges:
+            low = min(label[x], label[y])
+            if label[x] != low or label[y] != low:
+                label[x] = label[y] = low
+                changed = True
+    return label
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    edges=st.lists(
+        st.tuples(st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40))
+        | st.tuples(st.integers(0, 12), st.integers(0, 12)),
+        max_size=60,
+    ),
+    cuts=st.lists(st.integers(0, 60), max_size=4),
+)
+def test_components_task_labels_by_smallest_position(edges, cuts):
+    # Any positions (not 0..n-1), any orientation, repeats, self-loops, any batching.
+    bounds = sorted({0, len(edges), *[min(c, len(edges)) for c in cuts]})
+    batches = [
+        pa.record_batch(
+            {
+                "a": pa.array([e[0] for e in edges[lo:hi]], pa.int64()),
+                "b": pa.array([e[1] for e in edges[lo:hi]], pa.int64()),
+            }
+        )
+        for lo, hi in zip(bounds, bounds[1:])
+    ]
+    schema = pa.schema([("pos", pa.int64()), ("label", pa.int64())])
+    out = pa.Table.from_batches(list(components_task(batches)), schema)
+    assert dict(zip(out["pos"].to_pylist(), out["label"].to_pylist())) == _brute_components(edges)
+
+
+@pytest.mark.parametrize("local_max", [0, 10_000], ids=["star-rounds", "one-task"])
+def test_connected_components_match_union_find(spark, local_max):
     rng = np.random.default_rng(1)
     n = 400
     a = [int(x) for x in rng.integers(0, n, 150)]
@@ -339,7 +387,9 @@ def test_connected_components_match_union_find(spark):
     job.skewed = True
     edges = spark.createDataFrame(list(zip(a, b)), "a long, b long")
     nodes = spark.createDataFrame([(i, 0) for i in range(n)], "pos long, ts long")
-    labels = [r.label for r in components(job, edges, nodes, len(a)).orderBy("pos").collect()]
+    labels = components(job, edges.repartition(3), nodes, len(a), local_max)
+    labels = [r.label for r in labels.orderBy("pos").collect()]
+    assert (job.stats["component_rounds"] > 0) == (local_max == 0)
     job.release()
     assert labels == expected.tolist()
 
@@ -427,10 +477,57 @@ def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path):
         )
         assert result.exit_code == 0, result.output
         assert "groups" in result.output
+        if engine == "spark":
+            # The summary: seconds and shuffle bytes per stage, read and write included.
+            summary = {
+                key.strip(): float(value.replace(",", ""))
+                for key, value in (
+                    line.rsplit("  ", 1)
+                    for line in result.output.splitlines()
+                    if line.startswith(("seconds: ", "shuffle MB: "))
+                )
+            }
+            for stage in ("read", "signatures", "candidates", "verify", "groups", "write"):
+                assert summary[f"seconds: {stage}"] > 0
+            shuffled = {
+                key.removeprefix("shuffle MB: "): value
+                for key, value in summary.items()
+                if key.startswith("shuffle MB: ")
+            }
+            assert shuffled["candidates"] > 0 and shuffled["exact_duplicates"] > 0
         outputs[engine] = {k: p.read_bytes() for k, p in out.items()}
     assert outputs["spark"] == outputs["local"]
     assert outputs["local"]["pairs"].count(b"\n") > 50
     assert outputs["local"]["groups"].count(b"\n") == 800 + 1 - 3  # header, 3 rows skipped
+
+
+class _Recorder(Progress):
+    """A progress display that records what it is told."""
+
+    def __init__(self):
+        self.stages, self.done = [], 0
+
+    def stage(self, name, total=None, unit="docs"):
+        self.stages.append((name, total, unit))
+
+    def advance(self, amount, docs=None, spilled=None):
+        self.done += amount
+
+
+def test_run_monitor_shows_tasks_and_counts_shuffles_by_stage(spark):
+    recorder = _Recorder()
+    slow = F.udf(lambda x: time.sleep(0.05) or x, "long")
+    with RunMonitor(spark, recorder, interval=0.02) as monitor:
+        monitor.tag("slow")
+        spark.range(0, 40, numPartitions=8).select(slow("id").alias("x")).collect()
+        monitor.tag("shuffled")
+        spark.range(0, 20_000, numPartitions=4).repartition(3, "id").count()
+    assert ("slow", 8, "tasks") in recorder.stages
+    assert 0 < recorder.done
+    written = monitor.shuffle_written()
+    assert list(written) == ["slow", "shuffled"]
+    assert written["slow"] == 0 and written["shuffled"] > 0
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
 
 
 def test_cli_dedup_bad_row_stops_both_engines_with_one_message(spark, tmp_path):
@@ -693,6 +790,44 @@ def test_rows_task_reports_a_bad_row_as_the_local_reader(ident, text, ts):
         local.value.field,
         local.value.detail,
     )
+
+
+@pytest.mark.parametrize(
+    "lines, at_once",
+    [
+        ([{"id": "a", "text": "x y", "ts": 5}, {"id": "b", "text": "é\u2028z", "ts": 7}], True),
+        ([{"id": 1, "text": "tab\tin", "ts": "2024-01-02T03:04:05Z"}, {"id": 2, "ts": 3}], False),
+        (
+            [
+                {"id": 1, "text": "tab\tin", "ts": "2024-01-02T03:04:05Z"},
+                {"id": 22, "text": "", "ts": "2024-01-02"},
+            ],
+            True,
+        ),
+        ([{"id": "a", "text": "x", "ts": 1}, {"id": "a", "text": "far too long", "ts": 2}], False),
+        ([{"id": "a", "text": "x", "ts": 1.5}, {"text": "no id"}], False),
+    ],
+)
+def test_rows_task_reads_a_plain_jsonl_batch_as_line_by_line(lines, at_once):
+    # Good lines are parsed at once; a blank line sends the same lines one by one.
+    values = [json.dumps(line, ensure_ascii=bool(i % 2)) for i, line in enumerate(lines)]
+
+    def batch(rows):
+        n = len(rows)
+        return pa.record_batch(
+            {
+                "_nd_pos": list(range(n)),
+                "_nd_line": list(range(1, n + 1)),
+                "_nd_src": ["d.jsonl"] * n,
+                "value": rows,
+            }
+        )
+
+    names = ("id", "text", "ts")
+    assert (_plain_jsonl(batch(values), names, 8) is not None) == at_once
+    fast = next(rows_task([batch(values)], "jsonl", names, max_doc_bytes=8)).to_pylist()
+    one_by_one = next(rows_task([batch([*values, ""])], "jsonl", names, max_doc_bytes=8))
+    assert fast == one_by_one.to_pylist()
 
 
 FINGERPRINT_BAD_LINES = [

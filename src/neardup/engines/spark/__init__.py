@@ -24,17 +24,24 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    table whose prefix the two values share
    (:func:`~neardup.candidates.plan.first_shared_table`, a pure function of the two values
    and the plan), so it is reported exactly once.
-   MinHash: each representative emits ``(band, band hash)`` for every band; every bucket is linked
-   as a star to its earliest member.
-4. **verification** — with LCS verification, candidate pairs are first joined with both
+   MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band,
+   shuffled once by bucket; each reduce task links every bucket as a star to its earliest
+   member. Only integers cross this shuffle.
+4. **verification** — the units or shingle sets are built only for documents that can be
+   compared, in the tasks that read their texts (the positions are broadcast; texts never
+   cross a shuffle). With LCS verification, candidate pairs are first joined with both
    documents' unit counts and count sketches and dropped where
    :func:`neardup.lcs.possible_pairs` rules them out (the LCS kernel's own first tests, so no
    decision changes); the pairs left are joined with both documents' units or shingle sets (or
-   signatures) and checked by the run's relation (LCS resemblance, exact Jaccard, Hamming
+   signatures, when the relation reads them: not in a verified MinHash run), cut first to the
+   pairs' ends, and checked by the run's relation (LCS resemblance, exact Jaccard, Hamming
    distance, MinHash estimate), exactly as :class:`neardup.pipeline.Relation` does.
-5. **groups** — connected components of the accepted pairs by the iterative large-star /
-   small-star algorithm on DataFrames (Kiveris et al., 2014), with each round checkpointed to cut
-   the lineage. ``components``: the original is the component's earliest document. ``center``:
+5. **groups** — connected components of the accepted pairs: up to ``components_local_max``
+   edges in one task by the local engine's union-find
+   (:func:`neardup.groups.connected_components`), beyond by the iterative large-star /
+   small-star algorithm on DataFrames (Kiveris et al., 2014), with each round checkpointed to
+   cut the lineage; both label a component by its smallest ``pos``. ``components``: the
+   original is the component's earliest document. ``center``:
    :func:`neardup.groups.center_groups`' round rule; components up to ``center_local_max``
    representatives are solved inside one task each (the same function), larger ones by
    distributed rounds (per round: the earliest unassigned member of every component becomes a
@@ -66,7 +73,8 @@ Command line: ``neardup dedup docs.jsonl -o groups.tsv --engine spark --spark-ma
 or through ``spark-submit`` with :mod:`neardup.cli.spark_submit`.
 
 Modules, from the bottom: ``session`` (the session; the one import of pyspark), ``tasks`` (the
-work inside tasks), ``frames`` (stored tables, skew-safe joins and shuffles), ``rows`` and
+work inside tasks), ``frames`` (stored tables, skew-safe joins and shuffles), ``monitor`` (the
+stages' job groups, progress from Spark's status tracker, shuffle bytes per stage), ``rows`` and
 ``read`` (inputs), the stages ``candidates``, ``verify``, ``groups`` and ``pairs``, ``result``
 and ``write`` (outputs), and ``job`` (:class:`SparkEngine`, the run and the entry points).
 :func:`open_engine` makes the engine that :func:`neardup.engines.engine_named` gives for

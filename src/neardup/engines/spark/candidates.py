@@ -8,7 +8,12 @@ from functools import partial
 from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
+from neardup.engines.spark.tasks import (
+    band_rows_task,
+    bucket_star_task,
+    table_pairs_task,
+    table_rows_task,
+)
 from neardup.settings import Settings
 
 __all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
@@ -72,13 +77,17 @@ def band_rows(reps: DataFrame, settings: Settings) -> DataFrame:
 
 def minhash_candidates(frames: Frames, reps: DataFrame, settings: Settings) -> DataFrame:
     """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
-    to its earliest member. Cost: O(representatives × bands) rows, two shuffles.
+    to its earliest member. Cost: O(representatives × bands) rows of four integers shuffled
+    once by bucket, linked inside the reduce tasks
+    (:func:`~neardup.engines.spark.tasks.bucket_star_task`), and the links made distinct.
+    A bucket's rows meet in one task, but the work there is linear in them and the rows are
+    32 bytes: a hot bucket costs its task time, not quadratic work.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         cand = minhash_candidates(frames, reps, Settings(method="minhash"))
     """
-    rows = frames.keep(band_rows(reps, settings))
-    heads = frames.earliest(rows, ["band", "h"], "head").where("n > 1").select("band", "h", "head")
-    star = frames.lookup(rows, heads, ["band", "h"]).where("head != pos")
-    return frames.keep(star.select(F.col("head").alias("a"), F.col("pos").alias("b")).distinct())
+    star = frames.reduce(
+        band_rows(reps, settings), ["band", "h"], ["ts", "pos"], bucket_star_task, "a long, b long"
+    )
+    return frames.keep(star.distinct())

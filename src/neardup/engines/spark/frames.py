@@ -13,10 +13,22 @@ import pyarrow as pa
 
 from neardup.engines.spark.session import DataFrame, F, SparkSession
 
-__all__ = ["DEFAULT_SKEW_THRESHOLD", "Frames", "Storage", "default_checkpoint", "unpersist"]
+__all__ = [
+    "BROADCAST_POSITIONS",
+    "DEFAULT_SKEW_THRESHOLD",
+    "Frames",
+    "Storage",
+    "default_checkpoint",
+    "unpersist",
+]
 
 DEFAULT_SKEW_THRESHOLD = 20_000
 """Rows above which one key is treated as hot and split (see "Skew" in the package docstring)."""
+
+BROADCAST_POSITIONS = 4_000_000
+"""Most document positions (8 bytes each) sent to every task to pick rows where they are
+stored (texts to shingle, units of pair ends, repeated IDs), instead of shuffling the rows by
+position."""
 
 ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""
@@ -157,18 +169,27 @@ class Frames(Storage):
         return self.spark.createDataFrame(hot.collect(), hot.schema)
 
     def lookup(
-        self, left: DataFrame, right: DataFrame, keys: list[str], how: str = "inner"
+        self,
+        left: DataFrame,
+        right: DataFrame,
+        keys: list[str],
+        how: str = "inner",
+        counted: DataFrame | None = None,
     ) -> DataFrame:
         """``left`` joined with ``right`` (at most one row per key) on ``keys``, skew-safe.
 
         A key holding more than ``skew_threshold`` rows of ``left`` is salted: its rows get a
         salt in ``0..S-1`` (a hash of the row) and its right-hand row is repeated S times, so
         the key's rows spread over S tasks instead of one. No key can be hot below
-        ``skew_threshold`` rows in all, so small inputs take a plain join.
+        ``skew_threshold`` rows in all, so small inputs take a plain join. The rows per key
+        are counted on ``counted`` when given: the table ``left`` was joined from (at least
+        its rows, with its keys), so counting does not compute ``left``'s joins a second time;
+        a key counted too high is only salted more than it needs.
         """
         if not self.skewed:
             return left.join(right, keys, how)
-        hot = F.broadcast(self.hot_keys(left, keys, self.threshold))
+        source = left if counted is None else counted
+        hot = F.broadcast(self.hot_keys(source, keys, self.threshold))
         salt = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in left.columns]), F.col("_S"))
         salted_left = (
             left.join(hot, keys, "left")

@@ -7,68 +7,99 @@ from functools import partial
 
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import center_task
+from neardup.engines.spark.tasks import center_task, components_task
 from neardup.engines.spark.verify import data_columns, related
 from neardup.settings import Settings
 
-__all__ = ["center", "components"]
+__all__ = ["DEFAULT_COMPONENTS_LOCAL_MAX", "center", "components"]
+
+DEFAULT_COMPONENTS_LOCAL_MAX = 16_000_000
+"""Most verified edges whose connected components one task finds by union-find (about 64
+bytes an edge at the peak: 1 GB); more go through the distributed large-star / small-star
+rounds."""
 
 _MAX_CC_ROUNDS = 200
 _MAX_CENTER_ROUNDS = 1_000_000
 
 
-def components(frames: Frames, edges: DataFrame, nodes: DataFrame, n_edges: int) -> DataFrame:
+def components(
+    frames: Frames,
+    edges: DataFrame,
+    nodes: DataFrame,
+    n_edges: int,
+    local_max: int = DEFAULT_COMPONENTS_LOCAL_MAX,
+) -> DataFrame:
     """(pos, ts, label) for every node: label = smallest pos of its connected component.
 
-    Large-star / small-star (Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii 2014) over
-    edges stored as (hi, lo), hi > lo, until every component is a star around its smallest
-    node: every node is the ``hi`` of at most one edge, and no ``lo`` is a ``hi``. Each round
-    is checkpointed, so the plan does not grow with the rounds. Cost: O(log² n) rounds
-    (Kiveris et al.; a handful in practice), each a few shuffles of the edges; with
-    ``n_edges`` (the number of edges) 0 there is none.
+    Up to ``local_max`` edges (``n_edges``, the number of ``edges`` rows ``a, b``), one task
+    finds the components by the local engine's union-find
+    (:func:`~neardup.engines.spark.tasks.components_task`): one shuffle of 16 bytes an edge
+    into a single partition. Beyond, the distributed rounds of :func:`_star_labels`. Both give
+    the smallest position of each component, whatever the partitioning.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         labels = components(frames, pairs.select("a", "b"), nodes.select("pos", "ts"), n)
     """
     rounds = 0
-    if n_edges:
-        e = edges.select(F.greatest("a", "b").alias("hi"), F.least("a", "b").alias("lo"))
-        e = frames.keep(e.where("hi != lo").distinct())  # a short plan for the rounds
-        while True:
-            rounds += 1
-            if rounds > _MAX_CC_ROUNDS:
-                raise RuntimeError(
-                    f"connected components did not converge in {_MAX_CC_ROUNDS} rounds"
-                )
-            # large-star: node u links every larger neighbour to m(u) = min(u, neighbours)
-            both = e.select(F.col("hi").alias("u"), F.col("lo").alias("v")).unionByName(
-                e.select(F.col("lo").alias("u"), F.col("hi").alias("v"))
-            )
-            m = both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))
-            large = (
-                frames.lookup(both.where("v > u"), m, ["u"])
-                .select(F.col("v").alias("hi"), F.col("m").alias("lo"))
-                .distinct()
-            )
-            # small-star: node u links itself and its smaller neighbours to their minimum
-            m2 = large.groupBy("hi").agg(F.min("lo").alias("m"))
-            moved = (
-                frames.lookup(large, m2, ["hi"])
-                .where("lo != m")
-                .select(F.col("lo").alias("hi"), F.col("m").alias("lo"))
-            )
-            previous = e
-            e = frames.keep(moved.unionByName(m2.select("hi", F.col("m").alias("lo"))).distinct())
-            frames.release(previous)
-            if not _has_non_star(e):
-                break
-        labels = e.select(F.col("hi").alias("pos"), F.col("lo").alias("label"))
+    if n_edges and n_edges <= local_max:
+        # Exactly one partition, which adaptive execution does not change: every edge meets
+        # the one union-find.
+        labels = frames.keep(
+            edges.select("a", "b")
+            .repartition(1)
+            .mapInArrow(components_task, "pos long, label long")
+        )
+        nodes = nodes.join(labels, ["pos"], "left")
+    elif n_edges:
+        labels, rounds = _star_labels(frames, edges)
         nodes = nodes.join(labels, ["pos"], "left")
     else:
         nodes = nodes.withColumn("label", F.lit(None).cast("long"))
     frames.stats["component_rounds"] = rounds
     return nodes.select("pos", "ts", F.coalesce("label", "pos").alias("label"))
+
+
+def _star_labels(frames: Frames, edges: DataFrame) -> tuple[DataFrame, int]:
+    """(pos, label) for every node of ``edges`` (``a, b``), label = smallest pos of its
+    component, and the number of rounds taken.
+
+    Large-star / small-star (Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii 2014) over
+    edges stored as (hi, lo), hi > lo, until every component is a star around its smallest
+    node: every node is the ``hi`` of at most one edge, and no ``lo`` is a ``hi``. Each round
+    is checkpointed, so the plan does not grow with the rounds. Cost: O(log² n) rounds
+    (Kiveris et al.; a handful in practice), each a few shuffles of the edges.
+    """
+    rounds = 0
+    e = edges.select(F.greatest("a", "b").alias("hi"), F.least("a", "b").alias("lo"))
+    e = frames.keep(e.where("hi != lo").distinct())  # a short plan for the rounds
+    while True:
+        rounds += 1
+        if rounds > _MAX_CC_ROUNDS:
+            raise RuntimeError(f"connected components did not converge in {_MAX_CC_ROUNDS} rounds")
+        # large-star: node u links every larger neighbour to m(u) = min(u, neighbours)
+        both = e.select(F.col("hi").alias("u"), F.col("lo").alias("v")).unionByName(
+            e.select(F.col("lo").alias("u"), F.col("hi").alias("v"))
+        )
+        m = both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))
+        large = (
+            frames.lookup(both.where("v > u"), m, ["u"])
+            .select(F.col("v").alias("hi"), F.col("m").alias("lo"))
+            .distinct()
+        )
+        # small-star: node u links itself and its smaller neighbours to their minimum
+        m2 = large.groupBy("hi").agg(F.min("lo").alias("m"))
+        moved = (
+            frames.lookup(large, m2, ["hi"])
+            .where("lo != m")
+            .select(F.col("lo").alias("hi"), F.col("m").alias("lo"))
+        )
+        previous = e
+        e = frames.keep(moved.unionByName(m2.select("hi", F.col("m").alias("lo"))).distinct())
+        frames.release(previous)
+        if not _has_non_star(e):
+            break
+    return e.select(F.col("hi").alias("pos"), F.col("lo").alias("label")), rounds
 
 
 def _has_non_star(e: DataFrame) -> bool:

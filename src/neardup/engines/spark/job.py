@@ -16,8 +16,15 @@ import pyarrow as pa
 
 from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
-from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, Frames, Storage, default_checkpoint
-from neardup.engines.spark.groups import center, components
+from neardup.engines.spark.frames import (
+    BROADCAST_POSITIONS,
+    DEFAULT_SKEW_THRESHOLD,
+    Frames,
+    Storage,
+    default_checkpoint,
+)
+from neardup.engines.spark.groups import DEFAULT_COMPONENTS_LOCAL_MAX, center, components
+from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
 from neardup.engines.spark.read import (
     check_columns,
@@ -66,6 +73,9 @@ class SparkEngine:
         skew_threshold: rows above which a key is hot and is split (>= 2).
         center_local_max: largest component ``center`` solves inside one task; larger ones go
             through distributed rounds (>= 1).
+        components_local_max: most verified edges whose connected components one task finds
+            by union-find (about 64 bytes an edge); more go through distributed large-star /
+            small-star rounds (>= 0; 0: always the rounds). Results do not depend on it.
         checkpoint: ``"local"`` (executors' storage; fast, not fault tolerant), ``"reliable"``
             (the checkpoint directory) or None (reliable when a checkpoint directory is set).
 
@@ -84,6 +94,7 @@ class SparkEngine:
         partitions: int | None = None,
         skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
         center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
+        components_local_max: int = DEFAULT_COMPONENTS_LOCAL_MAX,
         checkpoint: str | None = None,
     ):
         require_pyspark()
@@ -93,11 +104,14 @@ class SparkEngine:
             raise ValueError(f"skew_threshold must be >= 2, got {skew_threshold}")
         if center_local_max < 1:
             raise ValueError(f"center_local_max must be >= 1, got {center_local_max}")
+        if components_local_max < 0:
+            raise ValueError(f"components_local_max must be >= 0, got {components_local_max}")
         if checkpoint not in (None, "local", "reliable"):
             raise ValueError(f"checkpoint must be 'local', 'reliable' or None, got {checkpoint!r}")
         self.master = master
         self.skew_threshold = int(skew_threshold)
         self.center_local_max = int(center_local_max)
+        self.components_local_max = int(components_local_max)
         self._spark = spark
         self._partitions = None if partitions is None else int(partitions)
         self._checkpoint = checkpoint
@@ -171,19 +185,33 @@ class SparkEngine:
         # checks them itself; only the files the caller writes beside them are local.
         check_outputs(outputs.beside, corpus.inputs)
         (progress or Progress()).stage("running on Spark")
-        docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **corpus.reading)
-        result = self.dedup_documents(docs, settings)
-        result.hold([docs])
-        try:
-            write_result(result, settings, outputs.groups, outputs.pairs)
-            if outputs.keep:
-                originals = raw.join(
-                    result.groups.where("is_original").select("pos"), ["pos"], "left_semi"
-                )
-                write_originals(originals, outputs.keep)
-        finally:
-            result.release()
-        return DedupRun(read_stats, result.stats)
+        with RunMonitor(self.spark, progress) as monitor:
+            clock = time.perf_counter()
+            monitor.tag("read")
+            docs, read_stats, raw = read_documents_spark(
+                self.spark, corpus.inputs, **corpus.reading
+            )
+            read_seconds = time.perf_counter() - clock
+            result = self._run(settings, lambda job: job.run_texts(docs), monitor)
+            result.hold([docs])
+            clock = time.perf_counter()
+            monitor.tag("write")
+            try:
+                write_result(result, settings, outputs.groups, outputs.pairs)
+                if outputs.keep:
+                    originals = raw.join(
+                        result.groups.where("is_original").select("pos"), ["pos"], "left_semi"
+                    )
+                    write_originals(originals, outputs.keep)
+            finally:
+                result.release()
+        seconds = result.stats["seconds"]
+        result.stats["seconds"] = {
+            "read": read_seconds,
+            **seconds,
+            "write": time.perf_counter() - clock,
+        }
+        return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor))
 
     def pairs(
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
@@ -198,14 +226,17 @@ class SparkEngine:
                                                  Outputs(pairs="pairs.tsv"))
         """
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
-        rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
-        result = self.dedup_fingerprints(rows, settings)
-        result.hold([rows])
-        try:
-            write_result(result, settings, outputs.groups, outputs.pairs)
-        finally:
-            result.release()
-        return DedupRun(stats, result.stats)
+        with RunMonitor(self.spark, progress) as monitor:
+            monitor.tag("read")
+            rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
+            result = self._run(settings, lambda job: job.run_fingerprints(rows), monitor)
+            result.hold([rows])
+            monitor.tag("write")
+            try:
+                write_result(result, settings, outputs.groups, outputs.pairs)
+            finally:
+                result.release()
+        return DedupRun(stats, result.stats, figures=_shuffle_figures(monitor))
 
     def dedup_documents(self, docs: DataFrame, settings: Settings) -> SparkResult:
         """The whole job on ``docs`` (columns ``pos`` long unique, ``text`` string, ``ts`` long
@@ -220,8 +251,13 @@ class SparkEngine:
             raise ValueError("fingerprint rows need method='simhash' and verify=None")
         return self._run(settings, lambda job: job.run_fingerprints(rows))
 
-    def _run(self, settings: Settings, stages: Callable[[_Job], SparkResult]) -> SparkResult:
-        job = _Job(self, settings)
+    def _run(
+        self,
+        settings: Settings,
+        stages: Callable[[_Job], SparkResult],
+        monitor: RunMonitor | None = None,
+    ) -> SparkResult:
+        job = _Job(self, settings, monitor)
         try:
             return stages(job)
         finally:
@@ -231,7 +267,7 @@ class SparkEngine:
 class _Job(Frames):
     """One run: the stages as methods, sharing the settings, counters and tuning."""
 
-    def __init__(self, engine: SparkEngine, settings: Settings):
+    def __init__(self, engine: SparkEngine, settings: Settings, monitor: RunMonitor | None = None):
         super().__init__(
             engine.spark,
             engine.checkpoint_mode,
@@ -240,6 +276,7 @@ class _Job(Frames):
         )
         self.engine = engine
         self.settings = settings
+        self.monitor = monitor or RunMonitor(engine.spark)
         self.stats["seconds"] = {}
         self._clock = time.perf_counter()
 
@@ -261,13 +298,9 @@ class _Job(Frames):
 
     def tag(self, stage: str | None) -> None:
         """Spark jobs started from now on belong to job group ``neardup:<stage>`` (None: the
-        caller's group again), so the UI and REST API show the work and shuffles per stage."""
-        sc = self.spark.sparkContext
-        if not hasattr(self, "_caller_group"):
-            self._caller_group = sc.getLocalProperty("spark.jobGroup.id")
-        sc.setLocalProperty("spark.jobGroup.id", None if stage is None else f"neardup:{stage}")
-        if stage is None and self._caller_group is not None:
-            sc.setLocalProperty("spark.jobGroup.id", self._caller_group)
+        caller's group again), so the UI, the REST API and the run's monitor see the work and
+        shuffles per stage."""
+        self.monitor.tag(stage)
 
     # ------------------------------------------------------------------ the stages
 
@@ -341,13 +374,14 @@ class _Job(Frames):
                 "pos", "ts", F.coalesce("rep", "pos").alias("rep")
             )
         )
+        copies = docrep.where("rep != pos").select("pos")
+        self.stats["exact_duplicates"] = n_copies = copies.count()
+        if n_copies <= BROADCAST_POSITIONS:
+            copies = F.broadcast(copies)  # the signatures stay where they were made
         reps = self.keep(
-            sig.join(docrep.where("rep = pos").select("pos"), ["pos"], "left_semi").select(
-                "pos", "ts", "c0", "c1", "sig"
-            )
+            sig.join(copies, ["pos"], "left_anti").select("pos", "ts", "c0", "c1", "sig")
         )
         self.data = reps.select("pos", "sig")
-        self.stats["exact_duplicates"] = docrep.where("rep != pos").count()
         self.lap("exact_duplicates")
         return content, docrep, reps
 
@@ -374,7 +408,8 @@ class _Job(Frames):
             cand = self.keep(possible(self, self.data, cand, s.verify))
             self.stats["bounded"] = self.stats["candidates"] - cand.count()
         if s.method == "minhash" or s.verify is not None:
-            checked = self.keep(relate(self, self.data, cand, ["a", "b"], s))
+            n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
+            checked = self.keep(relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs))
             edges = checked.where("ok").select("a", "b")
             n_edges = edges.count()
         else:
@@ -390,7 +425,9 @@ class _Job(Frames):
         """Stage 5: groups over the representatives, then every document takes its
         representative's original. Returns every document's ``pos, rep, orig``, each original's
         ``orig, group_size, original_id``, and GROUPS."""
-        labels = components(self, edges, reps.select("pos", "ts"), n_edges)
+        labels = components(
+            self, edges, reps.select("pos", "ts"), n_edges, self.engine.components_local_max
+        )
         if self.settings.grouping == "components":
             first = self.earliest(labels, ["label"], "orig").select("label", "orig")
             rep_orig = self.lookup(labels, first, ["label"]).select(
@@ -625,6 +662,12 @@ def run_dedup(
         Outputs(groups=output, pairs=pairs_out, keep=keep),
     )
     return run, run.read
+
+
+def _shuffle_figures(monitor: RunMonitor) -> dict[str, float]:
+    """The summary's ``shuffle MB: <stage>`` rows of a run (none when Spark's status store is
+    not reachable)."""
+    return {f"shuffle MB: {stage}": n / 1e6 for stage, n in monitor.shuffle_written().items()}
 
 
 def _signature_schema(settings: Settings) -> str:

@@ -25,7 +25,9 @@ def original_pairs(
     """
     members = doc_orig.where("pos != orig")
     rep_pairs = members.select(F.col("orig").alias("a"), F.col("rep").alias("b")).distinct()
-    valued = relate(frames, data, rep_pairs, ["a", "b"], settings).select(
+    # A pair per member at most: its ends are at most twice the documents.
+    ends = 2 * frames.stats["documents"]
+    valued = relate(frames, data, rep_pairs, ["a", "b"], settings, ends).select(
         F.col("a").alias("orig"), F.col("b").alias("rep"), "value", F.col("ok").alias("passed")
     )
     return members.join(valued, ["orig", "rep"]).select(

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.engines.spark.frames import Storage
+from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import record_batch
+from neardup.engines.spark.tasks import _binary_csr, record_batch
 from neardup.io.fingerprints import fingerprint_line
+from neardup.io.jsonl_blocks import BlockParser, scan_block
 from neardup.io.rows import (
     BadRow,
     InputError,
@@ -117,6 +118,48 @@ def _fingerprint(fields: Fields, fingerprint_format: str) -> tuple[str, int, int
     return ident, fp, 0 if us is None else us
 
 
+def _plain_jsonl(
+    batch: pa.RecordBatch, names: tuple[str, str, str | None], max_doc_bytes: int | None
+) -> pa.RecordBatch | None:
+    """The checked rows of a batch of JSON Lines (``value``) when every line is a good row,
+    parsed at once by the local reader's :class:`~neardup.io.jsonl_blocks.BlockParser`, which
+    answers only where its result is the line-by-line reading's; None otherwise (then the
+    batch is read line by line). O(bytes), compiled and in Arrow."""
+    values = batch.column("value")
+    n = batch.num_rows
+    if values.null_count:
+        return None
+    offsets, data = _binary_csr(values.cast(pa.binary()), np.uint8)
+    # The lines back to back, each ended by "\n" as in the file.
+    block = np.full(data.shape[0] + n, ord("\n"), dtype=np.uint8)
+    text = np.ones(block.shape[0], dtype=bool)
+    text[offsets[1:] + np.arange(n)] = False
+    block[text] = data
+    starts, plain = scan_block(block)
+    if not plain or starts.shape[0] != n + 1:
+        return None
+    parser = BlockParser(*names, max_doc_bytes=max_doc_bytes)
+    parsed = parser.parse(block.tobytes(), starts) if parser.usable else None
+    if parsed is None:
+        return None
+    missing = pa.nulls(n, pa.string())
+    return record_batch(
+        {
+            "pos": batch.column("_nd_pos"),
+            "line": batch.column("_nd_line"),
+            "src": batch.column("_nd_src"),
+            "id": pa.array(parsed.ids, pa.string()),
+            "text": parsed.texts.cast(pa.string()),
+            "ts": pa.array(parsed.timestamps, pa.int64()),
+            "fp": pa.array(np.zeros(n, dtype=np.int64)),
+            "nbytes": pa.array(parsed.text_bytes, pa.int64()),
+            "reason": missing,
+            "field": missing,
+            "detail": missing,
+        }
+    )
+
+
 def rows_task(
     batches: Iterable[pa.RecordBatch],
     kind: str,
@@ -130,8 +173,10 @@ def rows_task(
     ``kind``: ``typed`` (columns ``_v_id``, ``_v_text``[, ``_v_time``]), ``jsonl`` (the line in
     ``value``), ``fp_typed`` (``_v_id``, ``_v_fp``[, ``_v_time``]), ``fp_jsonl``, ``fp_plain``
     and ``fp_tsv`` (tab-separated lines; ``.tsv`` IDs are unescaped). Every row also carries
-    ``_nd_pos``, ``_nd_line`` and ``_nd_src`` (its position, line and file). Cost: O(rows)
-    Python work (each row is parsed and checked on its own).
+    ``_nd_pos``, ``_nd_line`` and ``_nd_src`` (its position, line and file). Cost: a batch of
+    JSON Lines whose every line is a good row is parsed at once in Arrow (as the local reader
+    parses such a block); any other batch costs O(rows) Python work (each row is parsed and
+    checked on its own).
 
     Example:
         >>> raw = pa.record_batch({
@@ -145,6 +190,10 @@ def rows_task(
     for batch in batches:
         n = batch.num_rows
         if n == 0:
+            continue
+        fast = _plain_jsonl(batch, names, max_doc_bytes) if kind == "jsonl" else None
+        if fast is not None:
+            yield fast
             continue
         out_id: list[str | None] = [None] * n
         out_text: list[str | None] = [None] * n
@@ -202,7 +251,9 @@ def accept_rows(
     checked before its ID is claimed, so a bad row never makes a later row a duplicate.
 
     ``checked`` (rows of :data:`CHECKED_SCHEMA`) must be stored by ``storage``; it is released
-    here. ``units`` names the unit of each input (``"line"`` or ``"row"``) by input index.
+    here, or, when no ID repeats, it backs the accepted rows (freed with them by
+    :func:`~neardup.engines.spark.frames.unpersist`). ``units`` names the unit of each input
+    (``"line"`` or ``"row"``) by input index.
     Returns the accepted rows (``pos, id, text, ts, fp, nbytes``, held by ``storage``) and the
     counters. Cost: a few aggregations and one join over ``checked``.
 
@@ -212,11 +263,14 @@ def accept_rows(
     """
     try:
         good = checked.where("reason is null")
-        first = good.groupBy("id").agg(F.min("pos").alias("first_pos"))
-        dups = good.join(first, ["id"]).where("pos > first_pos")
+        # Only positions and IDs cross the shuffles that find repeats, never the texts.
+        keys = good.select("pos", "id", "line", "src")
+        first = keys.groupBy("id").agg(F.min("pos").alias("first_pos"))
+        dups = keys.join(first, ["id"]).where("pos > first_pos")
         stats = ReadStats()
+        repeated = 0
         if on_error == "raise":
-            _raise_first_bad(checked, dups, units, line_of)
+            _raise_first_bad(checked, dups, units, line_of)  # returns only when no repeat
         else:
             reasons = checked.where("reason is not null").groupBy("reason").count().collect()
             for r in reasons:
@@ -225,11 +279,18 @@ def accept_rows(
             if repeated:
                 stats.skipped_reasons["duplicate id"] += repeated
             stats.skipped = sum(stats.skipped_reasons.values())
-        accepted = storage.keep(
-            good.join(dups.select("pos"), ["pos"], "left_anti").select(
-                "pos", "id", "text", "ts", "fp", "nbytes"
-            )
-        )
+        if repeated:
+            drop = dups.select("pos")
+            if repeated <= BROADCAST_POSITIONS:
+                drop = F.broadcast(drop)
+            good = good.join(drop, ["pos"], "left_anti")
+        accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes")
+        if repeated:
+            accepted = storage.keep(accepted)
+        else:
+            # Only bad rows to leave out: the stored rows back the accepted ones (a filter
+            # on a short plan) instead of a second stored copy of every text.
+            accepted._neardup_stored = checked._neardup_stored
         totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
         stats.documents = int(totals[0])
         stats.bytes = int(totals[1] or 0)
@@ -237,7 +298,8 @@ def accept_rows(
     except BaseException:
         storage.release()
         raise
-    storage.release(checked)
+    if repeated:
+        storage.release(checked)
     return accepted, stats
 
 

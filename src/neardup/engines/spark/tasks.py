@@ -21,7 +21,7 @@ import pyarrow as pa
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.plan import first_shared_table
 from neardup.candidates.tables import distinct_hamming_pairs
-from neardup.groups import center_groups
+from neardup.groups import center_groups, connected_components
 from neardup.lcs import count_sketches, possible_pairs
 from neardup.pipeline import Relation, Signatures, sets_for, signatures
 from neardup.settings import Settings
@@ -29,7 +29,9 @@ from neardup.settings import Settings
 __all__ = [
     "band_rows_task",
     "bucket_pairs_task",
+    "bucket_star_task",
     "center_task",
+    "components_task",
     "record_batch",
     "relate_task",
     "round6_task",
@@ -97,6 +99,16 @@ def _signature_values(column: pa.Array, settings: Settings) -> np.ndarray:
         return _u64(column)
     _, values = _binary_csr(column, np.uint32)
     return values.reshape(-1, settings.num_perm)
+
+
+def _batch_signatures(
+    rows: pa.RecordBatch | pa.Table, column: str, settings: Settings
+) -> np.ndarray:
+    """The signatures in ``column`` of ``rows``; without that column (a verified MinHash run,
+    whose relation reads only sets), an empty signature per row."""
+    if column in rows.schema.names:
+        return _signature_values(rows.column(column), settings)
+    return np.zeros((rows.num_rows, 0), dtype=np.uint32)
 
 
 def _concat_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -319,10 +331,7 @@ def relate_task(
         if m == 0:
             continue
         signature = np.concatenate(
-            [
-                _signature_values(batch.column("sig_a"), settings),
-                _signature_values(batch.column("sig_b"), settings),
-            ]
+            [_batch_signatures(batch, column, settings) for column in ("sig_a", "sig_b")]
         )
         sets = None
         if settings.needs_sets:
@@ -511,6 +520,26 @@ def bucket_pairs_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
             yield record_batch({"a": pa.array(np.minimum(a, b)), "b": pa.array(np.maximum(a, b))})
 
 
+def bucket_star_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Reduce side of the MinHash candidates: rows ``(band, h, ts, pos)`` sorted by all four ->
+    ``(a, b)``, every other member ``b`` of each LSH bucket linked to its earliest member ``a``
+    (by time, then position), as the local engine links a bucket. O(rows).
+
+    Example:
+        >>> rows = pa.record_batch({"band": [0, 0, 0, 1], "h": [7, 7, 7, 7],
+        ...                         "ts": [1, 1, 5, 0], "pos": [4, 9, 2, 3]})
+        >>> next(bucket_star_task([rows])).to_pydict()
+        {'a': [4, 4], 'b': [9, 2]}
+    """
+    for chunk in _chunks_by_key(batches, ("band", "h")):
+        pos = _i64(chunk.column("pos"))
+        starts = _run_starts(_i64(chunk.column("band")), _i64(chunk.column("h")))
+        head = np.repeat(starts, np.diff(np.append(starts, pos.shape[0])))
+        member = head != np.arange(pos.shape[0])
+        if member.any():
+            yield record_batch({"a": pa.array(pos[head[member]]), "b": pa.array(pos[member])})
+
+
 def center_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
     """``center`` grouping inside whole components: rows ``(label, ts, pos, sig[, sset])``
     sorted by ``(label, ts, pos)`` -> ``(pos, center)``, by
@@ -526,13 +555,38 @@ def center_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterat
     for chunk in _chunks_by_key(batches, ("label",)):
         label = _i64(chunk.column("label"))
         pos = _i64(chunk.column("pos"))
-        signature = _signature_values(chunk.column("sig"), settings)
+        signature = _batch_signatures(chunk, "sig", settings)
         sets = _binary_csr(chunk.column("sset"), np.uint64) if settings.needs_sets else None
         relation = Relation(_local_signatures(signature, sets), settings)
         # Rows come sorted by (label, ts, pos): their index is the (timestamp, position) rank.
         rank = np.arange(pos.shape[0], dtype=np.int64)
         center = center_groups(label, rank, relation)
         yield record_batch({"pos": pa.array(pos), "center": pa.array(pos[center])})
+
+
+def components_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Connected components of all the edges ``(a, b)`` of one task (run on a single partition:
+    every edge of the run) -> ``(pos, label)`` for every node of an edge, label = the smallest
+    position of its component, by :func:`neardup.groups.connected_components` on the nodes
+    renumbered in position order. The result does not depend on the order the edges arrive in.
+    Cost: O(m log m) for m edges (one sort of the 2m ends), about 64 bytes an edge at the peak.
+
+    Example:
+        >>> rows = pa.record_batch({"a": [7, 3, 9], "b": [5, 5, 11]})
+        >>> next(components_task([rows])).to_pydict()
+        {'pos': [3, 5, 7, 9, 11], 'label': [3, 3, 3, 9, 9]}
+    """
+    parts = [batch for batch in batches if batch.num_rows]
+    if not parts:
+        return
+    table = pa.Table.from_batches(parts)
+    a, b = _i64(table.column("a")), _i64(table.column("b"))
+    del table, parts
+    nodes, ends = np.unique(np.concatenate([a, b]), return_inverse=True)
+    del a, b
+    m = ends.shape[0] // 2
+    labels = connected_components(nodes.shape[0], ends[:m], ends[m:])
+    yield record_batch({"pos": pa.array(nodes), "label": pa.array(nodes[labels])})
 
 
 def round6_task(batches: Iterable[pa.RecordBatch], column: str) -> Iterator[pa.RecordBatch]:

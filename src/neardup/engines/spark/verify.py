@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import bound_task, relate_task, sets_task, sketch_task
 from neardup.settings import Settings
 
 __all__ = [
-    "BROADCAST_POSITIONS",
     "data_columns",
     "possible",
     "relate",
@@ -20,19 +19,20 @@ __all__ = [
 ]
 
 
-BROADCAST_POSITIONS = 4_000_000
-"""Most document positions (8 bytes each) sent to every task to pick the texts verification
-shingles, instead of shuffling the texts by position."""
-
-
 def data_columns(settings: Settings) -> list[str]:
     """The columns of a document's data the relation reads: ``sig``, and ``sset`` (the shingle
-    set) when verification compares sets. O(1).
+    set or LCS units) when verification compares sets. A verified MinHash run decides and
+    values every pair by its sets alone, so its data is ``sset`` only: signatures (512 bytes a
+    document at 128 permutations) never cross a join. O(1).
 
     Example:
         >>> data_columns(Settings(method="simhash", hamming_k=3))
         ['sig']
+        >>> data_columns(Settings())
+        ['sset']
     """
+    if settings.method == "minhash" and settings.verify is not None:
+        return ["sset"]
     return ["sig", "sset"] if settings.needs_sets else ["sig"]
 
 
@@ -44,10 +44,14 @@ def with_shingle_sets(
     content: DataFrame,
     settings: Settings,
 ) -> DataFrame:
-    """(pos, sig, sset) of every representative (``reps``), stored, with the shingle set of
-    those that can ever be compared: the ends of candidate pairs ``cand`` and the heads of
-    exact-duplicate groups ``content`` (others get an empty set, never read), as the local
-    engine builds them. ``texts`` holds ``pos, text``. Cost: shingling the compared texts.
+    """The data the relation reads (``pos`` and :func:`data_columns`) of the documents that
+    can ever be compared, stored: the ends of candidate pairs ``cand`` and the heads of
+    exact-duplicate groups ``content``, with their shingle sets built as the local engine
+    builds them, where their texts were read (``texts``: ``pos, text``) when the positions
+    fit a broadcast. Every pair a later stage relates (a candidate, an original and a member
+    of its group) has both ends here. With signatures in the data, every representative
+    (``reps``) is there, the others with an empty set (never read): one shuffle of the sets
+    and signatures. Cost: shingling the compared texts.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -66,6 +70,8 @@ def with_shingle_sets(
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
+    if "sig" not in data_columns(settings):
+        return frames.keep(sets)
     empty = F.lit(b"").cast("binary")
     return frames.keep(
         reps.select("pos", "sig")
@@ -94,25 +100,41 @@ def possible(frames: Frames, data: DataFrame, pairs: DataFrame, threshold: float
     right = sketches.select(
         F.col("pos").alias("b"), F.col("size").alias("size_b"), F.col("sketch").alias("sketch_b")
     )
-    joined = frames.lookup(frames.lookup(pairs.select("a", "b"), left, ["a"]), right, ["b"])
+    pairs = pairs.select("a", "b")
+    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"], counted=pairs)
     return joined.mapInArrow(partial(bound_task, threshold=threshold), "a long, b long")
 
 
 def relate(
-    frames: Frames, data: DataFrame, pairs: DataFrame, keep: list[str], settings: Settings
+    frames: Frames,
+    data: DataFrame,
+    pairs: DataFrame,
+    keep: list[str],
+    settings: Settings,
+    ends_at_most: int | None = None,
 ) -> DataFrame:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added (see :func:`related`), by joining
     both documents' ``data`` (``pos`` and :func:`data_columns`); ``keep`` names the columns of
-    ``pairs`` kept. Cost: two skew-safe joins of the pairs and one relation per pair.
+    ``pairs`` kept. When the pairs have at most ``ends_at_most`` distinct ends (a bound the
+    caller knows, e.g. twice their number) and that fits a broadcast, ``data`` is first cut
+    to those ends where it is stored, so only the units of documents in a pair cross the
+    joins. Cost: two skew-safe joins of the pairs and one relation per pair.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        checked = relate(frames, data, cand, ["a", "b"], settings)
+        checked = relate(frames, data, cand, ["a", "b"], settings, 2 * n_cand)
     """
     cols = data_columns(settings)
+    if ends_at_most is not None and ends_at_most <= BROADCAST_POSITIONS:
+        ends = (
+            pairs.select(F.col("a").alias("pos"))
+            .unionByName(pairs.select(F.col("b").alias("pos")))
+            .distinct()
+        )
+        data = data.join(F.broadcast(ends), ["pos"], "left_semi")
     left = data.select(F.col("pos").alias("a"), *[F.col(c).alias(c + "_a") for c in cols])
     right = data.select(F.col("pos").alias("b"), *[F.col(c).alias(c + "_b") for c in cols])
-    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"])
+    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"], counted=pairs)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)
 
