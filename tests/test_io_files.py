@@ -9,6 +9,7 @@ import zstandard
 
 import neardup.io.files as io_files
 from neardup.io import (
+    InputError,
     read_documents,
     write_table,
 )
@@ -170,3 +171,17 @@ def test_a_full_disk_names_the_file_being_written(tmp_path):
             raise OSError(errno.ENOSPC, "No space left on device")
     assert info.value.errno == errno.ENOSPC and str(target) in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("frames", [1, 3])
+def test_a_zstd_input_cut_short_is_unreadable_input_not_fewer_documents(tmp_path, frames):
+    rows = b"".join(b'{"id": "%d", "text": "words of document %d"}\n' % (i, i) for i in range(3000))
+    third = len(rows) // 3
+    parts = [rows[:third], rows[third : 2 * third], rows[2 * third :]] if frames == 3 else [rows]
+    whole = b"".join(zstandard.ZstdCompressor().compress(p) for p in parts)
+    path = tmp_path / "docs.jsonl.zst"
+    path.write_bytes(whole)
+    assert len(read_documents([path]).read_all().ids) == 3000  # every frame read
+    path.write_bytes(whole[: len(whole) - 7])
+    with pytest.raises(InputError, match=r"docs.jsonl.zst, line \d+: unreadable input.*cut short"):
+        read_documents([path]).read_all()

@@ -150,3 +150,14 @@ def test_time_to_us_answers_none_where_parse_timestamp_raises():
     assert io_values.time_to_us("2024-01-02") == parse_timestamp("2024-01-02")
     for bad in ("yesterday", None, True, float("inf"), 10**20):
         assert io_values.time_to_us(bad) is None
+
+
+def test_a_time_of_thousands_of_digits_is_out_of_range_not_a_conversion_error():
+    from neardup.io.rows import valid_time
+
+    huge = "9" * 5000
+    assert (
+        io_values.time_to_us(huge) is None and io_values.time_to_us("0" * 5000 + "5") == 5_000_000
+    )
+    bad = valid_time(huge, "timestamp")
+    assert bad.reason == "bad timestamp" and "out of range" in bad.detail

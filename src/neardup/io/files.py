@@ -349,16 +349,51 @@ def open_input(src: Source) -> Iterator[IO[bytes]]:
             with gzip.GzipFile(fileobj=raw, mode="rb") as g:
                 yield g
         elif src.compression == "zstd":
-            reader = zstandard.ZstdDecompressor().stream_reader(
-                raw, read_across_frames=True, closefd=False
-            )
-            with io.BufferedReader(reader, _BUFFER_BYTES) as buffered:
+            with io.BufferedReader(_ZstdFrames(raw), _BUFFER_BYTES) as buffered:
                 yield buffered
         else:
             yield raw
     finally:
         if owned:
             raw.close()
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The zstd frames of ``raw``, decompressed one after the other. Data that end inside a
+    frame raise ``EOFError``: zstandard's ``stream_reader`` takes them for the end of the input,
+    so a file cut short (an interrupted copy or download) would lose its last documents without
+    a word. Memory: one compressed chunk and what it decompresses to."""
+
+    def __init__(self, raw: IO[bytes]):
+        self._raw = raw
+        self._decompressor = zstandard.ZstdDecompressor()
+        self._frame = None  # the frame being decompressed; None before the first
+        self._out = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._out:
+            chunk = self._raw.read(_BUFFER_BYTES)
+            if not chunk:
+                if self._frame is not None and not self._frame.eof:
+                    raise EOFError("the zstd data end inside a frame: the file was cut short")
+                return 0
+            self._out = memoryview(self._decompress(chunk))
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def _decompress(self, chunk: bytes) -> bytes:
+        parts = []
+        while chunk:
+            if self._frame is None or self._frame.eof:
+                self._frame = self._decompressor.decompressobj()
+            parts.append(self._frame.decompress(chunk))
+            chunk = self._frame.unused_data if self._frame.eof else b""
+        return b"".join(parts)
 
 
 @contextmanager

@@ -290,7 +290,8 @@ def valid_time(value: Any, field: str) -> int | BadRow:
     us = time_to_us(value)
     if us is not None:
         return us
-    if isinstance(value, (int, float, np.number)) and math.isfinite(value):
+    digits = isinstance(value, str) and value.strip().lstrip("+-").isdigit()
+    if digits or (isinstance(value, (int, float, np.number)) and math.isfinite(value)):
         detail = (
             f"{short_repr(value)} seconds is out of range: int64 microseconds span "
             f"about ±292,000 years"

@@ -93,6 +93,10 @@ def _iso_to_us(s: str) -> int | None:
     return (days * 86_400 + hours * 3600 + minutes * 60 + seconds - offset) * 1_000_000 + micros
 
 
+#: Digits of seconds beyond which a time cannot be int64 microseconds (9.2e12 s has 13).
+_MAX_SECONDS_DIGITS = 20
+
+
 def time_to_us(value: Any) -> int | None:
     """Ordering key of a time value in microseconds since the epoch, or None if it is not one.
 
@@ -106,6 +110,11 @@ def time_to_us(value: Any) -> int | None:
     kind = type(value)
     if kind is str:
         s = value.strip()
+        if s.lstrip("+-").isdigit():
+            # Leading zeros and digits past int64 go first: int() refuses over 4,300 digits.
+            s = s[: len(s) - len(s.lstrip("+-"))] + (s.lstrip("+-").lstrip("0") or "0")
+            if len(s.lstrip("+-")) > _MAX_SECONDS_DIGITS:
+                return None
         if s.isdigit() and s.isascii():
             us = int(s) * 1_000_000
         elif (us := _iso_to_us(s)) is None:
