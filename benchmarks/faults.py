@@ -26,6 +26,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import zstandard
 from click.testing import CliRunner
 
 from neardup.cli import main
@@ -402,7 +403,19 @@ BAD_JSONL = {
     "ts-string": '{"id": "a", "text": "a b c", "ts": "soon"}\n',
     "array": "[1, 2]\n",
     "bom": '\ufeff{"id": "a", "text": "a b c"}\n',
+    "ts-huge": '{"id": "a", "text": "a b c", "ts": "' + "9" * 5000 + '"}\n',
 }
+
+
+def _cut_short(text: str) -> bytes:
+    """zstd data of ``text`` in two frames, the second cut short after its header: the data
+    of the first end at a line's end, so a reader that takes the cut for the end of the input
+    reads half the documents and no bad line."""
+    lines = text.splitlines(keepends=True)
+    half = "".join(lines[: len(lines) // 2]).encode()
+    rest = "".join(lines[len(lines) // 2 :]).encode()
+    compressor = zstandard.ZstdCompressor(level=1)
+    return compressor.compress(half) + compressor.compress(rest)[:12]
 
 
 def bad_files(work: Path) -> dict[str, Path]:
@@ -420,6 +433,8 @@ def bad_files(work: Path) -> dict[str, Path]:
         "empty.jsonl": b"",
         "damaged.jsonl.gz": b"\x1f\x8b\x08\x00" + bytes(range(7, 47)),
         "damaged.jsonl.zst": b"\x28\xb5\x2f\xfd" + bytes(range(7, 47)),
+        # Cut short at a line's end: read as whole, it would be fewer documents and exit 0.
+        "truncated.jsonl.zst": _cut_short(good * 50),
         "quotes.csv": b'id,text\n"a,"b c d"\n"b","x ""y"" z"\nc\n',
         "short.tsv": b"id\ttext\na\tb c d\nb\n\tc\n",
     }
@@ -464,6 +479,8 @@ def badinput_family(work: Path) -> bool:
                 last = text.strip().splitlines()[-1] if text.strip() else ""
                 if crash:
                     tally.record(case, "crash", crash)
+                elif code == 0 and name.startswith("truncated"):
+                    tally.record(case, "WRONG", "a file cut short read as complete")
                 elif code == 0:
                     tally.record(case, "ok", last)
                 elif len(text.strip().splitlines()) <= 2:
