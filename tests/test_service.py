@@ -150,6 +150,16 @@ def test_invalid_requests_change_nothing(client, index, body, status, message):
     assert len(index) == 1
 
 
+@pytest.mark.parametrize("url", ["/v1/documents", "/v1/query"])
+def test_a_lone_surrogate_in_a_text_is_refused_as_the_command_line_refuses_it(client, index, url):
+    # JSON can escape a surrogate that no UTF-8 text holds; the client library would not send it.
+    body = b'{"id": "x", "text": "a \\ud800 b"}'
+    r = client.post(url, content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422
+    assert "text: not valid Unicode: a lone surrogate at character 2" in r.json()["detail"]
+    assert len(index) == 0
+
+
 def test_malformed_json_and_conflicts(client, index):
     r = client.post(
         "/v1/documents", content=b"{not json", headers={"Content-Type": "application/json"}

@@ -131,6 +131,20 @@ class _Probe(BaseModel):
         None, description="Or its 64-bit SimHash: 16 hex digits, 0x-hex, or a decimal number."
     )
 
+    @field_validator("text")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        # JSON may escape a lone surrogate ("\\ud800"), which no UTF-8 text holds: the command
+        # line refuses such text as invalid UTF-8, and so does the service.
+        if value is not None:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(
+                    f"not valid Unicode: a lone surrogate at character {error.start}"
+                ) from None
+        return value
+
     @model_validator(mode="after")
     def _one_of(self):
         if (self.text is None) == (self.fingerprint is None):
