@@ -1,6 +1,8 @@
 """Helpers of the io tests: input files and reading them whole."""
 
 import json
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 
 from neardup.io import read_documents
@@ -15,6 +17,18 @@ def jsonl(path, rows):
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
     )
     return path
+
+
+def dead_pid() -> int:
+    """The process ID of a process that has exited (a run killed with ``kill -9`` leaves files
+    named after such an ID)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
 
 
 def read_all(paths, **kw):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from io_helpers import dead_pid
 
 from neardup.cli import main
 from neardup.io import output_set, write_table
@@ -147,16 +148,8 @@ def test_a_commit_cut_by_a_kill_is_completed_by_the_next_run(docs, tmp_path):
     """A run killed between its renames left a journal: the next run writing there finishes
     the set, and removes the temporary files of dead runs (never those of live ones)."""
     import os
-    import subprocess
-    import sys
 
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    pid = int(dead.stdout)  # a process that has exited
+    pid = dead_pid()  # a process that has exited
     out = tmp_path / "out"
     out.mkdir()
     (out / "groups.tsv").write_text("new groups\n")  # renamed before the kill

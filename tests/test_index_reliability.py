@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from io_helpers import dead_pid
 
 from neardup.ids import MAX_ID_LENGTH, check_id, id_problem
 from neardup.index.store import NearDupIndex
@@ -731,17 +732,8 @@ def test_a_build_removes_what_killed_builds_left(tmp_path):
     or the replaced index (``.idx.old-PID-…``); the next build of that index removes those of
     dead processes, never a live one's."""
     import os
-    import subprocess
-    import sys
 
-    dead = int(
-        subprocess.run(
-            [sys.executable, "-c", "import os; print(os.getpid())"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    dead = dead_pid()
     debris = [tmp_path / f".idx.building-{dead}-1", tmp_path / f".idx.old-{dead}-2"]
     live = tmp_path / f".idx.building-{os.getpid()}-3"
     for folder in (*debris, live):

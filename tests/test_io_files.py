@@ -6,6 +6,7 @@ import json
 
 import pytest
 import zstandard
+from io_helpers import dead_pid
 
 import neardup.io.files as io_files
 from neardup.io import (
@@ -122,19 +123,10 @@ def test_a_set_whose_journal_was_cut_is_left_out_whole(tmp_path):
     """A run killed while writing the copies of its journal had renamed nothing; once another
     run has removed its pending file in B (no journal there), the copy in A removes the rest
     instead of renaming half the set."""
-    import subprocess
-    import sys
 
     from neardup.io.files import finish_dead_writes
 
-    pid = int(
-        subprocess.run(
-            [sys.executable, "-c", "import os; print(os.getpid())"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    pid = dead_pid()
     a, b = tmp_path / "A", tmp_path / "B"
     a.mkdir()
     b.mkdir()

@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from io_helpers import dead_pid
 
 from neardup import pipeline
 from neardup.cli import main
@@ -640,18 +641,9 @@ def test_spark_refuses_local_only_options(corpus, tmp_path):
 
 
 def test_work_folders_of_killed_runs_are_removed_by_the_next_run(corpus, tmp_path):
-    import subprocess
-    import sys
-
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    stale = spill_dir / f"neardup-tmp-{dead.stdout.strip()}-0123456789abcdef"
+    stale = spill_dir / f"neardup-tmp-{dead_pid()}-0123456789abcdef"
     stale.mkdir()  # killed right after creating it: empty but for a spill file
     (stale / "band-0.bin").write_bytes(b"x" * 100)
     live = spill_dir / f"neardup-tmp-{os.getpid()}-fedcba9876543210"
