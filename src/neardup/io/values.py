@@ -110,11 +110,12 @@ def time_to_us(value: Any) -> int | None:
     kind = type(value)
     if kind is str:
         s = value.strip()
-        if s.lstrip("+-").isdigit():
-            # Leading zeros and digits past int64 go first: int() refuses over 4,300 digits.
-            s = s[: len(s) - len(s.lstrip("+-"))] + (s.lstrip("+-").lstrip("0") or "0")
-            if len(s.lstrip("+-")) > _MAX_SECONDS_DIGITS:
+        if len(s) > _MAX_SECONDS_DIGITS and (digits := s.lstrip("+-")).isdigit():
+            # Rare: leading zeros, or past int64 (int() refuses over 4,300 digits).
+            digits = digits.lstrip("0") or "0"
+            if len(digits) > _MAX_SECONDS_DIGITS:
                 return None
+            s = s[: len(s) - len(s.lstrip("+-"))] + digits
         if s.isdigit() and s.isascii():
             us = int(s) * 1_000_000
         elif (us := _iso_to_us(s)) is None:
