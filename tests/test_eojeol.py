@@ -146,6 +146,38 @@ def test_kept_eojeol_is_exact_at_need_and_below_it_otherwise(pair, need):
     assert got == want if want >= need else got < need
 
 
+@st.composite
+def long_edited(draw):
+    """A text of 8–16 words and a copy with up to four edits, one of them possibly a passage
+    of new words inserted: the one- and two-pass greedy counts that narrow the search differ
+    from the best choice here (a changed word embeds far ahead)."""
+    words = draw(st.lists(WORD, min_size=8, max_size=16))
+    other = list(words)
+    for _ in range(draw(st.integers(1, 4))):
+        k = draw(st.integers(0, len(other) - 1))
+        kind = draw(st.sampled_from(["change", "drop", "passage", "join"]))
+        if kind == "change":
+            other[k] = draw(WORD)
+        elif kind == "drop" and len(other) > 1:
+            del other[k]
+        elif kind == "passage":
+            other[k:k] = draw(st.lists(WORD, min_size=2, max_size=6))
+        elif kind == "join" and k + 1 < len(other):
+            other[k : k + 2] = [other[k] + other[k + 1]]
+    return " ".join(words), " ".join(other)
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_edited(), st.integers(0, 16))
+def test_kept_eojeol_of_longer_edited_texts(pair, need):
+    a, b = pair
+    o, c = lcs_units([a, b], "auto")
+    x, y = c[o[0] : o[1]], c[o[1] : o[2]]
+    want = _kept(normalize(a).split(), normalize(b).replace(" ", ""))
+    got = kept_eojeol(x, y, need)
+    assert got == want if want >= need else got < need
+
+
 BASE = "이 패키지는 데비안 시스템에서 오디오 파일을 쉽게 변환하는 도구를 제공합니다"
 LABELLED = [
     # (other text, near-duplicate of BASE by NEAR_DUPLICATE.md)

@@ -85,14 +85,18 @@ def by_eojeol(units):
 
 
 @njit(inline="always")
-def _embed(lo, hi, start, first, last, positions, far):
+def _embed(lo, hi, start, first, last, positions, far, text):
     """The end (one past the last match) of the earliest embedding of the longer text's
     characters ``lo..hi-1`` in the shorter text from its position ``start``, or ``far`` when
     they do not embed. The shorter text's positions are sorted by unit key (``positions``,
     ascending within a key); character i of the longer text has its key's at
-    ``positions[first[i]:last[i]]``, so each character costs one binary search."""
+    ``positions[first[i]:last[i]]``, so each character costs one binary search, or nothing
+    when the shorter text's next character (``text``, its keys) is that key already."""
     at = start
     for i in range(lo, hi):
+        if first[i] < last[i] and at < text.shape[0] and text[at] == text[positions[first[i]]]:
+            at += 1
+            continue
         # The first of positions[first[i]:last[i]] at or after `at` (a binary search).
         low = first[i]
         high = last[i]
@@ -108,14 +112,40 @@ def _embed(lo, hi, start, first, last, positions, far):
     return at
 
 
+@njit(inline="always")
+def _greedy(longer, first, last, positions, far, text, near):
+    """The words of ``longer`` that one left-to-right pass keeps, each embedded at its earliest
+    after the last kept; with ``near``, only when it ends within its length plus a slack of the
+    last kept word's end, the slack doubling (plus the word's length and 4) after each word
+    skipped. Every count it returns is reached by some choice of words. O(m log n)."""
+    kept = 0
+    at = 0
+    start = 0
+    slack = 4
+    for i in range(longer.shape[0]):
+        if _ends(longer[i]):
+            end = _embed(start, i + 1, at, first, last, positions, far, text)
+            if end < far and (not near or end - at <= i + 1 - start + slack):
+                kept += 1
+                at = end
+                slack = 4
+            else:
+                slack = 2 * slack + i + 1 - start + 4
+            start = i + 1
+    return kept
+
+
 @njit(cache=True, nogil=True)
 def kept_eojeol(longer, shorter, need=0):
     """The most eojeol of ``longer`` whose characters are all kept, in order, in ``shorter``
     (character units of :func:`neardup.text.units.lcs_units`; see the module docstring). With
     ``need`` > 0 the value is exact when it reaches ``need``, else some value below ``need``
-    (the search stops once ``need`` is out of reach). Time O(W · (W − max(need, g) + 1) · w̄ ·
+    (the search stops once ``need`` is out of reach). Time O(W · (K − max(need, g) + 1) · w̄ ·
     log n) plus O((m + n) log n), memory O(m + n): W words and m characters of ``longer``, w̄
-    their mean length, n units of ``shorter``, g the words a greedy pass keeps.
+    their mean length, n units of ``shorter``, K the words that embed in ``shorter`` at all
+    (an upper bound), g the most that two greedy passes keep (a lower bound). A character
+    that follows its predecessor's match in ``shorter`` costs O(1), not a binary search, so a
+    near-copy costs about O(W · (K − g + 1) · w̄).
     """
     n = shorter.shape[0]
     # The shorter text's positions sorted by code point, then position: one sort of
@@ -125,6 +155,9 @@ def kept_eojeol(longer, shorter, need=0):
         order[j] = ((unit_key(shorter[j]) & _CODE_POINT) << np.uint64(32)) | np.uint64(j)
     order.sort()
     keys = order >> np.uint64(32)
+    text = np.empty(n, np.uint64)  # the shorter text's keys by position
+    for j in range(n):
+        text[j] = unit_key(shorter[j]) & _CODE_POINT
     positions = (order & np.uint64(0xFFFFFFFF)).astype(np.int64)
     m = longer.shape[0]
     first = np.empty(m, np.int64)
@@ -136,47 +169,57 @@ def kept_eojeol(longer, shorter, need=0):
         last[i] = np.searchsorted(keys, key, "right")
         words += _ends(longer[i])
     far = n + 1
-    # Words taken greedily, each where it first embeds after the last: a count that the best
-    # choice reaches, so the search below may drop every state that cannot beat it (on a
-    # near-duplicate it keeps all words but one or two, and the search is a narrow band).
-    greedy = 0
-    at = 0
+    # A word whose characters embed nowhere in shorter is never kept: the words that do bound
+    # the count from above, and the search below passes over the others.
+    keepable = np.zeros(words, np.bool_)
+    possible = 0
+    w = 0
     start = 0
     for i in range(m):
         if _ends(longer[i]):
-            end = _embed(start, i + 1, at, first, last, positions, far)
-            if end < far:
-                greedy += 1
-                at = end
+            keepable[w] = _embed(start, i + 1, 0, first, last, positions, far, text) < far
+            possible += keepable[w]
+            w += 1
             start = i + 1
-    if greedy == words:
-        return words
-    need = max(need, greedy)
+    if possible < need:
+        return possible
+    # Words taken greedily, each where it first embeds after the last: a count that the best
+    # choice reaches, so the search below may drop every state that cannot beat it (on a
+    # near-duplicate it keeps all words but a few, and the search is a narrow band).
+    greedy = _greedy(longer, first, last, positions, far, text, False)
+    if greedy == possible:
+        return greedy
+    # A changed word often embeds far ahead, and taking it there loses every word between:
+    # the second pass takes a word only near the last, widening the reach after each word it
+    # skips (so an inserted passage is crossed), which keeps most words of a near-duplicate.
+    need = max(need, greedy, _greedy(longer, first, last, positions, far, text, True))
     # reach[c]: the shortest prefix of shorter that c of the words so far embed in.
     reach = np.full(words + 1, far, np.int64)
     reach[0] = 0
     best = 0
     start = 0
-    done = 0
+    w = 0
     for i in range(m):
         if not _ends(longer[i]):
             continue
-        # A count below `low` cannot reach `need` with the words left after this one.
-        low = max(0, need - (words - done))
-        from_at = -1
-        end = far
-        for c in range(best, low - 1, -1):
-            if reach[c] != from_at:  # states at one position embed the word alike
-                from_at = reach[c]
-                end = _embed(start, i + 1, from_at, first, last, positions, far)
-            if end < reach[c + 1]:
-                reach[c + 1] = end
-        if reach[best + 1] < far:
-            best += 1
-        done += 1
+        if keepable[w]:
+            # A count below `low` cannot reach `need` with the keepable words from this one on.
+            low = max(0, need - possible)
+            from_at = -1
+            end = far
+            for c in range(best, low - 1, -1):
+                if reach[c] != from_at:  # states at one position embed the word alike
+                    from_at = reach[c]
+                    end = _embed(start, i + 1, from_at, first, last, positions, far, text)
+                if end < reach[c + 1]:
+                    reach[c + 1] = end
+            if reach[best + 1] < far:
+                best += 1
+            possible -= 1
+            if best + possible < need:
+                return best + possible
+        w += 1
         start = i + 1
-        if need > 0 and best + (words - done) < need:
-            return best + (words - done)
     return best
 
 
