@@ -585,3 +585,35 @@ def test_candidate_verifier_of_korean_texts_equals_verifying_every_candidate(tmp
     ok = sim >= verify_threshold(settings)
     assert [x.tolist() for x in got] == [qi[ok].tolist(), pos[ok].tolist(), sim[ok].tolist()]
     assert (0, 2) in set(zip(*got[:2], strict=True)) and (1, 1) in set(zip(*got[:2], strict=True))
+
+
+def test_a_probe_past_its_room_is_exact_and_probed_at_most_twice(monkeypatch):
+    """A hot template: every stored copy shares every band with every query, so the first
+    call overflows its room (4,096 rows). The count it returns must be exact (its marks
+    cleared), so a second call fits; once the marks of overflowed queries stayed set, later
+    queries counted too few and the batch was probed hundreds of times."""
+    import neardup.index.minhash as index_minhash
+
+    rng = np.random.default_rng(5)
+    bands, stored, queries = 4, 1500, 40
+    keys = np.repeat(rng.integers(0, 2**32, (1, bands), dtype=np.uint32), stored, axis=0)
+    keys[::7, 1] += 1  # some copies differ on a band: still one candidate each
+    tables = BandTables(bands, positions=np.arange(stored), keys=keys)
+    tables.add(np.arange(stored, stored + 30), keys[:30])  # a delta, its tail scanned
+    tables.discard(np.arange(0, stored, 11))
+    calls = []
+    kernel = index_minhash._band_probe_kernel
+
+    def counted(*args):
+        calls.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(index_minhash, "_band_probe_kernel", counted)
+    probe = keys[rng.integers(0, stored, queries)]
+    qi, pos = tables.probe(probe)
+    assert len(calls) == 2
+    alive = np.setdiff1d(np.arange(stored + 30), np.arange(0, stored, 11))
+    all_keys = np.concatenate([keys, keys[:30]])
+    want = [(q, p) for q in range(queries) for p in alive if (all_keys[p] == probe[q]).any()]
+    assert list(zip(qi.tolist(), pos.tolist())) == want
+    assert not tables._seen.any()

@@ -409,20 +409,26 @@ class DataCache:
 
 
 @njit(inline="always")
-def _probe_run(keys, rows, t, key, alive, seen, qi, m, out_q, out_p):
-    """Write the live positions not seen yet of the run of ``key`` in sorted table ``t``
-    (binary search); returns the new count."""
-    n = keys.shape[1]
-    cap = out_q.shape[0]
+def _run_start(keys, t, key):
+    """The first index of ``key`` in the sorted row ``t`` of ``keys`` (a binary search)."""
     lo = 0
-    hi = n
+    hi = keys.shape[1]
     while lo < hi:
         mid = (lo + hi) >> 1
         if keys[t, mid] < key:
             lo = mid + 1
         else:
             hi = mid
-    i = lo
+    return lo
+
+
+@njit(inline="always")
+def _probe_run(keys, rows, t, key, alive, seen, qi, m, out_q, out_p):
+    """Write the live positions not seen yet of the run of ``key`` in sorted table ``t``;
+    returns the new count."""
+    n = keys.shape[1]
+    cap = out_q.shape[0]
+    i = _run_start(keys, t, key)
     while i < n and keys[t, i] == key:
         p = rows[t, i]
         i += 1
@@ -435,16 +441,26 @@ def _probe_run(keys, rows, t, key, alive, seen, qi, m, out_q, out_p):
     return m
 
 
+@njit(inline="always")
+def _clear_run(keys, rows, t, key, seen):
+    """Clear the marks of every position of the run of ``key`` in sorted table ``t``."""
+    i = _run_start(keys, t, key)
+    while i < keys.shape[1] and keys[t, i] == key:
+        seen[rows[t, i]] = False
+        i += 1
+
+
 @njit(cache=True)
 def _band_probe_kernel(
     qkeys, keys, rows, fkeys, frows, alive, tail, tkeys, tail_len, seen, out_q, out_p
 ):
     """Every (query, live position) equal on a band, once: binary search per band of the
     sorted tables and of the sorted part of the delta, then a scan of the delta's unsorted
-    tail. ``seen`` (all False on entry and on return when everything fit) marks the positions
-    already written for the current query, so a position sharing many bands (a near-duplicate
-    shares most) is written once. Writes what fits and returns the total (as the SimHash
-    probe kernel does)."""
+    tail. ``seen`` (all False on entry and on return) marks the positions already written for
+    the current query, so a position sharing many bands (a near-duplicate shares most) is
+    written once. Writes what fits and returns the total, exact even when it does not fit
+    (the marks of a query whose positions overflowed are cleared run by run), so one more
+    call with that room always suffices."""
     nq = qkeys.shape[0]
     num_bands = keys.shape[0]
     cap = out_q.shape[0]
@@ -466,8 +482,13 @@ def _band_probe_kernel(
                         out_p[m] = p
                     m += 1
                     break
-        for i in range(first, min(m, cap)):
-            seen[out_p[i]] = False
+        if m <= cap:
+            for i in range(first, m):
+                seen[out_p[i]] = False
+        else:
+            for t in range(num_bands):
+                _clear_run(keys, rows, t, qkeys[qi, t], seen)
+                _clear_run(fkeys, frows, t, qkeys[qi, t], seen)
     return m
 
 
@@ -718,9 +739,7 @@ class BandTables(LiveRows):
             )
             if m <= cap:
                 break
-            # Marks of positions that did not fit were not cleared.
-            self._seen[:] = False
-            cap = m
+            cap = m  # the count is exact: the second call fits
         self._per_query = m / max(queries.shape[0], 1)
         # Written query by query, each in band order: sort each query's positions.
         _sort_runs(out_q[:m], out_p[:m])
