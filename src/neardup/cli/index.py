@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from neardup import signals
 from neardup.cli.index_options import (
     create_keywords,
     directory_option,
@@ -37,6 +38,7 @@ from neardup.index import (
     describe_settings,
     index_settings,
 )
+from neardup.index.build import build_from_files, build_index
 from neardup.io import (
     check_outputs,
     output_set,
@@ -165,18 +167,17 @@ def build(
             )
             skipped = table.stats.skipped
             reporter.stage("building")
-            idx = NearDupIndex.build(
-                directory,
+            build_index(
+                Path(directory),
+                settings,
                 table.ids.to_pylist(),
                 fingerprints=table.fingerprints,
                 timestamps_us=table.timestamps,
                 overwrite=force,
-                **keywords,
             )
         else:
             from neardup.engines.base import Corpus
             from neardup.engines.local import LocalEngine
-            from neardup.index.build import build_from_files
 
             engine = LocalEngine(workers, memory_limit=memory_limit, tmp_dir=tmp_dir)
             read = build_from_files(
@@ -188,9 +189,10 @@ def build(
                 progress=reporter,
             )
             skipped = read.skipped
-            idx = NearDupIndex(directory)
-        stats = idx.stats()
-        idx.close()
+        # The index is in place: a signal now lets its counts be read and the index closed as
+        # a clean build leaves it, then stops the command.
+        with signals.deferred(), NearDupIndex(directory) as idx:
+            stats = idx.stats()
     elapsed = time.perf_counter() - reporter.started
     reporter.summary(
         [
