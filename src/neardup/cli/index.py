@@ -42,9 +42,11 @@ from neardup.index.build import build_from_files, build_index
 from neardup.io import (
     check_outputs,
     output_set,
+    parse_fingerprint,
     read_fingerprints,
     write_table,
 )
+from neardup.io.files import read_text
 
 
 @click.group("index", context_settings=CONTEXT)
@@ -348,9 +350,8 @@ def _print_query(result, method: str, as_json: bool) -> None:
 @click.option(
     "--file",
     "text_file",
-    type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="Query the text of a file.",
+    help="Query the text of a file (UTF-8).",
 )
 @probe_options("Matches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -372,11 +373,13 @@ def query(text, directory, fingerprint, text_file, method, hamming_k, limit, cou
     given = [x is not None for x in (text, fingerprint, text_file)]
     if sum(given) != 1:
         raise ValueError("give exactly one of TEXT, --fingerprint and --file")
-    if text == "-":
-        text = sys.stdin.read()
-    elif text_file is not None:
-        with open(text_file, encoding="utf-8") as fh:
-            text = fh.read()
+    if text == "-" or text_file is not None:
+        text = read_text(text_file or "-")
+    if fingerprint is not None:
+        try:
+            fingerprint = parse_fingerprint(fingerprint)
+        except ValueError as error:
+            raise ValueError(f"--fingerprint: {error}") from None
     with NearDupIndex(directory, readonly=True) as idx:
         idx.check_method(method)
         result = idx.query(
