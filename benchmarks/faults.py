@@ -6,7 +6,7 @@ or lost add was seen.
 
     python benchmarks/faults.py damage  [--work DIR] [--limit N]
     python benchmarks/faults.py kill    [--work DIR] [--limit N]
-    python benchmarks/faults.py badinput [--work DIR]
+    python benchmarks/faults.py badinput [--work DIR]   (benchmarks/faults_badinput.py)
 
 The commands run in this process (click's test runner), after the compiled kernels are
 warm, so that a case costs milliseconds instead of a fresh start; ``kill`` forks one child
@@ -26,9 +26,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import zstandard
 from click.testing import CliRunner
 
+import faults_badinput
 from neardup.cli import main
 
 # ------------------------------------------------------------------------------------------
@@ -384,113 +384,6 @@ def kill_adds(work: Path, extra: Path, tally: Tally) -> bool:
 
 
 # ------------------------------------------------------------------------------------------
-# Family 5: bad input through every entry point
-# ------------------------------------------------------------------------------------------
-
-BAD_JSONL = {
-    "malformed": '{"id": "a", "text": "x"\n',
-    "id-int-huge": '{"id": ' + "9" * 5000 + ', "text": "x y z"}\n',
-    "text-number": '{"id": "a", "text": 5}\n',
-    "text-null": '{"id": "a", "text": null}\n',
-    "missing-text": '{"id": "a"}\n',
-    "missing-id": '{"text": "a b c"}\n',
-    "id-tab": '{"id": "a\\tb", "text": "a b c"}\n',
-    "id-newline": '{"id": "a\\nb", "text": "a b c"}\n',
-    "id-cr": '{"id": "a\\rb", "text": "a b c"}\n',
-    "id-nul": '{"id": "a\\u0000b", "text": "a b c"}\n',
-    "id-long": '{"id": "' + "i" * 2000 + '", "text": "a b c"}\n',
-    "ts-bool": '{"id": "a", "text": "a b c", "ts": true}\n',
-    "ts-string": '{"id": "a", "text": "a b c", "ts": "soon"}\n',
-    "array": "[1, 2]\n",
-    "bom": '\ufeff{"id": "a", "text": "a b c"}\n',
-    "ts-huge": '{"id": "a", "text": "a b c", "ts": "' + "9" * 5000 + '"}\n',
-}
-
-
-def _cut_short(text: str) -> bytes:
-    """zstd data of ``text`` in two frames, the second cut short after its header: the data
-    of the first end at a line's end, so a reader that takes the cut for the end of the input
-    reads half the documents and no bad line."""
-    lines = text.splitlines(keepends=True)
-    half = "".join(lines[: len(lines) // 2]).encode()
-    rest = "".join(lines[len(lines) // 2 :]).encode()
-    compressor = zstandard.ZstdCompressor(level=1)
-    return compressor.compress(half) + compressor.compress(rest)[:12]
-
-
-def bad_files(work: Path) -> dict[str, Path]:
-    good = "".join(
-        json.dumps({"id": f"g{i}", "text": f"good text number {i} here", "ts": i}) + "\n"
-        for i in range(6)
-    )
-    found: dict[str, Path] = {}
-    for name, line in BAD_JSONL.items():
-        path = work / f"{name}.jsonl"
-        path.write_text(good[: len(good) // 2] + line + good[len(good) // 2 :], encoding="utf-8")
-        found[name] = path
-    raw = {
-        "invalid-utf8.jsonl": good.encode() + b'{"id": "b", "text": "\xff\xfe"}\n',
-        "empty.jsonl": b"",
-        "damaged.jsonl.gz": b"\x1f\x8b\x08\x00" + bytes(range(7, 47)),
-        "damaged.jsonl.zst": b"\x28\xb5\x2f\xfd" + bytes(range(7, 47)),
-        # Cut short at a line's end: read as whole, it would be fewer documents and exit 0.
-        "truncated.jsonl.zst": _cut_short(good * 50),
-        "quotes.csv": b'id,text\n"a,"b c d"\n"b","x ""y"" z"\nc\n',
-        "short.tsv": b"id\ttext\na\tb c d\nb\n\tc\n",
-    }
-    for name, data in raw.items():
-        (work / name).write_bytes(data)
-        found[name] = work / name
-    return found
-
-
-def badinput_family(work: Path) -> bool:
-    tally = Tally("badinput")
-    files = bad_files(work)
-    idx = work / "base.idx"
-    shutil.rmtree(idx, ignore_errors=True)
-    good = work / "good.jsonl"
-    good.write_text(
-        "".join(
-            json.dumps({"id": f"g{i}", "text": f"good text number {i}"}) + "\n" for i in range(6)
-        )
-    )
-    assert run(["index", "build", good, "-d", idx, "--method", "minhash"])[0] == 0
-    for name, path in files.items():
-        for on_error in ("raise", "skip"):
-            out = work / "out"
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-            flag = ["--on-error", on_error]
-            target = work / "target.idx"
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(idx, target)
-            commands = {
-                "dedup": ["dedup", path, "-o", out / "g.tsv", *flag],
-                "fingerprint": ["fingerprint", path, "-o", out / "f.tsv", *flag],
-                "pairs": ["pairs", path, "-o", out / "p.tsv", *flag],
-                "index-build": ["index", "build", path, "-d", out / "b.idx", *flag],
-                "index-add": ["index", "add", path, "-d", target, *flag],
-                "query-batch": ["index", "query-batch", path, "-d", idx, "-o", out / "q", *flag],
-            }
-            for command, args in commands.items():
-                code, text, crash = run(args)
-                case = f"{name}/{command}/{on_error}"
-                last = text.strip().splitlines()[-1] if text.strip() else ""
-                if crash:
-                    tally.record(case, "crash", crash)
-                elif code == 0 and name.startswith("truncated"):
-                    tally.record(case, "WRONG", "a file cut short read as complete")
-                elif code == 0:
-                    tally.record(case, "ok", last)
-                elif len(text.strip().splitlines()) <= 2:
-                    tally.record(case, "clear error", last)
-                else:
-                    tally.record(case, "unclear error", text[-200:])
-    return tally.summary()
-
-
-# ------------------------------------------------------------------------------------------
 # Family 3: full disks (a small tmpfs, filled but for a few bytes)
 # ------------------------------------------------------------------------------------------
 
@@ -765,7 +658,7 @@ def main_cli() -> None:
     elif options.family == "disk":
         ok = disk_family(options.work, options.mount)
     else:
-        ok = badinput_family(options.work)
+        ok = faults_badinput.badinput_family(options.work, run, Tally("badinput"))
     sys.exit(0 if ok else 1)
 
 
