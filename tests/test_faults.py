@@ -69,3 +69,9 @@ def test_badinput_judge_counts_a_partial_or_different_output_as_wrong(capsys):
         "crash",
     ]
     assert not tally.summary()
+
+
+def test_kill_loop_smoke(tmp_path, capsys):
+    """Batched adds SIGKILLed at random moments: no acknowledged add lost, whole batches."""
+    assert faults.kill_loop_family(tmp_path, rounds=2)
+    assert capsys.readouterr().out.count("killloop\tround-") == 2
