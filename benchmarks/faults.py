@@ -644,7 +644,13 @@ def signal_family(work: Path, points: int) -> bool:
                 elif code != 128 + sig or "stopped" not in last.lower():
                     tally.record(case, "wrong exit", f"exit {code}: {err[-200:]}")
                 elif left and not same:
-                    tally.record(case, "partial output", ", ".join(sorted(left)))
+                    tally.record(case, "WRONG", "partial output: " + ", ".join(sorted(left)))
+                elif (
+                    name == "index-build"
+                    and left
+                    and run(["index", "check", "-d", out / "b.idx"])[0]
+                ):
+                    tally.record(case, "WRONG", "the index left fails index check")
                 elif left:
                     tally.record(case, "stopped after complete outputs", last)
                 elif len(err.strip().splitlines()) != 1:
