@@ -6,12 +6,16 @@ or lost add was seen.
 
     python benchmarks/faults.py damage  [--work DIR] [--limit N]
     python benchmarks/faults.py kill    [--work DIR] [--limit N]
+    python benchmarks/faults.py killloop [--work DIR] [--rounds N]
+    python benchmarks/faults.py disk    --mount TMPFS [--work DIR]
+    python benchmarks/faults.py signal  [--work DIR] [--points N]
     python benchmarks/faults.py badinput [--work DIR]   (benchmarks/faults_badinput.py)
+    python benchmarks/faults.py service [--work DIR] [--port P]
 
 The commands run in this process (click's test runner), after the compiled kernels are
 warm, so that a case costs milliseconds instead of a fresh start; ``kill`` forks one child
 per case, which SIGKILLs itself at the N-th call of ``os.replace``, ``os.rename`` or
-``os.fsync``.
+``os.fsync``; ``killloop`` forks a writer and SIGKILLs it at a random moment.
 """
 
 from __future__ import annotations
