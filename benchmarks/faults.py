@@ -570,11 +570,12 @@ def _added_whole(index: Path, extra: Path, tally: Tally) -> str:
 def fork_entry(args: list, out: Path) -> int:
     """Start ``neardup.cli.run(args)`` (the console entry: its signal handling included) in a
     forked child whose stdout and stderr go to ``out/stdout`` and ``out/stderr``; its pid."""
-    from neardup import signals
+    import neardup_cli
     from neardup.cli import run as entry
 
     stopping = {signal.SIGINT, signal.SIGTERM}
-    # Blocked until the child has its handlers, as the console entry has them at its start.
+    # Blocked until the child has the handlers the console script sets first (neardup_cli:
+    # one line and 128 + the signal until neardup.cli.run installs its own).
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
     with open(out / "stdout", "wb") as so, open(out / "stderr", "wb") as se:
         pid = os.fork()
@@ -582,7 +583,8 @@ def fork_entry(args: list, out: Path) -> int:
             os.dup2(so.fileno(), 1)
             os.dup2(se.fileno(), 2)
             try:
-                signals.install()
+                for number in stopping:
+                    signal.signal(number, neardup_cli._stop_during_start_up)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 entry([str(a) for a in args])
             finally:
