@@ -6,12 +6,16 @@ or lost add was seen.
 
     python benchmarks/faults.py damage  [--work DIR] [--limit N]
     python benchmarks/faults.py kill    [--work DIR] [--limit N]
-    python benchmarks/faults.py badinput [--work DIR]
+    python benchmarks/faults.py killloop [--work DIR] [--rounds N]
+    python benchmarks/faults.py disk    --mount TMPFS [--work DIR]
+    python benchmarks/faults.py signal  [--work DIR] [--points N]
+    python benchmarks/faults.py badinput [--work DIR]   (benchmarks/faults_badinput.py)
+    python benchmarks/faults.py service [--work DIR] [--port P]
 
 The commands run in this process (click's test runner), after the compiled kernels are
 warm, so that a case costs milliseconds instead of a fresh start; ``kill`` forks one child
 per case, which SIGKILLs itself at the N-th call of ``os.replace``, ``os.rename`` or
-``os.fsync``.
+``os.fsync``; ``killloop`` forks a writer and SIGKILLs it at a random moment.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import zstandard
 from click.testing import CliRunner
 
+import faults_badinput
 from neardup.cli import main
 
 # ------------------------------------------------------------------------------------------
@@ -383,110 +387,88 @@ def kill_adds(work: Path, extra: Path, tally: Tally) -> bool:
     return tally.summary()
 
 
-# ------------------------------------------------------------------------------------------
-# Family 5: bad input through every entry point
-# ------------------------------------------------------------------------------------------
+def _add_in_batches(target: Path, ids: list[str], texts: list[str], size: int, ack: int | None):
+    """Add ``ids``/``texts`` to the index at ``target`` in batches of ``size`` (a transaction
+    each); with ``ack`` (a file descriptor), write each batch's IDs there once its add
+    returned: the adds the index acknowledged."""
+    from neardup.index.store import NearDupIndex
 
-BAD_JSONL = {
-    "malformed": '{"id": "a", "text": "x"\n',
-    "id-int-huge": '{"id": ' + "9" * 5000 + ', "text": "x y z"}\n',
-    "text-number": '{"id": "a", "text": 5}\n',
-    "text-null": '{"id": "a", "text": null}\n',
-    "missing-text": '{"id": "a"}\n',
-    "missing-id": '{"text": "a b c"}\n',
-    "id-tab": '{"id": "a\\tb", "text": "a b c"}\n',
-    "id-newline": '{"id": "a\\nb", "text": "a b c"}\n',
-    "id-cr": '{"id": "a\\rb", "text": "a b c"}\n',
-    "id-nul": '{"id": "a\\u0000b", "text": "a b c"}\n',
-    "id-long": '{"id": "' + "i" * 2000 + '", "text": "a b c"}\n',
-    "ts-bool": '{"id": "a", "text": "a b c", "ts": true}\n',
-    "ts-string": '{"id": "a", "text": "a b c", "ts": "soon"}\n',
-    "array": "[1, 2]\n",
-    "bom": '\ufeff{"id": "a", "text": "a b c"}\n',
-    "ts-huge": '{"id": "a", "text": "a b c", "ts": "' + "9" * 5000 + '"}\n',
-}
+    with NearDupIndex(target) as index:
+        for start in range(0, len(ids), size):
+            batch = ids[start : start + size]
+            index.add_many(batch, texts[start : start + size], timestamps=range(len(batch)))
+            if ack is not None:
+                os.write(ack, ("\n".join(batch) + "\n").encode())
 
 
-def _cut_short(text: str) -> bytes:
-    """zstd data of ``text`` in two frames, the second cut short after its header: the data
-    of the first end at a line's end, so a reader that takes the cut for the end of the input
-    reads half the documents and no bad line."""
-    lines = text.splitlines(keepends=True)
-    half = "".join(lines[: len(lines) // 2]).encode()
-    rest = "".join(lines[len(lines) // 2 :]).encode()
-    compressor = zstandard.ZstdCompressor(level=1)
-    return compressor.compress(half) + compressor.compress(rest)[:12]
+def kill_loop_family(work: Path, rounds: int, seed: int = 7) -> bool:
+    """``index add`` in batches (the library's ``add_many``: a transaction each, as the CLI
+    commits a batch) SIGKILLed at random moments of its run (SQLite's own writes and fsyncs
+    included): every batch acknowledged before the kill is stored, the index stores whole
+    batches only, ``index check`` passes and its records equal those of an index that added
+    the same batches without a kill."""
+    import time
 
+    tally = Tally("killloop")
+    corpus = work / "docs.jsonl"
+    write_corpus(corpus, n=2400)
+    rows = [json.loads(line) for line in corpus.read_text().splitlines()]
+    base_rows, extra = rows[:600], rows[600:]
+    base_file = work / "base.jsonl"
+    base_file.write_text("".join(json.dumps(r) + "\n" for r in base_rows))
+    base = work / "base.idx"
+    assert run(["index", "build", base_file, "-d", base, "--method", "minhash", "-q"])[0] == 0
+    ids, texts = [r["id"] for r in extra], [r["text"] for r in extra]
+    size = 100
+    batches = [ids[i : i + size] for i in range(0, len(ids), size)]
+    target = work / "target.idx"
+    references: dict[int, bytes] = {}
 
-def bad_files(work: Path) -> dict[str, Path]:
-    good = "".join(
-        json.dumps({"id": f"g{i}", "text": f"good text number {i} here", "ts": i}) + "\n"
-        for i in range(6)
-    )
-    found: dict[str, Path] = {}
-    for name, line in BAD_JSONL.items():
-        path = work / f"{name}.jsonl"
-        path.write_text(good[: len(good) // 2] + line + good[len(good) // 2 :], encoding="utf-8")
-        found[name] = path
-    raw = {
-        "invalid-utf8.jsonl": good.encode() + b'{"id": "b", "text": "\xff\xfe"}\n',
-        "empty.jsonl": b"",
-        "damaged.jsonl.gz": b"\x1f\x8b\x08\x00" + bytes(range(7, 47)),
-        "damaged.jsonl.zst": b"\x28\xb5\x2f\xfd" + bytes(range(7, 47)),
-        # Cut short at a line's end: read as whole, it would be fewer documents and exit 0.
-        "truncated.jsonl.zst": _cut_short(good * 50),
-        "quotes.csv": b'id,text\n"a,"b c d"\n"b","x ""y"" z"\nc\n',
-        "short.tsv": b"id\ttext\na\tb c d\nb\n\tc\n",
-    }
-    for name, data in raw.items():
-        (work / name).write_bytes(data)
-        found[name] = work / name
-    return found
-
-
-def badinput_family(work: Path) -> bool:
-    tally = Tally("badinput")
-    files = bad_files(work)
-    idx = work / "base.idx"
-    shutil.rmtree(idx, ignore_errors=True)
-    good = work / "good.jsonl"
-    good.write_text(
-        "".join(
-            json.dumps({"id": f"g{i}", "text": f"good text number {i}"}) + "\n" for i in range(6)
-        )
-    )
-    assert run(["index", "build", good, "-d", idx, "--method", "minhash"])[0] == 0
-    for name, path in files.items():
-        for on_error in ("raise", "skip"):
-            out = work / "out"
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-            flag = ["--on-error", on_error]
-            target = work / "target.idx"
+    def reference(k: int) -> bytes:
+        if k not in references:
             shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(idx, target)
-            commands = {
-                "dedup": ["dedup", path, "-o", out / "g.tsv", *flag],
-                "fingerprint": ["fingerprint", path, "-o", out / "f.tsv", *flag],
-                "pairs": ["pairs", path, "-o", out / "p.tsv", *flag],
-                "index-build": ["index", "build", path, "-d", out / "b.idx", *flag],
-                "index-add": ["index", "add", path, "-d", target, *flag],
-                "query-batch": ["index", "query-batch", path, "-d", idx, "-o", out / "q", *flag],
-            }
-            for command, args in commands.items():
-                code, text, crash = run(args)
-                case = f"{name}/{command}/{on_error}"
-                last = text.strip().splitlines()[-1] if text.strip() else ""
-                if crash:
-                    tally.record(case, "crash", crash)
-                elif code == 0 and name.startswith("truncated"):
-                    tally.record(case, "WRONG", "a file cut short read as complete")
-                elif code == 0:
-                    tally.record(case, "ok", last)
-                elif len(text.strip().splitlines()) <= 2:
-                    tally.record(case, "clear error", last)
-                else:
-                    tally.record(case, "unclear error", text[-200:])
+            shutil.copytree(base, target)
+            _add_in_batches(target, ids[: k * size], texts[: k * size], size, None)
+            references[k] = faults_badinput.index_rows(target)[1]
+        return references[k]
+
+    started = time.monotonic()
+    reference(len(batches))  # also compiles the kernels before the forks
+    duration = time.monotonic() - started
+    rng = random.Random(seed)
+    for round_ in range(rounds):
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(base, target)
+        acks = work / "acks"
+        ack = os.open(acks, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _add_in_batches(target, ids, texts, size, ack)
+            finally:
+                os._exit(0)
+        os.close(ack)
+        delay = rng.uniform(0, duration * 1.1)
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        acked = set(acks.read_text().split())
+        stored = faults_badinput.index_rows(target)
+        lost = sorted(acked - stored[0])
+        tally.adds_lost += len(lost)
+        added = len(stored[0]) - len(base_rows)
+        check = run(["index", "check", "-d", target])
+        case = f"round-{round_}/kill-at-{delay:.2f}s/{len(acked)}-acked"
+        if check[2]:
+            tally.record(case, "crash", check[2])
+        elif lost:
+            tally.record(case, "WRONG", f"acknowledged adds lost: {lost[:5]}")
+        elif added % size or check[0] != 0:
+            tally.record(case, "WRONG", f"{added} added; check exit {check[0]}: {check[1][-120:]}")
+        elif faults_badinput.index_rows(target)[1] != reference(added // size):
+            tally.record(case, "WRONG", f"records differ from {added // size} batches added")
+        else:
+            tally.record(case, "correct", f"{added // size} batches stored")
     return tally.summary()
 
 
@@ -543,17 +525,41 @@ def disk_family(work: Path, mount: Path) -> bool:
             left = sorted(set(tree(mount)) - before - {"filler"})
             case = f"{name}/free-{free}"
             last = out.strip().splitlines()[-1] if out.strip() else ""
+            whole = _added_whole(mount / "a.idx", extra, tally) if name == "index-add" else ""
             if crash:
                 tally.record(case, "crash", crash)
+            elif whole:
+                tally.record(case, "WRONG", whole)
             elif code == 0:
                 tally.record(case, "ok", last)
-            elif str(mount) not in last or len(out.strip().splitlines()) > 2:
+            elif (
+                str(mount) not in last
+                or "no space" not in last
+                or len(out.strip().splitlines()) > 2
+                or (name == "index-add" and "documents were added" not in last)
+            ):
                 tally.record(case, "unclear error", out[-200:])
             elif left and name != "index-add":
                 tally.record(case, "half-written", ", ".join(left))
             else:
                 tally.record(case, "clear error", last)
     return tally.summary()
+
+
+def _added_whole(index: Path, extra: Path, tally: Tally) -> str:
+    """After an ``index add`` of ``extra`` on a full disk, with the space back: what is wrong
+    with the index ('' if nothing): ``index check`` must pass and adding ``extra`` again
+    (``--if-exists skip``) must leave every document of it stored."""
+    code, out, crash = run(["index", "check", "-d", index])
+    if code != 0 or crash:
+        return f"check exit {code} after the full disk: {(crash or out)[-150:]}"
+    code, out, crash = run(["index", "add", extra, "-d", index, "--if-exists", "skip", "-q"])
+    if code != 0 or crash:
+        return f"add again exit {code}: {(crash or out)[-150:]}"
+    wanted = {json.loads(line)["id"] for line in extra.read_text().splitlines()}
+    missing = wanted - faults_badinput.index_rows(index)[0]
+    tally.adds_lost += len(missing)
+    return f"missing after adding again: {sorted(missing)[:5]}" if missing else ""
 
 
 # ------------------------------------------------------------------------------------------
@@ -564,11 +570,12 @@ def disk_family(work: Path, mount: Path) -> bool:
 def fork_entry(args: list, out: Path) -> int:
     """Start ``neardup.cli.run(args)`` (the console entry: its signal handling included) in a
     forked child whose stdout and stderr go to ``out/stdout`` and ``out/stderr``; its pid."""
-    from neardup import signals
+    import neardup_cli
     from neardup.cli import run as entry
 
     stopping = {signal.SIGINT, signal.SIGTERM}
-    # Blocked until the child has its handlers, as the console entry has them at its start.
+    # Blocked until the child has the handlers the console script sets first (neardup_cli:
+    # one line and 128 + the signal until neardup.cli.run installs its own).
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
     with open(out / "stdout", "wb") as so, open(out / "stderr", "wb") as se:
         pid = os.fork()
@@ -576,7 +583,8 @@ def fork_entry(args: list, out: Path) -> int:
             os.dup2(so.fileno(), 1)
             os.dup2(se.fileno(), 2)
             try:
-                signals.install()
+                for number in stopping:
+                    signal.signal(number, neardup_cli._stop_during_start_up)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 entry([str(a) for a in args])
             finally:
@@ -642,7 +650,13 @@ def signal_family(work: Path, points: int) -> bool:
                 elif code != 128 + sig or "stopped" not in last.lower():
                     tally.record(case, "wrong exit", f"exit {code}: {err[-200:]}")
                 elif left and not same:
-                    tally.record(case, "partial output", ", ".join(sorted(left)))
+                    tally.record(case, "WRONG", "partial output: " + ", ".join(sorted(left)))
+                elif (
+                    name == "index-build"
+                    and left
+                    and run(["index", "check", "-d", out / "b.idx"])[0]
+                ):
+                    tally.record(case, "WRONG", "the index left fails index check")
                 elif left:
                     tally.record(case, "stopped after complete outputs", last)
                 elif len(err.strip().splitlines()) != 1:
@@ -743,8 +757,10 @@ def service_family(work: Path, port: int) -> bool:
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "family", choices=["damage", "kill", "disk", "signal", "badinput", "service"]
+        "family",
+        choices=["damage", "kill", "killloop", "disk", "signal", "badinput", "service"],
     )
+    parser.add_argument("--rounds", type=int, default=40, help="killloop: kills")
     parser.add_argument("--port", type=int, default=18731, help="service: loopback port")
     parser.add_argument("--points", type=int, default=16, help="signal: moments per command")
     parser.add_argument("--mount", type=Path, help="disk: a small tmpfs to fill")
@@ -758,6 +774,8 @@ def main_cli() -> None:
         ok = damage_family(options.work, options.limit)
     elif options.family == "kill":
         ok = kill_family(options.work, options.limit, options.only)
+    elif options.family == "killloop":
+        ok = kill_loop_family(options.work, options.rounds)
     elif options.family == "service":
         ok = service_family(options.work, options.port)
     elif options.family == "signal":
@@ -765,7 +783,7 @@ def main_cli() -> None:
     elif options.family == "disk":
         ok = disk_family(options.work, options.mount)
     else:
-        ok = badinput_family(options.work)
+        ok = faults_badinput.badinput_family(options.work, run, Tally("badinput"))
     sys.exit(0 if ok else 1)
 
 

@@ -908,3 +908,52 @@ def test_a_full_disk_during_index_add_says_how_many_were_added(tmp_path, monkeyp
     result = run("index", "add", docs, "-d", tmp_path / "idx", "-q")
     assert result.exit_code == 1
     assert "no space left" in result.output and "3 documents were added" in result.output
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"caf\xe9 au lait", "{path}: invalid UTF-8 at byte 4"),
+        (b"\xff\xfec\x00a\x00", "{path}: invalid UTF-8 at byte 1"),  # UTF-16
+        (None, "{path} is a directory"),
+    ],
+)
+def test_a_text_that_is_not_utf8_is_one_line_naming_its_file(tmp_path, data, message):
+    """`compare` and `index query` (--file, and stdin) refuse a text that is not UTF-8, or a
+    directory, in one line naming the file, not Python's codec error (no file) or click's
+    three-line usage error."""
+    from neardup.index import NearDupIndex
+
+    path = tmp_path / "t.txt"
+    if data is None:
+        path.mkdir()
+    else:
+        path.write_bytes(data)
+    idx = tmp_path / "idx"
+    NearDupIndex.create(idx, method="minhash").close()
+    valid = tmp_path / "v.txt"
+    valid.write_text("a valid text")
+    for args in (
+        ["compare", "--file", path, valid],
+        ["compare", valid, path],
+        ["index", "query", "-d", idx, "--file", path],
+    ):
+        result = run(*args)
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 1 and len(lines) == 1, result.output
+        assert lines[0].startswith("neardup: error: " + message.format(path=path)), lines
+    if data is not None:
+        result = run("index", "query", "-d", idx, "-", input=data)
+        assert result.exit_code == 1
+        assert "standard input: invalid UTF-8" in result.output
+
+
+def test_a_bad_query_fingerprint_names_the_option(tmp_path):
+    from neardup.index import NearDupIndex
+
+    idx = tmp_path / "idx"
+    NearDupIndex.create(idx, method="simhash").close()
+    result = run("index", "query", "-d", idx, "--fingerprint", "zz")
+    assert result.exit_code == 1
+    assert result.output.startswith("neardup: error: --fingerprint: fingerprint must be 16 hex")
+    assert len(result.output.strip().splitlines()) == 1

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import sqlite3
 from pathlib import Path
 
@@ -16,11 +17,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from neardup import signals
 from neardup.cli import main
 from neardup.engines import local, outofcore, spill
 from neardup.engines.base import Corpus, Progress
 from neardup.engines.local import LocalEngine
 from neardup.index import NearDupIndex, index_settings
+from neardup.index import build as build_module
 from neardup.index.build import build_from_files
 
 WORDS = (
@@ -231,3 +234,76 @@ def test_id_column_gives_back_every_slice_and_counts_it():
     assert len(column) == 23
     assert [i for start in range(0, 23, 4) for i in column[start : start + 4]] == ids
     assert progress.done["writing"] == 23
+
+
+def _file_set(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*")}
+
+
+def _answers(target: Path, rows: list[dict]) -> list[str]:
+    """``index query --json`` of a few stored texts: what a user sees of the index."""
+    runner = CliRunner()
+    return [
+        runner.invoke(main, ["index", "query", "-d", str(target), "--json", row["text"]]).output
+        for row in rows[:40:7]
+    ]
+
+
+@pytest.fixture
+def signal_after(monkeypatch):
+    """``signal_after(module, name)``: the function ``name`` of ``module`` receives SIGTERM
+    (neardup's handler, as the console entry installs it) right after it returns."""
+    monkeypatch.setattr(signals, "_received", None)
+    monkeypatch.setattr(signals, "_deferring", 0)
+
+    def patch(module, name: str, when=lambda *a, **k: True):
+        original = getattr(module, name)
+
+        def hooked(*args, **kwargs):
+            result = original(*args, **kwargs)
+            if when(*args, **kwargs):
+                signals._on_signal(signal.SIGTERM, None)
+            return result
+
+        monkeypatch.setattr(module, name, hooked)
+
+    return patch
+
+
+@pytest.mark.parametrize(
+    "point", ["install", "stats", "between-renames", "between-renames-fingerprints"]
+)
+def test_sigterm_at_the_end_of_a_build_leaves_the_whole_index_of_a_clean_build(
+    docs_file, tmp_path, signal_after, point
+):
+    """SIGTERM at the build's end (as the index is renamed into place, between the renames
+    replacing an index with --force, or while the command reads the new index's counts)
+    stops the command, and DIR holds an index with a clean build's files and answers, which
+    `index check` passes; never no index, nor one left open."""
+    docs, rows = docs_file
+    source = docs
+    if point.endswith("fingerprints"):
+        source = tmp_path / "fps.tsv"
+        fingerprint = ["fingerprint", str(docs), "-o", str(source), "--time-field", "ts"]
+        fingerprint += ["--method", "simhash"]
+        assert CliRunner().invoke(main, fingerprint).exit_code == 0
+    extra = ("--from-fingerprints",) if point.endswith("fingerprints") else ()
+    clean = tmp_path / "clean.idx"
+    assert build_cli(source, clean, {}, *extra).exit_code == 0
+    target = tmp_path / "idx"
+    if point.startswith("between-renames"):
+        assert build_cli(source, target, {"hamming-k": "1"}, *extra).exit_code == 0
+        signal_after(os, "rename", lambda src, dst: ".old-" in str(dst))
+        extra = (*extra, "--force")
+    elif point == "install":
+        signal_after(build_module, "install")
+    else:
+        signal_after(NearDupIndex, "stats")
+    with pytest.raises(signals.Interrupted):
+        build_cli(source, target, {}, *extra)
+    assert _file_set(target) == _file_set(clean)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".idx.")]
+    check = CliRunner().invoke(main, ["index", "check", "-d", str(target)])
+    assert check.exit_code == 0, check.output
+    assert contents(target) == contents(clean)
+    assert _answers(target, rows) == _answers(clean, rows)

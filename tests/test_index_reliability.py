@@ -789,3 +789,85 @@ def test_write_npy_writes_what_np_save_writes(tmp_path, dtype):
         write_npy(fh, array[:, ::1])
     np.save(tmp_path / "b.npy", array)
     assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+def _io_error(code: int = 4874) -> sqlite3.OperationalError:
+    """SQLite's "disk I/O error" with its extended code (4874: SQLITE_IOERR_SHMSIZE, what a
+    full tmpfs gives when the ``-shm`` file cannot grow)."""
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorcode = code
+    return error
+
+
+@pytest.fixture
+def free_space(monkeypatch):
+    """``free_space(path, n)``: the device of ``path`` reports ``n`` free bytes."""
+    import os
+
+    real = os.statvfs
+
+    def set_free(path: Path, n: int):
+        def statvfs(p):
+            stat = real(p)
+            if not str(p).startswith(str(path)):
+                return stat
+            return os.statvfs_result((*stat[:4], n // stat.f_frsize, *stat[5:]))
+
+        monkeypatch.setattr(os, "statvfs", statvfs)
+
+    return set_free
+
+
+@pytest.mark.parametrize("free", [0, 4096])
+def test_an_io_error_on_a_full_device_is_no_space_naming_the_file(tmp_path, free_space, free):
+    """SQLite reports a full device as an I/O error when its ``-shm`` file cannot grow, or a
+    sync or truncation fails: with (almost) nothing free, that is "no space" naming the file,
+    not damage to check; with room left, still an I/O error with the repair hint."""
+    import errno
+
+    from neardup.index.storage import sqlite_error
+
+    db = tmp_path / "idx" / "index.sqlite"
+    db.parent.mkdir()
+    roomy = sqlite_error(_io_error(), db)
+    assert roomy.errno == errno.EIO and "index check" in str(roomy)
+    free_space(tmp_path, free)
+    full = sqlite_error(_io_error(), db)
+    assert full.errno == errno.ENOSPC
+    assert f"no space left on the device of {db} (" in str(full)
+    assert "index check" not in str(full)
+
+
+def test_a_full_device_during_index_add_names_it_and_counts_the_adds(
+    tmp_path, monkeypatch, free_space
+):
+    """`index add` whose second batch meets a full device (SQLite's I/O error): one line
+    naming the index's file and the documents added before it, which are kept."""
+    from neardup.cli import main
+    from neardup.index import store
+    from neardup.index.storage import guard_sqlite
+
+    path = tmp_path / "idx"
+    NearDupIndex.create(path, method="simhash").close()
+    rows = tmp_path / "fps.tsv"
+    rows.write_text("".join(f"f{i}\t{i << 24:016x}\n" for i in range(10_005)))
+    real_add = NearDupIndex.add_arrays
+    calls = []
+
+    @guard_sqlite
+    def add_arrays(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            free_space(tmp_path, 0)
+            raise _io_error()
+        return real_add(self, *args, **kwargs)
+
+    monkeypatch.setattr(store.NearDupIndex, "add_arrays", add_arrays)
+    args = ["index", "add", str(rows), "--from-fingerprints", "-d", str(path), "-q"]
+    result = CliRunner().invoke(main, args)
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    assert f"no space left on the device of {path / 'index.sqlite'}" in lines[0]
+    assert "(10,000 documents were added before it)" in lines[0]
+    with NearDupIndex(path, readonly=True) as index:
+        assert len(index) == 10_000

@@ -229,6 +229,25 @@ def test_time_field_in_jsonl(tmp_path):
     assert batch.raw_timestamps == [1.5, "1970-01-01T00:00:02", "1970-01-01T01:00:03+01:00"]
 
 
+@pytest.mark.parametrize(
+    ("raw", "detail"),
+    [
+        ("9" * 400, "seconds is out of range"),  # a JSON number past any float
+        ("-" + "9" * 400, "seconds is out of range"),
+        ("true", "neither seconds since the epoch nor ISO 8601"),
+    ],
+)
+def test_a_time_past_any_float_is_a_bad_timestamp_naming_file_line_and_field(tmp_path, raw, detail):
+    """A JSON integer of hundreds of digits as the time is a bad row (file, line, field),
+    skippable, not Python's OverflowError out of the reader."""
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"id": "a", "text": "x", "t": 1}\n{"id": "b", "text": "y", "t": ' + raw + "}\n")
+    with pytest.raises(InputError, match=rf"d.jsonl, line 2, field 't': bad timestamp .*{detail}"):
+        read_all([p], time_field="t")
+    batch, stats = read_all([p], time_field="t", on_error="skip")
+    assert batch.ids == ["a"] and stats.skipped == 1
+
+
 @pytest.mark.parametrize("batch_size", [3, 8])
 def test_fetch_gives_the_documents_of_the_first_pass(tmp_path, batch_size):
     """Read again by location, in batches of the reader's size: plain rows through one Arrow

@@ -11,6 +11,7 @@ import click
 import numpy as np
 
 from neardup.cli.options import CONTEXT, handle_errors, setting_option
+from neardup.io.files import read_text
 from neardup.settings import DEFAULT_METHOD, DEFAULT_SHINGLES, Settings
 
 _PATH_LIKE = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z0-9]{1,8}")
@@ -24,9 +25,10 @@ def _text_argument(value: str, source: str) -> str:
     path = Path(value)
     if source == "text":
         return value
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    if source == "file" or _PATH_LIKE.fullmatch(value):
+    named = source == "file" or _PATH_LIKE.fullmatch(value)
+    if path.is_file() or (named and path.is_dir()):
+        return read_text(path)  # a directory: the error that says so
+    if named:
         raise FileNotFoundError(
             f"no such file: {value}"
             + ("" if source == "file" else " (pass --text to compare it as a literal string)")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from neardup import signals
 from neardup.cli.index_options import (
     create_keywords,
     directory_option,
@@ -37,12 +38,15 @@ from neardup.index import (
     describe_settings,
     index_settings,
 )
+from neardup.index.build import build_from_files, build_index
 from neardup.io import (
     check_outputs,
     output_set,
+    parse_fingerprint,
     read_fingerprints,
     write_table,
 )
+from neardup.io.files import read_text
 
 
 @click.group("index", context_settings=CONTEXT)
@@ -165,18 +169,17 @@ def build(
             )
             skipped = table.stats.skipped
             reporter.stage("building")
-            idx = NearDupIndex.build(
-                directory,
+            build_index(
+                Path(directory),
+                settings,
                 table.ids.to_pylist(),
                 fingerprints=table.fingerprints,
                 timestamps_us=table.timestamps,
                 overwrite=force,
-                **keywords,
             )
         else:
             from neardup.engines.base import Corpus
             from neardup.engines.local import LocalEngine
-            from neardup.index.build import build_from_files
 
             engine = LocalEngine(workers, memory_limit=memory_limit, tmp_dir=tmp_dir)
             read = build_from_files(
@@ -188,9 +191,10 @@ def build(
                 progress=reporter,
             )
             skipped = read.skipped
-            idx = NearDupIndex(directory)
-        stats = idx.stats()
-        idx.close()
+        # The index is in place: a signal now lets its counts be read and the index closed as
+        # a clean build leaves it, then stops the command.
+        with signals.deferred(), NearDupIndex(directory) as idx:
+            stats = idx.stats()
     elapsed = time.perf_counter() - reporter.started
     reporter.summary(
         [
@@ -346,9 +350,8 @@ def _print_query(result, method: str, as_json: bool) -> None:
 @click.option(
     "--file",
     "text_file",
-    type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="Query the text of a file.",
+    help="Query the text of a file (UTF-8).",
 )
 @probe_options("Matches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -370,11 +373,13 @@ def query(text, directory, fingerprint, text_file, method, hamming_k, limit, cou
     given = [x is not None for x in (text, fingerprint, text_file)]
     if sum(given) != 1:
         raise ValueError("give exactly one of TEXT, --fingerprint and --file")
-    if text == "-":
-        text = sys.stdin.read()
-    elif text_file is not None:
-        with open(text_file, encoding="utf-8") as fh:
-            text = fh.read()
+    if text == "-" or text_file is not None:
+        text = read_text(text_file or "-")
+    if fingerprint is not None:
+        try:
+            fingerprint = parse_fingerprint(fingerprint)
+        except ValueError as error:
+            raise ValueError(f"--fingerprint: {error}") from None
     with NearDupIndex(directory, readonly=True) as idx:
         idx.check_method(method)
         result = idx.query(

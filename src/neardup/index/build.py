@@ -23,7 +23,7 @@ Example:
     >>> path = build_index(target, index_settings(hamming_k=1), ["a", "b"],
     ...                    fingerprints=np.array([0, 1], np.uint64))
     >>> sorted(p.name for p in path.iterdir())
-    ['index.sqlite', 'tables-1', 'tables.json']
+    ['closed.json', 'index.sqlite', 'tables-1', 'tables.json', 'writer.lock']
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from neardup import signals
 from neardup.engines.base import Corpus, Progress
 from neardup.engines.outofcore import BatchSink
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
@@ -48,7 +49,14 @@ from neardup.index.cache import new_tables, save_generation
 from neardup.index.errors import IndexWriteError, unique_ids
 from neardup.index.minhash import band_keys, encode_texts, keys_of_band_hashes
 from neardup.index.sorted_rows import MAX_POSITION
-from neardup.index.storage import DB_NAME, install, sqlite_error, write_records
+from neardup.index.storage import (
+    DB_NAME,
+    LOCK_NAME,
+    install,
+    mark_closed,
+    sqlite_error,
+    write_records,
+)
 from neardup.index.verifier import summarize
 from neardup.io import ReadStats
 from neardup.io.files import process_gone
@@ -338,8 +346,10 @@ def _write_new_index(
     progress: Progress | None = None,
 ) -> None:
     """Write the records and the first cache generation (with the verifier's ``summaries``)
-    in a temporary directory beside ``target``, then rename it into place; a failure leaves
-    nothing behind. ``ids`` and the texts of ``minhash_rows`` need only ``len`` and slices."""
+    in a temporary directory beside ``target``, with the files of a clean close, then rename it
+    into place; a failure or a signal before the rename leaves nothing behind, one during it
+    is raised once the whole index is in place. ``ids`` and the texts of ``minhash_rows`` need
+    only ``len`` and slices."""
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_dead_builds(target)
     tmp = target.parent / f".{target.name}.building-{os.getpid()}-{time.time_ns()}"
@@ -352,7 +362,14 @@ def _write_new_index(
             progress.stage("tables")
         tables = new_tables(settings, positions, values)
         save_generation(tmp, tables, 1, max_pos=len(ids), tomb_seq=0, summaries=summaries)
-        install(tmp, target)
+        # The files a writer's clean close leaves, so that the index is the same whether or not
+        # the command gets to open and close it after the rename.
+        (tmp / LOCK_NAME).touch()
+        mark_closed(tmp)
+        # The point of no return: a signal during the renames (two with --force) is raised
+        # once the new index is in place, never between them.
+        with signals.deferred():
+            install(tmp, target)
     except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(error, sqlite3.Error):

@@ -93,6 +93,7 @@ __all__ = [
     "FORMAT_VERSION",
     "GROUPED",
     "LOCK_NAME",
+    "NEARLY_FULL_BYTES",
     "RECORD_SQL",
     "SYNCHRONOUS",
     "acquire_writer_lock",
@@ -103,6 +104,7 @@ __all__ = [
     "connect",
     "forget_closed",
     "fsync_path",
+    "free_bytes",
     "grouped_rows",
     "guard_sqlite",
     "install",
@@ -175,6 +177,11 @@ _SQLITE_IOERR = 10
 _SQLITE_CORRUPT = 11
 _SQLITE_FULL = 13
 _SQLITE_NOTADB = 26
+NEARLY_FULL_BYTES = 1 << 20
+"""Free bytes under which an SQLite I/O error is taken for a full disk: SQLite reports a
+failure to grow its shared-memory file (``SQLITE_IOERR_SHMSIZE``) or to sync or truncate as an
+I/O error without the system's error code, and a full device is by far their commonest cause
+(tens of KB to grow the ``-shm`` file and the WAL)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -287,7 +294,8 @@ def stored_texts(blobs: Sequence[bytes], positions: Sequence[int], db: Path) -> 
 
 def sqlite_error(error: sqlite3.Error, db: Path) -> OSError:
     """The one-line error to raise for an SQLite error on the database ``db``: a full disk or an
-    I/O error is an :class:`IndexWriteError` (errno ENOSPC / EIO), a damaged file an
+    I/O error is an :class:`IndexWriteError` (errno ENOSPC / EIO; an I/O error with less than
+    :data:`NEARLY_FULL_BYTES` free on the device is ENOSPC), a damaged file an
     :class:`IndexDamagedError`; anything else an ``OSError`` naming the file. O(1).
 
     Example:
@@ -311,8 +319,25 @@ def sqlite_error(error: sqlite3.Error, db: Path) -> OSError:
     ):
         return IndexDamagedError(f"{db} is damaged ({text}); {repair_hint(db)}")
     if primary == _SQLITE_IOERR or "disk I/O error" in text:
+        if free_bytes(db.parent) < NEARLY_FULL_BYTES:
+            return IndexWriteError(
+                errno.ENOSPC,
+                f"no space left on the device of {db} ({text}, {free_bytes(db.parent):,} bytes "
+                "free): the write under way was rolled back (nothing of it is stored); free "
+                "some space and retry",
+            )
         return IndexWriteError(errno.EIO, f"I/O error on {db} ({text}); {repair_hint(db)}")
     return OSError(f"{db}: {text}")
+
+
+def free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged process may still write on the device of ``directory``; a very
+    large number if it cannot be told. O(1)."""
+    try:
+        stat = os.statvfs(directory)
+    except OSError:
+        return 1 << 62
+    return stat.f_bavail * stat.f_frsize
 
 
 def guard_sqlite(method: F) -> F:

@@ -324,6 +324,41 @@ def stdin_binary() -> IO[bytes]:
     return io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
 
 
+def read_text(source: str | Path) -> str:
+    """The whole text of the file ``source`` (``-``: standard input), which must be UTF-8.
+    O(its bytes).
+
+    Raises:
+        FileNotFoundError: no such file. IsADirectoryError: a directory.
+        ValueError: invalid UTF-8, naming the file and the byte (from 1).
+
+    Example:
+        >>> import tempfile
+        >>> bad = Path(tempfile.mkdtemp()) / "bad.txt"
+        >>> _ = bad.write_bytes(bytes([99, 97, 102, 233]))  # "caf" and a Latin-1 é
+        >>> try:
+        ...     read_text(bad)
+        ... except ValueError as error:
+        ...     print(str(error).split(": ", 1)[1])
+        invalid UTF-8 at byte 4 (a text must be UTF-8)
+    """
+    name = "standard input" if str(source) == "-" else str(source)
+    if str(source) == "-":
+        data = stdin_binary().read()
+    elif Path(source).is_dir():
+        raise IsADirectoryError(f"{name} is a directory, not a text file")
+    elif not Path(source).exists():
+        raise FileNotFoundError(f"no such file: {name}")
+    else:
+        data = Path(source).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{name}: invalid UTF-8 at byte {error.start + 1} (a text must be UTF-8)"
+        ) from None
+
+
 @contextmanager
 def open_input(src: Source) -> Iterator[IO[bytes]]:
     """A buffered binary stream of the (decompressed) input; stdin is not closed.

@@ -291,7 +291,11 @@ def valid_time(value: Any, field: str) -> int | BadRow:
     if us is not None:
         return us
     digits = isinstance(value, str) and value.strip().lstrip("+-").isdigit()
-    if digits or (isinstance(value, (int, float, np.number)) and math.isfinite(value)):
+    # An int of any size is a number of seconds (math.isfinite cannot take one past a float);
+    # a bool is not a time.
+    number = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    real = isinstance(value, (float, np.floating)) and math.isfinite(value)
+    if digits or number or real:
         detail = (
             f"{short_repr(value)} seconds is out of range: int64 microseconds span "
             f"about ±292,000 years"
