@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
+from neardup.candidates.bounds import possible_by_blocks, sketch_block_rows
 from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, stable_argsort
 from neardup.candidates.repair import (
@@ -480,13 +481,17 @@ def _bound_possible(
     sizes: np.ndarray,
     sketches: np.ndarray | None,
     threshold: float,
+    block_rows: int | None = None,
 ) -> np.ndarray:
     """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    and, when given, their count ``sketches`` alone (:func:`neardup.lcs.possible_pairs`;
-    else :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per
-    pair. O(pairs), :data:`VERIFY_SLICE` pairs at a time (the length bounds' temporaries are
-    about 40 bytes a pair)."""
+    and, when given, their count ``sketches`` alone (:func:`neardup.lcs.possible_pairs`, or
+    with ``block_rows`` :func:`neardup.candidates.bounds.possible_by_blocks`; else
+    :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per pair.
+    O(pairs), :data:`VERIFY_SLICE` pairs at a time (the length bounds' temporaries are about
+    40 bytes a pair)."""
     if sketches is not None:
+        if block_rows is not None:
+            return possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
         return possible_pairs(sizes, sketches, a, b, threshold)
     keep = np.empty(a.shape[0], dtype=bool)
     for start in range(0, a.shape[0], VERIFY_SLICE):
@@ -611,6 +616,7 @@ def find_groups(
     set_source: SetSource | None = None,
     on_stage: Callable[[str], None] | None = None,
     workers: int = 1,
+    memory: int | None = None,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -621,7 +627,8 @@ def find_groups(
     ``texts``. ``band_keys`` supplies MinHash band hashes
     (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
-    groups do not depend on it).
+    groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
+    spill file may take when read for the bounds (two blocks of rows at a time; None: all).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -659,11 +666,17 @@ def find_groups(
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
     cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    # Sketches in a spill file are read two blocks of rows at a time, not through their map.
+    block_rows = None
+    if isinstance(sig.sketches, np.memmap):
+        block_rows = sketch_block_rows(sig.sketches, memory)
     if rest:  # see candidates.repair; before the bounds below, which drop star candidates
         lcs = settings.verify_measure == "lcs" and sig.sketches is not None
         bound = (sig.sizes, sig.sketches, settings.verify) if lcs else (None, None, 0.0)
         offsets, members, others = rest[0]
-        rest_a, rest_b, repair = bucket_pairs(offsets, members, BUCKET_MEMBERS, *bound)
+        rest_a, rest_b, repair = bucket_pairs(
+            offsets, members, BUCKET_MEMBERS, *bound, block_rows=block_rows
+        )
         repair["repair_unlisted"] += others
         del offsets, members
         keep = without_pairs(rest_a, rest_b, cand_a, cand_b)
@@ -686,7 +699,9 @@ def find_groups(
             # it (an out-of-core run then re-reads fewer documents: a fifth at 1M documents
             # of few copies). The LCS kernel would reject them by the same two tests. Not
             # with pairs="all", which measures every candidate again over the same documents.
-            keep = _bound_possible(cand_a, cand_b, sig.sizes, sig.sketches, settings.verify)
+            keep = _bound_possible(
+                cand_a, cand_b, sig.sizes, sig.sketches, settings.verify, block_rows
+            )
             # One side at a time: at 10M documents each is 0.4 GB.
             cand_a = cand_a[keep]
             cand_b = cand_b[keep]

@@ -692,6 +692,7 @@ class OutOfCoreDedup:
             set_source=self.set_source,
             on_stage=self._on_stage,
             workers=self.workers,
+            memory=self.budget.limit,
         )
         for column in c.band_columns:
             column.release()
