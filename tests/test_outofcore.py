@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from io_helpers import dead_pid
 
 from neardup import pipeline
+from neardup.candidates import chunks, repair
 from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import outofcore, spill
@@ -136,6 +137,9 @@ OPTION_SETS = [
     ("--method", "simhash", "--verify", "lcs:0.9", "--pairs", "all", "--grouping", "center"),
 ]
 
+#: Also run at a limit between the tight one and the default.
+LIMIT_OPTION_SETS = [(), ("--pairs", "all"), OPTION_SETS[5]]
+
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: " ".join(o) or "defaults")
 def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monkeypatch):
@@ -177,10 +181,21 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     # Not kept: each text is read again once, its data in memory.
     assert len(set_blocks) == verified
     assert reread == roomy
+    if options in LIMIT_OPTION_SETS:  # between the tight limit below and the default
+        assert dedup(corpus, tmp_path, "middle", *options, "--memory-limit", "3M") == roomy
     set_blocks.clear()
     with monkeypatch.context() as m:
         # Candidates verified in slices, ordered for reading the spill (pipeline.find_groups).
         m.setattr(pipeline, "VERIFY_SLICE", 37)
+        # Spilled count sketches read in blocks of rows (candidates.bounds).
+        blocks = []
+        for module in (chunks, repair):
+            by_blocks = module.possible_by_blocks
+            m.setattr(
+                module,
+                "possible_by_blocks",
+                lambda *args, by_blocks=by_blocks: blocks.append(args[-1]) or by_blocks(*args),
+            )
         ordered = []
         locality = pipeline.locality_pair_order
         m.setattr(
@@ -201,6 +216,10 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             spill_dir,
         )
     assert tight == roomy
+    # LCS: the sketches spill, and bound the candidates (not with SimHash and --pairs all).
+    lcs = verified and "jaccard" not in " ".join(options)
+    if lcs and ("simhash" not in options or "all" not in options):
+        assert blocks and max(blocks) < 4000, "the sketches read a few blocks of rows at a time"
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"

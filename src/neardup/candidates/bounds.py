@@ -126,6 +126,53 @@ def possible_by_blocks(
     return keep
 
 
+def unbounded_rows(sketches: np.ndarray, block_rows: int) -> np.ndarray:
+    """Which rows of ``sketches`` hold 255 in every bucket (a long text counted in
+    characters: two such sketches rule nothing out, not even by the lengths), read a block
+    of ``block_rows`` rows at a time (:func:`read_rows`). bool[n]; O(n × width)."""
+    n = int(sketches.shape[0])
+    out = np.empty(n, dtype=bool)
+    buffer = np.empty((min(block_rows, max(n, 1)), *sketches.shape[1:]), dtype=sketches.dtype)
+    for start in range(0, n, block_rows):
+        rows = read_rows(sketches, start, buffer[: min(block_rows, n - start)])
+        out[start : start + rows.shape[0]] = (rows == 255).all(axis=1)
+    return out
+
+
+def length_possible(
+    sizes: np.ndarray, unbounded: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: float
+) -> np.ndarray:
+    """The first test of :func:`neardup.lcs.possible_pairs` alone, without the sketches: bool
+    per pair, False where the length ratio min / max of two texts (``sizes``, their units)
+    is below ``threshold``, unless both are :func:`unbounded_rows`. Every pair it rules out
+    :func:`possible_by_blocks` rules out too. O(pairs).
+
+    Example:
+        >>> no = np.zeros(3, dtype=bool)
+        >>> length_possible(np.array([4, 5, 9]), no, np.array([0, 0]), np.array([1, 2]), 0.8)
+        array([ True, False])
+    """
+    out = np.empty(len(a), dtype=bool)
+    _length_kernel(
+        sizes,
+        unbounded,
+        np.ascontiguousarray(a, dtype=np.int64),
+        np.ascontiguousarray(b, dtype=np.int64),
+        float(threshold),
+        out,
+    )
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _length_kernel(sizes, unbounded, a, b, threshold, out):
+    for p in range(a.shape[0]):
+        x, y = a[p], b[p]
+        low = min(np.int64(sizes[x]), np.int64(sizes[y]))
+        top = max(np.int64(sizes[x]), np.int64(sizes[y]))
+        out[p] = top == 0 or (unbounded[x] and unbounded[y]) or low / top >= threshold
+
+
 @njit(cache=True, nogil=True)
 def _count_first_blocks(a, b, block_rows, per_block):
     """``per_block[i]``: the pairs whose smaller end lies in block ``i``. O(pairs)."""

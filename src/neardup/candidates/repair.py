@@ -56,7 +56,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from neardup.candidates.bounds import possible_by_blocks
+from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
 from neardup.groups import LINK_ROUNDS, accepted_links
 from neardup.lcs import _ruled_out
 
@@ -77,11 +77,13 @@ BUCKET_MEMBERS = 16
 
 
 @njit(cache=True, nogil=True)
-def _bucket_pairs_kernel(offsets, members, sizes, sketches, threshold, most, out):
+def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most, out):
     """Packed ``min << 32 | max`` of the pairs of each bucket of at most ``most`` members that
     the bounds leave (all its pairs when ``threshold`` is 0); fills ``out`` when it is large
-    enough, else only counts. Returns (pairs found, pairs ruled out by the bounds, pairs of the
-    larger buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
+    enough, else only counts. With ``threshold`` > 0 and no ``sketches`` (0 rows), only the
+    length ratio rules pairs out, unless both ends are ``unbounded`` (every count 255).
+    Returns (pairs found, pairs ruled out by the bounds, pairs of the larger buckets).
+    O(Σ m² over the buckets of m <= ``most`` members)."""
     shift = np.uint64(32)
     bounded = threshold > 0.0
     found = 0
@@ -101,7 +103,11 @@ def _bucket_pairs_kernel(offsets, members, sizes, sketches, threshold, most, out
                 low = min(sizes[x], sizes[y]) if bounded else 0
                 top = max(sizes[x], sizes[y]) if bounded else 0
                 # Two sketches of every count 255 (Korean texts) rule nothing out: _ruled_out.
-                if top > 0:
+                if top > 0 and sketches.shape[0] == 0:
+                    if not (unbounded[x] and unbounded[y]) and low / top < threshold:
+                        ruled += 1
+                        continue
+                elif top > 0:
                     if _ruled_out(low, top, threshold, sketches[x], sketches[y])[0] >= 0.0:
                         ruled += 1
                         continue
@@ -157,19 +163,15 @@ def bucket_pairs(
         if sizes is None or sketches is None:
             raise ValueError("a threshold > 0 needs the sizes and sketches of the documents")
     bounded = threshold > 0.0 and block_rows is None
-    if not bounded:
-        kernel_sizes = np.zeros(0, dtype=np.int64)
-        kernel_sketches = np.zeros((0, 1), dtype=np.uint8)
+    no_sketches = np.zeros((0, 1), dtype=np.uint8)
+    unbounded = np.zeros(0, dtype=bool)
+    if bounded:
+        args = (offsets, members, sizes, sketches, unbounded, float(threshold), most)
+    elif threshold > 0.0:  # the lengths in the kernel, the sketches by blocks after
+        unbounded = unbounded_rows(sketches, block_rows)
+        args = (offsets, members, sizes, no_sketches, unbounded, float(threshold), most)
     else:
-        kernel_sizes, kernel_sketches = sizes, sketches
-    args = (
-        offsets,
-        members,
-        kernel_sizes,
-        kernel_sketches,
-        float(threshold) if bounded else 0.0,
-        most,
-    )
+        args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
     found, ruled, unlisted = _bucket_pairs_kernel(*args, np.zeros(0, dtype=np.uint64))
     packed = np.empty(found, dtype=np.uint64)
     if found:
@@ -186,7 +188,7 @@ def bucket_pairs(
     if threshold > 0.0 and not bounded:
         keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
         listed = np.diff(np.append(starts, found))
-        ruled = int(listed[~keep].sum())
+        ruled += int(listed[~keep].sum())
         a, b = a[keep], b[keep]
     stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted)}
     return a, b, stats

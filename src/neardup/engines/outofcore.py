@@ -32,7 +32,9 @@ whole collection in memory, whatever the budget and the number of workers (tests
 Memory: about ``64 + len(id)`` bytes a document in the fixed columns, plus the spillable part
 (``8 × bands`` bytes a document for MinHash band hashes, 128 for the sketches, the
 verification data kept from pass 1 or those of the documents that have a candidate) up to
-half the budget, plus one band column's sort (``24 n`` bytes) and the candidate pairs.
+half the budget, plus one band column's sort (``24 n`` bytes) and the candidate pairs (8
+bytes a pair, packed, and the pairs the bounds leave; spilled count sketches are read two
+blocks of rows at a time, within the budget: :mod:`neardup.candidates.bounds`).
 """
 
 from __future__ import annotations
