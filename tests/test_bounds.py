@@ -82,3 +82,16 @@ def test_block_rows_fit_two_blocks_in_the_memory_given():
     assert sketch_block_rows(sketches, 1 << 30) == 1000
     with pytest.raises(ValueError, match="block_rows must be >= 1; got 0"):
         possible_by_blocks(np.zeros(1), sketches[:1], np.zeros(1), np.zeros(1), 0.5, 0)
+
+
+def test_unbounded_rows_are_the_sketches_of_every_count_255(tmp_path, monkeypatch):
+    from neardup.candidates import bounds
+
+    sketches = np.zeros((11, 4), dtype=np.uint8)
+    sketches[[2, 7, 10]] = 255
+    sketches[5, :3] = 255  # not every bucket
+    mapped = _mapped(tmp_path, sketches)
+    monkeypatch.setattr(bounds, "SCAN_ROWS", 3)
+    for block_rows in (1, 4, 100):
+        got = bounds.unbounded_rows(mapped, block_rows)
+        assert np.flatnonzero(got).tolist() == [2, 7, 10]

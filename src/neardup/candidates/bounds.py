@@ -126,15 +126,22 @@ def possible_by_blocks(
     return keep
 
 
+#: Rows :func:`unbounded_rows` reads at a time (8 MiB of sketches): a sequential read needs
+#: no large block, and its comparison temporary is as large again.
+SCAN_ROWS = 1 << 16
+
+
 def unbounded_rows(sketches: np.ndarray, block_rows: int) -> np.ndarray:
     """Which rows of ``sketches`` hold 255 in every bucket (a long text counted in
-    characters: two such sketches rule nothing out, not even by the lengths), read a block
-    of ``block_rows`` rows at a time (:func:`read_rows`). bool[n]; O(n × width)."""
+    characters: two such sketches rule nothing out, not even by the lengths), read in order
+    at most ``block_rows`` (and :data:`SCAN_ROWS`) rows at a time (:func:`read_rows`).
+    bool[n]; O(n × width)."""
     n = int(sketches.shape[0])
+    step = max(1, min(block_rows, SCAN_ROWS, n))
     out = np.empty(n, dtype=bool)
-    buffer = np.empty((min(block_rows, max(n, 1)), *sketches.shape[1:]), dtype=sketches.dtype)
-    for start in range(0, n, block_rows):
-        rows = read_rows(sketches, start, buffer[: min(block_rows, n - start)])
+    buffer = np.empty((step, *sketches.shape[1:]), dtype=sketches.dtype)
+    for start in range(0, n, step):
+        rows = read_rows(sketches, start, buffer[: min(step, n - start)])
         out[start : start + rows.shape[0]] = (rows == 255).all(axis=1)
     return out
 

@@ -376,6 +376,11 @@ class OutOfCoreDedup:
             seconds=time.perf_counter() - started,
             kept=kept if kept is not None and kept.active else None,
         )
+        # The batches' parts of the columns, now joined, are small blocks of the heap: their
+        # pages go back (at 10M documents the columns' 0.7 GB would stay resident twice).
+        for parts in (stamps, locations, content, empty, text_bytes, fps, sizes):
+            parts.clear()
+        return_freed_memory()
         if self.work.resume:
             self._save_collected(sig_column)
         return self.collected
@@ -660,6 +665,7 @@ class OutOfCoreDedup:
 
     def _on_stage(self, name: str) -> None:
         self._stage = name
+        return_freed_memory()  # the stage before's temporaries (about 0.5 ms at 1M documents)
         self.progress.stage(name)
 
     def _measured(
