@@ -124,6 +124,20 @@ def dedup(corpus, tmp_path, tag, *extra):
     return {name: path.read_bytes() for name, path in out.items()}
 
 
+def record_block_rows(monkeypatch) -> list[int]:
+    """The rows of a block of each sweep of spilled count sketches (candidates.bounds), in a
+    list filled as the run goes."""
+    blocks: list[int] = []
+    for module in (chunks, repair):
+        by_blocks = module.possible_by_blocks
+        monkeypatch.setattr(
+            module,
+            "possible_by_blocks",
+            lambda *args, by_blocks=by_blocks: blocks.append(args[-1]) or by_blocks(*args),
+        )
+    return blocks
+
+
 OPTION_SETS = [
     (),
     ("--grouping", "center"),
@@ -188,14 +202,7 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         # Candidates verified in slices, ordered for reading the spill (pipeline.find_groups).
         m.setattr(pipeline, "VERIFY_SLICE", 37)
         # Spilled count sketches read in blocks of rows (candidates.bounds).
-        blocks = []
-        for module in (chunks, repair):
-            by_blocks = module.possible_by_blocks
-            m.setattr(
-                module,
-                "possible_by_blocks",
-                lambda *args, by_blocks=by_blocks: blocks.append(args[-1]) or by_blocks(*args),
-            )
+        blocks = record_block_rows(m)
         ordered = []
         locality = pipeline.locality_pair_order
         m.setattr(
@@ -842,14 +849,7 @@ def test_counts_and_arrays_are_the_same_at_every_memory_limit(
     """From a limit that spills everything (the count sketches read a block of a few rows at
     a time) to one that holds everything: the same groups, pairs and summary counts."""
     settings = Settings(**options)
-    blocks = []
-    for module in (chunks, repair):
-        by_blocks = module.possible_by_blocks
-        monkeypatch.setattr(
-            module,
-            "possible_by_blocks",
-            lambda *args, by_blocks=by_blocks: blocks.append(args[-1]) or by_blocks(*args),
-        )
+    blocks = record_block_rows(monkeypatch)
     runs = []
     for limit in (1 << 16, 1 << 20, 64 << 20):
         (tmp_path / str(limit)).mkdir()
