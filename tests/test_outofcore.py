@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from io_helpers import dead_pid
 
 from neardup import pipeline
+from neardup.candidates import chunks, repair
 from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import outofcore, spill
@@ -123,6 +124,20 @@ def dedup(corpus, tmp_path, tag, *extra):
     return {name: path.read_bytes() for name, path in out.items()}
 
 
+def record_block_rows(monkeypatch) -> list[int]:
+    """The rows of a block of each sweep of spilled count sketches (candidates.bounds), in a
+    list filled as the run goes."""
+    blocks: list[int] = []
+    for module in (chunks, repair):
+        by_blocks = module.possible_by_blocks
+        monkeypatch.setattr(
+            module,
+            "possible_by_blocks",
+            lambda *args, by_blocks=by_blocks: blocks.append(args[-1]) or by_blocks(*args),
+        )
+    return blocks
+
+
 OPTION_SETS = [
     (),
     ("--grouping", "center"),
@@ -135,6 +150,9 @@ OPTION_SETS = [
     ("--verify", "jaccard:0.6"),
     ("--method", "simhash", "--verify", "lcs:0.9", "--pairs", "all", "--grouping", "center"),
 ]
+
+#: Also run at a limit between the tight one and the default.
+LIMIT_OPTION_SETS = [(), ("--pairs", "all"), OPTION_SETS[5]]
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: " ".join(o) or "defaults")
@@ -177,10 +195,14 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     # Not kept: each text is read again once, its data in memory.
     assert len(set_blocks) == verified
     assert reread == roomy
+    if options in LIMIT_OPTION_SETS:  # between the tight limit below and the default
+        assert dedup(corpus, tmp_path, "middle", *options, "--memory-limit", "3M") == roomy
     set_blocks.clear()
     with monkeypatch.context() as m:
         # Candidates verified in slices, ordered for reading the spill (pipeline.find_groups).
         m.setattr(pipeline, "VERIFY_SLICE", 37)
+        # Spilled count sketches read in blocks of rows (candidates.bounds).
+        blocks = record_block_rows(m)
         ordered = []
         locality = pipeline.locality_pair_order
         m.setattr(
@@ -201,6 +223,10 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             spill_dir,
         )
     assert tight == roomy
+    # LCS: the sketches spill, and bound the candidates (not with SimHash and --pairs all).
+    lcs = verified and "jaccard" not in " ".join(options)
+    if lcs and ("simhash" not in options or "all" not in options):
+        assert blocks and max(blocks) < 4000, "the sketches read a few blocks of rows at a time"
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"
@@ -810,3 +836,34 @@ def test_two_runs_cannot_resume_one_folder_at_once(tmp_path):
         with WorkDir(tmp_path, "other key", out):  # no --resume: leaves a live run's folder
             pass
         assert first.path.exists()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"pairs": "all"}, {"method": "simhash", "verify": "lcs:0.9", "pairs": "all"}],
+    ids=["defaults", "pairs all", "simhash lcs pairs all"],
+)
+def test_counts_and_arrays_are_the_same_at_every_memory_limit(
+    corpus, tmp_path, options, monkeypatch
+):
+    """From a limit that spills everything (the count sketches read a block of a few rows at
+    a time) to one that holds everything: the same groups, pairs and summary counts."""
+    settings = Settings(**options)
+    blocks = record_block_rows(monkeypatch)
+    runs = []
+    for limit in (1 << 16, 1 << 20, 64 << 20):
+        (tmp_path / str(limit)).mkdir()
+        groups, _, _ = _job_groups(corpus, tmp_path / str(limit), settings, memory_limit=limit)
+        runs.append(groups)
+        if limit == 1 << 16 and options.get("method") != "simhash":
+            assert blocks and max(blocks) < 1000, "the sketches spill: blocks of few rows"
+    first = runs[0]
+    assert first.stats["candidates"] > 0 and first.pair_a.shape[0] > 0
+    for other in runs[1:]:
+        for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
+            np.testing.assert_array_equal(getattr(first, name), getattr(other, name), name)
+        # Which candidates are tested depends on whether the verification data spilled (then
+        # every candidate is, in one round: pipeline.find_groups); what they decide does not.
+        varies = dict.fromkeys(("seconds", "rejected", "linked_untested"), None)
+        varies.update(repair_tested=None, repair_accepted=None)
+        assert {**first.stats, **varies} == {**other.stats, **varies}

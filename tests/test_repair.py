@@ -157,3 +157,28 @@ def test_without_pairs_in_either_orientation():
     assert without_pairs(np.array([0]), np.array([1]), np.array([]), np.array([])).tolist() == [
         True
     ]
+
+
+def test_bucket_pairs_by_blocks_of_sketches_list_and_count_the_same(tmp_path):
+    from neardup.text.units import lcs_unit_sketches
+
+    rng = np.random.default_rng(3)
+    words = "a b c d e f".split()
+    texts = [" ".join(rng.choice(words, int(rng.integers(2, 9)))) for _ in range(60)]
+    # Sketches of every count 255 on both sides: not even the lengths rule the pair out.
+    texts[:3] = ["이 패키지는 문서를 담고 있습니다 " * 60, "문서 " * 300, "a b c d e f"]
+    sizes, sketches = lcs_unit_sketches(texts)
+    path = tmp_path / "sketches.bin"
+    sketches.tofile(path)
+    mapped = np.memmap(path, dtype=np.uint8, mode="r", shape=sketches.shape)
+    # Buckets that share members, so that a pair is listed by several of them.
+    members = np.concatenate([rng.permutation(60)[:12] for _ in range(8)]).astype(np.int64)
+    offsets = np.arange(0, members.shape[0] + 1, 12, dtype=np.int64)
+    members[:12] = np.concatenate([[0, 1, 2], 3 + rng.permutation(57)[:9]])  # 0, 1, 2 together
+    want = bucket_pairs(offsets, members, 16, sizes, sketches, 0.6)
+    assert (0, 1) in zip(*(x.tolist() for x in want[:2]))
+    assert want[2]["repair_bounded"] > 0 and want[0].shape[0] > 0
+    for block_rows in (1, 7, 60):
+        got = bucket_pairs(offsets, members, 16, sizes, mapped, 0.6, block_rows=block_rows)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert got[2] == want[2]

@@ -46,7 +46,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from neardup.candidates.bands import band_columns, pairs_from_band_columns, rank_positions
+from neardup.candidates.bands import (
+    band_columns,
+    packed_pairs_from_band_columns,
+    pairs_from_band_columns,
+    rank_positions,
+)
+from neardup.candidates.bounds import sketch_block_rows
+from neardup.candidates.chunks import CandidatePairs, bounded_pairs, filter_slices
 from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, stable_argsort
 from neardup.candidates.repair import (
@@ -66,7 +73,7 @@ from neardup.groups import (
     locality_pair_order,
     originals_of,
 )
-from neardup.lcs import count_sketches, length_bounds, possible_pairs
+from neardup.lcs import count_sketches
 from neardup.minhash import jaccard_estimate, minhash_from_features
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -474,27 +481,6 @@ class _MemoVerified:
         return out
 
 
-def _bound_possible(
-    a: np.ndarray,
-    b: np.ndarray,
-    sizes: np.ndarray,
-    sketches: np.ndarray | None,
-    threshold: float,
-) -> np.ndarray:
-    """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    and, when given, their count ``sketches`` alone (:func:`neardup.lcs.possible_pairs`;
-    else :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per
-    pair. O(pairs), :data:`VERIFY_SLICE` pairs at a time (the length bounds' temporaries are
-    about 40 bytes a pair)."""
-    if sketches is not None:
-        return possible_pairs(sizes, sketches, a, b, threshold)
-    keep = np.empty(a.shape[0], dtype=bool)
-    for start in range(0, a.shape[0], VERIFY_SLICE):
-        part = slice(start, start + VERIFY_SLICE)
-        keep[part] = length_bounds(sizes[a[part]], sizes[b[part]]) >= threshold
-    return keep
-
-
 @njit(cache=True, nogil=True)
 def _with_duplicates(labels, rep_of, members):
     """The components of :func:`neardup.groups.connected_components` over the candidate pairs
@@ -546,7 +532,7 @@ def candidate_edges(
     workers: int = 1,
     hamming: HammingSearch | None = None,
     buckets: list | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> CandidatePairs:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
     With a list ``buckets`` (MinHash), its one item becomes the CSR of the buckets without
     their representatives (:func:`neardup.candidates.repair.bucket_csr`).
@@ -554,16 +540,16 @@ def candidate_edges(
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
     given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time;
-    the pairs are the same either way.
+    the pairs are the same either way, and held packed (8 bytes a pair) until taken in slices.
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
+        return CandidatePairs.of_arrays(empty, empty)
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
-        return hamming.star_edges(reps, rank)
+        return CandidatePairs.of_arrays(*hamming.star_edges(reps, rank))
     positions = rank_positions(rank[reps], reps.shape[0])
-    a, b = pairs_from_band_columns(
+    packed = packed_pairs_from_band_columns(
         _band_columns_of(sig, settings, reps, band_keys),
         "star",
         positions,
@@ -573,10 +559,7 @@ def candidate_edges(
     )
     if buckets is not None:
         buckets[:] = [bucket_csr(buckets, reps)]
-    # One side at a time, without copies: at 10M documents a side is 0.4 GB.
-    a = reps[a].astype(np.int64, copy=False)
-    b = reps[b].astype(np.int64, copy=False)
-    return a, b
+    return CandidatePairs.of_packed(packed, reps)
 
 
 def all_pairs(
@@ -611,6 +594,7 @@ def find_groups(
     set_source: SetSource | None = None,
     on_stage: Callable[[str], None] | None = None,
     workers: int = 1,
+    memory: int | None = None,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -621,7 +605,8 @@ def find_groups(
     ``texts``. ``band_keys`` supplies MinHash band hashes
     (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
-    groups do not depend on it).
+    groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
+    spill file may take when read for the bounds (two blocks of rows at a time; None: all).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -658,39 +643,56 @@ def find_groups(
     if settings.method == "simhash" and reps.shape[0]:
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
-    cand_a, cand_b = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    candidates = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    # Sketches in a spill file are read two blocks of rows at a time, not through their map.
+    block_rows = None
+    if isinstance(sig.sketches, np.memmap):
+        block_rows = sketch_block_rows(sig.sketches, memory)
+    visit = None
     if rest:  # see candidates.repair; before the bounds below, which drop star candidates
         lcs = settings.verify_measure == "lcs" and sig.sketches is not None
         bound = (sig.sizes, sig.sketches, settings.verify) if lcs else (None, None, 0.0)
         offsets, members, others = rest[0]
-        rest_a, rest_b, repair = bucket_pairs(offsets, members, BUCKET_MEMBERS, *bound)
+        rest_a, rest_b, repair = bucket_pairs(
+            offsets, members, BUCKET_MEMBERS, *bound, block_rows=block_rows
+        )
         repair["repair_unlisted"] += others
         del offsets, members
-        keep = without_pairs(rest_a, rest_b, cand_a, cand_b)
-        rest = [rest_a[keep], rest_b[keep]]
+        rest_kept = np.ones(rest_a.shape[0], dtype=bool)
+
+        def visit(a: np.ndarray, b: np.ndarray) -> None:
+            rest_kept[:] &= without_pairs(rest_a, rest_b, a, b)
+
         stats.update(repair)
+    stats["candidates"] = len(candidates)
+    # Packed candidates are unpacked a slice at a time, each slice bounded before the next.
+    needs_data = settings.needs_sets and sig.set_offsets is None
+    if (
+        needs_data
+        and settings.verify_measure == "lcs"
+        and settings.pairs != "all"
+        and sig.sizes is not None
+    ):
+        # Stage 1 counted every text's LCS units, and LCS ≤ the shorter length: candidates
+        # whose shorter text is below the threshold of the longer are rejected before any
+        # text is read again, and so are those whose count sketches bound the LCS below it
+        # (an out-of-core run then re-reads fewer documents: a fifth at 1M documents of few
+        # copies). The LCS kernel would reject them by the same two tests. Not with
+        # pairs="all", which measures every candidate again over the same documents.
+        cand_a, cand_b = bounded_pairs(
+            candidates, sig.sizes, sig.sketches, settings.verify, VERIFY_SLICE, block_rows, visit
+        )
+    else:
+        cand_a, cand_b = filter_slices(candidates, None, VERIFY_SLICE, visit)
+    del candidates
+    if rest:
+        rest = [rest_a[rest_kept], rest_b[rest_kept]]
     if settings.pairs != "all":
         hamming = None
-    stats["candidates"] = int(cand_a.shape[0])
-    lap(
-        "candidates",
-        "shingle sets" if settings.needs_sets and sig.set_offsets is None else "verify",
-    )
+    lap("candidates", "shingle sets" if needs_data else "verify")
 
     verified = None
-    if settings.needs_sets and sig.set_offsets is None:
-        if settings.verify_measure == "lcs" and settings.pairs != "all" and sig.sizes is not None:
-            # Stage 1 counted every text's LCS units, and LCS ≤ the shorter length: candidates
-            # whose shorter text is below the threshold of the longer are rejected before any
-            # text is read again, and so are those whose count sketches bound the LCS below
-            # it (an out-of-core run then re-reads fewer documents: a fifth at 1M documents
-            # of few copies). The LCS kernel would reject them by the same two tests. Not
-            # with pairs="all", which measures every candidate again over the same documents.
-            keep = _bound_possible(cand_a, cand_b, sig.sizes, sig.sketches, settings.verify)
-            # One side at a time: at 10M documents each is 0.4 GB.
-            cand_a = cand_a[keep]
-            cand_b = cand_b[keep]
-            del keep
+    if needs_data:
         if set_source is None and texts is None:
             raise ValueError(
                 "verification needs shingle sets: pass the texts, a set source, "
@@ -739,16 +741,18 @@ def find_groups(
         del kept
     stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])
     stats["linked_untested"] = considered - tested
+    components = connected_components(n, cand_a, cand_b)
     if rest:
-        labels = connected_components(n, cand_a, cand_b)
-        more_a, more_b, repair = repair_links(n, *rest, labels, relation, rounds, VERIFY_SLICE)
-        cand_a, cand_b = np.concatenate([cand_a, more_a]), np.concatenate([cand_b, more_b])
+        more_a, more_b, repair = repair_links(n, *rest, components, relation, rounds, VERIFY_SLICE)
+        if more_a.shape[0]:  # else the components stand
+            cand_a, cand_b = np.concatenate([cand_a, more_a]), np.concatenate([cand_b, more_b])
+            components = connected_components(n, cand_a, cand_b)
         stats.update(repair)
     lap("verify", "groups")
 
-    edge_a = np.concatenate([cand_a, rep_of[dup_members]])
-    edge_b = np.concatenate([cand_b, dup_members])
-    labels = connected_components(n, edge_a, edge_b)
+    # Each exact duplicate joins its representative's component (no list of their links).
+    labels = _with_duplicates(components, rep_of, dup_members)
+    del components
     if settings.grouping == "components":
         original = originals_of(labels, rank)
     else:

@@ -75,6 +75,7 @@ __all__ = [
     "band_hashes",
     "band_buckets",
     "candidate_pairs",
+    "packed_pairs_from_band_columns",
     "pairs_from_band_columns",
     "rank_positions",
     "MODES",
@@ -534,7 +535,33 @@ def pairs_from_band_columns(
     buckets: list | None = None,
     most: int = 16,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate pairs from band-hash columns (each ``uint64[n]``), as :func:`candidate_pairs`.
+    """Candidate pairs from band-hash columns (each ``uint64[n]``), as :func:`candidate_pairs`:
+    :func:`packed_pairs_from_band_columns`, unpacked (the packed array becomes the right ends,
+    in place). O(E) more than it.
+
+    Example:
+        >>> cols = [np.array([7, 7, 5], dtype=np.uint64), np.array([1, 2, 2], dtype=np.uint64)]
+        >>> [a.tolist() for a in pairs_from_band_columns(cols, "all")]
+        [[0, 1], [1, 2]]
+    """
+    packed = packed_pairs_from_band_columns(columns, mode, positions, workers, buckets, most)
+    left = (packed >> np.uint64(32)).astype(np.int64)
+    right = packed.view(np.int64)  # the pairs' packed form becomes the right ends, in place
+    right &= np.int64(0xFFFFFFFF)
+    return left, right
+
+
+def packed_pairs_from_band_columns(
+    columns: Iterable[np.ndarray],
+    mode: str = "star",
+    positions: np.ndarray | None = None,
+    workers: int = 1,
+    buckets: list | None = None,
+    most: int = 16,
+) -> np.ndarray:
+    """The distinct candidate pairs of :func:`pairs_from_band_columns`, packed and sorted:
+    ``uint64`` ``left << 32 | right`` (8 bytes a pair, half the unpacked ends: a caller that
+    takes them in slices holds no more).
 
     The columns may come from memory (:func:`band_columns`) or be read back one at a time from
     disk by an out-of-core run: only ``workers`` columns, their sorts and the distinct pairs so
@@ -554,8 +581,8 @@ def pairs_from_band_columns(
 
     Example:
         >>> cols = [np.array([7, 7, 5], dtype=np.uint64), np.array([1, 2, 2], dtype=np.uint64)]
-        >>> [a.tolist() for a in pairs_from_band_columns(cols, "all")]
-        [[0, 1], [1, 2]]
+        >>> packed_pairs_from_band_columns(cols, "all").tolist()
+        [1, 4294967298]
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -588,10 +615,4 @@ def pairs_from_band_columns(
                     merge(_collect(pending.popleft(), buckets))
             while pending:
                 merge(_collect(pending.popleft(), buckets))
-    if packed is None:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy()
-    left = (packed >> np.uint64(32)).astype(np.int64)
-    right = packed.view(np.int64)  # the pairs' packed form becomes the right ends, in place
-    right &= np.int64(0xFFFFFFFF)
-    return left, right
+    return np.zeros(0, dtype=np.uint64) if packed is None else packed

@@ -56,6 +56,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
 from neardup.groups import LINK_ROUNDS, accepted_links
 from neardup.lcs import _ruled_out
 
@@ -79,9 +80,10 @@ BUCKET_MEMBERS = 16
 def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most, out):
     """Packed ``min << 32 | max`` of the pairs of each bucket of at most ``most`` members that
     the bounds leave (all its pairs when ``threshold`` is 0); fills ``out`` when it is large
-    enough, else only counts. ``unbounded``: the documents whose sketches rule nothing out
-    (every count 255). Returns (pairs found, pairs ruled out by the bounds, pairs of the
-    larger buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
+    enough, else only counts. With ``threshold`` > 0 and no ``sketches`` (0 rows), only the
+    length ratio rules pairs out, unless both ends are ``unbounded`` (every count 255).
+    Returns (pairs found, pairs ruled out by the bounds, pairs of the larger buckets).
+    O(Σ m² over the buckets of m <= ``most`` members)."""
     shift = np.uint64(32)
     bounded = threshold > 0.0
     found = 0
@@ -100,8 +102,12 @@ def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold
                 y = bucket[j]
                 low = min(sizes[x], sizes[y]) if bounded else 0
                 top = max(sizes[x], sizes[y]) if bounded else 0
-                # Two sketches of every count 255 (Korean texts) rule nothing out.
-                if top > 0 and not (unbounded[x] and unbounded[y]):
+                # Two sketches of every count 255 (Korean texts) rule nothing out: _ruled_out.
+                if top > 0 and sketches.shape[0] == 0:
+                    if not (unbounded[x] and unbounded[y]) and low / top < threshold:
+                        ruled += 1
+                        continue
+                elif top > 0:
                     if _ruled_out(low, top, threshold, sketches[x], sketches[y])[0] >= 0.0:
                         ruled += 1
                         continue
@@ -118,6 +124,7 @@ def bucket_pairs(
     sizes: np.ndarray | None = None,
     sketches: np.ndarray | None = None,
     threshold: float = 0.0,
+    block_rows: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """The pairs of members of one bucket that the LCS bounds leave: those the star edges of
     the buckets (without their representatives: :func:`bucket_csr`) leave out.
@@ -131,11 +138,16 @@ def bucket_pairs(
         sizes, sketches, threshold: with a ``threshold`` > 0, the LCS unit counts and count
             sketches of the documents (:func:`neardup.lcs.possible_pairs`): pairs they rule out
             at that threshold are dropped; 0 keeps every pair.
+        block_rows: when given, at most two blocks of that many rows of ``sketches`` are read
+            into memory at once (:func:`neardup.candidates.bounds.possible_by_blocks`: for
+            sketches in a spill file); the pairs of the buckets are then listed first, each
+            once with its count, and bounded after.
 
     Returns:
         ``(a, b, stats)``: the distinct pairs, ``a < b``, sorted by ``(a, b)``, and the counts
-        ``repair_bounded`` (pairs ruled out by the bounds) and ``repair_unlisted`` (pairs of the
-        buckets of more than ``most`` members, not listed; 0: every pair was examined).
+        ``repair_bounded`` (pairs ruled out by the bounds, each as often as buckets list it)
+        and ``repair_unlisted`` (pairs of the buckets of more than ``most`` members, not
+        listed; 0: every pair was examined).
 
     Complexity: O(Σ m² × COUNT_BUCKETS) over the buckets of m <= ``most`` members, O(1) per
     larger bucket, plus a sort of the pairs.
@@ -150,26 +162,36 @@ def bucket_pairs(
     if threshold > 0.0:
         if sizes is None or sketches is None:
             raise ValueError("a threshold > 0 needs the sizes and sketches of the documents")
+    bounded = threshold > 0.0 and block_rows is None
+    no_sketches = np.zeros((0, 1), dtype=np.uint8)
+    unbounded = np.zeros(0, dtype=bool)
+    if bounded:
+        args = (offsets, members, sizes, sketches, unbounded, float(threshold), most)
+    elif threshold > 0.0:  # the lengths in the kernel, the sketches by blocks after
+        unbounded = unbounded_rows(sketches, block_rows)
+        args = (offsets, members, sizes, no_sketches, unbounded, float(threshold), most)
     else:
-        sizes = np.zeros(0, dtype=np.int64)
-        sketches = np.zeros((0, 1), dtype=np.uint8)
-    # Two sketches of every count 255 (Korean texts) rule nothing out (neardup.lcs).
-    unbounded = (sketches == 255).all(axis=1)
-    args = (offsets, members, sizes, sketches, unbounded, float(threshold), most)
+        args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
     found, ruled, unlisted = _bucket_pairs_kernel(*args, np.zeros(0, dtype=np.uint64))
-    stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted)}
     packed = np.empty(found, dtype=np.uint64)
     if found:
         _bucket_pairs_kernel(*args, packed)
     packed.sort()
-    keep = np.ones(found, dtype=bool)
-    keep[1:] = packed[1:] != packed[:-1]  # a pair may share several bands
-    packed = packed[keep]
-    return (
-        (packed >> np.uint64(32)).astype(np.int64),
-        (packed & np.uint64(0xFFFFFFFF)).astype(np.int64),
-        stats,
-    )
+    first = np.ones(found, dtype=bool)
+    first[1:] = packed[1:] != packed[:-1]  # a pair may share several bands
+    starts = np.flatnonzero(first)
+    del first
+    packed = packed[starts]
+    a = (packed >> np.uint64(32)).astype(np.int64)
+    b = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    del packed
+    if threshold > 0.0 and not bounded:
+        keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
+        listed = np.diff(np.append(starts, found))
+        ruled += int(listed[~keep].sum())
+        a, b = a[keep], b[keep]
+    stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted)}
+    return a, b, stats
 
 
 def without_pairs(

@@ -1,0 +1,172 @@
+"""Candidate pairs taken a slice at a time: held packed, each slice filtered as it is unpacked.
+
+The MinHash candidates of a collection are its distinct star pairs
+(:mod:`neardup.candidates.bands`), about four a document on short texts: 39M at 10M
+documents. Unpacked into two int64 arrays of document indices they take 16 bytes a pair
+(0.6 GB), and the map from positions to documents a third array while it runs. Many of them
+the LCS bounds then rule out (:func:`bounded_pairs`). :class:`CandidatePairs` keeps them
+packed, 8 bytes a pair, and :func:`filter_slices` unpacks a slice at a time, keeping only
+what the filter leaves: the pairs held whole are the packed ones and the survivors.
+
+Example:
+    >>> packed = np.array([1 << 32 | 2, 1 << 32 | 3], dtype=np.uint64)
+    >>> pairs = CandidatePairs.of_packed(packed, np.array([10, 11, 12, 13]))
+    >>> a, b = filter_slices(pairs, lambda a, b: b != 13, size=1)
+    >>> len(pairs), a.tolist(), b.tolist()
+    (2, [11], [12])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from neardup.candidates.bounds import length_possible, possible_by_blocks, unbounded_rows
+from neardup.lcs import length_bounds, possible_pairs
+
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+class CandidatePairs:
+    """Candidate pairs of document indices, in a fixed order: either packed ``left << 32 |
+    right`` (uint64) over places in ``documents`` (:meth:`of_packed`, 8 bytes a pair), or two
+    int64 arrays (:meth:`of_arrays`)."""
+
+    def __init__(
+        self,
+        packed: np.ndarray | None = None,
+        documents: np.ndarray | None = None,
+        a: np.ndarray | None = None,
+        b: np.ndarray | None = None,
+    ):
+        self._packed = packed
+        self._documents = documents
+        self._a, self._b = a, b
+
+    @classmethod
+    def of_packed(cls, packed: np.ndarray, documents: np.ndarray) -> CandidatePairs:
+        """Pairs ``(documents[p >> 32], documents[p & 0xFFFFFFFF])`` for each ``p`` of
+        ``packed``."""
+        return cls(packed=packed, documents=np.asarray(documents, dtype=np.int64))
+
+    @classmethod
+    def of_arrays(cls, a: np.ndarray, b: np.ndarray) -> CandidatePairs:
+        """The pairs ``(a[p], b[p])``."""
+        return cls(a=np.asarray(a, dtype=np.int64), b=np.asarray(b, dtype=np.int64))
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The two arrays of :meth:`of_arrays`, or None for packed pairs."""
+        return None if self._a is None else (self._a, self._b)
+
+    def __len__(self) -> int:
+        return int((self._packed if self._packed is not None else self._a).shape[0])
+
+    def slice(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs ``start`` to ``stop`` as two int64 arrays of document indices. O(stop - start)."""
+        if self._packed is None:
+            return self._a[start:stop], self._b[start:stop]
+        part = self._packed[start:stop]
+        a = self._documents[(part >> np.uint64(32)).astype(np.int64)]
+        b = self._documents[(part & _LOW).astype(np.int64)]
+        return a, b
+
+    def slices(self, size: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """``(start, a, b)`` for each slice of ``size`` pairs, in order."""
+        for start in range(0, len(self), size):
+            yield (start, *self.slice(start, start + size))
+
+
+def filter_slices(
+    pairs: CandidatePairs,
+    keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
+    size: int,
+    visit: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs that ``keep`` leaves, in order, as two int64 arrays: ``keep(a, b)`` is called
+    on each slice of ``size`` pairs in turn and returns a bool per pair (None: every pair is
+    kept); ``visit(a, b)``, when given, sees every slice first. Memory: the survivors plus one
+    slice. O(pairs) plus the calls."""
+    if keep is None and pairs.arrays is not None:  # held unpacked already: no copy
+        for _, a, b in pairs.slices(size) if visit is not None else ():
+            visit(a, b)
+        return pairs.arrays
+    if keep is None:
+        whole_a = np.empty(len(pairs), dtype=np.int64)
+        whole_b = np.empty(len(pairs), dtype=np.int64)
+    kept_a: list[np.ndarray] = []
+    kept_b: list[np.ndarray] = []
+    for start, a, b in pairs.slices(size):
+        if visit is not None:
+            visit(a, b)
+        if keep is None:
+            whole_a[start : start + a.shape[0]] = a
+            whole_b[start : start + b.shape[0]] = b
+            continue
+        mask = keep(a, b)
+        kept_a.append(a[mask])
+        kept_b.append(b[mask])
+    if keep is None:
+        return whole_a, whole_b
+    if not kept_a:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(kept_a), np.concatenate(kept_b)
+
+
+def bound_possible(
+    a: np.ndarray,
+    b: np.ndarray,
+    sizes: np.ndarray,
+    sketches: np.ndarray | None,
+    threshold: float,
+    slice_size: int = 1 << 23,
+) -> np.ndarray:
+    """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
+    and, when given, their count ``sketches`` alone (:func:`neardup.lcs.possible_pairs`; else
+    :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per pair.
+    O(pairs), ``slice_size`` pairs at a time by the lengths alone (their temporaries are about
+    40 bytes a pair).
+
+    Example:
+        >>> bound_possible(np.array([0]), np.array([1]), np.array([4, 5]), None, 0.9).tolist()
+        [False]
+    """
+    if sketches is not None:
+        return possible_pairs(sizes, sketches, a, b, threshold)
+    keep = np.empty(a.shape[0], dtype=bool)
+    for start in range(0, a.shape[0], slice_size):
+        part = slice(start, start + slice_size)
+        keep[part] = length_bounds(sizes[a[part]], sizes[b[part]]) >= threshold
+    return keep
+
+
+def bounded_pairs(
+    pairs: CandidatePairs,
+    sizes: np.ndarray,
+    sketches: np.ndarray | None,
+    threshold: float,
+    slice_size: int,
+    block_rows: int | None = None,
+    visit: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs that :func:`bound_possible` leaves, taken ``slice_size`` at a time
+    (:func:`filter_slices`, ``visit`` seeing every slice). With ``block_rows`` (sketches in a
+    spill file) each slice is bounded by its lengths alone
+    (:func:`~neardup.candidates.bounds.length_possible`) and the pairs left by their sketches
+    in one sweep of blocks of that many rows
+    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs. O(pairs)."""
+    if block_rows is None:
+
+        def keep(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return bound_possible(a, b, sizes, sketches, threshold, slice_size)
+
+        return filter_slices(pairs, keep, slice_size, visit)
+    unbounded = unbounded_rows(sketches, block_rows)
+
+    def by_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return length_possible(sizes, unbounded, a, b, threshold)
+
+    a, b = filter_slices(pairs, by_length, slice_size, visit)
+    keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
+    return a[keep], b[keep]
