@@ -32,6 +32,7 @@ from neardup.engines.spark.read import (
     read_documents_spark,
     read_fingerprints_spark,
 )
+from neardup.engines.spark.repair import listed_pairs, repaired_labels, unbounded_pairs
 from neardup.engines.spark.result import SparkResult
 from neardup.engines.spark.session import (
     DataFrame,
@@ -357,8 +358,8 @@ class _Job(Frames):
         (``pos, id``) names the documents in the results."""
         content, docrep, reps = self.exact_duplicates(sig)
         cand, fp_pairs, fp_rep = self.candidates(reps)
-        edges, n_edges = self.verify(reps, cand, content)
-        doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges)
+        edges, n_edges, labels = self.verify(reps, cand, content)
+        doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges, labels)
         stored_pairs, pairs, order = self.pairs(ids, doc_orig, docrep, reps, fp_pairs, fp_rep)
         # Everything but the tables the results read has been consumed.
         self.release(keep=(doc_orig, per_orig, stored_pairs))
@@ -389,20 +390,39 @@ class _Job(Frames):
         """Stage 3: candidate pairs ``(a, b)`` among the representatives, and for SimHash the
         pairs of distinct fingerprints and each representative's fingerprint node, which
         ``pairs="all"`` reads again (see :mod:`neardup.engines.spark.candidates`)."""
+        self.listed = None
         if self.settings.method == "simhash":
             cand, fp_pairs, fp_rep = simhash_candidates(self, reps, self.settings.hamming_k)
         else:
-            cand, fp_pairs, fp_rep = minhash_candidates(self, reps, self.settings), None, None
+            (cand, links), fp_pairs, fp_rep = (
+                minhash_candidates(self, reps, self.settings),
+                None,
+                None,
+            )
+            # The pairs of each bucket's other members, for the repair round (as the local
+            # engine, which runs it when there are representatives).
+            if self.stats["documents"] > self.stats["exact_duplicates"]:
+                self.listed, self.stats["repair_unlisted"] = listed_pairs(self, links)
+            self.release(links)
         self.stats["candidates"] = cand.count()
         self.lap("candidates")
         return cand, fp_pairs, fp_rep
 
-    def verify(self, reps: DataFrame, cand: DataFrame, content: DataFrame) -> tuple[DataFrame, int]:
-        """Stage 4: the candidate pairs the run's relation accepts, and their number."""
+    def verify(
+        self, reps: DataFrame, cand: DataFrame, content: DataFrame
+    ) -> tuple[DataFrame, int, DataFrame | None]:
+        """Stage 4: the candidate pairs the run's relation accepts, and their number; with the
+        repair round (MinHash), the components of those pairs joined by the pairs it accepts
+        (``pos, ts, label`` of the representatives), else None."""
         s = self.settings
         if s.needs_sets:
             self.data = with_shingle_sets(self, self.texts, reps, cand, content, s)
-        if s.verify_measure == "lcs" and s.verify is not None:
+        bounds = s.verify if s.verify_measure == "lcs" and s.verify is not None else None
+        if self.listed is not None:  # before the bounds below, which drop star candidates
+            rest, self.stats["repair_bounded"] = unbounded_pairs(
+                self, self.data, self.listed, cand, bounds
+            )
+        if bounds is not None:
             # The local engine's first tests, on 136 bytes a document: most candidates stop
             # here, before any pair is joined with units.
             cand = self.keep(possible(self, self.data, cand, s.verify))
@@ -416,18 +436,34 @@ class _Job(Frames):
             edges, n_edges = cand, self.stats["candidates"]
         self.stats["rejected"] = self.stats["candidates"] - n_edges
         self.stats["linked_untested"] = 0  # every candidate is verified
+        labels = None
+        if self.listed is not None:
+            labels = self.components(reps, edges, n_edges)
+            labels, repair = repaired_labels(self, self.data, rest, labels, s)
+            self.stats.update(repair)
         self.lap("verify")
-        return edges, n_edges
+        return edges, n_edges, labels
+
+    def components(self, reps: DataFrame, edges: DataFrame, n_edges: int) -> DataFrame:
+        """``pos, ts, label`` of every representative: the connected components of ``edges``."""
+        nodes = reps.select("pos", "ts")
+        return components(self, edges, nodes, n_edges, self.engine.components_local_max)
 
     def groups(
-        self, ids: DataFrame, docrep: DataFrame, reps: DataFrame, edges: DataFrame, n_edges: int
+        self,
+        ids: DataFrame,
+        docrep: DataFrame,
+        reps: DataFrame,
+        edges: DataFrame,
+        n_edges: int,
+        labels: DataFrame | None,
     ) -> tuple[DataFrame, DataFrame, DataFrame]:
-        """Stage 5: groups over the representatives, then every document takes its
-        representative's original. Returns every document's ``pos, rep, orig``, each original's
-        ``orig, group_size, original_id``, and GROUPS."""
-        labels = components(
-            self, edges, reps.select("pos", "ts"), n_edges, self.engine.components_local_max
-        )
+        """Stage 5: groups over the representatives (the components ``labels`` when given,
+        else those of ``edges``), then every document takes its representative's original.
+        Returns every document's ``pos, rep, orig``, each original's ``orig, group_size,
+        original_id``, and GROUPS."""
+        if labels is None:
+            labels = self.components(reps, edges, n_edges)
         if self.settings.grouping == "components":
             first = self.earliest(labels, ["label"], "orig").select("label", "orig")
             rep_orig = self.lookup(labels, first, ["label"]).select(
