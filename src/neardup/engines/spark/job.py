@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
 
@@ -26,6 +27,13 @@ from neardup.engines.spark.frames import (
 from neardup.engines.spark.groups import DEFAULT_COMPONENTS_LOCAL_MAX, center, components
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
+from neardup.engines.spark.partitions import (
+    SHUFFLE_PARTITIONS,
+    input_bytes,
+    partitions_for,
+    shuffle_partitions_chosen,
+    sized_shuffles,
+)
 from neardup.engines.spark.read import (
     check_columns,
     read_dataframe,
@@ -69,8 +77,8 @@ class SparkEngine:
         spark: the session; None: :func:`~neardup.engines.spark.spark_session` on ``master``,
             started when the first run needs it (it takes seconds).
         master: the master of that session (``local[*]``, ``spark://HOST:7077``, ``yarn``).
-        partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions``);
-            results do not depend on it.
+        partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions`` when
+            set; else, on files, sized from their bytes); results do not depend on it.
         skew_threshold: rows above which a key is hot and is split (>= 2).
         center_local_max: largest component ``center`` solves inside one task; larger ones go
             through distributed rounds (>= 1).
@@ -127,10 +135,19 @@ class SparkEngine:
     @property
     def partitions(self) -> int:
         """Partitions of every shuffle (given, or the session's
-        ``spark.sql.shuffle.partitions``)."""
-        if self._partitions is None:
-            self._partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-        return self._partitions
+        ``spark.sql.shuffle.partitions``, which a run on files sizes from its input when nobody
+        chose it: :func:`~neardup.engines.spark.partitions.partitions_for`)."""
+        if self._partitions is not None:
+            return self._partitions
+        return int(self.spark.conf.get(SHUFFLE_PARTITIONS))
+
+    def _sized_to(self, paths: Sequence[str]) -> AbstractContextManager:
+        """The shuffle partitions of a run on the files ``paths``: sized from their bytes
+        unless given or set in the session."""
+        if self._partitions is not None or shuffle_partitions_chosen(self.spark):
+            return nullcontext()
+        cores = self.spark.sparkContext.defaultParallelism
+        return sized_shuffles(self.spark, partitions_for(input_bytes(self.spark, paths), cores))
 
     @property
     def checkpoint_mode(self) -> str:
@@ -186,7 +203,8 @@ class SparkEngine:
         # checks them itself; only the files the caller writes beside them are local.
         check_outputs(outputs.beside, corpus.inputs)
         (progress or Progress()).stage("running on Spark")
-        with RunMonitor(self.spark, progress) as monitor:
+        with self._sized_to(corpus.inputs), RunMonitor(self.spark, progress) as monitor:
+            partitions = self.partitions
             clock = time.perf_counter()
             monitor.tag("read")
             docs, read_stats, raw = read_documents_spark(
@@ -212,7 +230,7 @@ class SparkEngine:
             **seconds,
             "write": time.perf_counter() - clock,
         }
-        return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor))
+        return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor, partitions))
 
     def pairs(
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
@@ -227,7 +245,8 @@ class SparkEngine:
                                                  Outputs(pairs="pairs.tsv"))
         """
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
-        with RunMonitor(self.spark, progress) as monitor:
+        with self._sized_to(corpus.inputs), RunMonitor(self.spark, progress) as monitor:
+            partitions = self.partitions
             monitor.tag("read")
             rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
             result = self._run(settings, lambda job: job.run_fingerprints(rows), monitor)
@@ -237,7 +256,7 @@ class SparkEngine:
                 write_result(result, settings, outputs.groups, outputs.pairs)
             finally:
                 result.release()
-        return DedupRun(stats, result.stats, figures=_shuffle_figures(monitor))
+        return DedupRun(stats, result.stats, figures=_shuffle_figures(monitor, partitions))
 
     def dedup_documents(self, docs: DataFrame, settings: Settings) -> SparkResult:
         """The whole job on ``docs`` (columns ``pos`` long unique, ``text`` string, ``ts`` long
@@ -700,10 +719,13 @@ def run_dedup(
     return run, run.read
 
 
-def _shuffle_figures(monitor: RunMonitor) -> dict[str, float]:
-    """The summary's ``shuffle MB: <stage>`` rows of a run (none when Spark's status store is
-    not reachable)."""
-    return {f"shuffle MB: {stage}": n / 1e6 for stage, n in monitor.shuffle_written().items()}
+def _shuffle_figures(monitor: RunMonitor, partitions: int) -> dict[str, float]:
+    """The summary's ``shuffle partitions`` and ``shuffle MB: <stage>`` rows of a run (no MB
+    when Spark's status store is not reachable)."""
+    written = monitor.shuffle_written()
+    return {"shuffle partitions": partitions} | {
+        f"shuffle MB: {stage}": n / 1e6 for stage, n in written.items()
+    }
 
 
 def _signature_schema(settings: Settings) -> str:
