@@ -1,7 +1,9 @@
 """Shuffle partitions sized from the input (``neardup.engines.spark.partitions``)."""
 
 import pytest
+from test_spark import make_docs, run, write_jsonl
 
+from neardup.engines.spark import job
 from neardup.engines.spark.partitions import (
     BYTES_PER_PARTITION,
     SHUFFLE_PARTITIONS,
@@ -52,4 +54,27 @@ def test_sized_shuffles_set_the_session_and_restore_it(spark):
         assert spark.conf.get(SHUFFLE_PARTITIONS) == "5"
         counts = spark.range(100).groupBy((F.col("id") % 7).alias("k")).count()
         assert counts.rdd.getNumPartitions() == 5  # adaptive execution is off in the tests
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == before
+
+
+@pytest.mark.spark
+def test_a_run_on_files_sizes_its_shuffles_from_them_with_the_same_files(
+    spark, tmp_path, monkeypatch
+):
+    # As if nobody had set spark.sql.shuffle.partitions (the test session sets it at launch).
+    monkeypatch.setattr(job, "shuffle_partitions_chosen", lambda session: False)
+    docs = make_docs(300, seed=3)
+    source = write_jsonl(tmp_path / "docs.jsonl", [{"id": i, "text": t} for i, t, _ in docs])
+    before = spark.conf.get(SHUFFLE_PARTITIONS)
+    files = {}
+    for engine in ("local", "spark"):
+        groups, pairs = tmp_path / f"groups_{engine}.tsv", tmp_path / f"pairs_{engine}.tsv"
+        done = run("dedup", source, "-o", groups, "--pairs-out", pairs, "--engine", engine)
+        assert done.exit_code == 0, done.output
+        files[engine] = (groups.read_bytes(), pairs.read_bytes())
+        if engine == "spark":
+            shown = [line.split() for line in done.output.splitlines()]
+            assert ["shuffle", "partitions", "1"] in shown  # 0.1 MB of input
+    assert files["spark"] == files["local"]
+    assert files["local"][1].count(b"\n") > 20
     assert spark.conf.get(SHUFFLE_PARTITIONS) == before
