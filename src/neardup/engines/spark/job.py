@@ -413,11 +413,8 @@ class _Job(Frames):
         if self.settings.method == "simhash":
             cand, fp_pairs, fp_rep = simhash_candidates(self, reps, self.settings.hamming_k)
         else:
-            (cand, links), fp_pairs, fp_rep = (
-                minhash_candidates(self, reps, self.settings),
-                None,
-                None,
-            )
+            cand, links = minhash_candidates(self, reps, self.settings)
+            fp_pairs = fp_rep = None
             # The pairs of each bucket's other members, for the repair round (as the local
             # engine, which runs it when there are representatives).
             if self.stats["documents"] > self.stats["exact_duplicates"]:
