@@ -50,7 +50,7 @@ from neardup.engines.spark.session import (
     spark_session,
 )
 from neardup.engines.spark.tasks import _signature_values, sign_task
-from neardup.engines.spark.verify import possible, relate, with_shingle_sets
+from neardup.engines.spark.verify import possible, relate, unit_sketches, with_shingle_sets
 from neardup.engines.spark.write import write_originals, write_result
 from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes, check_outputs
 from neardup.settings import DEFAULT_GROUPING, DEFAULT_HAMMING_K, Settings, renamed_keywords
@@ -433,15 +433,16 @@ class _Job(Frames):
         s = self.settings
         if s.needs_sets:
             self.data = with_shingle_sets(self, self.texts, reps, cand, content, s)
-        bounds = s.verify if s.verify_measure == "lcs" and s.verify is not None else None
+        # The local engine's first tests, on 136 bytes a document: most candidates stop here,
+        # before any pair is joined with units.
+        lcs = s.verify_measure == "lcs" and s.verify is not None
+        sketches = unit_sketches(self, self.data) if lcs else None
         if self.listed is not None:  # before the bounds below, which drop star candidates
             rest, self.stats["repair_bounded"] = unbounded_pairs(
-                self, self.data, self.listed, cand, bounds
+                self, sketches, self.listed, cand, s.verify if lcs else None
             )
-        if bounds is not None:
-            # The local engine's first tests, on 136 bytes a document: most candidates stop
-            # here, before any pair is joined with units.
-            cand = self.keep(possible(self, self.data, cand, s.verify))
+        if sketches is not None:
+            cand = self.keep(possible(self, sketches, cand, s.verify))
             self.stats["bounded"] = self.stats["candidates"] - cand.count()
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)

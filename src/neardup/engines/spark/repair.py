@@ -112,25 +112,26 @@ def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
 
 def unbounded_pairs(
     frames: Frames,
-    data: DataFrame,
+    sketches: DataFrame | None,
     pairs: DataFrame,
     star: DataFrame,
     threshold: float | None,
 ) -> tuple[DataFrame, int]:
     """Of the listed ``pairs`` (``a, b, times``), those the LCS bounds at ``threshold`` leave
-    (:func:`~neardup.engines.spark.verify.possible`; None: no bounds) and that are no star
+    (:func:`~neardup.engines.spark.verify.possible` on the documents' ``sketches``,
+    :func:`~neardup.engines.spark.verify.unit_sketches`; None: no bounds) and that are no star
     candidate (``star``: ``a, b`` in either orientation), as ``a, b``; and the listings the
     bounds rule out (``repair_bounded``). Cost: the bounds' joins of small rows and one
     anti-join with the star candidates.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        rest, bounded = unbounded_pairs(frames, data, pairs, cand, settings.verify)
+        rest, bounded = unbounded_pairs(frames, sketches, pairs, cand, settings.verify)
     """
     bounded = 0
     kept = pairs.select("a", "b")
-    if threshold is not None:
-        kept = frames.keep(possible(frames, data, kept, threshold))
+    if sketches is not None and threshold is not None:
+        kept = frames.keep(possible(frames, sketches, kept, threshold))
         listed = pairs.agg(F.sum("times")).first()[0] or 0
         left = pairs.join(kept, ["a", "b"], "left_semi").agg(F.sum("times")).first()[0] or 0
         bounded = int(listed - left)
