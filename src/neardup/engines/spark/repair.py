@@ -132,9 +132,10 @@ def unbounded_pairs(
     kept = pairs.select("a", "b")
     if sketches is not None and threshold is not None:
         kept = frames.keep(possible(frames, sketches, kept, threshold))
-        listed = pairs.agg(F.sum("times")).first()[0] or 0
-        left = pairs.join(kept, ["a", "b"], "left_semi").agg(F.sum("times")).first()[0] or 0
-        bounded = int(listed - left)
+        left = kept.withColumn("left", F.lit(True))
+        ruled_out = F.when(F.col("left").isNull(), F.col("times")).otherwise(F.lit(0))
+        joined = pairs.join(left, ["a", "b"], "left")
+        bounded = int(joined.agg(F.sum(ruled_out)).first()[0] or 0)
     oriented = star.select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"))
     return frames.keep(kept.join(oriented, ["a", "b"], "left_anti")), bounded
 
