@@ -4,7 +4,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.candidates.bands import pairs_from_band_columns
-from neardup.candidates.repair import bucket_csr, bucket_pairs, repair_links, without_pairs
+from neardup.candidates.repair import (
+    bucket_csr,
+    bucket_pairs,
+    repair_links,
+    repair_links_decided,
+    without_pairs,
+)
 from neardup.groups import accepted_links, connected_components
 
 
@@ -88,6 +94,32 @@ def test_repaired_components_are_those_of_verifying_every_bucket_pair(case):
     # No pair is verified twice.
     keys = [(min(i, j), max(i, j)) for i, j in tested]
     assert len(keys) == len(set(keys))
+
+
+@settings(max_examples=200, deadline=None)
+@given(adversarial_buckets(), st.integers(0, 2), st.integers(1, 4))
+def test_repair_decided_beforehand_keeps_the_pairs_and_counts_of_the_repair(case, rounds, step):
+    # An engine that verifies every pair across components first, then replays the choice on
+    # those pairs alone (their ends numbered anew), keeps what repair_links keeps.
+    n, columns, positions, passes = case
+    columns = [np.asarray(c, np.uint64) for c in columns]
+    rest: list = []
+    a, b = pairs_from_band_columns(columns, "star", positions, 1, rest, 1 << 15)
+    rest_a, rest_b, _ = bucket_pairs(*bucket_csr(rest, np.arange(n))[:2])
+    keep = without_pairs(rest_a, rest_b, a, b)
+    rest_a, rest_b = rest_a[keep], rest_b[keep]
+
+    def accept(x, y):
+        return np.array([(min(i, j), max(i, j)) in passes for i, j in zip(x, y)], dtype=bool)
+
+    kept, _ = accepted_links(n, a, b, accept)
+    labels = connected_components(n, a[kept], b[kept])
+    expected = repair_links(n, rest_a, rest_b, labels, accept, rounds, step)
+    across = labels[rest_a] != labels[rest_b]
+    x, y = rest_a[across][::-1], rest_b[across][::-1]  # any order
+    got = repair_links_decided(x, y, labels[x], labels[y], accept(x, y), rounds, step)
+    assert got[0].tolist() == expected[0].tolist() and got[1].tolist() == expected[1].tolist()
+    assert got[2] == expected[2]
 
 
 def test_the_pair_a_failing_representative_hides_is_found():

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from synth_helpers import chain_corpus
 
 import neardup.engines.spark as spark_engine
 from neardup.cli import main, spark_submit
@@ -965,12 +966,14 @@ def cluster_run(cluster, args, submit=False):
 
 @pytest.fixture(scope="module")
 def cluster_corpus(tmp_path_factory):
-    """800 documents as JSON Lines (in two files) and their fingerprint rows."""
+    """800 documents as JSON Lines (in two files) and their fingerprint rows, and 64 documents of
+    edit chains (``chains.jsonl``) on which MinHash's repair round links documents."""
     folder = tmp_path_factory.mktemp("cluster-corpus")
     docs = make_docs(800, seed=13, templates=30, variants=30)
     rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs]
     write_jsonl(folder / "a.jsonl", rows[:400])
     write_jsonl(folder / "b.jsonl", rows[400:])
+    write_jsonl(folder / "chains.jsonl", [{**d, "ts": 0} for d in chain_corpus(bases=8)])
     done = run(
         "fingerprint", folder / "a.jsonl", folder / "b.jsonl", "-o", folder / "fps.tsv",
         "--time-field", "ts", "--method", "simhash", "--workers", "1",
@@ -991,19 +994,29 @@ def test_cluster_dedup_same_files_as_local(spark_cluster, cluster_corpus, tmp_pa
     options = ["--time-field", "ts", "--method", method]
     if method == "simhash":
         options += ["-k", "4", "--grouping", "center"]
-    outputs = {}
+    else:  # the repair round links documents of the edit chains
+        inputs.append(cluster_corpus / "chains.jsonl")
+    outputs, repair = {}, {}
     for engine in ("local", "spark"):
         groups, pairs = tmp_path / f"groups_{engine}.tsv", tmp_path / f"pairs_{engine}.tsv"
+        summary = tmp_path / f"summary_{engine}.json"
         args = ["dedup", *inputs, "-o", groups, "--pairs-out", pairs, *options]
+        args += ["--summary-out", summary]
         if engine == "local":
             done = run(*args, "--workers", "1")
             assert done.exit_code == 0, done.output
         else:
             cluster_run(spark_cluster, args, submit=submit)
         outputs[engine] = (groups.read_bytes(), pairs.read_bytes())
+        counts = json.loads(summary.read_text())["counts"]
+        repair[engine] = {k: v for k, v in counts.items() if "star_components" in k or "cap" in k}
     assert outputs["spark"] == outputs["local"]
-    assert outputs["local"][0].count(b"\n") == 861  # header and every document
+    assert repair["spark"] == repair["local"]
+    lines = 861 if method == "simhash" else 925  # header and every document
+    assert outputs["local"][0].count(b"\n") == lines
     assert outputs["local"][1].count(b"\n") > 50
+    if method == "minhash":
+        assert repair["local"]["links_found_across_star_components"] > 0
 
 
 def test_cluster_pairs_same_files_as_local(spark_cluster, cluster_corpus, tmp_path):

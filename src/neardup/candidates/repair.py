@@ -51,6 +51,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -65,6 +66,7 @@ __all__ = [
     "bucket_csr",
     "bucket_pairs",
     "repair_links",
+    "repair_links_decided",
     "without_pairs",
 ]
 
@@ -287,3 +289,60 @@ def repair_links(
         "repair_accepted": int(kept.shape[0]),
     }
     return a[kept], b[kept], stats
+
+
+def repair_links_decided(
+    a: np.ndarray,
+    b: np.ndarray,
+    label_a: np.ndarray,
+    label_b: np.ndarray,
+    passed: np.ndarray,
+    rounds: int = LINK_ROUNDS,
+    step: int = 1 << 23,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """:func:`repair_links` for an engine that decided every pair across components beforehand
+    (each in a task of its own): the same accepted pairs and counts as :func:`repair_links` over
+    the whole collection, from the pairs and their ends' labels alone.
+
+    The documents the pairs and labels name are numbered in ascending order (a numbering that
+    keeps the order of the indices changes no choice of :func:`repair_links`), and the pairs
+    taken in the order :func:`bucket_pairs` lists them, by ``(a, b)``.
+
+    Args:
+        a, b: int64 document indices of the bucket pairs across components, ``a < b``,
+            distinct (any order).
+        label_a, label_b: the component labels of their ends after the star round, each the
+            smallest index of its component.
+        passed: bool per pair, the verification's decision.
+        rounds, step: as :func:`neardup.groups.accepted_links`.
+
+    Returns:
+        ``(a, b, stats)`` as :func:`repair_links`, the pairs in ``(a, b)`` order.
+
+    Complexity: O(p log p) for p pairs, memory O(p): the collection's size does not matter.
+
+    Example:
+        >>> a, b = np.array([3, 1]), np.array([5, 3])  # components {0, 1}, {2, 3}, {5}
+        >>> la, lb = np.array([2, 0]), np.array([5, 2])
+        >>> more_a, more_b, stats = repair_links_decided(a, b, la, lb, np.array([True, True]))
+        >>> list(zip(more_a.tolist(), more_b.tolist())), stats["repair_accepted"]
+        ([(1, 3), (3, 5)], 2)
+    """
+    a, b, label_a, label_b = (np.asarray(x, dtype=np.int64) for x in (a, b, label_a, label_b))
+    passed = np.asarray(passed, dtype=bool)
+    order = np.lexsort((b, a))
+    a, b, label_a, label_b, passed = (x[order] for x in (a, b, label_a, label_b, passed))
+    nodes = np.unique(np.concatenate([a, b, label_a, label_b]))
+    number = functools.partial(np.searchsorted, nodes)
+    labels = np.arange(nodes.shape[0], dtype=np.int64)
+    labels[number(a)] = number(label_a)
+    labels[number(b)] = number(label_b)
+    keys = _keys(number(a), number(b))  # ascending, as the pairs are sorted by (a, b)
+
+    def accept(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return passed[np.searchsorted(keys, _keys(x, y))]
+
+    more_a, more_b, stats = repair_links(
+        nodes.shape[0], number(a), number(b), labels, accept, rounds, step
+    )
+    return nodes[more_a], nodes[more_b], stats

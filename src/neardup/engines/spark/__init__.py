@@ -26,7 +26,8 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    and the plan), so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band,
    shuffled once by bucket; each reduce task links every bucket as a star to its earliest
-   member. Only integers cross this shuffle.
+   member, and lists the pairs of its other members for the repair round
+   (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
 4. **verification** — the units or shingle sets are built only for documents that can be
    compared, in the tasks that read their texts (the positions are broadcast; texts never
    cross a shuffle). With LCS verification, candidate pairs are first joined with both
@@ -35,7 +36,9 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    decision changes); the pairs left are joined with both documents' units or shingle sets (or
    signatures, when the relation reads them: not in a verified MinHash run), cut first to the
    pairs' ends, and checked by the run's relation (LCS resemblance, exact Jaccard, Hamming
-   distance, MinHash estimate), exactly as :class:`neardup.pipeline.Relation` does.
+   distance, MinHash estimate), exactly as :class:`neardup.pipeline.Relation` does. MinHash
+   then runs the local engine's repair round (:mod:`neardup.engines.spark.repair`) over the
+   bucket pairs across the components of the accepted pairs.
 5. **groups** — connected components of the accepted pairs: up to ``components_local_max``
    edges in one task by the local engine's union-find
    (:func:`neardup.groups.connected_components`), beyond by the iterative large-star /

@@ -7,13 +7,9 @@ from functools import partial
 
 from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.repair import BUCKET_LINKS_SCHEMA, STAR, bucket_links_task
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import (
-    band_rows_task,
-    bucket_star_task,
-    table_pairs_task,
-    table_rows_task,
-)
+from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
 from neardup.settings import Settings
 
 __all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
@@ -75,19 +71,30 @@ def band_rows(reps: DataFrame, settings: Settings) -> DataFrame:
     )
 
 
-def minhash_candidates(frames: Frames, reps: DataFrame, settings: Settings) -> DataFrame:
+def minhash_candidates(
+    frames: Frames, reps: DataFrame, settings: Settings
+) -> tuple[DataFrame, DataFrame]:
     """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
-    to its earliest member. Cost: O(representatives × bands) rows of four integers shuffled
-    once by bucket, linked inside the reduce tasks
-    (:func:`~neardup.engines.spark.tasks.bucket_star_task`), and the links made distinct.
-    A bucket's rows meet in one task, but the work there is linear in them and the rows are
-    32 bytes: a hot bucket costs its task time, not quadratic work.
+    to its earliest member; and every row of the buckets' reduce (``a, b, kind``), which also
+    lists the pairs of the buckets' other members for the repair round
+    (:func:`~neardup.engines.spark.repair.bucket_links_task`). Cost: O(representatives ×
+    bands) rows of four integers shuffled once by bucket, linked inside the reduce tasks, and
+    the links made distinct. A bucket's rows meet in one task, but the work there is linear in
+    them (quadratic only in buckets of at most 17 members) and the rows are 32 bytes: a hot
+    bucket costs its task time, not quadratic work.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        cand = minhash_candidates(frames, reps, Settings(method="minhash"))
+        cand, links = minhash_candidates(frames, reps, Settings(method="minhash"))
     """
-    star = frames.reduce(
-        band_rows(reps, settings), ["band", "h"], ["ts", "pos"], bucket_star_task, "a long, b long"
+    links = frames.keep(
+        frames.reduce(
+            band_rows(reps, settings),
+            ["band", "h"],
+            ["ts", "pos"],
+            bucket_links_task,
+            BUCKET_LINKS_SCHEMA,
+        )
     )
-    return frames.keep(star.distinct())
+    star = links.where(f"kind = {STAR}").select("a", "b")
+    return frames.keep(star.distinct()), links

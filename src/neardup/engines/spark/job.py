@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
 
@@ -26,12 +27,20 @@ from neardup.engines.spark.frames import (
 from neardup.engines.spark.groups import DEFAULT_COMPONENTS_LOCAL_MAX, center, components
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
+from neardup.engines.spark.partitions import (
+    SHUFFLE_PARTITIONS,
+    input_bytes,
+    partitions_for,
+    shuffle_partitions_chosen,
+    sized_shuffles,
+)
 from neardup.engines.spark.read import (
     check_columns,
     read_dataframe,
     read_documents_spark,
     read_fingerprints_spark,
 )
+from neardup.engines.spark.repair import listed_pairs, repaired_labels, unbounded_pairs
 from neardup.engines.spark.result import SparkResult
 from neardup.engines.spark.session import (
     DataFrame,
@@ -41,7 +50,7 @@ from neardup.engines.spark.session import (
     spark_session,
 )
 from neardup.engines.spark.tasks import _signature_values, sign_task
-from neardup.engines.spark.verify import possible, relate, with_shingle_sets
+from neardup.engines.spark.verify import possible, relate, unit_sketches, with_shingle_sets
 from neardup.engines.spark.write import write_originals, write_result
 from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes, check_outputs
 from neardup.settings import DEFAULT_GROUPING, DEFAULT_HAMMING_K, Settings, renamed_keywords
@@ -68,8 +77,8 @@ class SparkEngine:
         spark: the session; None: :func:`~neardup.engines.spark.spark_session` on ``master``,
             started when the first run needs it (it takes seconds).
         master: the master of that session (``local[*]``, ``spark://HOST:7077``, ``yarn``).
-        partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions``);
-            results do not depend on it.
+        partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions`` when
+            set; else, on files, sized from their bytes); results do not depend on it.
         skew_threshold: rows above which a key is hot and is split (>= 2).
         center_local_max: largest component ``center`` solves inside one task; larger ones go
             through distributed rounds (>= 1).
@@ -126,10 +135,19 @@ class SparkEngine:
     @property
     def partitions(self) -> int:
         """Partitions of every shuffle (given, or the session's
-        ``spark.sql.shuffle.partitions``)."""
-        if self._partitions is None:
-            self._partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-        return self._partitions
+        ``spark.sql.shuffle.partitions``, which a run on files sizes from its input when nobody
+        chose it: :func:`~neardup.engines.spark.partitions.partitions_for`)."""
+        if self._partitions is not None:
+            return self._partitions
+        return int(self.spark.conf.get(SHUFFLE_PARTITIONS))
+
+    def _sized_to(self, paths: Sequence[str]) -> AbstractContextManager:
+        """The shuffle partitions of a run on the files ``paths``: sized from their bytes
+        unless given or set in the session."""
+        if self._partitions is not None or shuffle_partitions_chosen(self.spark):
+            return nullcontext()
+        cores = self.spark.sparkContext.defaultParallelism
+        return sized_shuffles(self.spark, partitions_for(input_bytes(self.spark, paths), cores))
 
     @property
     def checkpoint_mode(self) -> str:
@@ -185,7 +203,8 @@ class SparkEngine:
         # checks them itself; only the files the caller writes beside them are local.
         check_outputs(outputs.beside, corpus.inputs)
         (progress or Progress()).stage("running on Spark")
-        with RunMonitor(self.spark, progress) as monitor:
+        with self._sized_to(corpus.inputs), RunMonitor(self.spark, progress) as monitor:
+            partitions = self.partitions
             clock = time.perf_counter()
             monitor.tag("read")
             docs, read_stats, raw = read_documents_spark(
@@ -211,7 +230,7 @@ class SparkEngine:
             **seconds,
             "write": time.perf_counter() - clock,
         }
-        return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor))
+        return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor, partitions))
 
     def pairs(
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
@@ -226,7 +245,8 @@ class SparkEngine:
                                                  Outputs(pairs="pairs.tsv"))
         """
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
-        with RunMonitor(self.spark, progress) as monitor:
+        with self._sized_to(corpus.inputs), RunMonitor(self.spark, progress) as monitor:
+            partitions = self.partitions
             monitor.tag("read")
             rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
             result = self._run(settings, lambda job: job.run_fingerprints(rows), monitor)
@@ -236,7 +256,7 @@ class SparkEngine:
                 write_result(result, settings, outputs.groups, outputs.pairs)
             finally:
                 result.release()
-        return DedupRun(stats, result.stats, figures=_shuffle_figures(monitor))
+        return DedupRun(stats, result.stats, figures=_shuffle_figures(monitor, partitions))
 
     def dedup_documents(self, docs: DataFrame, settings: Settings) -> SparkResult:
         """The whole job on ``docs`` (columns ``pos`` long unique, ``text`` string, ``ts`` long
@@ -357,8 +377,8 @@ class _Job(Frames):
         (``pos, id``) names the documents in the results."""
         content, docrep, reps = self.exact_duplicates(sig)
         cand, fp_pairs, fp_rep = self.candidates(reps)
-        edges, n_edges = self.verify(reps, cand, content)
-        doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges)
+        edges, n_edges, labels = self.verify(reps, cand, content)
+        doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges, labels)
         stored_pairs, pairs, order = self.pairs(ids, doc_orig, docrep, reps, fp_pairs, fp_rep)
         # Everything but the tables the results read has been consumed.
         self.release(keep=(doc_orig, per_orig, stored_pairs))
@@ -389,23 +409,40 @@ class _Job(Frames):
         """Stage 3: candidate pairs ``(a, b)`` among the representatives, and for SimHash the
         pairs of distinct fingerprints and each representative's fingerprint node, which
         ``pairs="all"`` reads again (see :mod:`neardup.engines.spark.candidates`)."""
+        self.listed = None
         if self.settings.method == "simhash":
             cand, fp_pairs, fp_rep = simhash_candidates(self, reps, self.settings.hamming_k)
         else:
-            cand, fp_pairs, fp_rep = minhash_candidates(self, reps, self.settings), None, None
+            cand, links = minhash_candidates(self, reps, self.settings)
+            fp_pairs = fp_rep = None
+            # The pairs of each bucket's other members, for the repair round (as the local
+            # engine, which runs it when there are representatives).
+            if self.stats["documents"] > self.stats["exact_duplicates"]:
+                self.listed, self.stats["repair_unlisted"] = listed_pairs(self, links)
+            self.release(links)
         self.stats["candidates"] = cand.count()
         self.lap("candidates")
         return cand, fp_pairs, fp_rep
 
-    def verify(self, reps: DataFrame, cand: DataFrame, content: DataFrame) -> tuple[DataFrame, int]:
-        """Stage 4: the candidate pairs the run's relation accepts, and their number."""
+    def verify(
+        self, reps: DataFrame, cand: DataFrame, content: DataFrame
+    ) -> tuple[DataFrame, int, DataFrame | None]:
+        """Stage 4: the candidate pairs the run's relation accepts, and their number; with the
+        repair round (MinHash), the components of those pairs joined by the pairs it accepts
+        (``pos, ts, label`` of the representatives), else None."""
         s = self.settings
         if s.needs_sets:
             self.data = with_shingle_sets(self, self.texts, reps, cand, content, s)
-        if s.verify_measure == "lcs" and s.verify is not None:
-            # The local engine's first tests, on 136 bytes a document: most candidates stop
-            # here, before any pair is joined with units.
-            cand = self.keep(possible(self, self.data, cand, s.verify))
+        # The local engine's first tests, on 136 bytes a document: most candidates stop here,
+        # before any pair is joined with units.
+        lcs = s.verify_measure == "lcs" and s.verify is not None
+        sketches = unit_sketches(self, self.data) if lcs else None
+        if self.listed is not None:  # before the bounds below, which drop star candidates
+            rest, self.stats["repair_bounded"] = unbounded_pairs(
+                self, sketches, self.listed, cand, s.verify if lcs else None
+            )
+        if sketches is not None:
+            cand = self.keep(possible(self, sketches, cand, s.verify))
             self.stats["bounded"] = self.stats["candidates"] - cand.count()
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
@@ -416,18 +453,34 @@ class _Job(Frames):
             edges, n_edges = cand, self.stats["candidates"]
         self.stats["rejected"] = self.stats["candidates"] - n_edges
         self.stats["linked_untested"] = 0  # every candidate is verified
+        labels = None
+        if self.listed is not None:
+            labels = self.components(reps, edges, n_edges)
+            labels, repair = repaired_labels(self, self.data, rest, labels, s)
+            self.stats.update(repair)
         self.lap("verify")
-        return edges, n_edges
+        return edges, n_edges, labels
+
+    def components(self, reps: DataFrame, edges: DataFrame, n_edges: int) -> DataFrame:
+        """``pos, ts, label`` of every representative: the connected components of ``edges``."""
+        nodes = reps.select("pos", "ts")
+        return components(self, edges, nodes, n_edges, self.engine.components_local_max)
 
     def groups(
-        self, ids: DataFrame, docrep: DataFrame, reps: DataFrame, edges: DataFrame, n_edges: int
+        self,
+        ids: DataFrame,
+        docrep: DataFrame,
+        reps: DataFrame,
+        edges: DataFrame,
+        n_edges: int,
+        labels: DataFrame | None,
     ) -> tuple[DataFrame, DataFrame, DataFrame]:
-        """Stage 5: groups over the representatives, then every document takes its
-        representative's original. Returns every document's ``pos, rep, orig``, each original's
-        ``orig, group_size, original_id``, and GROUPS."""
-        labels = components(
-            self, edges, reps.select("pos", "ts"), n_edges, self.engine.components_local_max
-        )
+        """Stage 5: groups over the representatives (the components ``labels`` when given,
+        else those of ``edges``), then every document takes its representative's original.
+        Returns every document's ``pos, rep, orig``, each original's ``orig, group_size,
+        original_id``, and GROUPS."""
+        if labels is None:
+            labels = self.components(reps, edges, n_edges)
         if self.settings.grouping == "components":
             first = self.earliest(labels, ["label"], "orig").select("label", "orig")
             rep_orig = self.lookup(labels, first, ["label"]).select(
@@ -664,10 +717,13 @@ def run_dedup(
     return run, run.read
 
 
-def _shuffle_figures(monitor: RunMonitor) -> dict[str, float]:
-    """The summary's ``shuffle MB: <stage>`` rows of a run (none when Spark's status store is
-    not reachable)."""
-    return {f"shuffle MB: {stage}": n / 1e6 for stage, n in monitor.shuffle_written().items()}
+def _shuffle_figures(monitor: RunMonitor, partitions: int) -> dict[str, float]:
+    """The summary's ``shuffle partitions`` and ``shuffle MB: <stage>`` rows of a run (no MB
+    when Spark's status store is not reachable)."""
+    written = monitor.shuffle_written()
+    return {"shuffle partitions": partitions} | {
+        f"shuffle MB: {stage}": n / 1e6 for stage, n in written.items()
+    }
 
 
 def _signature_schema(settings: Settings) -> str:

@@ -29,7 +29,6 @@ from neardup.settings import Settings
 __all__ = [
     "band_rows_task",
     "bucket_pairs_task",
-    "bucket_star_task",
     "center_task",
     "components_task",
     "record_batch",
@@ -518,26 +517,6 @@ def bucket_pairs_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
         a, b = pos[ia[keep]], pos[ib[keep]]
         if a.shape[0]:
             yield record_batch({"a": pa.array(np.minimum(a, b)), "b": pa.array(np.maximum(a, b))})
-
-
-def bucket_star_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Reduce side of the MinHash candidates: rows ``(band, h, ts, pos)`` sorted by all four ->
-    ``(a, b)``, every other member ``b`` of each LSH bucket linked to its earliest member ``a``
-    (by time, then position), as the local engine links a bucket. O(rows).
-
-    Example:
-        >>> rows = pa.record_batch({"band": [0, 0, 0, 1], "h": [7, 7, 7, 7],
-        ...                         "ts": [1, 1, 5, 0], "pos": [4, 9, 2, 3]})
-        >>> next(bucket_star_task([rows])).to_pydict()
-        {'a': [4, 4], 'b': [9, 2]}
-    """
-    for chunk in _chunks_by_key(batches, ("band", "h")):
-        pos = _i64(chunk.column("pos"))
-        starts = _run_starts(_i64(chunk.column("band")), _i64(chunk.column("h")))
-        head = np.repeat(starts, np.diff(np.append(starts, pos.shape[0])))
-        member = head != np.arange(pos.shape[0])
-        if member.any():
-            yield record_batch({"a": pa.array(pos[head[member]]), "b": pa.array(pos[member])})
 
 
 def center_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:

@@ -15,6 +15,7 @@ __all__ = [
     "possible",
     "relate",
     "related",
+    "unit_sketches",
     "with_shingle_sets",
 ]
 
@@ -80,20 +81,31 @@ def with_shingle_sets(
     )
 
 
-def possible(frames: Frames, data: DataFrame, pairs: DataFrame, threshold: float) -> DataFrame:
-    """The pairs ``(a, b)`` whose LCS resemblance may reach ``threshold`` by both documents'
-    unit counts and count sketches alone (:func:`~neardup.engines.spark.tasks.bound_task`),
-    as the local engine bounds its candidates before it reads units: only 136 bytes a
-    document cross the joins, and the units then join the few pairs left. ``data`` holds
-    ``pos, sset`` (LCS units). Cost: one pass over the units and two joins of small rows.
+def unit_sketches(frames: Frames, data: DataFrame) -> DataFrame:
+    """``pos, size, sketch``: the unit count and count sketch of every document of ``data``
+    (``pos, sset``: LCS units), stored (136 bytes a document), for :func:`possible`. One pass
+    over the units, no shuffle.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        survivors = possible(frames, data, cand, settings.verify)
+        sketches = unit_sketches(frames, data)
     """
-    sketches = frames.keep(
+    return frames.keep(
         data.select("pos", "sset").mapInArrow(sketch_task, "pos long, size long, sketch binary")
     )
+
+
+def possible(frames: Frames, sketches: DataFrame, pairs: DataFrame, threshold: float) -> DataFrame:
+    """The pairs ``(a, b)`` whose LCS resemblance may reach ``threshold`` by both documents'
+    unit counts and count sketches alone (:func:`~neardup.engines.spark.tasks.bound_task`),
+    as the local engine bounds its candidates before it reads units: only 136 bytes a
+    document cross the joins, and the units then join the few pairs left. ``sketches``:
+    :func:`unit_sketches`. Cost: two joins of small rows.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        survivors = possible(frames, unit_sketches(frames, data), cand, settings.verify)
+    """
     left = sketches.select(
         F.col("pos").alias("a"), F.col("size").alias("size_a"), F.col("sketch").alias("sketch_a")
     )

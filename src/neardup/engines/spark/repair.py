@@ -1,0 +1,228 @@
+"""The repair round of MinHash star candidates on Spark, as the local engine runs it
+(:mod:`neardup.candidates.repair`, whose functions run inside the tasks).
+
+1. **listing**, in the reduce of the LSH buckets (:func:`bucket_links_task`): besides each
+   bucket's star links, the pairs of its other members when it has at most
+   :data:`~neardup.candidates.repair.BUCKET_MEMBERS` of them, once per bucket holding the
+   pair, and the number of pairs of the larger buckets (not listed). The pairs are made
+   distinct, counting their listings (:func:`listed_pairs`).
+2. **bounds**, beside the star candidates' (:func:`unbounded_pairs`): the pairs the LCS length
+   and count bounds rule out are dropped (and their listings counted), and so are the star
+   candidates among them (the star round decides those).
+3. **decision** (:func:`repaired_labels`): the pairs whose ends the verified star edges leave
+   in different components are verified in tasks, then one task replays the local engine's
+   choice over them (:func:`~neardup.candidates.repair.repair_links_decided`), so the links
+   it counts are the local engine's, and relabels the components the accepted pairs join.
+
+Only pairs of integers cross the shuffles; units join only the pairs across components.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links_decided
+from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
+from neardup.engines.spark.session import DataFrame, F
+from neardup.engines.spark.tasks import _chunks_by_key, _i64, _run_starts, record_batch
+from neardup.engines.spark.verify import possible, relate
+from neardup.groups import LINK_ROUNDS, connected_components
+from neardup.pipeline import VERIFY_SLICE
+from neardup.settings import Settings
+
+__all__ = [
+    "BUCKET_LINKS_SCHEMA",
+    "bucket_links_task",
+    "listed_pairs",
+    "repair_task",
+    "repaired_labels",
+    "unbounded_pairs",
+]
+
+STAR, PAIR, UNLISTED = 0, 1, 2
+"""Kinds of the rows of :func:`bucket_links_task`."""
+
+BUCKET_LINKS_SCHEMA = "a long, b long, kind byte"
+"""The rows :func:`bucket_links_task` yields, as a Spark schema."""
+
+
+def bucket_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Reduce side of the MinHash candidates: rows ``(band, h, ts, pos)`` sorted by all four ->
+    ``(a, b, kind)``: every other member ``b`` of each LSH bucket linked to its earliest member
+    ``a`` (by time, then position; kind ``STAR``), as the local engine links a bucket; the
+    pairs ``a < b`` of the other members of each bucket of at most ``BUCKET_MEMBERS`` of them
+    (kind ``PAIR``, by :func:`~neardup.candidates.repair.bucket_pairs`, once per bucket: a
+    pair shares a band in one bucket at most); and per chunk one row ``(-1, pairs, UNLISTED)``
+    counting the pairs of the larger buckets. O(rows + Σ m² over the listed buckets).
+
+    Example:
+        >>> rows = pa.record_batch({"band": [0, 0, 0, 0, 1], "h": [7, 7, 7, 7, 7],
+        ...                         "ts": [1, 1, 5, 6, 0], "pos": [4, 9, 2, 3, 3]})
+        >>> [tuple(r.values()) for b in bucket_links_task([rows]) for r in b.to_pylist()]
+        [(4, 9, 0), (4, 2, 0), (4, 3, 0), (2, 3, 1), (2, 9, 1), (3, 9, 1), (-1, 0, 2)]
+    """
+    for chunk in _chunks_by_key(batches, ("band", "h")):
+        band = _i64(chunk.column("band"))
+        pos = _i64(chunk.column("pos"))
+        n = pos.shape[0]
+        starts = _run_starts(band, _i64(chunk.column("h")))
+        sizes = np.diff(np.append(starts, n))
+        member = np.repeat(starts, sizes) != np.arange(n)
+        if member.any():
+            yield _links(pos[np.repeat(starts, sizes)[member]], pos[member], STAR)
+        # Positions numbered within the chunk (in order): bucket_pairs packs them in 32 bits.
+        nodes, members = np.unique(pos[member], return_inverse=True)
+        offsets = np.concatenate([[0], np.cumsum(sizes - 1)])
+        firsts = np.flatnonzero(np.diff(band[starts], prepend=-1) != 0)  # each band's first
+        unlisted = 0
+        for first, stop in zip(firsts, np.append(firsts[1:], starts.shape[0])):
+            base = offsets[first]
+            a, b, stats = bucket_pairs(
+                offsets[first : stop + 1] - base, members[base : offsets[stop]], BUCKET_MEMBERS
+            )
+            unlisted += stats["repair_unlisted"]
+            if a.shape[0]:
+                yield _links(nodes[a], nodes[b], PAIR)
+        yield _links(np.array([-1]), np.array([unlisted]), UNLISTED)
+
+
+def _links(a: np.ndarray, b: np.ndarray, kind: int) -> pa.RecordBatch:
+    """Rows of :data:`BUCKET_LINKS_SCHEMA`."""
+    kinds = np.full(a.shape[0], kind, dtype=np.int8)
+    return record_batch({"a": pa.array(a), "b": pa.array(b), "kind": pa.array(kinds)})
+
+
+def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
+    """The distinct pairs the buckets list, ``a, b, times`` (the buckets listing each), and
+    the number of pairs of the buckets too large to list (``repair_unlisted``). Cost: one
+    aggregation of the pairs.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        pairs, unlisted = listed_pairs(frames, links)
+    """
+    unlisted = links.where(f"kind = {UNLISTED}").agg(F.sum("b")).first()[0]
+    pairs = links.where(f"kind = {PAIR}").groupBy("a", "b").agg(F.count(F.lit(1)).alias("times"))
+    return frames.keep(pairs), int(unlisted or 0)
+
+
+def unbounded_pairs(
+    frames: Frames,
+    sketches: DataFrame | None,
+    pairs: DataFrame,
+    star: DataFrame,
+    threshold: float | None,
+) -> tuple[DataFrame, int]:
+    """Of the listed ``pairs`` (``a, b, times``), those the LCS bounds at ``threshold`` leave
+    (:func:`~neardup.engines.spark.verify.possible` on the documents' ``sketches``,
+    :func:`~neardup.engines.spark.verify.unit_sketches`; None: no bounds) and that are no star
+    candidate (``star``: ``a, b`` in either orientation), as ``a, b``; and the listings the
+    bounds rule out (``repair_bounded``). Cost: the bounds' joins of small rows and one
+    anti-join with the star candidates.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        rest, bounded = unbounded_pairs(frames, sketches, pairs, cand, settings.verify)
+    """
+    bounded = 0
+    kept = pairs.select("a", "b")
+    if sketches is not None and threshold is not None:
+        kept = frames.keep(possible(frames, sketches, kept, threshold))
+        left = kept.withColumn("left", F.lit(True))
+        ruled_out = F.when(F.col("left").isNull(), F.col("times")).otherwise(F.lit(0))
+        joined = pairs.join(left, ["a", "b"], "left")
+        bounded = int(joined.agg(F.sum(ruled_out)).first()[0] or 0)
+    oriented = star.select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"))
+    return frames.keep(kept.join(oriented, ["a", "b"], "left_anti")), bounded
+
+
+def repaired_labels(
+    frames: Frames,
+    data: DataFrame,
+    rest: DataFrame,
+    labels: DataFrame,
+    settings: Settings,
+) -> tuple[DataFrame, dict]:
+    """The components ``pos, ts, label`` of the star round (``labels``) joined by the pairs of
+    ``rest`` (``a, b``) the repair accepts, and the local engine's counts ``repair_listed``,
+    ``repair_tested`` and ``repair_accepted``. Every pair across components is verified
+    (:func:`~neardup.engines.spark.verify.relate`); :func:`repair_task` then keeps those the
+    local engine keeps. Cost: the joins of the pairs with the labels, and the units of the
+    pairs across components.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        labels, stats = repaired_labels(frames, data, rest, labels, settings)
+    """
+    end_a = labels.select(F.col("pos").alias("a"), F.col("label").alias("label_a"))
+    end_b = labels.select(F.col("pos").alias("b"), F.col("label").alias("label_b"))
+    across = frames.keep(rest.join(end_a, ["a"]).join(end_b, ["b"]).where("label_a != label_b"))
+    stats = {"repair_listed": across.count(), "repair_tested": 0, "repair_accepted": 0}
+    if stats["repair_listed"] == 0:
+        return labels, stats
+    keep = ["a", "b", "label_a", "label_b"]
+    checked = relate(frames, data, across, keep, settings, 2 * stats["repair_listed"])
+    # Exactly one partition, which adaptive execution does not change: the replay sees every
+    # pair, in the local engine's order.
+    decided = frames.keep(
+        checked.select(*keep, "ok")
+        .repartition(1)
+        .mapInArrow(
+            partial(repair_task, rounds=LINK_ROUNDS, step=VERIFY_SLICE),
+            "label long, merged long, tested long, accepted long",
+        )
+    )
+    counts = decided.where("label < 0").first()
+    stats["repair_tested"], stats["repair_accepted"] = int(counts.tested), int(counts.accepted)
+    merged = decided.where("label >= 0").select("label", "merged")
+    if 2 * stats["repair_accepted"] <= BROADCAST_POSITIONS:
+        merged = F.broadcast(merged)
+    joined = labels.join(merged, ["label"], "left")
+    return joined.select("pos", "ts", F.coalesce("merged", "label").alias("label")), stats
+
+
+def repair_task(
+    batches: Iterable[pa.RecordBatch], rounds: int, step: int
+) -> Iterator[pa.RecordBatch]:
+    """All the pairs across star components ``(a, b, label_a, label_b, ok)`` in one task ->
+    ``(label, merged, 0, 0)`` for every star component the accepted pairs join to one of a
+    smaller label (``merged``: the smallest label joined), then ``(-1, -1, tested,
+    accepted)``: the counts of :func:`~neardup.candidates.repair.repair_links_decided` with
+    ``rounds`` and ``step``. O(p log p) for p pairs.
+
+    Example:
+        >>> rows = pa.record_batch({"a": [3, 1], "b": [5, 3], "label_a": [2, 0],
+        ...                         "label_b": [5, 2], "ok": [True, False]})
+        >>> [tuple(r.values()) for b in repair_task([rows], 1, 8) for r in b.to_pylist()]
+        [(5, 2, 0, 0), (-1, -1, 2, 1)]
+    """
+    table = pa.Table.from_batches(list(batches))
+    a, b, label_a, label_b = (_i64(table.column(c)) for c in ("a", "b", "label_a", "label_b"))
+    ok = table.column("ok").to_numpy().astype(bool)
+    more_a, more_b, stats = repair_links_decided(a, b, label_a, label_b, ok, rounds, step)
+    # The labels of the accepted pairs' ends, then the components they join (smallest first).
+    ends = np.concatenate([a, b])
+    end_labels = np.concatenate([label_a, label_b])
+    order = np.argsort(ends, kind="stable")
+    ends, end_labels = ends[order], end_labels[order]
+    star = np.unique(end_labels)
+    number = partial(np.searchsorted, star)
+    joined = connected_components(
+        star.shape[0],
+        number(end_labels[np.searchsorted(ends, more_a)]),
+        number(end_labels[np.searchsorted(ends, more_b)]),
+    )
+    moved = joined != np.arange(star.shape[0])
+    zeros = np.zeros(int(moved.sum()), dtype=np.int64)
+    yield record_batch(
+        {
+            "label": pa.array(np.append(star[moved], -1)),
+            "merged": pa.array(np.append(star[joined[moved]], -1)),
+            "tested": pa.array(np.append(zeros, stats["repair_tested"])),
+            "accepted": pa.array(np.append(zeros, stats["repair_accepted"])),
+        }
+    )

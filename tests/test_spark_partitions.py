@@ -1,0 +1,80 @@
+"""Shuffle partitions sized from the input (``neardup.engines.spark.partitions``)."""
+
+import pytest
+from test_spark import make_docs, run, write_jsonl
+
+from neardup.engines.spark import job
+from neardup.engines.spark.partitions import (
+    BYTES_PER_PARTITION,
+    SHUFFLE_PARTITIONS,
+    input_bytes,
+    partitions_for,
+    shuffle_partitions_chosen,
+    sized_shuffles,
+)
+from neardup.engines.spark.session import F
+
+
+@pytest.mark.parametrize("cores", [1, 2, 8, 100])
+def test_partitions_grow_with_the_input_and_stay_two_per_core_for_mid_sizes(cores):
+    sizes = [0, 1, 10**5, 10**6, 10**7, 10**8, 10**9, 10**10, 10**11]
+    counts = [partitions_for(size, cores) for size in sizes]
+    assert counts == sorted(counts) and counts[0] == 1
+    for size, count in zip(sizes, counts):
+        assert count >= -(-size // BYTES_PER_PARTITION)  # never more than 64 MB a partition
+        assert count <= max(1, size // (1 << 20), -(-size // BYTES_PER_PARTITION))
+        if (1 << 20) * 2 * cores <= size <= BYTES_PER_PARTITION * 2 * cores:
+            assert count == 2 * cores
+
+
+def test_partitions_for_refuses_a_negative_size_or_no_cores():
+    with pytest.raises(ValueError, match="-1"):
+        partitions_for(-1, 2)
+    with pytest.raises(ValueError, match="cores >= 1"):
+        partitions_for(10, 0)
+
+
+@pytest.mark.spark
+def test_input_bytes_of_files_directories_and_globs(spark, tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.jsonl").write_bytes(b"x" * 1000)
+    (tmp_path / "d" / "b.jsonl").write_bytes(b"x" * 300)
+    (tmp_path / "c.txt").write_bytes(b"x" * 7)
+    assert input_bytes(spark, [str(tmp_path / "d" / "a.jsonl")]) == 1000
+    assert input_bytes(spark, [str(tmp_path / "d"), str(tmp_path / "c.txt")]) == 1307
+    assert input_bytes(spark, [f"file://{tmp_path}/d/*.jsonl"]) == 1300
+    assert input_bytes(spark, [str(tmp_path / "missing.jsonl")]) == 0
+
+
+@pytest.mark.spark
+def test_sized_shuffles_set_the_session_and_restore_it(spark):
+    assert shuffle_partitions_chosen(spark)  # the test session sets 2 at launch
+    before = spark.conf.get(SHUFFLE_PARTITIONS)
+    with sized_shuffles(spark, 5):
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == "5"
+        counts = spark.range(100).groupBy((F.col("id") % 7).alias("k")).count()
+        assert counts.rdd.getNumPartitions() == 5  # adaptive execution is off in the tests
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == before
+
+
+@pytest.mark.spark
+def test_a_run_on_files_sizes_its_shuffles_from_them_with_the_same_files(
+    spark, tmp_path, monkeypatch
+):
+    # As if nobody had set spark.sql.shuffle.partitions (the test session sets it at launch).
+    monkeypatch.setattr(job, "shuffle_partitions_chosen", lambda session: False)
+    docs = make_docs(300, seed=3)
+    source = write_jsonl(tmp_path / "docs.jsonl", [{"id": i, "text": t} for i, t, _ in docs])
+    before = spark.conf.get(SHUFFLE_PARTITIONS)
+    files = {}
+    for engine in ("local", "spark"):
+        groups, pairs = tmp_path / f"groups_{engine}.tsv", tmp_path / f"pairs_{engine}.tsv"
+        done = run("dedup", source, "-o", groups, "--pairs-out", pairs, "--engine", engine)
+        assert done.exit_code == 0, done.output
+        files[engine] = (groups.read_bytes(), pairs.read_bytes())
+        if engine == "spark":
+            shown = [line.split() for line in done.output.splitlines()]
+            assert ["shuffle", "partitions", "1"] in shown  # 0.1 MB of input
+    assert files["spark"] == files["local"]
+    assert files["local"][1].count(b"\n") > 20
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == before

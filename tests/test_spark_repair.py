@@ -1,0 +1,86 @@
+"""The repair round of MinHash star candidates on Spark: the local engine's groups, pairs and
+counts on corpora where the earliest member of a bucket fails against members that pass
+together (``neardup.engines.spark.repair``)."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from synth_helpers import chain_corpus
+from test_spark import TEMPLATE, docs_frame, local_files, same_bytes, spark_files
+
+from neardup.candidates.bands import pairs_from_band_columns
+from neardup.candidates.repair import BUCKET_MEMBERS, bucket_csr, bucket_pairs
+from neardup.engines.spark import dedup_dataframe
+from neardup.engines.spark.repair import PAIR, STAR, UNLISTED, bucket_links_task
+from neardup.settings import Settings
+
+REPAIR_COUNTS = (
+    "repair_bounded",
+    "repair_unlisted",
+    "repair_listed",
+    "repair_tested",
+    "repair_accepted",
+)
+
+
+def repair_corpus():
+    """(id, text, ts) rows: the edit chains of ``chain_corpus`` (buckets whose earliest member,
+    a rotation of the base text, fails against members that pass together) and 30 variants
+    of one template (buckets too large to repair)."""
+    docs = [(d["id"], d["text"], k % 5) for k, d in enumerate(chain_corpus(bases=12))]
+    return docs + [(f"v{i}", TEMPLATE.format(1000 + i), i % 3) for i in range(30)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "grouping, pairs, partitions", [("components", "original", 3), ("center", "all", 1)]
+)
+def test_repair_round_same_files_and_counts_as_local(spark, tmp_path, grouping, pairs, partitions):
+    docs = repair_corpus()
+    settings = Settings(grouping=grouping, pairs=pairs)  # MinHash char:4, LCS 0.8
+    groups = local_files(docs, settings, tmp_path)
+    assert groups.stats["repair_accepted"] > 0 and groups.stats["repair_unlisted"] > 0
+    result = dedup_dataframe(
+        docs_frame(spark, docs, partitions),
+        settings,
+        "id",
+        "text",
+        "ts",
+        position_field="p",
+        partitions=partitions,
+    )
+    stats = dict(result.stats)
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    assert {k: stats[k] for k in REPAIR_COUNTS} == {k: groups.stats[k] for k in REPAIR_COUNTS}
+    assert stats["groups"] == groups.stats["groups"]
+
+
+def test_bucket_links_list_the_local_engines_bucket_pairs_and_star_links():
+    # Random band columns: the reduce rows of every band, sorted as the shuffle sorts them.
+    rng = np.random.default_rng(4)
+    n, bands = 300, 6
+    columns = [rng.integers(0, 12, n).astype(np.uint64) for _ in range(bands)]
+    ts = rng.integers(0, 5, n)
+    rank = np.lexsort((np.arange(n), ts))
+    positions = np.empty(n, dtype=np.int64)
+    positions[rank] = np.arange(n)
+    buckets: list = []
+    star_a, star_b = pairs_from_band_columns(columns, "star", positions, 1, buckets, BUCKET_MEMBERS)
+    offsets, members, others = bucket_csr(buckets, np.arange(n))
+    pair_a, pair_b, stats = bucket_pairs(offsets, members, BUCKET_MEMBERS)
+
+    band = np.repeat(np.arange(bands), n)
+    h = np.concatenate(columns).astype(np.int64)
+    pos = np.tile(np.arange(n), bands)
+    order = np.lexsort((pos, np.tile(ts, bands), h, band))
+    rows = pa.record_batch(
+        {"band": band[order], "h": h[order], "ts": np.tile(ts, bands)[order], "pos": pos[order]}
+    )
+    out = pa.Table.from_batches(list(bucket_links_task([rows.slice(0, 700), rows.slice(700)])))
+    a, b, kind = (out.column(c).to_numpy() for c in ("a", "b", "kind"))
+    star = {(x, y) for x, y, k in zip(a, b, kind) if k == STAR}
+    assert star == set(zip(star_a.tolist(), star_b.tolist()))
+    listed = {(x, y) for x, y, k in zip(a, b, kind) if k == PAIR}
+    assert listed == set(zip(pair_a.tolist(), pair_b.tolist()))
+    assert b[kind == UNLISTED].sum() == others + stats["repair_unlisted"] > 0
