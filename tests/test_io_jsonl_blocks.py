@@ -218,7 +218,7 @@ BLOCK_PIECES = st.sampled_from(
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(BLOCK_PIECES, max_size=30).map(b"".join))
+@given(st.lists(BLOCK_PIECES, max_size=120).map(b"".join))
 def test_scan_block_follows_its_definition(data):
     starts, plain = scan_block(np.frombuffer(data, np.uint8))
     assert (starts.tolist(), plain) == reference_scan(data)

@@ -90,16 +90,28 @@ def _scan(buf, feeds_at):
     # ED, F0 and F4 rules out overlong forms, surrogates and code points past U+10FFFF.
     bad = np.uint8(0)
     controls = 0
-    for i in range(n):
-        b = buf[i]
-        p1 = buf[i - 1] if i >= 1 else np.uint8(0)
-        p2 = buf[i - 2] if i >= 2 else np.uint8(0)
-        p3 = buf[i - 3] if i >= 3 else np.uint8(0)
-        bad |= ((b & 0xC0) == 0x80) != ((p1 >= 0xC0) | (p2 >= 0xE0) | (p3 >= 0xF0))
-        bad |= (b == 0xC0) | (b == 0xC1) | (b >= 0xF5)
-        bad |= ((p1 == 0xE0) & (b < 0xA0)) | ((p1 == 0xED) & (b > 0x9F))
-        bad |= ((p1 == 0xF0) & (b < 0x90)) | ((p1 == 0xF4) & (b > 0x8F))
-        controls += b < 0x20
+    # A chunk of ASCII bytes after an ASCII byte is valid without the test of each byte: only
+    # its control bytes are counted (text is mostly ASCII; 1.6 GB/s for the test a byte).
+    chunk = 64
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        high = buf[lo - 1] if lo else np.uint8(0)
+        for i in range(np.uint64(lo), np.uint64(hi)):
+            high |= buf[i]
+        if high < 0x80:
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                controls += np.int64(buf[i] < 0x20)
+            continue
+        for i in range(lo, hi):
+            b = buf[i]
+            p1 = buf[i - 1] if i >= 1 else np.uint8(0)
+            p2 = buf[i - 2] if i >= 2 else np.uint8(0)
+            p3 = buf[i - 3] if i >= 3 else np.uint8(0)
+            bad |= ((b & 0xC0) == 0x80) != ((p1 >= 0xC0) | (p2 >= 0xE0) | (p3 >= 0xF0))
+            bad |= (b == 0xC0) | (b == 0xC1) | (b >= 0xF5)
+            bad |= ((p1 == 0xE0) & (b < 0xA0)) | ((p1 == 0xED) & (b > 0x9F))
+            bad |= ((p1 == 0xF0) & (b < 0x90)) | ((p1 == 0xF4) & (b > 0x8F))
+            controls += b < 0x20
     for k in range(1, 4):  # a sequence the end cuts
         if n >= k and buf[n - k] >= (0xC0, 0xE0, 0xF0)[k - 1]:
             bad = 1
