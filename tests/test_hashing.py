@@ -5,8 +5,16 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
-from neardup.hashing import hash_bytes, hash_code, hash_strings, splitmix64, splitmix64_stream
+from neardup.hashing import (
+    _xxh64_below16,
+    hash_bytes,
+    hash_code,
+    hash_strings,
+    splitmix64,
+    splitmix64_stream,
+)
 
 
 def md5_64(data: bytes) -> int:
@@ -28,6 +36,19 @@ def test_every_length_path_matches_reference(length):
     data = bytes((i * 37 + 11) % 256 for i in range(length))
     assert hash_bytes(data) == xxhash.xxh64_intdigest(data)
     assert hash_bytes(data, "md5") == md5_64(data)
+
+
+@njit(cache=False)
+def _below16(words, length):
+    return _xxh64_below16(words[0], words[1], np.uint64(length))
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.binary(min_size=16, max_size=16), st.integers(0, 15))
+def test_hash_of_bytes_below_16_in_two_words_matches_reference(data, length):
+    """The bytes past ``length`` in the two words change nothing."""
+    words = np.frombuffer(data, dtype="<u8")
+    assert _below16(words, length) == xxhash.xxh64_intdigest(data[:length])
 
 
 @settings(deadline=None, max_examples=200)

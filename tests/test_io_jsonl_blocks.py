@@ -191,6 +191,39 @@ def test_scan_block_plain_lines():
         assert not plain(bad), bad
 
 
+def reference_scan(data: bytes) -> tuple[list[int], bool]:
+    """scan_block's answer by its definition, line by line with Python's strict decoder."""
+    breaks = [i + 1 for i, b in enumerate(data) if b == 0x0A and i + 1 < len(data)]
+    starts = [0, *breaks, len(data)]
+    try:
+        data.decode("utf-8")
+        plain = True
+    except UnicodeDecodeError:
+        plain = False
+    for lo, hi in zip(starts, starts[1:]):
+        line = data[lo:hi]
+        body = line.removesuffix(b"\n").removesuffix(b"\r") if line.endswith(b"\n") else line
+        if line[:1] not in (b"", b"{") or any(b < 0x20 for b in body):
+            plain = False
+        if line.count(b"{") + line.count(b"[") > jsonl_blocks.MAX_DEPTH:
+            plain = False
+    return starts, plain
+
+
+BLOCK_PIECES = st.sampled_from(
+    [b"{", b"}", b"[", b'"a"', b"\n", b"\r\n", b"\r", b"\x01", b"\t", b" ", b"\xc3\xa9"]
+    + [b"\xe4\xb8\xad", b"\xe4\xb8", b"\xed\xa0\x80", b"\xf0\x9f\x98\x80", b"\xf4\x90\x80\x80"]
+    + [b"\xc0\xaf", b"\xff", b'{"a": 1}\n', b"[" * 130]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(BLOCK_PIECES, max_size=120).map(b"".join))
+def test_scan_block_follows_its_definition(data):
+    starts, plain = scan_block(np.frombuffer(data, np.uint8))
+    assert (starts.tolist(), plain) == reference_scan(data)
+
+
 def test_parsed_rows_do_not_share_the_block():
     block = bytearray(b'{"id": "a", "text": "first"}\n')
     starts, _ = scan_block(np.frombuffer(block, np.uint8))

@@ -179,3 +179,26 @@ def test_units_of_any_spacing_follow_the_documented_rule_to_the_buffer_end(texts
         assert got == [reference_units(t, unit) for t in texts]
     counts = lcs_unit_counts(given_as_is).tolist()
     assert counts == [len(reference_units(t, "auto")) for t in texts]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 40), min_size=1, max_size=2600).map(
+            lambda lengths: " ".join(
+                "".join("abcdefghé"[(w * 7 + k) % 9] for k in range(n))
+                for w, n in enumerate(lengths)
+            )
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_word_units_across_hash_blocks_equal_the_hash_of_each_word(texts):
+    """Texts of up to 2,600 words (more than two blocks of the kernel's word hashing) of 0 to
+    40 bytes (the hash of words shorter than 16 bytes and the general one), each unit the
+    XXH64 of its word."""
+    o, c = lcs_units(texts, "word")
+    for d, text in enumerate(texts):
+        words = normalize(text).split(" ") if normalize(text) else []
+        assert c[o[d] : o[d + 1]].tolist() == [xxhash.xxh64_intdigest(w.encode()) for w in words]

@@ -248,6 +248,34 @@ def _xxh64_short(buf, start, end):
 
 
 @njit(inline="always")
+def _xxh64_below16(low, high, length):
+    """XXH64 (seed 0) of ``length`` (< 16, uint64) bytes held little-endian in the words
+    ``low`` (bytes 0–7) and ``high`` (bytes 8–15; bytes past ``length`` are ignored).
+
+    Every step is computed and kept or dropped by :func:`_pick`, and the bytes are taken from
+    the two words by shifts, not loads: a loop over many short slices (words of a text) then
+    vectorises, which :func:`_xxh64_short`, reading at offsets that depend on the length,
+    does not."""
+    h = _P5 + length
+    lane = (length >> np.uint64(3)) != np.uint64(0)
+    h = _pick(lane, _rotl(h ^ _xxh_round(np.uint64(0), low), 27) * _P1 + _P4, h)
+    rest = _pick(lane, high, low)
+    has4 = (length >> np.uint64(2)) & np.uint64(1)
+    step = _rotl(h ^ ((rest & np.uint64(0xFFFFFFFF)) * _P1), 23) * _P2 + _P3
+    h = _pick(has4 != np.uint64(0), step, h)
+    rest = rest >> (has4 << np.uint64(5))
+    bytes_left = length & np.uint64(3)
+    for r in range(3):
+        byte = (rest >> np.uint64(8 * r)) & np.uint64(0xFF)
+        h = _pick(np.uint64(r) < bytes_left, _rotl(h ^ (byte * _P5), 11) * _P1, h)
+    h = h ^ (h >> np.uint64(33))
+    h = h * _P2
+    h = h ^ (h >> np.uint64(29))
+    h = h * _P3
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(inline="always")
 def _xxh64_padded(buf, start, end):
     """XXH64 (seed 0) of ``buf[start:end]``: the branch-free form when there are 32 readable
     bytes from ``start`` and the slice is shorter than 32 bytes, else the general one."""
