@@ -155,7 +155,10 @@ def warm(list_kernels: bool) -> None:
       neardup warm
       neardup warm --kernels
     """
-    click.echo("neardup: compiling its kernels (about a minute, once; later runs load them)")
+    click.echo(
+        "neardup: compiling every kernel not cached yet (about 90 processor seconds the first "
+        "time; later runs load them)"
+    )
     # The group this command belongs to, from the context: importing it would be a cycle.
     notice = warm_kernels(click.get_current_context().find_root().command)
     click.echo(
