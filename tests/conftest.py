@@ -302,6 +302,15 @@ def synth_corpus():
     )
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n 2``; pyproject.toml sets ``--dist loadgroup``) the tests marked
+    ``spark`` all run on one worker: one local Spark session and one standalone cluster for
+    the run, as without workers, not one of each a worker (each JVM wants a core and a GB)."""
+    for item in items:
+        if item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(autouse=True)
 def _no_process_exit_inside_the_test_run(monkeypatch):
     """`neardup.signals.exit_process` ends the process at once (`os._exit`), right for the

@@ -41,6 +41,26 @@ def test_notice_once_and_compiling_shown_from_first_start_to_last_end():
     assert notice.closing_line().startswith("neardup: compiled 2 kernels in ")
 
 
+def test_each_kernel_recorded_once_with_its_callees_under_its_name():
+    import numba
+
+    @numba.njit
+    def kernel(x):
+        return x + 1
+
+    notice = compiling.CompileNotice()
+    notice.display = Recorder()
+    start, end = (
+        Event("numba:compile", getattr(EventStatus, s), data={"dispatcher": kernel})
+        for s in ("START", "END")
+    )
+    for status in [start, event(EventStatus.START), event(EventStatus.END), end]:
+        notice.notify(status)
+    (name, seconds), *others = notice.kernels
+    assert others == [] and name.endswith(".kernel") and name.startswith(__name__)
+    assert 0.0 <= seconds < 60.0
+
+
 def test_nothing_compiled_nothing_said():
     assert compiling.CompileNotice().closing_line() is None
 

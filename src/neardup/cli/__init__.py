@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from neardup import signals
+from neardup.cli import startup
 from neardup.cli.main import main
 
 __all__ = ["main", "run"]
@@ -23,8 +24,10 @@ def run(args: Sequence[str] | None = None, command: Callable[..., Any] | None = 
     """Run the ``neardup`` command (``command``: the group :func:`main`, by default) on
     ``args`` (default: this process's arguments) and end the process with its status; SIGINT
     and SIGTERM make it end with one line and status 128 + the signal's number
-    (:mod:`neardup.signals`; before this, ``neardup_cli:run`` handles them). Never returns."""
+    (:mod:`neardup.signals`; before this, ``neardup_cli:run`` handles them). Imports that no
+    command needs stay off the run's start-up (:mod:`neardup.cli.startup`). Never returns."""
     signals.install()
+    startup.install()
     try:
         (command or main)(args, prog_name="neardup")  # standalone: ends with SystemExit
         status: int | str | None = 0

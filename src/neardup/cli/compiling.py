@@ -41,6 +41,14 @@ class _Stderr:
         pass
 
 
+def _kernel_name(event: numba_event.Event) -> str:
+    """``module.function`` of the kernel an event compiles ("?" when numba gives none)."""
+    function = getattr((event.data or {}).get("dispatcher"), "py_func", None)
+    if function is None:
+        return "?"
+    return f"{function.__module__}.{function.__qualname__}"
+
+
 class CompileNotice(numba_event.Listener):
     """Counts numba's compilations and tells the user about them (module docstring).
 
@@ -57,6 +65,11 @@ class CompileNotice(numba_event.Listener):
         self.display: Display = _Stderr()
         self.compiled = 0
         self.seconds = 0.0
+        #: Each kernel compiled, as (module.function, processor seconds of its compiling, with
+        #: the functions it calls): what it costs on any machine, unlike the wall time.
+        self.kernels: list[tuple[str, float]] = []
+        self._kernel = ""
+        self._cpu_since = 0.0
         self._depth = 0
         self._since = 0.0
         self._lock = threading.Lock()
@@ -68,6 +81,8 @@ class CompileNotice(numba_event.Listener):
                     self.display.notice(NOTICE)
                 self.display.compiling(True)
                 self._since = time.perf_counter()
+                self._kernel = _kernel_name(event)
+                self._cpu_since = time.thread_time()  # numba compiles on the calling thread
             self._depth += 1
 
     def on_end(self, event: numba_event.Event) -> None:
@@ -76,6 +91,7 @@ class CompileNotice(numba_event.Listener):
             if self._depth == 0:  # a kernel, with the functions it calls
                 self.compiled += 1
                 self.seconds += time.perf_counter() - self._since
+                self.kernels.append((self._kernel, time.thread_time() - self._cpu_since))
                 self.display.compiling(False)
 
     def closing_line(self) -> str | None:

@@ -34,6 +34,7 @@ class _CommandGroup(click.Group):
         "report": "neardup.cli.report:report",
         "index": "neardup.cli.index:index",
         "serve": "neardup.cli.serve:serve",
+        "warm": "neardup.cli.warm:warm",
     }
     SUMMARIES = {
         "compare": "Every similarity measure between two texts",
@@ -51,6 +52,7 @@ class _CommandGroup(click.Group):
         "sweep": "Try every Hamming k (SimHash) or Jaccard threshold (MinHash) against "
         "hand-labelled truth",
         "tune": "The LSH bands b and rows r that `neardup dedup` uses",
+        "warm": "Compile every kernel once (a first run's compiling, done ahead), then exit",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

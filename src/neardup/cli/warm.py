@@ -1,0 +1,171 @@
+"""``neardup warm``: compile every kernel once, so that no later command waits for it.
+
+numba compiles a kernel on its first call, for the types it is called with, and caches the
+machine code on disk (:mod:`neardup.cli.compiling`). ``warm`` runs each command's job once, in
+process, over a few built-in English and Korean documents with near-duplicates among them, in
+a temporary folder: every kernel a command calls is then compiled for the types it calls it
+with, which a list of kernels and hand-written signatures could not promise. One line a step
+says what it compiled; ``--kernels`` lists every kernel with its compile time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from neardup.cli import compiling
+from neardup.cli.context import CONTEXT
+
+_ENGLISH = [
+    "The river rose through the night and by morning the lower fields were under water, "
+    "so the farmers moved their animals to the ridge above the village.",
+    "A small bakery on the corner sells bread that is still warm at six, and the queue "
+    "outside reaches the bus stop before the first tram arrives.",
+    "The committee met for three hours, agreed on a budget for the new library and asked "
+    "the architects for drawings of a reading room with larger windows.",
+    "Volunteers cleaned the beach on Saturday, filling forty bags with plastic, rope and "
+    "glass, and counted the birds nesting in the dunes behind it.",
+]
+_KOREAN = [
+    "오늘 아침 시장에는 사과와 배가 많이 나왔고 상인들은 추석을 앞두고 가격을 조금 올렸다.",
+    "도서관은 다음 달부터 주말에도 문을 열며 어린이 열람실에 새 책 삼백 권을 들여놓는다.",
+    "비가 그친 뒤 산책로를 따라 걷던 사람들은 물에 잠긴 다리를 피해 돌아가야 했다.",
+]
+
+
+def _edited(text: str) -> str:
+    """A near-duplicate of ``text``: one word dropped and one appended."""
+    words = text.split()
+    return " ".join(words[:2] + words[3:] + ["again"])
+
+
+def _documents() -> list[dict]:
+    """Every built-in text and a near-duplicate of each, with IDs and timestamps."""
+    texts = [t for text in _ENGLISH + _KOREAN for t in (text, _edited(text))]
+    return [{"id": f"d{i}", "text": text, "ts": 1_700_000_000 + i} for i, text in enumerate(texts)]
+
+
+def _steps(folder: Path) -> list[tuple[str, list[str]]]:
+    """The jobs that compile every kernel: (what, the command's arguments)."""
+    docs = str(folder / "docs.jsonl")
+    fps = str(folder / "fingerprints.tsv")
+    query = _edited(_ENGLISH[0])
+    return [
+        ("dedup (MinHash, the default)", ["dedup", docs, "-o", str(folder / "groups.tsv"),
+                                          "--pairs-out", str(folder / "pairs.tsv")]),
+        ("dedup --method simhash", ["dedup", docs, "-o", str(folder / "groups2.tsv"),
+                                    "--method", "simhash"]),
+        ("fingerprint", ["fingerprint", docs, "-o", str(folder / "signatures.tsv")]),
+        ("fingerprint --method simhash", ["fingerprint", docs, "-o", fps, "--method", "simhash"]),
+        ("pairs", ["pairs", fps, "-k", "3", "-o", str(folder / "fp_pairs.tsv")]),
+        ("compare (English)", ["compare", "--text", _ENGLISH[1], _edited(_ENGLISH[1])]),
+        ("compare (Korean)", ["compare", "--text", _KOREAN[0], _edited(_KOREAN[0])]),
+        ("index build (MinHash)", ["index", "build", docs, "-d", str(folder / "m.idx"),
+                                   "--time-field", "ts"]),
+        ("index query (MinHash)", ["index", "query", "-d", str(folder / "m.idx"), query]),
+        ("index build --method simhash", ["index", "build", docs, "-d", str(folder / "s.idx"),
+                                          "--time-field", "ts", "--method", "simhash"]),
+        ("index query (SimHash)", ["index", "query", "-d", str(folder / "s.idx"), query]),
+    ]  # fmt: skip
+
+
+def _run_step(group: click.Command, arguments: list[str]) -> None:
+    """Run one command of ``group`` (``neardup``) in this process, its output kept unless it
+    fails."""
+    output = io.StringIO()
+    status: int | str | None = 0
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        try:
+            status = group.main(arguments, prog_name="neardup", standalone_mode=False)
+        except SystemExit as end:
+            status = end.code
+        except click.ClickException as error:
+            print(error.format_message(), file=output)
+            status = error.exit_code
+    if status not in (0, None):
+        raise click.ClickException(
+            f"warm: `neardup {' '.join(arguments[:2])} …` failed:\n{output.getvalue().strip()}"
+        )
+
+
+def warm_kernels(group: click.Command, echo=click.echo) -> compiling.CompileNotice:
+    """Compile every kernel of neardup that is not in numba's cache yet, by running each step of
+    :func:`_steps` once with ``group``, the ``neardup`` command; ``echo`` gets one line a step.
+    Returns the record of what was compiled (``kernels``: (name, seconds) in compile order).
+    With every kernel cached: a few seconds."""
+    notice = compiling.CompileNotice()
+    notice.display = _Silent()
+    # The command's own notice would announce the compiling a second time.
+    compiling.stop_listening()
+    from numba.core import event as numba_event
+
+    numba_event.register("numba:compile", notice)
+    try:
+        with tempfile.TemporaryDirectory(prefix="neardup-warm-") as name:
+            folder = Path(name)
+            with open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
+                for document in _documents():
+                    out.write(json.dumps(document, ensure_ascii=False) + "\n")
+            steps = _steps(folder)
+            for number, (what, arguments) in enumerate(steps, 1):
+                before, since = notice.compiled, time.perf_counter()
+                _run_step(group, arguments)
+                compiled = notice.compiled - before
+                echo(
+                    f"warm {number}/{len(steps)}: {what}: "
+                    + (f"compiled {compiled} kernels" if compiled else "cached")
+                    + f", {time.perf_counter() - since:.1f} s"
+                )
+    finally:
+        numba_event.unregister("numba:compile", notice)
+    return notice
+
+
+class _Silent:
+    def notice(self, text: str) -> None:
+        pass
+
+    def compiling(self, on: bool) -> None:
+        pass
+
+
+@click.command(context_settings=CONTEXT)
+@click.option(
+    "--kernels",
+    "list_kernels",
+    is_flag=True,
+    help="Also list every kernel compiled, slowest first, with the processor seconds its "
+    "compiling took.",
+)
+def warm(list_kernels: bool) -> None:
+    """Compile every kernel once (a first run's compiling, done ahead), then exit.
+
+    Runs each command's job over a few built-in documents in a temporary folder, one line a
+    step. The kernels are cached beside the package (or in NUMBA_CACHE_DIR): later runs load
+    them. Run it after installing; a second run finds everything cached and takes seconds.
+
+    \b
+    Examples:
+      neardup warm
+      neardup warm --kernels
+    """
+    click.echo(
+        "neardup: compiling every kernel not cached yet (about 90 processor seconds the first "
+        "time; later runs load them)"
+    )
+    # The group this command belongs to, from the context: importing it would be a cycle.
+    notice = warm_kernels(click.get_current_context().find_root().command)
+    click.echo(
+        f"neardup: compiled {notice.compiled} kernels in {notice.seconds:.0f} s"
+        if notice.compiled
+        else "neardup: every kernel was cached already"
+    )
+    if list_kernels:
+        for name, seconds in sorted(notice.kernels, key=lambda kernel: -kernel[1]):
+            click.echo(f"{seconds:8.2f} s  {name}")  # processor seconds

@@ -1,0 +1,80 @@
+"""Tests for neardup.cli.warm: ``neardup warm`` compiles what the commands compile, says so a
+step at a time, and a fresh process finds every kernel of its job cached after it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import main, warm
+
+
+def test_warm_runs_every_step_and_reports_each():
+    result = CliRunner().invoke(main, ["warm", "--kernels"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    steps = [line for line in lines if line.startswith("warm ")]
+    total = len(warm._steps(warm.Path(".")))
+    assert [line.split(":")[0] for line in steps] == [
+        f"warm {n}/{total}" for n in range(1, total + 1)
+    ]
+    total_line = lines[len(steps) + 1]
+    assert total_line.startswith(("neardup: compiled ", "neardup: every kernel was cached"))
+    listed = lines[len(steps) + 2 :]
+    assert all(line.split()[1] == "s" and line.split()[2].startswith("neardup.") for line in listed)
+    if total_line.startswith("neardup: compiled "):
+        assert len(listed) == int(total_line.split()[2])
+    else:
+        assert listed == []
+
+
+def test_after_warm_a_fresh_process_compiles_nothing(tmp_path):
+    assert CliRunner().invoke(main, ["warm"]).exit_code == 0
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        "".join(f'{{"id": "{i}", "text": "{text}"}}\n' for i, text in enumerate(
+            ["the cat sat on the mat today", "the cat sat on a mat today", "비가 그친 뒤 산책로"]
+        )),
+        encoding="utf-8",
+    )  # fmt: skip
+    # Each job in a process of its own, with a listener of numba's compile events.
+    code = (
+        "import sys\n"
+        "from numba.core import event\n"
+        "from neardup.cli import compiling, main\n"
+        "notice = compiling.CompileNotice()\n"
+        "event.register('numba:compile', notice)\n"
+        "try:\n"
+        "    main(sys.argv[1:], standalone_mode=False)\n"
+        "finally:\n"
+        "    print('compiled', notice.compiled, [k for k, _ in notice.kernels], file=sys.stderr)\n"
+    )
+    for arguments in (
+        ["dedup", str(docs), "-o", str(tmp_path / "groups.tsv")],
+        ["compare", "--text", "the cat sat on the mat", "the cat sat on a mat"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        assert "compiled 0 []" in done.stderr, done.stderr
+
+
+def test_a_failing_step_stops_warm_with_its_output(monkeypatch):
+    def bad_step(folder):
+        return [("bad", ["dedup", str(folder / "none"), "-o", str(folder / "g")])]
+
+    monkeypatch.setattr(warm, "_steps", bad_step)
+    with pytest.raises(click.ClickException, match=r"warm: `neardup dedup .*` failed:\n.*none"):
+        warm.warm_kernels(main, echo=lambda line: None)
+
+
+def test_documents_hold_near_duplicates_in_both_languages():
+    documents = warm._documents()
+    texts = [d["text"] for d in documents]
+    assert len(set(texts)) == len(texts) == 2 * (len(warm._ENGLISH) + len(warm._KOREAN))
+    assert any("비" in text for text in texts) and any("river" in text for text in texts)
