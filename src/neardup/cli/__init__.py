@@ -26,9 +26,11 @@ def run(args: Sequence[str] | None = None, command: Callable[..., Any] | None = 
     and SIGTERM make it end with one line and status 128 + the signal's number
     (:mod:`neardup.signals`; before this, ``neardup_cli:run`` handles them). Imports that no
     command needs stay off the run's start-up (:mod:`neardup.cli.startup`). Never returns."""
-    signals.install()
-    startup.install()
     try:
+        # Inside the try: a signal that lands while the handlers are being installed ends
+        # the run with its one line, not a traceback.
+        signals.install()
+        startup.install()
         (command or main)(args, prog_name="neardup")  # standalone: ends with SystemExit
         status: int | str | None = 0
     except SystemExit as end:
