@@ -214,3 +214,21 @@ def test_bucket_pairs_by_blocks_of_sketches_list_and_count_the_same(tmp_path):
         got = bucket_pairs(offsets, members, 16, sizes, mapped, 0.6, block_rows=block_rows)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
         assert got[2] == want[2]
+
+
+def test_bucket_pairs_past_the_first_output_block_are_all_listed():
+    """More pairs than the kernel's first output block (65,536): the output grows and every
+    pair of every bucket is listed once, sorted."""
+    rng = np.random.default_rng(2)
+    buckets = [
+        rng.choice(20_000, size=int(rng.integers(2, 17)), replace=False) for _ in range(9_000)
+    ]
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in buckets])])
+    members = np.concatenate(buckets)
+    a, b, stats = bucket_pairs(offsets, members, 16)
+    want = sorted(
+        {(min(x, y), max(x, y)) for m in buckets for i, x in enumerate(m) for y in m[i + 1 :]}
+    )
+    assert len(want) > 65_536
+    assert list(zip(a.tolist(), b.tolist())) == want
+    assert stats == {"repair_bounded": 0, "repair_unlisted": 0}

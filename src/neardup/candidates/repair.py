@@ -73,25 +73,25 @@ __all__ = [
 #: Most members (besides the representative) of a bucket whose pairs :func:`bucket_pairs`
 #: lists: 16, at most 120 pairs a bucket. 9 buckets in 10 of the benchmark corpus have at most
 #: 7; a larger bucket (a hot template, or text common to many documents) is skipped whole and
-#: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes about 15 % more
-#: CPU time than with star candidates alone (12 % with 8: most of the cost is fixed).
+#: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes 1–5 % more CPU
+#: time than with star candidates alone (two alternating runs each; docs/methods.md).
 BUCKET_MEMBERS = 16
 
 
 @njit(cache=True, nogil=True)
-def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most, out):
+def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most):
     """Packed ``min << 32 | max`` of the pairs of each bucket of at most ``most`` members that
-    the bounds leave (all its pairs when ``threshold`` is 0); fills ``out`` when it is large
-    enough, else only counts. With ``threshold`` > 0 and no ``sketches`` (0 rows), only the
-    length ratio rules pairs out, unless both ends are ``unbounded`` (every count 255).
-    Returns (pairs found, pairs ruled out by the bounds, pairs of the larger buckets).
-    O(Σ m² over the buckets of m <= ``most`` members)."""
+    the bounds leave (all its pairs when ``threshold`` is 0), in one pass: the output doubles
+    when full (the bounds cost more than a copy, so they run once). With ``threshold`` > 0 and
+    no ``sketches`` (0 rows), only the length ratio rules pairs out, unless both ends are
+    ``unbounded`` (every count 255). Returns (the pairs, pairs ruled out by the bounds, pairs
+    of the larger buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
     shift = np.uint64(32)
     bounded = threshold > 0.0
     found = 0
     ruled = 0
     unexamined = 0
-    fill = out.shape[0] > 0
+    out = np.empty(1 << 16, np.uint64)
     for q in range(offsets.shape[0] - 1):
         bucket = members[offsets[q] : offsets[q + 1]]
         m = bucket.shape[0]
@@ -113,10 +113,13 @@ def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold
                     if _ruled_out(low, top, threshold, sketches[x], sketches[y])[0] >= 0.0:
                         ruled += 1
                         continue
-                if fill:
-                    out[found] = (np.uint64(min(x, y)) << shift) | np.uint64(max(x, y))
+                if found == out.shape[0]:
+                    grown = np.empty(2 * found, np.uint64)
+                    grown[:found] = out
+                    out = grown
+                out[found] = (np.uint64(min(x, y)) << shift) | np.uint64(max(x, y))
                 found += 1
-    return found, ruled, unexamined
+    return out[:found].copy(), ruled, unexamined
 
 
 def bucket_pairs(
@@ -174,10 +177,8 @@ def bucket_pairs(
         args = (offsets, members, sizes, no_sketches, unbounded, float(threshold), most)
     else:
         args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
-    found, ruled, unlisted = _bucket_pairs_kernel(*args, np.zeros(0, dtype=np.uint64))
-    packed = np.empty(found, dtype=np.uint64)
-    if found:
-        _bucket_pairs_kernel(*args, packed)
+    packed, ruled, unlisted = _bucket_pairs_kernel(*args)
+    found = packed.shape[0]
     packed.sort()
     first = np.ones(found, dtype=bool)
     first[1:] = packed[1:] != packed[:-1]  # a pair may share several bands
@@ -213,13 +214,16 @@ def without_pairs(
     if a.shape[0] == 0 or len(other_a) == 0:
         return keep
     keys = _keys(a, b)
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
+    # bucket_pairs gives its pairs sorted, and this runs once per slice of candidates: the
+    # sort only when they are not.
+    order = None if bool(np.all(keys[1:] >= keys[:-1])) else np.argsort(keys, kind="stable")
+    if order is not None:
+        keys = keys[order]
     other = _keys(np.asarray(other_a, np.int64), np.asarray(other_b, np.int64))
     at = np.minimum(np.searchsorted(keys, other), keys.shape[0] - 1)
     hit = at[keys[at] == other]
     del other, at
-    keep[order[hit]] = False  # of repeated pairs (none from bucket_pairs) one is found
+    keep[hit if order is None else order[hit]] = False  # of repeated pairs one is found
     return keep
 
 
