@@ -327,8 +327,8 @@ _FUSED_BLOCK = 16384
 def _char_oph_kernel(canon, offsets, size, code, s_table, k_table, num_perm, s, top, order, rank):
     # The documents go by blocks of about _FUSED_BLOCK shingles: a block's hashes are made
     # into a buffer still in cache and binned from there, so the batch's hashes (8 bytes a
-    # shingle) are never written to memory (measured on English: 2.4x less time than the two
-    # passes; the same on short documents).
+    # shingle) are never written to memory (measured, 20k documents, one thread: 14 % less
+    # time than the two passes on English, 8-10 % on heavy_200k).
     out_offsets, ascii = _char_shingle_offsets(canon, offsets, size)
     n = offsets.shape[0] - 1
     out = np.empty((n, num_perm), dtype=np.uint32)
