@@ -13,9 +13,11 @@ from neardup.minhash import (
     jaccard_estimate,
     minhash,
     minhash_from_features,
+    minhash_of_canonical,
     oph_keys,
 )
-from neardup.text import Features
+from neardup.text import Features, hash_features
+from neardup.text.canonical import Canonical
 
 MASK64 = 2**64 - 1
 
@@ -266,3 +268,59 @@ def test_num_perm_validation(bad):
 def test_estimate_shape_mismatch():
     with pytest.raises(ValueError, match="num_perm"):
         jaccard_estimate(np.zeros(4), np.zeros(5))
+
+
+_TEXTS = st.lists(
+    st.one_of(
+        st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40),
+        st.text(alphabet=st.sampled_from("가나다라마바사 한국어문장 "), max_size=40),
+        st.text(alphabet=st.sampled_from("ab c 가각 Ｆ é ß 1.!"), max_size=40),
+        st.sampled_from(["", " ", "ab", "가", "  x  "]),
+    ),
+    max_size=12,
+)
+
+
+def _assert_fused_equals_two_passes(texts, size, hash_name, num_perm, seed):
+    canonical = Canonical.of(texts)
+    shingle = f"char:{size}"
+    expected = hash_features(canonical, shingle, hash_name)
+    signature = minhash_from_features(expected, num_perm, seed, "oph")
+    features, fused = minhash_of_canonical(
+        canonical, shingle, hash_name, num_perm, seed, "oph", keep_hashes=False
+    )
+    assert features.hashes is None
+    assert np.array_equal(features.offsets, expected.offsets)
+    assert np.array_equal(features.content, expected.content)
+    assert np.array_equal(features.text_bytes, expected.text_bytes)
+    assert fused.dtype == signature.dtype
+    assert np.array_equal(fused, signature)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    _TEXTS,
+    st.sampled_from([1, 3, 4, 5, 7]),
+    st.sampled_from(["xxh", "md5"]),
+    st.sampled_from([1, 16, 100, 128]),
+    st.integers(0, 2**32),
+)
+def test_fused_char_oph_equals_the_two_passes(texts, size, hash_name, num_perm, seed):
+    _assert_fused_equals_two_passes(texts, size, hash_name, num_perm, seed)
+
+
+@pytest.mark.parametrize("hash_name", ["xxh", "md5"])
+def test_fused_char_oph_equals_the_two_passes_across_blocks(hash_name):
+    rng = np.random.default_rng(7)
+    words = ["near", "duplicate", "문서", "중복", "x"]
+    texts = [" ".join(rng.choice(words, size=int(k))) for k in rng.integers(0, 3000, size=40)]
+    texts.insert(5, "가나다 abc " * 4000)  # one document with more shingles than a block
+    _assert_fused_equals_two_passes(texts, 4, hash_name, 128, 1)
+
+
+def test_hashes_are_kept_when_asked_or_not_fusable():
+    canonical = Canonical.of(["abcdef ghi", "가나다라마"])
+    assert minhash_of_canonical(canonical, "char:4")[0].hashes is not None
+    for shingle, scheme in (("word:3", "oph"), ("char:4:multiset", "oph"), ("char:4", "classic")):
+        features, _ = minhash_of_canonical(canonical, shingle, scheme=scheme, keep_hashes=False)
+        assert features.hashes is not None

@@ -60,8 +60,21 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from neardup.hashing import DEFAULT_HASH_NAME, splitmix64, splitmix64_stream
+from neardup.hashing import (
+    _MD5_K,
+    _MD5_S,
+    DEFAULT_HASH_NAME,
+    hash_code,
+    splitmix64,
+    splitmix64_stream,
+)
 from neardup.text import DEFAULT_TEXT_SHINGLE, Features, Shingling, hash_features
+from neardup.text.canonical import Canonical
+from neardup.text.features import (
+    _char_shingle_hashes,
+    _char_shingle_offsets,
+    _content_hashes,
+)
 
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
 MAX_NUM_PERM = 4096
@@ -295,10 +308,80 @@ def minhash_from_features(
         return _classic_kernel(features.offsets, features.hashes, a, b)
     s, _ = oph_keys(seed)
     order, rank = densification_tables(num_perm, seed)
+    return _oph_kernel(
+        features.offsets, features.hashes, num_perm, s, _oph_top(num_perm), order, rank
+    )
+
+
+def _oph_top(num_perm: int) -> np.uint64:
     # With 2^b bins a bin is h >> (64 − b); top = 0 takes the general product.
     power_of_two = num_perm > 1 and num_perm & (num_perm - 1) == 0
-    top = np.uint64(65 - num_perm.bit_length() if power_of_two else 0)
-    return _oph_kernel(features.offsets, features.hashes, num_perm, s, top, order, rank)
+    return np.uint64(65 - num_perm.bit_length() if power_of_two else 0)
+
+
+# Shingle hashes per block of the fused char-shingle kernel: 128 KiB, which stays in the L2 cache.
+_FUSED_BLOCK = 16384
+
+
+@njit(cache=True, nogil=True)
+def _char_oph_kernel(canon, offsets, size, code, s_table, k_table, num_perm, s, top, order, rank):
+    # The documents go by blocks of about _FUSED_BLOCK shingles: a block's hashes are made
+    # into a buffer still in cache and binned from there, so the batch's hashes (8 bytes a
+    # shingle) are never written to memory (measured, 20k documents, one thread: 14 % less
+    # time than the two passes on English, 8-10 % on heavy_200k).
+    out_offsets, ascii = _char_shingle_offsets(canon, offsets, size)
+    n = offsets.shape[0] - 1
+    out = np.empty((n, num_perm), dtype=np.uint32)
+    buffer = np.empty(_FUSED_BLOCK, dtype=np.uint64)
+    first = 0
+    while first < n:
+        end = first + 1
+        base = out_offsets[first]
+        while end < n and out_offsets[end + 1] - base <= _FUSED_BLOCK:
+            end += 1
+        local = out_offsets[first : end + 1] - base
+        if local[-1] > buffer.shape[0]:  # one document with more shingles than a block
+            buffer = np.empty(local[-1], dtype=np.uint64)
+        _char_shingle_hashes(
+            canon, offsets[first : end + 1], local, ascii[first:end], size, code, s_table,
+            k_table, buffer,
+        )  # fmt: skip
+        out[first:end] = _oph_kernel(local, buffer, num_perm, s, top, order, rank)
+        first = end
+    return out_offsets, out
+
+
+def minhash_of_canonical(
+    canonical: Canonical,
+    shingle: str | Shingling = DEFAULT_TEXT_SHINGLE,
+    hash_name: str = DEFAULT_HASH_NAME,
+    num_perm: int = DEFAULT_NUM_PERM,
+    seed: int = DEFAULT_SEED,
+    scheme: str = DEFAULT_SCHEME,
+    keep_hashes: bool = True,
+) -> tuple[Features, np.ndarray]:
+    """The features and MinHash signatures of canonical texts: the same values as
+    :func:`~neardup.text.hash_features` then :func:`minhash_from_features`.
+
+    Without ``keep_hashes``, ``char:k`` set shingles and the ``"oph"`` scheme, the shingle hashes
+    go straight into the bins without being kept (``Features.hashes`` is then None): one pass,
+    O(total bytes × k + num_perm) a document, in compiled code.
+    """
+    spec = Shingling.parse(shingle)
+    fused = spec.unit == "char" and not spec.multiset and check_scheme(scheme) == "oph"
+    if keep_hashes or not fused:
+        features = hash_features(canonical, spec, hash_name)
+        return features, minhash_from_features(features, num_perm, seed, scheme)
+    num_perm = check_num_perm(num_perm)
+    s, _ = oph_keys(seed)
+    order, rank = densification_tables(num_perm, seed)
+    canon, offsets = canonical.data, canonical.offsets
+    feature_offsets, signatures = _char_oph_kernel(
+        canon, offsets, spec.size, hash_code(hash_name), _MD5_S, _MD5_K, num_perm, s,
+        _oph_top(num_perm), order, rank,
+    )  # fmt: skip
+    content = _content_hashes(canon, offsets)
+    return Features(feature_offsets, None, content, canonical.folded_bytes), signatures
 
 
 def minhash(

@@ -74,7 +74,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
-from neardup.minhash import jaccard_estimate, minhash_from_features
+from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
 from neardup.text import Canonical, hash_features, shingle_sets
@@ -155,16 +155,19 @@ def signatures(
     the sets.
     """
     canonical = Canonical.of(texts)
-    features = hash_features(canonical, settings.shingle, settings.hash_name)
+    keep_sets = settings.needs_sets if keep_sets is None else keep_sets
+    jaccard_sets = keep_sets and settings.verify_measure == "jaccard"
     if settings.method == "simhash":
+        features = hash_features(canonical, settings.shingle, settings.hash_name)
         signature = simhash_from_features(features, settings.weights, settings.idf)
-    else:
-        signature = minhash_from_features(
-            features, settings.num_perm, settings.seed, settings.scheme
-        )
+    else:  # the shingle hashes are kept only for the Jaccard sets
+        features, signature = minhash_of_canonical(
+            canonical, settings.shingle, settings.hash_name, settings.num_perm, settings.seed,
+            settings.scheme, keep_hashes=jaccard_sets,
+        )  # fmt: skip
     result = Signatures(features.content, signature, features.empty, features.text_bytes)
-    if settings.needs_sets if keep_sets is None else keep_sets:
-        if settings.verify_measure == "jaccard":
+    if keep_sets:
+        if jaccard_sets:
             result.set_offsets, result.set_hashes, _ = shingle_sets(
                 features.offsets, features.hashes
             )

@@ -418,7 +418,8 @@ class Features:
 
     Attributes:
         offsets: int64[n + 1]; document d's shingles are ``hashes[offsets[d]:offsets[d + 1]]``.
-        hashes: uint64 shingle hashes in document order, repeats included.
+        hashes: uint64 shingle hashes in document order, repeats included; None when they
+            went straight into a signature (:func:`neardup.minhash.minhash_of_canonical`).
         content: uint64[n, 2], the 128-bit content fingerprint (XXH64 of the canonical text with
             the two seeds of ``CONTENT_SEEDS``): equal for texts that normalise to the same text.
         text_bytes: UTF-8 bytes of each text after NFKC and case folding (int64[n]; within a
@@ -426,7 +427,7 @@ class Features:
     """
 
     offsets: np.ndarray
-    hashes: np.ndarray
+    hashes: np.ndarray | None
     content: np.ndarray
     text_bytes: np.ndarray
 
