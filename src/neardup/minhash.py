@@ -306,17 +306,17 @@ def minhash_from_features(
     if check_scheme(scheme) == "classic":
         a, b = coefficients(num_perm, seed)
         return _classic_kernel(features.offsets, features.hashes, a, b)
+    return _oph_kernel(features.offsets, features.hashes, *_oph_args(num_perm, seed))
+
+
+def _oph_args(num_perm: int, seed: int) -> tuple:
+    """The OPH kernels' arguments after the hashes: ``(num_perm, s, top, order, rank)``."""
     s, _ = oph_keys(seed)
     order, rank = densification_tables(num_perm, seed)
-    return _oph_kernel(
-        features.offsets, features.hashes, num_perm, s, _oph_top(num_perm), order, rank
-    )
-
-
-def _oph_top(num_perm: int) -> np.uint64:
     # With 2^b bins a bin is h >> (64 − b); top = 0 takes the general product.
     power_of_two = num_perm > 1 and num_perm & (num_perm - 1) == 0
-    return np.uint64(65 - num_perm.bit_length() if power_of_two else 0)
+    top = np.uint64(65 - num_perm.bit_length() if power_of_two else 0)
+    return num_perm, s, top, order, rank
 
 
 # Shingle hashes per block of the fused char-shingle kernel: 128 KiB, which stays in the L2 cache.
@@ -372,13 +372,10 @@ def minhash_of_canonical(
     if keep_hashes or not fused:
         features = hash_features(canonical, spec, hash_name)
         return features, minhash_from_features(features, num_perm, seed, scheme)
-    num_perm = check_num_perm(num_perm)
-    s, _ = oph_keys(seed)
-    order, rank = densification_tables(num_perm, seed)
     canon, offsets = canonical.data, canonical.offsets
     feature_offsets, signatures = _char_oph_kernel(
-        canon, offsets, spec.size, hash_code(hash_name), _MD5_S, _MD5_K, num_perm, s,
-        _oph_top(num_perm), order, rank,
+        canon, offsets, spec.size, hash_code(hash_name), _MD5_S, _MD5_K,
+        *_oph_args(check_num_perm(num_perm), seed),
     )  # fmt: skip
     content = _content_hashes(canon, offsets)
     return Features(feature_offsets, None, content, canonical.folded_bytes), signatures
