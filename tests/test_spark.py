@@ -114,6 +114,15 @@ def docs_frame(spark, docs, partitions):
     )
 
 
+def spark_dedup(spark, docs, settings, partitions, **options):
+    """``dedup_dataframe`` over ``docs`` in ``partitions`` partitions (columns of
+    :func:`docs_frame`), with ``options`` passed on."""
+    frame = docs_frame(spark, docs, partitions)
+    return dedup_dataframe(
+        frame, settings, "id", "text", "ts", position_field="p", partitions=partitions, **options
+    )
+
+
 @pytest.fixture(scope="module")
 def corpus():
     return make_docs(1500, seed=7)
@@ -284,17 +293,7 @@ def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitio
     )
     groups = local_files(docs, settings, tmp_path)
     assert groups.stats["largest_group"] >= 3000
-    result = dedup_dataframe(
-        docs_frame(spark, docs, partitions),
-        settings,
-        "id",
-        "text",
-        "ts",
-        position_field="p",
-        partitions=partitions,
-        skew_threshold=100,
-        center_local_max=40,
-    )
+    result = spark_dedup(spark, docs, settings, partitions, skew_threshold=100, center_local_max=40)
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
     if method == "simhash":

@@ -6,11 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from synth_helpers import chain_corpus
-from test_spark import TEMPLATE, docs_frame, local_files, same_bytes, spark_files
+from test_spark import TEMPLATE, local_files, same_bytes, spark_dedup, spark_files
 
 from neardup.candidates.bands import pairs_from_band_columns
 from neardup.candidates.repair import BUCKET_MEMBERS, bucket_csr, bucket_pairs
-from neardup.engines.spark import dedup_dataframe
 from neardup.engines.spark.repair import PAIR, STAR, UNLISTED, bucket_links_task
 from neardup.settings import Settings
 
@@ -40,15 +39,7 @@ def test_repair_round_same_files_and_counts_as_local(spark, tmp_path, grouping, 
     settings = Settings(grouping=grouping, pairs=pairs)  # MinHash char:4, LCS 0.8
     groups = local_files(docs, settings, tmp_path)
     assert groups.stats["repair_accepted"] > 0 and groups.stats["repair_unlisted"] > 0
-    result = dedup_dataframe(
-        docs_frame(spark, docs, partitions),
-        settings,
-        "id",
-        "text",
-        "ts",
-        position_field="p",
-        partitions=partitions,
-    )
+    result = spark_dedup(spark, docs, settings, partitions)
     stats = dict(result.stats)
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
