@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.eojeol import by_eojeol, eojeol_rows, kept_eojeol, unit_key
+from neardup.eojeol import EOJEOL_END, by_eojeol, eojeol_rows, unit_key
 from neardup.lcs import _lcs_bits, _lcs_scratch, lcs_pairs
 from neardup.text.units import lcs_units
 
@@ -187,13 +187,52 @@ def _korean_floors(offsets, codes, threshold):
     return korean, words, floors
 
 
+@njit(cache=True, nogil=True)
+def kept_words(x, y):
+    """The most eojeol of ``x`` whose characters, concatenated in order, are a subsequence of
+    ``y`` (character units of ``lcs_units(..., "auto")``, each eojeol's last character marked).
+
+    A plain dynamic program, written apart from ``neardup.eojeol.kept_eojeol`` and without
+    its bounds, greedy passes or early stop: ``best[p]`` is the most words of x so far kept
+    within ``y[:p]``; a word started at p is embedded at its earliest (``end[p]``, one
+    character of x at a time through a next-occurrence table of y), which is the best place
+    for it since what follows only needs y's rest. O(|x| · |y|) time, O(|y|) memory."""
+    m = y.shape[0]
+    dead = m + 1
+    keys = np.empty(m, np.uint64)
+    for p in range(m):
+        keys[p] = unit_key(y[p])
+    best = np.zeros(m + 1, np.int64)
+    end = np.arange(m + 2, dtype=np.int64)
+    nxt = np.empty(m + 2, np.int64)
+    nxt[m] = dead
+    nxt[m + 1] = dead
+    for i in range(x.shape[0]):
+        c = unit_key(x[i])
+        for p in range(m - 1, -1, -1):
+            nxt[p] = p + 1 if keys[p] == c else nxt[p + 1]
+        for p in range(m + 1):
+            end[p] = nxt[end[p]]
+        if np.uint64(x[i]) & EOJEOL_END:
+            grown = best.copy()
+            for p in range(m + 1):
+                if end[p] <= m and best[p] + 1 > grown[end[p]]:
+                    grown[end[p]] = best[p] + 1
+            for p in range(1, m + 1):
+                grown[p] = max(grown[p], grown[p - 1])
+            best = grown
+            for p in range(m + 2):
+                end[p] = p
+    return best[m]
+
+
 @njit(inline="always")
 def _eojeol_direction(x, y, words, floor, bag, threshold):
     """kept(x, y) / words(x) of two Korean texts, or -1.0 when the floor of x's characters
     already rules it out (the characters x keeps are at most ``bag`` and at most |y|)."""
     if floor > min(bag, y.shape[0]):
         return -1.0
-    return kept_eojeol(x, y, np.int64(np.ceil(threshold * words - 1e-9))) / words
+    return kept_words(x, y) / words
 
 
 @njit(cache=True, nogil=True)
