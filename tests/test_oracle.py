@@ -48,7 +48,9 @@ def test_kept_words_equals_the_brute_force(a, b):
 
 
 def test_kept_words_of_a_respaced_copy_and_a_changed_particle():
-    offsets, codes = lcs_units(["나는 학교에 갔다", "나는 학교 에 갔다", "나는 학교로 갔다"], "auto")
+    offsets, codes = lcs_units(
+        ["나는 학교에 갔다", "나는 학교 에 갔다", "나는 학교로 갔다"], "auto"
+    )
     text = [codes[offsets[i] : offsets[i + 1]] for i in range(3)]
     assert kept_words(text[0], text[1]) == 3
     assert kept_words(text[0], text[2]) == 2
