@@ -83,11 +83,13 @@ def filter_slices(
     keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     size: int,
     visit: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    dtype: type = np.int64,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs that ``keep`` leaves, in order, as two int64 arrays: ``keep(a, b)`` is called
-    on each slice of ``size`` pairs in turn and returns a bool per pair (None: every pair is
-    kept); ``visit(a, b)``, when given, sees every slice first. Memory: the survivors plus one
-    slice. O(pairs) plus the calls."""
+    """The pairs that ``keep`` leaves, in order, as two int64 arrays (of ``dtype`` when
+    ``keep`` is given: ``np.uint32`` halves them when every index fits): ``keep(a, b)`` is
+    called on each slice of ``size`` pairs in turn and returns a bool per pair (None: every
+    pair is kept); ``visit(a, b)``, when given, sees every slice first. Memory: the survivors
+    plus one slice. O(pairs) plus the calls."""
     if keep is None and pairs.arrays is not None:  # held unpacked already: no copy
         for _, a, b in pairs.slices(size) if visit is not None else ():
             visit(a, b)
@@ -105,12 +107,12 @@ def filter_slices(
             whole_b[start : start + b.shape[0]] = b
             continue
         mask = keep(a, b)
-        kept_a.append(a[mask])
-        kept_b.append(b[mask])
+        kept_a.append(a[mask].astype(dtype, copy=False))
+        kept_b.append(b[mask].astype(dtype, copy=False))
     if keep is None:
         return whole_a, whole_b
     if not kept_a:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=dtype), np.zeros(0, dtype=dtype)
     return np.concatenate(kept_a), np.concatenate(kept_b)
 
 
@@ -155,7 +157,8 @@ def bounded_pairs(
     spill file) each slice is bounded by its lengths alone
     (:func:`~neardup.candidates.bounds.length_possible`) and the pairs left by their sketches
     in one sweep of blocks of that many rows
-    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs. O(pairs)."""
+    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs, held in 32 bits
+    each between the two (8 bytes a pair, not 16). O(pairs)."""
     if block_rows is None:
 
         def keep(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -167,6 +170,7 @@ def bounded_pairs(
     def by_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return length_possible(sizes, unbounded, a, b, threshold)
 
-    a, b = filter_slices(pairs, by_length, slice_size, visit)
+    narrow = np.uint32 if sizes.shape[0] <= 1 << 32 else np.int64
+    a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
     keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-    return a[keep], b[keep]
+    return a[keep].astype(np.int64), b[keep].astype(np.int64)
