@@ -635,9 +635,11 @@ def find_groups(
 
     rank = document_order(timestamps)
     rep_of = content_representatives(sig.content, rank, workers)
-    index = np.arange(n, dtype=np.int64)
-    reps = np.flatnonzero(rep_of == index)
-    dup_members = np.flatnonzero(rep_of != index)
+    # No array of the indices held through the stages (8 bytes a document).
+    is_rep = rep_of == np.arange(n, dtype=np.int64)
+    reps = np.flatnonzero(is_rep)
+    dup_members = np.flatnonzero(~is_rep)
+    del is_rep
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
@@ -761,7 +763,7 @@ def find_groups(
     else:
         original = center_groups(labels, rank, relation)
     original = np.asarray(original, dtype=np.int64)
-    is_original = original == index
+    is_original = original == np.arange(n, dtype=np.int64)
     group_size = np.bincount(original, minlength=n)[original].astype(np.int64)
     lap("groups", "pairs")
 

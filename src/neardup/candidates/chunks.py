@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
+from numba import njit
 
 from neardup.candidates.bounds import length_possible, possible_by_blocks, unbounded_rows
 from neardup.lcs import length_bounds, possible_pairs
@@ -174,3 +175,39 @@ def bounded_pairs(
     a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
     keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
     return a[keep].astype(np.int64), b[keep].astype(np.int64)
+
+
+@njit(cache=True)
+def _chunks_kernel(a, b, cost, limit):
+    # seen_in: the last chunk that holds each document.
+    chunk_of = np.empty(a.shape[0], dtype=np.int64)
+    seen_in = np.full(cost.shape[0], -1, dtype=np.int64)
+    current, used = 0, 0.0
+    for p in range(a.shape[0]):
+        extra = 0.0
+        if seen_in[a[p]] != current:
+            extra += cost[a[p]]
+        if seen_in[b[p]] != current and b[p] != a[p]:
+            extra += cost[b[p]]
+        if used > 0 and used + extra > limit:
+            current += 1
+            used = 0.0
+            extra = cost[a[p]] + (cost[b[p]] if b[p] != a[p] else 0.0)
+        chunk_of[p] = current
+        seen_in[a[p]] = current
+        seen_in[b[p]] = current
+        used += extra
+    return chunk_of
+
+
+def chunks_of_pairs(a: np.ndarray, b: np.ndarray, cost: np.ndarray, limit: float) -> np.ndarray:
+    """Chunk number (int64) of each pair ``(a[p], b[p])`` when consecutive pairs are packed
+    greedily so that the documents of a chunk cost at most ``limit`` together (``cost``: float64
+    per document), each counted once; a pair whose two documents alone exceed it makes a chunk
+    alone. O(pairs + documents).
+
+    Example:
+        >>> chunks_of_pairs(np.array([0, 0, 2]), np.array([1, 2, 3]), np.ones(4), 3.0).tolist()
+        [0, 0, 1]
+    """
+    return _chunks_kernel(a, b, np.asarray(cost, dtype=np.float64), float(limit))
