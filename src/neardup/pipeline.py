@@ -74,6 +74,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
+from neardup.memory import return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -649,6 +650,7 @@ def find_groups(
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
     candidates = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None
     if isinstance(sig.sketches, np.memmap):

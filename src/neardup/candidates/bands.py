@@ -171,9 +171,11 @@ def _star_edges_kernel(order, starts, sizes, pos, total):
 @njit(cache=True, nogil=True)
 def _rest_members_kernel(order, starts, sizes, pos, most, total):
     """The members of each run of 3 to ``most + 1`` but its representative, concatenated, and
-    how many each run has (the pairs among them are not star edges)."""
-    out = np.empty(total, dtype=np.int64)
-    counts = np.empty(starts.size, dtype=np.int64)
+    how many each run has (the pairs among them are not star edges): uint32 members (the
+    indices of ``order``) and int32 counts, half the memory of int64 ones, as the buckets of
+    every band are held until the search ends."""
+    out = np.empty(total, dtype=np.uint32)
+    counts = np.empty(starts.size, dtype=np.int32)
     k = 0
     runs = 0
     for q in range(starts.size):
@@ -698,7 +700,7 @@ def packed_pairs_from_band_columns(
 
     With a list ``buckets`` (star mode), the buckets of 3 to ``most + 1`` documents are
     appended to it without their representatives, band by band, as ``(members, counts,
-    others)`` (int64 arrays: run ``q`` of a band holds the next ``counts[q]`` members,
+    others)`` (uint32 and int32 arrays: run ``q`` of a band holds the next ``counts[q]`` members,
     ascending; ``others`` the number of such pairs in the band's larger buckets): the pairs
     among them are the "all" candidates that the star edges leave out
     (:mod:`neardup.candidates.repair`). O(n) per band more at most.

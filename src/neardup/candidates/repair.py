@@ -256,21 +256,30 @@ def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def bucket_csr(parts: list, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The buckets kept by :func:`neardup.candidates.bands.pairs_from_band_columns` (a list
     of ``(members, counts, others)``, members indexing ``reps``) as one CSR ``(offsets,
-    members)`` of document indices, and the pairs of the buckets it left out. O(members).
+    members)`` of document indices, and the pairs of the buckets it left out. The list is
+    emptied as its parts are copied, each let go once in place: the parts and the CSR are
+    never held whole at once. O(members).
 
     Example:
         >>> parts = [(np.array([0, 1, 2]), np.array([3]), 45)]
         >>> offsets, members, others = bucket_csr(parts, np.array([4, 6, 9]))
-        >>> offsets.tolist(), members.tolist(), others
-        ([0, 3], [4, 6, 9], 45)
+        >>> offsets.tolist(), members.tolist(), others, parts
+        ([0, 3], [4, 6, 9], 45, [])
     """
-    counts = [c for _, c, _ in parts]
-    offsets = np.zeros(sum(c.shape[0] for c in counts) + 1, dtype=np.int64)
-    if counts:
-        np.cumsum(np.concatenate(counts), out=offsets[1:])
-    members = np.concatenate([m for m, _, _ in parts]) if parts else np.zeros(0, np.int64)
-    others = sum(int(o) for _, _, o in parts)
-    return offsets, np.asarray(reps, dtype=np.int64)[members], others
+    reps = np.asarray(reps, dtype=np.int64)
+    counts = np.concatenate([c for _, c, _ in parts]) if parts else np.zeros(0, np.int64)
+    offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    del counts
+    members = np.empty(int(offsets[-1]), dtype=np.int64)
+    others, at = 0, 0
+    parts.reverse()  # popped from the end, in their order
+    while parts:
+        part, _, more = parts.pop()
+        members[at : at + part.shape[0]] = reps[part]
+        at += part.shape[0]
+        others += int(more)
+    return offsets, members, others
 
 
 def repair_links(
