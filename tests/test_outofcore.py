@@ -214,6 +214,13 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             "locality_pair_order",
             lambda n, a, b: ordered.append(a.shape[0]) or locality(n, a, b),
         )
+        put_away = []
+        write_ids = outofcore.write_ids
+        m.setattr(
+            outofcore,
+            "write_ids",
+            lambda path, ids: put_away.append(path.name) or write_ids(path, ids),
+        )
         tight = dedup(
             corpus,
             tmp_path,
@@ -240,6 +247,8 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         if "simhash" not in options:  # beside the band hashes, they exceed the budget
             assert "verification.bin" in spilled_files, "the verification data must spill"
             assert ordered and ordered[0] > 37, "slices of candidates in the locality order"
+    if lcs and "simhash" not in options:  # band hashes and sketches took the budget:
+        assert put_away == ["ids.arrow"]  # the IDs wait on disk
     assert list(spill_dir.iterdir()) == []
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 
