@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from neardup.candidates.bounds import read_rows
 from neardup.io.files import atomic_write, process_gone
 
 MANIFEST = "manifest.json"
@@ -401,27 +402,20 @@ class ColumnFile:
         out = np.empty((positions.shape[0], *self.row_shape), dtype=self.dtype)
         if positions.shape[0] == 0:
             return out
-        row_bytes = self.dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
+        # A map of the file only names its rows: read_rows reads them with pread, so none of
+        # its pages stay resident.
+        mapped = np.memmap(
+            self.path, dtype=self.dtype, mode="r", shape=(self.rows, *self.row_shape)
+        )
         block_of = positions // self.BLOCK_ROWS
         firsts = np.flatnonzero(np.concatenate(([True], block_of[1:] != block_of[:-1])))
         ends = [*firsts[1:].tolist(), positions.shape[0]]
         buffer = np.empty((self.BLOCK_ROWS, *self.row_shape), dtype=self.dtype)
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            for first, end in zip(firsts.tolist(), ends):
-                block = int(block_of[first])
-                start = block * self.BLOCK_ROWS
-                rows = min(self.BLOCK_ROWS, self.rows - start)
-                view = memoryview(buffer[:rows].reshape(-1).view(np.uint8))
-                done = 0
-                while done < view.nbytes:
-                    got = os.preadv(fd, [view[done:]], start * row_bytes + done)
-                    if got <= 0:
-                        raise OSError(f"{self.path} is shorter than its {self.rows} rows")
-                    done += got
-                out[first:end] = buffer[positions[first:end] - start]
-        finally:
-            os.close(fd)
+        for first, end in zip(firsts.tolist(), ends):
+            start = int(block_of[first]) * self.BLOCK_ROWS
+            rows = read_rows(mapped, start, buffer[: min(self.BLOCK_ROWS, self.rows - start)])
+            out[first:end] = rows[positions[first:end] - start]
+        del mapped
         return out
 
 
