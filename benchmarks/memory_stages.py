@@ -51,11 +51,15 @@ class StagePeaks:
 
 
 def column_bytes(collected: outofcore.Collected) -> dict[str, int]:
-    """Bytes of each per-document column of pass 1 (spill columns counted whole)."""
+    """Bytes of each per-document column of pass 1 (spill columns counted whole; the IDs and
+    locations put in the work folder counted as such)."""
     sig = collected.signatures
-    optional = {"locations": collected.locations, "sketches": sig.sketches}
+    locations = collected.locations
+    on_disk = isinstance(locations, outofcore.ColumnFile)
+    optional = {"locations": None if on_disk else locations, "sketches": sig.sketches}
+    ids = collected.id_column
     sizes = {
-        "ids": collected.ids.nbytes,
+        "ids": ids.nbytes if ids is not None else 0,
         "timestamps": collected.timestamps.nbytes,
         "content keys": sig.content.nbytes,
         "text bytes": sig.text_bytes.nbytes,
@@ -65,6 +69,10 @@ def column_bytes(collected: outofcore.Collected) -> dict[str, int]:
     }
     sizes.update({name: a.nbytes for name, a in optional.items() if a is not None})
     sizes["band hashes spilled"] = sum(c.disk_bytes for c in collected.band_columns)
+    if ids is None:
+        sizes["ids spilled"] = collected.ids_path.stat().st_size
+    if on_disk:
+        sizes["locations spilled"] = locations.disk_bytes
     return sizes
 
 

@@ -10,6 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.candidates.bands import (
+    _DistinctUnion,
+    _grouped_by_hash,
+    _sorted_distinct,
     band_buckets,
     band_columns,
     band_hashes,
@@ -341,3 +344,34 @@ def test_rank_positions_are_the_places_in_rank_then_index_order(n, dtype, shape,
     want = np.empty(n, dtype=np.int64)
     want[sorted(range(n), key=lambda i: (rank[i], i))] = np.arange(n)
     assert rank_positions(rank, n).tolist() == want.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=300),
+    st.integers(0, 5),
+    st.integers(0, 2**32 - 1),
+)
+def test_grouped_by_hash_is_the_stable_argsort(pool, repeats, seed):
+    # Values drawn from a small pool (many equal hashes), some sharing their leading byte or
+    # all but their lowest byte, so that partitions hold several runs and passes are skipped.
+    rng = np.random.default_rng(seed)
+    base = np.array(pool or [0], dtype=np.uint64)
+    near = base ^ rng.integers(0, 256, base.shape[0]).astype(np.uint64)
+    values = np.concatenate([base, near])
+    keys = values[rng.integers(0, values.shape[0], values.shape[0] * (repeats + 1))]
+    sorted_keys, order = _grouped_by_hash(keys)
+    want = np.argsort(keys, kind="stable")
+    assert order.dtype == np.uint32
+    assert order.astype(np.int64).tolist() == want.tolist()
+    assert sorted_keys.tolist() == keys[want].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=8))
+def test_distinct_union_is_the_union_of_sets(parts):
+    union = _DistinctUnion()
+    for part in parts:
+        union.add(_sorted_distinct(np.array(part, dtype=np.uint64)))
+    want = sorted({v for part in parts for v in part})
+    assert union.values().tolist() == want

@@ -59,6 +59,11 @@ def test_blocks_decide_as_the_pair_by_pair_bounds(tmp_path_factory, data):
     assert possible_by_blocks(sizes, sketches, a, b, threshold, block_rows).tolist() == (
         want.tolist()
     )
+    # Ends held in 32 bits (as the out-of-core candidates hold them) decide alike.
+    narrow = possible_by_blocks(
+        sizes, mapped, a.astype(np.uint32), b.astype(np.uint32), threshold, block_rows
+    )
+    assert narrow.tolist() == want.tolist()
 
 
 def test_read_rows_reads_a_map_from_its_file_and_a_stored_checkpoint(tmp_path):

@@ -3,7 +3,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates.chunks import CandidatePairs, bound_possible, bounded_pairs, filter_slices
+from neardup.candidates.chunks import (
+    CandidatePairs,
+    bound_possible,
+    bounded_pairs,
+    chunks_of_pairs,
+    filter_slices,
+)
 from neardup.lcs import length_bounds, possible_pairs
 from neardup.text.units import lcs_unit_sketches
 
@@ -83,3 +89,21 @@ def test_bounded_pairs_by_blocks_of_spilled_sketches_keep_the_same_pairs(
     a, b = pairs.slice(0, len(pairs))
     keep = possible_pairs(sizes, sketches, a, b, threshold)
     assert want[0].tolist() == a[keep].tolist() and want[1].tolist() == b[keep].tolist()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pair_chunks_hold_their_documents_within_the_limit(seed):
+    """Each chunk's distinct documents cost at most the limit (unless one pair alone exceeds
+    it), every pair is in one chunk, and chunks follow the pair order."""
+    rng = np.random.default_rng(seed)
+    n = 200
+    cost = rng.integers(1, 50, n).astype(np.float64)
+    a = rng.integers(0, n, 2000)
+    b = rng.integers(0, n, 2000)
+    limit = 400.0
+    chunk = chunks_of_pairs(a, b, cost, limit)
+    assert (np.diff(chunk) >= 0).all()
+    for c in np.unique(chunk):
+        pairs = np.flatnonzero(chunk == c)
+        docs = np.unique(np.concatenate([a[pairs], b[pairs]]))
+        assert cost[docs].sum() <= limit or pairs.shape[0] == 1

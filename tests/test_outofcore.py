@@ -5,10 +5,14 @@ import builtins
 import json
 import os
 import random
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from io_helpers import dead_pid
 
 from neardup import pipeline
@@ -210,6 +214,13 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             "locality_pair_order",
             lambda n, a, b: ordered.append(a.shape[0]) or locality(n, a, b),
         )
+        put_away = []
+        write_ids = outofcore.write_ids
+        m.setattr(
+            outofcore,
+            "write_ids",
+            lambda path, ids: put_away.append(path.name) or write_ids(path, ids),
+        )
         tight = dedup(
             corpus,
             tmp_path,
@@ -236,6 +247,8 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         if "simhash" not in options:  # beside the band hashes, they exceed the budget
             assert "verification.bin" in spilled_files, "the verification data must spill"
             assert ordered and ordered[0] > 37, "slices of candidates in the locality order"
+    if lcs and "simhash" not in options:  # band hashes and sketches took the budget:
+        assert put_away == ["ids.arrow"]  # the IDs wait on disk
     assert list(spill_dir.iterdir()) == []
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 
@@ -260,6 +273,9 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
         job.collect()
         groups = job.group()
         assert any(c.spilled for c in job.collected.band_columns) == (method == "minhash")
+        # Past the budget the IDs wait in the work folder: read back while it exists.
+        assert job.collected.id_column is None
+        assert job.collected.ids.to_pylist() == everything.ids
     for name in (
         "original",
         "is_original",
@@ -270,7 +286,6 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
         "pair_passed",
     ):
         np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
-    assert job.collected.ids.to_pylist() == everything.ids
 
 
 def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_share=1.0):
@@ -469,6 +484,30 @@ def test_full_temp_disk_while_spilling_verification_data_is_one_clear_error(tmp_
         with pytest.raises(OSError, match="no space left") as caught:
             rows.put(0, 0, np.array([0, 3]), np.arange(3, dtype=np.uint64))
         assert str(rows.path) in str(caught.value)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_temp_disk_while_putting_ids_or_locations_away_is_one_clear_error(tmp_path):
+    ids = pa.chunked_array([pa.array(["x" * 1000] * 200, pa.large_string())])
+    with pytest.raises(OSError, match="no space left"):
+        spill.write_ids(Path("/dev/full"), ids)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_column_file_gives_the_rows_at_any_ascending_positions(tmp_path_factory, data):
+    rows = data.draw(st.integers(0, 40))
+    array = np.arange(rows * 2, dtype=np.int64).reshape(rows, 2) * 7
+    positions = np.array(
+        sorted(data.draw(st.lists(st.integers(0, max(rows - 1, 0)), max_size=30)) if rows else []),
+        dtype=np.int64,
+    )
+    block_rows = data.draw(st.integers(1, 9))
+    with WorkDir(tmp_path_factory.mktemp("columns"), "k", "x") as work:
+        column = spill.ColumnFile(work, "where", array)
+        column.BLOCK_ROWS = block_rows
+        assert column.take(positions).tolist() == array[positions].tolist()
+        assert len(column) == rows
 
 
 def test_unwritable_or_missing_temp_dir(corpus, tmp_path):
@@ -787,26 +826,6 @@ def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_
     assert sorted(p.name for p in out.iterdir()) == sorted(names)
     assert {n: (out / n).read_bytes() for n in names} == expected
     assert list(spill_dir.iterdir()) == []
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_pair_chunks_hold_their_documents_within_the_limit(seed):
-    """Each chunk's distinct documents cost at most the limit (unless one pair alone exceeds
-    it), every pair is in one chunk, and chunks follow the pair order."""
-    from neardup.engines.outofcore import _chunks_of_pairs
-
-    rng = np.random.default_rng(seed)
-    n = 200
-    cost = rng.integers(1, 50, n).astype(np.float64)
-    a = rng.integers(0, n, 2000)
-    b = rng.integers(0, n, 2000)
-    limit = 400.0
-    chunk = _chunks_of_pairs(a, b, cost, limit)
-    assert (np.diff(chunk) >= 0).all()
-    for c in np.unique(chunk):
-        pairs = np.flatnonzero(chunk == c)
-        docs = np.unique(np.concatenate([a[pairs], b[pairs]]))
-        assert cost[docs].sum() <= limit or pairs.shape[0] == 1
 
 
 def test_a_run_without_resume_removes_the_resume_folder_of_its_output(tmp_path):

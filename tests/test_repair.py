@@ -232,3 +232,24 @@ def test_bucket_pairs_past_the_first_output_block_are_all_listed():
     assert len(want) > 65_536
     assert list(zip(a.tolist(), b.tolist())) == want
     assert stats == {"repair_bounded": 0, "repair_unlisted": 0}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=25),
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=25),
+)
+def test_without_pairs_matches_a_set_of_unordered_pairs(pairs, others):
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    other_a = np.array([p[0] for p in others], dtype=np.int64)
+    other_b = np.array([p[1] for p in others], dtype=np.int64)
+    taken = {frozenset(p) for p in others}
+    # Of a pair listed several times, the first in the sorted order is the one found.
+    want, seen = [], set()
+    for i in sorted(range(len(pairs)), key=lambda i: (min(pairs[i]), max(pairs[i]))):
+        key = frozenset(pairs[i])
+        want.append((i, not (key in taken and key not in seen)))
+        seen.add(key)
+    expected = [keep for _, keep in sorted(want)]
+    assert without_pairs(a, b, other_a, other_b).tolist() == expected

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ctypes
 
-__all__ = ["return_freed_memory"]
+import numpy as np
+
+__all__ = ["joined_parts", "return_freed_memory"]
 
 
 def return_freed_memory() -> None:
@@ -31,3 +33,22 @@ def return_freed_memory() -> None:
     except (OSError, AttributeError):
         return
     trim(0)
+
+
+def joined_parts(parts: list[np.ndarray], dtype, empty_shape: tuple[int, ...]) -> np.ndarray:
+    """The arrays ``parts`` concatenated (zeros of ``empty_shape`` and ``dtype`` when there are
+    none); the list is emptied and the heap pages of the freed parts given back
+    (:func:`return_freed_memory`): parts of a few kB are blocks of the heap, whose pages would
+    stay with the process beside the whole. O(total size).
+
+    Example:
+        >>> parts = [np.arange(2), np.arange(3)]
+        >>> joined_parts(parts, np.int64, (0,)).tolist(), parts
+        ([0, 1, 0, 1, 2], [])
+    """
+    if not parts:
+        return np.zeros(empty_shape, dtype=dtype)
+    whole = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    parts.clear()
+    return_freed_memory()
+    return whole

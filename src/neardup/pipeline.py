@@ -74,6 +74,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
+from neardup.memory import return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -635,9 +636,11 @@ def find_groups(
 
     rank = document_order(timestamps)
     rep_of = content_representatives(sig.content, rank, workers)
-    index = np.arange(n, dtype=np.int64)
-    reps = np.flatnonzero(rep_of == index)
-    dup_members = np.flatnonzero(rep_of != index)
+    # No array of the indices held through the stages (8 bytes a document).
+    is_rep = rep_of == np.arange(n, dtype=np.int64)
+    reps = np.flatnonzero(is_rep)
+    dup_members = np.flatnonzero(~is_rep)
+    del is_rep
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
@@ -647,6 +650,7 @@ def find_groups(
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
     candidates = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None
     if isinstance(sig.sketches, np.memmap):
@@ -761,7 +765,7 @@ def find_groups(
     else:
         original = center_groups(labels, rank, relation)
     original = np.asarray(original, dtype=np.int64)
-    is_original = original == index
+    is_original = original == np.arange(n, dtype=np.int64)
     group_size = np.bincount(original, minlength=n)[original].astype(np.int64)
     lap("groups", "pairs")
 

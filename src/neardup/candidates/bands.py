@@ -67,7 +67,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import argsort64, stable_argsort
+from neardup.candidates.radix import stable_argsort
 
 __all__ = [
     "BandBuckets",
@@ -171,9 +171,11 @@ def _star_edges_kernel(order, starts, sizes, pos, total):
 @njit(cache=True, nogil=True)
 def _rest_members_kernel(order, starts, sizes, pos, most, total):
     """The members of each run of 3 to ``most + 1`` but its representative, concatenated, and
-    how many each run has (the pairs among them are not star edges)."""
-    out = np.empty(total, dtype=np.int64)
-    counts = np.empty(starts.size, dtype=np.int64)
+    how many each run has (the pairs among them are not star edges): uint32 members (the
+    indices of ``order``) and int32 counts, half the memory of int64 ones, as the buckets of
+    every band are held until the search ends."""
+    out = np.empty(total, dtype=np.uint32)
+    counts = np.empty(starts.size, dtype=np.int32)
     k = 0
     runs = 0
     for q in range(starts.size):
@@ -284,18 +286,108 @@ def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_hash_kernel(sig, 0, b, r, out)
 
 
+#: Leading bits of a band hash that split a band's documents into partitions before they
+#: are sorted: each partition's sort then stays in cache and needs scratch of its own size.
+_PARTITION_BITS = 8
+
+
+@njit(cache=True, nogil=True)
+def _grouped_by_hash(column):
+    """``(sorted hashes, order)`` of the ``uint64`` ``column``: a stable sort, ``order``
+    (uint32) the documents' indices, ascending among equal hashes. Partitioned by the leading
+    :data:`_PARTITION_BITS` bits, then each partition sorted by least-significant-digit radix
+    passes of 8 bits over the other 56 (a pass whose digit is one value is skipped).
+    Memory: 12 bytes a document plus 12 a document of the largest partition, where a whole
+    sort carrying int64 indices takes 40. O(n × 8)."""
+    n = column.shape[0]
+    parts = 1 << _PARTITION_BITS
+    top = np.uint64(64 - _PARTITION_BITS)
+    bounds = np.zeros(parts + 1, np.int64)
+    for i in range(n):
+        bounds[np.int64(column[i] >> top) + 1] += 1
+    for d in range(parts):
+        bounds[d + 1] += bounds[d]
+    keys = np.empty(n, np.uint64)
+    order = np.empty(n, np.uint32)
+    at = bounds[:-1].copy()
+    for i in range(n):
+        d = np.int64(column[i] >> top)
+        keys[at[d]] = column[i]
+        order[at[d]] = np.uint32(i)
+        at[d] += 1
+    largest = 0
+    for d in range(parts):
+        largest = max(largest, bounds[d + 1] - bounds[d])
+    scratch_keys = np.empty(largest, np.uint64)
+    scratch_order = np.empty(largest, np.uint32)
+    counts = np.empty(257, np.int64)
+    for d in range(parts):
+        s, e = bounds[d], bounds[d + 1]
+        if e - s < 2:
+            continue
+        src_k, src_o = keys[s:e], order[s:e]
+        dst_k, dst_o = scratch_keys[: e - s], scratch_order[: e - s]
+        moved = False
+        for shift in range(0, 64 - _PARTITION_BITS, 8):
+            sh = np.uint64(shift)
+            counts[:] = 0
+            for i in range(e - s):
+                counts[np.int64((src_k[i] >> sh) & np.uint64(255)) + 1] += 1
+            if counts[np.int64((src_k[0] >> sh) & np.uint64(255)) + 1] == e - s:
+                continue
+            for c in range(256):
+                counts[c + 1] += counts[c]
+            for i in range(e - s):
+                c = np.int64((src_k[i] >> sh) & np.uint64(255))
+                dst_k[counts[c]] = src_k[i]
+                dst_o[counts[c]] = src_o[i]
+                counts[c] += 1
+            src_k, dst_k = dst_k, src_k
+            src_o, dst_o = dst_o, src_o
+            moved = not moved
+        if moved:  # the last pass wrote the scratch
+            keys[s:e] = src_k
+            order[s:e] = src_o
+    return keys, order
+
+
+@njit(cache=True, nogil=True)
+def _runs_of(sorted_keys, min_size):
+    """Starts and sizes (int64) of the runs of equal ``sorted_keys`` of at least
+    ``min_size``. Two passes, no temporary of the keys' size."""
+    n = sorted_keys.shape[0]
+    count = 0
+    s = 0
+    for i in range(1, n + 1):
+        if i == n or sorted_keys[i] != sorted_keys[s]:
+            if i - s >= min_size:
+                count += 1
+            s = i
+    starts = np.empty(count, np.int64)
+    sizes = np.empty(count, np.int64)
+    k = 0
+    s = 0
+    for i in range(1, n + 1):
+        if i == n or sorted_keys[i] != sorted_keys[s]:
+            if i - s >= min_size:
+                starts[k] = s
+                sizes[k] = i - s
+                k += 1
+            s = i
+    return starts, sizes
+
+
 def _band_runs(column: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stable sort of one band's hashes; (order, run starts, run sizes) for runs >= min_size."""
+    """Stable sort of one band's hashes; (order uint32, run starts, run sizes) for runs >=
+    min_size."""
     n = column.size
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty.copy()
+        return empty.astype(np.uint32), empty, empty.copy()
     # Stable: within a run of equal hashes, document ids stay ascending.
-    h, order = argsort64(np.ascontiguousarray(column, dtype=np.uint64))
-    starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1]))).astype(np.int64)
-    sizes = np.diff(np.append(starts, n)).astype(np.int64)
-    keep = sizes >= min_size
-    return order, starts[keep], sizes[keep]
+    h, order = _grouped_by_hash(np.ascontiguousarray(column, dtype=np.uint64))
+    starts, sizes = _runs_of(h, min_size)
+    return order, starts, sizes
 
 
 class BandBuckets(NamedTuple):
@@ -367,40 +459,76 @@ def band_buckets(
     )
 
 
+@njit(cache=True, nogil=True)
+def _compact_distinct(values):
+    """The distinct values of the sorted ``values``, moved to its front in place, as a view.
+    O(n), no temporary."""
+    k = 0
+    for i in range(values.shape[0]):
+        if k == 0 or values[i] != values[k - 1]:
+            values[k] = values[i]
+            k += 1
+    return values[:k]
+
+
 def _sorted_distinct(values: np.ndarray) -> np.ndarray:
-    # np.unique of numpy 2.x takes a hash-based path for integers that is ~15x slower here.
-    values = np.sort(values)
-    keep = np.ones(values.shape[0], dtype=bool)
-    keep[1:] = values[1:] != values[:-1]
-    return values[keep]
+    """The sorted distinct values of ``values``, in its own memory (sorted in place; a view
+    of it): no copy of the pairs of a band. O(n log n)."""
+    values.sort()  # np.unique of numpy 2.x takes a slow hash-based path for integers
+    return _compact_distinct(values)
 
 
 @njit(cache=True, nogil=True)
-def _merge_distinct(x, y):
-    """The sorted distinct union of two sorted distinct uint64 arrays. O(len(x) + len(y))."""
-    out = np.empty(x.shape[0] + y.shape[0], dtype=np.uint64)
-    i = j = k = 0
-    while i < x.shape[0] and j < y.shape[0]:
-        if x[i] < y[j]:
-            out[k] = x[i]
-            i += 1
-        elif y[j] < x[i]:
-            out[k] = y[j]
-            j += 1
+def _merge_distinct_into(buffer, size, y):
+    """The sorted distinct union of ``buffer[:size]`` and ``y`` (both sorted and distinct)
+    written into ``buffer`` (room for ``size + len(y)`` values) from the back, so that no
+    value is read after it is overwritten; returns its length. O(size + len(y)) at most, no
+    temporary."""
+    i = size - 1
+    j = y.shape[0] - 1
+    w = size + y.shape[0] - 1
+    while j >= 0:
+        # w - i = j + 1 + the equal values so far > 0: the value at w was read already.
+        if i >= 0 and buffer[i] > y[j]:
+            buffer[w] = buffer[i]
+            i -= 1
         else:
-            out[k] = x[i]
-            i += 1
-            j += 1
-        k += 1
-    while i < x.shape[0]:
-        out[k] = x[i]
-        i += 1
-        k += 1
-    while j < y.shape[0]:
-        out[k] = y[j]
-        j += 1
-        k += 1
-    return out[:k]  # a view: the next merge frees the buffer, no copy of it is made
+            if i >= 0 and buffer[i] == y[j]:
+                i -= 1
+            buffer[w] = y[j]
+            j -= 1
+        w -= 1
+    gap = w - i  # one a value of y that buffer held already
+    end = size + y.shape[0]
+    if gap > 0:
+        for t in range(w + 1, end):
+            buffer[t - gap] = buffer[t]
+    return end - gap
+
+
+class _DistinctUnion:
+    """The sorted distinct union of sorted distinct ``uint64`` arrays added one at a time, in
+    one buffer that grows by doubling (its untouched pages take no memory): holding the
+    union and the array being added, never a merged copy beside them."""
+
+    def __init__(self) -> None:
+        self.buffer = np.zeros(0, dtype=np.uint64)
+        self.size = 0
+
+    def add(self, values: np.ndarray | None) -> None:
+        """Merge ``values`` in. O(union + len(values))."""
+        if values is None or values.shape[0] == 0:
+            return
+        need = self.size + values.shape[0]
+        if need > self.buffer.shape[0]:
+            grown = np.empty(max(need, 2 * self.buffer.shape[0]), dtype=np.uint64)
+            grown[: self.size] = self.buffer[: self.size]
+            self.buffer = grown
+        self.size = _merge_distinct_into(self.buffer, self.size, values)
+
+    def values(self) -> np.ndarray:
+        """The union so far (a view of the buffer)."""
+        return self.buffer[: self.size]
 
 
 def candidate_pairs(
@@ -572,7 +700,7 @@ def packed_pairs_from_band_columns(
 
     With a list ``buckets`` (star mode), the buckets of 3 to ``most + 1`` documents are
     appended to it without their representatives, band by band, as ``(members, counts,
-    others)`` (int64 arrays: run ``q`` of a band holds the next ``counts[q]`` members,
+    others)`` (uint32 and int32 arrays: run ``q`` of a band holds the next ``counts[q]`` members,
     ascending; ``others`` the number of such pairs in the band's larger buckets): the pairs
     among them are the "all" candidates that the star edges leave out
     (:mod:`neardup.candidates.repair`). O(n) per band more at most.
@@ -587,15 +715,11 @@ def packed_pairs_from_band_columns(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     workers = _check_positive_int("workers", workers)
-    packed = None
-
-    def merge(band_pairs: np.ndarray | None) -> None:
-        # Each band's distinct pairs are merged into those so far: memory O(distinct pairs),
-        # not O(pairs of all bands), which repeat one another for near-identical documents.
-        # A union of sets: the order of the bands does not change it.
-        nonlocal packed
-        if band_pairs is not None:
-            packed = band_pairs if packed is None else _merge_distinct(packed, band_pairs)
+    # Each band's distinct pairs are merged into those so far: memory O(distinct pairs), not
+    # O(pairs of all bands), which repeat one another for near-identical documents. A union
+    # of sets: the order of the bands does not change it.
+    union = _DistinctUnion()
+    merge = union.add
 
     if buckets is not None and mode != "star":
         raise ValueError(f"buckets are kept in star mode only; got mode {mode!r}")
@@ -615,4 +739,4 @@ def packed_pairs_from_band_columns(
                     merge(_collect(pending.popleft(), buckets))
             while pending:
                 merge(_collect(pending.popleft(), buckets))
-    return np.zeros(0, dtype=np.uint64) if packed is None else packed
+    return union.values()

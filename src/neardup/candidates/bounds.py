@@ -11,8 +11,10 @@ So the rows are cut into blocks of ``block_rows`` and the pairs grouped by the b
 two ends (a *tile*): for each block ``i`` in turn (read once), the pairs whose smaller end lies
 in it are taken tile by tile, block ``j ≥ i`` of their larger end read beside it into a buffer
 of two blocks kept for the whole call. Memory: two blocks of sketches and unit counts, plus
-about 24 bytes a pair of block ``i``; reads: each block once as a first block, and once per
-first block before it as a second one, ``O(n² / block_rows)`` bytes, all sequential.
+8 bytes a pair of block ``i`` and the temporaries of one tile (the pairs' ends may be any
+integer dtype: uint32 ends take half the memory); reads: each block once as a first block,
+and once per first block before it as a second one, ``O(n² / block_rows)`` bytes, all
+sequential.
 
 Example:
     >>> from neardup.text.units import lcs_unit_sketches
@@ -86,8 +88,8 @@ def possible_by_blocks(
     """
     if block_rows < 1:
         raise ValueError(f"block_rows must be >= 1; got {block_rows}")
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    b = np.ascontiguousarray(b, dtype=np.int64)
+    # Any integer dtype as it is (uint32 ends take half the memory of int64 ones: no copy).
+    a, b = _as_rows(a), _as_rows(b)
     keep = np.empty(a.shape[0], dtype=bool)
     n = int(sketches.shape[0])
     if a.shape[0] == 0 or n == 0:
@@ -98,6 +100,7 @@ def possible_by_blocks(
     width_shape = sketches.shape[1:]
     buffer = np.empty((2 * block_rows, *width_shape), dtype=sketches.dtype)
     counts = np.empty(2 * block_rows, dtype=sizes.dtype)
+    tile_starts = np.empty(blocks + 1, dtype=np.int64)
     for i in range(blocks):
         if per_block[i] == 0:
             continue
@@ -105,15 +108,14 @@ def possible_by_blocks(
         rows_i = min(block_rows, n - first)
         read_rows(sketches, first, buffer[:rows_i])
         counts[:rows_i] = sizes[first : first + rows_i]
+        # The pairs of block i grouped by the block of their larger end (a counting sort:
+        # 8 bytes a pair of the block, no argsort and its copies).
         chosen = np.empty(per_block[i], dtype=np.int64)
-        second = np.empty(per_block[i], dtype=np.int64)
-        _pairs_of_block(a, b, block_rows, i, chosen, second)
-        order = np.argsort(second, kind="stable")
-        chosen, second = chosen[order], second[order]
-        del order
-        starts = np.flatnonzero(np.concatenate([[True], second[1:] != second[:-1]]))
-        for start, end in zip(starts.tolist(), [*starts[1:].tolist(), chosen.shape[0]]):
-            j = int(second[start])
+        _pairs_of_block(a, b, block_rows, i, chosen, tile_starts)
+        for j in range(i, blocks):
+            start, end = int(tile_starts[j]), int(tile_starts[j + 1])
+            if start == end:
+                continue
             if j != i:
                 other = j * block_rows
                 rows_j = min(block_rows, n - other)
@@ -123,7 +125,16 @@ def possible_by_blocks(
             local_a = _local_rows(a[pairs], block_rows, i, j)
             local_b = _local_rows(b[pairs], block_rows, i, j)
             keep[pairs] = possible_pairs(counts, buffer, local_a, local_b, threshold)
+        del chosen
     return keep
+
+
+def _as_rows(rows: np.ndarray) -> np.ndarray:
+    """``rows`` as a contiguous integer array, of its own dtype when it is one (no copy)."""
+    rows = np.asarray(rows)
+    if rows.dtype.kind not in "iu":
+        rows = rows.astype(np.int64)
+    return np.ascontiguousarray(rows)
 
 
 #: Rows :func:`unbounded_rows` reads at a time (8 MiB of sketches): a sequential read needs
@@ -188,18 +199,26 @@ def _count_first_blocks(a, b, block_rows, per_block):
 
 
 @njit(cache=True, nogil=True)
-def _pairs_of_block(a, b, block_rows, block, chosen, second):
-    """The pairs whose smaller end lies in ``block``, ascending (``chosen``), and the block of
-    their larger end (``second``). O(pairs)."""
-    k = 0
+def _pairs_of_block(a, b, block_rows, block, chosen, tile_starts):
+    """The pairs whose smaller end lies in ``block`` (``chosen``), grouped by the block of
+    their larger end, ascending within a group: the group of block ``j`` is
+    ``chosen[tile_starts[j]:tile_starts[j + 1]]``. Two passes, O(pairs + blocks)."""
+    tile_starts[:] = 0
     for p in range(a.shape[0]):
         if min(a[p], b[p]) // block_rows == block:
-            chosen[k] = p
-            second[k] = max(a[p], b[p]) // block_rows
-            k += 1
+            tile_starts[max(a[p], b[p]) // block_rows + 1] += 1
+    for j in range(tile_starts.shape[0] - 1):
+        tile_starts[j + 1] += tile_starts[j]
+    at = tile_starts[:-1].copy()
+    for p in range(a.shape[0]):
+        if min(a[p], b[p]) // block_rows == block:
+            j = max(a[p], b[p]) // block_rows
+            chosen[at[j]] = p
+            at[j] += 1
 
 
 def _local_rows(rows: np.ndarray, block_rows: int, first: int, second: int) -> np.ndarray:
-    """Rows of block ``first`` or ``second`` as places in the two-block buffer."""
+    """Rows of block ``first`` or ``second`` as places in the two-block buffer (int64)."""
+    rows = rows.astype(np.int64)
     block = rows // block_rows
     return np.where(block == first, 0, block_rows) + rows - block * block_rows

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
+from numba import njit
 
 from neardup.candidates.bounds import length_possible, possible_by_blocks, unbounded_rows
 from neardup.lcs import length_bounds, possible_pairs
@@ -83,11 +84,13 @@ def filter_slices(
     keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     size: int,
     visit: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    dtype: type = np.int64,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs that ``keep`` leaves, in order, as two int64 arrays: ``keep(a, b)`` is called
-    on each slice of ``size`` pairs in turn and returns a bool per pair (None: every pair is
-    kept); ``visit(a, b)``, when given, sees every slice first. Memory: the survivors plus one
-    slice. O(pairs) plus the calls."""
+    """The pairs that ``keep`` leaves, in order, as two int64 arrays (of ``dtype`` when
+    ``keep`` is given: ``np.uint32`` halves them when every index fits): ``keep(a, b)`` is
+    called on each slice of ``size`` pairs in turn and returns a bool per pair (None: every
+    pair is kept); ``visit(a, b)``, when given, sees every slice first. Memory: the survivors
+    plus one slice. O(pairs) plus the calls."""
     if keep is None and pairs.arrays is not None:  # held unpacked already: no copy
         for _, a, b in pairs.slices(size) if visit is not None else ():
             visit(a, b)
@@ -105,12 +108,12 @@ def filter_slices(
             whole_b[start : start + b.shape[0]] = b
             continue
         mask = keep(a, b)
-        kept_a.append(a[mask])
-        kept_b.append(b[mask])
+        kept_a.append(a[mask].astype(dtype, copy=False))
+        kept_b.append(b[mask].astype(dtype, copy=False))
     if keep is None:
         return whole_a, whole_b
     if not kept_a:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=dtype), np.zeros(0, dtype=dtype)
     return np.concatenate(kept_a), np.concatenate(kept_b)
 
 
@@ -155,7 +158,8 @@ def bounded_pairs(
     spill file) each slice is bounded by its lengths alone
     (:func:`~neardup.candidates.bounds.length_possible`) and the pairs left by their sketches
     in one sweep of blocks of that many rows
-    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs. O(pairs)."""
+    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs, held in 32 bits
+    each between the two (8 bytes a pair, not 16). O(pairs)."""
     if block_rows is None:
 
         def keep(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -167,6 +171,43 @@ def bounded_pairs(
     def by_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return length_possible(sizes, unbounded, a, b, threshold)
 
-    a, b = filter_slices(pairs, by_length, slice_size, visit)
+    narrow = np.uint32 if sizes.shape[0] <= 1 << 32 else np.int64
+    a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
     keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-    return a[keep], b[keep]
+    return a[keep].astype(np.int64), b[keep].astype(np.int64)
+
+
+@njit(cache=True)
+def _chunks_kernel(a, b, cost, limit):
+    # seen_in: the last chunk that holds each document.
+    chunk_of = np.empty(a.shape[0], dtype=np.int64)
+    seen_in = np.full(cost.shape[0], -1, dtype=np.int64)
+    current, used = 0, 0.0
+    for p in range(a.shape[0]):
+        extra = 0.0
+        if seen_in[a[p]] != current:
+            extra += cost[a[p]]
+        if seen_in[b[p]] != current and b[p] != a[p]:
+            extra += cost[b[p]]
+        if used > 0 and used + extra > limit:
+            current += 1
+            used = 0.0
+            extra = cost[a[p]] + (cost[b[p]] if b[p] != a[p] else 0.0)
+        chunk_of[p] = current
+        seen_in[a[p]] = current
+        seen_in[b[p]] = current
+        used += extra
+    return chunk_of
+
+
+def chunks_of_pairs(a: np.ndarray, b: np.ndarray, cost: np.ndarray, limit: float) -> np.ndarray:
+    """Chunk number (int64) of each pair ``(a[p], b[p])`` when consecutive pairs are packed
+    greedily so that the documents of a chunk cost at most ``limit`` together (``cost``: float64
+    per document), each counted once; a pair whose two documents alone exceed it makes a chunk
+    alone. O(pairs + documents).
+
+    Example:
+        >>> chunks_of_pairs(np.array([0, 0, 2]), np.array([1, 2, 3]), np.ones(4), 3.0).tolist()
+        [0, 0, 1]
+    """
+    return _chunks_kernel(a, b, np.asarray(cost, dtype=np.float64), float(limit))

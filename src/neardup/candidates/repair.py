@@ -119,7 +119,29 @@ def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold
                     out = grown
                 out[found] = (np.uint64(min(x, y)) << shift) | np.uint64(max(x, y))
                 found += 1
-    return out[:found].copy(), ruled, unexamined
+    # A view: the pages past ``found`` were never touched, so they take no memory.
+    return out[:found], ruled, unexamined
+
+
+@njit(cache=True, nogil=True)
+def _distinct_ends(packed):
+    """The distinct pairs of the sorted packed ``packed`` as two uint32 arrays of their ends,
+    and how often each is listed (uint32). O(pairs), 12 bytes a distinct pair."""
+    k = 0
+    for p in range(packed.shape[0]):
+        if p == 0 or packed[p] != packed[p - 1]:
+            k += 1
+    a = np.empty(k, np.uint32)
+    b = np.empty(k, np.uint32)
+    listed = np.zeros(k, np.uint32)
+    q = -1
+    for p in range(packed.shape[0]):
+        if p == 0 or packed[p] != packed[p - 1]:
+            q += 1
+            a[q] = np.uint32(packed[p] >> np.uint64(32))
+            b[q] = np.uint32(packed[p] & np.uint64(0xFFFFFFFF))
+        listed[q] += 1
+    return a, b, listed
 
 
 def bucket_pairs(
@@ -178,21 +200,18 @@ def bucket_pairs(
     else:
         args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
     packed, ruled, unlisted = _bucket_pairs_kernel(*args)
-    found = packed.shape[0]
-    packed.sort()
-    first = np.ones(found, dtype=bool)
-    first[1:] = packed[1:] != packed[:-1]  # a pair may share several bands
-    starts = np.flatnonzero(first)
-    del first
-    packed = packed[starts]
-    a = (packed >> np.uint64(32)).astype(np.int64)
-    b = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    packed.sort()  # in place
+    # A pair may share several bands: the distinct ones, their ends in 32 bits each until
+    # the bounds below leave the few that go on (12 bytes a pair where int64 ends and their
+    # sort order took 32).
+    a, b, listed = _distinct_ends(packed)
     del packed
     if threshold > 0.0 and not bounded:
         keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-        listed = np.diff(np.append(starts, found))
         ruled += int(listed[~keep].sum())
         a, b = a[keep], b[keep]
+    del listed
+    a, b = a.astype(np.int64), b.astype(np.int64)
     stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted)}
     return a, b, stats
 
@@ -219,12 +238,24 @@ def without_pairs(
     order = None if bool(np.all(keys[1:] >= keys[:-1])) else np.argsort(keys, kind="stable")
     if order is not None:
         keys = keys[order]
-    other = _keys(np.asarray(other_a, np.int64), np.asarray(other_b, np.int64))
-    at = np.minimum(np.searchsorted(keys, other), keys.shape[0] - 1)
-    hit = at[keys[at] == other]
-    del other, at
-    keep[hit if order is None else order[hit]] = False  # of repeated pairs one is found
+    # The others looked up one by one in compiled code: no temporaries of their number (a
+    # slice of 8M candidates took 0.4 GB of them).
+    found = np.zeros(keys.shape[0], dtype=bool)
+    _mark_found(keys, np.asarray(other_a), np.asarray(other_b), found)
+    keep[found if order is None else order[found]] = False  # of repeated pairs one is found
     return keep
+
+
+@njit(cache=True, nogil=True)
+def _mark_found(keys, a, b, found):
+    """``found[i]`` set for the first place ``i`` of the sorted ``keys`` that equals the key
+    ``min << 32 | max`` of some pair ``(a[p], b[p])``. O(pairs × log keys)."""
+    shift = np.uint64(32)
+    for p in range(a.shape[0]):
+        key = (np.uint64(min(a[p], b[p])) << shift) | np.uint64(max(a[p], b[p]))
+        i = np.searchsorted(keys, key)
+        if i < keys.shape[0] and keys[i] == key:
+            found[i] = True
 
 
 def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -237,21 +268,30 @@ def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def bucket_csr(parts: list, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The buckets kept by :func:`neardup.candidates.bands.pairs_from_band_columns` (a list
     of ``(members, counts, others)``, members indexing ``reps``) as one CSR ``(offsets,
-    members)`` of document indices, and the pairs of the buckets it left out. O(members).
+    members)`` of document indices, and the pairs of the buckets it left out. The list is
+    emptied as its parts are copied, each let go once in place: the parts and the CSR are
+    never held whole at once. O(members).
 
     Example:
         >>> parts = [(np.array([0, 1, 2]), np.array([3]), 45)]
         >>> offsets, members, others = bucket_csr(parts, np.array([4, 6, 9]))
-        >>> offsets.tolist(), members.tolist(), others
-        ([0, 3], [4, 6, 9], 45)
+        >>> offsets.tolist(), members.tolist(), others, parts
+        ([0, 3], [4, 6, 9], 45, [])
     """
-    counts = [c for _, c, _ in parts]
-    offsets = np.zeros(sum(c.shape[0] for c in counts) + 1, dtype=np.int64)
-    if counts:
-        np.cumsum(np.concatenate(counts), out=offsets[1:])
-    members = np.concatenate([m for m, _, _ in parts]) if parts else np.zeros(0, np.int64)
-    others = sum(int(o) for _, _, o in parts)
-    return offsets, np.asarray(reps, dtype=np.int64)[members], others
+    reps = np.asarray(reps, dtype=np.int64)
+    counts = np.concatenate([c for _, c, _ in parts]) if parts else np.zeros(0, np.int64)
+    offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    del counts
+    members = np.empty(int(offsets[-1]), dtype=np.int64)
+    others, at = 0, 0
+    parts.reverse()  # popped from the end, in their order
+    while parts:
+        part, _, more = parts.pop()
+        members[at : at + part.shape[0]] = reps[part]
+        at += part.shape[0]
+        others += int(more)
+    return offsets, members, others
 
 
 def repair_links(

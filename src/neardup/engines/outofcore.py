@@ -29,11 +29,12 @@ The texts are never all in memory. The job makes three passes over the inputs:
 Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
-Memory: about ``64 + len(id)`` bytes a document in the fixed columns, plus the spillable part
+Memory: about ``64 + len(id)`` bytes a document in the fixed columns (the IDs and locations
+in the work folder past the budget: :class:`Collected`), plus the spillable part
 (``8 × bands`` bytes a document for MinHash band hashes, 128 for the sketches, the
 verification data kept from pass 1 or those of the documents that have a candidate) up to
-half the budget, plus one band column's sort (``24 n`` bytes) and the candidate pairs (8
-bytes a pair, packed, and the pairs the bounds leave; spilled count sketches are read two
+half the budget, plus two band columns' sorts (``20 n`` bytes each) and the candidate pairs
+(8 bytes a pair, packed, and the pairs the bounds leave; spilled count sketches are read two
 blocks of rows at a time, within the budget: :mod:`neardup.candidates.bounds`).
 """
 
@@ -44,19 +45,28 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from neardup.candidates.bands import band_hashes
+from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
-from neardup.engines.spill import MemoryBudget, SpillColumn, SpilledRows, WorkDir
+from neardup.engines.spill import (
+    ColumnFile,
+    MemoryBudget,
+    SpillColumn,
+    SpilledRows,
+    WorkDir,
+    read_ids,
+    write_ids,
+)
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
-from neardup.memory import return_freed_memory
+from neardup.memory import joined_parts, return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
@@ -79,11 +89,13 @@ _GROUP_ARRAYS = tuple(f.name for f in fields(Groups) if f.name != "stats")
 
 @dataclass
 class Collected:
-    """What pass 1 keeps of the documents, in input order."""
+    """What pass 1 keeps of the documents, in input order. Past the budget, the IDs wait in
+    a file of the work folder until they are written (:attr:`ids` reads them back) and the
+    input locations are read back by rows (:class:`~neardup.engines.spill.ColumnFile`)."""
 
-    ids: pa.ChunkedArray
+    id_column: pa.ChunkedArray | None
     timestamps: np.ndarray
-    locations: np.ndarray | None
+    locations: np.ndarray | ColumnFile | None
     signatures: Signatures
     band_columns: list[SpillColumn] = field(default_factory=list)
     #: The column of :attr:`Signatures.sketches` (LCS verification), or None.
@@ -92,9 +104,23 @@ class Collected:
     seconds: float = 0.0
     #: Every document's verification data, when pass 1 built and kept them (else None).
     kept: KeptSets | None = None
+    ids_path: Path | None = None  # the IDs' file (Arrow IPC) when ``id_column`` is None
 
     def __len__(self) -> int:
         return self.timestamps.shape[0]
+
+    @property
+    def ids(self) -> pa.ChunkedArray:
+        """The IDs (an Arrow string column), read back from their file once if there. O(n)."""
+        if self.id_column is None:
+            self.id_column = read_ids(self.ids_path)
+        return self.id_column
+
+    def locations_at(self, positions: np.ndarray) -> np.ndarray:
+        """The input locations of the documents at the ascending ``positions``."""
+        if isinstance(self.locations, ColumnFile):
+            return self.locations.take(positions)
+        return self.locations[positions]
 
     def band_keys(self, release: bool = False) -> Iterator[np.ndarray]:
         """Each band's hash column in turn (read back from disk when spilled); with
@@ -251,6 +277,7 @@ class OutOfCoreDedup:
         self.progress = progress or Progress()
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
+        self._spills_columns = False  # see _spill_fixed_columns
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
         #: the verification data were measured in when they exceeded the budget (0: in memory).
         self.figures = {
@@ -351,24 +378,27 @@ class OutOfCoreDedup:
         for column in bands + [c for c in (sig_column, sketch_column) if c is not None]:
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
+        # Each column is joined and its batches' parts let go before the next is joined: the
+        # parts and the joined columns are never all held at once (0.7 GB twice at 10M).
         if minhash:
             signature = (
                 sig_column.array() if sig_column is not None else np.zeros((n, 0), np.uint32)
             )
         else:
-            signature = _cat(fps, np.uint64, (0,))
+            signature = joined_parts(fps, np.uint64, (0,))
         sig = Signatures(
-            content=_cat(content, np.uint64, (0, 2)),
+            content=joined_parts(content, np.uint64, (0, 2)),
             signature=signature,
-            empty=_cat(empty, bool, (0,)),
-            text_bytes=_cat(text_bytes, np.int64, (0,)),
-            sizes=_cat(sizes, np.int32, (0,)),
+            empty=joined_parts(empty, bool, (0,)),
+            text_bytes=joined_parts(text_bytes, np.int64, (0,)),
+            sizes=joined_parts(sizes, np.int32, (0,)),
             sketches=sketch_column.array() if sketch_column is not None else None,
         )
+        whole_locations = len(locations) == len(ids)
         self.collected = Collected(
-            ids=pa.chunked_array(ids, type=pa.large_string()),
-            timestamps=_cat(stamps, np.int64, (0,)),
-            locations=_cat(locations, np.int64, (0, 2)) if len(locations) == len(ids) else None,
+            id_column=pa.chunked_array(ids, type=pa.large_string()),
+            timestamps=joined_parts(stamps, np.int64, (0,)),
+            locations=joined_parts(locations, np.int64, (0, 2)) if whole_locations else None,
             signatures=sig,
             band_columns=bands,
             sketch_column=sketch_column,
@@ -376,14 +406,30 @@ class OutOfCoreDedup:
             seconds=time.perf_counter() - started,
             kept=kept if kept is not None and kept.active else None,
         )
-        # The batches' parts of the columns, now joined, are small blocks of the heap: their
-        # pages go back (at 10M documents the columns' 0.7 GB would stay resident twice).
-        for parts in (stamps, locations, content, empty, text_bytes, fps, sizes):
-            parts.clear()
+        ids.clear()
+        locations.clear()
+        self._spill_fixed_columns(sink)
         return_freed_memory()
         if self.work.resume:
             self._save_collected(sig_column)
         return self.collected
+
+    def _spill_fixed_columns(self, sink: BatchSink | None) -> None:
+        """Only the writing needs the IDs, and only the re-read the locations of some
+        documents: when they do not fit the budget's room left, both go to the work folder
+        (not with a batch sink or ``--resume``, which store them themselves)."""
+        c = self.collected
+        self._spills_columns = sink is None and not self.work.resume
+        held = c.id_column.nbytes + (c.locations.nbytes if c.locations is not None else 0)
+        if not self._spills_columns or held <= self.budget.free:
+            return
+        c.ids_path = self.work.file("ids.arrow")
+        write_ids(c.ids_path, c.id_column)
+        self.figures["spilled bytes"] += c.ids_path.stat().st_size
+        c.id_column = None
+        if c.locations is not None:
+            c.locations = ColumnFile(self.work, "locations", c.locations)
+            self.figures["spilled bytes"] += c.locations.disk_bytes
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
@@ -397,9 +443,7 @@ class OutOfCoreDedup:
             w.save("fingerprints", c.signatures.signature)
         for j, column in enumerate(c.band_columns + ([sig_column] if sig_column else [])):
             w.save(f"spill-{j}", column.array())
-        with pa.OSFile(str(w.file("ids.arrow")), "wb") as sink:
-            with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
-                writer.write_table(pa.table({"id": c.ids}))
+        write_ids(w.file("ids.arrow"), c.ids)
         stats = c.stats
         w.save_json(
             "collect",
@@ -425,8 +469,7 @@ class OutOfCoreDedup:
             files=info["files"],
         )
         stats.skipped_reasons.update(info["skipped_reasons"])
-        with pa.memory_map(str(w.file("ids.arrow"))) as source:
-            ids = pa.ipc.open_file(source).read_all().column("id")
+        ids = read_ids(w.file("ids.arrow"))
         timestamps = w.load("timestamps")
         n = timestamps.shape[0]
         bands = []
@@ -464,7 +507,7 @@ class OutOfCoreDedup:
         c = self.collected
         if c.locations is not None and self.reader.can_fetch():
             yield from self.reader.fetch(
-                positions, c.locations[positions], records=records, last_read=last_read
+                positions, c.locations_at(positions), records=records, last_read=last_read
             )
             return
         wanted = np.zeros(len(c), dtype=bool)
@@ -610,7 +653,7 @@ class OutOfCoreDedup:
             # Two chunks are resident at once (one measured while the next is read), each
             # within half the budget.
             half = max(self.budget.limit / 2, 1.0)
-            chunk_of = _chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
+            chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
             spans = list(zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]))
@@ -665,6 +708,11 @@ class OutOfCoreDedup:
 
     def _on_stage(self, name: str) -> None:
         self._stage = name
+        if name == "candidates" and self._spills_columns:
+            # The content keys served the exact duplicates; nothing after reads them (an
+            # index build, with its sink, keeps them for its table).
+            sig = self.collected.signatures
+            sig.content = np.zeros((sig.content.shape[0], 0), dtype=sig.content.dtype)
         return_freed_memory()  # the stage before's temporaries (about 0.5 ms at 1M documents)
         self.progress.stage(name)
 
@@ -717,31 +765,6 @@ class OutOfCoreDedup:
         return Groups(*arrays, stats=w.load_json("group"))
 
 
-@njit(cache=True)
-def _chunks_of_pairs(a, b, cost, limit):
-    """Chunk number of each pair (a[p], b[p]) when consecutive pairs are packed greedily so
-    that the documents of a chunk cost at most ``limit`` together, each counted once (a pair
-    whose two documents alone exceed it makes a chunk alone). O(pairs + documents)."""
-    chunk_of = np.empty(a.shape[0], dtype=np.int64)
-    seen_in = np.full(cost.shape[0], -1, dtype=np.int64)
-    current, used = 0, 0.0
-    for p in range(a.shape[0]):
-        extra = 0.0
-        if seen_in[a[p]] != current:
-            extra += cost[a[p]]
-        if seen_in[b[p]] != current and b[p] != a[p]:
-            extra += cost[b[p]]
-        if used > 0 and used + extra > limit:
-            current += 1
-            used = 0.0
-            extra = cost[a[p]] + (cost[b[p]] if b[p] != a[p] else 0.0)
-        chunk_of[p] = current
-        seen_in[a[p]] = current
-        seen_in[b[p]] = current
-        used += extra
-    return chunk_of
-
-
 def _batch_sets(
     batch: DocumentBatch,
     settings: Settings,
@@ -775,9 +798,3 @@ def _subset(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:
         records=[batch.records[i] for i in pick] if batch.records is not None else None,
         positions=batch.positions[rows],
     )
-
-
-def _cat(parts: list[np.ndarray], dtype, empty_shape: tuple[int, ...]) -> np.ndarray:
-    if not parts:
-        return np.zeros(empty_shape, dtype=dtype)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]

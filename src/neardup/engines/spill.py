@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from numba import njit
 
+from neardup.candidates.bounds import read_rows
 from neardup.io.files import atomic_write, process_gone
 
 MANIFEST = "manifest.json"
@@ -345,6 +347,76 @@ def _write(fh, values: np.ndarray) -> None:
     # Through Python's write, not ndarray.tofile: a full disk then raises ENOSPC with its errno
     # (tofile reports a short write without one).
     fh.write(memoryview(values).cast("B"))
+
+
+def write_ids(path: Path, ids: pa.ChunkedArray) -> None:
+    """Store the IDs (an Arrow string column) as an Arrow IPC file; a full disk or an
+    unwritable folder is one clear error (:func:`writing`). O(n)."""
+    with writing(path), pa.OSFile(str(path), "wb") as sink:
+        with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
+            writer.write_table(pa.table({"id": ids}))
+
+
+def read_ids(path: Path) -> pa.ChunkedArray:
+    """The IDs of :func:`write_ids`'s file, read whole (not mapped: the file may be removed
+    while they are in use). O(n)."""
+    with pa.OSFile(str(path), "rb") as source:
+        return pa.ipc.open_file(source).read_all().column("id")
+
+
+class ColumnFile:
+    """A per-document column written once to a file of the work folder and read back by rows
+    (:meth:`take`), never through a memory map: an out-of-core run puts there the columns of
+    pass 1 that it needs again only for some documents (their input locations) once the
+    budget is full. Memory: none between reads.
+
+    Example:
+        >>> import tempfile
+        >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
+        ...     column = ColumnFile(work, "where", np.arange(10, dtype=np.int64).reshape(5, 2))
+        ...     column.take(np.array([1, 4])).tolist(), len(column)
+        ([[2, 3], [8, 9]], 5)
+    """
+
+    #: Rows read at a time (1 MiB of 16-byte rows): documents far apart cost a read each.
+    BLOCK_ROWS = 1 << 16
+
+    def __init__(self, work: WorkDir, name: str, array: np.ndarray):
+        self.path = work.file(name + ".bin")
+        self.dtype = array.dtype
+        self.row_shape = array.shape[1:]
+        self.rows = int(array.shape[0])
+        with writing(self.path), open(self.path, "wb") as fh:
+            if array.nbytes:
+                _write(fh, np.ascontiguousarray(array))
+        #: Bytes written to the file.
+        self.disk_bytes = int(array.nbytes)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """The rows at the ascending ``positions``, read in blocks of :data:`BLOCK_ROWS` rows
+        (only the blocks that hold one of them), with ``pread``. O(positions + blocks read)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        out = np.empty((positions.shape[0], *self.row_shape), dtype=self.dtype)
+        if positions.shape[0] == 0:
+            return out
+        # A map of the file only names its rows: read_rows reads them with pread, so none of
+        # its pages stay resident.
+        mapped = np.memmap(
+            self.path, dtype=self.dtype, mode="r", shape=(self.rows, *self.row_shape)
+        )
+        block_of = positions // self.BLOCK_ROWS
+        firsts = np.flatnonzero(np.concatenate(([True], block_of[1:] != block_of[:-1])))
+        ends = [*firsts[1:].tolist(), positions.shape[0]]
+        buffer = np.empty((self.BLOCK_ROWS, *self.row_shape), dtype=self.dtype)
+        for first, end in zip(firsts.tolist(), ends):
+            start = int(block_of[first]) * self.BLOCK_ROWS
+            rows = read_rows(mapped, start, buffer[: min(self.BLOCK_ROWS, self.rows - start)])
+            out[first:end] = rows[positions[first:end] - start]
+        del mapped
+        return out
 
 
 class SpillColumn:
