@@ -361,7 +361,7 @@ def pytest_collection_modifyitems(config, items):
     tests slow, and in the quick run (``--quick``) leaves the slow tests out and runs each
     property test on fewer examples."""
     quick = config.getoption("--quick")
-    grouping = bool(config.getvalue("loadgroup"))  # an xdist worker under --dist loadgroup
+    grouping = bool(config.getoption("loadgroup", False))  # an xdist worker, --dist loadgroup
     kept, slow = [], []
     for item in items:
         groups = [SHARED_JVMS[name] for name in SHARED_JVMS if name in item.fixturenames]
