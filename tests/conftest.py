@@ -302,13 +302,82 @@ def synth_corpus():
     )
 
 
+#: The JVMs a test may share, by the fixture that starts them: under pytest-xdist the tests that
+#: use one run on one worker (pyproject.toml sets ``--dist loadgroup``), so that a run starts
+#: each once, as without workers, not once a worker (each JVM wants a core and a GB). The two
+#: groups are independent (the cluster's drivers are processes of their own), so they start
+#: at once, on the two workers, and the rest of the suite fills in behind them.
+SHARED_JVMS = {"spark": "spark-session", "spark_cluster": "spark-cluster"}
+
+
+def _join_group(item, group: str) -> None:
+    """Put ``item`` in the xdist group ``group`` (as ``@pytest.mark.xdist_group(group)``
+    would): ``--dist loadgroup`` reads the group from the test's ID, after an ``@``.
+
+    Done here rather than by the mark because pytest-xdist 3.8 writes the suffix where
+    pytest 9.2 no longer reads it (``Node._nodeid``; pytest-xdist issue 1386): with the mark
+    alone the groups were silently ignored and each worker started its own JVMs."""
+    suffixed = f"{item.nodeid}@{group}"
+    if hasattr(item, "_id"):  # pytest >= 9.2: a structured ID
+        item._id = type(item._id).parse(suffixed)
+    else:
+        item._nodeid = suffixed
+
+
+#: The quick run (``--quick``) runs each property test on this fraction of its examples, and
+#: at least :data:`QUICK_MIN_EXAMPLES`; the full run on all of them.
+QUICK_EXAMPLES_FRACTION = 0.25
+QUICK_MIN_EXAMPLES = 10
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="the quick run: leave out the tests marked slow (Spark, the browser, whole "
+        f"processes of seconds) and run each property test on {QUICK_EXAMPLES_FRACTION:.0%} of "
+        "its examples (docs/contributing.md)",
+    )
+
+
+def _fewer_examples(test) -> None:
+    """Lower the examples of one hypothesis test to the quick run's share, once (parametrised
+    tests share the function). The explicit ``@settings(max_examples=...)`` of a test wins
+    over any profile, hence the test's own settings object is replaced."""
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is None or getattr(test, "_quick_examples", False):
+        return
+    from hypothesis import settings
+
+    quick = max(QUICK_MIN_EXAMPLES, round(own.max_examples * QUICK_EXAMPLES_FRACTION))
+    test._hypothesis_internal_use_settings = settings(
+        own, max_examples=min(quick, own.max_examples)
+    )
+    test._quick_examples = True
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``-n 2``; pyproject.toml sets ``--dist loadgroup``) the tests marked
-    ``spark`` all run on one worker: one local Spark session and one standalone cluster for
-    the run, as without workers, not one of each a worker (each JVM wants a core and a GB)."""
+    """Groups the tests that share a JVM (:data:`SHARED_JVMS`), marks the Spark and browser
+    tests slow, and in the quick run (``--quick``) leaves the slow tests out and runs each
+    property test on fewer examples."""
+    quick = config.getoption("--quick")
+    grouping = bool(config.getoption("loadgroup", False))  # an xdist worker, --dist loadgroup
+    kept, slow = [], []
     for item in items:
-        if item.get_closest_marker("spark"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+        groups = [SHARED_JVMS[name] for name in SHARED_JVMS if name in item.fixturenames]
+        if groups and grouping:
+            _join_group(item, groups[0])
+        if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+        if quick and item.get_closest_marker("slow"):
+            slow.append(item)
+            continue
+        kept.append(item)
+        if quick and getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            _fewer_examples(item.obj)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,7 @@ def test_warm_runs_every_step_and_reports_each():
         assert listed == []
 
 
+@pytest.mark.slow  # whole processes: warm, then a run that must load every kernel
 def test_after_warm_a_fresh_process_compiles_nothing(tmp_path):
     assert CliRunner().invoke(main, ["warm"]).exit_code == 0
     docs = tmp_path / "docs.jsonl"

@@ -86,7 +86,12 @@ def _run(language: str, code: str, folder: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize(
     "page",
-    [p for p in PAGES if any(b[3] is None for b in code_blocks(p))],
+    [
+        # The README's blocks run every main command on the 2,500-document sample: seconds.
+        pytest.param(p, marks=pytest.mark.slow) if p.name == "README.md" else p
+        for p in PAGES
+        if any(b[3] is None for b in code_blocks(p))
+    ],
     ids=_name,
 )
 def test_the_runnable_blocks_run(page, tmp_path):

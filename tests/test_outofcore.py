@@ -159,7 +159,15 @@ OPTION_SETS = [
 LIMIT_OPTION_SETS = [(), ("--pairs", "all"), OPTION_SETS[5]]
 
 
-@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: " ".join(o) or "defaults")
+@pytest.mark.parametrize(
+    "options",
+    # --pairs all at four limits: seconds, the others a second or less.
+    [
+        pytest.param(o, marks=pytest.mark.slow) if o == ("--pairs", "all") else o
+        for o in OPTION_SETS
+    ],
+    ids=lambda o: " ".join(o) or "defaults",
+)
 def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monkeypatch):
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
@@ -769,6 +777,7 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert "groups" in text  # the summary follows
 
 
+@pytest.mark.slow  # whole processes, each killed at another point
 def test_kill_9_at_any_point_leaves_all_outputs_or_none_and_the_next_run_cleans_up(tmp_path):
     """kill -9 at several points of a run (starting, spilling, writing its outputs): the set
     GROUPS + PAIRS + KEEP is complete and right, or absent; the next run leaves no debris."""

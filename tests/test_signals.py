@@ -54,6 +54,7 @@ def _dedup(corpus, folder, spill) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # a dozen whole processes, each stopped at another point
 def test_signals_at_many_points_end_with_one_line_and_no_partial_output(corpus, tmp_path):
     """SIGINT and SIGTERM in turn, sent from the first milliseconds (imports) to the last part
     of the run (12 runs): every run still going when the signal comes ends with exit status
