@@ -1,9 +1,11 @@
 """Tests for neardup.candidates.hamming: the SimHash candidate search against brute force."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.candidates import radix
 from neardup.candidates.hamming import HammingSearch
 
 
@@ -25,6 +27,9 @@ def test_hamming_search_star_edges_and_pairs_equal_brute_force(values, n, k, rnd
     rnd.shuffle(rank)
     search = HammingSearch.of(fps, k)
     a, b = search.star_edges(reps, rank)
+    with pytest.MonkeyPatch.context() as patch:  # the buckets' heads in two halves, two threads
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        assert [x.tolist() for x in search.star_edges(reps, rank)] == [a.tolist(), b.tolist()]
     # Brute force: each fingerprint's earliest representative; stars in representative
     # order, then those earliest ones of every two fingerprints within k, by value.
     held = sorted({int(fps[r]) for r in reps})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import os
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from neardup.candidates.radix import (
     argsort64,
     digit_starts,
     digits,
+    in_halves,
     order_keys,
     sort_range,
     sorted_carrying,
@@ -212,3 +214,23 @@ def test_bad_keys_are_refused() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(radix).failed == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 50), st.sampled_from([0, 1 << 30]))
+def test_in_halves_covers_the_range_once(count: int, least: int) -> None:
+    """Each index in exactly one call, the calls' ranges consecutive: one call below
+    ``PARALLEL_MIN_KEYS``, two halves on two threads from it on."""
+    calls: list[tuple[int, int]] = []
+    covered = np.zeros(count, np.int64)
+
+    def kernel(lo: int, hi: int, out: np.ndarray) -> None:
+        calls.append((lo, hi))
+        out[lo:hi] += 1
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", least)
+        in_halves(kernel, count, covered)
+    assert covered.tolist() == [1] * count
+    one_call = least or (os.cpu_count() or 1) < 2
+    assert sorted(calls) == ([(0, count)] if one_call else [(0, count // 2), (count // 2, count)])

@@ -11,7 +11,7 @@ from candidates_helpers import ALL_ONES, boundary_bits, mask_of, popcount
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import tables
+from neardup.candidates import radix, tables
 from neardup.candidates.plan import plan_tables
 from neardup.candidates.tables import (
     IdenticalBuckets,
@@ -330,11 +330,17 @@ def ranked_fingerprints(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.nda
 @settings(deadline=None, max_examples=150)
 @given(ranked_fingerprints())
 def test_earliest_is_the_smallest_rank_then_index(case) -> None:
+    """On one thread, and on two (each a half of the buckets; forced here for small inputs)."""
     fp, rank, among = case
     buckets = IdenticalBuckets.of(fp)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        in_halves = [buckets.earliest(rank), buckets.earliest(rank, among)]
     for got, allowed in (
         (buckets.earliest(rank), np.ones(fp.size, bool)),
         (buckets.earliest(rank, among), among),
+        (in_halves[0], np.ones(fp.size, bool)),
+        (in_halves[1], among),
     ):
         want = []
         for value in buckets.values.tolist():

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from neardup.candidates.radix import in_halves
 from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs
 
 __all__ = ["HammingSearch"]
@@ -63,15 +64,27 @@ class HammingSearch:
         return self.buckets.expand(self.a, self.b, self.dist)
 
 
-@njit(cache=True, nogil=True)
 def _bucket_stars(offsets, members, head, reps):
     """The pairs ``(head of r's bucket, r)`` of the representatives ``reps`` (ascending) that
-    are not their bucket's head, in the order of ``reps``: each input told its bucket's head,
+    are not their bucket's head, in the order of ``reps``: each input told its bucket's head
+    (the buckets in two halves on two threads, :func:`~neardup.candidates.radix.in_halves`),
     then two passes over ``reps`` (count, fill). O(n), no temporaries beyond the heads."""
     head_of = np.empty(members.shape[0], np.int64)
-    for v in range(offsets.shape[0] - 1):
+    in_halves(_heads_of_members, offsets.shape[0] - 1, offsets, members, head, head_of)
+    return _stars_of(reps, head_of)
+
+
+@njit(cache=True, nogil=True)
+def _heads_of_members(lo, hi, offsets, members, head, head_of):
+    """``head_of[i] = head[v]`` for each member ``i`` of the buckets ``lo <= v < hi``."""
+    for v in range(lo, hi):
         for p in range(offsets[v], offsets[v + 1]):
             head_of[members[p]] = head[v]
+
+
+@njit(cache=True, nogil=True)
+def _stars_of(reps, head_of):
+    """The pairs ``(head_of[r], r)`` of the ``reps`` that are not their own head, in order."""
     count = 0
     for r in reps:
         if head_of[r] != r:

@@ -33,6 +33,7 @@ __all__ = [
     "argsort64",
     "digit_starts",
     "digits",
+    "in_halves",
     "order_keys",
     "sort_range",
     "sorted_carrying",
@@ -281,6 +282,28 @@ def sorted_carrying(
         for future in done:
             future.result()
     return keys_out, payload_out
+
+
+def in_halves(kernel, count: int, *args) -> None:
+    """Call ``kernel(lo, hi, *args)`` over ``range(count)`` cut in two at its middle, the two
+    halves on two threads from :data:`PARALLEL_MIN_KEYS` on (else one call over the whole
+    range). For compiled kernels that release the GIL and write only at the indices of their
+    own half: the result is then the same as one call's. O(1) beyond the kernel's cost.
+
+    Example:
+        >>> seen = []
+        >>> in_halves(lambda lo, hi, out: out.append((lo, hi)), 5, seen)
+        >>> seen
+        [(0, 5)]
+    """
+    if count < PARALLEL_MIN_KEYS or (os.cpu_count() or 1) < 2:
+        kernel(0, count, *args)
+        return
+    middle = count // 2
+    with ThreadPoolExecutor(2) as pool:
+        halves = [pool.submit(kernel, lo, hi, *args) for lo, hi in ((0, middle), (middle, count))]
+        for half in halves:
+            half.result()
 
 
 def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -57,6 +57,7 @@ from neardup.candidates.radix import (
     argsort64,
     digit_starts,
     digits,
+    in_halves,
     sort_range,
     sorted_pairs,
 )
@@ -229,11 +230,11 @@ def _inverse_from_members(offsets, members, inverse):
 
 
 @njit(cache=True, nogil=True)
-def _earliest_members(offsets, members, rank, among, out):
-    """``out[v]``: the member of bucket ``v`` of smallest ``rank`` among those ``among``
-    allows, -1 if none; members ascend within a bucket, so the strict ``<`` keeps the smallest
-    index among equal ranks."""
-    for v in range(offsets.shape[0] - 1):
+def _earliest_members(lo, hi, offsets, members, rank, among, out):
+    """``out[v]`` for the buckets ``lo <= v < hi``: the member of bucket ``v`` of smallest
+    ``rank`` among those ``among`` allows, -1 if none; members ascend within a bucket, so the
+    strict ``<`` keeps the smallest index among equal ranks."""
+    for v in range(lo, hi):
         best = -1
         for p in range(offsets[v], offsets[v + 1]):
             i = members[p]
@@ -599,7 +600,7 @@ class IdenticalBuckets:
         """``int64`` per value: the input holding it of smallest ``rank`` (one integer per
         input), ties broken by the smaller index; only inputs where the bool ``among`` is true
         count (default: all), and a value that none of them holds gets -1. One pass over the
-        buckets, no sort: ``O(N)``.
+        buckets (two halves on two threads, :func:`in_halves`), no sort: ``O(N)``.
 
         Example:
             >>> b = IdenticalBuckets.of(np.array([7, 3, 7, 7], dtype=np.uint64))
@@ -622,7 +623,7 @@ class IdenticalBuckets:
                 f"of shape {np.shape(among)}"
             )
         out = np.empty(self.values.shape[0], np.int64)
-        _earliest_members(self.offsets, self.members, rank, among, out)
+        in_halves(_earliest_members, out.shape[0], self.offsets, self.members, rank, among, out)
         return out
 
     def expand(
