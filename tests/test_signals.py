@@ -54,12 +54,34 @@ def _dedup(corpus, folder, spill) -> list[str]:
     ]
 
 
+def _wait_for_handlers(process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Wait until ``process`` catches SIGTERM (``SigCgt`` in ``/proc/PID/status``), i.e. it has
+    reached the entry point's first line. Before that the interpreter itself is starting (the
+    installed script's own imports), where no program can catch a signal. No wait without
+    ``/proc``."""
+    status = Path(f"/proc/{process.pid}/status")
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up and process.poll() is None:
+        try:
+            caught = next(
+                int(line.split()[1], 16)
+                for line in status.read_text().splitlines()
+                if line.startswith("SigCgt:")
+            )
+        except (OSError, StopIteration):
+            return
+        if caught >> (signal.SIGTERM - 1) & 1:
+            return
+        time.sleep(0.002)
+
+
 @pytest.mark.slow  # a dozen whole processes, each stopped at another point
 def test_signals_at_many_points_end_with_one_line_and_no_partial_output(corpus, tmp_path):
-    """SIGINT and SIGTERM in turn, sent from the first milliseconds (imports) to the last part
-    of the run (12 runs): every run still going when the signal comes ends with exit status
-    128 + signal and the one line, leaves no temporary file, and its outputs are absent or
-    whole; a run that had ended has its outputs."""
+    """SIGINT and SIGTERM in turn, sent from the first milliseconds after the entry point
+    takes the signals (imports) to the last part of the run (12 runs): every run still going
+    when the signal comes ends with exit status 128 + signal and the one line, leaves no
+    temporary file, and its outputs are absent or whole; a run that had ended has its
+    outputs."""
     reference = tmp_path / "reference"
     reference.mkdir()
     started = time.monotonic()
@@ -77,9 +99,11 @@ def test_signals_at_many_points_end_with_one_line_and_no_partial_output(corpus, 
         process = subprocess.Popen(
             _dedup(corpus, folder, spill), stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
+        launched = time.monotonic()
+        _wait_for_handlers(process)
         # Up to 0.8 of the reference run: later, a run on a loaded machine may end between
         # the check below and the signal, which no test can tell from an ignored signal.
-        time.sleep(0.8 * duration * (k + 0.5) / runs)
+        time.sleep(max(0.0, 0.8 * duration * (k + 0.5) / runs - (time.monotonic() - launched)))
         ended = process.poll() is not None
         process.send_signal(number)
         out, err = process.communicate(timeout=60)
