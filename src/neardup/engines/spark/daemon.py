@@ -17,10 +17,8 @@ must have neardup installed, as every task of a run needs it anyway.
 
 from __future__ import annotations
 
-# The modules whose functions the run's tasks call (imported for their side effect: loaded
-# once here, inherited by every forked worker).
-import neardup.engines.spark.repair  # noqa: F401
-import neardup.engines.spark.rows  # noqa: F401
+# The kernels the run's tasks call, and through the package the engine's other modules
+# (imported for their side effect: loaded once here, inherited by every forked worker).
 import neardup.engines.spark.tasks  # noqa: F401
 
 if __name__ == "__main__":  # Spark runs ``python -m neardup.engines.spark.daemon``
