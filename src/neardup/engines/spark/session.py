@@ -24,9 +24,14 @@ except ImportError:  # pragma: no cover - exercised only without pyspark
     DataFrame = SparkSession = F = Window = None  # type: ignore[assignment,misc]
     HAVE_PYSPARK = False
 
-__all__ = ["HAVE_PYSPARK", "INSTALL_HINT", "require_pyspark", "spark_session"]
+__all__ = ["HAVE_PYSPARK", "INSTALL_HINT", "PYTHON_DAEMON", "require_pyspark", "spark_session"]
 
 INSTALL_HINT = "the Spark engine needs pyspark: pip install 'neardup[spark]'"
+PYTHON_DAEMON = "neardup.engines.spark.daemon"
+"""The Python worker daemon of the sessions :func:`spark_session` starts
+(``spark.python.daemon.module``): pyspark's daemon with the engine's task modules imported
+once, before it forks the workers (:mod:`neardup.engines.spark.daemon`)."""
+_DAEMON_KEY = "spark.python.daemon.module"
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 
 _LOG_CONFIG = Path(__file__).resolve().parents[2] / "data" / "spark-log4j2.properties"
@@ -68,6 +73,9 @@ def spark_session(
     Logs: a driver this call starts logs at WARN without Spark's banner (:data:`_LOG_CONFIG`,
     unless a log4j2 configuration of the user's is found), and :data:`_QUIET_LOGGERS`, whose
     warnings a user cannot act on, are set to ERROR in any session; other loggers are untouched.
+    A session this call starts forks its Python workers from :data:`PYTHON_DAEMON`, which
+    imports the engine's task modules once per executor instead of once per worker (unless the
+    configuration names another ``spark.python.daemon.module``).
     Cost: a few seconds to start the JVM the first time.
 
     Example (needs a Spark session, so not run as a doctest)::
@@ -94,9 +102,25 @@ def spark_session(
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     with _driver_log_config():
+        if _DAEMON_KEY not in (config or {}):
+            builder = _with_daemon(builder)
         spark = builder.getOrCreate()
     _quiet_loggers(spark)
     return spark
+
+
+def _with_daemon(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """``builder`` with :data:`PYTHON_DAEMON` as the Python daemon, unless a SparkContext is
+    running (its daemon is fixed) or Spark's configuration (``spark-defaults.conf``,
+    ``spark-submit --conf``) names one."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        return builder
+    SparkContext._ensure_initialized()  # the JVM, which holds spark-submit's configuration
+    if SparkConf().contains(_DAEMON_KEY):
+        return builder
+    return builder.config(_DAEMON_KEY, PYTHON_DAEMON)
 
 
 @contextmanager

@@ -1,0 +1,53 @@
+"""The Python worker daemon of Spark runs: the engine's modules are loaded before workers fork."""
+
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc"),
+]
+
+
+def test_the_daemon_loads_the_task_modules_before_it_serves():
+    """Started as Spark starts it, the daemon announces its port only after it has imported the
+    task modules (pyarrow's library is mapped into the process that will fork the workers), and
+    it stops when its standard input closes, as when the executor stops."""
+    pytest.importorskip("pyspark")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "neardup.engines.spark.daemon"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        (port,) = struct.unpack("!i", daemon.stdout.read(4))
+        assert 0 < port < 65536
+        with open(f"/proc/{daemon.pid}/maps") as maps:
+            assert "libarrow" in maps.read()
+    finally:
+        daemon.stdin.close()
+        assert daemon.wait(timeout=60) is not None
+
+
+def test_workers_of_a_session_fork_from_the_preloading_daemon(spark):
+    from neardup.engines.spark.session import PYTHON_DAEMON
+
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == PYTHON_DAEMON
+
+    def parent_command(batches):
+        import pyarrow as pa
+
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            command = f.read().replace(b"\0", b" ").decode()
+        for batch in batches:
+            yield pa.record_batch([pa.array([command] * batch.num_rows)], names=["command"])
+
+    rows = spark.range(4).repartition(2).mapInArrow(parent_command, "command string").collect()
+    assert {PYTHON_DAEMON in r.command for r in rows} == {True}
