@@ -8,9 +8,9 @@ break ties by input position; the time value as it appeared in the input is kept
 ``raw_timestamps`` so it can be written back unchanged.
 
 Uncompressed JSON Lines are read in blocks of whole lines; a block of plain lines is parsed by
-Arrow with the GIL released, and its texts stay one Arrow string array (a
+a compiled reader with the GIL released, and its texts stay one Arrow string array (a
 :class:`~neardup.text.canonical.TextColumn`) that the canonical kernels read directly. Where
-Arrow's reading could differ from the line-by-line one, the block is read line by line
+that reading could differ from the line-by-line one, the block is read line by line
 (:mod:`neardup.io.jsonl_blocks`): the batches are the same either way.
 
 Example:
@@ -263,7 +263,7 @@ class DocumentReader:
             for start in range(0, rows.shape[0], self._batch_size):
                 chunk = rows[start : start + self._batch_size]
                 batch = [next(lines) for _ in range(chunk.shape[0])]
-                # By Arrow where that is exact (records need every field: line by line).
+                # In a block where that is exact (records need every field: line by line).
                 got = None if records else self._parser.parse_lines(batch)
                 if got is None:
                     yield self._parsed_batch(batch, positions[chunk], records)
@@ -465,7 +465,7 @@ class DocumentReader:
         self, path: str, fh: IO[bytes], parser: BlockParser, copy: IO[bytes] | None
     ) -> Iterator[DocumentBatch]:
         """Read an uncompressed input in blocks (:mod:`neardup.io.jsonl_blocks`): a block
-        Arrow reads exactly is added whole, any other line by line. Returns the input's size
+        read exactly by the block parser is added whole, any other line by line. Returns the input's size
         in bytes."""
         blocks = line_blocks(fh)
         line, offset = 1, 0
