@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from neardup.ids import plain_id
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
-from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, line_blocks, scan_block
+from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, read_blocks
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
     IdTable,
@@ -467,27 +467,28 @@ class DocumentReader:
         """Read an uncompressed input in blocks (:mod:`neardup.io.jsonl_blocks`): a block
         read exactly by the block parser is added whole, any other line by line. Returns the input's size
         in bytes."""
-        blocks = line_blocks(fh)
+        blocks = read_blocks(fh, parser, copy)
         line, offset = 1, 0
-        while True:
-            try:
-                block = next(blocks, None)
-            except OSError as e:  # what iter_lines reports for a plain file
-                raise InputError(path, line, None, "unreadable input", str(e)) from e
-            if block is None:
-                return offset
-            if copy is not None:
-                copy.write(block)
-            starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
-            parsed = parser.parse(block, starts) if plain else None
-            if parsed is not None:
-                yield from self._add_block(parsed, line, offset)
-                offset += len(block)
-            else:
-                bounds = starts.tolist()
-                lines = (bytes(block[a:b]) for a, b in zip(bounds, bounds[1:]))
-                offset = yield from self._jsonl_lines(path, enumerate(lines, line), offset, None)
-            line += starts.shape[0] - 1
+        try:
+            while True:
+                try:
+                    block = next(blocks, None)
+                except OSError as e:  # what iter_lines reports for a plain file
+                    raise InputError(path, line, None, "unreadable input", str(e)) from e
+                if block is None:
+                    return offset
+                if block.parsed is not None:
+                    yield from self._add_block(block.parsed, line, offset)
+                    offset += block.size
+                else:
+                    data, bounds = block.data or b"", block.starts.tolist()
+                    lines = (data[a:b] for a, b in zip(bounds, bounds[1:]))
+                    offset = yield from self._jsonl_lines(
+                        path, enumerate(lines, line), offset, None
+                    )
+                line += block.starts.shape[0] - 1
+        finally:
+            blocks.close()  # the block read ahead ends before the input closes
 
     def _add_block(self, parsed: ParsedBlock, first: int, offset: int) -> Iterator[DocumentBatch]:
         """Append the rows of a block (all good, one a line from line ``first`` at byte

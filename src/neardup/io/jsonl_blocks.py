@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
@@ -77,6 +78,61 @@ def line_blocks(fh: IO[bytes], size: int | None = None) -> Iterator[memoryview]:
         filled = end - cut
     if filled:
         yield memoryview(buffer)[:filled]
+
+
+@dataclass
+class ReadBlock:
+    """A block of whole lines as :func:`read_blocks` gives it.
+
+    Attributes:
+        size: its length in bytes.
+        starts: int64[lines + 1], the start of each line, then ``size``.
+        parsed: its rows when :class:`BlockParser` read it exactly, else None.
+        data: its bytes when ``parsed`` is None (to be read line by line), else None.
+    """
+
+    size: int
+    starts: np.ndarray
+    parsed: ParsedBlock | None
+    data: bytes | None
+
+
+def read_blocks(
+    fh: IO[bytes], parser: BlockParser, copy: IO[bytes] | None = None
+) -> Iterator[ReadBlock]:
+    """The blocks of :func:`line_blocks` over ``fh``, each scanned and parsed by ``parser``
+    where plain, the next one read and parsed in a thread while the caller handles this one
+    (the kernels release the GIL: the reading overlaps the work on the rows). Each block's
+    bytes are written to ``copy`` when given. A read error is raised when its block is asked
+    for. O(size of the stream).
+
+    Example:
+        >>> import io
+        >>> data = io.BytesIO(b'{"id": "a", "text": "x"}\\n')
+        >>> [b.parsed.ids for b in read_blocks(data, BlockParser("id", "text", None, None))]
+        [['a']]
+    """
+    blocks = line_blocks(fh)
+
+    def next_block() -> ReadBlock | None:
+        block = next(blocks, None)
+        if block is None:
+            return None
+        if copy is not None:
+            copy.write(block)
+        starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
+        parsed = parser.parse(block, starts) if plain else None
+        # line_blocks reuses its buffer: what outlives the next read is copied.
+        return ReadBlock(len(block), starts, parsed, None if parsed is not None else bytes(block))
+
+    with ThreadPoolExecutor(1) as reader:
+        ahead = reader.submit(next_block)
+        while True:
+            got = ahead.result()
+            if got is None:
+                return
+            ahead = reader.submit(next_block)
+            yield got
 
 
 @njit(inline="always")
