@@ -292,3 +292,35 @@ def test_integer_ids_are_read_by_arrow(tmp_path):
     path.write_text("".join(json.dumps({"id": i - 2, "text": "x"}) + "\n" for i in range(4)))
     batch = read_documents([path]).read_all()
     assert isinstance(batch.texts, TextColumn) and batch.ids == ["-2", "-1", "0", "1"]
+
+
+def test_read_blocks_copies_and_keeps_unparsed_bytes(monkeypatch):
+    monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", 30)
+    data = b'{"id": "a", "text": "x"}\n' + b"not json\n" + b'{"id": "b", "text": "y"}\n'
+    copy = io.BytesIO()
+    parser = BlockParser("id", "text", None, None)
+    blocks = list(jsonl_blocks.read_blocks(io.BytesIO(data), parser, copy))
+    assert copy.getvalue() == data and sum(b.size for b in blocks) == len(data)
+    assert [b.parsed.ids if b.parsed else b.data for b in blocks] == [
+        ["a"],
+        b"not json\n",
+        ["b"],
+    ]
+
+
+def test_read_blocks_raises_a_read_error_at_its_block():
+    class FailingLater(io.RawIOBase):
+        calls = 0
+
+        def readinto(self, buffer):
+            self.calls += 1
+            if self.calls > 1:
+                raise OSError("disk gone")
+            line = b'{"id": "a", "text": "x"}\n'
+            buffer[: len(line)] = line
+            return len(line)
+
+    blocks = jsonl_blocks.read_blocks(FailingLater(), BlockParser("id", "text", None, None))
+    assert next(blocks).parsed.ids == ["a"]  # read while the next read fails
+    with pytest.raises(OSError, match="disk gone"):
+        next(blocks)

@@ -154,17 +154,27 @@ def count_sketches(offsets: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 @njit(inline="always")
-def _count_bound(x, y, unknown):
-    """An upper bound of the LCS of two texts from their count sketches: Σ_k min(x[k], y[k])
-    (the units a common subsequence matches in bucket k are at most the fewer text's), or
-    ``unknown`` when a bucket holds 255 or more units in both texts. O(COUNT_BUCKETS)."""
+def _count_bound(sketches, x, y, unknown):
+    """An upper bound of the LCS of the texts of rows ``x`` and ``y`` from their count
+    ``sketches``: Σ_k min(x[k], y[k]) (the units a common subsequence matches in bucket k are
+    at most the fewer text's), or ``unknown`` when a bucket holds 255 or more units in both
+    texts. Rows, not views: a view per pair costs an atomic reference count. O(COUNT_BUCKETS)."""
     total = 0
     full = 0
-    for k in range(x.shape[0]):
-        low = min(x[k], y[k])
+    for k in range(sketches.shape[1]):
+        low = min(sketches[x, k], sketches[y, k])
         total += np.int64(low)
         full += np.int64(low == 255)
     return unknown if full else total
+
+
+@njit(inline="always")
+def _all_full(sketches, x):
+    """Whether every count of row ``x`` of ``sketches`` is 255 (a Korean text)."""
+    full = True
+    for k in range(sketches.shape[1]):
+        full &= sketches[x, k] == 255
+    return full
 
 
 def lcs_scratch(longest: int) -> tuple:
@@ -278,27 +288,29 @@ def _lcs_bits(x, y, scratch, need=0):
 
 
 @njit(inline="always")
-def _ruled_out(low, top, threshold, counts_x, counts_y):
-    """The first two tests of a pair of texts of ``low`` ≤ ``top`` (> 0) units and count
-    sketches ``counts_x``, ``counts_y`` at ``threshold`` > 0: ``(bound, need)``, ``bound`` an
-    upper bound of their resemblance below the threshold when their lengths or sketches rule
-    them out (else -1.0), ``need`` the LCS length the threshold asks for. Two sketches of
-    every count 255 (Korean texts, see :func:`add_counts`) rule nothing out."""
-    if counts_x[0] == 255 and counts_y[0] == 255:
-        if np.all(counts_x == 255) and np.all(counts_y == 255):
+def _ruled_out(low, top, threshold, sketches, x, y):
+    """The first two tests of a pair of texts of ``low`` ≤ ``top`` (> 0) units whose count
+    sketches are the rows ``x`` and ``y`` of ``sketches``, at ``threshold`` > 0: ``(bound,
+    need)``, ``bound`` an upper bound of their resemblance below the threshold when their
+    lengths or sketches rule them out (else -1.0), ``need`` the LCS length the threshold asks
+    for. Two sketches of every count 255 (Korean texts, see :func:`add_counts`) rule nothing
+    out."""
+    if sketches[x, 0] == 255 and sketches[y, 0] == 255:
+        if _all_full(sketches, x) and _all_full(sketches, y):
             return -1.0, 0
     if low / top < threshold:
         return low / top, 0  # LCS ≤ the shorter length
     need = np.int64(np.ceil(threshold * top - 1e-9))
     # Unrelated texts of one language fail here, without the hashing of the exact LCS.
-    bound = _count_bound(counts_x, counts_y, top)
+    bound = _count_bound(sketches, x, y, top)
     return (bound / top if bound < need else -1.0), need
 
 
 @njit(inline="always")
-def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
+def _scored(x, y, resemblance, threshold, scratch, counts, row_x, row_y):
     """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
-    some value below it; ``counts_x`` and ``counts_y`` are then their count sketches)."""
+    some value below it; rows ``row_x`` and ``row_y`` of ``counts`` are then their count
+    sketches)."""
     if by_eojeol(x) and by_eojeol(y):
         if resemblance:
             return eojeol_resemblance(x, y, threshold)
@@ -306,7 +318,7 @@ def _scored(x, y, resemblance, threshold, scratch, counts_x, counts_y):
     top = max(x.shape[0], y.shape[0])
     need = 0
     if threshold > 0.0 and top > 0:
-        bound, need = _ruled_out(min(x.shape[0], y.shape[0]), top, threshold, counts_x, counts_y)
+        bound, need = _ruled_out(min(x.shape[0], y.shape[0]), top, threshold, counts, row_x, row_y)
         if bound >= 0.0:
             return bound
     length = _lcs_bits(x, y, scratch, need)
@@ -333,9 +345,7 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
     for q in range(pairs):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
-        out[q] = _scored(
-            x, y, resemblance, threshold, scratch, counts[slot[a[q]]], counts[slot[b[q]]]
-        )
+        out[q] = _scored(x, y, resemblance, threshold, scratch, counts, slot[a[q]], slot[b[q]])
     return out
 
 
@@ -359,10 +369,7 @@ def _possible_kernel(sizes, sketches, a, b, threshold, out):
     for q in range(a.shape[0]):
         la, lb = np.int64(sizes[a[q]]), np.int64(sizes[b[q]])
         top = max(la, lb)
-        out[q] = (
-            top == 0
-            or _ruled_out(min(la, lb), top, threshold, sketches[a[q]], sketches[b[q]])[0] < 0.0
-        )
+        out[q] = top == 0 or _ruled_out(min(la, lb), top, threshold, sketches, a[q], b[q])[0] < 0.0
 
 
 def possible_pairs(

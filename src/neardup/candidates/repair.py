@@ -110,7 +110,7 @@ def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold
                         ruled += 1
                         continue
                 elif top > 0:
-                    if _ruled_out(low, top, threshold, sketches[x], sketches[y])[0] >= 0.0:
+                    if _ruled_out(low, top, threshold, sketches, x, y)[0] >= 0.0:
                         ruled += 1
                         continue
                 if found == out.shape[0]:

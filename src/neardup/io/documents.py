@@ -8,9 +8,9 @@ break ties by input position; the time value as it appeared in the input is kept
 ``raw_timestamps`` so it can be written back unchanged.
 
 Uncompressed JSON Lines are read in blocks of whole lines; a block of plain lines is parsed by
-Arrow with the GIL released, and its texts stay one Arrow string array (a
+a compiled reader with the GIL released, and its texts stay one Arrow string array (a
 :class:`~neardup.text.canonical.TextColumn`) that the canonical kernels read directly. Where
-Arrow's reading could differ from the line-by-line one, the block is read line by line
+that reading could differ from the line-by-line one, the block is read line by line
 (:mod:`neardup.io.jsonl_blocks`): the batches are the same either way.
 
 Example:
@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from neardup.ids import plain_id
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
-from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, line_blocks, scan_block
+from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, read_blocks
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
     IdTable,
@@ -263,7 +263,7 @@ class DocumentReader:
             for start in range(0, rows.shape[0], self._batch_size):
                 chunk = rows[start : start + self._batch_size]
                 batch = [next(lines) for _ in range(chunk.shape[0])]
-                # By Arrow where that is exact (records need every field: line by line).
+                # In a block where that is exact (records need every field: line by line).
                 got = None if records else self._parser.parse_lines(batch)
                 if got is None:
                     yield self._parsed_batch(batch, positions[chunk], records)
@@ -465,29 +465,30 @@ class DocumentReader:
         self, path: str, fh: IO[bytes], parser: BlockParser, copy: IO[bytes] | None
     ) -> Iterator[DocumentBatch]:
         """Read an uncompressed input in blocks (:mod:`neardup.io.jsonl_blocks`): a block
-        Arrow reads exactly is added whole, any other line by line. Returns the input's size
+        read exactly by the block parser is added whole, any other line by line. Returns the input's size
         in bytes."""
-        blocks = line_blocks(fh)
+        blocks = read_blocks(fh, parser, copy)
         line, offset = 1, 0
-        while True:
-            try:
-                block = next(blocks, None)
-            except OSError as e:  # what iter_lines reports for a plain file
-                raise InputError(path, line, None, "unreadable input", str(e)) from e
-            if block is None:
-                return offset
-            if copy is not None:
-                copy.write(block)
-            starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
-            parsed = parser.parse(block, starts) if plain else None
-            if parsed is not None:
-                yield from self._add_block(parsed, line, offset)
-                offset += len(block)
-            else:
-                bounds = starts.tolist()
-                lines = (bytes(block[a:b]) for a, b in zip(bounds, bounds[1:]))
-                offset = yield from self._jsonl_lines(path, enumerate(lines, line), offset, None)
-            line += starts.shape[0] - 1
+        try:
+            while True:
+                try:
+                    block = next(blocks, None)
+                except OSError as e:  # what iter_lines reports for a plain file
+                    raise InputError(path, line, None, "unreadable input", str(e)) from e
+                if block is None:
+                    return offset
+                if block.parsed is not None:
+                    yield from self._add_block(block.parsed, line, offset)
+                    offset += block.size
+                else:
+                    data, bounds = block.data or b"", block.starts.tolist()
+                    lines = (data[a:b] for a, b in zip(bounds, bounds[1:]))
+                    offset = yield from self._jsonl_lines(
+                        path, enumerate(lines, line), offset, None
+                    )
+                line += block.starts.shape[0] - 1
+        finally:
+            blocks.close()  # the block read ahead ends before the input closes
 
     def _add_block(self, parsed: ParsedBlock, first: int, offset: int) -> Iterator[DocumentBatch]:
         """Append the rows of a block (all good, one a line from line ``first`` at byte

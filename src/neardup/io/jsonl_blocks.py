@@ -1,18 +1,18 @@
-"""JSON Lines read a block of whole lines at a time, parsed by Arrow where that is exact.
+"""JSON Lines read a block of whole lines at a time, by a compiled reader where that is exact.
 
 The JSON Lines reader (:class:`~neardup.io.documents.DocumentReader`) takes an uncompressed
 input in blocks of :data:`BLOCK_BYTES` ending at a line break (:func:`line_blocks`). A block
 whose every line is plain (:func:`scan_block`: strict UTF-8, each line starting with ``{``, no
-control byte but the line endings, shallow nesting) is parsed in one call of
-:func:`pyarrow.json.read_json` with the GIL released, keeping only the ID, text and time
-fields (:meth:`BlockParser.parse`). Its rows are taken only when the result is provably what
-the line-by-line reading gives: one row a line, every field present and of the type of the
-block's first line (IDs and times strings or integers, texts strings), no empty ID, no text
-over the size limit, every time valid. Arrow refuses what the standard parser would read
-differently (a field given twice, an unpaired surrogate escape, an integer past 64 bits, a
-value of another type); any refusal or doubt sends the whole block through the line-by-line
-reading, which reports bad rows as ever. The texts stay an Arrow array, which the canonical
-kernels read without a Python str (:class:`~neardup.text.canonical.TextColumn`).
+control byte but the line endings, shallow nesting) is read in one compiled pass without the
+GIL, keeping only the ID, text and time fields (:meth:`BlockParser.parse`,
+:func:`~neardup.io.json_fields.json_fields`, which checks each whole line against the JSON
+grammar). Its rows are taken only when the result is provably what the line-by-line reading
+gives: every line one JSON object, every field present once and of a type the rows take (IDs
+and times strings or integers, texts strings without an unpaired surrogate escape), no empty
+or refused ID, no text over the size limit, every time valid. Any doubt sends the whole block
+through the line-by-line reading, which reports bad rows as ever. The texts stay one Arrow
+array over the UTF-8 the reader wrote, which the canonical kernels read without a Python str
+(:class:`~neardup.text.canonical.TextColumn`).
 
 Example:
     >>> block = b'{"id": "a", "text": "x"}\\n{"id": "b", "text": "y"}\\n'
@@ -25,26 +25,24 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pa_json
 from numba import njit
 
 from neardup.ids import FORBIDDEN_RE2, MAX_ID_LENGTH
+from neardup.io.json_fields import INTEGER, STRING, Fields, json_fields
 from neardup.io.values import time_to_us
-from neardup.text.canonical import arrow_utf8
 
 #: Bytes read at a time (a block is extended to the end of its last line).
 BLOCK_BYTES = 16 << 20
 
 #: Most ``{`` and ``[`` in a line the block path takes (so that it nests no deeper, counting
-#: those in strings too): the standard parser refuses very deep nesting (a recursion limit),
-#: Arrow does not.
+#: those in strings too): the standard parser refuses very deep nesting (a recursion limit).
 MAX_DEPTH = 256
 
 # Seconds whose microseconds fit in int64 (what time_to_us accepts for an integer).
@@ -80,6 +78,61 @@ def line_blocks(fh: IO[bytes], size: int | None = None) -> Iterator[memoryview]:
         filled = end - cut
     if filled:
         yield memoryview(buffer)[:filled]
+
+
+@dataclass
+class ReadBlock:
+    """A block of whole lines as :func:`read_blocks` gives it.
+
+    Attributes:
+        size: its length in bytes.
+        starts: int64[lines + 1], the start of each line, then ``size``.
+        parsed: its rows when :class:`BlockParser` read it exactly, else None.
+        data: its bytes when ``parsed`` is None (to be read line by line), else None.
+    """
+
+    size: int
+    starts: np.ndarray
+    parsed: ParsedBlock | None
+    data: bytes | None
+
+
+def read_blocks(
+    fh: IO[bytes], parser: BlockParser, copy: IO[bytes] | None = None
+) -> Iterator[ReadBlock]:
+    """The blocks of :func:`line_blocks` over ``fh``, each scanned and parsed by ``parser``
+    where plain, the next one read and parsed in a thread while the caller handles this one
+    (the kernels release the GIL: the reading overlaps the work on the rows). Each block's
+    bytes are written to ``copy`` when given. A read error is raised when its block is asked
+    for. O(size of the stream).
+
+    Example:
+        >>> import io
+        >>> data = io.BytesIO(b'{"id": "a", "text": "x"}\\n')
+        >>> [b.parsed.ids for b in read_blocks(data, BlockParser("id", "text", None, None))]
+        [['a']]
+    """
+    blocks = line_blocks(fh)
+
+    def next_block() -> ReadBlock | None:
+        block = next(blocks, None)
+        if block is None:
+            return None
+        if copy is not None:
+            copy.write(block)
+        starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
+        parsed = parser.parse(block, starts) if plain else None
+        # line_blocks reuses its buffer: what outlives the next read is copied.
+        return ReadBlock(len(block), starts, parsed, None if parsed is not None else bytes(block))
+
+    with ThreadPoolExecutor(1) as reader:
+        ahead = reader.submit(next_block)
+        while True:
+            got = ahead.result()
+            if got is None:
+                return
+            ahead = reader.submit(next_block)
+            yield got
 
 
 @njit(inline="always")
@@ -191,16 +244,13 @@ class ParsedBlock:
     line_starts: np.ndarray
 
 
-#: The Arrow type a column is read as, by the Python type of its value in a block's first line.
-_ARROW_TYPES = {str: pa.string(), int: pa.int64()}
-
-
 class BlockParser:
-    """Parses blocks of JSON Lines with Arrow, answering only where the result is exact.
+    """Parses blocks of JSON Lines by :func:`~neardup.io.json_fields.json_fields`, answering
+    only where the result is exact.
 
-    IDs and times are read as strings or integers, as in the block's first line; a block whose
-    other lines differ is read line by line. ``usable`` is False when a field is named twice
-    (the time field is the ID or text field): Arrow cannot then read it as two columns.
+    IDs and times may be strings or integers, line by line. ``usable`` is False when a field
+    is named twice (the time field is the ID or text field) or a name is no UTF-8: the block
+    path cannot then read it.
 
     Args:
         id_field, text_field, time_field: the fields of :func:`~neardup.io.read_documents`.
@@ -212,48 +262,30 @@ class BlockParser:
     ) -> None:
         self._fields = (id_field, text_field, time_field)
         self._limit = max_doc_bytes
-        self.usable = time_field not in (id_field, text_field)
+        names = [id_field, text_field] + ([time_field] if time_field is not None else [])
+        try:
+            self._names = [name.encode("utf-8") for name in names]
+        except UnicodeEncodeError:
+            self._names = []
+        self.usable = time_field not in (id_field, text_field) and bool(self._names)
 
     def parse(self, block: bytes | memoryview, starts: np.ndarray) -> ParsedBlock | None:
         """The rows of ``block``, whole lines of JSON Lines that :func:`scan_block` found
-        plain (``starts`` its line starts), or None where Arrow's reading could differ from the
-        line-by-line one (then read the block line by line). The rows hold no reference to
-        ``block``. O(len(block)).
+        plain (``starts`` its line starts), or None where the reading could differ from the
+        line-by-line one or a row is bad (then read the block line by line, which reports
+        it). The rows hold no reference to ``block``. O(len(block)).
 
         Example:
             >>> block = b'{"id": "a", "text": 5}\\n'
             >>> BlockParser("id", "text", "ts", None).parse(block, np.array([0, 23])) is None
             True
         """
-        id_field, text_field, time_field = self._fields
-        try:
-            first = orjson.loads(block[starts[0] : starts[1]])
-        except orjson.JSONDecodeError:
+        if not self.usable:
             return None
-        if not self.usable or type(first) is not dict:
+        fields = json_fields(block, starts, self._names)
+        if fields is None:
             return None
-        schema = [
-            (id_field, _ARROW_TYPES.get(type(first.get(id_field)))),
-            (text_field, pa.string()),
-        ]
-        if time_field is not None:
-            schema.append((time_field, _ARROW_TYPES.get(type(first.get(time_field)))))
-        if any(kind is None for _, kind in schema):
-            return None  # a bad row, or a float time: line by line
-        try:
-            table = pa_json.read_json(
-                pa.BufferReader(pa.py_buffer(block)),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
-                parse_options=pa_json.ParseOptions(
-                    explicit_schema=pa.schema(schema), unexpected_field_behavior="ignore"
-                ),
-            )
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None
-        lines = starts.shape[0] - 1
-        if table.num_rows != lines:
-            return None  # two objects on a line, say
-        return self._checked(table, lines, starts)
+        return self._checked(fields, starts)
 
     def parse_lines(self, lines: list[bytes]) -> ParsedBlock | None:
         """The rows of ``lines`` (JSON Lines rows, each with its line break but maybe the
@@ -269,43 +301,59 @@ class BlockParser:
         starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
         return self.parse(block, starts) if plain else None
 
-    def _checked(self, table: pa.Table, lines: int, starts: np.ndarray) -> ParsedBlock | None:
+    def _checked(self, fields: Fields, starts: np.ndarray) -> ParsedBlock | None:
         """The block's rows, or None unless every one is good (as the row checks would say)."""
-        id_field, text_field, time_field = self._fields
-        ids = table.column(id_field).combine_chunks()
-        texts = table.column(text_field).combine_chunks()
-        if ids.null_count or texts.null_count:
+        kinds = fields.kinds
+        lines = kinds.shape[1]
+        ids, texts = kinds[0], kinds[1]
+        if (texts != STRING).any() or ((ids != STRING) & (ids != INTEGER)).any():
+            return None  # a missing text or ID, or one of another type
+        text_bytes = np.diff(fields.offsets[1])
+        if self._limit is not None and text_bytes.max(initial=0) > self._limit:
             return None
-        text_bytes = np.diff(arrow_utf8(texts)[1])
-        if self._limit is not None and text_bytes.max() > self._limit:
+        id_strs = _ids(fields, ids)
+        if id_strs is None:
             return None
-        if pa.types.is_integer(ids.type):
-            id_strs = [str(i) for i in ids.to_pylist()]
-        elif np.diff(arrow_utf8(ids)[1]).min() == 0:
-            return None  # an empty ID
-        elif (
-            pc.max(pc.utf8_length(ids)).as_py() > MAX_ID_LENGTH
-            or pc.any(pc.match_substring_regex(ids, FORBIDDEN_RE2)).as_py()
-        ):
-            return None  # an ID the rules refuse
-        else:
-            id_strs = ids.to_pylist()
-        if time_field is None:
+        texts_array = fields.arrow(1)
+        if self._fields[2] is None:
             return ParsedBlock(
-                id_strs, texts, text_bytes, np.zeros(lines, np.int64), [None] * lines, starts
+                id_strs, texts_array, text_bytes, np.zeros(lines, np.int64), [None] * lines, starts
             )
-        times = table.column(time_field).combine_chunks()
-        if times.null_count:
+        times = kinds[2]
+        numbers = times == INTEGER
+        if ((times != STRING) & ~numbers).any():
+            return None  # a missing time, or one of another type
+        seconds = fields.integers[2]
+        if np.abs(seconds[numbers]).max(initial=0) > _MAX_SECONDS:
             return None
-        raw = times.to_pylist()
-        if pa.types.is_integer(times.type):
-            seconds = times.to_numpy()
-            if seconds.min() < -_MAX_SECONDS or seconds.max() > _MAX_SECONDS:
-                return None
-            timestamps = seconds * 1_000_000
-        else:
-            us = [time_to_us(v) if v != "" else None for v in raw]
-            if None in us:
-                return None
-            timestamps = np.array(us, dtype=np.int64)
-        return ParsedBlock(id_strs, texts, text_bytes, timestamps, raw, starts)
+        if numbers.all():
+            return ParsedBlock(
+                id_strs, texts_array, text_bytes, seconds * 1_000_000, seconds.tolist(), starts
+            )
+        strings = fields.strings(2)
+        raw = [s if kind == STRING else int(t) for s, kind, t in zip(strings, times, seconds)]
+        us = [time_to_us(v) if v != "" else None for v in raw]
+        if None in us:
+            return None
+        return ParsedBlock(id_strs, texts_array, text_bytes, np.array(us, np.int64), raw, starts)
+
+
+def _ids(fields: Fields, kinds: np.ndarray) -> list[str] | None:
+    """The IDs of a block's lines (an integer 5 is ``"5"``), or None if one is empty or one
+    the rules of :mod:`neardup.ids` refuse."""
+    if (kinds == INTEGER).all():
+        return [str(i) for i in fields.integers[0].tolist()]
+    strings = fields.arrow(0)
+    lengths = np.diff(fields.offsets[0])
+    if (lengths[kinds == STRING] == 0).any():
+        return None  # an empty ID
+    if (
+        pc.max(pc.utf8_length(strings)).as_py() > MAX_ID_LENGTH
+        or pc.any(pc.match_substring_regex(strings, FORBIDDEN_RE2)).as_py()
+    ):
+        return None  # an ID the rules refuse
+    ids = strings.to_pylist()
+    if (kinds == STRING).all():
+        return ids
+    numbers = fields.integers[0].tolist()
+    return [s if kind == STRING else str(n) for s, kind, n in zip(ids, kinds.tolist(), numbers)]
