@@ -253,3 +253,25 @@ def test_without_pairs_matches_a_set_of_unordered_pairs(pairs, others):
         seen.add(key)
     expected = [keep for _, keep in sorted(want)]
     assert without_pairs(a, b, other_a, other_b).tolist() == expected
+
+
+def test_bucket_pairs_on_two_threads_list_and_count_what_one_call_does(monkeypatch):
+    from neardup.candidates import radix
+    from neardup.text.units import lcs_unit_sketches
+
+    rng = np.random.default_rng(5)
+    words = "a b c d e f g".split()
+    texts = [" ".join(rng.choice(words, int(rng.integers(3, 12)))) for _ in range(80)]
+    sizes, sketches = lcs_unit_sketches(texts)
+    members = np.concatenate([rng.permutation(80)[: rng.integers(2, 20)] for _ in range(30)])
+    lengths = np.diff(np.flatnonzero(np.r_[True, np.diff(np.arange(members.shape[0]) % 7) < 0]))
+    offsets = np.r_[0, np.cumsum(lengths), members.shape[0]].astype(np.int64)
+    offsets = np.unique(offsets)
+    for threshold in (0.0, 0.6):
+        bounds = (sizes, sketches, threshold) if threshold else ()
+        one = bucket_pairs(offsets, members.astype(np.int64), 16, *bounds)
+        monkeypatch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        two = bucket_pairs(offsets, members.astype(np.int64), 16, *bounds)
+        monkeypatch.undo()
+        assert one[0].tolist() == two[0].tolist() and one[1].tolist() == two[1].tolist()
+        assert one[2] == two[2] and one[0].shape[0] > 0

@@ -52,11 +52,14 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
 
+from neardup.candidates import radix
 from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
 from neardup.groups import LINK_ROUNDS, accepted_links
 from neardup.lcs import _ruled_out
@@ -73,14 +76,14 @@ __all__ = [
 #: Most members (besides the representative) of a bucket whose pairs :func:`bucket_pairs`
 #: lists: 16, at most 120 pairs a bucket. 9 buckets in 10 of the benchmark corpus have at most
 #: 7; a larger bucket (a hot template, or text common to many documents) is skipped whole and
-#: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes 1–5 % more CPU
+#: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes 9–11 % more CPU
 #: time than with star candidates alone (two alternating runs each; docs/methods.md).
 BUCKET_MEMBERS = 16
 
 
 @njit(cache=True, nogil=True)
-def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most):
-    """Packed ``min << 32 | max`` of the pairs of each bucket of at most ``most`` members that
+def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most, lo, hi):
+    """Packed ``min << 32 | max`` of the pairs of buckets ``lo..hi-1`` of at most ``most`` members that
     the bounds leave (all its pairs when ``threshold`` is 0), in one pass: the output doubles
     when full (the bounds cost more than a copy, so they run once). With ``threshold`` > 0 and
     no ``sketches`` (0 rows), only the length ratio rules pairs out, unless both ends are
@@ -92,7 +95,7 @@ def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold
     ruled = 0
     unexamined = 0
     out = np.empty(1 << 16, np.uint64)
-    for q in range(offsets.shape[0] - 1):
+    for q in range(lo, hi):
         bucket = members[offsets[q] : offsets[q + 1]]
         m = bucket.shape[0]
         if m > most:
@@ -199,7 +202,19 @@ def bucket_pairs(
         args = (offsets, members, sizes, no_sketches, unbounded, float(threshold), most)
     else:
         args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
-    packed, ruled, unlisted = _bucket_pairs_kernel(*args)
+    # Two halves of the members on two threads (the bounds dominate; the pairs are sorted
+    # below, so the result does not depend on the split).
+    count = offsets.shape[0] - 1
+    cut = int(np.searchsorted(offsets, offsets[-1] // 2))
+    halves = [(0, count)]
+    if members.shape[0] >= radix.PARALLEL_MIN_KEYS and (os.cpu_count() or 1) > 1:
+        halves = [(0, cut), (cut, count)]
+    with ThreadPoolExecutor(len(halves)) as pool:
+        parts = list(pool.map(lambda half: _bucket_pairs_kernel(*args, *half), halves))
+    packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
+    ruled = sum(p[1] for p in parts)
+    unlisted = sum(p[2] for p in parts)
+    del parts
     packed.sort()  # in place
     # A pair may share several bands: the distinct ones, their ends in 32 bits each until
     # the bounds below leave the few that go on (12 bytes a pair where int64 ends and their
