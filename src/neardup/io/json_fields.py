@@ -84,6 +84,20 @@ def _special_in(buf, lo, hi):
 
 
 @_helper
+def _plain_end(buf, i, end):
+    """The first position at or after ``i`` holding a quote, backslash or control byte, or
+    ``end``: chunks of :data:`_CHUNK` bytes tested at once, then byte by byte."""
+    while i + _CHUNK <= end and not _special_in(buf, i, i + _CHUNK):
+        i += _CHUNK
+    while i < end:
+        b = buf[i]
+        if b == 0x22 or b == 0x5C or b < 0x20:
+            break
+        i += 1
+    return i
+
+
+@_helper
 def _hex4(buf, i, end):
     """The value of the 4 hex digits at ``buf[i:i + 4]``, or -1."""
     if i + 4 > end:
@@ -135,13 +149,7 @@ def _string(buf, i, end, out, o, escapes):
     while i < end:
         # The run up to the next quote, backslash or control byte is copied as it is.
         run = i
-        while i + _CHUNK <= end and not _special_in(buf, i, i + _CHUNK):
-            i += _CHUNK
-        while i < end:
-            b = buf[i]
-            if b == 0x22 or b == 0x5C or b < 0x20:
-                break
-            i += 1
+        i = _plain_end(buf, i, end)
         for k in range(run, i):  # not a slice: a view's reference counting costs more
             out[o] = buf[k]
             o += 1
@@ -187,13 +195,7 @@ def _string_end(buf, i, end, escapes):
     escape). Unpaired surrogate escapes are valid JSON: not told here."""
     escaped = False
     while i < end:
-        while i + _CHUNK <= end and not _special_in(buf, i, i + _CHUNK):
-            i += _CHUNK
-        while i < end:
-            b = buf[i]
-            if b == 0x22 or b == 0x5C or b < 0x20:
-                break
-            i += 1
+        i = _plain_end(buf, i, end)
         if i == end or buf[i] < 0x20:
             return -1, escaped
         if buf[i] == 0x22:
