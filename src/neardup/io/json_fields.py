@@ -98,6 +98,16 @@ def _plain_end(buf, i, end):
 
 
 @_helper
+def _digits_after(buf, i, end):
+    """The position after the decimal digits at ``buf[i]``, or -1 when there is none (a
+    fraction or an exponent has at least one)."""
+    start = i
+    while i < end and 0x30 <= buf[i] <= 0x39:
+        i += 1
+    return i if i > start else -1
+
+
+@_helper
 def _hex4(buf, i, end):
     """The value of the 4 hex digits at ``buf[i:i + 4]``, or -1."""
     if i + 4 > end:
@@ -248,21 +258,16 @@ def _number(buf, i, end):
         return -1, False, 0
     small = i - start <= 18
     if i < end and buf[i] == 0x2E:  # "."
-        i += 1
-        digits = i
-        while i < end and 0x30 <= buf[i] <= 0x39:
-            i += 1
-        if i == digits:
+        i = _digits_after(buf, i + 1, end)
+        if i < 0:
             return -1, False, 0
         small = False
     if i < end and (buf[i] == 0x65 or buf[i] == 0x45):  # "e", "E"
         i += 1
         if i < end and (buf[i] == 0x2B or buf[i] == 0x2D):
             i += 1
-        digits = i
-        while i < end and 0x30 <= buf[i] <= 0x39:
-            i += 1
-        if i == digits:
+        i = _digits_after(buf, i, end)
+        if i < 0:
             return -1, False, 0
         small = False
     return i, small, -value if negative else value
