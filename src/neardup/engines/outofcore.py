@@ -277,7 +277,7 @@ class OutOfCoreDedup:
         self.progress = progress or Progress()
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
-        self._spills_columns = False  # see _spill_fixed_columns
+        self._owns_columns = False  # no sink or resume keeps them: see _spill_fixed_columns
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
         #: the verification data were measured in when they exceeded the budget (0: in memory).
         self.figures = {
@@ -419,9 +419,9 @@ class OutOfCoreDedup:
         documents: when they do not fit the budget's room left, both go to the work folder
         (not with a batch sink or ``--resume``, which store them themselves)."""
         c = self.collected
-        self._spills_columns = sink is None and not self.work.resume
+        self._owns_columns = sink is None and not self.work.resume
         held = c.id_column.nbytes + (c.locations.nbytes if c.locations is not None else 0)
-        if not self._spills_columns or held <= self.budget.free:
+        if not self._owns_columns or held <= self.budget.free:
             return
         c.ids_path = self.work.file("ids.arrow")
         write_ids(c.ids_path, c.id_column)
@@ -708,7 +708,7 @@ class OutOfCoreDedup:
 
     def _on_stage(self, name: str) -> None:
         self._stage = name
-        if name == "candidates" and self._spills_columns:
+        if name == "candidates" and self._owns_columns:
             # The content keys served the exact duplicates; nothing after reads them (an
             # index build, with its sink, keeps them for its table).
             sig = self.collected.signatures
