@@ -234,3 +234,14 @@ def test_in_halves_covers_the_range_once(count: int, least: int) -> None:
     assert covered.tolist() == [1] * count
     one_call = least or (os.cpu_count() or 1) < 2
     assert sorted(calls) == ([(0, count)] if one_call else [(0, count // 2), (count // 2, count)])
+
+
+def test_in_halves_cuts_at_middle_by_size_and_returns_the_results() -> None:
+    def kernel(lo: int, hi: int) -> tuple[int, int]:
+        return lo, hi
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 100)
+        assert in_halves(kernel, 10, middle=3, size=99) == [(0, 10)]
+        two = in_halves(kernel, 10, middle=3, size=100)
+    assert two == ([(0, 10)] if (os.cpu_count() or 1) < 2 else [(0, 3), (3, 10)])

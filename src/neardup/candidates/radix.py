@@ -284,26 +284,29 @@ def sorted_carrying(
     return keys_out, payload_out
 
 
-def in_halves(kernel, count: int, *args) -> None:
-    """Call ``kernel(lo, hi, *args)`` over ``range(count)`` cut in two at its middle, the two
-    halves on two threads from :data:`PARALLEL_MIN_KEYS` on (else one call over the whole
-    range). For compiled kernels that release the GIL and write only at the indices of their
-    own half: the result is then the same as one call's. O(1) beyond the kernel's cost.
+def in_halves(
+    kernel, count: int, *args, middle: int | None = None, size: int | None = None
+) -> list:
+    """Call ``kernel(lo, hi, *args)`` over ``range(count)`` cut in two at ``middle`` (default
+    ``count // 2``), the two halves on two threads when ``size`` (the work, default ``count``)
+    is :data:`PARALLEL_MIN_KEYS` or more (else one call over the whole range). For compiled
+    kernels that release the GIL and write only at the indices of their own half: the result
+    is then the same as one call's. Returns the kernel's results in order (one or two).
+    O(1) beyond the kernel's cost.
 
     Example:
         >>> seen = []
         >>> in_halves(lambda lo, hi, out: out.append((lo, hi)), 5, seen)
+        [None]
         >>> seen
         [(0, 5)]
     """
-    if count < PARALLEL_MIN_KEYS or (os.cpu_count() or 1) < 2:
-        kernel(0, count, *args)
-        return
-    middle = count // 2
+    if (count if size is None else size) < PARALLEL_MIN_KEYS or (os.cpu_count() or 1) < 2:
+        return [kernel(0, count, *args)]
+    middle = count // 2 if middle is None else middle
     with ThreadPoolExecutor(2) as pool:
         halves = [pool.submit(kernel, lo, hi, *args) for lo, hi in ((0, middle), (middle, count))]
-        for half in halves:
-            half.result()
+        return [half.result() for half in halves]
 
 
 def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

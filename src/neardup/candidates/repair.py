@@ -52,9 +52,7 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -204,13 +202,12 @@ def bucket_pairs(
         args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
     # Two halves of the members on two threads (the bounds dominate; the pairs are sorted
     # below, so the result does not depend on the split).
-    count = offsets.shape[0] - 1
-    cut = int(np.searchsorted(offsets, offsets[-1] // 2))
-    halves = [(0, count)]
-    if members.shape[0] >= radix.PARALLEL_MIN_KEYS and (os.cpu_count() or 1) > 1:
-        halves = [(0, cut), (cut, count)]
-    with ThreadPoolExecutor(len(halves)) as pool:
-        parts = list(pool.map(lambda half: _bucket_pairs_kernel(*args, *half), halves))
+    parts = radix.in_halves(
+        lambda lo, hi: _bucket_pairs_kernel(*args, lo, hi),
+        offsets.shape[0] - 1,
+        middle=int(np.searchsorted(offsets, offsets[-1] // 2)),
+        size=members.shape[0],
+    )
     packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
     ruled = sum(p[1] for p in parts)
     unlisted = sum(p[2] for p in parts)
