@@ -368,10 +368,13 @@ def test_grouped_by_hash_is_the_stable_argsort(pool, repeats, seed):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=8))
+@given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=20))
 def test_distinct_union_is_the_union_of_sets(parts):
     union = _DistinctUnion()
     for part in parts:
         union.add(_sorted_distinct(np.array(part, dtype=np.uint64)))
+        # The levels stay a stack of unions each more than twice the next.
+        sizes = [level.shape[0] for level in union.levels]
+        assert all(big > 2 * small for big, small in zip(sizes, sizes[1:]))
     want = sorted({v for part in parts for v in part})
     assert union.values().tolist() == want

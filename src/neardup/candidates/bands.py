@@ -479,56 +479,73 @@ def _sorted_distinct(values: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _merge_distinct_into(buffer, size, y):
-    """The sorted distinct union of ``buffer[:size]`` and ``y`` (both sorted and distinct)
-    written into ``buffer`` (room for ``size + len(y)`` values) from the back, so that no
-    value is read after it is overwritten; returns its length. O(size + len(y)) at most, no
-    temporary."""
-    i = size - 1
-    j = y.shape[0] - 1
-    w = size + y.shape[0] - 1
-    while j >= 0:
-        # w - i = j + 1 + the equal values so far > 0: the value at w was read already.
-        if i >= 0 and buffer[i] > y[j]:
-            buffer[w] = buffer[i]
-            i -= 1
+def _merge_distinct(x, y, out):
+    """The sorted distinct union of ``x`` and ``y`` (both sorted and distinct) written to the
+    front of ``out`` (room for ``len(x) + len(y)`` values); returns its length. O(len(x) +
+    len(y)), one sequential pass: the pages of ``out`` past the union are never touched."""
+    i = 0
+    j = 0
+    w = 0
+    while i < x.shape[0] and j < y.shape[0]:
+        if x[i] < y[j]:
+            out[w] = x[i]
+            i += 1
+        elif y[j] < x[i]:
+            out[w] = y[j]
+            j += 1
         else:
-            if i >= 0 and buffer[i] == y[j]:
-                i -= 1
-            buffer[w] = y[j]
-            j -= 1
-        w -= 1
-    gap = w - i  # one a value of y that buffer held already
-    end = size + y.shape[0]
-    if gap > 0:
-        for t in range(w + 1, end):
-            buffer[t - gap] = buffer[t]
-    return end - gap
+            out[w] = x[i]
+            i += 1
+            j += 1
+        w += 1
+    while i < x.shape[0]:
+        out[w] = x[i]
+        i += 1
+        w += 1
+    while j < y.shape[0]:
+        out[w] = y[j]
+        j += 1
+        w += 1
+    return w
+
+
+def _merged(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.empty(x.shape[0] + y.shape[0], dtype=np.uint64)
+    return out[: _merge_distinct(x, y, out)]
 
 
 class _DistinctUnion:
-    """The sorted distinct union of sorted distinct ``uint64`` arrays added one at a time, in
-    one buffer that grows by doubling (its untouched pages take no memory): holding the
-    union and the array being added, never a merged copy beside them."""
+    """The sorted distinct union of sorted distinct ``uint64`` arrays added one at a time.
+
+    The arrays are merged like the runs of a binary counter: a stack of unions, each more than
+    twice the next; an added array merges with the top while the top is at most twice its
+    size. A value is moved O(log(arrays)) times, not once per array added as when each array
+    merges into one growing union (near-identical documents share most bands: the union is
+    then many times a band's pairs, and was moved whole for every band). Memory: the stack
+    sums to less than twice the union's last level, and :meth:`values` holds two levels and
+    their merge at once.
+    """
 
     def __init__(self) -> None:
-        self.buffer = np.zeros(0, dtype=np.uint64)
-        self.size = 0
+        self.levels: list[np.ndarray] = []
 
     def add(self, values: np.ndarray | None) -> None:
-        """Merge ``values`` in. O(union + len(values))."""
+        """Merge ``values`` in. O(len(values) · log(arrays added)) amortised."""
         if values is None or values.shape[0] == 0:
             return
-        need = self.size + values.shape[0]
-        if need > self.buffer.shape[0]:
-            grown = np.empty(max(need, 2 * self.buffer.shape[0]), dtype=np.uint64)
-            grown[: self.size] = self.buffer[: self.size]
-            self.buffer = grown
-        self.size = _merge_distinct_into(self.buffer, self.size, values)
+        levels = self.levels
+        levels.append(values)
+        while len(levels) > 1 and levels[-2].shape[0] <= 2 * levels[-1].shape[0]:
+            top = levels.pop()
+            levels.append(_merged(levels.pop(), top))
 
     def values(self) -> np.ndarray:
-        """The union so far (a view of the buffer)."""
-        return self.buffer[: self.size]
+        """The union so far (smallest levels merged first)."""
+        levels = self.levels
+        while len(levels) > 1:
+            top = levels.pop()
+            levels.append(_merged(levels.pop(), top))
+        return levels[0] if levels else np.zeros(0, dtype=np.uint64)
 
 
 def candidate_pairs(
