@@ -17,6 +17,7 @@ from neardup.candidates.radix import (
     digit_starts,
     digits,
     in_halves,
+    index_union,
     order_keys,
     sort_range,
     sorted_carrying,
@@ -245,3 +246,16 @@ def test_in_halves_cuts_at_middle_by_size_and_returns_the_results() -> None:
         assert in_halves(kernel, 10, middle=3, size=99) == [(0, 10)]
         two = in_halves(kernel, 10, middle=3, size=100)
     assert two == ([(0, 10)] if (os.cpu_count() or 1) < 2 else [(0, 3), (3, 10)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 60), st.data())
+def test_index_union_is_numpys_union1d(n: int, data: st.DataObject) -> None:
+    parts = [
+        np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=40)), dtype=np.int64)
+        for _ in range(data.draw(st.integers(0, 3)))
+    ]
+    want = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    got = index_union(n, *parts)
+    assert got.dtype == np.int64
+    assert got.tolist() == want.tolist()

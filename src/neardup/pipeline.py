@@ -55,7 +55,7 @@ from neardup.candidates.bands import (
 from neardup.candidates.bounds import sketch_block_rows
 from neardup.candidates.chunks import CandidatePairs, bounded_pairs, filter_slices
 from neardup.candidates.hamming import HammingSearch
-from neardup.candidates.radix import argsort64, stable_argsort
+from neardup.candidates.radix import argsort64, index_union, stable_argsort
 from neardup.candidates.repair import (
     BUCKET_MEMBERS,
     bucket_csr,
@@ -711,7 +711,7 @@ def find_groups(
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
         if rest:  # the repair round compares the ends of its pairs
-            compared = np.union1d(compared, np.concatenate(rest))
+            compared = index_union(n, compared, *rest)
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)
             rep_verified = functools.partial(settings.verification.similarity, offsets, values)

@@ -34,6 +34,7 @@ __all__ = [
     "digit_starts",
     "digits",
     "in_halves",
+    "index_union",
     "order_keys",
     "sort_range",
     "sorted_carrying",
@@ -307,6 +308,20 @@ def in_halves(
     with ThreadPoolExecutor(2) as pool:
         halves = [pool.submit(kernel, lo, hi, *args) for lo, hi in ((0, middle), (middle, count))]
         return [half.result() for half in halves]
+
+
+def index_union(n: int, *parts: np.ndarray) -> np.ndarray:
+    """The sorted distinct indices (int64) that any of ``parts`` holds, each an integer array
+    of indices in ``0..n-1``: ``np.union1d`` of them, by marking, not sorting. O(n + Σ parts).
+
+    Example:
+        >>> index_union(6, np.array([4, 1]), np.array([1, 5, 1])).tolist()
+        [1, 4, 5]
+    """
+    marked = np.zeros(n, dtype=bool)
+    for part in parts:
+        marked[part] = True
+    return np.flatnonzero(marked)
 
 
 def argsort64(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
