@@ -127,6 +127,24 @@ def test_write_table_chunks_match_single_pass(tmp_path, monkeypatch):
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
 
 
+@pytest.mark.parametrize("name", ["t.tsv", "t.csv", "t.jsonl", "t.tsv.gz"])
+def test_write_table_many_chunks_encoded_ahead_keep_their_order(tmp_path, monkeypatch, name):
+    # More chunks than encoding threads: each is written in its rows' order.
+    rng = np.random.default_rng(5)
+    cols = {
+        "id": [f"d{i}" + "\t," * int(i % 3 == 0) for i in range(97)],
+        "v": rng.integers(0, 2**64 - 1, 97, dtype=np.uint64, endpoint=True),
+        "s": rng.random(97),
+    }
+    write_table(tmp_path / ("one." + name), cols)
+    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 5)
+    write_table(tmp_path / ("many." + name), cols)
+    one = (tmp_path / ("one." + name)).read_bytes()
+    assert (tmp_path / ("many." + name)).read_bytes() == one
+    if not name.endswith(".gz"):
+        assert one.count(b"\n") == 97 + (name != "t.jsonl")
+
+
 def test_write_table_validation_and_stdout(tmp_path, capsysbinary):
     with pytest.raises(ValueError, match="same length"):
         write_table(tmp_path / "t.tsv", {"a": [1, 2], "b": [1]})

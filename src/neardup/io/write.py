@@ -18,7 +18,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -33,6 +35,8 @@ from neardup.io.values import short_repr, tsv_escape
 
 # Rows per vectorised write step: bounds the memory of the intermediate string arrays.
 _WRITE_CHUNK_ROWS = 262_144
+#: Threads encoding chunks of a text table ahead of the one being written.
+_ENCODERS = 2
 
 
 class _TsvWriter:
@@ -205,6 +209,35 @@ def _encode_chunk(names: list[str], arrays: list[pa.Array], fmt: str) -> memoryv
     return _string_bytes(lines)
 
 
+def _encoded_chunk(
+    names: list[str], values: list[Any], fmt: str, start: int, stop: int
+) -> memoryview | bytes:
+    arrays = [_to_arrow(name, col, start, stop) for name, col in zip(names, values)]
+    return _encode_chunk(names, arrays, fmt)
+
+
+def _encoded_chunks(
+    names: list[str], values: list[Any], n: int, fmt: str
+) -> Iterator[memoryview | bytes]:
+    """The text of rows ``0..n-1``, chunk by chunk in order, each encoded on one of
+    :data:`_ENCODERS` threads (Arrow's kernels release the GIL) while the caller writes the
+    chunks before it: at most ``_ENCODERS + 1`` chunks exist at once. O(rows × columns)."""
+    starts = range(0, n, _WRITE_CHUNK_ROWS)
+    if len(starts) < 2:
+        for start in starts:
+            yield _encoded_chunk(names, values, fmt, start, min(n, start + _WRITE_CHUNK_ROWS))
+        return
+    with ThreadPoolExecutor(_ENCODERS) as pool:
+        pending: deque[Future] = deque()
+        for start in starts:
+            stop = min(n, start + _WRITE_CHUNK_ROWS)
+            pending.append(pool.submit(_encoded_chunk, names, values, fmt, start, stop))
+            if len(pending) > _ENCODERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
 def write_table(
     path: str | Path,
     columns: Mapping[str, Sequence | np.ndarray],
@@ -237,8 +270,9 @@ def write_table(
     so the final name never holds a partial file; the same columns always give the same bytes
     (gzip without name and mtime; Parquet without varying metadata).
 
-    Cost: O(rows × columns) in vectorised Arrow kernels; memory O(chunk) beyond the inputs for
-    text formats, O(table) for Parquet.
+    Cost: O(rows × columns) in vectorised Arrow kernels, text chunks encoded on two threads
+    while the one before is written; memory O(chunk) beyond the inputs for text formats,
+    O(table) for Parquet.
 
     Raises ``ValueError`` for an unknown format, columns of unequal length or no columns,
     ``TypeError`` for values Arrow cannot convert or nested (list/struct) values in a text format,
@@ -267,10 +301,8 @@ def write_table(
             sep = "\t" if fmt == "tsv" else ","
             if fmt != "jsonl":
                 out.write((sep.join(_header_cell(c, fmt) for c in names) + "\n").encode("utf-8"))
-        for start in range(0, n, _WRITE_CHUNK_ROWS):
-            stop = min(n, start + _WRITE_CHUNK_ROWS)
-            arrays = [_to_arrow(name, col, start, stop) for name, col in zip(names, values)]
-            out.write(_encode_chunk(names, arrays, fmt))
+        for chunk in _encoded_chunks(names, values, n, fmt):
+            out.write(chunk)
 
 
 def _write_parquet(table: pa.Table, fh: IO[bytes], target: str) -> None:
