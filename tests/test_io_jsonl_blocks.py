@@ -324,3 +324,29 @@ def test_read_blocks_raises_a_read_error_at_its_block():
     assert next(blocks).parsed.ids == ["a"]  # read while the next read fails
     with pytest.raises(OSError, match="disk gone"):
         next(blocks)
+
+
+def _parsed(rows):
+    if rows is None:
+        return None
+    return (
+        rows.ids,
+        rows.texts.to_pylist(),
+        rows.text_bytes.tolist(),
+        rows.timestamps.tolist(),
+        [(type(r).__name__, r) for r in rows.raw_timestamps],
+        rows.line_starts.tolist(),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=jsonl_file(), time_field=st.sampled_from([None, "ts"]))
+def test_lines_parsed_in_halves_as_in_one_block(data, time_field):
+    lines = data.splitlines(keepends=True)
+    parser = BlockParser("id", "text", time_field, None)
+    whole = _parsed(parser.parse_lines(lines))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonl_blocks, "HALVES_BYTES", 0)
+        patch.setattr(jsonl_blocks.os, "cpu_count", lambda: 2)
+        halves = _parsed(parser.parse_lines(lines))
+    assert halves == whole
