@@ -521,8 +521,8 @@ class _DistinctUnion:
     twice the next; an added array merges with the top while the top is at most twice its
     size. A value is moved O(log(arrays)) times, not once per array added as when each array
     merges into one growing union (near-identical documents share most bands: the union is
-    then many times a band's pairs, and was moved whole for every band). Memory: the stack
-    sums to less than twice the union's last level, and :meth:`values` holds two levels and
+    then many times a band's pairs, and would be moved whole for every band). Memory: the stack
+    sums to less than twice its largest level, and :meth:`values` holds two levels and
     their merge at once.
     """
 
