@@ -108,7 +108,19 @@ def parse_memory_limit(value: str | int | None) -> int:
 
 
 class MemoryBudget:
-    """Bytes that spillable columns may still hold in memory (shared by a run's columns)."""
+    """Bytes that spillable columns may still hold in memory (shared by a run's columns).
+
+    What a run must hold in memory whatever the budget (the per-document columns of the
+    first pass, the grouping's arrays) is charged to it too (:meth:`charge`): the spillable
+    columns then get only the room those leave, and go to disk sooner as the number of
+    documents grows, so that the two together stay within the limit as long as the first fit.
+
+    Example:
+        >>> budget = MemoryBudget(100)
+        >>> budget.charge(80)
+        >>> budget.take(30), budget.free, budget.room(least=0.25)
+        (False, 20, 25)
+    """
 
     def __init__(self, limit: int):
         self.limit = int(limit)
@@ -121,8 +133,19 @@ class MemoryBudget:
             return True
         return False
 
+    def charge(self, nbytes: int) -> None:
+        """Reserve ``nbytes`` that the run holds in any case, even past the limit (``free``
+        then goes below 0, and every :meth:`take` fails until they are given back)."""
+        self.free -= int(nbytes)
+
     def give_back(self, nbytes: int) -> None:
         self.free = min(self.limit, self.free + nbytes)
+
+    def room(self, least: float) -> int:
+        """Bytes a stage's transient buffers may take: what is free, and at least the share
+        ``least`` (0 to 1) of the limit, so that a small budget still works in chunks of a
+        useful size."""
+        return max(self.free, int(self.limit * least))
 
 
 def disk_error(error: OSError, path: Path | str) -> OSError:
@@ -445,6 +468,11 @@ class SpillColumn:
         self._parts: list[np.ndarray] = []
         self._held = 0
         self._file = None
+
+    @property
+    def held(self) -> int:
+        """Bytes of the column in memory, reserved from the budget."""
+        return self._held
 
     @property
     def spilled(self) -> bool:
