@@ -29,13 +29,15 @@ The texts are never all in memory. The job makes three passes over the inputs:
 Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
-Memory: about ``64 + len(id)`` bytes a document in the fixed columns (the IDs and locations
-in the work folder past the budget: :class:`Collected`), plus the spillable part
-(``8 × bands`` bytes a document for MinHash band hashes, 128 for the sketches, the
-verification data kept from pass 1 or those of the documents that have a candidate) up to
-half the budget, plus two band columns' sorts (``20 n`` bytes each) and the candidate pairs
-(8 bytes a pair, packed, and the pairs the bounds leave; spilled count sketches are read two
-blocks of rows at a time, within the budget: :mod:`neardup.candidates.bounds`).
+Memory: the budget is half of ``memory_limit``. Charged to it first (:meth:`MemoryBudget.charge`):
+the fixed columns, about ``37 + len(id)`` bytes a document (the IDs and locations in the work
+folder once the budget keeps less than :data:`LEAST_ROOM` of itself free: :class:`Collected`),
+and the grouping's arrays (:data:`GROUPING_BYTES` a document). The spillable part (``8 ×
+bands`` bytes a document for MinHash band hashes, 128 for the sketches, the verification data
+kept from pass 1) gets the room those leave, and spills once N grows; the sketches' blocks
+(:mod:`neardup.candidates.bounds`) and the verification chunks take the room left, at least
+:data:`LEAST_ROOM` of the budget. Not charged: two band columns' sorts (``20 n`` bytes each)
+and the candidate pairs (8 bytes a pair, packed, and the pairs the bounds leave).
 """
 
 from __future__ import annotations
