@@ -340,7 +340,8 @@ def _held_column_bytes(collected, settings) -> int:
     if isinstance(collected.locations, np.ndarray):
         held.append(collected.locations)
     ids = collected.id_column.nbytes if collected.id_column is not None else 0
-    return ids + sum(array.nbytes for array in held)
+    # The columns the dedup no longer reads are views of no memory (stride 0) once let go.
+    return ids + sum(array.nbytes for array in held if array.ndim and array.strides[0] != 0)
 
 
 def _same_groups(groups, expected):

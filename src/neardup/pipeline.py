@@ -635,6 +635,7 @@ def find_groups(
         on_stage("exact duplicates")
 
     rank = document_order(timestamps)
+    del timestamps  # the order is all that is used (an out-of-core run then frees them)
     rep_of = content_representatives(sig.content, rank, workers)
     # No array of the indices held through the stages (8 bytes a document).
     is_rep = rep_of == np.arange(n, dtype=np.int64)
