@@ -81,8 +81,8 @@ SPILL_SHARE = 0.5
 #: the representatives' and duplicates' indices), charged to the budget while it runs.
 GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
-#: take when the per-document state leaves less free.
-LEAST_ROOM = 0.25
+#: take when the per-document state leaves less free (an eighth: 94 MB by default).
+LEAST_ROOM = 0.125
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
@@ -142,6 +142,7 @@ class Collected:
             if release:
                 column.release()
             yield keys
+            del keys  # not held while the next column is read
 
 
 class BatchSink:
