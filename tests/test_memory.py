@@ -33,3 +33,26 @@ print(before - rss())
         ).stdout
     )
     assert freed_kb > 100_000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status")
+def test_gives_arrow_pool_pages_back():
+    # Arrow's pool keeps the pages of freed buffers (here 64 MB of strings built piece by piece
+    # and dropped) until asked to release them.
+    script = """
+import pyarrow as pa
+from neardup.memory import return_freed_memory
+def rss():
+    return int([l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1])
+parts = [pa.array(["x" * 1000] * 64) for _ in range(1000)]
+del parts
+before = rss()
+return_freed_memory()
+print(before - rss())
+"""
+    freed_kb = int(
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert freed_kb > 10_000
