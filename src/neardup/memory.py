@@ -10,11 +10,12 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["joined_parts", "return_freed_memory"]
+__all__ = ["joined_parts", "resident_bytes", "return_freed_memory"]
 
 
 def return_freed_memory() -> None:
@@ -39,6 +40,17 @@ def return_freed_memory() -> None:
     except (OSError, AttributeError):
         return
     trim(0)
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory in bytes (Linux ``/proc/self/statm``), or None where it
+    cannot be read. O(1)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def joined_parts(parts: list[np.ndarray], dtype, empty_shape: tuple[int, ...]) -> np.ndarray:

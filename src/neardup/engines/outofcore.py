@@ -69,7 +69,7 @@ from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
-from neardup.memory import joined_parts, return_freed_memory
+from neardup.memory import joined_parts, resident_bytes, return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
@@ -197,6 +197,7 @@ class OutOfCoreDedup:
         self.reopen = reopen
         self.settings = settings
         self.work = work
+        self.memory_limit = int(memory_limit)
         self.budget = MemoryBudget(int(memory_limit * SPILL_SHARE))
         self.workers = check_workers(workers)
         self.progress = progress or Progress()
@@ -565,7 +566,12 @@ class OutOfCoreDedup:
         if kept is None:
             row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, dtype=np.int64)
             row_of[docs] = np.arange(docs.shape[0])
-        if kept is not None or int(cost.sum()) <= space:
+        # In memory when they fit the budget's room, or the whole process's memory with them
+        # stays within the limit (a run of few documents, whose columns leave room).
+        resident = resident_bytes()
+        total = int(cost.sum())
+        fits = total <= space or (resident is not None and resident + total <= self.memory_limit)
+        if kept is not None or fits:
             if kept is not None:  # over every document: a document's row is its index
                 offsets, values = kept.arrays()
                 self.collected.kept = None
