@@ -84,8 +84,10 @@ def test_bounded_pairs_by_blocks_of_spilled_sketches_keep_the_same_pairs(
     mapped = np.memmap(path, dtype=np.uint8, mode="r", shape=sketches.shape)
     pairs = CandidatePairs.of_packed(packed, documents)
     want = bounded_pairs(pairs, sizes, sketches, threshold, size)
-    got = bounded_pairs(pairs, sizes, mapped, threshold, size, block_rows)
+    swept = CandidatePairs.of_packed(packed, documents)
+    got = bounded_pairs(swept, sizes, mapped, threshold, size, block_rows)
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    assert len(swept) == 0  # released before the sweep of blocks
     a, b = pairs.slice(0, len(pairs))
     keep = possible_pairs(sizes, sketches, a, b, threshold)
     assert want[0].tolist() == a[keep].tolist() and want[1].tolist() == b[keep].tolist()

@@ -1,9 +1,10 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from neardup.memory import return_freed_memory
+from neardup.memory import resident_bytes, return_freed_memory
 
 
 def test_is_harmless_to_call_at_any_time():
@@ -17,7 +18,9 @@ def test_gives_freed_heap_pages_back():
     # freed, until the trim.
     script = """
 import numpy as np
-from neardup.memory import return_freed_memory
+import numpy as np
+
+from neardup.memory import resident_bytes, return_freed_memory
 def rss():
     return int([l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1])
 parts = [np.ones(8192) for _ in range(3200)]
@@ -33,3 +36,36 @@ print(before - rss())
         ).stdout
     )
     assert freed_kb > 100_000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status")
+def test_gives_arrow_pool_pages_back():
+    # Arrow's pool keeps the pages of freed buffers (here 64 MB of strings built piece by piece
+    # and dropped) until asked to release them.
+    script = """
+import pyarrow as pa
+import numpy as np
+
+from neardup.memory import resident_bytes, return_freed_memory
+def rss():
+    return int([l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1])
+parts = [pa.array(["x" * 1000] * 64) for _ in range(1000)]
+del parts
+before = rss()
+return_freed_memory()
+print(before - rss())
+"""
+    freed_kb = int(
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert freed_kb > 10_000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/statm")
+def test_resident_bytes_grows_with_touched_memory():
+    before = resident_bytes()
+    block = np.ones(50_000_000 // 8)  # 50 MB, every page touched
+    assert resident_bytes() - before > 40_000_000
+    del block

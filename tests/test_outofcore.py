@@ -255,8 +255,6 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         if "simhash" not in options:  # beside the band hashes, they exceed the budget
             assert "verification.bin" in spilled_files, "the verification data must spill"
             assert ordered and ordered[0] > 37, "slices of candidates in the locality order"
-    if lcs and "simhash" not in options:  # band hashes and sketches took the budget:
-        assert put_away == ["ids.arrow"]  # the IDs wait on disk
     assert list(spill_dir.iterdir()) == []
     assert roomy["pairs.tsv"].count(b"\n") > 20  # the corpus really has near-duplicates
 
@@ -296,6 +294,23 @@ def test_job_equals_find_groups_in_memory(corpus, tmp_path, method, verify, batc
         np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
 
 
+@pytest.mark.parametrize("memory_limit", [1 << 16, 1 << 30])
+def test_fixed_columns_are_charged_and_the_ids_spill_when_they_leave_too_little(
+    corpus, tmp_path, memory_limit
+):
+    reader = read_documents([corpus], time_field="ts", on_error="skip", batch_size=100)
+    with WorkDir(tmp_path, "key", "out") as work:
+        job = OutOfCoreDedup(reader, None, Settings(), work, memory_limit, workers=2)
+        collected = job.collect()
+        roomy = job.budget.free >= job.budget.limit * outofcore.LEAST_ROOM
+        assert roomy == (memory_limit == 1 << 30)
+        # The IDs stay in memory only when the budget keeps its least room beside them.
+        assert (collected.id_column is not None) == roomy
+        assert job.charged == _held_column_bytes(collected, Settings())
+        # Below the fixed columns' size the band hashes all go to disk.
+        assert all(column.spilled for column in collected.band_columns) == (not roomy)
+
+
 def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_share=1.0):
     """A job's groups, figures and collected columns; ``total_share`` scales the input size
     the reader reports (below 1: pass 1's estimate of the kept data comes out too small)."""
@@ -311,8 +326,22 @@ def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_sh
         collected = job.collect()
         kept = collected.kept
         groups = job.group()
-        assert job.budget.free == job.budget.limit  # everything kept was given back
+        # Everything kept was given back; the columns still held in memory stay charged.
+        assert job.budget.free == job.budget.limit - job.charged
+        assert job.charged == _held_column_bytes(collected, settings)
     return groups, job.figures, kept
+
+
+def _held_column_bytes(collected, settings) -> int:
+    sig = collected.signatures
+    held = [collected.timestamps, sig.content, sig.empty, sig.text_bytes, sig.sizes]
+    if settings.method == "simhash":
+        held.append(sig.signature)
+    if isinstance(collected.locations, np.ndarray):
+        held.append(collected.locations)
+    ids = collected.id_column.nbytes if collected.id_column is not None else 0
+    # The columns the dedup no longer reads are views of no memory (stride 0) once let go.
+    return ids + sum(array.nbytes for array in held if array.ndim and array.strides[0] != 0)
 
 
 def _same_groups(groups, expected):
@@ -357,38 +386,6 @@ def test_a_re_read_that_finds_other_texts_is_an_error(corpus, tmp_path):
         changed.write_bytes(changed.read_bytes().replace(b"alpha beta", b"alphazbeta"))
         with pytest.raises(ValueError, match="inputs changed"):
             job.group()
-
-
-def test_kept_sets_stop_when_the_extrapolation_or_the_budget_says_no():
-    budget = MemoryBudget(1000)
-    kept = outofcore.KeptSets(budget, total_bytes=10_000)
-    kept.add(np.array([0, 5, 10]), np.arange(10, dtype=np.uint64), consumed=5_000)
-    # 96 bytes (8 a value, 8 a document) after half the input: 192 at the end.
-    assert kept.active and budget.free == 1000 - 96
-    kept.add(np.array([0, 40]), np.arange(40, dtype=np.uint64), consumed=6_000)
-    # 424 bytes after 60 %: 707 at the end.
-    assert kept.active and budget.free == 1000 - 424
-    kept.add(np.array([0, 200]), np.arange(200, dtype=np.uint64), consumed=7_000)
-    assert not kept.active and budget.free == 1000  # the budget refused: all given back
-    kept.add(np.array([0, 1]), np.arange(1, dtype=np.uint64), consumed=7_100)
-    assert not kept.active and budget.free == 1000
-
-    kept = outofcore.KeptSets(budget, total_bytes=10_000)
-    kept.add(np.array([0, 5, 11]), np.arange(11, dtype=np.uint64), consumed=1_000)
-    # 104 bytes after a tenth of the input: 1,040 at the end, over the budget.
-    assert not kept.active and budget.free == 1000
-
-
-def test_kept_sets_give_every_document_in_order():
-    budget = MemoryBudget(1 << 20)
-    kept = outofcore.KeptSets(budget, total_bytes=100)
-    kept.add(np.array([0, 2, 2, 5]), np.arange(5, dtype=np.uint64), consumed=50)
-    kept.add(np.array([0, 1, 4]), np.arange(10, 14, dtype=np.uint64), consumed=100)
-    assert budget.free == budget.limit - 5 * 8 - 3 * 8 - 4 * 8 - 2 * 8
-    offsets, values = kept.arrays()
-    assert offsets.tolist() == [0, 2, 2, 5, 6, 9]
-    assert values.tolist() == [0, 1, 2, 3, 4, 10, 11, 12, 13]
-    assert budget.free == budget.limit
 
 
 def test_temp_dir_is_empty_after_a_failed_run(corpus, tmp_path):

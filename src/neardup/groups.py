@@ -688,7 +688,11 @@ def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     place[locality_order(named, la, lb)] = np.arange(named)
     pa, pb = place[la], place[lb]
     del la, lb, place
-    return sorted_pairs(np.minimum(pa, pb), np.maximum(pa, pb), np.arange(a.shape[0]), named)[2]
+    # The nearer end and the farther one, the latter in place: two arrays of the pairs, not four.
+    near = np.minimum(pa, pb)
+    far = np.maximum(pa, pb, out=pb)
+    del pa, pb
+    return sorted_pairs(near, far, np.arange(a.shape[0]), named)[2]
 
 
 @njit(cache=True, nogil=True)

@@ -10,10 +10,12 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
+import pyarrow as pa
 
-__all__ = ["joined_parts", "return_freed_memory"]
+__all__ = ["joined_parts", "resident_bytes", "return_freed_memory"]
 
 
 def return_freed_memory() -> None:
@@ -27,12 +29,28 @@ def return_freed_memory() -> None:
     stage boundaries (and after large index probes) returns them, while the signing stage keeps
     reusing its heap (a fixed threshold instead cost 12 % of a run in page faults).
     O(heap size): about 0.5 ms at 1M documents.
+
+    Arrow's memory pool (the IDs, the JSON reader's blocks) keeps the pages it freed likewise
+    until asked: 0.03 GB at 1M short documents whose IDs went to disk, 0.3 GB at 10M. They go
+    back too.
     """
+    pa.default_memory_pool().release_unused()
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return
     trim(0)
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory in bytes (Linux ``/proc/self/statm``), or None where it
+    cannot be read. O(1)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def joined_parts(parts: list[np.ndarray], dtype, empty_shape: tuple[int, ...]) -> np.ndarray:

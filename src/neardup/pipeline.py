@@ -521,7 +521,7 @@ def _band_columns_of(
 ) -> Iterable[np.ndarray]:
     """The band hash columns of the documents ``subset`` (None = all), one band at a time."""
     if band_keys is not None:
-        return (c if subset is None else np.asarray(c)[subset] for c in band_keys())
+        return band_keys() if subset is None else map(lambda c: np.asarray(c)[subset], band_keys())
     bands, rows = settings.banding()
     signature = sig.signature if subset is None else sig.signature[subset]
     return band_columns(signature, bands, rows)
@@ -634,7 +634,7 @@ def find_groups(
     if on_stage is not None:
         on_stage("exact duplicates")
 
-    rank = document_order(timestamps)
+    rank, timestamps = document_order(timestamps), None  # only the order is used from here
     rep_of = content_representatives(sig.content, rank, workers)
     # No array of the indices held through the stages (8 bytes a document).
     is_rep = rep_of == np.arange(n, dtype=np.int64)

@@ -29,13 +29,15 @@ The texts are never all in memory. The job makes three passes over the inputs:
 Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
-Memory: about ``64 + len(id)`` bytes a document in the fixed columns (the IDs and locations
-in the work folder past the budget: :class:`Collected`), plus the spillable part
-(``8 × bands`` bytes a document for MinHash band hashes, 128 for the sketches, the
-verification data kept from pass 1 or those of the documents that have a candidate) up to
-half the budget, plus two band columns' sorts (``20 n`` bytes each) and the candidate pairs
-(8 bytes a pair, packed, and the pairs the bounds leave; spilled count sketches are read two
-blocks of rows at a time, within the budget: :mod:`neardup.candidates.bounds`).
+Memory: the budget is half of ``memory_limit``. Charged to it first (:meth:`MemoryBudget.charge`):
+the fixed columns, about ``37 + len(id)`` bytes a document (the IDs and locations in the work
+folder once the budget keeps less than :data:`LEAST_ROOM` of itself free: :class:`Collected`),
+and the grouping's arrays (:data:`GROUPING_BYTES` a document). The spillable part (``8 ×
+bands`` bytes a document for MinHash band hashes, 128 for the sketches, the verification data
+kept from pass 1) gets the room those leave, and spills once N grows; the sketches' blocks
+(:mod:`neardup.candidates.bounds`) and the verification chunks take the room left, at least
+:data:`LEAST_ROOM` of the budget. Not charged: two band columns' sorts (``20 n`` bytes each)
+and the candidate pairs (8 bytes a pair, packed, and the pairs the bounds leave).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -53,6 +55,7 @@ import pyarrow as pa
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
+from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.spill import (
     ColumnFile,
     MemoryBudget,
@@ -66,12 +69,20 @@ from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
-from neardup.memory import joined_parts, return_freed_memory
+from neardup.memory import joined_parts, resident_bytes, return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
-#: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold.
+#: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold,
+#: beside the per-document columns charged to it (:meth:`MemoryBudget.charge`).
 SPILL_SHARE = 0.5
+#: Bytes a document that the grouping holds through its stages beside the columns of pass 1
+#: (the document order and each document's exact-duplicate representative, int64 each, and
+#: the representatives' and duplicates' indices), charged to the budget while it runs.
+GROUPING_BYTES = 24
+#: The least share of the budget that the sketches' blocks and the verification chunks may
+#: take when the per-document state leaves less free (an eighth: 94 MB by default).
+LEAST_ROOM = 0.125
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
@@ -131,93 +142,7 @@ class Collected:
             if release:
                 column.release()
             yield keys
-
-
-class KeptSets:
-    """The verification data (CSR: shingle sets or LCS units) of every document, built by the
-    workers of pass 1 batch by batch and held in memory against the run's budget, as long as
-    they look like fitting it: what the budget holds (these data and the spillable columns in
-    memory), extrapolated from the input bytes read so far to the input's total, must stay
-    within it. Once it does not (or the budget refuses a batch), everything kept is freed and
-    :attr:`active` turns False: the verification data are then built from a re-read, as
-    without keeping.
-
-    The values go into one array reserved at the budget's size (its pages are only touched as
-    they are written, so memory grows with the data), each batch copied into its place by a
-    thread of its own while pass 1 goes on. Memory: 8 bytes a value plus 8 a document.
-
-    Example:
-        >>> kept = KeptSets(MemoryBudget(1 << 20), total_bytes=100)
-        >>> kept.add(np.array([0, 2, 3]), np.arange(3, dtype=np.uint64), consumed=50)
-        >>> offsets, values = kept.arrays()
-        >>> offsets.tolist(), values.tolist()
-        ([0, 2, 3], [0, 1, 2])
-    """
-
-    def __init__(self, budget: MemoryBudget, total_bytes: int):
-        self.budget = budget
-        self.total_bytes = total_bytes
-        #: Read by each worker as it starts a batch: whether to build the batch's data.
-        self.active = True
-        self._values = np.empty(budget.limit // np.dtype(np.uint64).itemsize, dtype=np.uint64)
-        self._lengths: list[np.ndarray] = []
-        self._end = 0
-        self._held = 0
-        self._copier = ThreadPoolExecutor(1)
-        self._copies: deque[Future] = deque()
-
-    def add(self, offsets: np.ndarray, values: np.ndarray, consumed: int) -> None:
-        """Keep the next batch's data (CSR), ``consumed`` input bytes having been read. O(1)
-        here, the copy O(values) on the copying thread."""
-        if not self.active:
-            return
-        nbytes = values.nbytes + offsets.nbytes - 8
-        if not self.budget.take(nbytes):
-            self.drop()
-            return
-        self._held += nbytes
-        held = self.budget.limit - self.budget.free
-        if held * self.total_bytes > self.budget.limit * max(consumed, 1):
-            self.drop()
-            return
-        self._lengths.append(np.diff(offsets))
-        self._copies.append(self._copier.submit(_copy_into, self._values, self._end, values))
-        self._end += values.shape[0]
-        while self._copies and self._copies[0].done():
-            self._copies.popleft().result()  # raises what the copy raised
-
-    def _wait(self) -> None:
-        while self._copies:
-            self._copies.popleft().result()
-        self._copier.shutdown()
-
-    def drop(self) -> None:
-        """Stop keeping: free what was kept and give its bytes back to the budget."""
-        self.active = False
-        self._wait()
-        self._release()
-
-    def _release(self) -> None:
-        """Let go of the kept arrays and give their bytes back to the budget."""
-        self._values, self._lengths = np.zeros(0, np.uint64), []
-        self.budget.give_back(self._held)
-        self._held = 0
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every document's data, CSR ``(offsets int64[n + 1], values)``, once copied; their
-        bytes go back to the budget (the caller holds them from now on)."""
-        self._wait()
-        offsets = np.zeros(sum(part.shape[0] for part in self._lengths) + 1, dtype=np.int64)
-        if self._lengths:
-            np.cumsum(np.concatenate(self._lengths), out=offsets[1:])
-        values = self._values[: self._end]
-        self._release()
-        return offsets, values
-
-
-def _copy_into(target: np.ndarray, start: int, values: np.ndarray) -> None:
-    # numpy copies without the GIL: the other threads go on meanwhile.
-    target[start : start + values.shape[0]] = values
+            del keys  # not held while the next column is read
 
 
 class BatchSink:
@@ -272,12 +197,15 @@ class OutOfCoreDedup:
         self.reopen = reopen
         self.settings = settings
         self.work = work
+        self.memory_limit = int(memory_limit)
         self.budget = MemoryBudget(int(memory_limit * SPILL_SHARE))
         self.workers = check_workers(workers)
         self.progress = progress or Progress()
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
         self._owns_columns = False  # no sink or resume keeps them: see _spill_fixed_columns
+        #: Bytes of per-document state charged to the budget (MemoryBudget.charge) and held.
+        self.charged = 0
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
         #: the verification data were measured in when they exceeded the budget (0: in memory).
         self.figures = {
@@ -286,6 +214,14 @@ class OutOfCoreDedup:
             "verification chunks": 0,
             "seconds: re-read + shingle sets": 0.0,
         }
+
+    def _charge(self, nbytes: int) -> None:
+        """Charge ``nbytes`` of per-document state to the budget (give back when negative)."""
+        self.charged += nbytes
+        if nbytes >= 0:
+            self.budget.charge(nbytes)
+        else:
+            self.budget.give_back(-nbytes)
 
     # -- pass 1 ------------------------------------------------------------------------------
 
@@ -344,15 +280,29 @@ class OutOfCoreDedup:
             _sign_batch, batches(), self.workers, s, banding, kept, sink
         ):
             batch_read_by = read_by.popleft()
+            fixed = [
+                np.asarray(batch.timestamps, dtype=np.int64),
+                sig.content,
+                sig.empty,
+                sig.text_bytes,
+                sig.sizes.astype(np.int32),
+            ]
+            for parts, part in zip((stamps, content, empty, text_bytes, sizes), fixed):
+                parts.append(part)
             ids.append(pa.array(batch.ids, type=pa.large_string()))
-            stamps.append(np.asarray(batch.timestamps, dtype=np.int64))
             where = getattr(batch, "locations", None)
             if where is not None:
                 locations.append(np.asarray(where, dtype=np.int64))
-            content.append(sig.content)
-            empty.append(sig.empty)
-            text_bytes.append(sig.text_bytes)
-            sizes.append(sig.sizes.astype(np.int32))
+            if not minhash:
+                fps.append(sig.signature)
+            # The fixed columns grow with N whatever the budget: charged to it, they leave the
+            # spillable columns below less room (all of them on disk once N is large).
+            self._charge(
+                sum(part.nbytes for part in fixed)
+                + ids[-1].nbytes
+                + (locations[-1].nbytes if where is not None else 0)
+                + (sig.signature.nbytes if not minhash else 0)
+            )
             if sketch_column is not None:
                 sketch_column.append(sig.sketches)
             if minhash:
@@ -360,8 +310,6 @@ class OutOfCoreDedup:
                     column.append(keys[:, j])
                 if sig_column is not None:
                     sig_column.append(sig.signature)
-            else:
-                fps.append(sig.signature)
             if kept is not None and sig.set_offsets is not None:
                 kept.add(sig.set_offsets, sig.set_hashes, batch_read_by)
             if sink is not None:
@@ -420,9 +368,12 @@ class OutOfCoreDedup:
         (not with a batch sink or ``--resume``, which store them themselves)."""
         c = self.collected
         self._owns_columns = sink is None and not self.work.resume
+        # Charged to the budget as they were read: to disk when they leave the stages after
+        # pass 1 less than their least room (the sketches' blocks, the verification chunks).
         held = c.id_column.nbytes + (c.locations.nbytes if c.locations is not None else 0)
-        if not self._owns_columns or held <= self.budget.free:
+        if not self._owns_columns or self.budget.free >= self.budget.limit * LEAST_ROOM:
             return
+        self._charge(-held)
         c.ids_path = self.work.file("ids.arrow")
         write_ids(c.ids_path, c.id_column)
         self.figures["spilled bytes"] += c.ids_path.stat().st_size
@@ -555,7 +506,7 @@ class OutOfCoreDedup:
             target = np.empty(int(offsets[-1]) if exact else int(units.sum()), dtype=np.uint64)
 
             def write(row: int, at: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
-                _copy_into(target, at, part)
+                copy_into(target, at, part)
 
         row, end = 0, 0
         for batch, (part_offsets, part) in ordered_map(
@@ -607,6 +558,7 @@ class OutOfCoreDedup:
             self.collected.sketch_column.release()
         return_freed_memory()  # the band hashes and the candidate search's temporaries
         cost = verification.itemsize * self._units(docs)
+        space = self.budget.room(LEAST_ROOM)
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
         kept = self.collected.kept
         # Data of ``docs`` alone: the pairs' rows in them by one gather (a binary search over
@@ -614,7 +566,12 @@ class OutOfCoreDedup:
         if kept is None:
             row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, dtype=np.int64)
             row_of[docs] = np.arange(docs.shape[0])
-        if kept is not None or int(cost.sum()) <= self.budget.limit:
+        # In memory when they fit the budget's room, or the whole process's memory with them
+        # stays within the limit (a run of few documents, whose columns leave room).
+        resident = resident_bytes()
+        total = int(cost.sum())
+        fits = total <= space or (resident is not None and resident + total <= self.memory_limit)
+        if kept is not None or fits:
             if kept is not None:  # over every document: a document's row is its index
                 offsets, values = kept.arrays()
                 self.collected.kept = None
@@ -651,8 +608,8 @@ class OutOfCoreDedup:
             order = locality_pair_order(docs.shape[0], ia, ib)
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
-            # within half the budget.
-            half = max(self.budget.limit / 2, 1.0)
+            # within half the budget's room.
+            half = max(space / 2, 1.0)
             chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
@@ -711,8 +668,14 @@ class OutOfCoreDedup:
         if name == "candidates" and self._owns_columns:
             # The content keys served the exact duplicates; nothing after reads them (an
             # index build, with its sink, keeps them for its table).
-            sig = self.collected.signatures
-            sig.content = np.zeros((sig.content.shape[0], 0), dtype=sig.content.dtype)
+            # Nor the timestamps (the document order is made) and the text sizes (no stage of
+            # the dedup reads them): views of no memory keep their rows.
+            c = self.collected
+            sig = c.signatures
+            self._charge(-(sig.content.nbytes + sig.text_bytes.nbytes + c.timestamps.nbytes))
+            sig.content = np.zeros((len(c), 0), dtype=sig.content.dtype)
+            sig.text_bytes = np.broadcast_to(np.int64(0), (len(c),))
+            c.timestamps = np.broadcast_to(np.int64(0), (len(c),))
         return_freed_memory()  # the stage before's temporaries (about 0.5 ms at 1M documents)
         self.progress.stage(name)
 
@@ -737,6 +700,8 @@ class OutOfCoreDedup:
         c = self.collected
         if self.work.completed("group"):
             return self._load_groups()
+        grouping = GROUPING_BYTES * len(c)
+        self._charge(grouping)
         groups = find_groups(
             c.signatures,
             c.timestamps,
@@ -748,8 +713,9 @@ class OutOfCoreDedup:
             set_source=self.set_source,
             on_stage=self._on_stage,
             workers=self.workers,
-            memory=self.budget.limit,
+            memory=self.budget.room(LEAST_ROOM),
         )
+        self._charge(-grouping)
         for column in c.band_columns:
             column.release()
         if self.work.resume:
