@@ -380,6 +380,36 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+def _worker_processes(config) -> int:
+    """How many pytest-xdist workers this run starts (0 without ``-n``, and in a worker)."""
+    if hasattr(config, "workerinput"):
+        return 0
+    count = config.getoption("numprocesses", None)
+    if count in ("auto", "logical"):
+        return os.cpu_count() or 1
+    return int(count or 0)
+
+
+def pytest_sessionstart(session):
+    """With pytest-xdist workers, compile every kernel not in numba's cache yet by ``neardup
+    warm``, once, before they start (pytest-xdist's own hook, which starts them, comes last).
+    Otherwise, with an empty cache (a fresh clone, CI), each worker and each command a test
+    runs as a process compiles the kernels it meets first on its own, often the same kernels at
+    the same time. With every kernel cached it takes about a second."""
+    if _worker_processes(session.config) < 1:
+        return
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup", "warm"], capture_output=True, text=True, timeout=1800
+    )
+    lines = done.stdout.strip().splitlines()
+    said = lines[-1] if done.returncode == 0 and lines else f"failed: {done.stderr.strip()}"
+    session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+        f"before the tests, neardup warm: {said.removeprefix('neardup: ')} "
+        f"({time.perf_counter() - started:.1f} s)"
+    )
+
+
 @pytest.fixture(autouse=True)
 def _no_process_exit_inside_the_test_run(monkeypatch):
     """`neardup.signals.exit_process` ends the process at once (`os._exit`), right for the

@@ -322,7 +322,10 @@ def test_length_bounds_bound_the_resemblance_and_are_what_the_kernel_gives_below
     st.lists(
         st.one_of(
             st.lists(st.integers(0, 600), max_size=80),
-            st.lists(st.integers(0, 3), min_size=250, max_size=700),  # buckets past 255
+            # Long texts of 4 units, unit 3 the most common (5 bytes in 8): about half of them
+            # hold more than 255 of it, a count past what a sketch's byte holds. Drawn as bytes,
+            # one draw a text rather than one a unit (the draws took most of this test's time).
+            st.binary(min_size=250, max_size=700).map(lambda raw: [min(b >> 5, 3) for b in raw]),
         ),
         min_size=2,
         max_size=6,
@@ -337,18 +340,50 @@ def test_possible_pairs_rule_out_only_what_the_kernel_rejects_untested(texts, th
     a, b = a.ravel(), b.ravel()
     possible = possible_pairs(np.diff(offsets), count_sketches(offsets, codes), a, b, threshold)
     values = lcs_pairs(offsets, codes, a, b, threshold=threshold)
-    # The reference (a quadratic LCS in Python, most of this test's time) is symmetric: once a
-    # pair, not once an order.
-    exact_of = {}
-    for p, q, ok, value in zip(a.tolist(), b.tolist(), possible.tolist(), values.tolist()):
-        key = (min(p, q), max(p, q))
-        if key not in exact_of:
-            exact_of[key] = resemblance_reference(texts[p], texts[q])
-        exact = exact_of[key]
-        if not ok:
-            assert exact < threshold and value < threshold
-        if exact >= threshold:
-            assert ok
+    exact = _resemblances_by_rows(texts, a, b)
+    assert (exact[~possible] < threshold).all() and (values[~possible] < threshold).all()
+    assert possible[exact >= threshold].all()
+
+
+def _resemblances_by_rows(seqs, a, b):
+    """LCS(seqs[a[p]], seqs[b[p]]) / the longer length (1.0 for two empty ones), every pair at
+    once by the textbook dynamic program, a row of the table a step: with t[j] = max(L[i-1][j],
+    L[i-1][j-1] + [x_i = y_j]), row i is the running maximum of t (L[i][j-1] ≤ L[i][j]). It
+    shares nothing with the kernel (no bit vectors, trimming, bounds or sketches), and is what
+    :func:`lcs_length_reference` computes, row by row in numpy (tested below). Each unordered
+    pair is computed once, its shorter text as x (the rows)."""
+    sizes = np.array([len(s) for s in seqs], dtype=np.int64)
+    a, b = np.asarray(a), np.asarray(b)
+    pairs = sorted({(min(i, j), max(i, j)) for i, j in zip(a.tolist(), b.tolist())})
+    shorter = [i if sizes[i] <= sizes[j] else j for i, j in pairs]
+    longer = [j if sizes[i] <= sizes[j] else i for i, j in pairs]
+    rows, columns = int(sizes[shorter].max()), int(sizes[longer].max())
+    # Padded with two values no text holds: a padded unit of x matches nothing, so the rows
+    # after x's end repeat its last; the padding of y comes after the column read.
+    x = np.full((len(pairs), rows), -1, dtype=np.int64)
+    y = np.full((len(pairs), columns), -2, dtype=np.int64)
+    for p, (i, j) in enumerate(zip(shorter, longer)):
+        x[p, : sizes[i]] = seqs[i]
+        y[p, : sizes[j]] = seqs[j]
+    previous = np.zeros((len(pairs), columns + 1), dtype=np.int16)  # lengths ≤ 700
+    t = np.empty((len(pairs), columns), dtype=np.int16)
+    for step in range(rows):
+        np.add(previous[:, :-1], x[:, step, None] == y, out=t)
+        np.maximum(t, previous[:, 1:], out=t)
+        np.maximum.accumulate(t, axis=1, out=previous[:, 1:])
+    lengths = previous[np.arange(len(pairs)), sizes[longer]].astype(np.int64)
+    top = sizes[longer]
+    value = dict(zip(pairs, np.where(top == 0, 1.0, lengths / np.maximum(top, 1)).tolist()))
+    return np.array([value[min(i, j), max(i, j)] for i, j in zip(a.tolist(), b.tolist())])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=40), min_size=1, max_size=5))
+def test_the_row_by_row_reference_is_the_textbook_one(seqs):
+    a, b = np.meshgrid(np.arange(len(seqs)), np.arange(len(seqs)))
+    a, b = a.ravel(), b.ravel()
+    expected = [resemblance_reference(seqs[i], seqs[j]) for i, j in zip(a.tolist(), b.tolist())]
+    assert _resemblances_by_rows(seqs, a, b).tolist() == expected
 
 
 def test_possible_pairs_check_the_threshold():
