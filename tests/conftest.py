@@ -72,6 +72,7 @@ class SparkCluster:
     """
 
     WORKERS = 2
+    APPS = 3  # drivers that can run at once, each with an executor on every worker
     START_TIMEOUT = 120.0  # seconds for the master and every worker to come up and register
 
     def __init__(self, base: Path):
@@ -117,12 +118,15 @@ class SparkCluster:
         for folder in ("logs", "local", "conf"):
             (self.base / folder).mkdir(parents=True, exist_ok=True)
         # Every driver started with :attr:`env` reads these: few shuffle partitions for tiny
-        # corpora, small executors (one a worker), no driver UI.
+        # corpora, small executors, no driver UI. An application takes two 1-core executors,
+        # which the master spreads over the two workers; each worker offers APPS of them, so
+        # that many drivers run at once.
         (self.base / "conf" / "spark-defaults.conf").write_text(
             "spark.sql.shuffle.partitions 2\n"
             "spark.default.parallelism 2\n"
             "spark.executor.memory 512m\n"
             "spark.executor.cores 1\n"
+            "spark.cores.max 2\n"
             "spark.driver.memory 1g\n"
             "spark.ui.enabled false\n"
             "spark.ui.showConsoleProgress false\n"
@@ -144,8 +148,8 @@ class SparkCluster:
                 "--host", "127.0.0.1",
                 "--port", str(_free_port()),
                 "--webui-port", str(_free_port()),
-                "--cores", "1",
-                "--memory", "1g",
+                "--cores", str(self.APPS),
+                "--memory", f"{512 * self.APPS}m",
                 "--work-dir", str(work_dir),
             )  # fmt: skip
         deadline = time.monotonic() + self.START_TIMEOUT
@@ -184,10 +188,11 @@ class SparkCluster:
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
-    """A Spark standalone cluster (a master and two 1-core workers, separate JVMs on 127.0.0.1)
-    for the whole session, stopped and removed after; skips without pyspark or Java. Only the
-    tests marked ``spark`` use it, and they reach it from other processes (drivers of their own),
-    since this process holds the local session of the ``spark`` fixture."""
+    """A Spark standalone cluster (a master and two workers, separate JVMs on 127.0.0.1; up to
+    three applications at once, each with a 1-core executor on both workers) for the whole
+    session, stopped and removed after; skips without pyspark or Java. Only the tests marked
+    ``spark`` use it, and they reach it from other processes (drivers of their own), since this
+    process holds the local session of the ``spark`` fixture."""
     pytest.importorskip("pyspark")
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         pytest.skip("the Spark cluster tests need a Java runtime")

@@ -5,8 +5,6 @@ pyspark or Java is missing; the pure helpers are tested without Spark.
 """
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -596,55 +594,6 @@ def test_cli_pairs_spark_matches_local(spark, tmp_path):
     assert outputs["local"][0].count(b"\n") > 20
 
 
-def test_cli_spark_stderr_has_no_log_noise(tmp_path):
-    # A run of its own (a new JVM, as a user gets it): before, stderr held Spark's banner, a
-    # NativeCodeLoader warning and WindowExec warnings from the window over the input splits.
-    pytest.importorskip("pyspark")
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.skip("the Spark tests need a Java runtime")
-    docs = write_jsonl(
-        tmp_path / "docs.jsonl",
-        [
-            {"id": "a", "text": "the cat sat on the mat today"},
-            {"id": "b", "text": "The cat sat on the mat, today!"},
-            {"id": "c", "text": "a different sentence about the weather"},
-        ],
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "neardup",
-            "dedup",
-            str(docs),
-            "-o",
-            str(tmp_path / "g.tsv"),
-            "--pairs-out",
-            str(tmp_path / "p.tsv"),
-            "--engine",
-            "spark",
-            "--spark-master",
-            "local[1]",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "pairs written" in done.stderr  # the summary is still there
-    for noise in (
-        "WindowExec",
-        "NativeCodeLoader",
-        "log4j profile",
-        "Setting default log level",
-        "locally checkpointed",
-    ):
-        assert noise not in done.stderr, noise
-    assert (tmp_path / "p.tsv").read_text() == "id_a\tid_b\tsimilarity\tpassed\na\tb\t1.0\ttrue\n"
-
-
 def test_only_the_noise_loggers_are_quieted(spark):
     # Other loggers keep the root's level: their WARN and ERROR messages still show.
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j
@@ -935,43 +884,39 @@ def test_globs_of_parquet_and_csv_in_a_parquet_directory_out(spark, tmp_path):
 # a standalone cluster: master and two workers in JVMs of their own (``spark_cluster``)
 
 
-def cluster_run(cluster, args, submit=False):
-    """Run ``neardup ARGS`` as a driver process of its own on ``cluster``: the command line with
-    ``--spark-master``, or through pyspark's ``bin/spark-submit`` with the
-    :mod:`neardup.cli.spark_submit` application (the README's command). Returns stderr."""
+def cluster_command(cluster, args, submit=False):
+    """The command line that runs ``neardup ARGS`` as a driver process of its own on
+    ``cluster``: with ``--spark-master``, or through pyspark's ``bin/spark-submit`` with the
+    :mod:`neardup.cli.spark_submit` application (the README's command)."""
     if submit:
-        command = [
+        return [
             str(cluster.spark_home / "bin" / "spark-submit"),
             "--master",
             cluster.url,
             spark_submit.__file__,
             *map(str, args),
         ]
-    else:
-        command = [
-            sys.executable,
-            "-m",
-            "neardup",
-            *map(str, args),
-            "--engine",
-            "spark",
-            "--spark-master",
-            cluster.url,
-        ]
-    done = subprocess.run(command, capture_output=True, text=True, env=cluster.env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:] + "\n" + cluster.log_tails()
-    return done.stderr
+    return [
+        sys.executable,
+        "-m",
+        "neardup",
+        *map(str, args),
+        "--engine",
+        "spark",
+        "--spark-master",
+        cluster.url,
+    ]
 
 
 @pytest.fixture(scope="module")
 def cluster_corpus(tmp_path_factory):
-    """800 documents as JSON Lines (in two files) and their fingerprint rows, and 64 documents of
+    """400 documents as JSON Lines (in two files) and their fingerprint rows, and 64 documents of
     edit chains (``chains.jsonl``) on which MinHash's repair round links documents."""
     folder = tmp_path_factory.mktemp("cluster-corpus")
-    docs = make_docs(800, seed=13, templates=30, variants=30)
+    docs = make_docs(400, seed=13, templates=15, variants=15)
     rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs]
-    write_jsonl(folder / "a.jsonl", rows[:400])
-    write_jsonl(folder / "b.jsonl", rows[400:])
+    write_jsonl(folder / "a.jsonl", rows[:200])
+    write_jsonl(folder / "b.jsonl", rows[200:])
     write_jsonl(folder / "chains.jsonl", [{**d, "ts": 0} for d in chain_corpus(bases=8)])
     done = run(
         "fingerprint", folder / "a.jsonl", folder / "b.jsonl", "-o", folder / "fps.tsv",
@@ -981,53 +926,102 @@ def cluster_corpus(tmp_path_factory):
     return folder
 
 
-# Each run starts a driver and two executors (seconds of JVM and Python start-up), so the
-# README's spark-submit path carries the SimHash run instead of a run of its own.
-@pytest.mark.parametrize(
-    "method, submit",
-    [("minhash", False), ("simhash", True)],
-    ids=["minhash", "simhash-spark-submit"],
-)
-def test_cluster_dedup_same_files_as_local(spark_cluster, cluster_corpus, tmp_path, method, submit):
-    inputs = [cluster_corpus / "a.jsonl", cluster_corpus / "b.jsonl"]
-    options = ["--time-field", "ts", "--method", method]
-    if method == "simhash":
-        options += ["-k", "4", "--grouping", "center"]
-    else:  # the repair round links documents of the edit chains
-        inputs.append(cluster_corpus / "chains.jsonl")
-    outputs, repair = {}, {}
-    for engine in ("local", "spark"):
-        groups, pairs = tmp_path / f"groups_{engine}.tsv", tmp_path / f"pairs_{engine}.tsv"
-        summary = tmp_path / f"summary_{engine}.json"
-        args = ["dedup", *inputs, "-o", groups, "--pairs-out", pairs, *options]
-        args += ["--summary-out", summary]
-        if engine == "local":
-            done = run(*args, "--workers", "1")
-            assert done.exit_code == 0, done.output
-        else:
-            cluster_run(spark_cluster, args, submit=submit)
-        outputs[engine] = (groups.read_bytes(), pairs.read_bytes())
-        counts = json.loads(summary.read_text())["counts"]
-        repair[engine] = {k: v for k, v in counts.items() if "star_components" in k or "cap" in k}
-    assert outputs["spark"] == outputs["local"]
-    assert repair["spark"] == repair["local"]
-    lines = 861 if method == "simhash" else 925  # header and every document
-    assert outputs["local"][0].count(b"\n") == lines
-    assert outputs["local"][1].count(b"\n") > 50
-    if method == "minhash":
-        assert repair["local"]["links_found_across_star_components"] > 0
+def _cluster_jobs(corpus):
+    """The runs on the cluster, by name: (``neardup`` arguments, writing into ``{out}``;
+    through spark-submit?). ``dedup`` with both methods (MinHash over the edit chains too,
+    where the repair round links documents) and ``pairs``; the README's spark-submit path
+    carries the SimHash run."""
+    inputs = [corpus / "a.jsonl", corpus / "b.jsonl"]
+    dedup = ["dedup", "-o", "{out}/groups.tsv", "--pairs-out", "{out}/pairs.tsv"]
+    dedup += ["--summary-out", "{out}/summary.json", "--time-field", "ts"]
+    pairs = ["pairs", corpus / "fps.tsv", "-k", "4", "-o", "{out}/pairs.tsv"]
+    return {
+        "minhash": ([*dedup, *inputs, corpus / "chains.jsonl", "--method", "minhash"], False),
+        "simhash-spark-submit": (
+            [*dedup, *inputs, "--method", "simhash", "-k", "4", "--grouping", "center"],
+            True,
+        ),
+        "pairs": ([*pairs, "--groups-out", "{out}/groups.tsv"], False),
+    }
 
 
-def test_cluster_pairs_same_files_as_local(spark_cluster, cluster_corpus, tmp_path):
-    outputs = {}
-    for engine in ("local", "spark"):
-        pairs, groups = tmp_path / f"pairs_{engine}.tsv", tmp_path / f"groups_{engine}.tsv"
-        args = ["pairs", cluster_corpus / "fps.tsv", "-k", "4", "-o", pairs, "--groups-out", groups]
-        if engine == "local":
-            done = run(*args, "-q")
-            assert done.exit_code == 0, done.output
-        else:
-            cluster_run(spark_cluster, args)
-        outputs[engine] = (pairs.read_bytes(), groups.read_bytes())
-    assert outputs["spark"] == outputs["local"]
-    assert outputs["local"][0].count(b"\n") > 50
+@pytest.fixture(scope="module")
+def cluster_runs(spark_cluster, cluster_corpus, tmp_path_factory):
+    """Every run of :func:`_cluster_jobs` on the cluster and on the local engine, by name:
+    ``{"local": folder, "spark": folder, "stderr": the driver's stderr}``.
+
+    The drivers run at once (the cluster gives each application one executor on each worker),
+    so their JVMs' start and Spark's fixed costs overlap instead of adding up; the local runs
+    go meanwhile in this process."""
+    runs, drivers = {}, {}
+    for name, (args, submit) in _cluster_jobs(cluster_corpus).items():
+        runs[name] = {e: tmp_path_factory.mktemp(f"{name}-{e}") for e in ("local", "spark")}
+        out = runs[name]["spark"]
+        with open(out / "stderr.txt", "w") as stderr:
+            drivers[name] = subprocess.Popen(
+                cluster_command(spark_cluster, [str(a).format(out=out) for a in args], submit),
+                env=spark_cluster.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+    for name, (args, _) in _cluster_jobs(cluster_corpus).items():
+        done = run(*[str(a).format(out=runs[name]["local"]) for a in args], "-q")
+        assert done.exit_code == 0, done.output
+    for name, driver in drivers.items():
+        try:
+            driver.wait(600)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait()
+        runs[name]["stderr"] = (runs[name]["spark"] / "stderr.txt").read_text()
+        assert driver.returncode == 0, (
+            f"{name}:\n" + runs[name]["stderr"][-3000:] + "\n" + spark_cluster.log_tails()
+        )
+    return runs
+
+
+def _outputs(folder):
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if f.suffix == ".tsv"}
+
+
+def _repair_counts(folder):
+    counts = json.loads((folder / "summary.json").read_text())["counts"]
+    return {k: v for k, v in counts.items() if "star_components" in k or "cap" in k}
+
+
+@pytest.mark.parametrize("name", ["minhash", "simhash-spark-submit"])
+def test_cluster_dedup_same_files_as_local(cluster_runs, cluster_corpus, name):
+    local, spark = cluster_runs[name]["local"], cluster_runs[name]["spark"]
+    assert _outputs(spark) == _outputs(local)
+    assert _repair_counts(spark) == _repair_counts(local)
+    inputs = ["a.jsonl", "b.jsonl"] + (["chains.jsonl"] if name == "minhash" else [])
+    lines = 1 + sum((cluster_corpus / f).read_bytes().count(b"\n") for f in inputs)
+    assert (local / "groups.tsv").read_bytes().count(b"\n") == lines
+    assert (local / "pairs.tsv").read_bytes().count(b"\n") > 50
+    if name == "minhash":
+        assert _repair_counts(local)["links_found_across_star_components"] > 0
+
+
+def test_cluster_pairs_same_files_as_local(cluster_runs):
+    local, spark = cluster_runs["pairs"]["local"], cluster_runs["pairs"]["spark"]
+    assert _outputs(spark) == _outputs(local)
+    assert (local / "pairs.tsv").read_bytes().count(b"\n") > 50
+
+
+def test_cluster_cli_stderr_has_no_log_noise(cluster_runs):
+    # The drivers neardup starts itself (a new JVM, as a user gets it): before, stderr held
+    # Spark's banner, a NativeCodeLoader warning and WindowExec warnings from the window over
+    # the input splits.
+    for name in ("minhash", "pairs"):
+        stderr = cluster_runs[name]["stderr"]
+        assert "pairs written" in stderr, name  # the summary is still there
+        for noise in (
+            "WindowExec",
+            "NativeCodeLoader",
+            "log4j profile",
+            "Setting default log level",
+            "locally checkpointed",
+        ):
+            assert noise not in stderr, (name, noise)

@@ -96,19 +96,23 @@ class Storage:
         wrapped in a fresh DataFrame: a checkpoint keeps the size *estimate* of the plan it
         came from, and Spark estimates a join as the product of its inputs, so in iterative
         stages (components, center rounds) the estimate would square every round until its
-        arithmetic alone exhausts the driver's memory.
+        arithmetic alone exhausts the driver's memory. The fresh DataFrame reads the stored
+        rows as Spark holds them (its internal rows): wrapped through ``javaRDD`` instead,
+        every read of the table converted each row to a ``Row`` object and back in the JVM.
         """
         if self.checkpoint == "reliable":
             done = df.checkpoint(eager=True)
         else:
             done = df.localCheckpoint(eager=True)
         jdf = done._jdf
+        stored = jdf.queryExecution().logical().rdd()
         fresh = DataFrame(
-            self.spark._jsparkSession.createDataFrame(jdf.javaRDD(), jdf.schema()), self.spark
+            self.spark._jsparkSession.internalCreateDataFrame(stored, jdf.schema(), False),
+            self.spark,
         )
         # DataFrame.unpersist cannot reach the checkpointed rows under the fresh plan:
         # unpersist() frees them through this handle.
-        fresh._neardup_stored = jdf.queryExecution().logical().rdd()
+        fresh._neardup_stored = stored
         self._held.append(fresh)
         return fresh
 
