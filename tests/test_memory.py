@@ -12,55 +12,49 @@ def test_is_harmless_to_call_at_any_time():
     return_freed_memory()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
-def test_gives_freed_heap_pages_back():
-    # In a fresh process: 200 MB of 64 KiB arrays come from the heap and stay resident once
-    # freed, until the trim.
-    script = """
+def _anon_kb_given_back(frees: str) -> int:
+    """In a fresh process: run ``frees`` (code that builds and drops memory), then
+    ``return_freed_memory``; the anonymous resident kB that the call gave back."""
+    script = f"""
 import numpy as np
-import numpy as np
+import pyarrow as pa
 
-from neardup.memory import resident_bytes, return_freed_memory
+from neardup.memory import return_freed_memory
+
 def rss():
     return int([l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1])
-parts = [np.ones(8192) for _ in range(3200)]
-parts.reverse()  # freed from the top of the heap last: the heap cannot shrink by itself
-del parts[1:]
+
+{frees}
 before = rss()
 return_freed_memory()
 print(before - rss())
 """
-    freed_kb = int(
-        subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, check=True
-        ).stdout
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
-    assert freed_kb > 100_000
+    return int(done.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_gives_freed_heap_pages_back():
+    # 200 MB of 64 KiB arrays come from the heap and stay resident once freed, until the trim.
+    frees = """
+parts = [np.ones(8192) for _ in range(3200)]
+parts.reverse()  # freed from the top of the heap last: the heap cannot shrink by itself
+del parts[1:]
+"""
+    assert _anon_kb_given_back(frees) > 100_000
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status")
 def test_gives_arrow_pool_pages_back():
     # Arrow's pool keeps the pages of freed buffers (here 64 MB of strings built piece by piece
     # and dropped) until asked to release them.
-    script = """
-import pyarrow as pa
-import numpy as np
-
-from neardup.memory import resident_bytes, return_freed_memory
-def rss():
-    return int([l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1])
+    frees = """
 parts = [pa.array(["x" * 1000] * 64) for _ in range(1000)]
 del parts
-before = rss()
-return_freed_memory()
-print(before - rss())
 """
-    freed_kb = int(
-        subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, check=True
-        ).stdout
-    )
-    assert freed_kb > 10_000
+    assert _anon_kb_given_back(frees) > 10_000
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/statm")
