@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.io.jsonl_blocks as jsonl_blocks
+from neardup.candidates import radix
 from neardup.io import InputError, read_documents
 from neardup.io.jsonl_blocks import BlockParser, line_blocks, scan_block
 from neardup.text.canonical import TextColumn
@@ -346,7 +347,7 @@ def test_lines_parsed_in_halves_as_in_one_block(data, time_field):
     parser = BlockParser("id", "text", time_field, None)
     whole = _parsed(parser.parse_lines(lines))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonl_blocks, "HALVES_BYTES", 0)
-        patch.setattr(jsonl_blocks.os, "cpu_count", lambda: 2)
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        patch.setattr(radix.os, "cpu_count", lambda: 2)
         halves = _parsed(parser.parse_lines(lines))
     assert halves == whole

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,15 +34,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from neardup.candidates import radix
 from neardup.ids import FORBIDDEN_RE2, MAX_ID_LENGTH
 from neardup.io.json_fields import INTEGER, STRING, Fields, json_fields
 from neardup.io.values import time_to_us
 
 #: Bytes read at a time (a block is extended to the end of its last line).
 BLOCK_BYTES = 16 << 20
-
-#: Bytes of lines from which :meth:`BlockParser.parse_lines` parses two halves side by side.
-HALVES_BYTES = 1 << 20
 
 #: Most ``{`` and ``[`` in a line the block path takes (so that it nests no deeper, counting
 #: those in strings too): the standard parser refuses very deep nesting (a recursion limit).
@@ -294,25 +291,23 @@ class BlockParser:
     def parse_lines(self, lines: list[bytes]) -> ParsedBlock | None:
         """The rows of ``lines`` (JSON Lines rows, each with its line break but maybe the
         last line of a file) by :meth:`parse` of them joined, when they are all plain; else
-        None. From :data:`HALVES_BYTES` bytes on, the two halves of the lines are parsed on
-        two threads and their rows joined (every check is a line's own: the same result).
-        O(bytes).
+        None. From :data:`~neardup.candidates.radix.PARALLEL_MIN_KEYS` bytes on, the two
+        halves of the lines are parsed on two threads (:func:`~neardup.candidates.radix.in_halves`)
+        and their rows joined (every check is a line's own: the same result). O(bytes).
 
         Example:
             >>> rows = BlockParser("id", "text", None, None).parse_lines([b'{"id": "a", "text": "x"}'])
             >>> rows.ids, rows.texts.to_pylist()
             (['a'], ['x'])
         """
-        if len(lines) < 2 or (os.cpu_count() or 1) < 2 or sum(map(len, lines)) < HALVES_BYTES:
+        if len(lines) < 2:
             return self._parse_joined(lines)
-        cut = len(lines) // 2
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(self._parse_joined, lines[cut:])
-            first = self._parse_joined(lines[:cut])
-            second = later.result()
-        if first is None or second is None:
+        parts = radix.in_halves(
+            lambda lo, hi: self._parse_joined(lines[lo:hi]), len(lines), size=sum(map(len, lines))
+        )
+        if any(part is None for part in parts):
             return None
-        return _joined_blocks(first, second)
+        return parts[0] if len(parts) == 1 else _joined_blocks(*parts)
 
     def _parse_joined(self, lines: list[bytes]) -> ParsedBlock | None:
         block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
