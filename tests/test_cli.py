@@ -138,6 +138,29 @@ def test_fingerprint_output_formats(corpus, tmp_path, ext):
     assert table["id"].astype(str).tolist() == [d["id"] for d in DOCS]
 
 
+@pytest.mark.parametrize("ext", ["tsv", "parquet"])
+def test_fingerprint_writes_batch_by_batch(corpus, tmp_path, monkeypatch, ext):
+    # The rows are written as each batch is signed, never collected whole: with batches of
+    # two documents and the collecting path refused, the output is that of one batch.
+    import functools
+
+    from neardup.cli import dedup as dedup_cli
+    from neardup.engines.local import LocalEngine
+
+    whole = tmp_path / f"whole.{ext}"
+    assert run("fingerprint", corpus, "-o", whole, "--workers", "1", "-q").exit_code == 0
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("fingerprint collected the whole corpus")
+
+    monkeypatch.setattr(LocalEngine, "collect", refuse)
+    small = functools.partial(dedup_cli.read_documents, batch_size=2)
+    monkeypatch.setattr(dedup_cli, "read_documents", small)
+    batched = tmp_path / f"batched.{ext}"
+    assert run("fingerprint", corpus, "-o", batched, "--workers", "2", "-q").exit_code == 0
+    assert len(DOCS) > 2 and batched.read_bytes() == whole.read_bytes()
+
+
 def test_minhash_signatures_written_as_hex(corpus, tmp_path):
     out = tmp_path / "sig.jsonl"
     assert (

@@ -19,6 +19,7 @@ import neardup.io as nio
 import neardup.io.write as io_write
 from neardup.ids import id_problem
 from neardup.io import (
+    TableWriter,
     read_documents,
     write_records,
     write_table,
@@ -143,6 +144,70 @@ def test_write_table_many_chunks_encoded_ahead_keep_their_order(tmp_path, monkey
     assert (tmp_path / ("many." + name)).read_bytes() == one
     if not name.endswith(".gz"):
         assert one.count(b"\n") == 97 + (name != "t.jsonl")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(0, 40),
+    cuts=st.lists(st.integers(0, 40), max_size=6),
+    name=st.sampled_from(["t.tsv", "t.csv", "t.jsonl", "t.tsv.zst", "t.csv.gz", "t.parquet"]),
+)
+def test_table_writer_pieces_give_the_bytes_of_the_whole(tmp_path_factory, rows, cuts, name):
+    # A table written in pieces (empty pieces included) is byte for byte the table written
+    # whole; Parquet is checked against pyarrow's own writer of the whole table, with row
+    # groups small enough that pieces and row groups cross.
+    tmp = tmp_path_factory.mktemp("pieces")
+    rng = np.random.default_rng(rows)
+    cols = {
+        "id": [f"d{i}" + "\t," * int(i % 4 == 0) for i in range(rows)],
+        "fp": rng.integers(0, 2**64 - 1, rows, dtype=np.uint64, endpoint=True),
+        "note": [None if i % 5 == 0 else "é" * (i % 3) for i in range(rows)],
+    }
+    bounds = [0, *sorted(min(c, rows) for c in cuts), rows]
+    group = 7
+    io_write._WRITE_CHUNK_ROWS, saved = group, io_write._WRITE_CHUNK_ROWS
+    try:
+        with TableWriter(tmp / ("pieces." + name)) as writer:
+            for a, b in zip(bounds, bounds[1:]):
+                writer.write({k: v[a:b] for k, v in cols.items()})
+        if name.endswith("parquet"):
+            whole = pa.table({k: pa.array(v) for k, v in cols.items()})
+            pq.write_table(whole, tmp / name, compression="zstd", row_group_size=group)
+        else:
+            write_table(tmp / name, cols)
+    finally:
+        io_write._WRITE_CHUNK_ROWS = saved
+    assert (tmp / ("pieces." + name)).read_bytes() == (tmp / name).read_bytes()
+
+
+def test_table_writer_parquet_pages_are_those_of_the_whole_table(tmp_path, monkeypatch):
+    # Pieces of more than a page (1 MB) of text: Arrow starts a page at the end of each
+    # chunk it is given, so a row group must be one chunk, as in the whole table.
+    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 1000)
+    text = [f"{i:08x}" * 512 for i in range(2500)]
+    with TableWriter(tmp_path / "pieces.parquet") as writer:
+        for start in range(0, 2500, 300):
+            writer.write({"text": text[start : start + 300]})
+    pq.write_table(
+        pa.table({"text": text}), tmp_path / "whole.parquet", compression="zstd",
+        row_group_size=1000,
+    )  # fmt: skip
+    assert (tmp_path / "pieces.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["t.tsv", "t.parquet"])
+def test_table_writer_keeps_nothing_when_the_block_fails(tmp_path, name):
+    target = tmp_path / name
+    with pytest.raises(RuntimeError, match="stop"):
+        with TableWriter(target) as writer:
+            writer.write({"id": ["a", "b"]})
+            raise RuntimeError("stop")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match=r"columns must be \['id'\].*got \['key'\]"):
+        with TableWriter(target) as writer:
+            writer.write({"id": ["a"]})
+            writer.write({"key": ["b"]})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_table_validation_and_stdout(tmp_path, capsysbinary):

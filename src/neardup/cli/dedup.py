@@ -26,10 +26,10 @@ from neardup.engines import ENGINES, Corpus, Engine, EngineUnavailable, Outputs,
 from neardup.io import (
     FINGERPRINT_FORMATS,
     ON_ERROR,
+    TableWriter,
     check_outputs,
     format_fingerprints,
     read_documents,
-    write_table,
 )
 from neardup.io.files import resolve_output
 from neardup.settings import Settings
@@ -111,6 +111,22 @@ def _signature_column(signature: np.ndarray) -> list[str]:
     return [row.tobytes().hex() for row in signature.astype(">u4")]
 
 
+def _fingerprint_columns(batch, signatures, settings: Settings) -> dict[str, list]:
+    """The output columns of one signed batch of `neardup fingerprint`."""
+    signature = _signature_column(signatures.signature)
+    if settings.method == "simhash":
+        columns = {"id": batch.ids, "fingerprint": signature}
+    else:
+        # Signatures of the two schemes are not comparable: each row says which made it.
+        columns = {
+            "id": batch.ids,
+            "signature": signature,
+            "scheme": [settings.scheme] * len(signature),
+        }
+    columns["timestamp"] = _raw_timestamp_column(batch.raw_timestamps)
+    return columns
+
+
 def _read_summary(
     reporter: Reporter, stats, elapsed: float, empty: int
 ) -> list[tuple[str, object]]:
@@ -189,21 +205,19 @@ def fingerprint(
         )
         settings = settings.replace(weights=weights, idf=idf)
         reporter.reading(reader)
-        collection = LocalEngine(workers).collect(reader, settings, on_batch=reporter.batch)
-        reporter.stage("writing")
-        signature = _signature_column(collection.signatures.signature)
-        if method == "simhash":
-            columns = {"id": collection.ids, "fingerprint": signature}
-        else:
-            # Signatures of the two schemes are not comparable: each row says which made it.
-            schemes = [settings.scheme] * len(signature)
-            columns = {"id": collection.ids, "signature": signature, "scheme": schemes}
-        columns["timestamp"] = _raw_timestamp_column(collection.raw_timestamps)
-        # TSV (compressed or not, or standard output) is the seed's rows, without a header.
-        write_table(output, columns, header=resolve_output(output, None)[1] != "tsv")
+        empty = 0
+        # Each batch is written as soon as it is signed: memory stays that of a few batches
+        # whatever the corpus size. TSV (compressed or not, or standard output) is the seed's
+        # rows, without a header.
+        header = resolve_output(output, None)[1] != "tsv"
+        with TableWriter(output, header=header) as writer:
+            batches = LocalEngine(workers).signed(reader, settings, on_batch=reporter.batch)
+            for batch, signatures in batches:
+                writer.write(_fingerprint_columns(batch, signatures, settings))
+                empty += int(signatures.empty.sum())
     elapsed = time.perf_counter() - reporter.started
     reporter.summary(
-        _read_summary(reporter, reader.stats, elapsed, int(collection.signatures.empty.sum())),
+        _read_summary(reporter, reader.stats, elapsed, empty),
         settings=settings_fields(
             settings, ("method", "shingle", "hash_name", "weights", "num_perm", "seed", "scheme")
         ),

@@ -210,14 +210,13 @@ class LocalEngine:
             >>> LocalEngine(1).collect([batch], Settings(method="simhash")).ids
             ['a']
         """
-        warm_up(settings)
         texts: list[str] | None = [] if settings.needs_sets and not keep_sets else None
         ids: list[str] = []
         timestamps: list[np.ndarray] = []
         raw: list = []
         records: list | None = None
         parts: list[Signatures] = []
-        for batch, sig in ordered_map(_sign_batch, batches, self.workers, settings, keep_sets):
+        for batch, sig in self.signed(batches, settings, on_batch, keep_sets):
             ids.extend(batch.ids)
             if texts is not None:
                 texts.extend(batch.texts)
@@ -228,10 +227,32 @@ class LocalEngine:
                     records = []
                 records.extend(batch.records)
             parts.append(sig)
-            if on_batch is not None:
-                on_batch(batch)
         stamps = np.concatenate(timestamps) if timestamps else np.zeros(0, dtype=np.int64)
         return Collection(ids, stamps, raw, records, Signatures.concat(parts, settings), texts)
+
+    def signed(
+        self,
+        batches: Iterable,
+        settings: Settings,
+        on_batch: Callable[[object], None] | None = None,
+        keep_sets: bool = False,
+    ) -> Iterator[tuple[object, Signatures]]:
+        """Stage 1 batch by batch: each batch of ``batches`` with its :class:`Signatures`, in
+        input order, as soon as it is signed. ``on_batch`` is called with each batch before it
+        is handed on. Memory O(workers × batch), whatever the number of batches; cost: stage
+        1's, spread over the workers.
+
+        Example:
+            >>> batch = read_table({"id": ["a"], "text": ["x y z"]}).read_all()
+            >>> [sig.signature.shape for _, sig in LocalEngine(1).signed([batch],
+            ...                                                        Settings(method="simhash"))]
+            [(1,)]
+        """
+        warm_up(settings)
+        for batch, sig in ordered_map(_sign_batch, batches, self.workers, settings, keep_sets):
+            if on_batch is not None:
+                on_batch(batch)
+            yield batch, sig
 
     def dedup(
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None

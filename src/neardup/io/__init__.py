@@ -71,7 +71,7 @@ from neardup.io.values import (
     tsv_escape,
     tsv_unescape,
 )
-from neardup.io.write import write_records, write_table
+from neardup.io.write import TableWriter, write_records, write_table
 
 __all__ = [
     "INPUT_FORMATS",
@@ -90,6 +90,7 @@ __all__ = [
     "parse_fingerprint",
     "parse_timestamp",
     "write_table",
+    "TableWriter",
     "write_records",
     "output_set",
     "check_outputs",

@@ -18,9 +18,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -288,21 +290,123 @@ def write_table(
         a,1,true
         "b,c",18446744073709551615,false
     """
-    target, fmt, compression = resolve_output(path, output_format)
-    names, values, n = _prepare_columns(columns)
-    if fmt == "parquet":
+    with TableWriter(path, header=header, output_format=output_format) as writer:
+        writer.write(columns)
+
+
+class TableWriter:
+    """Write a table piece by piece, in bounded memory: the same bytes as :func:`write_table`
+    of all the pieces joined (see it for the formats, encodings and errors), written
+    atomically when the ``with`` block ends without an exception.
+
+    Each :meth:`write` takes equal-length columns with the first piece's names, in order.
+    Text formats are encoded and written at once; Parquet rows wait until they fill a row
+    group of 262,144 rows (or the end), so memory is O(piece + row group), except for Parquet
+    on stdout, which is written whole at the end. A Parquet column's type is that of its
+    values up to the first row group. ``write_table`` is this with one piece.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "out.tsv"
+        >>> with TableWriter(p) as writer:
+        ...     writer.write({"id": ["a"], "n": [3]})
+        ...     writer.write({"id": ["b"], "n": [1]})
+        >>> p.read_text()
+        'id\\tn\\na\\t3\\nb\\t1\\n'
+    """
+
+    def __init__(
+        self, path: str | Path, *, header: bool = True, output_format: str | None = None
+    ) -> None:
+        self._target, self._fmt, self._compression = resolve_output(path, output_format)
+        self._header = header
+        self._names: list[str] | None = None
+        self._stack = ExitStack()
+        self._out: IO[bytes] | None = None
+        self._parquet: pq.ParquetWriter | None = None
+        self._sink: pa.BufferOutputStream | None = None
+        self._waiting: list[pa.Table] = []
+        self._waiting_rows = 0
+
+    def __enter__(self) -> TableWriter:
+        try:
+            fh = self._stack.enter_context(atomic_output(self._target))
+            if self._fmt == "parquet":
+                self._out = fh
+            else:
+                self._out = self._stack.enter_context(compressing(fh, self._compression))
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def write(self, columns: Mapping[str, Sequence | np.ndarray]) -> None:
+        """Append the rows of ``columns`` (as in :func:`write_table`). O(rows × columns)."""
+        names, values, n = _prepare_columns(columns)
+        if self._names is None:
+            self._start(names)
+        elif names != self._names:
+            raise ValueError(f"columns must be {self._names} as in the first piece, got {names}")
+        if self._fmt != "parquet":
+            for chunk in _encoded_chunks(names, values, n, self._fmt):
+                self._out.write(chunk)
+            return
         arrays = [_to_arrow(name, col, 0, n) for name, col in zip(names, values)]
         table = pa.Table.from_arrays(arrays, names=names)
-        with atomic_output(target) as fh:
-            _write_parquet(table, fh, target)
-        return
-    with atomic_output(target) as fh, compressing(fh, compression) as out:
-        if header:
-            sep = "\t" if fmt == "tsv" else ","
-            if fmt != "jsonl":
-                out.write((sep.join(_header_cell(c, fmt) for c in names) + "\n").encode("utf-8"))
-        for chunk in _encoded_chunks(names, values, n, fmt):
-            out.write(chunk)
+        if self._parquet is not None:
+            table = table.cast(self._parquet.schema)
+        self._waiting.append(table)
+        self._waiting_rows += n
+        while self._waiting_rows >= _WRITE_CHUNK_ROWS:
+            self._write_row_group(_WRITE_CHUNK_ROWS)
+
+    def _start(self, names: list[str]) -> None:
+        self._names = names
+        if self._header and self._fmt in ("tsv", "csv"):
+            sep = "\t" if self._fmt == "tsv" else ","
+            self._out.write((sep.join(_header_cell(c, self._fmt) for c in names) + "\n").encode())
+
+    def _write_row_group(self, rows: int) -> None:
+        # One chunk a column, as write_table of one table writes it: pages follow chunks.
+        # Until the first row group the pieces' types may still widen (a piece of empty or
+        # null values infers the null type).
+        waiting = pa.concat_tables(self._waiting, promote_options="default").combine_chunks()
+        if self._parquet is None:
+            if self._target == "-":
+                self._sink = pa.BufferOutputStream()
+            self._parquet = pq.ParquetWriter(
+                self._sink if self._sink is not None else self._out,
+                waiting.schema,
+                compression="zstd",
+            )
+        self._parquet.write_table(waiting.slice(0, rows), row_group_size=_WRITE_CHUNK_ROWS)
+        rest = waiting.slice(rows)
+        self._waiting = [rest] if rest.num_rows else []
+        self._waiting_rows = rest.num_rows
+
+    def _finish_parquet(self) -> None:
+        if not self._waiting and self._parquet is None:  # nothing written: no columns
+            self._waiting = [pa.table({})]
+        if self._waiting or self._parquet is None:
+            self._write_row_group(self._waiting_rows)
+        self._parquet.close()
+        if self._sink is not None:
+            self._out.write(self._sink.getvalue())
+
+    def __exit__(self, *exc_info) -> bool | None:
+        # The atomic output keeps the file only when everything, the Parquet footer
+        # included, was written without an exception.
+        if self._fmt == "parquet" and (exc_info[0] is None or self._parquet is not None):
+            try:
+                if exc_info[0] is None:
+                    self._finish_parquet()
+                else:  # closed into the file about to be discarded, not at collection
+                    self._parquet.close()
+            except BaseException:
+                if not self._stack.__exit__(*sys.exc_info()):
+                    raise
+                return None
+        return self._stack.__exit__(*exc_info)
 
 
 def _write_parquet(table: pa.Table, fh: IO[bytes], target: str) -> None:
