@@ -15,13 +15,21 @@ from pathlib import Path
 import pytest
 from synth_helpers import ENGLISH, KOREAN
 
+#: The JVM options of the tests' Spark processes: the tests' corpora are a few hundred rows, so
+#: the JVMs spend most of their processor time compiling Spark's own code with the optimising
+#: JIT compiler (C2) for work that ends before it pays off. The quick compiler alone (C1) and
+#: the serial collector cut that; neither changes what any query computes.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session (2 cores) for every Spark test; skips without pyspark or Java.
 
     Small shuffles and no UI keep the tests quick; adaptive execution is off here (one test
-    turns it on) because re-planning costs more than it saves on a few thousand rows.
+    turns it on) because re-planning costs more than it saves on a few thousand rows, and so
+    is whole-stage code generation, with the JVM's quick compiler alone
+    (:data:`TEST_JVM_OPTIONS`): on a few rows compiling costs more than it saves.
     """
     pytest.importorskip("pyspark")
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
@@ -38,6 +46,8 @@ def spark():
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.adaptive.enabled": "false",
             "spark.driver.memory": "2g",
+            "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
+            "spark.sql.codegen.wholeStage": "false",
         },
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -92,6 +102,7 @@ class SparkCluster:
             "SPARK_CONF_DIR": str(base / "conf"),
             # The daemons themselves need little; executors get their own JVMs.
             "SPARK_DAEMON_MEMORY": "256m",
+            "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTIONS,
             "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
         }
         self.port, self.ui_port = _free_port(), _free_port()
@@ -130,6 +141,8 @@ class SparkCluster:
             "spark.driver.memory 1g\n"
             "spark.ui.enabled false\n"
             "spark.ui.showConsoleProgress false\n"
+            f"spark.driver.extraJavaOptions {TEST_JVM_OPTIONS}\n"
+            f"spark.executor.extraJavaOptions {TEST_JVM_OPTIONS}\n"
         )
         self._start(
             "master",
