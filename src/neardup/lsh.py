@@ -448,6 +448,11 @@ def optimal_params(
     ``fp_weight * ∫₀^s p(t) dt + fn_weight * ∫_s^1 (1 - p(t)) dt``, with
     ``p(t) = 1 - (1 - t^r)^b``.
 
+    ``threshold`` is the Jaccard itself. ``neardup dedup`` and ``neardup tune`` call this with
+    the Jaccard their verification implies (half the LCS threshold by default: 32 × 4 at
+    LCS 0.8, where ``optimal_params(0.8, 128)`` gives 9 × 13); in Python,
+    :meth:`neardup.settings.Settings.banding` gives dedup's bands.
+
     Ties are broken deterministically: smaller weighted error first, then larger ``b * r`` (use
     more of the signature), then smaller ``r``. Errors within a relative 1e-9 of the minimum
     count as equal, since they are equal up to quadrature rounding. Raise ``fn_weight`` when
