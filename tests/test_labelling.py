@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from signal_helpers import sigterm_to_another_thread, sigterm_to_main_thread
 
 from neardup.quality.sampling import read_sheet
 
@@ -137,29 +136,7 @@ def test_label_on_a_terminal_stops_on_ctrl_c_and_restores_the_terminal(labelling
     assert termios.tcgetattr(term.slave) == term.settings
 
 
-def _other_thread(pid: int) -> int | None:
-    """A thread of process ``pid`` other than its main one that does not block SIGTERM."""
-    for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
-        status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
-        blocked = int(status.split("SigBlk:")[1].split()[0], 16)
-        if tid != pid and not blocked >> (signal.SIGTERM - 1) & 1:
-            return tid
-    return None
-
-
-def _sigterm_to_main_thread(process: subprocess.Popen) -> None:
-    process.send_signal(signal.SIGTERM)  # the kernel's choice: the waiting main thread
-
-
-def _sigterm_to_another_thread(process: subprocess.Popen) -> None:
-    tid = _other_thread(process.pid) if Path("/proc").is_dir() else None
-    tgkill = getattr(ctypes.CDLL(None), "tgkill", None)
-    if tid is None or tgkill is None:
-        pytest.skip("needs /proc, glibc's tgkill and a second thread that takes SIGTERM")
-    assert tgkill(process.pid, tid, signal.SIGTERM) == 0
-
-
-@pytest.mark.parametrize("send", [_sigterm_to_main_thread, _sigterm_to_another_thread])
+@pytest.mark.parametrize("send", [sigterm_to_main_thread, sigterm_to_another_thread])
 def test_label_on_a_terminal_restores_the_terminal_on_sigterm(labelling_sheet, terminal, send):
     path = labelling_sheet()
     term = terminal(str(path))

@@ -4,7 +4,9 @@ exit status 128 + the signal's number and no partial output."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import signal
 import subprocess
@@ -13,6 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from signal_helpers import (
+    sigterm_to_another_thread,
+    sigterm_to_main_thread,
+    sigterm_to_the_last_thread,
+)
 
 from neardup import signals
 from neardup.io.files import atomic_output, output_set
@@ -144,3 +151,64 @@ def test_a_signal_inside_numba_or_llvmlite_is_recorded_not_raised(monkeypatch):
     monkeypatch.setattr(signals, "_received", None)
     with pytest.raises(signals.Interrupted):
         signals._on_signal(signal.SIGTERM, sys._getframe())
+
+
+@pytest.mark.parametrize(
+    "send", [sigterm_to_main_thread, sigterm_to_another_thread, sigterm_to_the_last_thread]
+)
+def test_a_run_waiting_on_an_idle_stdin_pipe_stops_on_sigterm(tmp_path, send):
+    """`dedup -` waiting for input that does not come: the signal stops it wherever the
+    kernel delivers it. Delivered to a thread other than the main one, Python's handler
+    never ran while the main thread slept in ``read`` of the pipe (or joined the thread
+    reading it), and the run waited for the pipe to close."""
+    out = tmp_path / "groups.tsv"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neardup", "dedup", "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for_handlers(process)
+        give_up = time.monotonic() + 60
+        while not _waits_on_the_pipe(process.pid) and time.monotonic() < give_up:
+            time.sleep(0.05)
+        send(process)
+        process.wait(timeout=30)  # stdin stays open: closing it would end the wait by itself
+        err = process.stderr.read()
+    finally:
+        process.kill()
+        process.stdin.close()
+        process.stderr.close()
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert err.decode().strip().endswith("neardup: stopped by SIGTERM")
+    assert not out.exists()
+
+
+def _waits_on_the_pipe(pid: int) -> bool:
+    """Whether a thread of ``pid`` sleeps in a read of a pipe or in select/poll."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            if any(word in (task / "wchan").read_text() for word in ("pipe", "poll", "select")):
+                return True
+    return False
+
+
+def test_wait_readable_answers_data_timeout_and_a_recorded_signal(monkeypatch):
+    read, write = os.pipe()
+    try:
+        with signals.wakeup() as woken:
+            assert woken is not None
+            assert signals.wait_readable(read, woken, timeout=0.05) is False
+            os.write(write, b"x")
+            assert signals.wait_readable(read, woken, timeout=0.05) is True
+            assert signals.WakingReader(read, woken).read(10) == b"x"
+            # A signal whose handler only recorded it still ends the wait.
+            monkeypatch.setattr(signals, "_received", signal.SIGTERM)
+            os.write(signal.set_wakeup_fd(-1), bytes([signal.SIGTERM]))
+            with pytest.raises(signals.Interrupted):
+                signals.wait_readable(read, woken)
+        assert signal.set_wakeup_fd(-1) == -1  # the previous wakeup (none) is back
+    finally:
+        os.close(read)
+        os.close(write)

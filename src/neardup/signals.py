@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import io
 import os
+import select
 import signal
 import sys
 import threading
@@ -40,12 +42,15 @@ from typing import NoReturn
 __all__ = [
     "HANDLED",
     "Interrupted",
+    "WakingReader",
     "deferred",
     "exit_process",
     "install",
     "raise_if_received",
     "received",
     "stopped_message",
+    "wait_readable",
+    "wakeup",
 ]
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -118,6 +123,82 @@ def deferred() -> Iterator[None]:
     finally:
         _deferring -= 1
     raise_if_received()
+
+
+@contextmanager
+def wakeup() -> Iterator[int | None]:
+    """A descriptor that turns readable when a signal arrives (``signal.set_wakeup_fd``), for
+    a wait on a pipe or a terminal to select on beside its own (:func:`wait_readable`); None
+    outside the main thread, where it cannot be set.
+
+    Why: the kernel may deliver a signal to any thread that does not block it (the compiled
+    libraries start some), and the handler may only record it (above): a main thread asleep
+    in ``read`` of an idle pipe would then never see it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    try:
+        yield read
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read)
+        os.close(write)
+
+
+def wait_readable(fd: int, woken: int | None, timeout: float | None = None) -> bool:
+    """Wait until ``fd`` is readable (True) or ``timeout`` seconds pass (False; None: no
+    limit), raising :class:`Interrupted` as soon as a signal comes through ``woken`` (from
+    :func:`wakeup`; None: wait on ``fd`` alone)."""
+    waits = [fd] if woken is None else [fd, woken]
+    while True:
+        ready = select.select(waits, [], [], timeout)[0]
+        if woken is not None and woken in ready:
+            _woken_by(_read_all(woken))
+        if fd in ready:
+            return True
+        if not ready:
+            return False
+
+
+class WakingReader(io.RawIOBase):
+    """The descriptor ``fd`` (a pipe, a socket, a terminal) as a raw stream whose every read
+    waits by :func:`wait_readable` on ``fd`` and ``woken``; ``fd`` is not closed."""
+
+    def __init__(self, fd: int, woken: int) -> None:
+        self._fd = fd
+        self._woken = woken
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        wait_readable(self._fd, self._woken)
+        return os.readv(self._fd, [buffer])
+
+
+def _woken_by(numbers: bytes) -> None:
+    """Act on the signal numbers read from the wakeup descriptor."""
+    raise_if_received()  # the handler may only have recorded the signal
+    handled = [n for n in numbers if n in HANDLED]
+    if handled and threading.current_thread() is not threading.main_thread():
+        # Python runs handlers in the main thread only, and that thread may be asleep in a
+        # wait that only a signal of its own ends (a lock, a join): send it one, and end this
+        # thread's wait too.
+        signal.pthread_kill(threading.main_thread().ident, handled[0])
+        raise Interrupted(handled[0])
+
+
+def _read_all(fd: int) -> bytes:
+    """What the non-blocking ``fd`` holds."""
+    parts = []
+    with contextlib.suppress(BlockingIOError):
+        while part := os.read(fd, 512):
+            parts.append(part)
+    return b"".join(parts)
 
 
 def stopped_message(signum: int) -> str:

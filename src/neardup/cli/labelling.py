@@ -8,8 +8,6 @@ import codecs
 import contextlib
 import os
 import re
-import select
-import signal
 import sys
 import time
 from collections import Counter
@@ -402,7 +400,7 @@ class _TerminalKeys:
 
     def __init__(self, fd: int, encoding: str | None, wakeup: int | None = None) -> None:
         self.fd = fd
-        self.wakeup = wakeup  # see _signal_wakeup
+        self.wakeup = wakeup  # see neardup.signals.wakeup
         self._decoder = codecs.getincrementaldecoder(encoding or "utf-8")(errors="replace")
         self._pending = ""
 
@@ -424,47 +422,11 @@ class _TerminalKeys:
     def _fill(self, timeout: float | None) -> bool:
         """Add what the terminal has to the pending keys, waiting at most ``timeout`` seconds
         (None: until something comes); False at the end of input or the timeout."""
-        waits = [self.fd] if self.wakeup is None else [self.fd, self.wakeup]
-        while True:
-            ready = select.select(waits, [], [], timeout)[0]
-            if self.wakeup in ready:
-                while _drained(self.wakeup):
-                    pass
-                # The handler may only have recorded the signal (see neardup.signals).
-                signals.raise_if_received()
-            if self.fd in ready:
-                break
-            if not ready:
-                return False
+        if not signals.wait_readable(self.fd, self.wakeup, timeout):
+            return False
         data = os.read(self.fd, 4096)
         self._pending += self._decoder.decode(data, final=not data)
         return bool(data)
-
-
-def _drained(fd: int) -> bool:
-    """Read what the non-blocking ``fd`` holds; False once it is empty."""
-    try:
-        return bool(os.read(fd, 512))
-    except BlockingIOError:
-        return False
-
-
-@contextlib.contextmanager
-def _signal_wakeup() -> Iterator[int]:
-    """A descriptor that turns readable when SIGINT or SIGTERM arrives, for the key wait to
-    select on. The kernel may deliver a signal to any thread that does not block it (the
-    compiled libraries start some), and then the main thread's wait for a key is never
-    interrupted: without this, a session stopped by SIGTERM would wait for the next key."""
-    read, write = os.pipe()
-    os.set_blocking(read, False)
-    os.set_blocking(write, False)
-    previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    try:
-        yield read
-    finally:
-        signal.set_wakeup_fd(previous)
-        os.close(read)
-        os.close(write)
 
 
 def _read_answer(keys: _TerminalKeys | None) -> str | None:
@@ -522,7 +484,7 @@ def label(sheet, show_diff):
     with contextlib.ExitStack() as stack:
         keys = None
         if sys.stdin.isatty():
-            wakeup = stack.enter_context(_signal_wakeup())
+            wakeup = stack.enter_context(signals.wakeup())
             keys = _TerminalKeys(sys.stdin.fileno(), sys.stdin.encoding, wakeup)
             stack.enter_context(_cbreak(keys.fd))
         while not session.done:

@@ -37,6 +37,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -373,24 +374,42 @@ def open_input(src: Source) -> Iterator[IO[bytes]]:
         ...     fh.read()
         b'{}\\n'
     """
-    if src.path == "-":
-        raw: IO[bytes] = stdin_binary()
-        owned = False
-    else:
-        raw = open(src.path, "rb", buffering=_BUFFER_BYTES)
-        owned = True
-    try:
-        if src.compression == "gzip":
-            with gzip.GzipFile(fileobj=raw, mode="rb") as g:
-                yield g
-        elif src.compression == "zstd":
-            with io.BufferedReader(_ZstdFrames(raw), _BUFFER_BYTES) as buffered:
-                yield buffered
+    with contextlib.ExitStack() as stack:
+        if src.path == "-":
+            raw: IO[bytes] = _waking_stdin(stack)
         else:
-            yield raw
-    finally:
-        if owned:
-            raw.close()
+            raw = stack.enter_context(open(src.path, "rb", buffering=_BUFFER_BYTES))
+        yield stack.enter_context(_decompressed(raw, src.compression))
+
+
+def _waking_stdin(stack: contextlib.ExitStack) -> IO[bytes]:
+    """Standard input; when it is a pipe, a socket or a terminal, read through
+    :func:`neardup.signals.wait_readable`, so that a signal stops a run waiting for input
+    even when the kernel delivers it to another thread (the wakeup lives as long as
+    ``stack``)."""
+    raw = stdin_binary()
+    try:
+        mode = os.fstat(raw.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no descriptor: a test's stream
+        return raw
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return raw
+    woken = stack.enter_context(signals.wakeup())
+    if woken is None:
+        return raw
+    return io.BufferedReader(signals.WakingReader(raw.fileno(), woken), _BUFFER_BYTES)
+
+
+@contextlib.contextmanager
+def _decompressed(raw: IO[bytes], compression: str | None) -> Iterator[IO[bytes]]:
+    if compression == "gzip":
+        with gzip.GzipFile(fileobj=raw, mode="rb") as g:
+            yield g
+    elif compression == "zstd":
+        with io.BufferedReader(_ZstdFrames(raw), _BUFFER_BYTES) as buffered:
+            yield buffered
+    else:
+        yield raw
 
 
 class _ZstdFrames(io.RawIOBase):
