@@ -358,27 +358,6 @@ def _star_candidates(texts, s):
     return candidates.slice(0, len(candidates))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 40), st.integers(0, 2**31), st.integers(0, 30))
-def test_exact_duplicates_join_their_representatives_components(n, seed, m):
-    """The components of the candidate pairs with each duplicate joined to its representative
-    equal those of the two lists of pairs joined (what find_groups computed before)."""
-    from neardup.groups import connected_components
-    from neardup.pipeline import _with_duplicates
-
-    rng = np.random.default_rng(seed)
-    rep_of = np.arange(n)
-    is_rep = rng.random(n) < 0.6
-    is_rep[rng.integers(0, n)] = True
-    reps = np.flatnonzero(is_rep)
-    rep_of[~is_rep] = rng.choice(reps, int((~is_rep).sum()))
-    a, b = rng.choice(reps, m), rng.choice(reps, m)
-    dup = np.flatnonzero(rep_of != np.arange(n))
-    joined = connected_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
-    got = _with_duplicates(connected_components(n, a, b), rep_of, dup)
-    assert got.tolist() == joined.tolist()
-
-
 @pytest.mark.parametrize("reads_spill", [False, True])
 def test_a_measure_reading_spilled_data_gets_every_candidate_at_once(reads_spill):
     """A forest round first spares candidates that accepted pairs link already; a measure that

@@ -41,6 +41,7 @@ from numba import njit
 
 from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, stable_lexsort
 from neardup.candidates.tables import IdenticalBuckets
+from neardup.group_labels import group_sizes, min_rank_members, smallest_member_labels
 
 GROUPINGS = ("components", "center")
 
@@ -128,10 +129,10 @@ def find_root(parent, x):
 
 
 @njit(cache=True, nogil=True)
-def _components_kernel(a, b, parent, size, labels):
-    # parent = arange(n) and size = ones(n) on entry; size then serves as each root's
-    # smallest member. The arrays come from numpy: it backs large ones with huge pages.
-    n = parent.shape[0]
+def _union_pairs(a, b, parent, size, smallest):
+    # parent = smallest = arange(n) and size = ones(n) on entry; a root's smallest member is
+    # kept up to date, as which node ends up as root depends on the pair order. The arrays
+    # come from numpy: it backs large ones with huge pages.
     for e in range(a.size):
         ra = find_root(parent, a[e])
         rb = find_root(parent, b[e])
@@ -141,29 +142,7 @@ def _components_kernel(a, b, parent, size, labels):
             ra, rb = rb, ra
         parent[rb] = ra
         size[ra] += size[rb]
-    # Which node ends up as root depends on edge order; the smallest member does not.
-    # Scanning i upwards, the first member seen of each root is its smallest.
-    smallest = size
-    smallest[:] = -1
-    for i in range(n):
-        r = find_root(parent, i)
-        if smallest[r] < 0:
-            smallest[r] = i
-        labels[i] = smallest[r]
-
-
-@njit(cache=True, nogil=True)
-def _min_rank_member(labels, rank, best, out):
-    # labels are compact (0..n-1); strict "<" keeps the smaller index on equal rank.
-    n = labels.size
-    best[:] = -1
-    for i in range(n):
-        g = labels[i]
-        j = best[g]
-        if j < 0 or rank[i] < rank[j]:
-            best[g] = i
-    for i in range(n):
-        out[i] = best[labels[i]]
+        smallest[ra] = min(smallest[ra], smallest[rb])
 
 
 @njit(cache=True, nogil=True)
@@ -230,16 +209,18 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Returns:
         int64 array of length n: ``labels[d]`` is the smallest index in d's component.
 
-    Complexity: O(n + m α(n)) time (union-find with union by size and path halving), O(n) memory.
+    Complexity: O(n + m α(n)) time (union-find with union by size and path halving; the
+    per-document passes that label the components in two halves on two threads), O(n) memory.
 
     Example:
         >>> connected_components(5, np.array([4, 1, 3]), np.array([1, 1, 3])).tolist()
         [0, 1, 2, 3, 1]
     """
     n, a, b = _checked_pairs(n, a, b)
-    labels = np.empty(n, dtype=np.int64)
-    _components_kernel(a, b, np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), labels)
-    return labels
+    parent, smallest = np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)
+    size = np.ones(n, dtype=np.int64)
+    _union_pairs(a, b, parent, size, smallest)
+    return smallest_member_labels(parent, smallest, out=size)
 
 
 #: Rounds of :func:`accepted_links` that test only a spanning forest of the pairs left; the
@@ -426,10 +407,7 @@ def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     labels = _index_array("labels", labels)
     rank = _index_array("rank", rank)
     _check_same_length("rank", rank, "labels", labels.size)
-    n = labels.size
-    out = np.empty(n, dtype=np.int64)
-    _min_rank_member(_compact_labels(labels), rank, np.empty(n, dtype=np.int64), out)
-    return out
+    return min_rank_members(_compact_labels(labels), rank)
 
 
 def center_groups(
@@ -554,11 +532,10 @@ def group_table(originals: np.ndarray) -> dict[str, np.ndarray]:
     """
     originals = _check_originals(originals)
     n = originals.size
-    group_size = np.bincount(originals, minlength=n).astype(np.int64)[originals]
     return {
         "original": originals.copy(),
         "is_original": originals == np.arange(n, dtype=np.int64),
-        "group_size": group_size,
+        "group_size": group_sizes(originals),
     }
 
 

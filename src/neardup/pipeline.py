@@ -64,6 +64,7 @@ from neardup.candidates.repair import (
     without_pairs,
 )
 from neardup.candidates.tables import IdenticalBuckets
+from neardup.group_labels import group_sizes, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -485,25 +486,6 @@ class _MemoVerified:
         return out
 
 
-@njit(cache=True, nogil=True)
-def _with_duplicates(labels, rep_of, members):
-    """The components of :func:`neardup.groups.connected_components` over the candidate pairs
-    (``labels``, among representatives) once each exact duplicate of ``members`` joins its
-    representative's: the same labels as over the candidate pairs plus those links, each the
-    smallest index of its component, without joining the two lists of pairs (0.8 GB at 10M
-    documents). O(n)."""
-    # A label is the smallest index of its component; a duplicate may be smaller still.
-    smallest = np.arange(labels.shape[0])
-    for d in members:
-        root = labels[rep_of[d]]
-        if d < smallest[root]:
-            smallest[root] = d
-    out = np.empty_like(labels)
-    for i in range(labels.shape[0]):
-        out[i] = smallest[labels[rep_of[i]]]
-    return out
-
-
 BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
 all documents), e.g. read back from disk by an out-of-core run."""
@@ -707,7 +689,7 @@ def find_groups(
             )
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
-        linked = _with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
+        linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
         if rest:  # the repair round compares the ends of its pairs
@@ -758,7 +740,7 @@ def find_groups(
     lap("verify", "groups")
 
     # Each exact duplicate joins its representative's component (no list of their links).
-    labels = _with_duplicates(components, rep_of, dup_members)
+    labels = with_duplicates(components, rep_of, dup_members)
     del components
     if settings.grouping == "components":
         original = originals_of(labels, rank)
@@ -766,7 +748,7 @@ def find_groups(
         original = center_groups(labels, rank, relation)
     original = np.asarray(original, dtype=np.int64)
     is_original = original == np.arange(n, dtype=np.int64)
-    group_size = np.bincount(original, minlength=n)[original].astype(np.int64)
+    group_size = group_sizes(original)
     lap("groups", "pairs")
 
     if settings.pairs == "original":

@@ -244,31 +244,38 @@ def _earliest_members(lo, hi, offsets, members, rank, among, out):
 
 
 @njit(cache=True, nogil=True)
-def _expanded_size(offsets, a, b):
-    """Index pairs of the buckets of identical values plus those of the value pairs."""
+def _expanded_size(lo, hi, offsets, a, b):
+    """Index pairs of the items ``lo <= t < hi`` of :func:`_expand`'s list."""
+    buckets = offsets.shape[0] - 1
     total = 0
-    for v in range(offsets.shape[0] - 1):
-        c = offsets[v + 1] - offsets[v]
-        total += c * (c - 1) // 2
-    for p in range(a.shape[0]):
-        total += (offsets[a[p] + 1] - offsets[a[p]]) * (offsets[b[p] + 1] - offsets[b[p]])
+    for t in range(lo, hi):
+        if t < buckets:
+            c = offsets[t + 1] - offsets[t]
+            total += c * (c - 1) // 2
+        else:
+            p = t - buckets
+            total += (offsets[a[p] + 1] - offsets[a[p]]) * (offsets[b[p] + 1] - offsets[b[p]])
     return total
 
 
 @njit(cache=True, nogil=True)
-def _expand(offsets, members, a, b, dist, oi, oj, od):
-    """Index pairs ``(i, j)``, ``i < j``, in no particular order: every two copies of one value
-    (distance 0), and every copy of ``a[p]`` with every copy of ``b[p]``."""
-    w = 0
-    for v in range(offsets.shape[0] - 1):
-        for p in range(offsets[v], offsets[v + 1] - 1):
-            for q in range(p + 1, offsets[v + 1]):
-                # members ascend within a bucket (the sort is stable)
-                oi[w] = members[p]
-                oj[w] = members[q]
-                od[w] = 0
-                w += 1
-    for p in range(a.shape[0]):
+def _expand(lo, hi, offsets, members, a, b, dist, first_size, oi, oj, od):
+    """Index pairs ``(i, j)``, ``i < j``, unordered, of items ``lo <= t < hi`` (the buckets,
+    then the value pairs): two copies of bucket ``t`` (distance 0), a copy of ``a[p]`` with one
+    of ``b[p]`` for item ``buckets + p``; from 0 for ``lo == 0``, else after ``first_size``."""
+    buckets = offsets.shape[0] - 1
+    w = 0 if lo == 0 else first_size
+    for t in range(lo, hi):
+        if t < buckets:
+            for p in range(offsets[t], offsets[t + 1] - 1):
+                for q in range(p + 1, offsets[t + 1]):
+                    # members ascend within a bucket (the sort is stable)
+                    oi[w] = members[p]
+                    oj[w] = members[q]
+                    od[w] = 0
+                    w += 1
+            continue
+        p = t - buckets
         for x in range(offsets[a[p]], offsets[a[p] + 1]):
             for y in range(offsets[b[p]], offsets[b[p] + 1]):
                 i, j = members[x], members[y]
@@ -633,7 +640,8 @@ class IdenticalBuckets:
         ``uint8`` distance: two copies of one value (distance 0), and a copy of ``values[a[p]]``
         with a copy of ``values[b[p]]`` (distance ``dist[p]``) for each pair of distinct
         values given, e.g. by `distinct_hamming_pairs`. ``O(N + P)`` for ``P`` output pairs,
-        sorted by one radix sort.
+        listed on two threads (two halves of the buckets and value pairs) and sorted by one
+        radix sort.
 
         Example:
             >>> b = IdenticalBuckets.of(np.array([5, 5, 4], dtype=np.uint64))
@@ -647,10 +655,13 @@ class IdenticalBuckets:
             i, j = self.members[a], self.members[b]
             i, j = np.minimum(i, j), np.maximum(i, j)
         else:
-            total = _expanded_size(self.offsets, a, b)
+            # The buckets and the value pairs as one list, cut in two halves on two threads.
+            items = self.values.shape[0] + a.shape[0]
+            sizes = in_halves(_expanded_size, items, self.offsets, a, b)
+            total = sum(sizes)
             i, j = np.empty(total, np.int64), np.empty(total, np.int64)
             d = np.empty(total, np.uint8)
-            _expand(self.offsets, self.members, a, b, dist, i, j, d)
+            in_halves(_expand, items, self.offsets, self.members, a, b, dist, sizes[0], i, j, d)
             dist = d
         return sorted_pairs(i, j, dist, n)
 
