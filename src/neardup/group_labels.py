@@ -42,7 +42,7 @@ def smallest_member_labels(
 
 def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """``int64`` per document, the member of its group of smallest ``rank`` (ties: the
-    smaller index); ``labels`` are int64 group labels in ``0..n-1``. O(n), two arrays of n
+    smaller index); ``labels`` are int64 group labels in ``0..n-1``. O(n), one array of n
     beside the result.
 
     Example:
@@ -52,15 +52,17 @@ def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     n = labels.size
     best, best_after = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     in_halves(_min_rank_members, n, labels, rank, best, best_after)
-    out = np.empty(n, dtype=np.int64)
-    in_halves(_min_rank_of_groups, n, labels, rank, best, best_after, out)
+    in_halves(_earlier_members, n, rank, best, best_after)
+    out = best_after  # read no more: each document's original is written over it
+    in_halves(_gathered, n, labels, best, out)
     return out
 
 
 def group_sizes(originals: np.ndarray) -> np.ndarray:
     """``int64`` per document, the number of documents sharing its original (``originals``,
     int64 indices in ``0..n-1``): the counts of each half of the documents on its own thread,
-    then their sum read back per document, in halves too. O(n) time, two counts of n.
+    summed, then read back per document, in halves too. O(n) time, one count of n beside the
+    result.
 
     Example:
         >>> group_sizes(np.array([1, 1, 2, 1])).tolist()
@@ -70,8 +72,9 @@ def group_sizes(originals: np.ndarray) -> np.ndarray:
     n = originals.size
     counts, counts_after = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     in_halves(_count_originals, n, originals, counts, counts_after)
-    sizes = np.empty(n, dtype=np.int64)
-    in_halves(_summed_counts, n, originals, counts, counts_after, sizes)
+    in_halves(_summed, n, counts, counts_after)
+    sizes = counts_after  # read no more: each document's group size is written over it
+    in_halves(_gathered, n, originals, counts, sizes)
     return sizes
 
 
@@ -83,9 +86,16 @@ def _count_originals(lo, hi, originals, counts, counts_after):
 
 
 @njit(cache=True, nogil=True)
-def _summed_counts(lo, hi, originals, counts, counts_after, sizes):
+def _summed(lo, hi, counts, counts_after):
+    for g in range(lo, hi):
+        counts[g] += counts_after[g]
+
+
+@njit(cache=True, nogil=True)
+def _gathered(lo, hi, index, values, out):
+    """``out[i] = values[index[i]]`` for ``lo <= i < hi``."""
     for i in range(lo, hi):
-        sizes[i] = counts[originals[i]] + counts_after[originals[i]]
+        out[i] = values[index[i]]
 
 
 def with_duplicates(labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -146,10 +156,10 @@ def _min_rank_members(lo, hi, labels, rank, best, best_after):
 
 
 @njit(cache=True, nogil=True)
-def _min_rank_of_groups(lo, hi, labels, rank, best, best_after, out):
-    """``out[i]``: the earlier of the two halves' best members of ``i``'s group (the first
-    half's on equal rank: its index is smaller)."""
-    for i in range(lo, hi):
-        g = labels[i]
+def _earlier_members(lo, hi, rank, best, best_after):
+    """``best[g]`` becomes the earlier of the two halves' best members of group ``g`` (the
+    first half's on equal rank: its index is smaller)."""
+    for g in range(lo, hi):
         first, second = best[g], best_after[g]
-        out[i] = second if first < 0 or (second >= 0 and rank[second] < rank[first]) else first
+        if first < 0 or (second >= 0 and rank[second] < rank[first]):
+            best[g] = second
