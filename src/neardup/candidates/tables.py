@@ -248,13 +248,11 @@ def _expanded_size(lo, hi, offsets, a, b):
     """Index pairs of the items ``lo <= t < hi`` of :func:`_expand`'s list."""
     buckets = offsets.shape[0] - 1
     total = 0
-    for t in range(lo, hi):
-        if t < buckets:
-            c = offsets[t + 1] - offsets[t]
-            total += c * (c - 1) // 2
-        else:
-            p = t - buckets
-            total += (offsets[a[p] + 1] - offsets[a[p]]) * (offsets[b[p] + 1] - offsets[b[p]])
+    for v in range(lo, min(hi, buckets)):
+        c = offsets[v + 1] - offsets[v]
+        total += c * (c - 1) >> 1
+    for p in range(max(lo, buckets) - buckets, hi - buckets):
+        total += (offsets[a[p] + 1] - offsets[a[p]]) * (offsets[b[p] + 1] - offsets[b[p]])
     return total
 
 
@@ -265,17 +263,14 @@ def _expand(lo, hi, offsets, members, a, b, dist, first_size, oi, oj, od):
     of ``b[p]`` for item ``buckets + p``; from 0 for ``lo == 0``, else after ``first_size``."""
     buckets = offsets.shape[0] - 1
     w = 0 if lo == 0 else first_size
-    for t in range(lo, hi):
-        if t < buckets:
-            for p in range(offsets[t], offsets[t + 1] - 1):
-                for q in range(p + 1, offsets[t + 1]):
-                    # members ascend within a bucket (the sort is stable)
-                    oi[w] = members[p]
-                    oj[w] = members[q]
-                    od[w] = 0
-                    w += 1
-            continue
-        p = t - buckets
+    for v in range(lo, min(hi, buckets)):
+        for p in range(offsets[v], offsets[v + 1] - 1):
+            for q in range(p + 1, offsets[v + 1]):  # members ascend within a bucket
+                oi[w] = members[p]
+                oj[w] = members[q]
+                od[w] = 0
+                w += 1
+    for p in range(max(lo, buckets) - buckets, hi - buckets):
         for x in range(offsets[a[p]], offsets[a[p] + 1]):
             for y in range(offsets[b[p]], offsets[b[p] + 1]):
                 i, j = members[x], members[y]
