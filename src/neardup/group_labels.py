@@ -1,7 +1,6 @@
 """Per-document label passes of the grouping, each over the documents cut in two halves on two
-threads (:func:`~neardup.candidates.radix.in_halves`): the smallest member of each union-find
-component, the member of smallest rank of each group, group sizes, and exact duplicates joined
-to their representatives' components.
+threads (:func:`~neardup.candidates.radix.in_halves`): the member of smallest rank of each
+group, group sizes, and exact duplicates joined to their representatives' components.
 
 A pass that gathers per group (a best member, a count) lets each half write its own array,
 and a second pass over the documents merges the two: the result is that of one pass over all
@@ -9,8 +8,8 @@ documents, in the same order, whatever the number of threads.
 
 Example:
     >>> import numpy as np
-    >>> smallest_member_labels(np.array([1, 1, 1, 3]), np.array([0, 0, 2, 3])).tolist()
-    [0, 0, 0, 3]
+    >>> group_sizes(np.array([0, 0, 2, 0])).tolist()
+    [3, 3, 1, 3]
 """
 
 from __future__ import annotations
@@ -20,24 +19,7 @@ from numba import njit
 
 from neardup.candidates.radix import in_halves
 
-__all__ = ["group_sizes", "min_rank_members", "smallest_member_labels", "with_duplicates"]
-
-
-def smallest_member_labels(
-    parent: np.ndarray, smallest: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
-    """``int64`` per node, ``smallest[root]`` of its root in the union-find forest ``parent``
-    (int64, ``parent[r] == r`` for a root): with ``smallest`` each root's smallest member, the
-    label :func:`neardup.groups.connected_components` gives. The forest is only read, so both
-    halves of the nodes walk it at once; written to ``out`` when given (an int64 array of the
-    same length, e.g. the union's sizes, no longer needed). O(n × depth), depth ≤ log2(n)
-    under union by size.
-
-    Example: see the module.
-    """
-    labels = np.empty(parent.shape[0], dtype=np.int64) if out is None else out
-    in_halves(_root_labels, parent.shape[0], parent, smallest, labels)
-    return labels
+__all__ = ["group_sizes", "min_rank_members", "with_duplicates"]
 
 
 def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -131,15 +113,6 @@ def _smallest_with(labels, rep_of, members, smallest):
 def _relabelled(lo, hi, labels, rep_of, smallest, out):
     for i in range(lo, hi):
         out[i] = smallest[labels[rep_of[i]]]
-
-
-@njit(cache=True, nogil=True)
-def _root_labels(lo, hi, parent, smallest, labels):
-    for i in range(lo, hi):
-        x = i
-        while parent[x] != x:
-            x = parent[x]
-        labels[i] = smallest[x]
 
 
 @njit(cache=True, nogil=True)

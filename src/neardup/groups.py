@@ -41,7 +41,7 @@ from numba import njit
 
 from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, stable_lexsort
 from neardup.candidates.tables import IdenticalBuckets
-from neardup.group_labels import group_sizes, min_rank_members, smallest_member_labels
+from neardup.group_labels import group_sizes, min_rank_members
 
 GROUPINGS = ("components", "center")
 
@@ -115,7 +115,7 @@ def find_root(parent, x):
     """The root of ``x`` in the union-find forest ``parent`` (int64 array, ``parent[r] == r``
     for a root); a union links one root under another (``parent[r2] = r1``). Path halving
     (every visited node skips to its grandparent) keeps the trees flat: O(α(n)) amortised with
-    union by size. The one union-find of the package: :func:`connected_components` runs on it,
+    union by size, O(log n) when a union links by index. The one union-find of the package: :func:`connected_components` runs on it,
     and so does the index's grouping of a batch of adds.
 
     Example:
@@ -129,20 +129,24 @@ def find_root(parent, x):
 
 
 @njit(cache=True, nogil=True)
-def _union_pairs(a, b, parent, size, smallest):
-    # parent = smallest = arange(n) and size = ones(n) on entry; a root's smallest member is
-    # kept up to date, as which node ends up as root depends on the pair order. The arrays
-    # come from numpy: it backs large ones with huge pages.
+def _union_pairs(a, b, parent):
+    # parent = arange(n) on entry (numpy backs large arrays with huge pages). The larger root
+    # goes under the smaller, so parent[x] <= x throughout and a root is its tree's smallest
+    # node: no sizes and no second pass over the nodes to find each tree's smallest member.
     for e in range(a.size):
         ra = find_root(parent, a[e])
         rb = find_root(parent, b[e])
-        if ra == rb:
-            continue
-        if size[ra] < size[rb]:
-            ra, rb = rb, ra
-        parent[rb] = ra
-        size[ra] += size[rb]
-        smallest[ra] = min(smallest[ra], smallest[rb])
+        if ra < rb:
+            parent[rb] = ra
+        elif rb < ra:
+            parent[ra] = rb
+
+
+@njit(cache=True, nogil=True)
+def _flattened(parent):
+    # parent[x] <= x: ascending, each node's parent already points at its root.
+    for x in range(parent.shape[0]):
+        parent[x] = parent[parent[x]]
 
 
 @njit(cache=True, nogil=True)
@@ -209,18 +213,19 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Returns:
         int64 array of length n: ``labels[d]`` is the smallest index in d's component.
 
-    Complexity: O(n + m α(n)) time (union-find with union by size and path halving; the
-    per-document passes that label the components in two halves on two threads), O(n) memory.
+    Complexity: O(n + m log n) time in the worst case, near O(n + m) in practice (union-find
+    linking the larger root under the smaller, with path halving, then one pass that points
+    every node at its root); memory: the labels alone (the forest becomes them).
 
     Example:
         >>> connected_components(5, np.array([4, 1, 3]), np.array([1, 1, 3])).tolist()
         [0, 1, 2, 3, 1]
     """
     n, a, b = _checked_pairs(n, a, b)
-    parent, smallest = np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)
-    size = np.ones(n, dtype=np.int64)
-    _union_pairs(a, b, parent, size, smallest)
-    return smallest_member_labels(parent, smallest, out=size)
+    labels = np.arange(n, dtype=np.int64)
+    _union_pairs(a, b, labels)
+    _flattened(labels)
+    return labels
 
 
 #: Rounds of :func:`accepted_links` that test only a spanning forest of the pairs left; the
