@@ -25,13 +25,17 @@ __all__ = ["group_sizes", "min_rank_members", "with_duplicates"]
 def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """``int64`` per document, the member of its group of smallest ``rank`` (ties: the
     smaller index); ``labels`` are int64 group labels in ``0..n-1``. O(n), one array of n
-    beside the result.
+    beside the result. When every label is its group's smallest member (as from
+    :func:`neardup.groups.connected_components`) and ``rank`` does not decrease with the index
+    (documents in time order), the labels are the answer: one pass checks it, no other.
 
     Example:
         >>> min_rank_members(np.array([0, 0, 2, 0]), np.array([3, 1, 0, 2])).tolist()
         [1, 1, 2, 1]
     """
     n = labels.size
+    if n and all(in_halves(_smallest_are_earliest, n, labels, rank)):
+        return labels.copy()
     best, best_after = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     in_halves(_min_rank_members, n, labels, rank, best, best_after)
     in_halves(_earlier_members, n, rank, best, best_after)
@@ -113,6 +117,18 @@ def _smallest_with(labels, rep_of, members, smallest):
 def _relabelled(lo, hi, labels, rep_of, smallest, out):
     for i in range(lo, hi):
         out[i] = smallest[labels[rep_of[i]]]
+
+
+@njit(cache=True, nogil=True)
+def _smallest_are_earliest(lo, hi, labels, rank):
+    """Whether, for ``lo <= i < hi``, ``labels[i]`` is a member of ``i``'s group (its own
+    label) no larger than ``i``, and ``rank`` does not decrease at ``i``: then every label is
+    its group's smallest member, which has the smallest rank."""
+    for i in range(lo, hi):
+        g = labels[i]
+        if g > i or labels[g] != g or (i > 0 and rank[i] < rank[i - 1]):
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)

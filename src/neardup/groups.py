@@ -115,8 +115,9 @@ def find_root(parent, x):
     """The root of ``x`` in the union-find forest ``parent`` (int64 array, ``parent[r] == r``
     for a root); a union links one root under another (``parent[r2] = r1``). Path halving
     (every visited node skips to its grandparent) keeps the trees flat: O(α(n)) amortised with
-    union by size, O(log n) when a union links by index. The one union-find of the package: :func:`connected_components` runs on it,
-    and so does the index's grouping of a batch of adds.
+    union by size, O(log n) when a union links by index. The one union-find of the package:
+    :func:`connected_components` runs on it, and so does the index's grouping of a batch of
+    adds.
 
     Example:
         >>> int(find_root(np.array([0, 0, 1]), 2))
