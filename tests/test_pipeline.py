@@ -411,6 +411,8 @@ def test_repair_finds_the_pairs_star_candidates_lose_in_memory_and_from_spilled_
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     assert got.stats["repair_accepted"] > 0 and got.stats["repair_unlisted"] == 0
     # Every pair that shares a band and passes is linked (the "all" candidates, verified).
-    a, b = pipeline.all_pairs(signatures(texts, s), s, pipeline.Relation(signatures(texts, s), s))
+    a, b, _ = pipeline.all_pairs(
+        signatures(texts, s), s, pipeline.Relation(signatures(texts, s), s)
+    )
     labels = connected_components(len(texts), a, b)
     np.testing.assert_array_equal(got.original, originals_of(labels, np.arange(len(texts))))

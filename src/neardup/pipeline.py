@@ -555,11 +555,14 @@ def all_pairs(
     band_keys: BandKeys | None = None,
     workers: int = 1,
     hamming: HammingSearch | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every near-duplicate pair (i < j) of the collection, each once; SimHash's from
-    ``hamming`` when given (the candidates' search). Output-sized cost."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Every near-duplicate pair (i < j) of the collection, each once, and, for SimHash
+    without verification, their distances (else None: the relation measures them); SimHash's
+    from ``hamming`` when given (the candidates' search). Output-sized cost."""
     if settings.method == "simhash":
-        a, b, _ = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
+        a, b, dist = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
+        if settings.verify is None:  # the search's pairs are the relation's, distances and all
+            return a, b, dist
     else:
         a, b = pairs_from_band_columns(
             _band_columns_of(sig, settings, None, band_keys), "all", None, workers
@@ -567,7 +570,7 @@ def all_pairs(
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     keep = relation(a, b) if a.shape[0] else np.zeros(0, dtype=bool)
-    return a[keep], b[keep]
+    return a[keep], b[keep], None
 
 
 def find_groups(
@@ -753,14 +756,15 @@ def find_groups(
 
     if settings.pairs == "original":
         pair_b = np.flatnonzero(~is_original)
-        pair_a = original[pair_b]
+        pair_a, pair_value = original[pair_b], None
     else:
-        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers, hamming)
-    pair_value = (
-        relation.similarity(pair_a, pair_b)
-        if pair_a.shape[0]
-        else (np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64))
-    )
+        pair_a, pair_b, pair_value = all_pairs(sig, settings, relation, band_keys, workers, hamming)
+    if pair_value is None:
+        pair_value = (
+            relation.similarity(pair_a, pair_b)
+            if pair_a.shape[0]
+            else (np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64))
+        )
     if settings.pairs == "all":  # all_pairs keeps the pairs the relation accepts
         pair_passed = np.ones(pair_a.shape[0], dtype=bool)
     else:  # the decision that accepted candidates (verified values are remembered: no re-measure)
