@@ -250,7 +250,7 @@ def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int 
     else:
         order = np.empty(n, dtype=np.int64)
         order[rank] = np.arange(n, dtype=np.int64)
-    content = np.ascontiguousarray(content, dtype=np.uint64)
+    content = np.asarray(content, dtype=np.uint64)  # a view stays one (see LocalEngine.pairs)
     part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
     sizes = np.zeros(1 << part_bits, dtype=np.int64)
     _part_sizes(content, part_bits, sizes)
