@@ -9,14 +9,21 @@ peak RSS) and prints each run with its stage seconds (``--summary-out``) and the
 average, then appends the median run (largest peak RSS) to ``benchmarks/results/pairs.md``,
 unless ``--no-record`` (for figures from a loaded machine, which are not comparable).
 
+``--rows-file`` times an existing rows file instead. ``--baseline VENV`` also times that
+environment's ``neardup`` (e.g. one installed from the main branch), its runs alternating with
+this one's so that both see the same load, and checks that both wrote the same bytes.
+
 Usage::
 
     python benchmarks/bench_pairs.py --rows 10000000 --runs 3
+    python benchmarks/bench_pairs.py --rows-file benchmarks/.data/seed_rows_10000000.tsv \
+        --baseline /path/to/main/.venv --runs 3 --no-record
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import re
@@ -66,58 +73,69 @@ def make_rows(rows: int, near: float, seed: int, path: Path) -> None:
     tmp.rename(path)
 
 
+def timed_run(neardup: str, rows_path: Path, k: int, out: Path) -> dict:
+    """One fresh process of ``neardup pairs`` under ``/usr/bin/time -v``: wall seconds, CPU
+    share (%), peak RSS (GB), the load average before it and its stage seconds."""
+    summary = out.with_suffix(".json")
+    command = [neardup, "pairs", str(rows_path), "-k", str(k), "-o", str(out)]
+    command += ["--summary-out", str(summary), "-q"]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr[-2000:])
+    return {
+        "wall": wall,
+        "cpu": int(re.search(r"Percent of CPU this job got: (\d+)%", proc.stderr)[1]),
+        "rss": int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6,
+        "load": load,
+        "stages": json.loads(summary.read_text())["seconds"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--rows-file", type=Path, default=None, help="time this rows file")
     parser.add_argument("--near", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--runs", type=int, default=3, help="fresh processes; the median counts")
+    parser.add_argument("--baseline", type=Path, default=None, help="a venv to time alongside")
     parser.add_argument("--no-record", action="store_true", help="print, do not append")
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
-    rows_path = DATA / f"seed_rows_{args.rows}.tsv"
+    rows_path = args.rows_file or DATA / f"seed_rows_{args.rows}.tsv"
     if not rows_path.exists():
         started = time.perf_counter()
         make_rows(args.rows, args.near, args.seed, rows_path)
         print(f"wrote {rows_path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    out = DATA / "pairs-out.tsv"
-    summary = DATA / "pairs-summary.json"
-    command = [
-        str(Path(sys.executable).with_name("neardup")),
-        "pairs",
-        str(rows_path),
-        "-k",
-        str(args.k),
-        "-o",
-        str(out),
-        "--summary-out",
-        str(summary),
-        "-q",
-    ]
-    walls, peaks = [], []
+    subjects = {"this": str(Path(sys.executable).with_name("neardup"))}
+    if args.baseline is not None:
+        subjects["baseline"] = str(args.baseline / "bin" / "neardup")
+    runs: dict[str, list[dict]] = {name: [] for name in subjects}
     for run in range(args.runs):
-        load = os.getloadavg()[0]
-        started = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
-        wall = time.perf_counter() - started
-        if proc.returncode != 0:
-            raise SystemExit(proc.stderr[-2000:])
-        rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)[1]) / 1e6
-        cpu = int(re.search(r"Percent of CPU this job got: (\d+)%", proc.stderr)[1])
-        stages = json.loads(summary.read_text())["seconds"]
-        walls.append(wall)
-        peaks.append(rss)
-        print(
-            f"run {run + 1}: {wall:.1f} s, {cpu} % CPU, {rss:.2f} GB, load {load:.1f} before; "
-            "stages: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items() if k != "total"),
-            file=sys.stderr,
-        )
-    wall, rss = statistics.median(walls), max(peaks)
+        for name, neardup in subjects.items():
+            result = timed_run(neardup, rows_path, args.k, DATA / f"pairs-out-{name}.tsv")
+            runs[name].append(result)
+            print(
+                f"{name} run {run + 1}: {result['wall']:.1f} s, {result['cpu']} % CPU, "
+                f"{result['rss']:.2f} GB, load {result['load']:.1f} before; stages: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in result["stages"].items() if k != "total"),
+                file=sys.stderr,
+            )
+    out = DATA / "pairs-out-this.tsv"
+    if args.baseline is not None:
+        same = filecmp.cmp(out, DATA / "pairs-out-baseline.tsv", shallow=False)
+        print(f"outputs {'identical' if same else 'DIFFER'}", file=sys.stderr)
+    walls = [r["wall"] for r in runs["this"]]
+    wall, rss = statistics.median(walls), max(r["rss"] for r in runs["this"])
     mb = rows_path.stat().st_size / 1e6
-    pairs = sum(1 for _ in open(out, "rb"))
+    pairs = sum(1 for _ in open(out, "rb")) - 1  # PAIRS has a header line
+    rows = args.rows if args.rows_file is None else sum(1 for _ in open(rows_path, "rb"))
     row = (
-        f"| {args.rows:,} | {mb:,.0f} | {pairs:,} | {wall:.1f} | {rss:.2f} | "
+        f"| {rows:,} | {mb:,.0f} | {pairs:,} | {wall:.1f} | {rss:.2f} | "
         f"{mb / wall:.0f} | {time.strftime('%Y-%m-%d')} |"
     )
     print(row)

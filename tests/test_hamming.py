@@ -50,3 +50,36 @@ def test_hamming_search_star_edges_and_pairs_equal_brute_force(values, n, k, rnd
         if (int(fps[p]) ^ int(fps[q])).bit_count() <= k
     ]
     assert list(zip(i.tolist(), j.tolist(), dist.tolist())) == want_pairs
+    with pytest.MonkeyPatch.context() as patch:  # the pairs listed in two halves, two threads
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        i, j, dist = search.pairs()
+    assert list(zip(i.tolist(), j.tolist(), dist.tolist())) == want_pairs
+
+
+def brute_pairs(fps, k):
+    return [
+        (p, q, (int(fps[p]) ^ int(fps[q])).bit_count())
+        for p in range(fps.size)
+        for q in range(p + 1, fps.size)
+        if (int(fps[p]) ^ int(fps[q])).bit_count() <= k
+    ]
+
+
+@pytest.mark.parametrize("min_keys", [0, radix.PARALLEL_MIN_KEYS])
+@pytest.mark.parametrize(
+    "fps",
+    [
+        np.full(70, 0xDEADBEEF, dtype=np.uint64),  # one fingerprint: every pair at distance 0
+        # exactly k = 3 bits apart from the first, and 4 (one more than k)
+        np.array([0, 0b111, 0b1110000, 0b1111 << 60, 7 << 61, 0b111], dtype=np.uint64),
+        # two fingerprints of many copies each, 3 bits apart
+        np.array([0, 0b10101] * 20 + [0b1111], dtype=np.uint64),
+    ],
+)
+def test_adversarial_pairs_equal_brute_force(fps, min_keys):
+    """Copies of one fingerprint, fingerprints exactly k bits apart and k + 1 apart, many copies
+    of two fingerprints within k: every pair, once, on one thread and on two."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", min_keys)
+        i, j, dist = HammingSearch.of(fps, 3).pairs()
+    assert list(zip(i.tolist(), j.tolist(), dist.tolist())) == brute_pairs(fps, 3)

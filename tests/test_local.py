@@ -180,3 +180,67 @@ def test_open_engine_takes_the_local_options():
     )
     with pytest.raises(ValueError, match="workers must be"):
         LocalEngine(-1)
+
+
+def seed_rows(fingerprints, tmp_path):
+    """A seed rows file of ``fingerprints``, row ``i`` ID ``d<i>``, times running backwards for
+    the first half of the rows (so originals are not simply the first rows)."""
+    n = len(fingerprints)
+    path = tmp_path / "rows.tsv"
+    lines = [
+        f"d{i}\t{int(fp):016x}\t2024-01-{1 + abs(n // 2 - i) % 28:02d}T00:00:00Z\n"
+        for i, fp in enumerate(fingerprints)
+    ]
+    path.write_text("".join(lines))
+    return path
+
+
+ADVERSARIAL = {
+    "one fingerprint": [0xDEADBEEF] * 40,
+    "exactly k apart and k + 1": [0, 0b111, 0b1110000, 0b1111 << 60, 7 << 61, 0b111, 1 << 63],
+    "copies of two fingerprints within k": [0, 0b10101] * 15 + [0b1111],
+    "chain within k, ends beyond": [(1 << (3 * i)) - 1 for i in range(12)] * 2,
+}
+
+
+@pytest.mark.parametrize("case", sorted(ADVERSARIAL))
+@pytest.mark.parametrize("grouping", ["components", "center"])
+@pytest.mark.parametrize("pairs_mode", ["all", "original"])
+def test_pairs_are_every_pair_within_k_and_the_same_bytes_on_any_workers(
+    case, grouping, pairs_mode, tmp_path, monkeypatch
+):
+    """`pairs` over adversarial fingerprints writes every pair within k (brute force over all
+    pairs of rows; ``--pairs all``) and the same GROUPS and PAIRS bytes on one worker and on
+    two, with every per-document pass cut in two halves on two threads."""
+    import neardup.candidates.radix as radix
+
+    fingerprints = ADVERSARIAL[case]
+    rows = seed_rows(fingerprints, tmp_path)
+    settings = Settings(method="simhash", hamming_k=3, grouping=grouping, pairs=pairs_mode)
+    runs = []
+    for workers, min_keys in ((1, radix.PARALLEL_MIN_KEYS), (2, 1)):
+        monkeypatch.setattr(radix, "PARALLEL_MIN_KEYS", min_keys)
+        outputs = Outputs(
+            pairs=str(tmp_path / f"{workers}.pairs.tsv"),
+            groups=str(tmp_path / f"{workers}.groups.tsv"),
+        )
+        LocalEngine(workers).pairs(Corpus((str(rows),)), settings, outputs)
+        runs.append([open(path, "rb").read() for path in (outputs.pairs, outputs.groups)])
+    assert runs[0] == runs[1]
+    if pairs_mode != "all":
+        return
+    want = [
+        f"d{i}\td{j}\t{(a ^ b).bit_count()}"
+        for i, a in enumerate(fingerprints)
+        for j, b in enumerate(fingerprints)
+        if i < j and (a ^ b).bit_count() <= 3
+    ]
+    got = [line.rsplit("\t", 1)[0] for line in runs[0][0].decode().splitlines()[1:]]
+    assert got == want
+
+
+def test_pairs_refuses_duplicate_ids(tmp_path):
+    rows = tmp_path / "rows.tsv"
+    rows.write_text("a\t00000000000000ff\nb\t00000000000000fe\na\t00000000000000ff\n")
+    with pytest.raises(ValueError, match="line 3.*duplicate id"):
+        LocalEngine(1).pairs(Corpus((str(rows),)), Settings(method="simhash"), Outputs())

@@ -358,27 +358,6 @@ def _star_candidates(texts, s):
     return candidates.slice(0, len(candidates))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 40), st.integers(0, 2**31), st.integers(0, 30))
-def test_exact_duplicates_join_their_representatives_components(n, seed, m):
-    """The components of the candidate pairs with each duplicate joined to its representative
-    equal those of the two lists of pairs joined (what find_groups computed before)."""
-    from neardup.groups import connected_components
-    from neardup.pipeline import _with_duplicates
-
-    rng = np.random.default_rng(seed)
-    rep_of = np.arange(n)
-    is_rep = rng.random(n) < 0.6
-    is_rep[rng.integers(0, n)] = True
-    reps = np.flatnonzero(is_rep)
-    rep_of[~is_rep] = rng.choice(reps, int((~is_rep).sum()))
-    a, b = rng.choice(reps, m), rng.choice(reps, m)
-    dup = np.flatnonzero(rep_of != np.arange(n))
-    joined = connected_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
-    got = _with_duplicates(connected_components(n, a, b), rep_of, dup)
-    assert got.tolist() == joined.tolist()
-
-
 @pytest.mark.parametrize("reads_spill", [False, True])
 def test_a_measure_reading_spilled_data_gets_every_candidate_at_once(reads_spill):
     """A forest round first spares candidates that accepted pairs link already; a measure that
@@ -432,6 +411,28 @@ def test_repair_finds_the_pairs_star_candidates_lose_in_memory_and_from_spilled_
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     assert got.stats["repair_accepted"] > 0 and got.stats["repair_unlisted"] == 0
     # Every pair that shares a band and passes is linked (the "all" candidates, verified).
-    a, b = pipeline.all_pairs(signatures(texts, s), s, pipeline.Relation(signatures(texts, s), s))
+    a, b, _ = pipeline.all_pairs(
+        signatures(texts, s), s, pipeline.Relation(signatures(texts, s), s)
+    )
     labels = connected_components(len(texts), a, b)
     np.testing.assert_array_equal(got.original, originals_of(labels, np.arange(len(texts))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=80), st.integers(0, 2**31), st.booleans())
+def test_content_representatives_of_a_fingerprint_view_equal_those_of_stacked_keys(
+    picks, seed, parallel
+):
+    """`neardup pairs` keys each row by its fingerprint twice, through a view with a zero
+    stride: the same representatives as the keys (fingerprint, 0) stacked in memory."""
+    fps = np.array([p * 0x9E3779B97F4A7C15 % 2**64 for p in picks], dtype=np.uint64)
+    n = fps.shape[0]
+    view = np.lib.stride_tricks.as_strided(fps, shape=(n, 2), strides=(8, 0), writeable=False)
+    stacked = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
+    rank = np.random.default_rng(seed).permutation(n)
+    with pytest.MonkeyPatch.context() as patch:
+        if parallel:
+            patch.setattr(pipeline, "PARALLEL_MIN_DOCUMENTS", 0)
+        got = pipeline.content_representatives(view, rank, workers=2)
+        want = pipeline.content_representatives(stacked, rank, workers=2)
+    assert got.tolist() == want.tolist()

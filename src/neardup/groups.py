@@ -41,6 +41,7 @@ from numba import njit
 
 from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, stable_lexsort
 from neardup.candidates.tables import IdenticalBuckets
+from neardup.group_labels import group_sizes, min_rank_members
 
 GROUPINGS = ("components", "center")
 
@@ -114,8 +115,9 @@ def find_root(parent, x):
     """The root of ``x`` in the union-find forest ``parent`` (int64 array, ``parent[r] == r``
     for a root); a union links one root under another (``parent[r2] = r1``). Path halving
     (every visited node skips to its grandparent) keeps the trees flat: O(α(n)) amortised with
-    union by size. The one union-find of the package: :func:`connected_components` runs on it,
-    and so does the index's grouping of a batch of adds.
+    union by size, O(log n) when a union links by index. The one union-find of the package:
+    :func:`connected_components` runs on it, and so does the index's grouping of a batch of
+    adds.
 
     Example:
         >>> int(find_root(np.array([0, 0, 1]), 2))
@@ -128,42 +130,24 @@ def find_root(parent, x):
 
 
 @njit(cache=True, nogil=True)
-def _components_kernel(a, b, parent, size, labels):
-    # parent = arange(n) and size = ones(n) on entry; size then serves as each root's
-    # smallest member. The arrays come from numpy: it backs large ones with huge pages.
-    n = parent.shape[0]
+def _union_pairs(a, b, parent):
+    # parent = arange(n) on entry (numpy backs large arrays with huge pages). The larger root
+    # goes under the smaller, so parent[x] <= x throughout and a root is its tree's smallest
+    # node: no sizes and no second pass over the nodes to find each tree's smallest member.
     for e in range(a.size):
         ra = find_root(parent, a[e])
         rb = find_root(parent, b[e])
-        if ra == rb:
-            continue
-        if size[ra] < size[rb]:
-            ra, rb = rb, ra
-        parent[rb] = ra
-        size[ra] += size[rb]
-    # Which node ends up as root depends on edge order; the smallest member does not.
-    # Scanning i upwards, the first member seen of each root is its smallest.
-    smallest = size
-    smallest[:] = -1
-    for i in range(n):
-        r = find_root(parent, i)
-        if smallest[r] < 0:
-            smallest[r] = i
-        labels[i] = smallest[r]
+        if ra < rb:
+            parent[rb] = ra
+        elif rb < ra:
+            parent[ra] = rb
 
 
 @njit(cache=True, nogil=True)
-def _min_rank_member(labels, rank, best, out):
-    # labels are compact (0..n-1); strict "<" keeps the smaller index on equal rank.
-    n = labels.size
-    best[:] = -1
-    for i in range(n):
-        g = labels[i]
-        j = best[g]
-        if j < 0 or rank[i] < rank[j]:
-            best[g] = i
-    for i in range(n):
-        out[i] = best[labels[i]]
+def _flattened(parent):
+    # parent[x] <= x: ascending, each node's parent already points at its root.
+    for x in range(parent.shape[0]):
+        parent[x] = parent[parent[x]]
 
 
 @njit(cache=True, nogil=True)
@@ -230,15 +214,18 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Returns:
         int64 array of length n: ``labels[d]`` is the smallest index in d's component.
 
-    Complexity: O(n + m α(n)) time (union-find with union by size and path halving), O(n) memory.
+    Complexity: O(n + m log n) time in the worst case, near O(n + m) in practice (union-find
+    linking the larger root under the smaller, with path halving, then one pass that points
+    every node at its root); memory: the labels alone (the forest becomes them).
 
     Example:
         >>> connected_components(5, np.array([4, 1, 3]), np.array([1, 1, 3])).tolist()
         [0, 1, 2, 3, 1]
     """
     n, a, b = _checked_pairs(n, a, b)
-    labels = np.empty(n, dtype=np.int64)
-    _components_kernel(a, b, np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), labels)
+    labels = np.arange(n, dtype=np.int64)
+    _union_pairs(a, b, labels)
+    _flattened(labels)
     return labels
 
 
@@ -426,10 +413,7 @@ def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     labels = _index_array("labels", labels)
     rank = _index_array("rank", rank)
     _check_same_length("rank", rank, "labels", labels.size)
-    n = labels.size
-    out = np.empty(n, dtype=np.int64)
-    _min_rank_member(_compact_labels(labels), rank, np.empty(n, dtype=np.int64), out)
-    return out
+    return min_rank_members(_compact_labels(labels), rank)
 
 
 def center_groups(
@@ -554,11 +538,10 @@ def group_table(originals: np.ndarray) -> dict[str, np.ndarray]:
     """
     originals = _check_originals(originals)
     n = originals.size
-    group_size = np.bincount(originals, minlength=n).astype(np.int64)[originals]
     return {
         "original": originals.copy(),
         "is_original": originals == np.arange(n, dtype=np.int64),
-        "group_size": group_size,
+        "group_size": group_sizes(originals),
     }
 
 

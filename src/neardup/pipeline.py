@@ -64,6 +64,7 @@ from neardup.candidates.repair import (
     without_pairs,
 )
 from neardup.candidates.tables import IdenticalBuckets
+from neardup.group_labels import group_sizes, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -249,7 +250,7 @@ def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int 
     else:
         order = np.empty(n, dtype=np.int64)
         order[rank] = np.arange(n, dtype=np.int64)
-    content = np.ascontiguousarray(content, dtype=np.uint64)
+    content = np.asarray(content, dtype=np.uint64)  # a view stays one (see LocalEngine.pairs)
     part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
     sizes = np.zeros(1 << part_bits, dtype=np.int64)
     _part_sizes(content, part_bits, sizes)
@@ -485,25 +486,6 @@ class _MemoVerified:
         return out
 
 
-@njit(cache=True, nogil=True)
-def _with_duplicates(labels, rep_of, members):
-    """The components of :func:`neardup.groups.connected_components` over the candidate pairs
-    (``labels``, among representatives) once each exact duplicate of ``members`` joins its
-    representative's: the same labels as over the candidate pairs plus those links, each the
-    smallest index of its component, without joining the two lists of pairs (0.8 GB at 10M
-    documents). O(n)."""
-    # A label is the smallest index of its component; a duplicate may be smaller still.
-    smallest = np.arange(labels.shape[0])
-    for d in members:
-        root = labels[rep_of[d]]
-        if d < smallest[root]:
-            smallest[root] = d
-    out = np.empty_like(labels)
-    for i in range(labels.shape[0]):
-        out[i] = smallest[labels[rep_of[i]]]
-    return out
-
-
 BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
 all documents), e.g. read back from disk by an out-of-core run."""
@@ -573,11 +555,14 @@ def all_pairs(
     band_keys: BandKeys | None = None,
     workers: int = 1,
     hamming: HammingSearch | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every near-duplicate pair (i < j) of the collection, each once; SimHash's from
-    ``hamming`` when given (the candidates' search). Output-sized cost."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Every near-duplicate pair (i < j) of the collection, each once, and, for SimHash
+    without verification, their distances (else None: the relation measures them); SimHash's
+    from ``hamming`` when given (the candidates' search). Output-sized cost."""
     if settings.method == "simhash":
-        a, b, _ = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
+        a, b, dist = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
+        if settings.verify is None:  # the search's pairs are the relation's, distances and all
+            return a, b, dist
     else:
         a, b = pairs_from_band_columns(
             _band_columns_of(sig, settings, None, band_keys), "all", None, workers
@@ -585,7 +570,7 @@ def all_pairs(
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     keep = relation(a, b) if a.shape[0] else np.zeros(0, dtype=bool)
-    return a[keep], b[keep]
+    return a[keep], b[keep], None
 
 
 def find_groups(
@@ -707,7 +692,7 @@ def find_groups(
             )
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
-        linked = _with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
+        linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
         if rest:  # the repair round compares the ends of its pairs
@@ -758,7 +743,7 @@ def find_groups(
     lap("verify", "groups")
 
     # Each exact duplicate joins its representative's component (no list of their links).
-    labels = _with_duplicates(components, rep_of, dup_members)
+    labels = with_duplicates(components, rep_of, dup_members)
     del components
     if settings.grouping == "components":
         original = originals_of(labels, rank)
@@ -766,19 +751,20 @@ def find_groups(
         original = center_groups(labels, rank, relation)
     original = np.asarray(original, dtype=np.int64)
     is_original = original == np.arange(n, dtype=np.int64)
-    group_size = np.bincount(original, minlength=n)[original].astype(np.int64)
+    group_size = group_sizes(original)
     lap("groups", "pairs")
 
     if settings.pairs == "original":
         pair_b = np.flatnonzero(~is_original)
-        pair_a = original[pair_b]
+        pair_a, pair_value = original[pair_b], None
     else:
-        pair_a, pair_b = all_pairs(sig, settings, relation, band_keys, workers, hamming)
-    pair_value = (
-        relation.similarity(pair_a, pair_b)
-        if pair_a.shape[0]
-        else (np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64))
-    )
+        pair_a, pair_b, pair_value = all_pairs(sig, settings, relation, band_keys, workers, hamming)
+    if pair_value is None:
+        pair_value = (
+            relation.similarity(pair_a, pair_b)
+            if pair_a.shape[0]
+            else (np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64))
+        )
     if settings.pairs == "all":  # all_pairs keeps the pairs the relation accepts
         pair_passed = np.ones(pair_a.shape[0], dtype=bool)
     else:  # the decision that accepted candidates (verified values are remembered: no re-measure)

@@ -395,8 +395,11 @@ class LocalEngine:
         table = read_fingerprints(list(corpus.inputs), **corpus.reading)
         fps = np.asarray(table.fingerprints, dtype=np.uint64)
         n = fps.shape[0]
-        # Without texts, identical fingerprints play the part of identical contents.
-        content = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
+        # Without texts, identical fingerprints play the part of identical contents: each
+        # fingerprint is both words of its content key, a view of ``fps`` (16 B a row less).
+        content = np.lib.stride_tricks.as_strided(
+            fps, shape=(n, 2), strides=(fps.strides[0], 0), writeable=False
+        )
         sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
         groups = find_groups(
             sig, table.timestamps, settings, on_stage=progress.stage, workers=self.workers

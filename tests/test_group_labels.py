@@ -1,0 +1,128 @@
+"""Tests for neardup.group_labels: every pass equals a brute force that shares none of its
+code (a breadth-first search over the pairs, a dictionary per group), on one thread and with
+the documents cut in two halves on two threads."""
+
+from collections import defaultdict, deque
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neardup.candidates.radix as radix
+from neardup.group_labels import group_sizes, min_rank_members, with_duplicates
+from neardup.groups import connected_components, originals_of
+
+HALVES = pytest.mark.parametrize("halves", ["one thread", "two halves"])
+
+
+@contextmanager
+def cut_in(halves):
+    """As small inputs run (one call), or with every input cut in two halves on two threads,
+    as inputs of a million documents are."""
+    with pytest.MonkeyPatch.context() as patch:
+        if halves == "two halves":
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        yield
+
+
+def bfs_labels(n, a, b):
+    """The smallest index of each node's component, by a breadth-first search."""
+    neighbours = defaultdict(list)
+    for x, y in zip(a.tolist(), b.tolist()):
+        neighbours[x].append(y)
+        neighbours[y].append(x)
+    labels = [-1] * n
+    for start in range(n):  # ascending: the first node reached of a component is its smallest
+        if labels[start] >= 0:
+            continue
+        labels[start] = start
+        queue = deque([start])
+        while queue:
+            x = queue.popleft()
+            for y in neighbours[x]:
+                if labels[y] < 0:
+                    labels[y] = start
+                    queue.append(y)
+    return labels
+
+
+graphs = st.integers(0, 60).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n)
+        if n
+        else st.just([]),
+    )
+)
+
+
+def edge_arrays(edges):
+    a = np.array([x for x, _ in edges], dtype=np.int64)
+    b = np.array([y for _, y in edges], dtype=np.int64)
+    return a, b
+
+
+@HALVES
+@settings(max_examples=150, deadline=None)
+@given(graphs)
+def test_components_equal_a_breadth_first_search(halves, graph):
+    with cut_in(halves):
+        n, edges = graph
+        a, b = edge_arrays(edges)
+        assert connected_components(n, a, b).tolist() == bfs_labels(n, a, b)
+
+
+@HALVES
+@settings(max_examples=150, deadline=None)
+@given(graphs, st.data())
+def test_originals_are_the_earliest_member_of_each_component(halves, graph, data):
+    with cut_in(halves):
+        n, edges = graph
+        a, b = edge_arrays(edges)
+        rank = np.array(data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), np.int64)
+    if data.draw(st.booleans()):  # documents in time order: the labels are the originals
+        rank.sort()
+        labels = bfs_labels(n, a, b)
+        earliest = {}
+        for d in range(n):  # ascending: "<" keeps the smaller index on equal rank
+            g = labels[d]
+            if g not in earliest or rank[d] < rank[earliest[g]]:
+                earliest[g] = d
+        expected = [earliest[labels[d]] for d in range(n)]
+        assert originals_of(connected_components(n, a, b), rank).tolist() == expected
+        assert min_rank_members(np.array(labels, np.int64), rank).tolist() == expected
+
+
+@HALVES
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=60))
+def test_group_sizes_count_the_documents_sharing_an_original(halves, picks):
+    with cut_in(halves):
+        n = len(picks)
+        originals = np.array([p % n for p in picks], dtype=np.int64) if n else np.zeros(0, np.int64)
+        counts = defaultdict(int)
+        for o in originals.tolist():
+            counts[o] += 1
+        assert group_sizes(originals).tolist() == [counts[o] for o in originals.tolist()]
+
+
+@HALVES
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**31), st.integers(0, 30))
+def test_exact_duplicates_join_their_representatives_components(halves, n, seed, m):
+    """The components of the candidate pairs with each duplicate joined to its representative
+    equal those of a search over both lists of pairs."""
+    with cut_in(halves):
+        rng = np.random.default_rng(seed)
+        rep_of = np.arange(n)
+        is_rep = rng.random(n) < 0.6
+        is_rep[rng.integers(0, n)] = True
+        reps = np.flatnonzero(is_rep)
+        rep_of[~is_rep] = rng.choice(reps, int((~is_rep).sum()))
+        a, b = rng.choice(reps, m), rng.choice(reps, m)
+        dup = np.flatnonzero(rep_of != np.arange(n))
+        joined = bfs_labels(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
+        assert with_duplicates(connected_components(n, a, b), rep_of, dup).tolist() == joined
