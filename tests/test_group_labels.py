@@ -2,11 +2,12 @@
 code (a breadth-first search over the pairs, a dictionary per group), on one thread and with
 the documents cut in two halves on two threads."""
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from graph_helpers import bfs_components
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,27 +27,6 @@ def cut_in(halves):
             patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
             patch.setattr(radix.os, "cpu_count", lambda: 2)
         yield
-
-
-def bfs_labels(n, a, b):
-    """The smallest index of each node's component, by a breadth-first search."""
-    neighbours = defaultdict(list)
-    for x, y in zip(a.tolist(), b.tolist()):
-        neighbours[x].append(y)
-        neighbours[y].append(x)
-    labels = [-1] * n
-    for start in range(n):  # ascending: the first node reached of a component is its smallest
-        if labels[start] >= 0:
-            continue
-        labels[start] = start
-        queue = deque([start])
-        while queue:
-            x = queue.popleft()
-            for y in neighbours[x]:
-                if labels[y] < 0:
-                    labels[y] = start
-                    queue.append(y)
-    return labels
 
 
 graphs = st.integers(0, 60).flatmap(
@@ -72,7 +52,7 @@ def test_components_equal_a_breadth_first_search(halves, graph):
     with cut_in(halves):
         n, edges = graph
         a, b = edge_arrays(edges)
-        assert connected_components(n, a, b).tolist() == bfs_labels(n, a, b)
+        assert connected_components(n, a, b).tolist() == bfs_components(n, a, b)
 
 
 @HALVES
@@ -85,7 +65,7 @@ def test_originals_are_the_earliest_member_of_each_component(halves, graph, data
         rank = np.array(data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), np.int64)
     if data.draw(st.booleans()):  # documents in time order: the labels are the originals
         rank.sort()
-        labels = bfs_labels(n, a, b)
+        labels = bfs_components(n, a, b)
         earliest = {}
         for d in range(n):  # ascending: "<" keeps the smaller index on equal rank
             g = labels[d]
@@ -124,5 +104,5 @@ def test_exact_duplicates_join_their_representatives_components(halves, n, seed,
         rep_of[~is_rep] = rng.choice(reps, int((~is_rep).sum()))
         a, b = rng.choice(reps, m), rng.choice(reps, m)
         dup = np.flatnonzero(rep_of != np.arange(n))
-        joined = bfs_labels(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
+        joined = bfs_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
         assert with_duplicates(connected_components(n, a, b), rep_of, dup).tolist() == joined

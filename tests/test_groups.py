@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import pytest
+from graph_helpers import bfs_components
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,26 +22,6 @@ from neardup.groups import (
 )
 
 # --------------------------------------------------------------------------- references
-
-
-def bfs_components(n, a, b):
-    adj = [[] for _ in range(n)]
-    for x, y in zip(a, b):
-        adj[x].append(y)
-        adj[y].append(x)
-    labels = [-1] * n
-    for s in range(n):
-        if labels[s] >= 0:
-            continue
-        labels[s] = s  # s is the smallest unvisited index, so the smallest member
-        queue = deque([s])
-        while queue:
-            u = queue.popleft()
-            for v in adj[u]:
-                if labels[v] < 0:
-                    labels[v] = s
-                    queue.append(v)
-    return labels
 
 
 def sequential_center(n, rank, rel):
