@@ -195,6 +195,21 @@ def test_table_writer_parquet_pages_are_those_of_the_whole_table(tmp_path, monke
     assert (tmp_path / "pieces.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
 
 
+@pytest.mark.parametrize("pieces", [[0, 7, 0], [7, 0], [3, 0, 4, 0, 7, 0]])
+def test_table_writer_parquet_empty_pieces_add_no_row_group(tmp_path, monkeypatch, pieces):
+    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 7)
+    ids = [f"d{i}" for i in range(sum(pieces))]
+    with TableWriter(tmp_path / "pieces.parquet") as writer:
+        start = 0
+        for size in pieces:
+            writer.write({"id": ids[start : start + size]})
+            start += size
+    pq.write_table(
+        pa.table({"id": ids}), tmp_path / "whole.parquet", compression="zstd", row_group_size=7
+    )
+    assert (tmp_path / "pieces.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+
+
 @pytest.mark.parametrize("name", ["t.tsv", "t.parquet"])
 def test_table_writer_keeps_nothing_when_the_block_fails(tmp_path, name):
     target = tmp_path / name

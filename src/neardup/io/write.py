@@ -351,6 +351,8 @@ class TableWriter:
             for chunk in _encoded_chunks(names, values, n, self._fmt):
                 self._out.write(chunk)
             return
+        if n == 0 and (self._waiting or self._parquet is not None):
+            return  # the types are set; an empty piece after rows would add an empty row group
         arrays = [_to_arrow(name, col, 0, n) for name, col in zip(names, values)]
         table = pa.Table.from_arrays(arrays, names=names)
         if self._parquet is not None:
