@@ -386,10 +386,16 @@ class TableWriter:
         self._waiting = [rest] if rest.num_rows else []
         self._waiting_rows = rest.num_rows
 
-    def _finish_parquet(self) -> None:
-        if not self._waiting and self._parquet is None:  # nothing written: no columns
+    def _close_parquet(self, failed: bool) -> None:
+        """Write the rows waiting and the footer; after a failure only close the writer (into
+        the file about to be discarded, rather than when it is collected)."""
+        if failed:
+            if self._parquet is not None:
+                self._parquet.close()
+            return
+        if self._parquet is None and not self._waiting:  # nothing written: no columns
             self._waiting = [pa.table({})]
-        if self._waiting or self._parquet is None:
+        if self._waiting:
             self._write_row_group(self._waiting_rows)
         self._parquet.close()
         if self._sink is not None:
@@ -398,16 +404,13 @@ class TableWriter:
     def __exit__(self, *exc_info) -> bool | None:
         # The atomic output keeps the file only when everything, the Parquet footer
         # included, was written without an exception.
-        if self._fmt == "parquet" and (exc_info[0] is None or self._parquet is not None):
-            try:
-                if exc_info[0] is None:
-                    self._finish_parquet()
-                else:  # closed into the file about to be discarded, not at collection
-                    self._parquet.close()
-            except BaseException:
-                if not self._stack.__exit__(*sys.exc_info()):
-                    raise
-                return None
+        try:
+            if self._fmt == "parquet":
+                self._close_parquet(failed=exc_info[0] is not None)
+        except BaseException:
+            if not self._stack.__exit__(*sys.exc_info()):
+                raise
+            return None
         return self._stack.__exit__(*exc_info)
 
 
