@@ -878,10 +878,17 @@ def test_counts_and_arrays_are_the_same_at_every_memory_limit(
     runs = []
     for limit in (1 << 16, 1 << 20, 64 << 20):
         (tmp_path / str(limit)).mkdir()
-        groups, _, _ = _job_groups(corpus, tmp_path / str(limit), settings, memory_limit=limit)
+        groups, figures, _ = _job_groups(
+            corpus, tmp_path / str(limit), settings, memory_limit=limit
+        )
         runs.append(groups)
-        if limit == 1 << 16 and options.get("method") != "simhash":
+        minhash = options.get("method") != "simhash"
+        if limit == 1 << 16 and minhash:
             assert blocks and max(blocks) < 1000, "the sketches spill: blocks of few rows"
+        # MinHash candidates past an eighth of the budget go to runs on disk, merged back.
+        if limit != 1 << 20:
+            spilled_runs = figures["candidate pair runs"]
+            assert (spilled_runs > 1) == (minhash and limit == 1 << 16), (limit, spilled_runs)
     first = runs[0]
     assert first.stats["candidates"] > 0 and first.pair_a.shape[0] > 0
     for other in runs[1:]:

@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.bands import (
+    DistinctUnion,
     band_columns,
     packed_pairs_from_band_columns,
     pairs_from_band_columns,
@@ -518,6 +519,7 @@ def candidate_edges(
     workers: int = 1,
     hamming: HammingSearch | None = None,
     buckets: list | None = None,
+    union: DistinctUnion | None = None,
 ) -> CandidatePairs:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
     With a list ``buckets`` (MinHash), its one item becomes the CSR of the buckets without
@@ -526,7 +528,8 @@ def candidate_edges(
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
     given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time;
-    the pairs are the same either way, and held packed (8 bytes a pair) until taken in slices.
+    the pairs are the same either way, and held packed (8 bytes a pair) until taken in slices
+    (by ``union`` when given: see :func:`~neardup.candidates.bands.packed_pairs_from_band_columns`).
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -542,6 +545,7 @@ def candidate_edges(
         workers,
         buckets,
         BUCKET_MEMBERS,
+        union,
     )
     if buckets is not None:
         buckets[:] = [bucket_csr(buckets, reps)]
@@ -584,6 +588,7 @@ def find_groups(
     on_stage: Callable[[str], None] | None = None,
     workers: int = 1,
     memory: int | None = None,
+    pair_union: Callable[[], DistinctUnion] | None = None,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -596,6 +601,7 @@ def find_groups(
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
     groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
     spill file may take when read for the bounds (two blocks of rows at a time; None: all).
+    ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -634,7 +640,10 @@ def find_groups(
     if settings.method == "simhash" and reps.shape[0]:
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
-    candidates = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    union = pair_union() if pair_union is not None else None
+    candidates = candidate_edges(
+        sig, reps, rank, settings, band_keys, workers, hamming, rest, union
+    )
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None

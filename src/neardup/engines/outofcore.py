@@ -56,6 +56,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
 from neardup.engines.kept import KeptSets, copy_into
+from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
     ColumnFile,
     MemoryBudget,
@@ -204,6 +205,7 @@ class OutOfCoreDedup:
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
         self._owns_columns = False  # no sink or resume keeps them: see _spill_fixed_columns
+        self._candidates: PairRuns | None = None  # the band search's pairs (_pair_runs)
         #: Bytes of per-document state charged to the budget (MemoryBudget.charge) and held.
         self.charged = 0
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
@@ -212,6 +214,7 @@ class OutOfCoreDedup:
             "spilled bytes": 0,
             "documents re-read": 0,
             "verification chunks": 0,
+            "candidate pair runs": 0,
             "seconds: re-read + shingle sets": 0.0,
         }
 
@@ -714,8 +717,13 @@ class OutOfCoreDedup:
             on_stage=self._on_stage,
             workers=self.workers,
             memory=self.budget.room(LEAST_ROOM),
+            pair_union=self._pair_runs,
         )
         self._charge(-grouping)
+        if self._candidates is not None:
+            self.figures["candidate pair runs"] += self._candidates.spilled_runs
+            self.figures["spilled bytes"] += self._candidates.disk_bytes
+            self._candidates = None
         for column in c.band_columns:
             column.release()
         if self.work.resume:
@@ -724,6 +732,13 @@ class OutOfCoreDedup:
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
         return groups
+
+    def _pair_runs(self) -> PairRuns:
+        """Where the band search collects the MinHash candidates: in memory up to
+        :data:`LEAST_ROOM` of the budget, then in sorted runs on disk (they grow faster than
+        the documents, and the sketches' blocks and the verification data take the room)."""
+        self._candidates = PairRuns(self.work, max(int(self.budget.limit * LEAST_ROOM), 64))
+        return self._candidates
 
     def _load_groups(self) -> Groups:
         w = self.work
