@@ -84,6 +84,13 @@ GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
 #: take when the per-document state leaves less free (an eighth: 94 MB by default).
 LEAST_ROOM = 0.125
+#: Bytes a candidate pair holds while it is measured over spilled verification data, beside
+#: the chunks' data (measured at 10M short documents, 1.46M pairs: the caller's two ends, the
+#: remembered values' keys and places, the pairs' order and their rows in the chunks), and
+#: bytes a document of the collection (the rows of the compared documents, the union-find of
+#: the accepted links): the chunks get the room these leave.
+VERIFY_PAIR_BYTES = 112
+VERIFY_DOCUMENT_BYTES = 16
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
@@ -611,8 +618,10 @@ class OutOfCoreDedup:
             order = locality_pair_order(docs.shape[0], ia, ib)
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
-            # within half the budget's room.
-            half = max(space / 2, 1.0)
+            # within half the room that the pairs' own arrays and the documents' maps leave.
+            held = VERIFY_PAIR_BYTES * a.shape[0] + VERIFY_DOCUMENT_BYTES * row_of.shape[0]
+            least = int(self.budget.limit * LEAST_ROOM)
+            half = max(max(space - held, least) / 2, 1.0)
             chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
