@@ -589,6 +589,7 @@ def find_groups(
     workers: int = 1,
     memory: int | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
+    candidate_slice: int = VERIFY_SLICE,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -601,7 +602,8 @@ def find_groups(
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
     groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
     spill file may take when read for the bounds (two blocks of rows at a time; None: all).
-    ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk).
+    ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk);
+    they are bounded ``candidate_slice`` at a time.
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -681,10 +683,10 @@ def find_groups(
         # copies). The LCS kernel would reject them by the same two tests. Not with
         # pairs="all", which measures every candidate again over the same documents.
         cand_a, cand_b = bounded_pairs(
-            candidates, sig.sizes, sig.sketches, settings.verify, VERIFY_SLICE, block_rows, visit
+            candidates, sig.sizes, sig.sketches, settings.verify, candidate_slice, block_rows, visit
         )
     else:
-        cand_a, cand_b = filter_slices(candidates, None, VERIFY_SLICE, visit)
+        cand_a, cand_b = filter_slices(candidates, None, candidate_slice, visit)
     del candidates
     if rest:
         rest = [rest_a[rest_kept], rest_b[rest_kept]]

@@ -91,6 +91,9 @@ LEAST_ROOM = 0.125
 #: the accepted links): the chunks get the room these leave.
 VERIFY_PAIR_BYTES = 112
 VERIFY_DOCUMENT_BYTES = 16
+#: Bytes a candidate pair takes while its slice is unpacked and bounded by the units' counts
+#: (its two ends, int64, and the bounds' temporaries).
+CANDIDATE_BYTES = 48
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
@@ -727,6 +730,8 @@ class OutOfCoreDedup:
             workers=self.workers,
             memory=self.budget.room(LEAST_ROOM),
             pair_union=self._pair_runs,
+            # A slice's unpacked ends and bounds' temporaries within the least room.
+            candidate_slice=max(int(self.budget.limit * LEAST_ROOM) // CANDIDATE_BYTES, 1 << 10),
         )
         self._charge(-grouping)
         if self._candidates is not None:
