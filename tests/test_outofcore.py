@@ -21,6 +21,7 @@ from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import outofcore, spill
 from neardup.engines.outofcore import OutOfCoreDedup
+from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
     MemoryBudget,
     SpillColumn,
@@ -222,6 +223,10 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             "locality_pair_order",
             lambda n, a, b: ordered.append(a.shape[0]) or locality(n, a, b),
         )
+        # MinHash candidates past an eighth of the budget: sorted runs on disk, merged back.
+        candidate_runs = []
+        spill_runs = PairRuns._spill
+        m.setattr(PairRuns, "_spill", lambda runs: candidate_runs.append(1) or spill_runs(runs))
         put_away = []
         write_ids = outofcore.write_ids
         m.setattr(
@@ -249,6 +254,9 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"
+        # The bands of a Jaccard of 0.8 or 0.6 (verification none or Jaccard) find fewer.
+        if lcs:
+            assert len(candidate_runs) > 1, "the tight run must spill its candidates in runs"
     if verified:
         # Each text is read again once, whatever the budget: its data spill, not the reads.
         assert len(set_blocks) == 1
