@@ -215,7 +215,7 @@ class OutOfCoreDedup:
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
         self._owns_columns = False  # no sink or resume keeps them: see _spill_fixed_columns
-        self._candidates: PairRuns | None = None  # the band search's pairs (_pair_runs)
+        self._pair_unions: list[PairRuns] = []  # the band searches' pairs (_pair_runs)
         #: Bytes of per-document state charged to the budget (MemoryBudget.charge) and held.
         self.charged = 0
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
@@ -734,10 +734,10 @@ class OutOfCoreDedup:
             candidate_slice=max(int(self.budget.limit * LEAST_ROOM) // CANDIDATE_BYTES, 1 << 10),
         )
         self._charge(-grouping)
-        if self._candidates is not None:
-            self.figures["candidate pair runs"] += self._candidates.spilled_runs
-            self.figures["spilled bytes"] += self._candidates.disk_bytes
-            self._candidates = None
+        for union in self._pair_unions:
+            self.figures["candidate pair runs"] += union.spilled_runs
+            self.figures["spilled bytes"] += union.disk_bytes
+        self._pair_unions.clear()
         for column in c.band_columns:
             column.release()
         if self.work.resume:
@@ -751,8 +751,10 @@ class OutOfCoreDedup:
         """Where the band search collects the MinHash candidates: in memory up to
         :data:`LEAST_ROOM` of the budget, then in sorted runs on disk (they grow faster than
         the documents, and the sketches' blocks and the verification data take the room)."""
-        self._candidates = PairRuns(self.work, max(int(self.budget.limit * LEAST_ROOM), 64))
-        return self._candidates
+        name = f"candidates-{len(self._pair_unions)}"
+        union = PairRuns(self.work, max(int(self.budget.limit * LEAST_ROOM), 64), name)
+        self._pair_unions.append(union)
+        return union
 
     def _load_groups(self) -> Groups:
         w = self.work
