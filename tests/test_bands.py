@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.candidates.bands import (
-    _DistinctUnion,
+    DistinctUnion,
     _grouped_by_hash,
     _sorted_distinct,
     band_buckets,
@@ -370,7 +370,7 @@ def test_grouped_by_hash_is_the_stable_argsort(pool, repeats, seed):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=20))
 def test_distinct_union_is_the_union_of_sets(parts):
-    union = _DistinctUnion()
+    union = DistinctUnion()
     for part in parts:
         union.add(_sorted_distinct(np.array(part, dtype=np.uint64)))
         # The levels stay a stack of unions each more than twice the next.

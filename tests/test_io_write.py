@@ -108,7 +108,7 @@ def test_write_table_json_control_characters(tmp_path):
 def test_write_table_atomic_on_failure(tmp_path, monkeypatch):
     p = tmp_path / "out.tsv"
     p.write_text("previous\n")
-    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 2)
+    monkeypatch.setattr(io_write, "_TEXT_CHUNK_ROWS", 2)
     bad = ["a", "b", "c", "d", object(), "f"]
     with pytest.raises(TypeError, match=r"column 'id'.*rows 4\.\.5"):
         write_table(p, {"id": bad})
@@ -123,7 +123,7 @@ def test_write_table_atomic_on_failure(tmp_path, monkeypatch):
 def test_write_table_chunks_match_single_pass(tmp_path, monkeypatch):
     cols = sample_columns()
     write_table(tmp_path / "one.jsonl", cols)
-    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 4)
+    monkeypatch.setattr(io_write, "_TEXT_CHUNK_ROWS", 4)
     write_table(tmp_path / "two.jsonl", cols)
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
 
@@ -138,7 +138,7 @@ def test_write_table_many_chunks_encoded_ahead_keep_their_order(tmp_path, monkey
         "s": rng.random(97),
     }
     write_table(tmp_path / ("one." + name), cols)
-    monkeypatch.setattr(io_write, "_WRITE_CHUNK_ROWS", 5)
+    monkeypatch.setattr(io_write, "_TEXT_CHUNK_ROWS", 5)
     write_table(tmp_path / ("many." + name), cols)
     one = (tmp_path / ("one." + name)).read_bytes()
     assert (tmp_path / ("many." + name)).read_bytes() == one

@@ -21,6 +21,7 @@ from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import outofcore, spill
 from neardup.engines.outofcore import OutOfCoreDedup
+from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
     MemoryBudget,
     SpillColumn,
@@ -222,6 +223,10 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             "locality_pair_order",
             lambda n, a, b: ordered.append(a.shape[0]) or locality(n, a, b),
         )
+        # MinHash candidates past an eighth of the budget: sorted runs on disk, merged back.
+        candidate_runs = []
+        spill_runs = PairRuns._spill
+        m.setattr(PairRuns, "_spill", lambda runs: candidate_runs.append(1) or spill_runs(runs))
         put_away = []
         write_ids = outofcore.write_ids
         m.setattr(
@@ -249,6 +254,9 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"
+        # The bands of a Jaccard of 0.8 or 0.6 (verification none or Jaccard) find fewer.
+        if lcs:
+            assert len(candidate_runs) > 1, "the tight run must spill its candidates in runs"
     if verified:
         # Each text is read again once, whatever the budget: its data spill, not the reads.
         assert len(set_blocks) == 1
@@ -878,10 +886,18 @@ def test_counts_and_arrays_are_the_same_at_every_memory_limit(
     runs = []
     for limit in (1 << 16, 1 << 20, 64 << 20):
         (tmp_path / str(limit)).mkdir()
-        groups, _, _ = _job_groups(corpus, tmp_path / str(limit), settings, memory_limit=limit)
+        groups, figures, _ = _job_groups(
+            corpus, tmp_path / str(limit), settings, memory_limit=limit
+        )
         runs.append(groups)
-        if limit == 1 << 16 and options.get("method") != "simhash":
+        minhash = options.get("method") != "simhash"
+        if limit == 1 << 16 and minhash:
             assert blocks and max(blocks) < 1000, "the sketches spill: blocks of few rows"
+        # MinHash candidates past an eighth of the budget go to runs on disk, merged back.
+        # (--pairs all lists every pair of every bucket: those spill at 64M too.)
+        if limit == 1 << 16 or (limit == 64 << 20 and options.get("pairs") != "all"):
+            spilled_runs = figures["candidate pair runs"]
+            assert (spilled_runs > 1) == (minhash and limit == 1 << 16), (limit, spilled_runs)
     first = runs[0]
     assert first.stats["candidates"] > 0 and first.pair_a.shape[0] > 0
     for other in runs[1:]:

@@ -47,9 +47,9 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.bands import (
+    DistinctUnion,
     band_columns,
     packed_pairs_from_band_columns,
-    pairs_from_band_columns,
     rank_positions,
 )
 from neardup.candidates.bounds import sketch_block_rows
@@ -518,6 +518,7 @@ def candidate_edges(
     workers: int = 1,
     hamming: HammingSearch | None = None,
     buckets: list | None = None,
+    pair_union: Callable[[], DistinctUnion] | None = None,
 ) -> CandidatePairs:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
     With a list ``buckets`` (MinHash), its one item becomes the CSR of the buckets without
@@ -526,7 +527,8 @@ def candidate_edges(
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
     given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time;
-    the pairs are the same either way, and held packed (8 bytes a pair) until taken in slices.
+    the pairs are the same either way, and held packed (8 bytes a pair) until taken in slices
+    (in a ``pair_union()`` when given: see :func:`find_groups`).
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -542,6 +544,7 @@ def candidate_edges(
         workers,
         buckets,
         BUCKET_MEMBERS,
+        pair_union() if pair_union else None,
     )
     if buckets is not None:
         buckets[:] = [bucket_csr(buckets, reps)]
@@ -555,22 +558,24 @@ def all_pairs(
     band_keys: BandKeys | None = None,
     workers: int = 1,
     hamming: HammingSearch | None = None,
+    pair_union: Callable[[], DistinctUnion] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Every near-duplicate pair (i < j) of the collection, each once, and, for SimHash
     without verification, their distances (else None: the relation measures them); SimHash's
-    from ``hamming`` when given (the candidates' search). Output-sized cost."""
+    from ``hamming`` when given (the candidates' search). Candidates are decided
+    :data:`VERIFY_SLICE` at a time, MinHash's held packed (in a ``pair_union()`` when given).
+    Output-sized cost."""
     if settings.method == "simhash":
         a, b, dist = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
         if settings.verify is None:  # the search's pairs are the relation's, distances and all
             return a, b, dist
+        pairs = CandidatePairs.of_arrays(a, b)
     else:
-        a, b = pairs_from_band_columns(
-            _band_columns_of(sig, settings, None, band_keys), "all", None, workers
-        )
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    keep = relation(a, b) if a.shape[0] else np.zeros(0, dtype=bool)
-    return a[keep], b[keep], None
+        columns = _band_columns_of(sig, settings, None, band_keys)
+        union = pair_union() if pair_union else None
+        packed = packed_pairs_from_band_columns(columns, "all", None, workers, union=union)
+        pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=np.int64))
+    return (*filter_slices(pairs, relation, VERIFY_SLICE), None)
 
 
 def find_groups(
@@ -584,6 +589,8 @@ def find_groups(
     on_stage: Callable[[str], None] | None = None,
     workers: int = 1,
     memory: int | None = None,
+    pair_union: Callable[[], DistinctUnion] | None = None,
+    candidate_slice: int = VERIFY_SLICE,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -596,6 +603,8 @@ def find_groups(
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
     groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
     spill file may take when read for the bounds (two blocks of rows at a time; None: all).
+    ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk);
+    they are bounded ``candidate_slice`` at a time.
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -634,7 +643,9 @@ def find_groups(
     if settings.method == "simhash" and reps.shape[0]:
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
-    candidates = candidate_edges(sig, reps, rank, settings, band_keys, workers, hamming, rest)
+    candidates = candidate_edges(
+        sig, reps, rank, settings, band_keys, workers, hamming, rest, pair_union
+    )
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None
@@ -672,10 +683,10 @@ def find_groups(
         # copies). The LCS kernel would reject them by the same two tests. Not with
         # pairs="all", which measures every candidate again over the same documents.
         cand_a, cand_b = bounded_pairs(
-            candidates, sig.sizes, sig.sketches, settings.verify, VERIFY_SLICE, block_rows, visit
+            candidates, sig.sizes, sig.sketches, settings.verify, candidate_slice, block_rows, visit
         )
     else:
-        cand_a, cand_b = filter_slices(candidates, None, VERIFY_SLICE, visit)
+        cand_a, cand_b = filter_slices(candidates, None, candidate_slice, visit)
     del candidates
     if rest:
         rest = [rest_a[rest_kept], rest_b[rest_kept]]
@@ -758,7 +769,9 @@ def find_groups(
         pair_b = np.flatnonzero(~is_original)
         pair_a, pair_value = original[pair_b], None
     else:
-        pair_a, pair_b, pair_value = all_pairs(sig, settings, relation, band_keys, workers, hamming)
+        pair_a, pair_b, pair_value = all_pairs(
+            sig, settings, relation, band_keys, workers, hamming, pair_union
+        )
     if pair_value is None:
         pair_value = (
             relation.similarity(pair_a, pair_b)

@@ -71,6 +71,7 @@ from neardup.candidates.radix import stable_argsort
 
 __all__ = [
     "BandBuckets",
+    "DistinctUnion",
     "band_columns",
     "band_hashes",
     "band_buckets",
@@ -514,7 +515,7 @@ def _merged(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out[: _merge_distinct(x, y, out)]
 
 
-class _DistinctUnion:
+class DistinctUnion:
     """The sorted distinct union of sorted distinct ``uint64`` arrays added one at a time.
 
     The arrays are merged like the runs of a binary counter: a stack of unions, each more than
@@ -703,6 +704,7 @@ def packed_pairs_from_band_columns(
     workers: int = 1,
     buckets: list | None = None,
     most: int = 16,
+    union: DistinctUnion | None = None,
 ) -> np.ndarray:
     """The distinct candidate pairs of :func:`pairs_from_band_columns`, packed and sorted:
     ``uint64`` ``left << 32 | right`` (8 bytes a pair, half the unpacked ends: a caller that
@@ -722,6 +724,11 @@ def packed_pairs_from_band_columns(
     among them are the "all" candidates that the star edges leave out
     (:mod:`neardup.candidates.repair`). O(n) per band more at most.
 
+    ``union`` collects the bands' pairs (default: a :class:`DistinctUnion` in memory); an
+    out-of-core run passes one that spills them past a bound
+    (:class:`neardup.engines.pair_runs.PairRuns`): the result is then what its ``values()``
+    returns.
+
     Complexity: O(n log n) per band plus O(E log E) for the E emitted pairs.
 
     Example:
@@ -735,7 +742,7 @@ def packed_pairs_from_band_columns(
     # Each band's distinct pairs are merged into those so far: memory O(distinct pairs), not
     # O(pairs of all bands), which repeat one another for near-identical documents. A union
     # of sets: the order of the bands does not change it.
-    union = _DistinctUnion()
+    union = DistinctUnion() if union is None else union
     merge = union.add
 
     if buckets is not None and mode != "star":

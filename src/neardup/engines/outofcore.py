@@ -56,6 +56,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
 from neardup.engines.kept import KeptSets, copy_into
+from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
     ColumnFile,
     MemoryBudget,
@@ -83,6 +84,16 @@ GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
 #: take when the per-document state leaves less free (an eighth: 94 MB by default).
 LEAST_ROOM = 0.125
+#: Bytes a candidate pair holds while it is measured over spilled verification data, beside
+#: the chunks' data (measured at 10M short documents, 1.46M pairs: the caller's two ends, the
+#: remembered values' keys and places, the pairs' order and their rows in the chunks), and
+#: bytes a document of the collection (the rows of the compared documents, the union-find of
+#: the accepted links): the chunks get the room these leave.
+VERIFY_PAIR_BYTES = 112
+VERIFY_DOCUMENT_BYTES = 16
+#: Bytes a candidate pair takes while its slice is unpacked and bounded by the units' counts
+#: (its two ends, int64, and the bounds' temporaries).
+CANDIDATE_BYTES = 48
 #: Fewest candidate pairs verified per step of the verify stage's progress bar (a step spreads
 #: over every worker; a run with fewer than two steps' worth is measured in one call).
 VERIFY_STEP = 1 << 16
@@ -204,6 +215,7 @@ class OutOfCoreDedup:
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
         self._owns_columns = False  # no sink or resume keeps them: see _spill_fixed_columns
+        self._pair_unions: list[PairRuns] = []  # the band searches' pairs (_pair_runs)
         #: Bytes of per-document state charged to the budget (MemoryBudget.charge) and held.
         self.charged = 0
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
@@ -212,6 +224,7 @@ class OutOfCoreDedup:
             "spilled bytes": 0,
             "documents re-read": 0,
             "verification chunks": 0,
+            "candidate pair runs": 0,
             "seconds: re-read + shingle sets": 0.0,
         }
 
@@ -608,8 +621,10 @@ class OutOfCoreDedup:
             order = locality_pair_order(docs.shape[0], ia, ib)
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
-            # within half the budget's room.
-            half = max(space / 2, 1.0)
+            # within half the room that the pairs' own arrays and the documents' maps leave.
+            held = VERIFY_PAIR_BYTES * a.shape[0] + VERIFY_DOCUMENT_BYTES * row_of.shape[0]
+            least = int(self.budget.limit * LEAST_ROOM)
+            half = max(max(space - held, least) / 2, 1.0)
             chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
@@ -714,8 +729,15 @@ class OutOfCoreDedup:
             on_stage=self._on_stage,
             workers=self.workers,
             memory=self.budget.room(LEAST_ROOM),
+            pair_union=self._pair_runs,
+            # A slice's unpacked ends and bounds' temporaries within the least room.
+            candidate_slice=max(int(self.budget.limit * LEAST_ROOM) // CANDIDATE_BYTES, 1 << 10),
         )
         self._charge(-grouping)
+        for union in self._pair_unions:
+            self.figures["candidate pair runs"] += union.spilled_runs
+            self.figures["spilled bytes"] += union.disk_bytes
+        self._pair_unions.clear()
         for column in c.band_columns:
             column.release()
         if self.work.resume:
@@ -724,6 +746,15 @@ class OutOfCoreDedup:
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
         return groups
+
+    def _pair_runs(self) -> PairRuns:
+        """Where the band search collects the MinHash candidates: in memory up to
+        :data:`LEAST_ROOM` of the budget, then in sorted runs on disk (they grow faster than
+        the documents, and the sketches' blocks and the verification data take the room)."""
+        name = f"candidates-{len(self._pair_unions)}"
+        union = PairRuns(self.work, max(int(self.budget.limit * LEAST_ROOM), 64), name)
+        self._pair_unions.append(union)
+        return union
 
     def _load_groups(self) -> Groups:
         w = self.work

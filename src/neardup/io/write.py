@@ -35,8 +35,11 @@ import pyarrow.parquet as pq
 from neardup.io.files import atomic_output, compressing, resolve_output
 from neardup.io.values import short_repr, tsv_escape
 
-# Rows per vectorised write step: bounds the memory of the intermediate string arrays.
+#: Rows of a Parquet row group.
 _WRITE_CHUNK_ROWS = 262_144
+#: Rows of a text chunk encoded at once: bounds the intermediate string arrays (each cell and
+#: each line a string: about 30 MB for 262,144 rows of GROUPS, 8 MB for these).
+_TEXT_CHUNK_ROWS = 65_536
 #: Threads encoding chunks of a text table ahead of the one being written.
 _ENCODERS = 2
 
@@ -224,15 +227,15 @@ def _encoded_chunks(
     """The text of rows ``0..n-1``, chunk by chunk in order, each encoded on one of
     :data:`_ENCODERS` threads (Arrow's kernels release the GIL) while the caller writes the
     chunks before it: at most ``_ENCODERS + 1`` chunks exist at once. O(rows × columns)."""
-    starts = range(0, n, _WRITE_CHUNK_ROWS)
+    starts = range(0, n, _TEXT_CHUNK_ROWS)
     if len(starts) < 2:
         for start in starts:
-            yield _encoded_chunk(names, values, fmt, start, min(n, start + _WRITE_CHUNK_ROWS))
+            yield _encoded_chunk(names, values, fmt, start, min(n, start + _TEXT_CHUNK_ROWS))
         return
     with ThreadPoolExecutor(_ENCODERS) as pool:
         pending: deque[Future] = deque()
         for start in starts:
-            stop = min(n, start + _WRITE_CHUNK_ROWS)
+            stop = min(n, start + _TEXT_CHUNK_ROWS)
             pending.append(pool.submit(_encoded_chunk, names, values, fmt, start, stop))
             if len(pending) > _ENCODERS:
                 yield pending.popleft().result()
