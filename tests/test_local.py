@@ -4,12 +4,21 @@ the corpus is a file read out of core or a table kept in memory."""
 import json
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_outofcore import make_corpus
 
-from neardup.engines import GROUP_COLUMNS, Corpus, EngineOptions, Outputs, pair_columns
-from neardup.engines.local import LocalEngine, groups_columns, open_engine, pairs_columns
-from neardup.io import read_table
+from neardup.engines import GROUP_COLUMNS, Corpus, EngineOptions, Outputs, local, pair_columns
+from neardup.engines.local import (
+    LocalEngine,
+    groups_columns,
+    open_engine,
+    pairs_columns,
+    take_ids,
+)
+from neardup.io import TableWriter, read_table, write_table
 from neardup.pipeline import find_groups, signatures
 from neardup.settings import Settings
 
@@ -93,15 +102,69 @@ def test_a_small_memory_limit_spills_and_the_run_says_so(tmp_path):
         "".join(json.dumps(r) + "\n" for r in make_corpus(4000, seed=3)), encoding="utf-8"
     )
     corpus = Corpus((str(path),), {"time_field": "ts"})
-    small = LocalEngine(1, memory_limit="1M").dedup(corpus, SETTINGS["minhash"], Outputs())
-    large = LocalEngine(1, memory_limit="1G").dedup(corpus, SETTINGS["minhash"], Outputs())
+    runs = {
+        limit: LocalEngine(1, memory_limit=limit).dedup(
+            corpus, SETTINGS["minhash"], Outputs(groups=str(tmp_path / f"{limit}.tsv"))
+        )
+        for limit in ("1M", "1G")
+    }
+    small, large = runs["1M"], runs["1G"]
     assert small.figures["spilled MB"] > 0 and large.figures["spilled MB"] == 0
     assert small.resolved == {"memory_limit": 1 << 20}
     assert small.figures["memory limit MB"] == (1 << 20) / 1e6
     assert small.read_seconds is not None and small.read.documents == 4000
-    assert [c.to_pylist() for c in (small.groups["id"], small.groups["original_id"])] == [
-        c.to_pylist() for c in (large.groups["id"], large.groups["original_id"])
-    ]
+    # A run over files writes GROUPS piece by piece and keeps none of its columns.
+    assert small.groups is None and large.groups is None
+    assert (tmp_path / "1M.tsv").read_bytes() == (tmp_path / "1G.tsv").read_bytes()
+
+
+@pytest.mark.parametrize("suffix", ["tsv", "csv.gz", "jsonl.zst", "parquet"])
+@pytest.mark.parametrize("method", sorted(SETTINGS))
+def test_outputs_written_in_pieces_are_the_bytes_of_the_whole_table(
+    rows, corpus_file, tmp_path, monkeypatch, suffix, method
+):
+    settings = SETTINGS[method]
+    corpus = Corpus((str(corpus_file),), {"time_field": "ts"})
+
+    def written_as(tag: str, limit: str) -> list[bytes]:
+        outputs = Outputs(
+            groups=str(tmp_path / f"{tag}.groups.{suffix}"),
+            pairs=str(tmp_path / f"{tag}.pairs.{suffix}"),
+        )
+        LocalEngine(1, memory_limit=limit).dedup(corpus, settings, outputs)
+        return [open(path, "rb").read() for path in (outputs.groups, outputs.pairs)]
+
+    # The whole table at once, as before the pieces: the 400 rows of the corpus's groups.
+    table = {"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}
+    groups = find_groups(
+        signatures(table["text"], settings),
+        np.array([r["ts"] for r in rows], np.int64),
+        settings,
+        table["text"],
+    )
+    ids = pa.array(table["id"], pa.large_string())  # as the JSON Lines reader gives them
+    whole = [tmp_path / f"whole.{name}.{suffix}" for name in ("groups", "pairs")]
+    write_table(whole[0], groups_columns(ids, groups))
+    write_table(whole[1], pairs_columns(ids, groups, settings.method))
+    assert written_as("default", "1G") == [path.read_bytes() for path in whole]
+
+    pieces = []
+    monkeypatch.setattr(local, "WRITE_PIECE_ROWS", 37)
+    write_piece = TableWriter.write
+    monkeypatch.setattr(
+        TableWriter,
+        "write",
+        lambda writer, columns: (
+            pieces.append(len(columns["id" if "id" in columns else "id_a"]))
+            or write_piece(writer, columns)
+        ),
+    )
+    for limit in ("1M", "1G"):
+        pieces.clear()
+        assert written_as(f"pieces-{limit}", limit) == [path.read_bytes() for path in whole]
+        # PAIRS' pieces, then GROUPS' 400 rows in pieces of 37.
+        assert pieces[-11:] == [37] * 10 + [30]
+        assert sum(pieces) == 400 + groups.pair_a.shape[0] and len(pieces) > 12
 
 
 def test_a_table_run_equals_the_pipeline_in_memory(rows):
@@ -125,6 +188,22 @@ def test_fingerprint_is_the_same_for_any_number_of_workers(rows):
         two = LocalEngine(2).fingerprint(texts, settings)
         np.testing.assert_array_equal(one, two)
         np.testing.assert_array_equal(one, signatures(texts, settings).signature)
+
+
+@given(
+    chunk_sizes=st.lists(st.integers(0, 6), min_size=1, max_size=6),
+    picks=st.lists(st.integers(0, 10**6), max_size=40),
+)
+def test_take_ids_is_a_take_of_the_joined_chunks(chunk_sizes, picks):
+    values = [f"id{i}" for i in range(sum(chunk_sizes))]
+    starts = np.cumsum([0, *chunk_sizes])
+    ids = pa.chunked_array(
+        [values[a:b] for a, b in zip(starts[:-1], starts[1:])], type=pa.large_string()
+    )
+    positions = np.array([p % len(values) for p in picks] if values else [], dtype=np.int64)
+    taken = take_ids(ids, positions)
+    assert taken.type == pa.large_string()
+    assert taken.to_pylist() == [values[p] for p in positions]
 
 
 def test_the_columns_are_the_ones_every_engine_writes(rows):
@@ -211,7 +290,8 @@ def test_pairs_are_every_pair_within_k_and_the_same_bytes_on_any_workers(
 ):
     """`pairs` over adversarial fingerprints writes every pair within k (brute force over all
     pairs of rows; ``--pairs all``) and the same GROUPS and PAIRS bytes on one worker and on
-    two, with every per-document pass cut in two halves on two threads."""
+    two, with every per-document pass cut in two halves on two threads and the outputs written
+    in pieces of 4 rows."""
     import neardup.candidates.radix as radix
 
     fingerprints = ADVERSARIAL[case]
@@ -220,6 +300,7 @@ def test_pairs_are_every_pair_within_k_and_the_same_bytes_on_any_workers(
     runs = []
     for workers, min_keys in ((1, radix.PARALLEL_MIN_KEYS), (2, 1)):
         monkeypatch.setattr(radix, "PARALLEL_MIN_KEYS", min_keys)
+        monkeypatch.setattr(local, "WRITE_PIECE_ROWS", 4 if workers == 2 else 1 << 19)
         outputs = Outputs(
             pairs=str(tmp_path / f"{workers}.pairs.tsv"),
             groups=str(tmp_path / f"{workers}.groups.tsv"),

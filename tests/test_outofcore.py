@@ -19,7 +19,7 @@ from neardup import pipeline
 from neardup.candidates import chunks, repair
 from neardup.cli import main
 from neardup.cli.options import Reporter
-from neardup.engines import outofcore, spill
+from neardup.engines import local, outofcore, spill
 from neardup.engines.outofcore import OutOfCoreDedup
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
@@ -234,6 +234,17 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             "write_ids",
             lambda path, ids: put_away.append(path.name) or write_ids(path, ids),
         )
+        # GROUPS and PAIRS written in pieces of 97 rows, each piece's IDs taken alone.
+        m.setattr(local, "WRITE_PIECE_ROWS", 97)
+        pieces = []
+        groups_columns = local.groups_columns
+        m.setattr(
+            local,
+            "groups_columns",
+            lambda ids, groups, start, stop: (
+                pieces.append((start, stop)) or groups_columns(ids, groups, start, stop)
+            ),
+        )
         tight = dedup(
             corpus,
             tmp_path,
@@ -247,6 +258,8 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
             spill_dir,
         )
     assert tight == roomy
+    documents = roomy["groups.tsv"].count(b"\n") - 1
+    assert pieces == [(a, min(a + 97, documents)) for a in range(0, documents, 97)]
     # LCS: the sketches spill, and bound the candidates (not with SimHash and --pairs all).
     lcs = verified and "jaccard" not in " ".join(options)
     if lcs and ("simhash" not in options or "all" not in options):

@@ -143,7 +143,8 @@ class DedupRun:
             ``largest_group``, ``duplicates_removed``, ``empty_documents``, and ``seconds`` of
             each stage).
         groups: GROUPS' columns (:data:`GROUP_COLUMNS`) when the engine holds them in memory
-            (the local engine); None when they are only written (Spark).
+            (the local engine's run over a table); None when they are only written (Spark, and
+            the local engine over files, which writes them a piece at a time).
         read_seconds: seconds spent reading and signing, when the engine measures them apart.
         figures: the engine's own figures for a summary, by label (``"spilled MB"`` …).
         resolved: engine options as the run resolved them (``memory_limit`` in bytes).

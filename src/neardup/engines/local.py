@@ -6,7 +6,8 @@ Stage 1 (:func:`neardup.pipeline.signatures`) runs batch by batch on worker thre
 collected arrays. A corpus of files is deduplicated out of core
 (:class:`~neardup.engines.outofcore.OutOfCoreDedup`): memory is bounded by the engine's
 ``memory_limit``, not by the corpus. A table is in memory already, so its run stays there.
-Either way the outputs are written here, from the same columns, byte for byte alike.
+Either way the outputs are written here, from the same columns, byte for byte alike, a piece of
+rows at a time (:func:`write_in_pieces`).
 
 Example:
     >>> from neardup.settings import Settings
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,17 +41,22 @@ from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, r
 from neardup.engines.workers import BATCH_SIZE, check_workers, ordered_map, warm_up
 from neardup.io import (
     DocumentBatch,
+    TableWriter,
     check_outputs,
     output_set,
     read_documents,
     read_fingerprints,
     read_table,
     write_records,
-    write_table,
 )
 from neardup.io.files import atomic_write
 from neardup.pipeline import Groups, Signatures, find_groups, signatures
 from neardup.settings import Settings
+
+#: Rows of GROUPS and PAIRS built and written at a time (:func:`write_in_pieces`): two of the
+#: writer's chunks of 262,144 rows, so that both of its threads encode. Their ID columns, the
+#: one memory of the writing that grows with the documents, exist for one piece only.
+WRITE_PIECE_ROWS = 1 << 19
 
 
 def _sign_texts(texts: list[str], settings: Settings, keep_sets: bool | None) -> Signatures:
@@ -101,10 +106,39 @@ def _id_column(ids) -> pa.ChunkedArray:
     return pa.chunked_array([pa.array(ids, type=pa.string())], type=pa.string())
 
 
-def groups_columns(ids, groups: Groups) -> dict:
-    """GROUPS' columns (:data:`~neardup.engines.base.GROUP_COLUMNS`) of ``groups``, a run's
-    groups over the documents ``ids`` (a list or an Arrow string column, taken by Arrow, not
-    Python). O(n).
+def take_ids(ids: pa.ChunkedArray, positions: np.ndarray) -> pa.Array:
+    """``ids[positions]``, taken chunk by chunk: Arrow's ``take`` of a column of several
+    chunks first joins them all, a copy of the whole column for every piece written.
+    O(positions × log(positions) + chunks).
+
+    Example:
+        >>> take_ids(pa.chunked_array([["a", "b"], ["c"]]), np.array([2, 0, 2])).to_pylist()
+        ['c', 'a', 'c']
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    if ids.num_chunks <= 1:
+        return ids.combine_chunks().take(pa.array(positions))
+    starts = np.cumsum([0, *(len(chunk) for chunk in ids.chunks)])
+    chunk_of = np.searchsorted(starts, positions, side="right") - 1
+    order = np.argsort(chunk_of, kind="stable")
+    bounds = np.searchsorted(chunk_of[order], np.arange(ids.num_chunks + 1))
+    parts = [
+        ids.chunk(k).take(pa.array(positions[order[lo:hi]] - starts[k]))
+        for k, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        if hi > lo
+    ]
+    if not parts:
+        return pa.array([], type=ids.type)
+    back = np.empty_like(order)
+    back[order] = np.arange(order.shape[0])
+    return pa.concat_arrays(parts).take(pa.array(back))
+
+
+def groups_columns(ids, groups: Groups, start: int = 0, stop: int | None = None) -> dict:
+    """GROUPS' columns (:data:`~neardup.engines.base.GROUP_COLUMNS`) of the documents
+    ``start..stop-1`` (default: all) in ``groups``, a run's groups over the documents ``ids``
+    (a list or an Arrow string column, taken by Arrow, not Python): their originals' IDs are
+    looked up for those rows only. O(rows).
 
     Example:
         >>> from neardup.pipeline import Groups
@@ -112,17 +146,28 @@ def groups_columns(ids, groups: Groups) -> dict:
         ...            *(np.zeros(0, t) for t in (np.int64, np.int64, np.float32, bool)), stats={})
         >>> groups_columns(["a", "b"], g)["original_id"].to_pylist()
         ['a', 'a']
+        >>> groups_columns(["a", "b"], g, 1)["id"].to_pylist()
+        ['b']
     """
     ids = _id_column(ids)
-    original_ids = ids.take(pa.array(groups.original))
-    values = (ids, original_ids, original_ids, groups.is_original, groups.group_size)
+    rows = slice(start, len(ids) if stop is None else stop)
+    original_ids = take_ids(ids, groups.original[rows])
+    values = (
+        ids.slice(rows.start, rows.stop - rows.start),
+        original_ids,
+        original_ids,
+        groups.is_original[rows],
+        groups.group_size[rows],
+    )
     return dict(zip(GROUP_COLUMNS, values))
 
 
-def pairs_columns(ids, groups: Groups, method: str) -> dict:
-    """PAIRS' columns (:func:`~neardup.engines.base.pair_columns`) of ``groups`` over the
-    documents ``ids``: MinHash similarities rounded to 6 digits, ``passed`` decided on the
-    unrounded value. O(pairs).
+def pairs_columns(
+    ids, groups: Groups, method: str, start: int = 0, stop: int | None = None
+) -> dict:
+    """PAIRS' columns (:func:`~neardup.engines.base.pair_columns`) of the pairs
+    ``start..stop-1`` (default: all) of ``groups`` over the documents ``ids``: MinHash
+    similarities rounded to 6 digits, ``passed`` decided on the unrounded value. O(rows).
 
     Example:
         >>> from neardup.pipeline import Groups
@@ -132,20 +177,44 @@ def pairs_columns(ids, groups: Groups, method: str) -> dict:
         [0.912346]
     """
     ids = _id_column(ids)
-    values = groups.pair_value
+    rows = slice(start, groups.pair_a.shape[0] if stop is None else stop)
+    values = groups.pair_value[rows]
     if method != "simhash":
         values = np.round(values.astype(np.float64), 6)
     return dict(
         zip(
             pair_columns(method),
             (
-                ids.take(pa.array(groups.pair_a)),
-                ids.take(pa.array(groups.pair_b)),
+                take_ids(ids, groups.pair_a[rows]),
+                take_ids(ids, groups.pair_b[rows]),
                 values,
-                np.asarray(groups.pair_passed, dtype=bool),
+                np.asarray(groups.pair_passed[rows], dtype=bool),
             ),
         )
     )
+
+
+def write_in_pieces(path: str, rows: int, columns_of: Callable[[int, int], dict]) -> int:
+    """Write the table of ``rows`` rows whose rows ``start..stop-1`` are
+    ``columns_of(start, stop)`` to ``path`` (as :func:`~neardup.io.write_table` would write it
+    whole), :data:`WRITE_PIECE_ROWS` rows at a time: only one piece's columns exist at once.
+    Returns the number of pieces. O(rows), memory O(piece).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "n.csv"
+        >>> write_in_pieces(p, 3, lambda start, stop: {"n": list(range(start, stop))})
+        1
+        >>> p.read_text().split()
+        ['n', '0', '1', '2']
+    """
+    pieces = 0
+    with TableWriter(path) as writer:
+        # One piece even of no rows: the header and the Parquet schema are written.
+        for start in range(0, max(rows, 1), WRITE_PIECE_ROWS):
+            writer.write(columns_of(start, min(rows, start + WRITE_PIECE_ROWS)))
+            pieces += 1
+    return pieces
 
 
 class LocalEngine:
@@ -259,7 +328,8 @@ class LocalEngine:
     ) -> DedupRun:
         """Read ``corpus``, find its groups and write ``outputs`` (see
         :meth:`neardup.engines.base.Engine.dedup`): files out of core under the memory limit,
-        a table in memory. The run keeps GROUPS' columns (``run.groups``).
+        a table in memory. A table's run keeps GROUPS' columns (``run.groups``); a run over
+        files only writes them, piece by piece, and its ``groups`` is None.
 
         Example:
             >>> run = LocalEngine(1).dedup(Corpus(table={"id": ["a", "b"], "text": ["x y", "x y"]}),
@@ -297,7 +367,7 @@ class LocalEngine:
             on_stage=progress.stage,
             workers=self.workers,
         )
-        columns = _write_outputs(
+        _write_outputs(
             outputs,
             batch.ids,
             groups,
@@ -306,6 +376,7 @@ class LocalEngine:
             lambda positions: {p: batch.texts[p] for p in positions},
             read_seconds,
         )
+        columns = groups_columns(batch.ids, groups)
         return DedupRun(reader.stats, groups.stats, columns, read_seconds)
 
     def _dedup_files(
@@ -324,7 +395,7 @@ class LocalEngine:
                     for p, text in zip(batch.positions.tolist(), batch.texts)
                 }
 
-            columns = _write_outputs(
+            _write_outputs(
                 outputs,
                 collected.ids,
                 groups,
@@ -340,7 +411,7 @@ class LocalEngine:
         return DedupRun(
             collected.stats,
             groups.stats,
-            columns,
+            None,
             collected.seconds,
             figures,
             {"memory_limit": self.memory_limit},
@@ -380,15 +451,16 @@ class LocalEngine:
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
     ) -> DedupRun:
         """PAIRS and GROUPS of precomputed SimHash fingerprints (see
-        :meth:`neardup.engines.base.Engine.pairs`), in memory: O(n) columns plus the pairs.
+        :meth:`neardup.engines.base.Engine.pairs`), in memory: O(n) columns plus the pairs. The
+        outputs are written piece by piece; the run's ``groups`` is None.
 
         Example:
             >>> import tempfile, pathlib
             >>> fps = pathlib.Path(tempfile.mkdtemp()) / "fps.tsv"
             >>> _ = fps.write_text("a\\t00000000000000ff\\nb\\t00000000000000fe\\n")
             >>> run = LocalEngine(1).pairs(Corpus((str(fps),)), Settings(method="simhash"), Outputs())
-            >>> run.stats["pairs"], run.groups["original_id"].to_pylist()
-            (1, ['a', 'a'])
+            >>> run.stats["pairs"], run.stats["groups"]
+            (1, 1)
         """
         progress = progress or Progress()
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
@@ -405,14 +477,14 @@ class LocalEngine:
             sig, table.timestamps, settings, on_stage=progress.stage, workers=self.workers
         )
         # Fingerprints hold no documents: no originals' rows, no report.
-        columns = _write_outputs(
+        _write_outputs(
             Outputs(groups=outputs.groups, pairs=outputs.pairs),
             table.ids,
             groups,
             settings,
             progress,
         )
-        return DedupRun(table.stats, groups.stats, columns)
+        return DedupRun(table.stats, groups.stats)
 
 
 def open_engine(options: EngineOptions) -> LocalEngine:
@@ -441,29 +513,32 @@ def _write_outputs(
     texts_at: Callable[[list[int]], dict[int, str]] | None = None,
     read_seconds: float = 0.0,
     originals: Callable[[np.ndarray], Iterator[DocumentBatch]] | None = None,
-) -> dict:
-    """Write the ``outputs`` of a run's ``groups`` over the documents ``ids`` (GROUPS, PAIRS and
-    the originals' rows, fetched by ``originals``, as one set; then the report, its texts by
-    position from ``texts_at``); returns GROUPS' columns."""
+) -> None:
+    """Write the ``outputs`` of a run's ``groups`` over the documents ``ids`` (GROUPS and PAIRS
+    piece by piece (:func:`write_in_pieces`), the originals' rows, fetched by ``originals``, as
+    one set; then the report, its texts by position from ``texts_at``)."""
     progress.stage("writing")
-    # GROUPS' columns (a take of every document's original ID) are made on a second core
-    # while PAIRS is encoded and written: both are Arrow kernels, which release the GIL.
-    with ThreadPoolExecutor(1) as pool:
-        making = pool.submit(groups_columns, ids, groups)
-        with output_set():
-            if outputs.pairs:
-                write_table(outputs.pairs, pairs_columns(ids, groups, settings.method))
-            columns = making.result()
-            if outputs.groups:
-                write_table(outputs.groups, columns)
-            if outputs.keep:
-                rows = np.flatnonzero(groups.is_original)
-                progress.stage("writing originals", int(rows.shape[0]))
-                write_records(outputs.keep, _progress_records(originals(rows), progress))
+    ids = _id_column(ids)
+    with output_set():
+        if outputs.pairs:
+            write_in_pieces(
+                outputs.pairs,
+                groups.pair_a.shape[0],
+                lambda start, stop: pairs_columns(ids, groups, settings.method, start, stop),
+            )
+        if outputs.groups:
+            write_in_pieces(
+                outputs.groups,
+                groups.original.shape[0],
+                lambda start, stop: groups_columns(ids, groups, start, stop),
+            )
+        if outputs.keep:
+            rows = np.flatnonzero(groups.is_original)
+            progress.stage("writing originals", int(rows.shape[0]))
+            write_records(outputs.keep, _progress_records(originals(rows), progress))
     if outputs.report:
         progress.stage("report")
-        _write_report(outputs.report, columns["id"], groups, settings, read_seconds, texts_at)
-    return columns
+        _write_report(outputs.report, ids, groups, settings, read_seconds, texts_at)
 
 
 def _progress_records(batches: Iterable[DocumentBatch], progress: Progress) -> Iterator[dict]:
