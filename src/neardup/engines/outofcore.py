@@ -56,6 +56,7 @@ from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
 from neardup.engines.kept import KeptSets, copy_into
+from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
     ColumnFile,
@@ -214,7 +215,7 @@ class OutOfCoreDedup:
         self.progress = progress or Progress()
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
-        self._owns_columns = False  # no sink or resume keeps them: see _spill_fixed_columns
+        self._owns_columns = False  # no sink or resume keeps pass 1's columns: see collect
         self._pair_unions: list[PairRuns] = []  # the band searches' pairs (_pair_runs)
         #: Bytes of per-document state charged to the budget (MemoryBudget.charge) and held.
         self.charged = 0
@@ -269,7 +270,18 @@ class OutOfCoreDedup:
             if s.verify is not None and s.verify_measure == "lcs"
             else None
         )
-        ids, stamps, locations, content, empty, text_bytes, fps, sizes = ([] for _ in range(8))
+        stamps, content, empty, text_bytes, fps, sizes = ([] for _ in range(6))
+        # Only the writing needs the IDs, and only the re-read the locations of some documents:
+        # past the budget both go to the work folder as they are read (not with a batch sink
+        # or --resume, which store them themselves).
+        self._owns_columns = sink is None and not self.work.resume
+        kept_columns = KeptColumns(
+            self.work,
+            self.budget,
+            self._charge,
+            int(self.budget.limit * LEAST_ROOM),
+            may_spill=self._owns_columns,
+        )
         total = self.reader.total_bytes()
         # Without a known total nothing tells early whether the data would fit; a resumed run
         # would have to checkpoint them: both build them from a re-read instead.
@@ -302,19 +314,15 @@ class OutOfCoreDedup:
             ]
             for parts, part in zip((stamps, content, empty, text_bytes, sizes), fixed):
                 parts.append(part)
-            ids.append(pa.array(batch.ids, type=pa.large_string()))
-            where = getattr(batch, "locations", None)
-            if where is not None:
-                locations.append(np.asarray(where, dtype=np.int64))
             if not minhash:
                 fps.append(sig.signature)
             # The fixed columns grow with N whatever the budget: charged to it, they leave the
             # spillable columns below less room (all of them on disk once N is large).
             self._charge(
-                sum(part.nbytes for part in fixed)
-                + ids[-1].nbytes
-                + (locations[-1].nbytes if where is not None else 0)
-                + (sig.signature.nbytes if not minhash else 0)
+                sum(part.nbytes for part in fixed) + (sig.signature.nbytes if not minhash else 0)
+            )
+            kept_columns.add(
+                pa.array(batch.ids, type=pa.large_string()), getattr(batch, "locations", None)
             )
             if sketch_column is not None:
                 sketch_column.append(sig.sketches)
@@ -335,7 +343,7 @@ class OutOfCoreDedup:
                 spilled=sum(column.disk_bytes for column in bands),
             )
             done_bytes = now_bytes
-        n = sum(len(a) for a in ids)
+        n = sum(len(a) for a in stamps)
         for column in bands + [c for c in (sig_column, sketch_column) if c is not None]:
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
@@ -355,11 +363,13 @@ class OutOfCoreDedup:
             sizes=joined_parts(sizes, np.int32, (0,)),
             sketches=sketch_column.array() if sketch_column is not None else None,
         )
-        whole_locations = len(locations) == len(ids)
+        kept_columns.finish()
+        self.figures["spilled bytes"] += kept_columns.disk_bytes
         self.collected = Collected(
-            id_column=pa.chunked_array(ids, type=pa.large_string()),
+            id_column=kept_columns.ids,
+            ids_path=kept_columns.ids_path,
             timestamps=joined_parts(stamps, np.int64, (0,)),
-            locations=joined_parts(locations, np.int64, (0, 2)) if whole_locations else None,
+            locations=kept_columns.locations,
             signatures=sig,
             band_columns=bands,
             sketch_column=sketch_column,
@@ -367,33 +377,10 @@ class OutOfCoreDedup:
             seconds=time.perf_counter() - started,
             kept=kept if kept is not None and kept.active else None,
         )
-        ids.clear()
-        locations.clear()
-        self._spill_fixed_columns(sink)
         return_freed_memory()
         if self.work.resume:
             self._save_collected(sig_column)
         return self.collected
-
-    def _spill_fixed_columns(self, sink: BatchSink | None) -> None:
-        """Only the writing needs the IDs, and only the re-read the locations of some
-        documents: when they do not fit the budget's room left, both go to the work folder
-        (not with a batch sink or ``--resume``, which store them themselves)."""
-        c = self.collected
-        self._owns_columns = sink is None and not self.work.resume
-        # Charged to the budget as they were read: to disk when they leave the stages after
-        # pass 1 less than their least room (the sketches' blocks, the verification chunks).
-        held = c.id_column.nbytes + (c.locations.nbytes if c.locations is not None else 0)
-        if not self._owns_columns or self.budget.free >= self.budget.limit * LEAST_ROOM:
-            return
-        self._charge(-held)
-        c.ids_path = self.work.file("ids.arrow")
-        write_ids(c.ids_path, c.id_column)
-        self.figures["spilled bytes"] += c.ids_path.stat().st_size
-        c.id_column = None
-        if c.locations is not None:
-            c.locations = ColumnFile(self.work, "locations", c.locations)
-            self.figures["spilled bytes"] += c.locations.disk_bytes
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work

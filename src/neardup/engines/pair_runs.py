@@ -31,15 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from neardup.candidates.bands import DistinctUnion
-from neardup.engines.spill import WorkDir, writing
+from neardup.engines.spill import WorkDir, write_array, writing
 
 #: Bytes a value (a packed pair).
 _VALUE_BYTES = 8
-
-
-def _write_values(fh, values: np.ndarray) -> None:
-    # Through Python's write: a full disk raises ENOSPC with its errno (tofile does not).
-    fh.write(memoryview(np.ascontiguousarray(values)).cast("B"))
 
 
 def _read_values(fd: int, start: int, count: int) -> np.ndarray:
@@ -160,7 +155,7 @@ def merge_runs(runs: list[tuple[Path, int]], target: Path, block_values: int) ->
                 np.not_equal(merged[1:], merged[:-1], out=keep[1:])
                 merged = merged[keep]
                 if merged.shape[0]:
-                    _write_values(out, merged)
+                    write_array(out, merged)
                     written += int(merged.shape[0])
                     last = merged[-1]
     finally:
@@ -210,7 +205,7 @@ class PairRuns:
             level = levels.pop()
             path = self.work.file(f"{self.name}-run-{self.spilled_runs}.bin")
             with writing(path), open(path, "wb") as fh:
-                _write_values(fh, level)
+                write_array(fh, np.ascontiguousarray(level))
             self.runs.append((path, int(level.shape[0])))
             self.spilled_runs += 1
             self.disk_bytes += int(level.nbytes)

@@ -367,18 +367,53 @@ class WorkDir:
         return json.loads(self.file(name + ".json").read_text())
 
 
-def _write(fh, values: np.ndarray) -> None:
+def write_array(fh, values: np.ndarray) -> None:
+    """Write a contiguous array's bytes to the binary file ``fh``."""
     # Through Python's write, not ndarray.tofile: a full disk then raises ENOSPC with its errno
     # (tofile reports a short write without one).
     fh.write(memoryview(values).cast("B"))
 
 
+class IdFile:
+    """IDs (Arrow strings) written to an Arrow IPC file part by part, as they are read:
+    :func:`read_ids` reads the parts back as one column. A full disk or an unwritable folder
+    is one clear error (:func:`writing`). Memory: none between writes.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "ids.arrow"
+        >>> ids = IdFile(path)
+        >>> for part in (["a", "b"], ["c"]):
+        ...     ids.write(pa.array(part, type=pa.large_string()))
+        >>> ids.close()
+        >>> read_ids(path).to_pylist()
+        ['a', 'b', 'c']
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        with writing(path):
+            self._sink = pa.OSFile(str(path), "wb")
+            self._writer = pa.ipc.new_file(self._sink, pa.schema([("id", pa.large_string())]))
+
+    def write(self, ids: pa.Array | pa.ChunkedArray) -> None:
+        """Append ``ids`` (``large_string``). O(len(ids))."""
+        with writing(self.path):
+            self._writer.write_table(pa.table({"id": ids}))
+
+    def close(self) -> None:
+        """Write the file's footer and close it."""
+        with writing(self.path):
+            self._writer.close()
+            self._sink.close()
+
+
 def write_ids(path: Path, ids: pa.ChunkedArray) -> None:
     """Store the IDs (an Arrow string column) as an Arrow IPC file; a full disk or an
     unwritable folder is one clear error (:func:`writing`). O(n)."""
-    with writing(path), pa.OSFile(str(path), "wb") as sink:
-        with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
-            writer.write_table(pa.table({"id": ids}))
+    ids_file = IdFile(path)
+    ids_file.write(ids)
+    ids_file.close()
 
 
 def read_ids(path: Path) -> pa.ChunkedArray:
@@ -412,12 +447,25 @@ class ColumnFile:
         self.rows = int(array.shape[0])
         with writing(self.path), open(self.path, "wb") as fh:
             if array.nbytes:
-                _write(fh, np.ascontiguousarray(array))
+                write_array(fh, np.ascontiguousarray(array))
         #: Bytes written to the file.
         self.disk_bytes = int(array.nbytes)
 
     def __len__(self) -> int:
         return self.rows
+
+    def append(self, array: np.ndarray) -> None:
+        """Add ``array``'s rows (same dtype and row shape) at the end of the file. O(rows)."""
+        if array.dtype != self.dtype or array.shape[1:] != self.row_shape:
+            raise ValueError(
+                f"rows of {array.dtype} {array.shape[1:]} appended to a column of "
+                f"{self.dtype} {self.row_shape}"
+            )
+        with writing(self.path), open(self.path, "ab") as fh:
+            if array.nbytes:
+                write_array(fh, np.ascontiguousarray(array))
+        self.rows += int(array.shape[0])
+        self.disk_bytes += int(array.nbytes)
 
     def take(self, positions: np.ndarray) -> np.ndarray:
         """The rows at the ascending ``positions``, read in blocks of :data:`BLOCK_ROWS` rows
@@ -490,7 +538,7 @@ class SpillColumn:
                 if self._file is None:
                     self._file = open(self.path, "wb")
                     for part in self._parts:
-                        _write(self._file, part)
+                        write_array(self._file, part)
                     self.disk_bytes += self._held
                     self.budget.give_back(self._held)
                     self._parts, self._held = [], 0
@@ -498,7 +546,7 @@ class SpillColumn:
                     # pages stay with the process unless given back (about 0.7 GB of band
                     # hashes at 10M documents, beside the columns that keep growing).
                     return_freed_memory()
-                _write(self._file, values)
+                write_array(self._file, values)
                 self.disk_bytes += values.nbytes
         self.rows += values.shape[0]
 
