@@ -17,10 +17,19 @@ def _stop_during_start_up(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+#: numpy asks the kernel for transparent huge pages for every large array it allocates. On a
+#: kernel whose ``transparent_hugepage/defrag`` is ``madvise`` (a common default) each such
+#: first touch may compact memory synchronously: writing 522 MB into a fresh array took 1.39 s
+#: with the advice and 0.26 s without, and whole runs spent 2-4 s more system time (docs/
+#: operations.md). Set before numpy is imported; a value the user set is kept.
+HUGEPAGE_ADVICE = ("NUMPY_MADVISE_HUGEPAGE", "0")
+
+
 def run() -> None:
     """Run the ``neardup`` command on this process's arguments (:func:`neardup.cli.run`)."""
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _stop_during_start_up)
+    os.environ.setdefault(*HUGEPAGE_ADVICE)
     from neardup.cli import run as run_command
 
     run_command()

@@ -1,4 +1,5 @@
-from neardup.cli import run
+# ``python -m neardup`` starts as the ``neardup`` command does (signals, numpy's page advice).
+from neardup_cli import run
 
 if __name__ == "__main__":
     run()
