@@ -150,11 +150,19 @@ class Collected:
         ``release`` each column's memory goes back to the budget once read, so that it is
         freed as soon as the reader is done with it (it is not read again)."""
         for column in self.band_columns:
-            keys = column.read()
-            if release:
-                column.release()
-            yield keys
-            del keys  # not held while the next column is read
+            # Yielded straight from the call: this generator keeps no reference to the column
+            # while the caller works, so a caller that keeps only a subset of its rows (the
+            # representatives) frees the whole column (8 B a document) at once.
+            yield _read_band(column, release)
+
+
+def _read_band(column: SpillColumn, release: bool) -> np.ndarray:
+    """A band's hash column, read back whole; with ``release`` its memory goes back to the
+    budget (it is not read again)."""
+    keys = column.read()
+    if release:
+        column.release()
+    return keys
 
 
 class BatchSink:
