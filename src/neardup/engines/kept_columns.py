@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engines.spill import ColumnFile, IdFile, MemoryBudget, WorkDir, read_ids
+from neardup.memory import joined_parts
 
 __all__ = ["KeptColumns"]
 
@@ -112,8 +113,7 @@ class KeptColumns:
             return
         self.ids = pa.chunked_array(self._ids, type=pa.large_string())
         if self._located:
-            empty = np.zeros((0, 2), np.int64)
-            self.locations = np.concatenate(self._locations) if self._locations else empty
+            self.locations = joined_parts(self._locations, np.int64, (0, 2))
         self._ids, self._locations = [], []
 
     def read_ids(self) -> pa.ChunkedArray:
