@@ -559,11 +559,12 @@ def all_pairs(
     workers: int = 1,
     hamming: HammingSearch | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
+    candidate_slice: int = VERIFY_SLICE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Every near-duplicate pair (i < j) of the collection, each once, and, for SimHash
     without verification, their distances (else None: the relation measures them); SimHash's
     from ``hamming`` when given (the candidates' search). Candidates are decided
-    :data:`VERIFY_SLICE` at a time, MinHash's held packed (in a ``pair_union()`` when given).
+    ``candidate_slice`` at a time, MinHash's held packed (in a ``pair_union()`` when given).
     Output-sized cost."""
     if settings.method == "simhash":
         a, b, dist = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
@@ -575,7 +576,7 @@ def all_pairs(
         union = pair_union() if pair_union else None
         packed = packed_pairs_from_band_columns(columns, "all", None, workers, union=union)
         pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=np.int64))
-    return (*filter_slices(pairs, relation, VERIFY_SLICE), None)
+    return (*filter_slices(pairs, relation, candidate_slice), None)
 
 
 def find_groups(
@@ -770,7 +771,7 @@ def find_groups(
         pair_a, pair_value = original[pair_b], None
     else:
         pair_a, pair_b, pair_value = all_pairs(
-            sig, settings, relation, band_keys, workers, hamming, pair_union
+            sig, settings, relation, band_keys, workers, hamming, pair_union, candidate_slice
         )
     if pair_value is None:
         pair_value = (

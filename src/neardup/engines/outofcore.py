@@ -30,14 +30,18 @@ Same input and options give the same bytes as :func:`neardup.pipeline.find_group
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
 Memory: the budget is half of ``memory_limit``. Charged to it first (:meth:`MemoryBudget.charge`):
-the fixed columns, about ``37 + len(id)`` bytes a document (the IDs and locations in the work
-folder once the budget keeps less than :data:`LEAST_ROOM` of itself free: :class:`Collected`),
-and the grouping's arrays (:data:`GROUPING_BYTES` a document). The spillable part (``8 ×
-bands`` bytes a document for MinHash band hashes, 128 for the sketches, the verification data
-kept from pass 1) gets the room those leave, and spills once N grows; the sketches' blocks
-(:mod:`neardup.candidates.bounds`) and the verification chunks take the room left, at least
-:data:`LEAST_ROOM` of the budget. Not charged: two band columns' sorts (``20 n`` bytes each)
-and the candidate pairs (8 bytes a pair, packed, and the pairs the bounds leave).
+the fixed columns, about ``37 + len(id)`` bytes a document (the IDs and locations go to the
+work folder while pass 1 reads, once the budget keeps less than :data:`LEAST_ROOM` of itself
+free: :mod:`neardup.engines.kept_columns`), and the grouping's arrays (:data:`GROUPING_BYTES` a
+document). The spillable part (``8 × bands`` bytes a document for MinHash band hashes, 128 for
+the sketches, the verification data kept from pass 1) gets the room those leave, and spills
+once N grows; the sketches' blocks (:mod:`neardup.candidates.bounds`) and the verification
+chunks take the room left, at least :data:`LEAST_ROOM` of the budget. Not charged: two band
+columns' sorts (``20 n`` bytes each); the candidate pairs in memory (8 bytes a pair, packed,
+up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
+:mod:`neardup.engines.pair_runs`) and the pairs the bounds leave; the repair round's bucket
+members and listed pairs (:mod:`neardup.candidates.repair`, the peak of the 50M-document run in
+docs/memory.md).
 """
 
 from __future__ import annotations
@@ -237,6 +241,11 @@ class OutOfCoreDedup:
             "seconds: re-read + shingle sets": 0.0,
         }
 
+    @property
+    def _least_room(self) -> int:
+        """Bytes of :data:`LEAST_ROOM` of the budget."""
+        return int(self.budget.limit * LEAST_ROOM)
+
     def _charge(self, nbytes: int) -> None:
         """Charge ``nbytes`` of per-document state to the budget (give back when negative)."""
         self.charged += nbytes
@@ -287,7 +296,7 @@ class OutOfCoreDedup:
             self.work,
             self.budget,
             self._charge,
-            int(self.budget.limit * LEAST_ROOM),
+            self._least_room,
             may_spill=self._owns_columns,
         )
         total = self.reader.total_bytes()
@@ -618,8 +627,7 @@ class OutOfCoreDedup:
             # Two chunks are resident at once (one measured while the next is read), each
             # within half the room that the pairs' own arrays and the documents' maps leave.
             held = VERIFY_PAIR_BYTES * a.shape[0] + VERIFY_DOCUMENT_BYTES * row_of.shape[0]
-            least = int(self.budget.limit * LEAST_ROOM)
-            half = max(max(space - held, least) / 2, 1.0)
+            half = max(max(space - held, self._least_room) / 2, 1.0)
             chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
@@ -726,7 +734,7 @@ class OutOfCoreDedup:
             memory=self.budget.room(LEAST_ROOM),
             pair_union=self._pair_runs,
             # A slice's unpacked ends and bounds' temporaries within the least room.
-            candidate_slice=max(int(self.budget.limit * LEAST_ROOM) // CANDIDATE_BYTES, 1 << 10),
+            candidate_slice=max(self._least_room // CANDIDATE_BYTES, 1 << 10),
         )
         self._charge(-grouping)
         for union in self._pair_unions:
@@ -747,7 +755,7 @@ class OutOfCoreDedup:
         :data:`LEAST_ROOM` of the budget, then in sorted runs on disk (they grow faster than
         the documents, and the sketches' blocks and the verification data take the room)."""
         name = f"candidates-{len(self._pair_unions)}"
-        union = PairRuns(self.work, max(int(self.budget.limit * LEAST_ROOM), 64), name)
+        union = PairRuns(self.work, max(self._least_room, 64), name)
         self._pair_unions.append(union)
         return union
 
