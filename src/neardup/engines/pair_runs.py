@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.candidates.bands import DistinctUnion
+from neardup.candidates.bands import DistinctUnion, _sorted_distinct
 from neardup.engines.spill import WorkDir, write_array, writing
 
 #: Bytes a value (a packed pair).
@@ -147,13 +147,10 @@ def merge_runs(runs: list[tuple[Path, int]], target: Path, block_values: int) ->
                     take = int(np.searchsorted(r.block, cutoff, side="right"))
                     parts.append(r.block[:take])
                     r.block = r.block[take:]
-                merged = np.concatenate(parts)
+                merged = _sorted_distinct(np.concatenate(parts))
                 del parts
-                merged.sort()
-                keep = np.empty(merged.shape[0], dtype=bool)
-                keep[0] = last is None or merged[0] != last
-                np.not_equal(merged[1:], merged[:-1], out=keep[1:])
-                merged = merged[keep]
+                if last is not None and merged.shape[0] and merged[0] == last:
+                    merged = merged[1:]  # written at the end of the round before
                 if merged.shape[0]:
                     write_array(out, merged)
                     written += int(merged.shape[0])
