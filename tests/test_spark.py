@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from synth_helpers import chain_corpus
 
 import neardup.engines.spark as spark_engine
+import neardup.engines.spark.verify as spark_verify
 from neardup.cli import main, spark_submit
 from neardup.engines.base import Progress
 from neardup.engines.local import groups_columns as _groups_columns
@@ -36,11 +38,20 @@ from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.rows import _plain_jsonl, rows_task
 from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS, F
-from neardup.engines.spark.tasks import components_task
+from neardup.engines.spark.tasks import (
+    bound_task,
+    components_task,
+    length_task,
+    shared_bound_task,
+    sign_task,
+)
 from neardup.groups import connected_components
 from neardup.io import InputError, read_documents, read_fingerprints, read_table, write_table
+from neardup.lcs import lcs_pairs
 from neardup.pipeline import find_groups, signatures
 from neardup.settings import Settings
+from neardup.text.units import lcs_units
+from neardup.verify import LCS_UNIT
 
 pytestmark = pytest.mark.spark
 
@@ -183,7 +194,16 @@ def test_same_groups_and_pairs_as_local(
     assert passed.all() == (grouping == "center" or pairs == "all")
 
 
-def test_lcs_bounds_stop_candidates_before_units_join(spark, tmp_path):
+@pytest.fixture(params=["broadcast", "joined"])
+def sketches_shared(request, monkeypatch):
+    """Both ways of bounding pairs by their sketches: broadcast to the tasks, or joined to the
+    pairs (the way of corpora past ``BROADCAST_SKETCHES`` documents)."""
+    if request.param == "joined":
+        monkeypatch.setattr(spark_verify, "BROADCAST_SKETCHES", 0)
+    return request.param
+
+
+def test_lcs_bounds_stop_candidates_before_units_join(spark, tmp_path, sketches_shared):
     # Each base text and the same text with a third more words: LSH candidates (most shingles
     # shared) that the length bound alone rejects (LCS resemblance at most 0.75 < 0.8).
     rng = np.random.default_rng(5)
@@ -203,9 +223,10 @@ def test_lcs_bounds_stop_candidates_before_units_join(spark, tmp_path):
     assert result.stats["bounded"] == result.stats["candidates"] >= 30
 
 
-def test_korean_pairs_measured_in_eojeol_same_as_local(spark, tmp_path):
+def test_korean_pairs_measured_in_eojeol_same_as_local(spark, tmp_path, sketches_shared):
     """Korean texts go through the same kernels on both engines: their sketches rule nothing
-    out, and a long word changed of twenty (most characters lost) still passes by eojeol."""
+    out, not even by the lengths, and a long word changed of twenty (most characters lost)
+    still passes by eojeol."""
     rng = np.random.default_rng(9)
     syllables = list("가나다라마바사아자차카타파하거너더러머버서어저")
     docs = []
@@ -342,6 +363,75 @@ def _brute_components(edges):
                 label[x] = label[y] = low
                 changed = True
     return label
+
+
+@hypothesis_settings(max_examples=30, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "dd", "가나", "다라마", "e"]), max_size=12).map(
+            " ".join
+        ),
+        min_size=2,
+        max_size=8,
+    ),
+    threshold=st.sampled_from([0.3, 0.5, 0.8, 1.0]),
+    data=st.data(),
+)
+def test_bounds_by_broadcast_by_lengths_and_by_joined_sketches_agree(texts, threshold, data):
+    """The three tasks that bound pairs decide as the local engine's kernel: the broadcast one
+    keeps exactly what the joined one keeps, and the lengths alone keep at least that."""
+    n = len(texts)
+    signed = next(
+        sign_task(
+            [pa.record_batch({"pos": list(range(n)), "ts": [0] * n, "text": texts})],
+            Settings(),
+            bounds=True,
+        )
+    )
+    sizes = signed["size"].to_pylist()
+    sketches = signed["sketch"].to_pylist()
+    a = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=20))
+    b = data.draw(st.lists(st.integers(0, n - 1), min_size=len(a), max_size=len(a)))
+    # positions far apart and out of order: the broadcast table is searched, not indexed
+    positions = np.array(data.draw(st.permutations(range(0, 1000 * n, 1000))))
+    pairs = pa.record_batch({"a": positions[a].tolist(), "b": positions[b].tolist()})
+    order = np.argsort(positions)
+    table = SimpleNamespace(
+        value=(
+            positions[order],
+            np.array(sizes)[order],
+            np.frombuffer(b"".join(sketches), np.uint8).reshape(n, -1)[order],
+        )
+    )
+    joined = pa.record_batch(
+        {
+            "a": pairs["a"],
+            "b": pairs["b"],
+            "size_a": [sizes[i] for i in a],
+            "sketch_a": [sketches[i] for i in a],
+            "size_b": [sizes[i] for i in b],
+            "sketch_b": [sketches[i] for i in b],
+            "unbounded_a": [set(sketches[i]) == {255} for i in a],
+            "unbounded_b": [set(sketches[i]) == {255} for i in b],
+        }
+    )
+
+    def kept(task, batch, **options):
+        return {
+            (r["a"], r["b"])
+            for out in task([batch], threshold=threshold, **options)
+            for r in out.to_pylist()
+        }
+
+    by_sketches = kept(bound_task, joined)
+    assert kept(shared_bound_task, pairs, table=table) == by_sketches
+    assert kept(length_task, joined) >= by_sketches
+    # Every pair the LCS kernel accepts is kept.
+    offsets, codes = lcs_units(texts, LCS_UNIT)
+    values = lcs_pairs(offsets, codes, np.array(a), np.array(b), threshold)
+    for i, j, value in zip(a, b, values, strict=True):
+        if value >= threshold:
+            assert (positions[i], positions[j]) in by_sketches
 
 
 @hypothesis_settings(max_examples=200, deadline=None)

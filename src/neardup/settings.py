@@ -238,6 +238,13 @@ class Settings:
         return self.verify is not None
 
     @property
+    def lcs_bounded(self) -> bool:
+        """Whether candidates are verified by LCS resemblance, so that each document's unit
+        count and count sketch (:func:`neardup.lcs.possible_pairs`) can rule pairs out before
+        their units are built."""
+        return self.verify is not None and self.verify_measure == "lcs"
+
+    @property
     def verification(self) -> Verification | None:
         """The verification measure and threshold, or None."""
         return None if self.verify is None else Verification(self.verify_measure, self.verify)

@@ -11,7 +11,7 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
 ``(timestamp, pos)``):
 
 1. **signatures** — ``mapInArrow`` over the documents: content fingerprint, SimHash fingerprint or
-   MinHash signature, and the sorted shingle set when verification needs it.
+   MinHash signature, and with LCS verification each text's unit count and count sketch.
 2. **exact duplicates** — group by content fingerprint; every document points to its group's
    earliest member, its *representative*. Only representatives go on: a text repeated 500,000
    times is one row from here on (the group is found by an aggregation, which Spark combines on
@@ -28,12 +28,13 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    shuffled once by bucket; each reduce task links every bucket as a star to its earliest
    member, and lists the pairs of its other members for the repair round
    (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
-4. **verification** — the units or shingle sets are built only for documents that can be
-   compared, in the tasks that read their texts (the positions are broadcast; texts never
-   cross a shuffle). With LCS verification, candidate pairs are first joined with both
-   documents' unit counts and count sketches and dropped where
-   :func:`neardup.lcs.possible_pairs` rules them out (the LCS kernel's own first tests, so no
-   decision changes); the pairs left are joined with both documents' units or shingle sets (or
+4. **verification** — with LCS verification, candidate pairs are first bounded by both
+   documents' unit counts and count sketches, which stage 1 made (broadcast to the tasks up
+   to :data:`~neardup.engines.spark.verify.BROADCAST_SKETCHES` documents, joined to the pairs
+   beyond), and dropped where :func:`neardup.lcs.possible_pairs` rules them out (the LCS
+   kernel's own first tests, so no decision changes). The units or shingle sets are then
+   built only for documents that can still be compared, in the tasks that read their texts
+   (the positions are broadcast; texts never cross a shuffle); the pairs left are joined with both documents' units or shingle sets (or
    signatures, when the relation reads them: not in a verified MinHash run), cut first to the
    pairs' ends, and checked by the run's relation (LCS resemblance, exact Jaccard, Hamming
    distance, MinHash estimate), exactly as :class:`neardup.pipeline.Relation` does. MinHash

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from neardup.engines.spark.session import DataFrame, F, SparkSession
+from neardup.engines.spark.session import Broadcast, DataFrame, F, SparkSession
 
 __all__ = [
     "BROADCAST_POSITIONS",
@@ -85,6 +85,7 @@ class Storage:
         self.spark = spark
         self.checkpoint = checkpoint
         self._held: list[DataFrame] = []  # checkpointed tables of this run
+        self._shared: list = []  # broadcasts of this run
 
     def keep(self, df: DataFrame) -> DataFrame:
         """Materialise ``df`` for the stages that read it again, and cut its lineage: a table
@@ -116,10 +117,27 @@ class Storage:
         self._held.append(fresh)
         return fresh
 
+    def share(self, value: object) -> Broadcast:
+        """``value`` sent once to every executor (a Spark broadcast, read in tasks as
+        ``.value``), freed when all the run's tables are released. O(size of ``value``) on the
+        driver and once per executor.
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            table = storage.share(np.arange(10))
+        """
+        shared = self.spark.sparkContext.broadcast(value)
+        self._shared.append(shared)
+        return shared
+
     def release(self, *frames: DataFrame, keep: Sequence[DataFrame] = ()) -> None:
-        """Free the storage of ``frames`` (all held tables if none are named) except ``keep``.
-        A released checkpoint cannot be read again, so only tables whose readers have been
-        materialised are released."""
+        """Free the storage of ``frames`` (all held tables and broadcasts if none are named)
+        except ``keep``. A released checkpoint cannot be read again, so only tables whose
+        readers have been materialised are released."""
+        if not frames:
+            for shared in self._shared:
+                shared.destroy()
+            self._shared = []
         targets = list(frames) if frames else list(self._held)
         spared = {id(df) for df in keep}
         for df in targets:

@@ -50,7 +50,7 @@ from neardup.engines.spark.session import (
     spark_session,
 )
 from neardup.engines.spark.tasks import _signature_values, sign_task
-from neardup.engines.spark.verify import possible, relate, unit_sketches, with_shingle_sets
+from neardup.engines.spark.verify import PairBounds, relate, with_shingle_sets
 from neardup.engines.spark.write import write_originals, write_result
 from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes, check_outputs
 from neardup.settings import DEFAULT_GROUPING, DEFAULT_HAMMING_K, Settings, renamed_keywords
@@ -299,6 +299,10 @@ class _Job(Frames):
         self.monitor = monitor or RunMonitor(engine.spark)
         self.stats["seconds"] = {}
         self._clock = time.perf_counter()
+        #: ``pos, size, sketch`` of every document (LCS verification of texts), else None.
+        self.sketches: DataFrame | None = None
+        #: ``a, b, value`` of the candidates verification accepted, when it measured them.
+        self.measured: DataFrame | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -336,7 +340,8 @@ class _Job(Frames):
         )
         sig = self.keep(
             docs.select("pos", "ts", "text").mapInArrow(
-                partial(sign_task, settings=s), _signature_schema(s)
+                partial(sign_task, settings=s, bounds=s.lcs_bounded),
+                _signature_schema(s, s.lcs_bounded),
             )
         )
         counts = sig.agg(F.count(F.lit(1)), F.sum(F.col("empty").cast("long"))).first()
@@ -345,6 +350,8 @@ class _Job(Frames):
         self.skewed = n > self.threshold
         self.lap("signatures")
         self.texts = docs.select("pos", "text")
+        if s.lcs_bounded:
+            self.sketches = sig.select("pos", "size", "sketch")
         return self.run(docs.select("pos", "id"), sig)
 
     def run_fingerprints(self, rows: DataFrame) -> SparkResult:
@@ -431,23 +438,27 @@ class _Job(Frames):
         repair round (MinHash), the components of those pairs joined by the pairs it accepts
         (``pos, ts, label`` of the representatives), else None."""
         s = self.settings
-        if s.needs_sets:
-            self.data = with_shingle_sets(self, self.texts, reps, cand, content, s)
-        # The local engine's first tests, on 136 bytes a document: most candidates stop here,
-        # before any pair is joined with units.
-        lcs = s.verify_measure == "lcs" and s.verify is not None
-        sketches = unit_sketches(self, self.data) if lcs else None
+        # The local engine's first tests, on the 136 bytes a document the first pass made: most
+        # candidates stop here, before any unit is built.
+        bound = None
+        if self.sketches is not None:
+            bound = PairBounds(self, self.sketches, s.verify)
+        rest = None
         if self.listed is not None:  # before the bounds below, which drop star candidates
-            rest, self.stats["repair_bounded"] = unbounded_pairs(
-                self, sketches, self.listed, cand, s.verify if lcs else None
-            )
-        if sketches is not None:
-            cand = self.keep(possible(self, sketches, cand, s.verify))
+            rest, self.stats["repair_bounded"] = unbounded_pairs(self, bound, self.listed, cand)
+        compared = [cand]  # every bucket pair of PAIRS "all" has its ends among them
+        if bound is not None:
+            cand = self.keep(bound(cand))
             self.stats["bounded"] = self.stats["candidates"] - cand.count()
+            if s.pairs != "all":
+                compared = [cand] if rest is None else [cand, rest]
+        if s.needs_sets:
+            self.data = with_shingle_sets(self, self.texts, reps, compared, content, s)
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
             checked = self.keep(relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs))
             edges = checked.where("ok").select("a", "b")
+            self.measured = checked.where("ok").select("a", "b", "value")
             n_edges = edges.count()
         else:
             edges, n_edges = cand, self.stats["candidates"]
@@ -528,7 +539,8 @@ class _Job(Frames):
         s = self.settings
         name = pair_value_column(s.method)
         if s.pairs == "original":
-            pairs, order = original_pairs(self, self.data, doc_orig, s), ("pos_b",)
+            pairs = original_pairs(self, self.data, doc_orig, s, self.measured)
+            order = ("pos_b",)
         else:
             pairs = all_pairs(self, self.data, docrep, reps, fp_pairs, fp_rep, s)
             order = ("pos_a", "pos_b")
@@ -726,7 +738,8 @@ def _shuffle_figures(monitor: RunMonitor, partitions: int) -> dict[str, float]:
     }
 
 
-def _signature_schema(settings: Settings) -> str:
+def _signature_schema(settings: Settings, bounds: bool = False) -> str:
     """The rows :func:`~neardup.engines.spark.tasks.sign_task` yields, as a Spark schema."""
     kind = "long" if settings.method == "simhash" else "binary"
-    return f"pos long, ts long, c0 long, c1 long, sig {kind}, empty boolean"
+    sketches = ", size long, sketch binary" if bounds else ""
+    return f"pos long, ts long, c0 long, c1 long, sig {kind}, empty boolean{sketches}"

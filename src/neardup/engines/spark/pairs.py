@@ -13,11 +13,19 @@ __all__ = ["all_pairs", "original_pairs"]
 
 
 def original_pairs(
-    frames: Frames, data: DataFrame, doc_orig: DataFrame, settings: Settings
+    frames: Frames,
+    data: DataFrame,
+    doc_orig: DataFrame,
+    settings: Settings,
+    measured: DataFrame | None = None,
 ) -> DataFrame:
     """Original -> member (``pos_a, pos_b, value, passed``) for every non-original of
     ``doc_orig`` (``pos, rep, orig``), valued on (original, member's representative) with the
-    representatives' ``data``. Cost: one relation per distinct (original, representative).
+    representatives' ``data``. ``measured`` (``a, b, value``): pairs the verification accepted,
+    whose values are exact; both measures are symmetric, so such a pair takes its value from
+    there, passed, and only the other pairs join the units again, as the local engine
+    remembers the values it accepted. Cost: one relation per distinct (original,
+    representative) not in ``measured``.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -25,9 +33,23 @@ def original_pairs(
     """
     members = doc_orig.where("pos != orig")
     rep_pairs = members.select(F.col("orig").alias("a"), F.col("rep").alias("b")).distinct()
+    known = None
+    if measured is not None:
+        ends = [F.least("a", "b").alias("lo"), F.greatest("a", "b").alias("hi")]
+        found = rep_pairs.select("a", "b", *ends).join(
+            measured.select(*ends, "value"), ["lo", "hi"], "left"
+        )
+        found = frames.keep(found)
+        known = found.where(F.col("value").isNotNull()).select(
+            "a", "b", "value", F.lit(True).alias("ok")
+        )
+        rep_pairs = found.where(F.col("value").isNull()).select("a", "b")
     # A pair per member at most: its ends are at most twice the documents.
-    ends = 2 * frames.stats["documents"]
-    valued = relate(frames, data, rep_pairs, ["a", "b"], settings, ends).select(
+    ends_at_most = 2 * frames.stats["documents"]
+    valued = relate(frames, data, rep_pairs, ["a", "b"], settings, ends_at_most)
+    if known is not None:
+        valued = valued.unionByName(known)
+    valued = valued.select(
         F.col("a").alias("orig"), F.col("b").alias("rep"), "value", F.col("ok").alias("passed")
     )
     return members.join(valued, ["orig", "rep"]).select(

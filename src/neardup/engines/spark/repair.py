@@ -19,7 +19,7 @@ Only pairs of integers cross the shuffles; units join only the pairs across comp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 import numpy as np
@@ -29,7 +29,7 @@ from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import _chunks_by_key, _i64, _run_starts, record_batch
-from neardup.engines.spark.verify import possible, relate
+from neardup.engines.spark.verify import relate
 from neardup.groups import LINK_ROUNDS, connected_components
 from neardup.pipeline import VERIFY_SLICE
 from neardup.settings import Settings
@@ -112,26 +112,24 @@ def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
 
 def unbounded_pairs(
     frames: Frames,
-    sketches: DataFrame | None,
+    bound: Callable[[DataFrame], DataFrame] | None,
     pairs: DataFrame,
     star: DataFrame,
-    threshold: float | None,
 ) -> tuple[DataFrame, int]:
-    """Of the listed ``pairs`` (``a, b, times``), those the LCS bounds at ``threshold`` leave
-    (:func:`~neardup.engines.spark.verify.possible` on the documents' ``sketches``,
-    :func:`~neardup.engines.spark.verify.unit_sketches`; None: no bounds) and that are no star
+    """Of the listed ``pairs`` (``a, b, times``), those the LCS bounds leave (``bound``, a
+    :class:`~neardup.engines.spark.verify.PairBounds`; None: no bounds) and that are no star
     candidate (``star``: ``a, b`` in either orientation), as ``a, b``; and the listings the
-    bounds rule out (``repair_bounded``). Cost: the bounds' joins of small rows and one
-    anti-join with the star candidates.
+    bounds rule out (``repair_bounded``). Cost: the bounds and one anti-join with the star
+    candidates.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        rest, bounded = unbounded_pairs(frames, sketches, pairs, cand, settings.verify)
+        rest, bounded = unbounded_pairs(frames, PairBounds(frames, sketches, 0.8), pairs, cand)
     """
     bounded = 0
     kept = pairs.select("a", "b")
-    if sketches is not None and threshold is not None:
-        kept = frames.keep(possible(frames, sketches, kept, threshold))
+    if bound is not None:
+        kept = frames.keep(bound(kept))
         left = kept.withColumn("left", F.lit(True))
         ruled_out = F.when(F.col("left").isNull(), F.col("times")).otherwise(F.lit(0))
         joined = pairs.join(left, ["a", "b"], "left")

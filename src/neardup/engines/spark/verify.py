@@ -3,19 +3,33 @@ run's relation, :class:`neardup.pipeline.Relation`, inside tasks."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+
+import numpy as np
+import pyarrow as pa
 
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import bound_task, relate_task, sets_task, sketch_task
+from neardup.engines.spark.tasks import (
+    _binary_csr,
+    _i64,
+    bound_task,
+    length_task,
+    relate_task,
+    sets_task,
+    shared_bound_task,
+)
+from neardup.lcs import COUNT_BUCKETS
 from neardup.settings import Settings
 
 __all__ = [
+    "BROADCAST_SKETCHES",
+    "PairBounds",
     "data_columns",
-    "possible",
     "relate",
     "related",
-    "unit_sketches",
+    "with_ends",
     "with_shingle_sets",
 ]
 
@@ -41,32 +55,31 @@ def with_shingle_sets(
     frames: Frames,
     texts: DataFrame,
     reps: DataFrame,
-    cand: DataFrame,
+    pairs: Sequence[DataFrame],
     content: DataFrame,
     settings: Settings,
 ) -> DataFrame:
     """The data the relation reads (``pos`` and :func:`data_columns`) of the documents that
-    can ever be compared, stored: the ends of candidate pairs ``cand`` and the heads of
-    exact-duplicate groups ``content``, with their shingle sets built as the local engine
-    builds them, where their texts were read (``texts``: ``pos, text``) when the positions
-    fit a broadcast. Every pair a later stage relates (a candidate, an original and a member
-    of its group) has both ends here. With signatures in the data, every representative
-    (``reps``) is there, the others with an empty set (never read): one shuffle of the sets
-    and signatures. Cost: shingling the compared texts.
+    can ever be compared, stored: the ends of the pairs ``pairs`` (``a, b``: the candidates
+    the bounds leave, and those of the repair round) and the heads of exact-duplicate groups
+    ``content``, with their shingle sets built as the local engine builds them, where their
+    texts were read (``texts``: ``pos, text``) when the positions fit a broadcast. Every pair
+    a later stage relates (a candidate, an original and a member of its group) has both ends
+    here. With signatures in the data, every representative (``reps``) is there, the others
+    with an empty set (never read): one shuffle of the sets and signatures. Cost: shingling
+    the compared texts.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        data = with_shingle_sets(frames, docs.select("pos", "text"), reps, cand, content, s)
+        data = with_shingle_sets(frames, docs.select("pos", "text"), reps, [cand], content, s)
     """
-    needed = (
-        cand.select(F.col("a").alias("pos"))
-        .unionByName(cand.select(F.col("b").alias("pos")))
-        .unionByName(content.select(F.col("rep").alias("pos")))
-        .distinct()
-    )
+    needed = content.select(F.col("rep").alias("pos"))
+    for part in pairs:
+        needed = needed.unionByName(part.select(F.col("a").alias("pos")))
+        needed = needed.unionByName(part.select(F.col("b").alias("pos")))
     # The texts stay where they were read when the positions fit a broadcast: only the
     # units built from them travel on.
-    needed = frames.keep(needed)
+    needed = frames.keep(needed.distinct())
     if needed.count() <= BROADCAST_POSITIONS:
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
@@ -81,40 +94,102 @@ def with_shingle_sets(
     )
 
 
-def unit_sketches(frames: Frames, data: DataFrame) -> DataFrame:
-    """``pos, size, sketch``: the unit count and count sketch of every document of ``data``
-    (``pos, sset``: LCS units), stored (136 bytes a document), for :func:`possible`. One pass
-    over the units, no shuffle.
+def with_ends(
+    frames: Frames,
+    pairs: DataFrame,
+    table: DataFrame,
+    columns: Sequence[str],
+    counted: DataFrame | None = None,
+) -> DataFrame:
+    """The rows of ``pairs`` (``a, b, …``) with ``columns`` of ``table`` (``pos, …``, one row
+    a position) for both ends, as ``<column>_a`` and ``<column>_b``; pairs with an end not in
+    ``table`` are dropped. ``counted``: a table holding at least the pairs' rows, on which hot
+    ends are counted (default ``pairs``; see :meth:`~neardup.engines.spark.frames.Frames.lookup`).
+    Cost: two skew-safe joins.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        sketches = unit_sketches(frames, data)
+        sized = with_ends(frames, cand, sketches, ["size"])   # a, b, size_a, size_b
     """
-    return frames.keep(
-        data.select("pos", "sset").mapInArrow(sketch_task, "pos long, size long, sketch binary")
+    ends = []
+    for end in ("a", "b"):
+        ends.append(
+            table.select(F.col("pos").alias(end), *[F.col(c).alias(f"{c}_{end}") for c in columns])
+        )
+    counted = pairs if counted is None else counted
+    return frames.lookup(
+        frames.lookup(pairs, ends[0], ["a"], counted=counted), ends[1], ["b"], counted=counted
     )
 
 
-def possible(frames: Frames, sketches: DataFrame, pairs: DataFrame, threshold: float) -> DataFrame:
-    """The pairs ``(a, b)`` whose LCS resemblance may reach ``threshold`` by both documents'
-    unit counts and count sketches alone (:func:`~neardup.engines.spark.tasks.bound_task`),
-    as the local engine bounds its candidates before it reads units: only 136 bytes a
-    document cross the joins, and the units then join the few pairs left. ``sketches``:
-    :func:`unit_sketches`. Cost: two joins of small rows.
+BROADCAST_SKETCHES = 2_000_000
+"""Most documents whose unit counts and count sketches (136 bytes a document: 272 MB) are
+broadcast, so that the candidates are bounded where they are, without a shuffle; beyond, both
+ends' rows are joined to the pairs (:class:`PairBounds`)."""
+
+
+class PairBounds:
+    """The pairs whose LCS resemblance may reach ``threshold`` by both documents' unit counts
+    and count sketches alone (:func:`neardup.lcs.possible_pairs`), as the local engine bounds
+    its candidates before it reads units; the units are then built for the pairs left only.
+
+    While the documents number at most :data:`BROADCAST_SKETCHES`, their counts and sketches
+    are brought to the driver once and broadcast, and each task bounds the pairs it holds
+    (:func:`~neardup.engines.spark.tasks.shared_bound_task`): no pair crosses a shuffle.
+    Beyond, both ends' rows are joined to the pairs in two rounds, the unit counts (9 bytes a
+    document, :func:`~neardup.engines.spark.tasks.length_task`), then the count sketches of
+    the pairs their lengths leave (:func:`~neardup.engines.spark.tasks.bound_task`). Both
+    ways decide alike.
+
+    Args:
+        frames: the run.
+        sketches: ``pos, size, sketch`` of the documents, as the first pass made them
+            (:func:`~neardup.engines.spark.tasks.sign_task`).
+        threshold: the LCS resemblance threshold, in (0, 1].
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        survivors = possible(frames, unit_sketches(frames, data), cand, settings.verify)
+        bound = PairBounds(frames, sig.select("pos", "size", "sketch"), 0.8)
+        survivors = bound(cand)   # a, b
     """
-    left = sketches.select(
-        F.col("pos").alias("a"), F.col("size").alias("size_a"), F.col("sketch").alias("sketch_a")
-    )
-    right = sketches.select(
-        F.col("pos").alias("b"), F.col("size").alias("size_b"), F.col("sketch").alias("sketch_b")
-    )
-    pairs = pairs.select("a", "b")
-    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"], counted=pairs)
-    return joined.mapInArrow(partial(bound_task, threshold=threshold), "a long, b long")
+
+    def __init__(self, frames: Frames, sketches: DataFrame, threshold: float):
+        self.frames = frames
+        self.sketches = sketches
+        self.threshold = threshold
+        self._table = None
+        if frames.stats["documents"] <= BROADCAST_SKETCHES:
+            self._table = frames.share(_sketch_arrays(sketches.toArrow()))
+
+    def __call__(self, pairs: DataFrame) -> DataFrame:
+        """The rows ``a, b`` of ``pairs`` the bounds leave. Cost: one pass over the pairs
+        (broadcast) or four joins of small rows."""
+        pairs = pairs.select("a", "b")
+        if self._table is not None:
+            task = partial(shared_bound_task, table=self._table, threshold=self.threshold)
+            return pairs.mapInArrow(task, "a long, b long")
+        every_count_full = F.lit(bytes([255]) * COUNT_BUCKETS)
+        lengths = self.sketches.select(
+            "pos", "size", (F.col("sketch") == every_count_full).alias("unbounded")
+        )
+        frames = self.frames
+        by_length = with_ends(frames, pairs, lengths, ["size", "unbounded"]).mapInArrow(
+            partial(length_task, threshold=self.threshold), "a long, b long"
+        )
+        return with_ends(
+            frames, by_length, self.sketches, ["size", "sketch"], counted=pairs
+        ).mapInArrow(partial(bound_task, threshold=self.threshold), "a long, b long")
+
+
+def _sketch_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(positions, sizes, sketches)`` of a ``pos, size, sketch`` table, by position."""
+    positions = _i64(table.column("pos"))
+    sizes = _i64(table.column("size"))
+    sketches = _binary_csr(table.column("sketch"), np.uint8)[1].reshape(positions.shape[0], -1)
+    if positions.shape[0] > 1 and not (np.diff(positions) > 0).all():
+        order = np.argsort(positions, kind="stable")
+        positions, sizes, sketches = positions[order], sizes[order], sketches[order]
+    return positions, sizes, sketches
 
 
 def relate(
@@ -144,9 +219,7 @@ def relate(
             .distinct()
         )
         data = data.join(F.broadcast(ends), ["pos"], "left_semi")
-    left = data.select(F.col("pos").alias("a"), *[F.col(c).alias(c + "_a") for c in cols])
-    right = data.select(F.col("pos").alias("b"), *[F.col(c).alias(c + "_b") for c in cols])
-    joined = frames.lookup(frames.lookup(pairs, left, ["a"]), right, ["b"], counted=pairs)
+    joined = with_ends(frames, pairs, data, cols)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)
 
