@@ -5,6 +5,8 @@ pyspark or Java is missing; the pure helpers are tested without Spark.
 """
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -1048,23 +1050,29 @@ def cluster_runs(spark_cluster, cluster_corpus, tmp_path_factory):
         runs[name] = {e: tmp_path_factory.mktemp(f"{name}-{e}") for e in ("local", "spark")}
         out = runs[name]["spark"]
         with open(out / "stderr.txt", "w") as stderr:
+            # A group of its own: a driver stopped early is stopped with its JVM, which
+            # would otherwise outlive it, waiting for a cluster that is gone.
             drivers[name] = subprocess.Popen(
                 cluster_command(spark_cluster, [str(a).format(out=out) for a in args], submit),
                 env=spark_cluster.env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
+                start_new_session=True,
             )
-    for name, (args, _) in _cluster_jobs(cluster_corpus).items():
-        done = run(*[str(a).format(out=runs[name]["local"]) for a in args], "-q")
-        assert done.exit_code == 0, done.output
-    for name, driver in drivers.items():
-        try:
-            driver.wait(600)
-        finally:
+    try:
+        for name, (args, _) in _cluster_jobs(cluster_corpus).items():
+            done = run(*[str(a).format(out=runs[name]["local"]) for a in args], "-q")
+            assert done.exit_code == 0, done.output
+        deadline = time.monotonic() + 600
+        for driver in drivers.values():
+            driver.wait(max(1.0, deadline - time.monotonic()))
+    finally:
+        for driver in drivers.values():
             if driver.poll() is None:
-                driver.kill()
+                os.killpg(driver.pid, signal.SIGKILL)
                 driver.wait()
+    for name, driver in drivers.items():
         runs[name]["stderr"] = (runs[name]["spark"] / "stderr.txt").read_text()
         assert driver.returncode == 0, (
             f"{name}:\n" + runs[name]["stderr"][-3000:] + "\n" + spark_cluster.log_tails()
