@@ -36,8 +36,8 @@ Example:
     ...     job = OutOfCorePairs(FingerprintBatches([p]), Settings(method="simhash"), work, 1 << 20)
     ...     job.run()
     ...     ids, groups = job.groups_piece(0, 3)
-    ...     ids.to_pylist()[:3], groups.original.tolist(), job.stats["pairs"]
-    (['a', 'b', 'c'], [3, 3, 2], 1)
+    ...     ids.to_pylist(), groups.original.tolist(), job.stats["pairs"]
+    (['a', 'b', 'c', 'b', 'b'], [3, 4, 2], 1)
 """
 
 from __future__ import annotations
@@ -207,6 +207,10 @@ class OutOfCorePairs:
 
     def _group(self) -> None:
         n = self.rows
+        if self._runs is not None:
+            # Merged before the linked documents' arrays exist: its blocks come and go first.
+            self._pairs: np.ndarray | PackedFile = self._runs.values()
+            self.pair_count = len(self._pairs)
         linked = np.zeros(n, dtype=bool)
         self.budget.charge(n)
         for packed in _chunks(self._links):
@@ -224,24 +228,21 @@ class OutOfCorePairs:
             _union_pairs(np.searchsorted(self.linked, a), np.searchsorted(self.linked, b), labels)
         _flattened(labels)
         self._links.release()
-        self.budget.charge(9 * 8 * m)  # the linked documents' arrays, beside their IDs
-        self.linked_fps = _gather(self.fps, self.linked)
         rank = document_order(_gather(self.times, self.linked))
-        if self.settings.grouping == "components":
-            original = originals_of(labels, rank)
-        else:
-            original = center_groups(labels, rank, self._near)
+        center = self.settings.grouping == "center"
+        if center:  # its relation compares the fingerprints
+            self.linked_fps = _gather(self.fps, self.linked)
+        original = center_groups(labels, rank, self._near) if center else originals_of(labels, rank)
         del labels, rank
+        if not center:
+            self.linked_fps = _gather(self.fps, self.linked)
         #: Each linked document's original, as a compact index.
         self.original = np.asarray(original, dtype=np.int64)
+        del original
         self.sizes = group_sizes(self.original)
         self.linked_ids = self._linked_ids()
-        self.budget.charge(self.linked_ids.nbytes)
         removed = int((self.original != np.arange(m)).sum())
-        if self._runs is not None:
-            self._pairs: np.ndarray | PackedFile = self._runs.values()
-            self.pair_count = len(self._pairs)
-        else:
+        if self._runs is None:
             self._pairs = np.flatnonzero(self.original != np.arange(m))
             self.pair_count = removed
         self.stats.update(

@@ -102,6 +102,8 @@ class FingerprintBatches:
 
     def __iter__(self) -> Iterator[FingerprintTable]:
         seed = seed_source(self.sources, self.fingerprint_format)
+        if seed is not None and (seed.path == "-" or seed.compression is not None):
+            seed = None  # read once, as it comes: row by row
         with_table = False
         while seed is not None:
             rows = RowChecks(self.on_error)
@@ -127,11 +129,9 @@ class FingerprintBatches:
 
 
 def _seed_batches(src: Source, rows: RowChecks, with_table: bool) -> Iterator[FingerprintTable]:
-    """The blocks of the seed rows of ``src`` parsed in bulk, a wave of one block a core at a
+    """The blocks of the seed rows of the uncompressed file ``src`` parsed in bulk, a wave of one block a core at a
     time, each a batch; :class:`_StartOver` where :func:`read_fingerprints`' bulk reader would
     not take the file. ``with_table``: check the IDs in a table, not by their order."""
-    if src.path == "-" or src.compression is not None:
-        raise _StartOver
     with open(src.path, "rb") as fh:
         fd = fh.fileno()
         size = os.fstat(fd).st_size
