@@ -68,9 +68,7 @@ def test_ids_out_of_order_start_over_with_a_table(tmp_path, small_blocks):
     assert got == whole([path])[0] and len(restarts) == 1 and stats.documents == 100
 
 
-def test_a_repeated_id_far_down_is_reported_as_read_fingerprints_reports_it(
-    tmp_path, small_blocks
-):
+def test_a_repeated_id_far_down_is_reported_as_read_fingerprints_reports_it(tmp_path, small_blocks):
     rows = [(f"u{k:05d}", k, k) for k in range(60)] + [("u00003", 1, 1)]
     path = write_rows(tmp_path / "part-00000", rows)
     with pytest.raises(InputError) as whole_error:

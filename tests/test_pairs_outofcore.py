@@ -34,7 +34,9 @@ def in_memory(path, settings: Settings, pairs_out, groups_out) -> None:
     content = np.stack([fps, fps], axis=1)
     sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
     groups = find_groups(sig, table.timestamps, settings)
-    _write_outputs(Outputs(groups=groups_out, pairs=pairs_out), table.ids, groups, settings, Progress())
+    _write_outputs(
+        Outputs(groups=groups_out, pairs=pairs_out), table.ids, groups, settings, Progress()
+    )
 
 
 def write_rows(path, fps, times, ids=None):
