@@ -162,18 +162,11 @@ class _FingerprintCollector:
     def _check_ids(self) -> None:
         """Report the repeated IDs among the rows added since the last check, in order."""
         start, self._checked = self._checked, len(self.ids)
-        if start == self._checked:
-            return
-        rows = self.rows
-        hook, rows.before_raise = rows.before_raise, None  # the report below may raise
-        try:
-            keys = np.array(self._keys[start:], dtype=np.int64)
-            firsts = self._seen.check(self.ids[start:], keys)
-            for i in np.flatnonzero(firsts >= 0).tolist():
-                rows.duplicate(self.ids[start + i], int(firsts[i]), int(keys[i]), "id")
-                self._dropped.append(start + i)
-        finally:
-            rows.before_raise = hook
+        if start < self._checked:
+            repeated = self.rows.repeated_ids(
+                self._seen, self.ids[start:], self._keys[start:], "id"
+            )
+            self._dropped.extend(start + i for i in repeated)
 
     def full(self) -> bool:
         """Whether a batch's rows are waiting."""
