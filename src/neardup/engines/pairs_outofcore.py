@@ -145,6 +145,8 @@ class OutOfCorePairs:
 
     def _read(self) -> None:
         self.batches.on_restart = self._restart
+        self._reading = self.batches.buffer_bytes()
+        self.budget.charge(self._reading)  # the columns spill that much sooner
         for batch in self.batches:
             ids = pa.concat_arrays(batch.ids.chunks) if batch.ids.num_chunks != 1 else None
             ids = (ids if ids is not None else batch.ids.chunk(0)).cast(pa.large_string())
@@ -152,6 +154,7 @@ class OutOfCorePairs:
             self.fps.append(batch.fingerprints)
             self.times.append(batch.timestamps)
             self.progress.advance(len(batch), self.fps.rows)
+        self.budget.charge(-self._reading)
         self.kept.finish()
         self.fps.finish()
         self.times.finish()
@@ -166,6 +169,7 @@ class OutOfCorePairs:
             if path is not None:
                 path.unlink(missing_ok=True)
         self._fresh_columns()
+        self.budget.charge(self._reading)
 
     # -- 2. search -------------------------------------------------------------------------
 
@@ -229,13 +233,16 @@ class OutOfCorePairs:
         _flattened(labels)
         self._links.release()
         rank = document_order(_gather(self.times, self.linked))
+        self.times.release()  # the columns of every row are read no more
         center = self.settings.grouping == "center"
         if center:  # its relation compares the fingerprints
             self.linked_fps = _gather(self.fps, self.linked)
+            self.fps.release()
         original = center_groups(labels, rank, self._near) if center else originals_of(labels, rank)
         del labels, rank
         if not center:
             self.linked_fps = _gather(self.fps, self.linked)
+            self.fps.release()
         #: Each linked document's original, as a compact index.
         self.original = np.asarray(original, dtype=np.int64)
         del original

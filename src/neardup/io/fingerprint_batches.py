@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+import neardup.io.fingerprints as io_fingerprints
 from neardup.io.files import Source
 from neardup.io.fingerprints import (
     FingerprintTable,
@@ -101,9 +102,7 @@ class FingerprintBatches:
         self.stats = ReadStats()
 
     def __iter__(self) -> Iterator[FingerprintTable]:
-        seed = seed_source(self.sources, self.fingerprint_format)
-        if seed is not None and (seed.path == "-" or seed.compression is not None):
-            seed = None  # read once, as it comes: row by row
+        seed = self._bulk_source()
         with_table = False
         while seed is not None:
             rows = RowChecks(self.on_error)
@@ -121,6 +120,28 @@ class FingerprintBatches:
         ):
             self.stats = batch.stats
             yield batch
+
+    def buffer_bytes(self) -> int:
+        """Bytes the stream's own buffers may hold while it reads, whatever the rows: about
+        three blocks a core in bulk (the bytes read, the columns parsed and the batch
+        copied), or a batch of rows read one by one (about 200 B a row in Python values).
+        O(1).
+
+        Example:
+            >>> FingerprintBatches(["-"], batch_rows=1000).buffer_bytes()
+            200000
+        """
+        if self._bulk_source() is None:
+            return 200 * self.batch_rows
+        return 3 * io_fingerprints._BLOCK_BYTES * (os.cpu_count() or 1)
+
+    def _bulk_source(self) -> Source | None:
+        """The file the bulk reader tries: one uncompressed file of tab-separated rows (stdin
+        and compressed files are read once, as they come: row by row)."""
+        seed = seed_source(self.sources, self.fingerprint_format)
+        if seed is None or seed.path == "-" or seed.compression is not None:
+            return None
+        return seed
 
     def _start_over(self) -> None:
         self.stats = ReadStats()
