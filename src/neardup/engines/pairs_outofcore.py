@@ -226,23 +226,25 @@ class OutOfCorePairs:
         del linked
         self.budget.charge(-n)
         m = self.linked.shape[0]
+        # Every row's fingerprints and timestamps are let go as soon as the linked documents'
+        # are read from them: the grouping's arrays come after.
+        self.linked_fps = _gather(self.fps, self.linked)
+        self.fps.release()
+        times = _gather(self.times, self.linked)
+        self.times.release()
         labels = np.arange(m, dtype=np.int64)
         for packed in _chunks(self._links):
             a, b = unpack(packed)
             _union_pairs(np.searchsorted(self.linked, a), np.searchsorted(self.linked, b), labels)
         _flattened(labels)
         self._links.release()
-        rank = document_order(_gather(self.times, self.linked))
-        self.times.release()  # the columns of every row are read no more
-        center = self.settings.grouping == "center"
-        if center:  # its relation compares the fingerprints
-            self.linked_fps = _gather(self.fps, self.linked)
-            self.fps.release()
-        original = center_groups(labels, rank, self._near) if center else originals_of(labels, rank)
+        rank = document_order(times)
+        del times
+        if self.settings.grouping == "center":
+            original = center_groups(labels, rank, self._near)
+        else:
+            original = originals_of(labels, rank)
         del labels, rank
-        if not center:
-            self.linked_fps = _gather(self.fps, self.linked)
-            self.fps.release()
         #: Each linked document's original, as a compact index.
         self.original = np.asarray(original, dtype=np.int64)
         del original
