@@ -279,8 +279,8 @@ class OutOfCorePairs:
     # -- 4. the outputs' rows ----------------------------------------------------------------
 
     def pairs_piece(self, start: int, stop: int) -> tuple[pa.ChunkedArray, Groups]:
-        """PAIRS' rows ``start..stop-1``: the IDs of the linked documents and a
-        :class:`~neardup.pipeline.Groups` holding those pairs (for
+        """PAIRS' rows ``start..stop-1``: the IDs of their first ends then of their second ends,
+        and a :class:`~neardup.pipeline.Groups` holding those pairs over them (for
         :func:`~neardup.engines.local.pairs_columns`). O(rows)."""
         if self._runs is not None:
             a, b = unpack(self._pairs[start:stop])
@@ -290,8 +290,11 @@ class OutOfCorePairs:
             a = self.original[b]
         value = hamming_distance(self.linked_fps[a], self.linked_fps[b])
         passed = value <= self.settings.hamming_k
-        groups = Groups(_EMPTY, _EMPTY, _EMPTY, a, b, value, passed)
-        return _strings([self.linked_ids]), groups
+        # The piece's IDs alone, the ends' of its pairs one after the other.
+        k = a.shape[0]
+        ids = self.linked_ids.take(pa.array(np.concatenate([a, b])))
+        groups = Groups(_EMPTY, _EMPTY, _EMPTY, np.arange(k), np.arange(k, 2 * k), value, passed)
+        return _strings([ids]), groups
 
     def groups_piece(self, start: int, stop: int) -> tuple[pa.ChunkedArray, Groups]:
         """GROUPS' rows ``start..stop-1`` (in order: each call must start where the last one
@@ -356,8 +359,9 @@ def _id_pieces(kept: KeptColumns) -> Iterator[tuple[int, pa.Array]]:
 
 
 def _strings(parts: list[pa.Array]) -> pa.ChunkedArray:
-    """IDs as the in-memory run writes them (Arrow ``string``, which a Parquet output records)."""
-    return pa.chunked_array([part.cast(pa.string()) for part in parts], type=pa.string())
+    """A piece's IDs as one chunk (taken from at once) of Arrow ``string``, as the in-memory
+    run writes them (a Parquet output records the type)."""
+    return pa.chunked_array([pa.concat_arrays([part.cast(pa.string()) for part in parts])])
 
 
 def _values(column: SpillColumn, start: int, stop: int) -> np.ndarray:
