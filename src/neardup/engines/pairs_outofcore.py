@@ -21,7 +21,7 @@ Stages (:class:`OutOfCorePairs`):
    merged pairs, GROUPS in input order, a piece at a time, the IDs of the piece read in order
    and those of the linked documents gathered once.
 
-Memory: the budget for what spills, plus what grows with the linked documents (about 60 B
+Memory: the budget for what spills, plus what grows with the linked documents (40 to 70 B
 and an ID each, held from the grouping on) and one byte a row while the linked documents are
 found. Outputs do not depend on the budget.
 
