@@ -13,9 +13,13 @@ unless ``--no-record`` (for figures from a loaded machine, which are not compara
 environment's ``neardup`` (e.g. one installed from the main branch), its runs alternating with
 this one's so that both see the same load, and checks that both wrote the same bytes.
 
+``--memory-limit`` and ``--tmp-dir`` are handed to this code's ``neardup pairs`` (not the
+baseline's).
+
 Usage::
 
     python benchmarks/bench_pairs.py --rows 10000000 --runs 3
+    python benchmarks/bench_pairs.py --rows 100000000 --runs 1 --no-record
     python benchmarks/bench_pairs.py --rows-file benchmarks/.data/seed_rows_10000000.tsv \
         --baseline /path/to/main/.venv --runs 3 --no-record
 """
@@ -43,7 +47,9 @@ RESULTS = HERE / "results" / "pairs.md"
 
 
 def make_rows(rows: int, near: float, seed: int, path: Path) -> None:
-    """Write the benchmark rows (deterministic for the same arguments)."""
+    """Write the benchmark rows (deterministic for the same arguments). The fingerprints and
+    times are drawn whole (16 B a row), the text written a million rows at a time, so that
+    100M rows take about 2.5 GB to make (5.6 GB of rows)."""
     rng = np.random.default_rng(seed)
     fps = rng.integers(0, 2**63, size=rows, dtype=np.int64).astype(np.uint64) * np.uint64(
         2
@@ -56,28 +62,31 @@ def make_rows(rows: int, near: float, seed: int, path: Path) -> None:
         bit = rng.integers(0, 64, size=copies.shape[0]).astype(np.uint64)
         flips ^= np.where(rng.random(copies.shape[0]) < 0.7, np.uint64(1) << bit, np.uint64(0))
     fps[copies] = fps[sources] ^ flips
+    del copies, sources, flips
     seconds = 1_704_067_200 + np.cumsum(rng.integers(0, 30, size=rows))
-    stamps = pc.strftime(
-        pa.array(seconds * 1_000_000, type=pa.timestamp("us", "UTC")), format="%Y-%m-%dT%H:%M:%SZ"
-    )
-    ids = pc.binary_join_element_wise(
-        "u", pa.array(np.char.zfill(np.arange(rows).astype(str), 9)), ""
-    )
-    hexes = pa.array(np.char.zfill(np.char.mod("%x", fps), 16))
-    lines = pc.binary_join_element_wise(ids, hexes, stamps, "\t")
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:
         for start in range(0, rows, 1_000_000):
-            chunk = lines.slice(start, 1_000_000)
-            out.write(("\n".join(chunk.to_pylist()) + "\n").encode())
+            stop = min(rows, start + 1_000_000)
+            stamps = pc.strftime(
+                pa.array(seconds[start:stop] * 1_000_000, type=pa.timestamp("us", "UTC")),
+                format="%Y-%m-%dT%H:%M:%SZ",
+            )
+            ids = pc.binary_join_element_wise(
+                "u", pa.array(np.char.zfill(np.arange(start, stop).astype(str), 9)), ""
+            )
+            hexes = pa.array(np.char.zfill(np.char.mod("%x", fps[start:stop]), 16))
+            lines = pc.binary_join_element_wise(ids, hexes, stamps, "\t")
+            out.write(("\n".join(lines.to_pylist()) + "\n").encode())
     tmp.rename(path)
 
 
-def timed_run(neardup: str, rows_path: Path, k: int, out: Path) -> dict:
-    """One fresh process of ``neardup pairs`` under ``/usr/bin/time -v``: wall seconds, CPU
-    share (%), peak RSS (GB), the load average before it and its stage seconds."""
+def timed_run(neardup: str, rows_path: Path, k: int, out: Path, extra: list[str]) -> dict:
+    """One fresh process of ``neardup pairs`` (with the options ``extra``) under
+    ``/usr/bin/time -v``: wall seconds, CPU share (%), peak RSS (GB), the load average before it
+    and its stage seconds."""
     summary = out.with_suffix(".json")
-    command = [neardup, "pairs", str(rows_path), "-k", str(k), "-o", str(out)]
+    command = [neardup, "pairs", str(rows_path), "-k", str(k), "-o", str(out), *extra]
     command += ["--summary-out", str(summary), "-q"]
     load = os.getloadavg()[0]
     started = time.perf_counter()
@@ -104,6 +113,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="fresh processes; the median counts")
     parser.add_argument("--baseline", type=Path, default=None, help="a venv to time alongside")
     parser.add_argument("--no-record", action="store_true", help="print, do not append")
+    parser.add_argument("--memory-limit", default=None, help="pairs' --memory-limit")
+    parser.add_argument("--tmp-dir", default=None, help="pairs' --tmp-dir")
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     rows_path = args.rows_file or DATA / f"seed_rows_{args.rows}.tsv"
@@ -115,9 +126,20 @@ def main() -> None:
     if args.baseline is not None:
         subjects["baseline"] = str(args.baseline / "bin" / "neardup")
     runs: dict[str, list[dict]] = {name: [] for name in subjects}
+    extra = [
+        f"--{name}={value}"
+        for name, value in (("memory-limit", args.memory_limit), ("tmp-dir", args.tmp_dir))
+        if value is not None
+    ]
     for run in range(args.runs):
         for name, neardup in subjects.items():
-            result = timed_run(neardup, rows_path, args.k, DATA / f"pairs-out-{name}.tsv")
+            result = timed_run(
+                neardup,
+                rows_path,
+                args.k,
+                DATA / f"pairs-out-{name}.tsv",
+                extra if name == "this" else [],
+            )
             runs[name].append(result)
             print(
                 f"{name} run {run + 1}: {result['wall']:.1f} s, {result['cpu']} % CPU, "

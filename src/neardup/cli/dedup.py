@@ -15,6 +15,7 @@ from neardup.cli.options import (
     handle_errors,
     html_path,
     input_options,
+    pairs_spill_options,
     resolve_method,
     setting_option,
     settings_fields,
@@ -474,6 +475,7 @@ def _engine(name: str, **options) -> Engine:
     default=None,
     help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn.",
 )
+@pairs_spill_options
 @summary_option
 @handle_errors
 def pairs(
@@ -488,23 +490,26 @@ def pairs(
     quiet,
     engine,
     spark_master,
+    memory_limit,
+    tmp_dir,
     summary_out,
 ):
     """All pairs of fingerprints within Hamming distance k (the batch job's map-reduce step).
 
     Input rows: `document ID <TAB> fingerprint <TAB> timestamp` (fingerprints from any system,
     16 hex digits or decimal; the timestamp column is optional). Identical fingerprints are
-    pairs at distance 0.
+    pairs at distance 0. The local engine runs out of core within --memory-limit.
 
     \b
     Examples:
       neardup pairs fps.tsv -k 3 -o pairs.tsv
       neardup pairs fps.tsv -k 4 -o pairs.tsv --groups-out groups.tsv
+      neardup pairs part-* -k 3 -o pairs.tsv --memory-limit 1G --tmp-dir /scratch
     """
     settings = Settings(
         method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping, pairs=pairs_mode
     )
-    runner = _engine(engine, spark_master=spark_master)
+    runner = _engine(engine, memory_limit=memory_limit, tmp_dir=tmp_dir, spark_master=spark_master)
     corpus = Corpus(
         tuple(fingerprints), {"on_error": on_error, "fingerprint_format": fingerprint_format}
     )
@@ -518,6 +523,7 @@ def pairs(
             ("skipped rows", run.read.skipped),
             ("seconds", elapsed),
         ]
-        + _groups_summary(run),
-        settings={"method": "simhash"},
+        + _groups_summary(run)
+        + list(run.figures.items()),
+        settings={"method": "simhash", **run.resolved},
     )

@@ -488,6 +488,28 @@ def input_options(command):
 def spill_options(command):
     """--memory-limit and --tmp-dir: the memory budget and spill folder of the commands that run
     out of core (``dedup``'s local engine, ``index build``)."""
+    return _spill_options(
+        command,
+        "Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
+        "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
+        "that fit. Default: 1/16 of this machine's RAM, at least 256M.",
+    )
+
+
+def pairs_spill_options(command):
+    """--memory-limit and --tmp-dir of ``neardup pairs``, which runs out of core (its local
+    engine) and has no --resume."""
+    return _spill_options(
+        command,
+        "Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM): IDs, "
+        "fingerprints and timestamps beyond it go to --tmp-dir, the tables are searched in "
+        "parts that fit it and the pairs found are merged from sorted runs on disk; the "
+        "outputs are the same whatever the limit. Default: 1/16 of this machine's RAM, at "
+        "least 256M. There is no --resume: a failed run starts over.",
+    )
+
+
+def _spill_options(command, memory_help: str):
     command = click.option(
         "--tmp-dir",
         type=click.Path(file_okay=False),
@@ -495,13 +517,7 @@ def spill_options(command):
         help="Local engine: folder for spill files (default: the system's temp dir, "
         "$TMPDIR). Removed when the run ends, fails or is interrupted.",
     )(command)
-    return click.option(
-        "--memory-limit",
-        default=None,
-        help="Local engine: memory for the run's data, e.g. 4G, 512M or 40% (of RAM); band "
-        "hashes beyond half of it spill to --tmp-dir and shingle sets are built in blocks "
-        "that fit. Default: 1/16 of this machine's RAM, at least 256M.",
-    )(command)
+    return click.option("--memory-limit", default=None, help=memory_help)(command)
 
 
 def summary_option(command):

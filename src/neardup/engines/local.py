@@ -37,15 +37,16 @@ from neardup.engines.base import (
     pair_value_column,
 )
 from neardup.engines.outofcore import OutOfCoreDedup
+from neardup.engines.pairs_outofcore import OutOfCorePairs
 from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
 from neardup.engines.workers import BATCH_SIZE, check_workers, ordered_map, warm_up
 from neardup.io import (
     DocumentBatch,
+    FingerprintBatches,
     TableWriter,
     check_outputs,
     output_set,
     read_documents,
-    read_fingerprints,
     read_table,
     write_records,
 )
@@ -451,8 +452,11 @@ class LocalEngine:
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
     ) -> DedupRun:
         """PAIRS and GROUPS of precomputed SimHash fingerprints (see
-        :meth:`neardup.engines.base.Engine.pairs`), in memory: O(n) columns plus the pairs. The
-        outputs are written piece by piece; the run's ``groups`` is None.
+        :meth:`neardup.engines.base.Engine.pairs`), out of core under the memory limit
+        (:class:`~neardup.engines.pairs_outofcore.OutOfCorePairs`): the rows are read as a
+        stream, what does not fit spills to ``tmp_dir``, and the outputs, byte for byte those
+        of any limit, are written piece by piece; the run's ``groups`` is None. No ``resume``:
+        a failed run starts over.
 
         Example:
             >>> import tempfile, pathlib
@@ -463,28 +467,36 @@ class LocalEngine:
             (1, 1)
         """
         progress = progress or Progress()
+        if self.resume:
+            raise ValueError("pairs cannot resume (--resume is dedup's): a failed run starts over")
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
-        table = read_fingerprints(list(corpus.inputs), **corpus.reading)
-        fps = np.asarray(table.fingerprints, dtype=np.uint64)
-        n = fps.shape[0]
-        # Without texts, identical fingerprints play the part of identical contents: each
-        # fingerprint is both words of its content key, a view of ``fps`` (16 B a row less).
-        content = np.lib.stride_tricks.as_strided(
-            fps, shape=(n, 2), strides=(fps.strides[0], 0), writeable=False
+        batches = FingerprintBatches(list(corpus.inputs), **corpus.reading)
+        with self.work_dir(corpus, settings, outputs.pairs or outputs.groups or "-") as work:
+            job = OutOfCorePairs(batches, settings, work, self.memory_limit, progress)
+            job.run()
+            started = time.perf_counter()
+            progress.stage("writing")
+            with output_set():
+                if outputs.pairs:
+                    write_in_pieces(
+                        outputs.pairs,
+                        job.pair_count,
+                        lambda start, stop: pairs_columns(
+                            *job.pairs_piece(start, stop), settings.method
+                        ),
+                    )
+                if outputs.groups:
+                    write_in_pieces(
+                        outputs.groups,
+                        job.rows,
+                        lambda start, stop: groups_columns(
+                            *job.groups_piece(start, stop), 0, stop - start
+                        ),
+                    )
+            job.stats["seconds"]["writing"] = time.perf_counter() - started
+        return DedupRun(
+            batches.stats, job.stats, None, None, job.figures, {"memory_limit": self.memory_limit}
         )
-        sig = Signatures(content, fps, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
-        groups = find_groups(
-            sig, table.timestamps, settings, on_stage=progress.stage, workers=self.workers
-        )
-        # Fingerprints hold no documents: no originals' rows, no report.
-        _write_outputs(
-            Outputs(groups=outputs.groups, pairs=outputs.pairs),
-            table.ids,
-            groups,
-            settings,
-            progress,
-        )
-        return DedupRun(table.stats, groups.stats)
 
 
 def open_engine(options: EngineOptions) -> LocalEngine:

@@ -8,7 +8,8 @@ Reading documents (:mod:`neardup.io.documents`)
 
 Reading fingerprints (:mod:`neardup.io.fingerprints`)
     :func:`read_fingerprints` loads ``id <TAB> fingerprint [<TAB> timestamp]`` rows (the seed
-    map-reduce format) or the tables :func:`write_table` writes.
+    map-reduce format) or the tables :func:`write_table` writes; :class:`FingerprintBatches`
+    streams the same rows in batches (:mod:`neardup.io.fingerprint_batches`).
 
 Writing (:mod:`neardup.io.write`, :mod:`neardup.io.files`)
     :func:`write_table` writes result columns as TSV, CSV, JSON Lines or Parquet, vectorised with
@@ -52,6 +53,7 @@ from neardup.io.files import (
     output_set,
     process_gone,
 )
+from neardup.io.fingerprint_batches import FingerprintBatches
 from neardup.io.fingerprints import FingerprintTable, read_fingerprints
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
@@ -84,6 +86,7 @@ __all__ = [
     "DocumentBatch",
     "DocumentReader",
     "FingerprintTable",
+    "FingerprintBatches",
     "read_documents",
     "read_table",
     "read_fingerprints",

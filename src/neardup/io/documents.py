@@ -319,17 +319,10 @@ class DocumentReader:
         if start == len(self._ids):
             return
         self._checked = len(self._ids)
-        rows = self._rows
-        hook, rows.before_raise = rows.before_raise, None  # the report below may raise
-        try:
-            keys = np.array(self._keys[start:], dtype=np.int64)
-            firsts = self._seen.check(self._ids[start:], keys)
-            for i in np.flatnonzero(firsts >= 0).tolist():
-                key = int(keys[i])
-                rows.duplicate(self._ids[start + i], int(firsts[i]), key, self._id_field)
-                self._dropped.append(start + i)
-        finally:
-            rows.before_raise = hook
+        repeated = self._rows.repeated_ids(
+            self._seen, self._ids[start:], self._keys[start:], self._id_field
+        )
+        self._dropped.extend(start + i for i in repeated)
 
     def _pending_texts(self) -> list[str] | TextColumn:
         """The texts added since the last flush: one Arrow column when all came from blocks,

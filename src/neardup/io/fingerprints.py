@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import queue
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,13 @@ from neardup.io.sources import (
     json_object_line,
     open_parquet,
 )
-from neardup.io.values import check_fingerprint_format, tsv_unescape
+from neardup.io.values import (
+    STAMP_ABSENT,
+    check_fingerprint_format,
+    stamp_form,
+    stamp_texts,
+    tsv_unescape,
+)
 
 
 class FingerprintTable:
@@ -99,16 +106,31 @@ class FingerprintTable:
 
 
 class _FingerprintCollector:
-    """The rows of a read of fingerprints, checked one by one, in lists."""
+    """The rows of a read of fingerprints, checked one by one and handed on in batches of
+    ``batch_rows`` (None: one batch, at the end) as :class:`FingerprintTable` parts: each
+    ``read_*`` method yields the batches that fill up while it reads, :meth:`flush` the rest.
 
-    def __init__(self, on_error: str, fingerprint_format: str) -> None:
+    Repeated IDs are found a batch at a time against every earlier row (an
+    :class:`~neardup.io.rows.IdTable`, 32 to 64 bytes an ID) and reported in input order: before
+    any later row's error (``RowChecks.before_raise``), and dropped at the flush with
+    ``on_error="skip"``."""
+
+    def __init__(self, on_error: str, fingerprint_format: str, batch_rows: int | None = None):
         self.rows = RowChecks(on_error)
+        self.rows.before_raise = self._check_ids
         self.fingerprint_format = fingerprint_format
-        self.seen: dict[str, int] = {}  # each ID's first row key
+        self.batch_rows = batch_rows or sys.maxsize
+        self._seen = IdTable()
+        self._reset()
+
+    def _reset(self) -> None:
         self.ids: list[str] = []
         self.fps: list[int] = []
         self.times: list[int] = []
         self.raw: list[Any] = []
+        self._keys: list[int] = []  # each row's key (RowChecks.row_key), for the ID check
+        self._checked = 0  # rows whose ID is checked
+        self._dropped: list[int] = []  # rows of repeated IDs (on_error="skip")
 
     def add(self, path: str, line: int, ident: Any, fp_value: Any, time_value: Any) -> None:
         rows = self.rows
@@ -131,20 +153,47 @@ class _FingerprintCollector:
                 return
             if us is None:
                 us, time_value = 0, None  # a blank time is an absent one
-        seen = self.seen
-        size = len(seen)
-        key = rows.row_key(line)
-        first = seen.setdefault(ident, key)
-        if len(seen) == size:
-            rows.duplicate(ident, first, key, "id")
-            return
         self.ids.append(ident)
         self.fps.append(fp)
         self.times.append(us)
         self.raw.append(time_value)
-        rows.stats.documents += 1
+        self._keys.append(rows.row_key(line))
 
-    def read_plain(self, src: Source, escaped: bool) -> None:
+    def _check_ids(self) -> None:
+        """Report the repeated IDs among the rows added since the last check, in order."""
+        start, self._checked = self._checked, len(self.ids)
+        if start < self._checked:
+            repeated = self.rows.repeated_ids(
+                self._seen, self.ids[start:], self._keys[start:], "id"
+            )
+            self._dropped.extend(start + i for i in repeated)
+
+    def full(self) -> bool:
+        """Whether a batch's rows are waiting."""
+        return len(self.ids) >= self.batch_rows
+
+    def flush(self) -> FingerprintTable:
+        """The rows added since the last flush, checked, as a table. O(rows)."""
+        self._check_ids()
+        keep = np.ones(len(self.ids), dtype=bool)
+        keep[self._dropped] = False
+        whole = bool(keep.all())
+        ids = self.ids if whole else [v for v, k in zip(self.ids, keep.tolist()) if k]
+        raw = self.raw if whole else [v for v, k in zip(self.raw, keep.tolist()) if k]
+        table = FingerprintTable(
+            ids=pa.chunked_array([pa.array(ids, type=pa.string())]),
+            fingerprints=np.array(self.fps, dtype=np.uint64)[keep],
+            timestamps=np.array(self.times, dtype=np.int64)[keep],
+            raw_timestamps=pa.chunked_array(
+                [pa.array([None if v is None else str(v) for v in raw], type=pa.string())]
+            ),
+            stats=self.rows.stats,
+        )
+        self.rows.stats.documents += len(ids)
+        self._reset()
+        return table
+
+    def read_plain(self, src: Source, escaped: bool) -> Iterator[FingerprintTable]:
         path = src.display
         rows = self.rows
         rows.start_file(path)
@@ -156,8 +205,10 @@ class _FingerprintCollector:
                 fields = rows.checked(fingerprint_line(s, escaped), path, n)
                 if fields is not None:
                     self.add(path, n, *fields)
+                    if self.full():
+                        yield self.flush()
 
-    def read_jsonl(self, src: Source) -> None:
+    def read_jsonl(self, src: Source) -> Iterator[FingerprintTable]:
         path = src.display
         rows = self.rows
         rows.start_file(path)
@@ -171,8 +222,10 @@ class _FingerprintCollector:
                 obj = rows.checked(json_object_line(s, n), path, n)
                 if obj is not None:
                     self.add(path, n, obj.get("id"), obj.get("fingerprint"), obj.get("timestamp"))
+                    if self.full():
+                        yield self.flush()
 
-    def read_csv(self, src: Source) -> None:
+    def read_csv(self, src: Source) -> Iterator[FingerprintTable]:
         path = src.display
         self.rows.start_file(path)
         lines = delimited_rows(src, self.rows)
@@ -186,8 +239,10 @@ class _FingerprintCollector:
         i_time = header.index("timestamp") if "timestamp" in header else None
         for start, row in lines:
             self.add(path, start, row[i_id], row[i_fp], row[i_time] if i_time is not None else None)
+            if self.full():
+                yield self.flush()
 
-    def read_parquet(self, src: Source) -> None:
+    def read_parquet(self, src: Source) -> Iterator[FingerprintTable]:
         path = src.display
         with open_parquet(src) as pf:
             self.rows.start_file(path, unit="row")
@@ -205,6 +260,8 @@ class _FingerprintCollector:
                 for k in range(rb.num_rows):
                     row += 1
                     self.add(path, row, ids[k], fps[k], times[k])
+                    if self.full():
+                        yield self.flush()
 
 
 def fingerprint_line(s: str, escaped: bool) -> tuple[str, str, str | None] | BadRow | None:
@@ -273,8 +330,25 @@ def read_fingerprints(
         (['a', 'b'], [255, 18446744073709551615], ['0', None])
     """
     check_fingerprint_format(fingerprint_format)
-    collector = _FingerprintCollector(on_error, fingerprint_format)
-    plans: list[tuple[Source, str]] = []
+    sources = fingerprint_sources(paths)
+    seed = seed_source(sources, fingerprint_format)
+    if seed is not None:
+        bulk = _seed_rows_in_bulk(seed, RowChecks(on_error))
+        if bulk is not None:
+            return bulk
+    (table,) = row_batches(sources, on_error, fingerprint_format)
+    return table
+
+
+def fingerprint_sources(paths: Sequence[str | Path]) -> list[Source]:
+    """The files :func:`read_fingerprints` reads for ``paths``, in order, each with its format
+    and compression; FileNotFoundError for a missing one. O(files).
+
+    Example:
+        >>> [s.fmt for s in fingerprint_sources(["-"])]
+        ['plain']
+    """
+    sources: list[Source] = []
     for p in input_paths(paths):
         path = str(p)
         if path != "-" and os.path.isdir(path):
@@ -288,30 +362,36 @@ def read_fingerprints(
             ext, compression = split_name(f) if f != "-" else ("", None)
             fmt = FORMAT_OF_EXTENSION.get(ext, "plain")
             refuse_compressed_parquet(f, fmt, compression)
-            display = STDIN_NAME if f == "-" else f
-            plans.append((Source(f, display, fmt, compression), fmt))
-    if len(plans) == 1 and plans[0][1] in ("plain", "tsv") and fingerprint_format != "dec":
-        bulk = _seed_rows_in_bulk(plans[0][0], collector.rows)
-        if bulk is not None:
-            return bulk
-    for src, fmt in plans:
-        if fmt == "jsonl":
-            collector.read_jsonl(src)
-        elif fmt == "csv":
-            collector.read_csv(src)
-        elif fmt == "parquet":
-            collector.read_parquet(src)
+            sources.append(Source(f, STDIN_NAME if f == "-" else f, fmt, compression))
+    return sources
+
+
+def seed_source(sources: list[Source], fingerprint_format: str) -> Source | None:
+    """The one source of ``sources`` whose rows the bulk seed reader may take (a single file
+    of tab-separated rows read as hex), else None. O(1)."""
+    if len(sources) == 1 and sources[0].fmt in ("plain", "tsv") and fingerprint_format != "dec":
+        return sources[0]
+    return None
+
+
+def row_batches(
+    sources: list[Source], on_error: str, fingerprint_format: str, batch_rows: int | None = None
+) -> Iterator[FingerprintTable]:
+    """The rows of ``sources`` read and checked row by row, as :func:`read_fingerprints`
+    reads them, in tables of ``batch_rows`` rows (None: one table of every row); the last may
+    be shorter, or empty. Memory: a batch of rows, and 32 to 64 bytes an ID for the check of
+    repeated IDs. O(rows)."""
+    collector = _FingerprintCollector(on_error, fingerprint_format, batch_rows)
+    for src in sources:
+        if src.fmt == "jsonl":
+            yield from collector.read_jsonl(src)
+        elif src.fmt == "csv":
+            yield from collector.read_csv(src)
+        elif src.fmt == "parquet":
+            yield from collector.read_parquet(src)
         else:
-            collector.read_plain(src, escaped=fmt == "tsv")
-    return FingerprintTable(
-        ids=pa.chunked_array([pa.array(collector.ids, type=pa.string())]),
-        fingerprints=np.array(collector.fps, dtype=np.uint64),
-        timestamps=np.array(collector.times, dtype=np.int64),
-        raw_timestamps=pa.chunked_array(
-            [pa.array([None if v is None else str(v) for v in collector.raw], type=pa.string())]
-        ),
-        stats=collector.rows.stats,
-    )
+            yield from collector.read_plain(src, escaped=src.fmt == "tsv")
+    yield collector.flush()
 
 
 _HEX_DIGITS = np.full(256, 255, dtype=np.uint8)
@@ -403,90 +483,6 @@ def _stamp_micros(data, a, length, month_days):
     return seconds * 1_000_000 + frac, True
 
 
-_ABSENT = 0
-"""The form of an absent timestamp; 1–12: that many digits (seconds); ``_ISO + f``: ISO 8601
-``YYYY-MM-DDTHH:MM:SS[.f digits]Z``. With the microseconds, a form gives back the text."""
-_ISO = 20
-
-
-@njit(cache=True, nogil=True)
-def _stamp_form(length):
-    """The form of a timestamp of ``length`` characters that :func:`_stamp_micros` took: up to
-    12 it is digits, 20 an ISO time without fraction, else one with ``length - 21`` digits."""
-    if length <= 12:
-        return length
-    return _ISO + (length - 21 if length > 20 else 0)
-
-
-@njit(cache=True, nogil=True)
-def _civil_from_days(days):
-    # The proleptic Gregorian date of days from 1970-01-01 (Howard Hinnant's algorithm).
-    z = days + 719468
-    era = (z if z >= 0 else z - 146096) // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (1 if m <= 2 else 0), m, d
-
-
-@njit(cache=True, nogil=True)
-def _put_digits(out, at, value, count):
-    """``value`` as ``count`` decimal digits, zero-padded, at ``out[at:]``."""
-    for k in range(count - 1, -1, -1):
-        out[at + k] = 48 + value % 10
-        value //= 10
-
-
-@njit(cache=True, nogil=True)
-def _write_stamps(micros, forms, offsets, out):
-    """The text of each timestamp from its microseconds and form (see :data:`_ABSENT`) at
-    ``out[offsets[i]:]``: exactly the text :func:`_stamp_micros` read."""
-    for i in range(micros.shape[0]):
-        form = forms[i]
-        at = offsets[i]
-        if form == _ABSENT:
-            continue
-        seconds = micros[i] // 1_000_000
-        if form < _ISO:
-            _put_digits(out, at, seconds, form)
-            continue
-        days = seconds // 86_400
-        clock = seconds - days * 86_400
-        y, m, d = _civil_from_days(days)
-        _put_digits(out, at, y, 4)
-        _put_digits(out, at + 5, m, 2)
-        _put_digits(out, at + 8, d, 2)
-        _put_digits(out, at + 11, clock // 3600, 2)
-        _put_digits(out, at + 14, clock // 60 % 60, 2)
-        _put_digits(out, at + 17, clock % 60, 2)
-        for k, c in ((4, 45), (7, 45), (10, 84), (13, 58), (16, 58)):  # - - T : :
-            out[at + k] = c
-        fraction = form - _ISO
-        if fraction:
-            out[at + 19] = 46  # '.'
-            _put_digits(
-                out, at + 20, (micros[i] - seconds * 1_000_000) // 10 ** (6 - fraction), fraction
-            )
-        out[offsets[i + 1] - 1] = 90  # 'Z'
-
-
-def _stamp_texts(micros: np.ndarray, forms: np.ndarray) -> pa.StringArray:
-    """The timestamps as given, an Arrow string array (null where absent), written back from
-    their microseconds and forms by :func:`_write_stamps`. O(rows)."""
-    form = forms.astype(np.int64)
-    lengths = np.where(form < _ISO, form, _ISO + (form > _ISO) * (form - _ISO + 1))
-    offsets = np.zeros(len(forms) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    _write_stamps(micros, forms, offsets, out)
-    present = forms != _ABSENT
-    bitmap = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
-    return pa.StringArray.from_buffers(len(forms), pa.py_buffer(offsets), pa.py_buffer(out), bitmap)
-
-
 @njit(cache=True, nogil=True)
 def _bytes_after(data, a, a_end, b, b_end):
     """Whether ``data[b:b_end]`` sorts strictly after ``data[a:a_end]``, byte by byte."""
@@ -499,7 +495,7 @@ def _bytes_after(data, a, a_end, b, b_end):
 @njit(cache=True, nogil=True)
 def _parse_seed_block(buf, hex_digits, stops, month_days, fps, micros, forms, ids, id_offsets):
     """Parse the seed rows ``buf`` holds (whole lines) in one pass: fingerprints, timestamps and
-    their forms (:func:`_stamp_form`) into ``fps``, ``micros``, ``forms``; the IDs' bytes into
+    their forms (:func:`~neardup.io.values.stamp_form`) into ``fps``, ``micros``, ``forms``; the IDs' bytes into
     ``ids`` with their Arrow offsets (``rows + 1`` of them, from 0) into ``id_offsets``.
     ``stops`` marks the bytes an ID ends at (:data:`_ID_STOPS`).
 
@@ -553,13 +549,13 @@ def _parse_seed_block(buf, hex_digits, stops, month_days, fps, micros, forms, id
             e += 1
         if e == p:
             micros[rows] = 0
-            forms[rows] = _ABSENT
+            forms[rows] = STAMP_ABSENT
         else:
             us, ok = _stamp_micros(buf, p, e - p, month_days)
             if not ok:
                 return rows, False, ascending, ascii
             micros[rows] = us
-            forms[rows] = _stamp_form(e - p)
+            forms[rows] = stamp_form(e - p)
         fps[rows] = v
         rows += 1
         id_offsets[rows] = id_at
@@ -593,14 +589,16 @@ _ALIGN = 16
 class _SeedColumns:
     """The columns of all blocks of a file of seed rows, each block in its own stretch: a
     block of ``b`` bytes holds at most ``b // _MIN_ROW_BYTES + 1`` rows, and at most ``b``
-    bytes of IDs. Allocated once for the file and filled in place (fresh memory costs a page
-    fault a page; numpy backs these large arrays with huge pages); the pages a block does not
-    fill are never touched. The blocks' ID columns are views of these arrays."""
+    bytes of IDs. Allocated once for the spans (the file's, or a run of them from byte
+    ``base``) and filled in place (fresh memory costs a page fault a page; numpy backs these
+    large arrays with huge pages); the pages a block does not fill are never touched. The
+    blocks' ID columns are views of these arrays."""
 
     def __init__(self, spans: list[tuple[int, int]]) -> None:
         rooms = [-(-((e - s) // _MIN_ROW_BYTES + 2) // _ALIGN) * _ALIGN for s, e in spans]
         self.row_at = np.concatenate([[0], np.cumsum(rooms)]).astype(np.int64)
-        rows, size = int(self.row_at[-1]), spans[-1][1] if spans else 0
+        self.base = spans[0][0] if spans else 0
+        rows, size = int(self.row_at[-1]), spans[-1][1] - self.base if spans else 0
         self.fps = np.empty(rows, dtype=np.uint64)
         self.micros = np.empty(rows, dtype=np.int64)
         self.forms = np.empty(rows, dtype=np.uint8)
@@ -636,7 +634,7 @@ def _read_seed_block(
             return _SeedBlock(False)  # the file shrank while being read
         got += read
     rows = slice(out.row_at[k], out.row_at[k + 1])
-    ids, id_offsets = out.ids[start:end], out.id_offsets[rows]
+    ids, id_offsets = out.ids[start - out.base : end - out.base], out.id_offsets[rows]
     n, ok, ascending, ascii = _parse_seed_block(
         buf,
         _HEX_DIGITS,
@@ -731,7 +729,7 @@ def _seed_rows_in_bulk(src: Source, rows: RowChecks) -> FingerprintTable | None:
     ends = joined.row_at[1:].tolist()
 
     def raw_timestamps() -> pa.ChunkedArray:
-        chunks = [_stamp_texts(timestamps[a:b], forms[a:b]) for a, b in zip([0] + ends[:-1], ends)]
+        chunks = [stamp_texts(timestamps[a:b], forms[a:b]) for a, b in zip([0] + ends[:-1], ends)]
         return pa.chunked_array(chunks, type=pa.string())
 
     return FingerprintTable(

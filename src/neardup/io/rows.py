@@ -528,6 +528,30 @@ class RowChecks:
             return None
         return value  # type: ignore[return-value]
 
+    def repeated_ids(self, seen: IdTable, ids: list[str], keys: list[int], field: str) -> list[int]:
+        """Check ``ids`` (rows ``keys``, :meth:`row_key` values) in order against ``seen``, the
+        IDs of every earlier row, adding the new ones; report each repeated one
+        (:meth:`duplicate`: the first raises with ``on_error="raise"``) and return their places
+        in ``ids``. :attr:`before_raise` is not called meanwhile (it is what calls this).
+        O(len(ids)) expected.
+
+        Example:
+            >>> checks = RowChecks("skip")
+            >>> checks.start_file("a.tsv")
+            >>> checks.repeated_ids(IdTable(), ["a", "b", "a"], [1, 2, 3], "id")
+            [2]
+        """
+        hook, self.before_raise = self.before_raise, None  # the report below may raise
+        try:
+            at = np.array(keys, dtype=np.int64)
+            firsts = seen.check(ids, at)
+            repeated = np.flatnonzero(firsts >= 0).tolist()
+            for i in repeated:
+                self.duplicate(ids[i], int(firsts[i]), int(at[i]), field)
+            return repeated
+        finally:
+            self.before_raise = hook
+
     def duplicate(self, ident: str, first: int, key: int, field: str) -> None:
         """Report ``ident`` at the row ``key``, first seen at the row ``first`` (both
         :meth:`row_key` values)."""

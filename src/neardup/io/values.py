@@ -33,6 +33,8 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+from numba import njit
 
 #: How :func:`parse_fingerprint` reads a fingerprint written as a string.
 FINGERPRINT_FORMATS = ("auto", "hex", "dec")
@@ -416,3 +418,98 @@ def utf8_length(s: str) -> int | None:
         return len(s.encode("utf-8"))
     except UnicodeEncodeError:
         return None
+
+
+# Seed timestamps written back as given: the bulk seed reader keeps each timestamp's
+# microseconds and its form, not its text.
+
+STAMP_ABSENT = 0
+"""The form of an absent seed timestamp; 1–12: that many digits (seconds); ``20 + f``: ISO 8601
+``YYYY-MM-DDTHH:MM:SS[.f digits]Z``. With the microseconds, a form gives back the text."""
+_ISO_FORM = 20
+
+
+@njit(cache=True, nogil=True)
+def stamp_form(length):
+    """The form of a seed timestamp of ``length`` characters that the bulk seed reader
+    (:mod:`neardup.io.fingerprints`) took: up to 12 it is digits (seconds), 20 an ISO time
+    without fraction, else one with ``length - 21`` fraction digits."""
+    if length <= 12:
+        return length
+    return _ISO_FORM + (length - 21 if length > 20 else 0)
+
+
+@njit(cache=True, nogil=True)
+def _civil_from_days(days):
+    # The proleptic Gregorian date of days from 1970-01-01 (Howard Hinnant's algorithm).
+    z = days + 719468
+    era = (z if z >= 0 else z - 146096) // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (1 if m <= 2 else 0), m, d
+
+
+@njit(cache=True, nogil=True)
+def _put_digits(out, at, value, count):
+    """``value`` as ``count`` decimal digits, zero-padded, at ``out[at:]``."""
+    for k in range(count - 1, -1, -1):
+        out[at + k] = 48 + value % 10
+        value //= 10
+
+
+@njit(cache=True, nogil=True)
+def _write_stamps(micros, forms, offsets, out):
+    """The text of each timestamp from its microseconds and form (see :data:`STAMP_ABSENT`) at
+    ``out[offsets[i]:]``: exactly the text the bulk seed reader read."""
+    for i in range(micros.shape[0]):
+        form = forms[i]
+        at = offsets[i]
+        if form == STAMP_ABSENT:
+            continue
+        seconds = micros[i] // 1_000_000
+        if form < _ISO_FORM:
+            _put_digits(out, at, seconds, form)
+            continue
+        days = seconds // 86_400
+        clock = seconds - days * 86_400
+        y, m, d = _civil_from_days(days)
+        _put_digits(out, at, y, 4)
+        _put_digits(out, at + 5, m, 2)
+        _put_digits(out, at + 8, d, 2)
+        _put_digits(out, at + 11, clock // 3600, 2)
+        _put_digits(out, at + 14, clock // 60 % 60, 2)
+        _put_digits(out, at + 17, clock % 60, 2)
+        for k, c in ((4, 45), (7, 45), (10, 84), (13, 58), (16, 58)):  # - - T : :
+            out[at + k] = c
+        fraction = form - _ISO_FORM
+        if fraction:
+            out[at + 19] = 46  # '.'
+            _put_digits(
+                out, at + 20, (micros[i] - seconds * 1_000_000) // 10 ** (6 - fraction), fraction
+            )
+        out[offsets[i + 1] - 1] = 90  # 'Z'
+
+
+def stamp_texts(micros: np.ndarray, forms: np.ndarray) -> pa.StringArray:
+    """The seed timestamps as given, an Arrow string array (null where absent), written back
+    from their microseconds since the epoch and forms (:func:`stamp_form`). O(rows).
+
+    Example:
+        >>> micros = np.array([17_000_000, 0, 1_704_164_645_500_000])
+        >>> stamp_texts(micros, np.array([2, STAMP_ABSENT, 21], np.uint8)).to_pylist()
+        ['17', None, '2024-01-02T03:04:05.5Z']
+    """
+    form = forms.astype(np.int64)
+    iso = _ISO_FORM + (form > _ISO_FORM) * (form - _ISO_FORM + 1)
+    lengths = np.where(form < _ISO_FORM, form, iso)
+    offsets = np.zeros(len(forms) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _write_stamps(micros, forms, offsets, out)
+    present = forms != STAMP_ABSENT
+    bitmap = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.StringArray.from_buffers(len(forms), pa.py_buffer(offsets), pa.py_buffer(out), bitmap)

@@ -1,0 +1,274 @@
+"""The permutation-table search of ``neardup pairs`` in parts that fit a memory budget.
+
+The in-memory search (:class:`~neardup.candidates.hamming.HammingSearch`) sorts all N
+fingerprints and searches the tables over all of them. Here, when N fingerprints do not fit
+the budget, the tables are taken in their groups by first block (the tables of
+:class:`~neardup.candidates.plan.TablePlan` that start with the same block, as
+:mod:`neardup.candidates.tables` groups them): for each group, the rows (fingerprint,
+position) are split into ``2**b`` partition files by the leading ``b`` bits of that block.
+Two fingerprints that a table of the group pairs agree on the table's whole prefix, so on
+those bits: every pair the group finds lies in one partition, which is searched alone in
+memory with the group's tables (:func:`~neardup.candidates.tables._first_block_pairs`).
+Identical fingerprints fall into one partition too. A pair is kept by the first table whose
+prefix it shares, whatever the partition (the rule of :mod:`neardup.candidates.plan`), so every
+pair of distinct fingerprints is found once over all groups, and the pairs of identical ones
+are taken from the first group only.
+
+What each part gives (:class:`UnitLinks`): the links that connect its documents (each
+identical fingerprint's holders as a star to the first of them, and the first holders of
+every two fingerprints within k, as the in-memory search's star edges do) and, when every
+pair is reported, every pair of documents, packed ``i << 32 | j`` (``i < j``), sorted and
+distinct.
+
+Example:
+    >>> import tempfile
+    >>> from neardup.engines.spill import MemoryBudget, WorkDir
+    >>> fps = np.array([5, 4, 5, 1 << 40], dtype=np.uint64)
+    >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="p.tsv") as work:
+    ...     found = []
+    ...     search = PartitionedSearch(work, fps.shape[0], 1, row_limit=2)
+    ...     search.run(lambda start, stop: fps[start:stop], found.append, True)
+    ...     sorted(p for unit in found for p in unit.pairs.tolist())
+    [1, 2, 4294967298]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from neardup.candidates.bands import _sorted_distinct
+from neardup.candidates.plan import TablePlan, plan_tables
+from neardup.candidates.tables import (
+    _EMPTY_U64,
+    IdenticalBuckets,
+    _Buffers,
+    _first_block_pairs,
+    _locate,
+    distinct_hamming_pairs,
+)
+from neardup.engines.spill import ColumnFile, WorkDir
+
+__all__ = ["MAX_ROWS", "PartitionedSearch", "UnitLinks"]
+
+#: Rows a run may have: a document is 32 bits of a packed pair.
+MAX_ROWS = 1 << 32
+
+#: Largest prefix group compared directly, as in the in-memory search.
+_MAX_GROUP = 4096
+
+#: Rows read from the fingerprint column at a time while partitioning.
+_CHUNK_ROWS = 1 << 22
+
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+@dataclass
+class UnitLinks:
+    """What the search of one part found.
+
+    Attributes:
+        links: uint64 packed ``a << 32 | b`` document pairs that connect the part's linked
+            documents (stars over identical fingerprints, first holders of near ones).
+        pairs: every pair of documents found, packed ``i << 32 | j`` with ``i < j``, sorted
+            and distinct (None unless asked for).
+        distinct: distinct fingerprints of the part (counted in the first group only, else 0).
+        near: pairs of distinct fingerprints within k the part found.
+    """
+
+    links: np.ndarray
+    pairs: np.ndarray | None
+    distinct: int
+    near: int
+
+
+class PartitionedSearch:
+    """Every pair of ``rows`` fingerprints within ``hamming_k``, a part at a time (module
+    docstring): in one part when ``rows <= row_limit``, else in ``2**b`` partitions a group of
+    tables, ``b`` the fewest bits for partitions of at most ``row_limit`` rows of random
+    fingerprints (a prefix shared by more rows makes its partition larger: it is searched
+    whole all the same). Partition files are written to ``work`` and removed once searched.
+
+    Args:
+        work: the run's work folder.
+        rows: fingerprints (documents); less than 2**32.
+        hamming_k: largest distance, 0..32 bits.
+        row_limit: most rows a part should hold.
+    """
+
+    def __init__(self, work: WorkDir, rows: int, hamming_k: int, row_limit: int):
+        if not 0 <= rows < MAX_ROWS:
+            raise ValueError(f"rows must be in 0..{MAX_ROWS - 1}; got {rows}")
+        if row_limit < 1:
+            raise ValueError(f"row_limit must be >= 1; got {row_limit}")
+        self.work = work
+        self.rows = int(rows)
+        self.hamming_k = int(hamming_k)
+        self.plan: TablePlan = plan_tables(max(self.rows, 2), self.hamming_k)
+        parts = -(-self.rows // int(row_limit))
+        narrowest = min(width for _, width in self.plan.blocks)
+        #: Leading bits of a group's first block that split the rows (0: one part).
+        self.bits = min(max(parts - 1, 0).bit_length(), narrowest)
+        #: Bytes written to partition files.
+        self.disk_bytes = 0
+
+    def run(
+        self,
+        fingerprints: Callable[[int, int], np.ndarray],
+        found: Callable[[UnitLinks], None],
+        with_pairs: bool,
+    ) -> None:
+        """Search: ``fingerprints(start, stop)`` gives the uint64 fingerprints of the rows
+        ``start..stop-1`` (read in chunks, once a group); ``found`` is called with each part's
+        :class:`UnitLinks`; ``with_pairs``: list every pair too. O(N log N) per group, plus
+        the pairs."""
+        if self.bits == 0:
+            values = fingerprints(0, self.rows)
+            found(_unit_links(values, None, None, self.hamming_k, True, with_pairs))
+            return
+        groups = sorted({table[0] for table in self.plan.tables})
+        for first in groups:
+            files = self._partition(fingerprints, first)
+            for column in files:
+                rows = np.fromfile(column.path, dtype=np.uint64).reshape(-1, 2)
+                column.path.unlink()
+                values, positions = rows[:, 0].copy(), rows[:, 1].copy()
+                del rows
+                unit = (self.plan, first)
+                found(
+                    _unit_links(
+                        values, positions, unit, self.hamming_k, first == groups[0], with_pairs
+                    )
+                )
+
+    def _partition(self, fingerprints: Callable[[int, int], np.ndarray], first: int) -> list:
+        """Split the rows into the partition files of the tables of first block ``first``:
+        (fingerprint, position) rows, in input order within a file."""
+        start, width = self.plan.blocks[first]
+        shift = np.uint64(start + width - self.bits)
+        mask = np.uint64((1 << self.bits) - 1)
+        files = [
+            ColumnFile(self.work, f"part-{first}-{p}", np.zeros((0, 2), np.uint64))
+            for p in range(1 << self.bits)
+        ]
+        for lo in range(0, self.rows, _CHUNK_ROWS):
+            hi = min(self.rows, lo + _CHUNK_ROWS)
+            values = np.asarray(fingerprints(lo, hi), dtype=np.uint64)
+            part = ((values >> shift) & mask).astype(np.int64)
+            order = np.argsort(part, kind="stable")
+            bounds = np.searchsorted(part[order], np.arange((1 << self.bits) + 1))
+            rows = np.empty((hi - lo, 2), dtype=np.uint64)
+            rows[:, 0] = values[order]
+            rows[:, 1] = order + lo
+            for p, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+                if b > a:
+                    files[p].append(rows[a:b])
+            self.disk_bytes += rows.nbytes
+        return files
+
+
+def _unit_links(
+    values: np.ndarray,
+    positions: np.ndarray | None,
+    unit: tuple[TablePlan, int] | None,
+    hamming_k: int,
+    identical: bool,
+    with_pairs: bool,
+) -> UnitLinks:
+    """Search one part: the fingerprints ``values`` of the documents ``positions`` (None: the
+    rows 0..n-1, every table, ``identical`` then true), with the tables of the group
+    ``unit = (plan, first block)``; ``identical``: also the pairs of identical
+    fingerprints."""
+    buckets = IdenticalBuckets.of(values)
+    distinct = buckets.values
+    if unit is None:
+        a, b, _ = distinct_hamming_pairs(distinct, hamming_k)
+    else:
+        plan, first = unit
+        by_table = _first_block_pairs(
+            distinct, True, plan, first, hamming_k, _MAX_GROUP, _EMPTY_U64, _Buffers(len(distinct))
+        )
+        xa = [by_table[t][0] for t in sorted(by_table)]
+        xb = [by_table[t][1] for t in sorted(by_table)]
+        a = _locate(distinct, np.concatenate(xa)) if xa else np.zeros(0, np.int64)
+        b = _locate(distinct, np.concatenate(xb)) if xb else np.zeros(0, np.int64)
+    members = buckets.members if positions is None else positions[buckets.members]
+    members = members.astype(np.uint64)
+    links = np.empty(_links_size(buckets.offsets, a.shape[0], identical), np.uint64)
+    _fill_links(buckets.offsets, members, a, b, identical, links)
+    pairs = None
+    if with_pairs:
+        pairs = np.empty(_pairs_size(buckets.offsets, a, b, identical), np.uint64)
+        _fill_pairs(buckets.offsets, members, a, b, identical, pairs)
+        pairs = _sorted_distinct(pairs)
+    return UnitLinks(links, pairs, int(distinct.shape[0]) if identical else 0, int(a.shape[0]))
+
+
+def _links_size(offsets: np.ndarray, near: int, identical: bool) -> int:
+    extra = int(offsets[-1]) - (offsets.shape[0] - 1) if identical else 0
+    return extra + near
+
+
+@njit(cache=True, nogil=True)
+def _pack(i, j):
+    return (min(i, j) << np.uint64(32)) | max(i, j)
+
+
+@njit(cache=True, nogil=True)
+def _fill_links(offsets, members, a, b, identical, out):
+    """Each bucket's members after the first linked to its first (with ``identical``), then
+    the first members of the buckets of each near pair ``(a[p], b[p])``, packed."""
+    w = 0
+    if identical:
+        for v in range(offsets.shape[0] - 1):
+            head = members[offsets[v]]
+            for p in range(offsets[v] + 1, offsets[v + 1]):
+                out[w] = _pack(head, members[p])
+                w += 1
+    for p in range(a.shape[0]):
+        out[w] = _pack(members[offsets[a[p]]], members[offsets[b[p]]])
+        w += 1
+
+
+@njit(cache=True, nogil=True)
+def _pairs_size(offsets, a, b, identical):
+    total = 0
+    if identical:
+        for v in range(offsets.shape[0] - 1):
+            c = offsets[v + 1] - offsets[v]
+            total += c * (c - 1) // 2
+    for p in range(a.shape[0]):
+        total += (offsets[a[p] + 1] - offsets[a[p]]) * (offsets[b[p] + 1] - offsets[b[p]])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _fill_pairs(offsets, members, a, b, identical, out):
+    """Every pair of documents: two holders of one fingerprint (with ``identical``), a
+    holder of ``a[p]``'s with one of ``b[p]``'s; packed, unordered."""
+    w = 0
+    if identical:
+        for v in range(offsets.shape[0] - 1):
+            for p in range(offsets[v], offsets[v + 1] - 1):
+                for q in range(p + 1, offsets[v + 1]):
+                    out[w] = _pack(members[p], members[q])
+                    w += 1
+    for p in range(a.shape[0]):
+        for x in range(offsets[a[p]], offsets[a[p] + 1]):
+            for y in range(offsets[b[p]], offsets[b[p] + 1]):
+                out[w] = _pack(members[x], members[y])
+                w += 1
+
+
+def unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two int64 documents of packed pairs ``a << 32 | b``. O(pairs).
+
+    Example:
+        >>> [x.tolist() for x in unpack(np.array([(3 << 32) | 7], dtype=np.uint64))]
+        [[3], [7]]
+    """
+    packed = np.asarray(packed, dtype=np.uint64)
+    return (packed >> np.uint64(32)).astype(np.int64), (packed & _LOW).astype(np.int64)
