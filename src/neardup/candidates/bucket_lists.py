@@ -162,15 +162,18 @@ def _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
 
 
 @njit(cache=True, nogil=True)
-def _listing_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshold, most):
-    """Packed ``min << 32 | max`` of the pairs of buckets ``lo..hi-1`` of at most ``most``
-    members that :func:`_pair_ruled` leaves, in one pass: the output doubles when full (the
-    bounds cost more than a copy, so they run once). Returns (the pairs, listings ruled out,
-    pairs of the larger buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
+def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshold, most, among):
+    """The pairs of buckets ``lo..hi-1`` of at most ``most`` members that :func:`_pair_ruled`
+    leaves, packed ``min << 32 | max``, in one pass: the output doubles when full (the bounds
+    cost more than a copy, so they run once). With ``among`` (sorted packed pairs, not
+    empty) none is kept: the listings among them are counted. Returns (the pairs, how many
+    were listed or counted, listings ruled out, pairs of the larger buckets). O(Σ m² over the
+    buckets of m <= ``most`` members), times log(``among``) to count."""
+    counting = among.shape[0] > 0
     found = 0
     ruled = 0
     unexamined = 0
-    out = np.empty(1 << 16, np.uint64)
+    out = np.empty(0 if counting else 1 << 16, np.uint64)
     for q in range(lo, hi):
         bucket = members[offsets[q] : offsets[q + 1]]
         m = bucket.shape[0]
@@ -184,39 +187,19 @@ def _listing_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, thresh
                 if _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
                     ruled += 1
                     continue
+                key = (np.uint64(min(x, y)) << _SHIFT) | np.uint64(max(x, y))
+                if counting:
+                    k = np.searchsorted(among, key)
+                    found += k < among.shape[0] and among[k] == key
+                    continue
                 if found == out.shape[0]:
                     grown = np.empty(2 * found, np.uint64)
                     grown[:found] = out
                     out = grown
-                out[found] = (np.uint64(min(x, y)) << _SHIFT) | np.uint64(max(x, y))
+                out[found] = key
                 found += 1
     # A view: the pages past ``found`` were never touched, so they take no memory.
-    return out[:found], ruled, unexamined
-
-
-@njit(cache=True, nogil=True)
-def _listings_among_kernel(lo, hi, offsets, members, sizes, unbounded, threshold, most, keys):
-    """How many listings of the pairs of buckets ``lo..hi-1`` of at most ``most`` members are
-    among the sorted packed ``keys``; a pair the lengths rule out (:func:`_pair_ruled`) is
-    not looked up, as no such pair is among them. O(listings × log keys)."""
-    no_sketches = np.zeros((0, 1), np.uint8)
-    hits = 0
-    for q in range(lo, hi):
-        bucket = members[offsets[q] : offsets[q + 1]]
-        m = bucket.shape[0]
-        if m > most:
-            continue
-        for i in range(m):
-            x = bucket[i]
-            for j in range(i + 1, m):
-                y = bucket[j]
-                if _pair_ruled(x, y, sizes, no_sketches, unbounded, threshold):
-                    continue
-                key = (np.uint64(min(x, y)) << _SHIFT) | np.uint64(max(x, y))
-                k = np.searchsorted(keys, key)
-                if k < keys.shape[0] and keys[k] == key:
-                    hits += 1
-    return hits
+    return out[: 0 if counting else found], found, ruled, unexamined
 
 
 def _in_halves(kernel, offsets: np.ndarray, members: np.ndarray, *args) -> list:
@@ -297,6 +280,7 @@ def listed_pairs(
     else:
         bounds = (np.zeros(0, np.int64), no_sketches, unbounded, 0.0)
     union = DistinctUnion() if union is None else union
+    no_pairs = np.zeros(0, dtype=np.uint64)  # the kernel lists the pairs, counts none
 
     def slices() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for offsets, positions in buckets.slices(most, slice_pairs):
@@ -305,10 +289,10 @@ def listed_pairs(
 
     ruled = unlisted = listings = 0
     for offsets, docs in slices():
-        parts = _in_halves(_listing_kernel, offsets, docs, *bounds, most)
+        parts = _in_halves(_pairs_kernel, offsets, docs, *bounds, most, no_pairs)
         packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
-        ruled += sum(p[1] for p in parts)
-        unlisted += sum(p[2] for p in parts)
+        ruled += sum(p[2] for p in parts)
+        unlisted += sum(p[3] for p in parts)
         del parts
         # A pair listed by several buckets (of several bands): once.
         union.add(_sorted_distinct(packed))
@@ -319,11 +303,11 @@ def listed_pairs(
     keys = union.values()
     if by_blocks:
         keys = _left_by_sketches(keys, sizes, sketches, threshold, block_rows, slice_pairs)
-        # Every listing of a pair left passed the bounds; every other one was ruled out.
-        left = sum(
-            sum(_in_halves(_listings_among_kernel, o, d, sizes, unbounded, threshold, most, keys))
-            for o, d in slices()
-        )
+        # Every listing of a pair left passed the bounds; every other one was ruled out (one
+        # the lengths rule out is not looked up: no such pair is left).
+        left = 0
+        for offsets, docs in slices() if keys.shape[0] else ():
+            left += sum(p[1] for p in _in_halves(_pairs_kernel, offsets, docs, *bounds, most, keys))
         ruled = listings - left
     elif not isinstance(keys, np.ndarray):  # spilled: the pairs left are what the caller holds
         keys = keys[0 : len(keys)]
