@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from io_helpers import dead_pid
 
 from neardup import pipeline
-from neardup.candidates import chunks, repair
+from neardup.candidates import bucket_lists, chunks
 from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import local, outofcore, spill
@@ -134,7 +134,7 @@ def record_block_rows(monkeypatch) -> list[int]:
     """The rows of a block of each sweep of spilled count sketches (candidates.bounds), in a
     list filled as the run goes."""
     blocks: list[int] = []
-    for module in (chunks, repair):
+    for module in (chunks, bucket_lists):
         by_blocks = module.possible_by_blocks
         monkeypatch.setattr(
             module,

@@ -4,12 +4,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.candidates.bands import pairs_from_band_columns
+from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.repair import (
-    bucket_csr,
     bucket_pairs,
+    mark_among,
     repair_links,
     repair_links_decided,
-    without_pairs,
 )
 from neardup.groups import accepted_links, connected_components
 
@@ -37,18 +37,23 @@ def _reference_components(n, columns, passes):
     return np.array([smallest[r] for r in roots])
 
 
-def _star_then_repair(n, columns, positions, accept, most=1 << 15):
-    rest: list = []
+def _listed_without_stars(n, columns, positions, most=1 << 15):
+    """The star candidates of the columns, and the bucket pairs that no star candidate is."""
+    rest = BucketParts()
     columns = [np.asarray(c, np.uint64) for c in columns]
     a, b = pairs_from_band_columns(columns, "star", positions, 1, rest, most)
-    offsets, members, others = bucket_csr(rest, np.arange(n))
-    rest_a, rest_b, listed = bucket_pairs(offsets, members, most)
-    listed["repair_unlisted"] += others
-    keep = without_pairs(rest_a, rest_b, a, b)
+    keys, listed = listed_pairs(rest, np.arange(n), most)
+    star = np.zeros(keys.shape[0], dtype=bool)
+    mark_among(keys, a, b, star)
+    return a, b, *unpacked(keys[~star]), listed
+
+
+def _star_then_repair(n, columns, positions, accept, most=1 << 15):
+    a, b, rest_a, rest_b, listed = _listed_without_stars(n, columns, positions, most)
     kept, _ = accepted_links(n, a, b, accept)
     star_a, star_b = a[kept], b[kept]
     labels = connected_components(n, star_a, star_b)
-    more_a, more_b, stats = repair_links(n, rest_a[keep], rest_b[keep], labels, accept)
+    more_a, more_b, stats = repair_links(n, rest_a, rest_b, labels, accept)
     stats.update(listed)
     final = connected_components(
         n, np.concatenate([star_a, more_a]), np.concatenate([star_b, more_b])
@@ -102,12 +107,7 @@ def test_repair_decided_beforehand_keeps_the_pairs_and_counts_of_the_repair(case
     # An engine that verifies every pair across components first, then replays the choice on
     # those pairs alone (their ends numbered anew), keeps what repair_links keeps.
     n, columns, positions, passes = case
-    columns = [np.asarray(c, np.uint64) for c in columns]
-    rest: list = []
-    a, b = pairs_from_band_columns(columns, "star", positions, 1, rest, 1 << 15)
-    rest_a, rest_b, _ = bucket_pairs(*bucket_csr(rest, np.arange(n))[:2])
-    keep = without_pairs(rest_a, rest_b, a, b)
-    rest_a, rest_b = rest_a[keep], rest_b[keep]
+    a, b, rest_a, rest_b, _ = _listed_without_stars(n, columns, positions)
 
     def accept(x, y):
         return np.array([(min(i, j), max(i, j)) in passes for i, j in zip(x, y)], dtype=bool)
@@ -183,12 +183,13 @@ def test_bucket_pairs_drop_the_pairs_the_lcs_bounds_rule_out():
     assert stats["repair_unlisted"] == 0 and stats["repair_bounded"] > 0
 
 
-def test_without_pairs_in_either_orientation():
-    keep = without_pairs(np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([2]), np.array([1]))
-    assert keep.tolist() == [True, False, True]
-    assert without_pairs(np.array([0]), np.array([1]), np.array([]), np.array([])).tolist() == [
-        True
-    ]
+def test_mark_among_finds_pairs_in_either_orientation():
+    keys = np.array([0 << 32 | 1, 1 << 32 | 2, 2 << 32 | 3], dtype=np.uint64)
+    found = np.zeros(3, dtype=bool)
+    mark_among(keys, np.array([2]), np.array([1]), found)
+    assert found.tolist() == [False, True, False]
+    mark_among(keys, np.array([], dtype=np.int64), np.array([], dtype=np.int64), found)
+    assert found.tolist() == [False, True, False]
 
 
 def test_bucket_pairs_by_blocks_of_sketches_list_and_count_the_same(tmp_path):
@@ -239,20 +240,15 @@ def test_bucket_pairs_past_the_first_output_block_are_all_listed():
     st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=25),
     st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=25),
 )
-def test_without_pairs_matches_a_set_of_unordered_pairs(pairs, others):
-    a = np.array([p[0] for p in pairs], dtype=np.int64)
-    b = np.array([p[1] for p in pairs], dtype=np.int64)
+def test_mark_among_matches_a_set_of_unordered_pairs(pairs, others):
+    listed = sorted({(min(p), max(p)) for p in pairs})
+    keys = np.array([x << 32 | y for x, y in listed], dtype=np.uint64)
     other_a = np.array([p[0] for p in others], dtype=np.int64)
     other_b = np.array([p[1] for p in others], dtype=np.int64)
-    taken = {frozenset(p) for p in others}
-    # Of a pair listed several times, the first in the sorted order is the one found.
-    want, seen = [], set()
-    for i in sorted(range(len(pairs)), key=lambda i: (min(pairs[i]), max(pairs[i]))):
-        key = frozenset(pairs[i])
-        want.append((i, not (key in taken and key not in seen)))
-        seen.add(key)
-    expected = [keep for _, keep in sorted(want)]
-    assert without_pairs(a, b, other_a, other_b).tolist() == expected
+    found = np.zeros(keys.shape[0], dtype=bool)
+    mark_among(keys, other_a, other_b, found)
+    taken = {(min(p), max(p)) for p in others}
+    assert found.tolist() == [pair in taken for pair in listed]
 
 
 def test_bucket_pairs_on_two_threads_list_and_count_what_one_call_does(monkeypatch):

@@ -53,16 +53,11 @@ from neardup.candidates.bands import (
     rank_positions,
 )
 from neardup.candidates.bounds import sketch_block_rows
+from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.chunks import CandidatePairs, bounded_pairs, filter_slices
 from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, index_union, stable_argsort
-from neardup.candidates.repair import (
-    BUCKET_MEMBERS,
-    bucket_csr,
-    bucket_pairs,
-    repair_links,
-    without_pairs,
-)
+from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
 from neardup.candidates.tables import IdenticalBuckets
 from neardup.group_labels import group_sizes, with_duplicates
 from neardup.groups import (
@@ -517,12 +512,13 @@ def candidate_edges(
     band_keys: BandKeys | None = None,
     workers: int = 1,
     hamming: HammingSearch | None = None,
-    buckets: list | None = None,
+    buckets: BucketParts | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
 ) -> CandidatePairs:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
-    With a list ``buckets`` (MinHash), its one item becomes the CSR of the buckets without
-    their representatives (:func:`neardup.candidates.repair.bucket_csr`).
+    With ``buckets`` (MinHash), the band search adds to it, band by band, the buckets the
+    repair round lists without their representatives, members as positions in ``reps``
+    (:mod:`neardup.candidates.bucket_lists`).
 
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
@@ -546,8 +542,6 @@ def candidate_edges(
         BUCKET_MEMBERS,
         pair_union() if pair_union else None,
     )
-    if buckets is not None:
-        buckets[:] = [bucket_csr(buckets, reps)]
     return CandidatePairs.of_packed(packed, reps)
 
 
@@ -592,6 +586,7 @@ def find_groups(
     memory: int | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
     candidate_slice: int = VERIFY_SLICE,
+    bucket_parts: Callable[[], BucketParts] = BucketParts,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -605,7 +600,9 @@ def find_groups(
     groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
     spill file may take when read for the bounds (two blocks of rows at a time; None: all).
     ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk);
-    they are bounded ``candidate_slice`` at a time.
+    they are bounded ``candidate_slice`` at a time. ``bucket_parts`` makes where the band search
+    keeps the buckets of the repair round (e.g. spilling to disk); their pairs are listed and
+    bounded ``candidate_slice`` listings at a time into a ``pair_union()``.
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -643,29 +640,29 @@ def find_groups(
     hamming = None
     if settings.method == "simhash" and reps.shape[0]:
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
-    rest: list | None = [] if settings.method == "minhash" else None  # see candidates.repair
+    # The repair round's buckets (candidates.repair), when there is a band search.
+    buckets = bucket_parts() if settings.method == "minhash" and reps.shape[0] else None
     candidates = candidate_edges(
-        sig, reps, rank, settings, band_keys, workers, hamming, rest, pair_union
+        sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union
     )
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None
     if isinstance(sig.sketches, np.memmap):
         block_rows = sketch_block_rows(sig.sketches, memory)
-    visit = None
-    if rest:  # see candidates.repair; before the bounds below, which drop star candidates
+    visit = rest = None
+    if buckets is not None:  # see candidates.repair; before the bounds below, which drop stars
         lcs = settings.verify_measure == "lcs" and sig.sketches is not None
         bound = (sig.sizes, sig.sketches, settings.verify) if lcs else (None, None, 0.0)
-        offsets, members, others = rest[0]
-        rest_a, rest_b, repair = bucket_pairs(
-            offsets, members, BUCKET_MEMBERS, *bound, block_rows=block_rows
+        union = pair_union() if pair_union else None
+        rest_keys, repair = listed_pairs(
+            buckets, reps, BUCKET_MEMBERS, *bound, block_rows, union, candidate_slice
         )
-        repair["repair_unlisted"] += others
-        del offsets, members
-        rest_kept = np.ones(rest_a.shape[0], dtype=bool)
+        buckets = union = None
+        star_listed = np.zeros(rest_keys.shape[0], dtype=bool)
 
         def visit(a: np.ndarray, b: np.ndarray) -> None:
-            rest_kept[:] &= without_pairs(rest_a, rest_b, a, b)
+            mark_among(rest_keys, a, b, star_listed)
 
         stats.update(repair)
     stats["candidates"] = len(candidates)
@@ -689,8 +686,9 @@ def find_groups(
     else:
         cand_a, cand_b = filter_slices(candidates, None, candidate_slice, visit)
     del candidates
-    if rest:
-        rest = [rest_a[rest_kept], rest_b[rest_kept]]
+    if visit is not None:  # the listed pairs that no star candidate is
+        rest = unpacked(rest_keys[~star_listed])
+        del rest_keys, star_listed
     if settings.pairs != "all":
         hamming = None
     lap("candidates", "shingle sets" if needs_data else "verify")
@@ -707,7 +705,7 @@ def find_groups(
         linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
         compared = in_group[rep_of[in_group] == in_group]
-        if rest:  # the repair round compares the ends of its pairs
+        if rest is not None:  # the repair round compares the ends of its pairs
             compared = index_union(n, compared, *rest)
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)
@@ -746,7 +744,7 @@ def find_groups(
     stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])
     stats["linked_untested"] = considered - tested
     components = connected_components(n, cand_a, cand_b)
-    if rest:
+    if rest is not None:
         more_a, more_b, repair = repair_links(n, *rest, components, relation, rounds, VERIFY_SLICE)
         if more_a.shape[0]:  # else the components stand
             cand_a, cand_b = np.concatenate([cand_a, more_a]), np.concatenate([cand_b, more_b])

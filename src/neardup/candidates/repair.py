@@ -6,12 +6,15 @@ components; after it they may not: when the representative ``r`` fails against t
 ``x`` and ``y`` that pass against each other, and no other verified path joins them, the star
 edges lose the pair ``(x, y)``.
 
-The repair, over the buckets without their representatives (CSR ``offsets``, ``members``):
+The repair, over the buckets without their representatives (kept band by band by the band
+search, :class:`neardup.candidates.bucket_lists.BucketParts`):
 
-1. before verification, :func:`bucket_pairs` lists the pairs of non-representative members of
-   each bucket that the cheap LCS bounds (unit counts, count sketches) leave; the caller drops
-   the star candidates among them (:func:`without_pairs`: decided by the star round), and
-   reads the verification data of their ends with that of the star candidates';
+1. before verification, :func:`~neardup.candidates.bucket_lists.listed_pairs` (or
+   :func:`bucket_pairs` for one CSR of buckets) lists the pairs of non-representative members
+   of each bucket that the cheap LCS bounds (unit counts, count sketches) leave, a slice of
+   buckets at a time; the caller drops the star candidates among them (:func:`mark_among`:
+   decided by the star round), and reads the verification data of their ends with that of the
+   star candidates';
 2. after the star round, :func:`repair_links` keeps the pairs whose ends lie in different
    components of the verified star edges and decides them with
    :func:`neardup.groups.accepted_links` started from those components (``linked=``): a pair
@@ -57,18 +60,15 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from neardup.candidates import radix
-from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
+from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.groups import LINK_ROUNDS, accepted_links
-from neardup.lcs import _ruled_out
 
 __all__ = [
     "BUCKET_MEMBERS",
-    "bucket_csr",
     "bucket_pairs",
+    "mark_among",
     "repair_links",
     "repair_links_decided",
-    "without_pairs",
 ]
 
 #: Most members (besides the representative) of a bucket whose pairs :func:`bucket_pairs`
@@ -77,72 +77,6 @@ __all__ = [
 #: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes 9–11 % more CPU
 #: time than with star candidates alone (two alternating runs each; docs/methods.md).
 BUCKET_MEMBERS = 16
-
-
-@njit(cache=True, nogil=True)
-def _bucket_pairs_kernel(offsets, members, sizes, sketches, unbounded, threshold, most, lo, hi):
-    """Packed ``min << 32 | max`` of the pairs of buckets ``lo..hi-1`` of at most ``most`` members that
-    the bounds leave (all its pairs when ``threshold`` is 0), in one pass: the output doubles
-    when full (the bounds cost more than a copy, so they run once). With ``threshold`` > 0 and
-    no ``sketches`` (0 rows), only the length ratio rules pairs out, unless both ends are
-    ``unbounded`` (every count 255). Returns (the pairs, pairs ruled out by the bounds, pairs
-    of the larger buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
-    shift = np.uint64(32)
-    bounded = threshold > 0.0
-    found = 0
-    ruled = 0
-    unexamined = 0
-    out = np.empty(1 << 16, np.uint64)
-    for q in range(lo, hi):
-        bucket = members[offsets[q] : offsets[q + 1]]
-        m = bucket.shape[0]
-        if m > most:
-            unexamined += m * (m - 1) // 2
-            continue
-        for i in range(m):
-            x = bucket[i]
-            for j in range(i + 1, m):
-                y = bucket[j]
-                low = min(sizes[x], sizes[y]) if bounded else 0
-                top = max(sizes[x], sizes[y]) if bounded else 0
-                # Two sketches of every count 255 (Korean texts) rule nothing out: _ruled_out.
-                if top > 0 and sketches.shape[0] == 0:
-                    if not (unbounded[x] and unbounded[y]) and low / top < threshold:
-                        ruled += 1
-                        continue
-                elif top > 0:
-                    if _ruled_out(low, top, threshold, sketches, x, y)[0] >= 0.0:
-                        ruled += 1
-                        continue
-                if found == out.shape[0]:
-                    grown = np.empty(2 * found, np.uint64)
-                    grown[:found] = out
-                    out = grown
-                out[found] = (np.uint64(min(x, y)) << shift) | np.uint64(max(x, y))
-                found += 1
-    # A view: the pages past ``found`` were never touched, so they take no memory.
-    return out[:found], ruled, unexamined
-
-
-@njit(cache=True, nogil=True)
-def _distinct_ends(packed):
-    """The distinct pairs of the sorted packed ``packed`` as two uint32 arrays of their ends,
-    and how often each is listed (uint32). O(pairs), 12 bytes a distinct pair."""
-    k = 0
-    for p in range(packed.shape[0]):
-        if p == 0 or packed[p] != packed[p - 1]:
-            k += 1
-    a = np.empty(k, np.uint32)
-    b = np.empty(k, np.uint32)
-    listed = np.zeros(k, np.uint32)
-    q = -1
-    for p in range(packed.shape[0]):
-        if p == 0 or packed[p] != packed[p - 1]:
-            q += 1
-            a[q] = np.uint32(packed[p] >> np.uint64(32))
-            b[q] = np.uint32(packed[p] & np.uint64(0xFFFFFFFF))
-        listed[q] += 1
-    return a, b, listed
 
 
 def bucket_pairs(
@@ -155,21 +89,16 @@ def bucket_pairs(
     block_rows: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """The pairs of members of one bucket that the LCS bounds leave: those the star edges of
-    the buckets (without their representatives: :func:`bucket_csr`) leave out.
+    the buckets (without their representatives) leave out. The buckets as one CSR, the pairs
+    unpacked: :func:`neardup.candidates.bucket_lists.listed_pairs` (which the band search's
+    buckets, kept band by band, go through).
 
     Args:
         offsets: int64 ``(buckets + 1,)``; bucket ``q`` holds ``members[offsets[q]:
             offsets[q + 1]]``.
         members: int64 document indices, ``< 2**32``.
-        most: most members of a bucket whose pairs are listed, ``>= 2``; the pairs of a larger
-            bucket are counted, not listed.
-        sizes, sketches, threshold: with a ``threshold`` > 0, the LCS unit counts and count
-            sketches of the documents (:func:`neardup.lcs.possible_pairs`): pairs they rule out
-            at that threshold are dropped; 0 keeps every pair.
-        block_rows: when given, at most two blocks of that many rows of ``sketches`` are read
-            into memory at once (:func:`neardup.candidates.bounds.possible_by_blocks`: for
-            sketches in a spill file); the pairs of the buckets are then listed first, each
-            once with its count, and bounded after.
+        most, sizes, sketches, threshold, block_rows: as
+            :func:`~neardup.candidates.bucket_lists.listed_pairs`.
 
     Returns:
         ``(a, b, stats)``: the distinct pairs, ``a < b``, sorted by ``(a, b)``, and the counts
@@ -183,84 +112,31 @@ def bucket_pairs(
     Raises:
         ValueError: ``most < 2``, or a ``threshold`` > 0 without ``sizes`` and ``sketches``.
     """
-    if most < 2:
-        raise ValueError(f"most must be >= 2, got {most}")
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    members = np.ascontiguousarray(members, dtype=np.int64)
-    if threshold > 0.0:
-        if sizes is None or sketches is None:
-            raise ValueError("a threshold > 0 needs the sizes and sketches of the documents")
-    bounded = threshold > 0.0 and block_rows is None
-    no_sketches = np.zeros((0, 1), dtype=np.uint8)
-    unbounded = np.zeros(0, dtype=bool)
-    if bounded:
-        args = (offsets, members, sizes, sketches, unbounded, float(threshold), most)
-    elif threshold > 0.0:  # the lengths in the kernel, the sketches by blocks after
-        unbounded = unbounded_rows(sketches, block_rows)
-        args = (offsets, members, sizes, no_sketches, unbounded, float(threshold), most)
-    else:
-        args = (offsets, members, np.zeros(0, np.int64), no_sketches, unbounded, 0.0, most)
-    # Two halves of the members on two threads (the bounds dominate; the pairs are sorted
-    # below, so the result does not depend on the split).
-    parts = radix.in_halves(
-        lambda lo, hi: _bucket_pairs_kernel(*args, lo, hi),
-        offsets.shape[0] - 1,
-        middle=int(np.searchsorted(offsets, offsets[-1] // 2)),
-        size=members.shape[0],
-    )
-    packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
-    ruled = sum(p[1] for p in parts)
-    unlisted = sum(p[2] for p in parts)
-    del parts
-    packed.sort()  # in place
-    # A pair may share several bands: the distinct ones, their ends in 32 bits each until
-    # the bounds below leave the few that go on (12 bytes a pair where int64 ends and their
-    # sort order took 32).
-    a, b, listed = _distinct_ends(packed)
-    del packed
-    if threshold > 0.0 and not bounded:
-        keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-        ruled += int(listed[~keep].sum())
-        a, b = a[keep], b[keep]
-    del listed
-    a, b = a.astype(np.int64), b.astype(np.int64)
-    stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted)}
-    return a, b, stats
+    buckets = BucketParts.of_csr(offsets, members)
+    keys, stats = listed_pairs(buckets, None, most, sizes, sketches, threshold, block_rows)
+    return (*unpacked(keys), stats)
 
 
-def without_pairs(
-    a: np.ndarray, b: np.ndarray, other_a: np.ndarray, other_b: np.ndarray
-) -> np.ndarray:
-    """Which pairs ``(a[p], b[p])`` are not among the pairs ``(other_a, other_b)``, in either
-    orientation (bool per pair). The pairs are sorted, the others looked up in them: O((p + o)
-    log p), for few pairs among many others.
+def mark_among(keys: np.ndarray, a: np.ndarray, b: np.ndarray, found: np.ndarray) -> None:
+    """Set ``found[i]`` where the sorted distinct packed pair ``keys[i]`` (``min << 32 |
+    max``, :func:`~neardup.candidates.bucket_lists.listed_pairs`) is one of the pairs ``(a[p],
+    b[p])``, in either orientation. The pairs are looked up one by one in compiled code: no
+    temporaries of their number (a slice of 8M candidates took 0.4 GB of them), for few keys
+    among many pairs. O(pairs × log keys).
 
     Example:
-        >>> without_pairs(np.array([1, 2]), np.array([3, 4]), np.array([3]), np.array([1])).tolist()
-        [False, True]
+        >>> found = np.zeros(2, dtype=bool)
+        >>> mark_among(np.array([1 << 32 | 3, 2 << 32 | 4], np.uint64), [3], [1], found)
+        >>> found.tolist()
+        [True, False]
     """
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    keep = np.ones(a.shape[0], dtype=bool)
-    if a.shape[0] == 0 or len(other_a) == 0:
-        return keep
-    keys = _keys(a, b)
-    # bucket_pairs gives its pairs sorted, and this runs once per slice of candidates: the
-    # sort only when they are not.
-    order = None if bool(np.all(keys[1:] >= keys[:-1])) else np.argsort(keys, kind="stable")
-    if order is not None:
-        keys = keys[order]
-    # The others looked up one by one in compiled code: no temporaries of their number (a
-    # slice of 8M candidates took 0.4 GB of them).
-    found = np.zeros(keys.shape[0], dtype=bool)
-    _mark_found(keys, np.asarray(other_a), np.asarray(other_b), found)
-    keep[found if order is None else order[found]] = False  # of repeated pairs one is found
-    return keep
+    if keys.shape[0] and len(a):
+        _mark_found(keys, np.asarray(a), np.asarray(b), found)
 
 
 @njit(cache=True, nogil=True)
 def _mark_found(keys, a, b, found):
-    """``found[i]`` set for the first place ``i`` of the sorted ``keys`` that equals the key
+    """``found[i]`` set for the place ``i`` of the sorted ``keys`` that equals the key
     ``min << 32 | max`` of some pair ``(a[p], b[p])``. O(pairs × log keys)."""
     shift = np.uint64(32)
     for p in range(a.shape[0]):
@@ -277,35 +153,6 @@ def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (lo << np.uint64(32)) | hi
 
 
-def bucket_csr(parts: list, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The buckets kept by :func:`neardup.candidates.bands.pairs_from_band_columns` (a list
-    of ``(members, counts, others)``, members indexing ``reps``) as one CSR ``(offsets,
-    members)`` of document indices, and the pairs of the buckets it left out. The list is
-    emptied as its parts are copied, each let go once in place: the parts and the CSR are
-    never held whole at once. O(members).
-
-    Example:
-        >>> parts = [(np.array([0, 1, 2]), np.array([3]), 45)]
-        >>> offsets, members, others = bucket_csr(parts, np.array([4, 6, 9]))
-        >>> offsets.tolist(), members.tolist(), others, parts
-        ([0, 3], [4, 6, 9], 45, [])
-    """
-    reps = np.asarray(reps, dtype=np.int64)
-    counts = np.concatenate([c for _, c, _ in parts]) if parts else np.zeros(0, np.int64)
-    offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    del counts
-    members = np.empty(int(offsets[-1]), dtype=np.int64)
-    others, at = 0, 0
-    parts.reverse()  # popped from the end, in their order
-    while parts:
-        part, _, more = parts.pop()
-        members[at : at + part.shape[0]] = reps[part]
-        at += part.shape[0]
-        others += int(more)
-    return offsets, members, others
-
-
 def repair_links(
     n: int,
     a: np.ndarray,
@@ -316,7 +163,7 @@ def repair_links(
     step: int = 1 << 23,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """The repair round (module docstring): of the bucket pairs ``(a, b)``
-    (:func:`bucket_pairs`, without the star candidates: :func:`without_pairs`), those across
+    (:func:`bucket_pairs`, without the star candidates: :func:`mark_among`), those across
     the components ``labels`` of the verified star edges, decided by ``accept`` from those
     components on (:func:`neardup.groups.accepted_links`, in the order of the pairs).
 

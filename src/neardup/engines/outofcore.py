@@ -40,8 +40,9 @@ chunks take the room left, at least :data:`LEAST_ROOM` of the budget. Not charge
 columns' sorts (``20 n`` bytes each); the candidate pairs in memory (8 bytes a pair, packed,
 up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
 :mod:`neardup.engines.pair_runs`) and the pairs the bounds leave; the repair round's bucket
-members and listed pairs (:mod:`neardup.candidates.repair`, the peak of the 50M-document run in
-docs/memory.md).
+members (4 bytes a member and 4 a bucket, up to :data:`LEAST_ROOM`, then on disk:
+:mod:`neardup.engines.spilled_buckets`), their pairs listed a slice at a time into a union of
+the same bound, and the pairs the bounds leave (8 bytes a pair).
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
-from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import (
     ColumnFile,
     MemoryBudget,
@@ -71,6 +71,7 @@ from neardup.engines.spill import (
     read_ids,
     write_ids,
 )
+from neardup.engines.spilled_buckets import SpillStores
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
@@ -228,7 +229,6 @@ class OutOfCoreDedup:
         self.collected: Collected | None = None
         self._stage: str | None = None  # the stage of find_groups under way
         self._owns_columns = False  # no sink or resume keeps pass 1's columns: see collect
-        self._pair_unions: list[PairRuns] = []  # the band searches' pairs (_pair_runs)
         #: Bytes of per-document state charged to the budget (MemoryBudget.charge) and held.
         self.charged = 0
         #: Figures of the run for its summary: spill written, texts re-read, and the chunks
@@ -720,6 +720,7 @@ class OutOfCoreDedup:
             return self._load_groups()
         grouping = GROUPING_BYTES * len(c)
         self._charge(grouping)
+        stores = SpillStores(self.work, max(self._least_room, 64))
         groups = find_groups(
             c.signatures,
             c.timestamps,
@@ -732,15 +733,18 @@ class OutOfCoreDedup:
             on_stage=self._on_stage,
             workers=self.workers,
             memory=self.budget.room(LEAST_ROOM),
-            pair_union=self._pair_runs,
+            # The band search's pairs and the repair round's buckets, in memory up to the
+            # least room each, then on disk (they grow faster than the documents, and the
+            # sketches' blocks and the verification data take the room).
+            pair_union=stores.pair_union,
+            bucket_parts=stores.bucket_parts,
             # A slice's unpacked ends and bounds' temporaries within the least room.
             candidate_slice=max(self._least_room // CANDIDATE_BYTES, 1 << 10),
         )
         self._charge(-grouping)
-        for union in self._pair_unions:
-            self.figures["candidate pair runs"] += union.spilled_runs
-            self.figures["spilled bytes"] += union.disk_bytes
-        self._pair_unions.clear()
+        runs, written = stores.figures()
+        self.figures["candidate pair runs"] += runs
+        self.figures["spilled bytes"] += written
         for column in c.band_columns:
             column.release()
         if self.work.resume:
@@ -749,15 +753,6 @@ class OutOfCoreDedup:
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
         return groups
-
-    def _pair_runs(self) -> PairRuns:
-        """Where the band search collects the MinHash candidates: in memory up to
-        :data:`LEAST_ROOM` of the budget, then in sorted runs on disk (they grow faster than
-        the documents, and the sketches' blocks and the verification data take the room)."""
-        name = f"candidates-{len(self._pair_unions)}"
-        union = PairRuns(self.work, max(self._least_room, 64), name)
-        self._pair_unions.append(union)
-        return union
 
     def _load_groups(self) -> Groups:
         w = self.work

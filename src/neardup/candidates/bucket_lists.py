@@ -1,0 +1,339 @@
+"""The repair round's buckets, kept band by band, and their pairs listed a slice at a time.
+
+The MinHash band search (:func:`neardup.candidates.bands.packed_pairs_from_band_columns`) keeps,
+band by band, the buckets of 3 to ``most + 1`` documents without their representatives
+(:mod:`neardup.candidates.repair`): their members, positions among the documents searched
+(uint32), and each bucket's number of them (int32). Short texts fill many such buckets by
+chance, more a document as N grows: 1.7M members at 1M short documents, about 350M at 50M
+(1.8 GB). Every pair of members of a bucket is a pair the repair round may need; the LCS bounds
+(unit counts, count sketches) rule most of them out.
+
+:class:`BucketParts` holds the buckets in memory; an out-of-core run writes them to its work
+folder past a bound (:class:`neardup.engines.spilled_buckets.SpilledBuckets`). Both give them
+back as CSR slices of consecutive buckets of at most a given number of pairs
+(:meth:`BucketParts.slices`), and :func:`listed_pairs` lists each slice's pairs that the bounds
+leave, packed ``min << 32 | max`` (uint64), sorted and made distinct slice by slice, into a
+union: in memory (:class:`~neardup.candidates.bands.DistinctUnion`) or in sorted runs on disk
+(:class:`neardup.engines.pair_runs.PairRuns`). Memory: one slice's listing and the union's
+bound, not every listing of every bucket at once (3.7 GB at 50M documents).
+
+When the count sketches are in a spill file the listing bounds the pairs by their lengths
+alone; the sketches then bound the distinct pairs left, a slice of them per block of rows
+(:func:`~neardup.candidates.bounds.possible_by_blocks`), and a second pass over the buckets
+counts how often each pair left is listed, so that ``repair_bounded`` counts every listing
+the bounds rule out exactly as one listing with every bound does.
+
+Example:
+    >>> parts = BucketParts()
+    >>> parts.append((np.array([1, 2, 3, 1, 2], np.uint32), np.array([3, 2], np.int32), 0))
+    >>> keys, stats = listed_pairs(parts, np.array([10, 11, 12, 13]))
+    >>> [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in keys], stats["repair_bounded"]
+    ([(11, 12), (11, 13), (12, 13)], 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+from numba import njit
+
+from neardup.candidates import radix
+from neardup.candidates.bands import DistinctUnion, _sorted_distinct
+from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
+from neardup.lcs import _ruled_out
+
+__all__ = ["BucketParts", "csr_slices", "listed_pairs", "unpacked"]
+
+#: Pairs (listings) of a slice of buckets when the caller gives no size: 4M, about 100 MB of
+#: the slice's listing, members and sort at most.
+SLICE_PAIRS = 1 << 22
+
+_LOW = np.uint64(0xFFFFFFFF)
+_SHIFT = np.uint64(32)
+
+
+def csr_slices(
+    counts_of: Callable[[int, int], np.ndarray],
+    members_of: Callable[[int, int], np.ndarray],
+    buckets: int,
+    most: int,
+    most_pairs: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """CSR ``(offsets, members)`` of consecutive buckets whose pairs (those of the buckets of at
+    most ``most`` members: larger ones are not listed) number at most ``most_pairs`` in all, or
+    of one bucket that has more; ``counts_of(start, stop)`` gives the member counts of buckets
+    ``start..stop-1``, ``members_of(start, stop)`` the members ``start..stop-1`` of all
+    buckets, in order. Memory: ``most_pairs`` counts (a bucket of pairs has at least one) and
+    the slice's members. O(buckets + members).
+
+    Example:
+        >>> counts, members = np.array([2, 3, 2]), np.arange(7)
+        >>> for offsets, part in csr_slices(lambda s, e: counts[s:e],
+        ...                                 lambda s, e: members[s:e], 3, 16, 3):
+        ...     print(offsets.tolist(), part.tolist())
+        [0, 2] [0, 1]
+        [0, 3] [2, 3, 4]
+        [0, 2] [5, 6]
+    """
+    if most_pairs < 1:
+        raise ValueError(f"most_pairs must be >= 1; got {most_pairs}")
+    bucket = member = 0
+    while bucket < buckets:
+        counts = np.asarray(counts_of(bucket, min(buckets, bucket + most_pairs)), dtype=np.int64)
+        pairs = np.where(counts <= most, counts * (counts - 1) // 2, 0)
+        np.cumsum(pairs, out=pairs)
+        take = max(1, int(np.searchsorted(pairs, most_pairs, side="right")))
+        del pairs
+        offsets = np.zeros(take + 1, dtype=np.int64)
+        np.cumsum(counts[:take], out=offsets[1:])
+        del counts
+        end = member + int(offsets[-1])
+        yield offsets, np.asarray(members_of(member, end))
+        bucket += take
+        member = end
+
+
+class BucketParts:
+    """The buckets the band search keeps for the repair round, band by band, in memory.
+
+    The band search adds each band's ``(members, counts, others)`` (:meth:`append`;
+    :meth:`extend` adds several): ``members`` uint32 positions among the documents searched,
+    bucket after bucket, ``counts`` (int32) the members of each bucket, ``others`` the pairs of
+    the band's buckets too large to list. :meth:`slices` gives them back. Memory: 4 bytes a
+    member and 4 a bucket.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        #: Pairs of the buckets of more than ``most`` members, counted, not listed.
+        self.others = 0
+
+    @classmethod
+    def of_csr(cls, offsets: np.ndarray, members: np.ndarray) -> BucketParts:
+        """One part of the buckets of a CSR ``(offsets, members)`` (members ``< 2**32``)."""
+        parts = cls()
+        offsets = np.asarray(offsets, dtype=np.int64)
+        parts.append((np.asarray(members).astype(np.uint32), np.diff(offsets), 0))
+        return parts
+
+    def append(self, part: tuple[np.ndarray, np.ndarray, int]) -> None:
+        """Add a band's ``(members, counts, others)``."""
+        members, counts, others = part
+        self.others += int(others)
+        self._keep(np.asarray(members, dtype=np.uint32), np.asarray(counts, dtype=np.int32))
+
+    def extend(self, parts: list) -> None:
+        """Add several bands' parts, in order."""
+        for part in parts:
+            self.append(part)
+
+    def _keep(self, members: np.ndarray, counts: np.ndarray) -> None:
+        self.parts.append((members, counts))
+
+    def slices(self, most: int, most_pairs: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """CSR ``(offsets, members)`` (int64 offsets, uint32 positions) of consecutive buckets
+        of at most ``most_pairs`` pairs (:func:`csr_slices`), every bucket once."""
+        for members, counts in self.parts:
+            yield from csr_slices(
+                lambda s, e, c=counts: c[s:e],
+                lambda s, e, m=members: m[s:e],
+                counts.shape[0],
+                most,
+                most_pairs,
+            )
+
+
+@njit(inline="always")
+def _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
+    """Whether the bounds rule out the pair of documents ``x`` and ``y`` at ``threshold`` (never
+    at 0): by their lengths ``sizes`` and count ``sketches`` (:func:`neardup.lcs._ruled_out`),
+    or, ``sketches`` of 0 rows, by the lengths alone unless both are ``unbounded`` (every count
+    255: two such rule nothing out)."""
+    if threshold <= 0.0:
+        return False
+    low = min(sizes[x], sizes[y])
+    top = max(sizes[x], sizes[y])
+    if top == 0:
+        return False
+    if sketches.shape[0] == 0:
+        return not (unbounded[x] and unbounded[y]) and low / top < threshold
+    return _ruled_out(low, top, threshold, sketches, x, y)[0] >= 0.0
+
+
+@njit(cache=True, nogil=True)
+def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshold, most, among):
+    """The pairs of buckets ``lo..hi-1`` of at most ``most`` members that :func:`_pair_ruled`
+    leaves, packed ``min << 32 | max``, in one pass: the output doubles when full (the bounds
+    cost more than a copy, so they run once). With ``among`` (sorted packed pairs, not
+    empty) none is kept: the listings among them are counted. Returns (the pairs, how many
+    were listed or counted, listings ruled out, pairs of the larger buckets). O(Σ m² over the
+    buckets of m <= ``most`` members), times log(``among``) to count."""
+    counting = among.shape[0] > 0
+    found = 0
+    ruled = 0
+    unexamined = 0
+    out = np.empty(0 if counting else 1 << 16, np.uint64)
+    for q in range(lo, hi):
+        bucket = members[offsets[q] : offsets[q + 1]]
+        m = bucket.shape[0]
+        if m > most:
+            unexamined += m * (m - 1) // 2
+            continue
+        for i in range(m):
+            x = bucket[i]
+            for j in range(i + 1, m):
+                y = bucket[j]
+                if _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
+                    ruled += 1
+                    continue
+                key = (np.uint64(min(x, y)) << _SHIFT) | np.uint64(max(x, y))
+                if counting:
+                    k = np.searchsorted(among, key)
+                    found += k < among.shape[0] and among[k] == key
+                    continue
+                if found == out.shape[0]:
+                    grown = np.empty(2 * found, np.uint64)
+                    grown[:found] = out
+                    out = grown
+                out[found] = key
+                found += 1
+    # A view: the pages past ``found`` were never touched, so they take no memory.
+    return out[: 0 if counting else found], found, ruled, unexamined
+
+
+def _in_halves(kernel, offsets: np.ndarray, members: np.ndarray, *args) -> list:
+    """``kernel(lo, hi, offsets, members, *args)`` over the buckets cut in two halves of about
+    as many members, on two threads (:func:`neardup.candidates.radix.in_halves`)."""
+    return radix.in_halves(
+        lambda lo, hi: kernel(lo, hi, offsets, members, *args),
+        offsets.shape[0] - 1,
+        middle=int(np.searchsorted(offsets, offsets[-1] // 2)),
+        size=members.shape[0],
+    )
+
+
+def unpacked(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two ends (int64) of packed pairs ``a << 32 | b``. O(pairs)."""
+    return (keys >> _SHIFT).astype(np.int64), (keys & _LOW).astype(np.int64)
+
+
+def listed_pairs(
+    buckets: BucketParts,
+    documents: np.ndarray | None,
+    most: int = 16,
+    sizes: np.ndarray | None = None,
+    sketches: np.ndarray | None = None,
+    threshold: float = 0.0,
+    block_rows: int | None = None,
+    union: DistinctUnion | None = None,
+    slice_pairs: int = SLICE_PAIRS,
+) -> tuple[np.ndarray, dict]:
+    """The distinct pairs of members of one bucket that the LCS bounds leave (module
+    docstring), packed ``min << 32 | max`` over document indices, sorted.
+
+    Args:
+        buckets: the buckets, members as positions in ``documents``.
+        documents: int64 document index of each position (None: the positions are the
+            indices), ascending.
+        most: most members of a bucket whose pairs are listed, ``>= 2``; the pairs of a larger
+            bucket are counted, not listed.
+        sizes, sketches, threshold: with a ``threshold`` > 0, the LCS unit counts and count
+            sketches of the documents (:func:`neardup.lcs.possible_pairs`): pairs they rule out
+            at that threshold are dropped; 0 keeps every pair.
+        block_rows: when given, at most two blocks of that many rows of ``sketches`` are read
+            into memory at once (:func:`~neardup.candidates.bounds.possible_by_blocks`: for
+            sketches in a spill file); the pairs are then listed by their lengths and bounded
+            by their sketches after.
+        union: collects the slices' distinct pairs (default: a
+            :class:`~neardup.candidates.bands.DistinctUnion` in memory); one that spills gives
+            back an object read by slices (``union.values()[start:stop]``).
+        slice_pairs: listings of a slice of buckets (:meth:`BucketParts.slices`), and distinct
+            pairs bounded by their sketches at once.
+
+    Returns:
+        ``(keys, stats)``: the pairs, and the counts ``repair_bounded`` (listings the bounds
+        rule out: a pair as often as buckets list it) and ``repair_unlisted`` (pairs of the
+        buckets of more than ``most`` members, theirs and ``buckets.others``; 0: every pair
+        was examined).
+
+    Complexity: O(Σ m² × COUNT_BUCKETS) over the buckets of m <= ``most`` members plus a sort
+    of each slice's pairs and the union's merges; with ``block_rows``, a second pass over the
+    buckets of O(Σ m² × log pairs left) and the sketches' blocks read as
+    :func:`~neardup.candidates.bounds.possible_by_blocks` reads them.
+
+    Raises:
+        ValueError: ``most < 2``, or a ``threshold`` > 0 without ``sizes`` and ``sketches``.
+    """
+    if most < 2:
+        raise ValueError(f"most must be >= 2, got {most}")
+    if threshold > 0.0 and (sizes is None or sketches is None):
+        raise ValueError("a threshold > 0 needs the sizes and sketches of the documents")
+    by_blocks = threshold > 0.0 and block_rows is not None
+    no_sketches = np.zeros((0, 1), dtype=np.uint8)
+    unbounded = np.zeros(0, dtype=bool)
+    if by_blocks:  # the lengths in the kernel, the sketches by blocks after
+        unbounded = unbounded_rows(sketches, block_rows)
+        bounds = (sizes, no_sketches, unbounded, float(threshold))
+    elif threshold > 0.0:
+        bounds = (sizes, sketches, unbounded, float(threshold))
+    else:
+        bounds = (np.zeros(0, np.int64), no_sketches, unbounded, 0.0)
+    union = DistinctUnion() if union is None else union
+    no_pairs = np.zeros(0, dtype=np.uint64)  # the kernel lists the pairs, counts none
+
+    def slices() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for offsets, positions in buckets.slices(most, slice_pairs):
+            docs = positions.astype(np.int64) if documents is None else documents[positions]
+            yield offsets, docs
+
+    ruled = unlisted = listings = 0
+    for offsets, docs in slices():
+        parts = _in_halves(_pairs_kernel, offsets, docs, *bounds, most, no_pairs)
+        packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
+        ruled += sum(p[2] for p in parts)
+        unlisted += sum(p[3] for p in parts)
+        del parts
+        # A pair listed by several buckets (of several bands): once.
+        union.add(_sorted_distinct(packed))
+        del packed
+        counts = np.diff(offsets)
+        counts = counts[counts <= most]
+        listings += int(np.sum(counts * (counts - 1) // 2))
+    keys = union.values()
+    if by_blocks:
+        keys = _left_by_sketches(keys, sizes, sketches, threshold, block_rows, slice_pairs)
+        # Every listing of a pair left passed the bounds; every other one was ruled out (one
+        # the lengths rule out is not looked up: no such pair is left).
+        left = 0
+        for offsets, docs in slices() if keys.shape[0] else ():
+            left += sum(p[1] for p in _in_halves(_pairs_kernel, offsets, docs, *bounds, most, keys))
+        ruled = listings - left
+    elif not isinstance(keys, np.ndarray):  # spilled: the pairs left are what the caller holds
+        keys = keys[0 : len(keys)]
+    stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted) + buckets.others}
+    return keys, stats
+
+
+def _left_by_sketches(
+    keys, sizes: np.ndarray, sketches: np.ndarray, threshold: float, block_rows: int, step: int
+) -> np.ndarray:
+    """The sorted packed ``keys`` (an array, or read by slices) that the count sketches leave,
+    bounded about ``step`` at a time. A slice ends where a block of rows of their smaller ends
+    begins: the pairs of each first block are then bounded by one call, which reads that block
+    and the later ones once (:func:`~neardup.candidates.bounds.possible_by_blocks`), as one
+    call over every pair would. O(pairs × COUNT_BUCKETS) plus the reads."""
+    kept = []
+    start, total = 0, len(keys)
+    while start < total:
+        part = np.asarray(keys[start : start + step])
+        if start + part.shape[0] < total:
+            last_block = (int(part[-1] >> _SHIFT) // block_rows) * block_rows
+            cut = int(np.searchsorted(part, np.uint64(last_block) << _SHIFT))
+            part = part[:cut] if cut else part  # a block of more pairs than a step: cut inside
+        a = (part >> _SHIFT).astype(np.uint32)
+        b = (part & _LOW).astype(np.uint32)
+        kept.append(part[possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)])
+        del a, b
+        start += part.shape[0]
+    return np.concatenate(kept) if kept else np.zeros(0, dtype=np.uint64)

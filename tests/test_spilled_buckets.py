@@ -1,0 +1,148 @@
+"""The repair round's buckets on disk past a bound, their pairs in sorted runs: the same pairs,
+counts and output bytes as in memory (``neardup.engines.spilled_buckets``)."""
+
+import builtins
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from synth_helpers import chain_corpus
+from test_bucket_lists import SIZES, SKETCHES, THRESHOLD, _parts, bucket_sets
+
+import neardup.engines.spilled_buckets as spilled_buckets
+from neardup.candidates.bucket_lists import listed_pairs
+from neardup.cli.main import main
+from neardup.engines.pair_runs import PairRuns
+from neardup.engines.spill import WorkDir
+from neardup.engines.spilled_buckets import SpilledBuckets, SpillStores
+
+
+def _spilled(work, bands, others, limit) -> SpilledBuckets:
+    parts = SpilledBuckets(work, limit)
+    for band in _parts(bands, others).parts:
+        parts.append((*band, 0))
+    parts.others = sum(others)
+    return parts
+
+
+def _buckets(slices) -> list[list[int]]:
+    return [m[s:e].tolist() for o, m in slices for s, e in zip(o[:-1], o[1:])]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    bucket_sets(),
+    st.integers(1, 400),
+    st.integers(8, 600),
+    st.integers(1, 200),
+    st.sampled_from([0.0, THRESHOLD]),
+)
+def test_buckets_and_pairs_on_disk_list_what_memory_does(
+    tmp_path_factory, case, limit, union_limit, slice_pairs, threshold
+):
+    documents, bands, others = case
+    bounds = (SIZES, SKETCHES, threshold) if threshold else ()
+    want = listed_pairs(_parts(bands, others), documents, 16, *bounds)
+    with WorkDir(tmp_path_factory.mktemp("buckets"), "k", "out") as work:
+        parts = _spilled(work, bands, others, limit)
+        held = sum(len(bucket) + 1 for band in bands for bucket in band) * 4
+        assert (parts.spilled_buckets > 0) == (held > limit) or not held
+        # The buckets come back in order, however many went to disk.
+        assert _buckets(parts.slices(16, 7)) == [b.tolist() for band in bands for b in band]
+        union = PairRuns(work, union_limit, "repair")
+        got = listed_pairs(parts, documents, 16, *bounds, union=union, slice_pairs=slice_pairs)
+        assert got[0].tolist() == want[0].tolist() and got[1] == want[1]
+
+
+def test_stores_sum_what_they_wrote(tmp_path):
+    with WorkDir(tmp_path, "k", "out") as work:
+        stores = SpillStores(work, limit=16)
+        parts = stores.bucket_parts()
+        parts.append((np.arange(6, dtype=np.uint32), np.array([3, 3], np.int32), 0))
+        union = stores.pair_union()
+        for values in ([1, 2, 3], [4, 5], [6]):
+            union.add(np.array(values, dtype=np.uint64))
+        union.values()
+        runs, written = stores.figures()
+        assert parts.disk_bytes == 4 * (6 + 2) and runs == union.spilled_runs >= 2
+        assert written == parts.disk_bytes + union.disk_bytes
+        assert stores.figures() == (0, 0)  # let go once counted
+
+
+def test_a_truncated_bucket_file_is_an_error(tmp_path):
+    with WorkDir(tmp_path, "k", "out") as work:
+        parts = SpilledBuckets(work, limit=4)
+        parts.append((np.arange(6, dtype=np.uint32), np.array([3, 3], np.int32), 0))
+        with open(parts.members_path, "r+b") as fh:
+            fh.truncate(8)
+        with pytest.raises(ValueError, match="ends before value"):
+            list(parts.slices(16, 100))
+
+
+def _corpus(path):
+    """The edit chains of ``chain_corpus`` (buckets whose earliest member fails against
+    members that pass together: the repair round links them) and 1,500 families of four
+    short texts of 30 words that differ in their last (a bucket of every family in most
+    bands: more members than a tight budget's bound), with times."""
+    rng = np.random.default_rng(5)
+    docs = chain_corpus(bases=24)
+    for family in range(1500):
+        words = " ".join(f"f{w}" for w in rng.integers(0, 5000, 29))
+        docs += [{"id": f"f{family}-{k}", "text": f"{words} last{k}"} for k in range(4)]
+    path.write_text("".join(json.dumps({**d, "ts": k % 5}) + "\n" for k, d in enumerate(docs)))
+    return path
+
+
+def _dedup(corpus, out, *options):
+    files = [out / name for name in ("groups.tsv", "pairs.tsv", "summary.json")]
+    result = CliRunner().invoke(
+        main,
+        ["dedup", str(corpus), "-o", str(files[0]), "--pairs-out", str(files[1])]
+        + ["--summary-out", str(files[2]), "--time-field", "ts", "-q", *options],
+    )
+    return result, files
+
+
+def test_a_tiny_memory_limit_spills_the_buckets_and_writes_the_same_bytes(tmp_path, monkeypatch):
+    corpus = _corpus(tmp_path / "chains.jsonl")
+    spills = []
+    spill = SpilledBuckets._spill
+    monkeypatch.setattr(SpilledBuckets, "_spill", lambda self: spills.append(1) or spill(self))
+    (tmp_path / "roomy").mkdir()
+    (tmp_path / "tight").mkdir()
+    roomy, want = _dedup(corpus, tmp_path / "roomy")
+    assert roomy.exit_code == 0, roomy.output
+    assert not spills
+    tight, got = _dedup(corpus, tmp_path / "tight", "--memory-limit", "1M", "--workers", "1")
+    assert tight.exit_code == 0, tight.output
+    assert spills, "the buckets went to disk"
+    assert [p.read_bytes() for p in got[:2]] == [p.read_bytes() for p in want[:2]]
+    roomy, tight = (json.loads(p.read_text())["counts"] for p in (want[2], got[2]))
+    # How many links the repair round finds depends on whether the verification data spilled
+    # (then every pair is tested in one round: pipeline.find_groups), not the groups.
+    assert roomy["links_found_across_star_components"] > 0
+    assert tight["links_found_across_star_components"] > 0
+    assert roomy["bucket_pairs_not_examined_cap"] == tight["bucket_pairs_not_examined_cap"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_temp_disk_while_putting_buckets_away_is_one_clear_error(tmp_path, monkeypatch):
+    corpus = _corpus(tmp_path / "chains.jsonl")
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+
+    def full_disk_open(path, mode="r", *args, **kwargs):
+        # /dev/full fails every write with ENOSPC, as a full disk does.
+        return builtins.open("/dev/full" if "a" in mode else path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(spilled_buckets, "open", full_disk_open, raising=False)
+    result, files = _dedup(corpus, tmp_path, "--memory-limit", "1M", "--tmp-dir", str(spill_dir))
+    assert result.exit_code == 1
+    assert "no space left" in result.output and "repair-buckets" in result.output
+    assert "Traceback" not in result.output
+    assert list(spill_dir.iterdir()) == []
+    assert not files[0].exists()
