@@ -29,17 +29,18 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    member, and lists the pairs of its other members for the repair round
    (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
 4. **verification** — with LCS verification, candidate pairs are first bounded by both
-   documents' unit counts and count sketches, which stage 1 made (broadcast to the tasks up
-   to :data:`~neardup.engines.spark.verify.BROADCAST_SKETCHES` documents, joined to the pairs
+   documents' unit counts and count sketches, which stage 1 made (broadcast to the tasks up to
+   :data:`~neardup.engines.spark.verify.BROADCAST_SKETCHES` documents, joined to the pairs
    beyond), and dropped where :func:`neardup.lcs.possible_pairs` rules them out (the LCS
-   kernel's own first tests, so no decision changes). The units or shingle sets are then
-   built only for documents that can still be compared, in the tasks that read their texts
-   (the positions are broadcast; texts never cross a shuffle); the pairs left are joined with both documents' units or shingle sets (or
-   signatures, when the relation reads them: not in a verified MinHash run), cut first to the
-   pairs' ends, and checked by the run's relation (LCS resemblance, exact Jaccard, Hamming
-   distance, MinHash estimate), exactly as :class:`neardup.pipeline.Relation` does. MinHash
-   then runs the local engine's repair round (:mod:`neardup.engines.spark.repair`) over the
-   bucket pairs across the components of the accepted pairs.
+   kernel's own first tests, so no decision changes). The units or shingle sets are then built
+   only for documents that can still be compared, in the tasks that read their texts (the
+   positions are broadcast; texts never cross a shuffle); the pairs left are joined with both
+   documents' units or shingle sets (or signatures, when the relation reads them: not in a
+   verified MinHash run), cut first to the pairs' ends, and checked by the run's relation (LCS
+   resemblance, exact Jaccard, Hamming distance, MinHash estimate), exactly as
+   :class:`neardup.pipeline.Relation` does. MinHash then runs the local engine's repair round
+   (:mod:`neardup.engines.spark.repair`) over the bucket pairs across the components of the
+   accepted pairs.
 5. **groups** — connected components of the accepted pairs: up to ``components_local_max``
    edges in one task by the local engine's union-find
    (:func:`neardup.groups.connected_components`), beyond by the iterative large-star /
