@@ -686,6 +686,24 @@ def test_cli_pairs_spark_matches_local(spark, tmp_path):
     assert outputs["local"][0].count(b"\n") > 20
 
 
+def test_options_read_at_the_jvm_launch_reach_it(tmp_path):
+    """A session ``spark_session`` starts hands its options to the JVM's launch: the driver's
+    memory, read only then, is the one asked for (not Spark's default of 1 GB)."""
+    script = (
+        "from neardup.engines.spark import spark_session\n"
+        "spark = spark_session('local[1]', config={'spark.driver.memory': '600m', "
+        "'spark.ui.enabled': 'false'})\n"
+        "print(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())\n"
+        "spark.stop()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) <= 600 * 2**20
+
+
 def test_only_the_noise_loggers_are_quieted(spark):
     # Other loggers keep the root's level: their WARN and ERROR messages still show.
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j

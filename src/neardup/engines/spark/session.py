@@ -118,7 +118,12 @@ def _with_daemon(builder: SparkSession.Builder) -> SparkSession.Builder:
 
     if SparkContext._active_spark_context is not None:
         return builder
-    SparkContext._ensure_initialized()  # the JVM, which holds spark-submit's configuration
+    # The JVM (which holds spark-submit's configuration) starts here, before the builder's
+    # options apply: they are handed to its launch, so that those read only then (the driver's
+    # memory and Java options) are not lost.
+    options = SparkConf(loadDefaults=False)
+    options.setAll([(key, str(value)) for key, value in builder._options.items()])
+    SparkContext._ensure_initialized(conf=options)
     if SparkConf().contains(_DAEMON_KEY):
         return builder
     return builder.config(_DAEMON_KEY, PYTHON_DAEMON)
