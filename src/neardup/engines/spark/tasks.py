@@ -23,7 +23,7 @@ from neardup.candidates.bounds import length_possible
 from neardup.candidates.plan import first_shared_table
 from neardup.candidates.tables import distinct_hamming_pairs
 from neardup.groups import center_groups, connected_components
-from neardup.lcs import possible_pairs
+from neardup.lcs import COUNT_BUCKETS, possible_pairs
 from neardup.pipeline import Relation, Signatures, sets_for, signatures
 from neardup.settings import Settings
 
@@ -93,13 +93,24 @@ def _csr_binary(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
     )
 
 
+def _rows_binary(matrix: np.ndarray) -> pa.Array:
+    """The rows of a 2-d array as a binary column, one packed row a value."""
+    n, width = matrix.shape
+    offsets = np.arange(n + 1, dtype=np.int64) * width
+    return _csr_binary(offsets, np.ascontiguousarray(matrix).reshape(-1))
+
+
+def _binary_rows(column: pa.Array | pa.ChunkedArray, dtype: type, width: int) -> np.ndarray:
+    """Inverse of :func:`_rows_binary`: a binary column of packed rows of ``width`` ``dtype``
+    values as a 2-d array (also when the column is empty)."""
+    return _binary_csr(column, dtype)[1].reshape(len(column), width)
+
+
 def _signature_column(signature: np.ndarray) -> pa.Array:
     """SimHash fingerprints as int64, MinHash signatures as packed uint32 binary."""
     if signature.ndim == 1:
         return pa.array(signature.view(np.int64), type=pa.int64())
-    n, num_perm = signature.shape
-    offsets = np.arange(n + 1, dtype=np.int64) * num_perm
-    return _csr_binary(offsets, np.ascontiguousarray(signature, dtype=np.uint32).reshape(-1))
+    return _rows_binary(signature.astype(np.uint32, copy=False))
 
 
 def _signature_values(column: pa.Array, settings: Settings) -> np.ndarray:
@@ -242,10 +253,7 @@ def sign_task(
         }
         if bounds:
             columns["size"] = pa.array(sig.sizes, type=pa.int64())
-            columns["sketch"] = _csr_binary(
-                np.arange(sig.sketches.shape[0] + 1) * sig.sketches.shape[1],
-                sig.sketches.reshape(-1),
-            )
+            columns["sketch"] = _rows_binary(sig.sketches)
         yield record_batch(columns)
 
 
@@ -320,7 +328,7 @@ def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[
         sizes = np.concatenate([_i64(batch.column("size_a")), _i64(batch.column("size_b"))])
         sketches = np.concatenate(
             [
-                _binary_csr(batch.column(column), np.uint8)[1].reshape(m, -1)
+                _binary_rows(batch.column(column), np.uint8, COUNT_BUCKETS)
                 for column in ("sketch_a", "sketch_b")
             ]
         )

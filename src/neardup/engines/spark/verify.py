@@ -12,7 +12,7 @@ import pyarrow as pa
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import (
-    _binary_csr,
+    _binary_rows,
     _i64,
     bound_task,
     length_task,
@@ -185,7 +185,7 @@ def _sketch_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """``(positions, sizes, sketches)`` of a ``pos, size, sketch`` table, by position."""
     positions = _i64(table.column("pos"))
     sizes = _i64(table.column("size"))
-    sketches = _binary_csr(table.column("sketch"), np.uint8)[1].reshape(positions.shape[0], -1)
+    sketches = _binary_rows(table.column("sketch"), np.uint8, COUNT_BUCKETS)
     if positions.shape[0] > 1 and not (np.diff(positions) > 0).all():
         order = np.argsort(positions, kind="stable")
         positions, sizes, sketches = positions[order], sizes[order], sketches[order]
