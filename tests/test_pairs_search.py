@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.engines.pairs_search as pairs_search
-from neardup.engines.pairs_search import MAX_ROWS, PartitionedSearch, unpack
+from neardup.candidates.bucket_lists import unpacked
+from neardup.engines.pairs_search import MAX_ROWS, PartitionedSearch
 from neardup.engines.spill import WorkDir
 from neardup.groups import connected_components
 
@@ -63,11 +64,11 @@ def test_every_pair_within_k_once_whatever_the_parts(kind, n, k, row_limit, seed
     s, found, leftover = search(fps, k, row_limit)
     packed = np.concatenate([unit.pairs for unit in found])
     assert packed.shape[0] == np.unique(packed).shape[0]  # each pair once
-    a, b = unpack(packed)
+    a, b = unpacked(packed)
     assert (a < b).all()
     expected = brute_force(fps, k)
     assert set(zip(a.tolist(), b.tolist())) == expected
-    la, lb = unpack(np.concatenate([unit.links for unit in found]))
+    la, lb = unpacked(np.concatenate([unit.links for unit in found]))
     ea = np.array([p[0] for p in expected], dtype=np.int64)
     eb = np.array([p[1] for p in expected], dtype=np.int64)
     assert (connected_components(n, la, lb) == connected_components(n, ea, eb)).all()

@@ -293,13 +293,12 @@ def listed_pairs(
         packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
         ruled += sum(p[2] for p in parts)
         unlisted += sum(p[3] for p in parts)
+        # Every pair of a bucket small enough to list is listed or ruled out.
+        listings += sum(p[1] + p[2] for p in parts)
         del parts
         # A pair listed by several buckets (of several bands): once.
         union.add(_sorted_distinct(packed))
         del packed
-        counts = np.diff(offsets)
-        counts = counts[counts <= most]
-        listings += int(np.sum(counts * (counts - 1) // 2))
     keys = union.values()
     if by_blocks:
         keys = _left_by_sketches(keys, sizes, sketches, threshold, block_rows, slice_pairs)

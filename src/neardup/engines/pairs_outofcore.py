@@ -48,10 +48,11 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from neardup.candidates.bucket_lists import unpacked
 from neardup.engines.base import Progress
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.pair_runs import PackedFile, PairRuns
-from neardup.engines.pairs_search import PartitionedSearch, UnitLinks, unpack
+from neardup.engines.pairs_search import PartitionedSearch, UnitLinks
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.group_labels import group_sizes
 from neardup.groups import _flattened, _union_pairs, center_groups, document_order, originals_of
@@ -218,7 +219,7 @@ class OutOfCorePairs:
         linked = np.zeros(n, dtype=bool)
         self.budget.charge(n)
         for packed in _chunks(self._links):
-            a, b = unpack(packed)
+            a, b = unpacked(packed)
             linked[a] = True
             linked[b] = True
         #: The linked documents, ascending: the compact index of a document is its place here.
@@ -234,7 +235,7 @@ class OutOfCorePairs:
         self.times.release()
         labels = np.arange(m, dtype=np.int64)
         for packed in _chunks(self._links):
-            a, b = unpack(packed)
+            a, b = unpacked(packed)
             _union_pairs(np.searchsorted(self.linked, a), np.searchsorted(self.linked, b), labels)
         _flattened(labels)
         self._links.release()
@@ -283,7 +284,7 @@ class OutOfCorePairs:
         and a :class:`~neardup.pipeline.Groups` holding those pairs over them (for
         :func:`~neardup.engines.local.pairs_columns`). O(rows)."""
         if self._runs is not None:
-            a, b = unpack(self._pairs[start:stop])
+            a, b = unpacked(self._pairs[start:stop])
             a, b = np.searchsorted(self.linked, a), np.searchsorted(self.linked, b)
         else:
             b = self._pairs[start:stop]

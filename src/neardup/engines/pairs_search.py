@@ -63,8 +63,6 @@ _MAX_GROUP = 4096
 #: Rows read from the fingerprint column at a time while partitioning.
 _CHUNK_ROWS = 1 << 22
 
-_LOW = np.uint64(0xFFFFFFFF)
-
 
 @dataclass
 class UnitLinks:
@@ -261,14 +259,3 @@ def _fill_pairs(offsets, members, a, b, identical, out):
             for y in range(offsets[b[p]], offsets[b[p] + 1]):
                 out[w] = _pack(members[x], members[y])
                 w += 1
-
-
-def unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The two int64 documents of packed pairs ``a << 32 | b``. O(pairs).
-
-    Example:
-        >>> [x.tolist() for x in unpack(np.array([(3 << 32) | 7], dtype=np.uint64))]
-        [[3], [7]]
-    """
-    packed = np.asarray(packed, dtype=np.uint64)
-    return (packed >> np.uint64(32)).astype(np.int64), (packed & _LOW).astype(np.int64)

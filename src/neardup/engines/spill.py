@@ -424,10 +424,10 @@ def read_ids(path: Path) -> pa.ChunkedArray:
 
 
 class ColumnFile:
-    """A per-document column written once to a file of the work folder and read back by rows
-    (:meth:`take`), never through a memory map: an out-of-core run puts there the columns of
-    pass 1 that it needs again only for some documents (their input locations) once the
-    budget is full. Memory: none between reads.
+    """A per-document column written to a file of the work folder (whole, or appended batch by
+    batch) and read back by rows (:meth:`take`), never through a memory map: an out-of-core run
+    puts there the columns of pass 1 that it needs again only for some documents (their input
+    locations) once the budget is full. Memory: none between reads.
 
     Example:
         >>> import tempfile
