@@ -251,9 +251,10 @@ class OutOfCorePairs:
         del original
         self.sizes = group_sizes(self.original)
         self.linked_ids = self._linked_ids()
-        removed = int((self.original != np.arange(m)).sum())
+        moved = np.flatnonzero(self.original != np.arange(m))
+        removed = moved.shape[0]
         if self._runs is None:
-            self._pairs = np.flatnonzero(self.original != np.arange(m))
+            self._pairs = moved
             self.pair_count = removed
         self.stats.update(
             pairs=self.pair_count,

@@ -178,15 +178,20 @@ class _FingerprintCollector:
         keep = np.ones(len(self.ids), dtype=bool)
         keep[self._dropped] = False
         whole = bool(keep.all())
-        ids = self.ids if whole else [v for v, k in zip(self.ids, keep.tolist()) if k]
-        raw = self.raw if whole else [v for v, k in zip(self.raw, keep.tolist()) if k]
+        kept = keep.tolist()
+        ids = self.ids if whole else [v for v, k in zip(self.ids, kept) if k]
+        raw = self.raw if whole else [v for v, k in zip(self.raw, kept) if k]
+
+        def raw_timestamps() -> pa.ChunkedArray:  # as text only for the callers that ask
+            return pa.chunked_array(
+                [pa.array([None if v is None else str(v) for v in raw], type=pa.string())]
+            )
+
         table = FingerprintTable(
             ids=pa.chunked_array([pa.array(ids, type=pa.string())]),
             fingerprints=np.array(self.fps, dtype=np.uint64)[keep],
             timestamps=np.array(self.times, dtype=np.int64)[keep],
-            raw_timestamps=pa.chunked_array(
-                [pa.array([None if v is None else str(v) for v in raw], type=pa.string())]
-            ),
+            raw_timestamps=raw_timestamps,
             stats=self.rows.stats,
         )
         self.rows.stats.documents += len(ids)
