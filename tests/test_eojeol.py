@@ -135,6 +135,35 @@ def test_bounds_before_verification_stay_upper_bounds(pair, threshold):
     assert bound[0] >= threshold
 
 
+# Characters drawn from all of Hangul as well as from a few: the shorter text's characters are
+# numbered by a hash table (eojeol._character_index), which these make probe past collisions.
+WIDE_SYLLABLES = st.one_of(SYLLABLES, st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3))
+WIDE_WORD = st.lists(WIDE_SYLLABLES, min_size=1, max_size=4).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WIDE_WORD, min_size=1, max_size=7), st.lists(WIDE_WORD, min_size=1, max_size=7))
+def test_eojeol_kernel_over_many_characters_equals_the_brute_force(a, b):
+    a, b = " ".join(a), " ".join(b)
+    o, c = lcs_units([a, b], "auto")
+    got = eojeol_pairs(o, c, np.array([0, 1]), np.array([1, 0]))
+    assert got.tolist() == pytest.approx([reference(a, b)[1]] * 2)
+
+
+def test_every_character_distinct():
+    """3,000 distinct characters, one each: a dropped word keeps none of its characters, so
+    kept = the words left, whatever the table's collisions."""
+    chars = [chr(0xAC00 + 3 * k) for k in range(3000)]
+    words = ["".join(chars[k : k + 3]) for k in range(0, 3000, 3)]
+    dropped = set(range(0, 1000, 7))
+    shorter = " ".join(w for k, w in enumerate(words) if k not in dropped)
+    o, c = lcs_units([" ".join(words), shorter], "auto")
+    kept = 1000 - len(dropped)
+    assert kept_eojeol(c[o[0] : o[1]], c[o[1] : o[2]]) == kept
+    assert kept_eojeol(c[o[0] : o[1]], c[o[1] : o[2]], 800) == kept
+    assert eojeol_pairs(o, c, np.array([0]), np.array([1]))[0] == pytest.approx(kept / 1000)
+
+
 @settings(max_examples=200, deadline=None)
 @given(PAIRS, st.integers(0, 8))
 def test_kept_eojeol_is_exact_at_need_and_below_it_otherwise(pair, need):
