@@ -22,8 +22,10 @@ Stages (:class:`OutOfCorePairs`):
    and those of the linked documents gathered once.
 
 Memory: the budget for what spills, plus what grows with the linked documents (40 to 70 B
-and an ID each, held from the grouping on) and one byte a row while the linked documents are
-found. Outputs do not depend on the budget.
+and an ID each, held from the grouping on), one byte a row while the linked documents are
+found and a quarter of a byte a row from then on (their
+:class:`~neardup.engines.linked_rows.LinkedRows`, which gives a linked document's compact
+index in O(1)). Outputs do not depend on the budget.
 
 Example:
     >>> import tempfile, pathlib
@@ -48,9 +50,9 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from neardup.candidates.bucket_lists import unpacked
 from neardup.engines.base import Progress
 from neardup.engines.kept_columns import KeptColumns
+from neardup.engines.linked_rows import LinkedRows
 from neardup.engines.pair_runs import PackedFile, PairRuns
 from neardup.engines.pairs_search import PartitionedSearch, UnitLinks
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
@@ -216,15 +218,12 @@ class OutOfCorePairs:
             # Merged before the linked documents' arrays exist: its blocks come and go first.
             self._pairs: np.ndarray | PackedFile = self._runs.values()
             self.pair_count = len(self._pairs)
-        linked = np.zeros(n, dtype=bool)
+        self._linked_rows = LinkedRows(n)
         self.budget.charge(n)
         for packed in _chunks(self._links):
-            a, b = unpacked(packed)
-            linked[a] = True
-            linked[b] = True
+            self._linked_rows.mark(packed)
         #: The linked documents, ascending: the compact index of a document is its place here.
-        self.linked = np.flatnonzero(linked)
-        del linked
+        self.linked = self._linked_rows.finish()
         self.budget.charge(-n)
         m = self.linked.shape[0]
         # Every row's fingerprints and timestamps are let go as soon as the linked documents'
@@ -235,8 +234,7 @@ class OutOfCorePairs:
         self.times.release()
         labels = np.arange(m, dtype=np.int64)
         for packed in _chunks(self._links):
-            a, b = unpacked(packed)
-            _union_pairs(np.searchsorted(self.linked, a), np.searchsorted(self.linked, b), labels)
+            _union_pairs(*self._linked_rows.compact(packed), labels)
         _flattened(labels)
         self._links.release()
         rank = document_order(times)
@@ -285,8 +283,7 @@ class OutOfCorePairs:
         and a :class:`~neardup.pipeline.Groups` holding those pairs over them (for
         :func:`~neardup.engines.local.pairs_columns`). O(rows)."""
         if self._runs is not None:
-            a, b = unpacked(self._pairs[start:stop])
-            a, b = np.searchsorted(self.linked, a), np.searchsorted(self.linked, b)
+            a, b = self._linked_rows.compact(self._pairs[start:stop])
         else:
             b = self._pairs[start:stop]
             a = self.original[b]
