@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import neardup.engines.pairs_search as pairs_search
 from neardup.candidates.bucket_lists import unpacked
-from neardup.engines.pairs_search import MAX_ROWS, PartitionedSearch
+from neardup.candidates.radix import PARALLEL_MIN_KEYS
+from neardup.engines.pairs_search import MAX_ROWS, PartitionedSearch, partitioned
 from neardup.engines.spill import WorkDir
 from neardup.groups import connected_components
 
@@ -112,6 +113,21 @@ def test_bad_arguments_say_what_is_valid(rows, limit, message):
 def test_no_rows_no_pairs():
     _, found, _ = search(np.zeros(0, np.uint64), 3, row_limit=5)
     assert [unit.links.shape[0] for unit in found] == [0]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, PARALLEL_MIN_KEYS + 3])
+@pytest.mark.parametrize("width", [1, 4, 12])
+def test_partitioned_rows_are_a_stable_sort_by_partition(n, width):
+    # Half the rows hold one value: one partition far larger than the others, spanning the
+    # middle where the two cores' halves meet.
+    rng = np.random.default_rng(n + width)
+    values = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    values[n // 4 : 3 * n // 4] = values[n // 2] if n else 0
+    rows, bounds = partitioned(values, 1000, 30, width)
+    part = (values >> np.uint64(30)) & np.uint64((1 << width) - 1)
+    order = np.argsort(part, kind="stable")
+    assert rows.tolist() == np.stack([values[order], order.astype(np.uint64) + 1000], 1).tolist()
+    assert bounds.tolist() == np.searchsorted(part[order], np.arange((1 << width) + 1)).tolist()
 
 
 def test_docstrings():

@@ -42,6 +42,7 @@ from numba import njit
 
 from neardup.candidates.bands import _sorted_distinct
 from neardup.candidates.plan import TablePlan, plan_tables
+from neardup.candidates.radix import digit_starts, in_halves
 from neardup.candidates.tables import (
     _EMPTY_U64,
     IdenticalBuckets,
@@ -52,7 +53,7 @@ from neardup.candidates.tables import (
 )
 from neardup.engines.spill import ColumnFile, WorkDir
 
-__all__ = ["MAX_ROWS", "PartitionedSearch", "UnitLinks"]
+__all__ = ["MAX_ROWS", "PartitionedSearch", "UnitLinks", "partitioned"]
 
 #: Rows a run may have: a document is 32 bits of a packed pair.
 MAX_ROWS = 1 << 32
@@ -146,8 +147,7 @@ class PartitionedSearch:
         """Split the rows into the partition files of the tables of first block ``first``:
         (fingerprint, position) rows, in input order within a file."""
         start, width = self.plan.blocks[first]
-        shift = np.uint64(start + width - self.bits)
-        mask = np.uint64((1 << self.bits) - 1)
+        shift = start + width - self.bits
         files = [
             ColumnFile(self.work, f"part-{first}-{p}", np.zeros((0, 2), np.uint64))
             for p in range(1 << self.bits)
@@ -155,17 +155,51 @@ class PartitionedSearch:
         for lo in range(0, self.rows, _CHUNK_ROWS):
             hi = min(self.rows, lo + _CHUNK_ROWS)
             values = np.asarray(fingerprints(lo, hi), dtype=np.uint64)
-            part = ((values >> shift) & mask).astype(np.int64)
-            order = np.argsort(part, kind="stable")
-            bounds = np.searchsorted(part[order], np.arange((1 << self.bits) + 1))
-            rows = np.empty((hi - lo, 2), dtype=np.uint64)
-            rows[:, 0] = values[order]
-            rows[:, 1] = order + lo
+            rows, bounds = partitioned(values, lo, shift, self.bits)
             for p, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
                 if b > a:
                     files[p].append(rows[a:b])
             self.disk_bytes += rows.nbytes
         return files
+
+
+def partitioned(values: np.ndarray, first: int, shift: int, width: int) -> tuple:
+    """The rows ``(values[i], first + i)`` (uint64[n, 2]) ordered by the partition of each
+    value, its bits ``shift .. shift + width - 1``, input order kept within a partition, and
+    the ``2**width + 1`` bounds of the partitions in them: a counting sort, each half of the
+    values counted and placed on its own core (a partition holds the first half's rows, then
+    the second's). O(n + 2**width).
+
+    Example:
+        >>> rows, bounds = partitioned(np.array([3, 0, 2, 1], np.uint64), 10, 1, 1)
+        >>> rows.tolist(), bounds.tolist()
+        ([[0, 11], [1, 13], [3, 10], [2, 12]], [0, 2, 4])
+    """
+    n = values.shape[0]
+    # Row 1 stays zero when one call takes every value (too few for two cores).
+    starts = np.zeros((2, (1 << width) + 1), dtype=np.int64)
+    in_halves(_counted, n, values, shift, width, starts)
+    # Partition p: the first half's rows from at[0][p], the second half's after them.
+    at = np.stack([starts[0, :-1] + starts[1, :-1], starts[0, 1:] + starts[1, :-1]])
+    rows = np.empty((n, 2), dtype=np.uint64)
+    in_halves(_placed, n, values, np.uint64(first), shift, width, at, rows)
+    return rows, starts[0] + starts[1]
+
+
+@njit(cache=True, nogil=True)
+def _counted(lo, hi, values, shift, width, starts):
+    digit_starts(values[lo:hi], shift, width, starts[0 if lo == 0 else 1])
+
+
+@njit(cache=True, nogil=True)
+def _placed(lo, hi, values, first, shift, width, at, rows):
+    mask = np.uint64((1 << width) - 1)
+    to = at[0 if lo == 0 else 1]
+    for i in range(lo, hi):
+        p = (values[i] >> np.uint64(shift)) & mask
+        rows[to[p], 0] = values[i]
+        rows[to[p], 1] = first + np.uint64(i)
+        to[p] += 1
 
 
 def _unit_links(
