@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -226,19 +227,18 @@ class OutOfCorePairs:
         self.linked = self._linked_rows.finish()
         self.budget.charge(-n)
         m = self.linked.shape[0]
-        # Every row's fingerprints and timestamps are let go as soon as the linked documents'
-        # are read from them: the grouping's arrays come after.
-        self.linked_fps = _gather(self.fps, self.linked)
-        self.fps.release()
-        times = _gather(self.times, self.linked)
-        self.times.release()
-        labels = np.arange(m, dtype=np.int64)
-        for packed in _chunks(self._links):
-            _union_pairs(*self._linked_rows.compact(packed), labels)
-        _flattened(labels)
+        with ThreadPoolExecutor(2) as pool:
+            # Three parts that need none of the others, on two cores: the linked documents'
+            # IDs, their order in time, and their components (here, the links joined).
+            ids = pool.submit(self._linked_ids)
+            ranked = pool.submit(self._linked_ranks)
+            labels = np.arange(m, dtype=np.int64)
+            for packed in _chunks(self._links):
+                _union_pairs(*self._linked_rows.compact(packed), labels)
+            _flattened(labels)
+            rank = ranked.result()
+            self.linked_ids = ids.result()
         self._links.release()
-        rank = document_order(times)
-        del times
         if self.settings.grouping == "center":
             original = center_groups(labels, rank, self._near)
         else:
@@ -248,7 +248,6 @@ class OutOfCorePairs:
         self.original = np.asarray(original, dtype=np.int64)
         del original
         self.sizes = group_sizes(self.original)
-        self.linked_ids = self._linked_ids()
         moved = np.flatnonzero(self.original != np.arange(m))
         removed = moved.shape[0]
         if self._runs is None:
@@ -261,6 +260,16 @@ class OutOfCorePairs:
             largest_group=int(self.sizes.max()) if m else int(n > 0),
             empty_documents=0,
         )
+
+    def _linked_ranks(self) -> np.ndarray:
+        """The linked documents' fingerprints kept, and their ranks in time
+        (:func:`~neardup.groups.document_order`). Every row's fingerprints and timestamps are
+        let go as soon as the linked documents' are read from them."""
+        self.linked_fps = _gather(self.fps, self.linked)
+        self.fps.release()
+        times = _gather(self.times, self.linked)
+        self.times.release()
+        return document_order(times)
 
     def _near(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The run's relation between linked documents (compact indices)."""
