@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +50,7 @@ from neardup.candidates.tables import (
     _Buffers,
     _first_block_pairs,
     _locate,
-    distinct_hamming_pairs,
+    _search_sorted,
 )
 from neardup.engines.spill import ColumnFile, WorkDir
 
@@ -217,7 +218,9 @@ def _unit_links(
     buckets = IdenticalBuckets.of(values)
     distinct = buckets.values
     if unit is None:
-        a, b, _ = distinct_hamming_pairs(distinct, hamming_k)
+        # Distinct and ascending already; the links and pairs need no order of the near pairs.
+        plan = plan_tables(max(distinct.shape[0], 2), hamming_k)
+        a, b, _ = _search_sorted(distinct, hamming_k, plan, _MAX_GROUP)
     else:
         plan, first = unit
         by_table = _first_block_pairs(
@@ -228,14 +231,16 @@ def _unit_links(
         a = _locate(distinct, np.concatenate(xa)) if xa else np.zeros(0, np.int64)
         b = _locate(distinct, np.concatenate(xb)) if xb else np.zeros(0, np.int64)
     members = buckets.members if positions is None else positions[buckets.members]
-    members = members.astype(np.uint64)
     links = np.empty(_links_size(buckets.offsets, a.shape[0], identical), np.uint64)
-    _fill_links(buckets.offsets, members, a, b, identical, links)
     pairs = None
-    if with_pairs:
-        pairs = np.empty(_pairs_size(buckets.offsets, a, b, identical), np.uint64)
-        _fill_pairs(buckets.offsets, members, a, b, identical, pairs)
-        pairs = _sorted_distinct(pairs)
+    with ThreadPoolExecutor(1) as pool:
+        # The links on a core of their own while the pairs are listed and sorted.
+        linked = pool.submit(_fill_links, buckets.offsets, members, a, b, identical, links)
+        if with_pairs:
+            pairs = np.empty(_pairs_size(buckets.offsets, a, b, identical), np.uint64)
+            _fill_pairs(buckets.offsets, members, a, b, identical, pairs)
+            pairs = _sorted_distinct(pairs)
+        linked.result()
     return UnitLinks(links, pairs, int(distinct.shape[0]) if identical else 0, int(a.shape[0]))
 
 
@@ -246,6 +251,7 @@ def _links_size(offsets: np.ndarray, near: int, identical: bool) -> int:
 
 @njit(cache=True, nogil=True)
 def _pack(i, j):
+    i, j = np.uint64(i), np.uint64(j)  # positions as int64 or uint64
     return (min(i, j) << np.uint64(32)) | max(i, j)
 
 
