@@ -89,11 +89,29 @@ def test_links_alone_when_pairs_are_not_listed():
 
 def test_parts_are_as_few_as_the_limit_allows():
     with WorkDir(tempfile.mkdtemp(), key="k", name_hint="p") as work:
-        assert PartitionedSearch(work, 1000, 3, 1000).bits == 0
-        assert PartitionedSearch(work, 1000, 3, 999).bits == 1
-        assert PartitionedSearch(work, 1000, 3, 250).bits == 2
-        assert PartitionedSearch(work, 1000, 3, 1).bits == 10
-        assert PartitionedSearch(work, 10**9, 3, 1).bits <= 13  # a block's width at most
+        assert PartitionedSearch(work, 1000, 3, 1000, threads=1).bits == 0
+        assert PartitionedSearch(work, 1000, 3, 999, threads=1).bits == 1
+        assert PartitionedSearch(work, 1000, 3, 250, threads=1).bits == 2
+        assert PartitionedSearch(work, 1000, 3, 1, threads=1).bits == 10
+        assert PartitionedSearch(work, 10**9, 3, 1, threads=1).bits <= 13  # a block's width
+        # Two partitions searched at once share the limit; one part searches on both cores.
+        assert PartitionedSearch(work, 1000, 3, 1000, threads=2).bits == 0
+        assert PartitionedSearch(work, 1000, 3, 999, threads=2).bits == 2
+        assert PartitionedSearch(work, 1000, 3, 250, threads=2).bits == 3
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_same_parts_found_whatever_the_threads(threads):
+    fps = fingerprints("near", 300, 7)
+    fps[100:200] = fps[150]  # a hundred identical fingerprints: one partition far larger
+    with WorkDir(tempfile.mkdtemp(), key="k", name_hint="p") as work:
+        runs = []
+        for t in (1, threads):
+            found = []
+            s = PartitionedSearch(work, fps.shape[0], 3, 16 * t, threads=t)
+            s.run(lambda start, stop: fps[start:stop].copy(), found.append, True)
+            runs.append([(u.links.tolist(), u.pairs.tolist(), u.distinct, u.near) for u in found])
+    assert runs[0] == runs[1]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -88,18 +90,28 @@ class UnitLinks:
 class PartitionedSearch:
     """Every pair of ``rows`` fingerprints within ``hamming_k``, a part at a time (module
     docstring): in one part when ``rows <= row_limit``, else in ``2**b`` partitions a group of
-    tables, ``b`` the fewest bits for partitions of at most ``row_limit`` rows of random
-    fingerprints (a prefix shared by more rows makes its partition larger: it is searched
-    whole all the same). Partition files are written to ``work`` and removed once searched.
+    tables, ``b`` the fewest bits for partitions of at most ``row_limit / threads`` rows of
+    random fingerprints (a prefix shared by more rows makes its partition larger: it is
+    searched whole all the same), ``threads`` of them searched at once on threads of their own
+    and handed on in order. Partition files are written to ``work`` and removed once searched.
 
     Args:
         work: the run's work folder.
         rows: fingerprints (documents); less than 2**32.
         hamming_k: largest distance, 0..32 bits.
-        row_limit: most rows a part should hold.
+        row_limit: most rows the parts searched at once should hold.
+        threads: partitions searched at once (default: two, or one on one core), each of at
+            most ``row_limit / threads`` rows.
     """
 
-    def __init__(self, work: WorkDir, rows: int, hamming_k: int, row_limit: int):
+    def __init__(
+        self,
+        work: WorkDir,
+        rows: int,
+        hamming_k: int,
+        row_limit: int,
+        threads: int = min(2, os.cpu_count() or 1),
+    ):
         if not 0 <= rows < MAX_ROWS:
             raise ValueError(f"rows must be in 0..{MAX_ROWS - 1}; got {rows}")
         if row_limit < 1:
@@ -107,8 +119,11 @@ class PartitionedSearch:
         self.work = work
         self.rows = int(rows)
         self.hamming_k = int(hamming_k)
+        self.threads = max(1, int(threads))
         self.plan: TablePlan = plan_tables(max(self.rows, 2), self.hamming_k)
-        parts = -(-self.rows // int(row_limit))
+        # One part searches on every core itself; partitions share the limit.
+        per_part = row_limit if self.rows <= row_limit else max(1, row_limit // self.threads)
+        parts = -(-self.rows // int(per_part))
         narrowest = min(width for _, width in self.plan.blocks)
         #: Leading bits of a group's first block that split the rows (0: one part).
         self.bits = min(max(parts - 1, 0).bit_length(), narrowest)
@@ -130,19 +145,26 @@ class PartitionedSearch:
             found(_unit_links(values, None, None, self.hamming_k, True, with_pairs))
             return
         groups = sorted({table[0] for table in self.plan.tables})
-        for first in groups:
-            files = self._partition(fingerprints, first)
-            for column in files:
-                rows = np.fromfile(column.path, dtype=np.uint64).reshape(-1, 2)
-                column.path.unlink()
-                values, positions = rows[:, 0].copy(), rows[:, 1].copy()
-                del rows
-                unit = (self.plan, first)
-                found(
-                    _unit_links(
-                        values, positions, unit, self.hamming_k, first == groups[0], with_pairs
-                    )
-                )
+
+        def searched(column: ColumnFile, first: int) -> UnitLinks:
+            rows = np.fromfile(column.path, dtype=np.uint64).reshape(-1, 2)
+            column.path.unlink()
+            values, positions = rows[:, 0].copy(), rows[:, 1].copy()
+            del rows
+            unit = (self.plan, first)
+            identical = first == groups[0]
+            return _unit_links(values, positions, unit, self.hamming_k, identical, with_pairs)
+
+        with ThreadPoolExecutor(self.threads) as pool:
+            for first in groups:
+                files = self._partition(fingerprints, first)
+                # ``threads`` partitions searched at once, handed on in order.
+                pending = deque(pool.submit(searched, f, first) for f in files[: self.threads])
+                for k in range(self.threads, len(files) + self.threads):
+                    unit = pending.popleft().result()
+                    if k < len(files):
+                        pending.append(pool.submit(searched, files[k], first))
+                    found(unit)
 
     def _partition(self, fingerprints: Callable[[int, int], np.ndarray], first: int) -> list:
         """Split the rows into the partition files of the tables of first block ``first``:
