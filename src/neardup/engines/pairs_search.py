@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from neardup.candidates.tables import (
     _search_sorted,
 )
 from neardup.engines.spill import ColumnFile, WorkDir
+from neardup.engines.workers import ordered_map
 
 __all__ = ["MAX_ROWS", "PartitionedSearch", "UnitLinks", "partitioned"]
 
@@ -155,16 +155,14 @@ class PartitionedSearch:
             identical = first == groups[0]
             return _unit_links(values, positions, unit, self.hamming_k, identical, with_pairs)
 
-        with ThreadPoolExecutor(self.threads) as pool:
-            for first in groups:
-                files = self._partition(fingerprints, first)
-                # ``threads`` partitions searched at once, handed on in order.
-                pending = deque(pool.submit(searched, f, first) for f in files[: self.threads])
-                for k in range(self.threads, len(files) + self.threads):
-                    unit = pending.popleft().result()
-                    if k < len(files):
-                        pending.append(pool.submit(searched, files[k], first))
-                    found(unit)
+        for first in groups:
+            files = self._partition(fingerprints, first)
+            # While a partition's links are handed on, ``threads`` more are searched (and no
+            # more: each holds its rows).
+            for _, unit in ordered_map(
+                searched, files, self.threads, first, in_flight=self.threads + 1
+            ):
+                found(unit)
 
     def _partition(self, fingerprints: Callable[[int, int], np.ndarray], first: int) -> list:
         """Split the rows into the partition files of the tables of first block ``first``:
