@@ -160,8 +160,11 @@ class OutOfCorePairs:
             self.progress.advance(len(batch), self.fps.rows)
         self.budget.charge(-self._reading)
         self.kept.finish()
-        self.fps.finish()
-        self.times.finish()
+        with ThreadPoolExecutor(2) as pool:
+            # Each column's batches joined into one array (the search and the grouping read
+            # them whole; a spilled column is only closed), both at once: numpy's copies
+            # release the GIL.
+            list(pool.map(SpillColumn.array, (self.fps, self.times)))
         self.rows = self.fps.rows
 
     def _restart(self) -> None:
