@@ -116,12 +116,28 @@ def test_batch_rows_must_be_positive(tmp_path):
         FingerprintBatches([tmp_path], batch_rows=0)
 
 
-def test_a_batch_holds_no_view_of_the_wave(tmp_path, small_blocks):
+def test_a_batch_holds_no_view_of_the_parsing_columns(tmp_path, small_blocks):
     rows = [(f"u{k:05d}", k, k) for k in range(30)]
     path = write_rows(tmp_path / "part-00000", rows)
     batch = next(iter(FingerprintBatches([path])))
     assert batch.fingerprints.base is None and batch.timestamps.base is None
     assert batch.raw_timestamps.to_pylist()[:2] == ["0", "1"]
+
+
+def test_batches_kept_whole_while_later_blocks_are_parsed(tmp_path, small_blocks):
+    # Each core parses block after block into the same columns: a batch kept until the end
+    # must still hold its own rows (IDs of varied lengths, so that blocks differ).
+    rows = [(f"u{k:05d}" + "x" * (k % 7), k * 104729, k) for k in range(400)]
+    path = write_rows(tmp_path / "part-00000", rows)
+    kept = list(FingerprintBatches([path]))
+    assert len(kept) > 4 * (2 * 2)  # more blocks than are parsed ahead
+    got = (
+        [i for b in kept for i in b.ids.to_pylist()],
+        [f for b in kept for f in b.fingerprints.tolist()],
+        [t for b in kept for t in b.timestamps.tolist()],
+    )
+    assert got == whole([path])[0]
+    assert [s for b in kept for s in b.raw_timestamps.to_pylist()] == [str(k) for k in range(400)]
 
 
 @settings(max_examples=40, deadline=None)

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import neardup.candidates.radix as radix
+import neardup.engines.local as local
 import neardup.engines.pairs_outofcore as pairs_outofcore
 import neardup.io.fingerprints as io_fingerprints
 from neardup.cli.main import main
@@ -94,6 +96,32 @@ def test_outputs_are_the_in_memory_bytes_at_a_tiny_limit(
     assert filecmp.cmp(outputs.groups, folder / "g_mem.tsv", shallow=False)
     assert run.stats["pairs"] == sum(1 for _ in open(outputs.pairs)) - 1
     assert [p.name for p in folder.iterdir() if p.name.startswith("neardup-")] == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.sampled_from(["near", "equal", "within_k"]),
+    st.integers(1, 300),
+    st.sampled_from(["1M", "1G"]),
+    st.integers(0, 2**32),
+)
+def test_outputs_are_the_in_memory_bytes_with_every_step_cut_in_pieces(
+    tmp_path_factory, kind, n, limit, seed
+):
+    # Every kernel on two halves (a group of identical fingerprints across the middle), blocks
+    # of a few rows read ahead, and pieces of a few rows written while the next is built.
+    folder = tmp_path_factory.mktemp("cut")
+    times = np.random.default_rng(seed).integers(0, 5, n)
+    path = write_rows(folder / "fps.tsv", fingerprints(kind, n, seed), times)
+    s = Settings(method="simhash", hamming_k=3, pairs="all")
+    in_memory(path, s, str(folder / "p_mem.tsv"), str(folder / "g_mem.tsv"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        patch.setattr(io_fingerprints, "_BLOCK_BYTES", 300)
+        patch.setattr(local, "WRITE_PIECE_ROWS", 7)
+        _, outputs = run_pairs(path, s, limit, folder, "cut")
+    assert filecmp.cmp(outputs.pairs, folder / "p_mem.tsv", shallow=False)
+    assert filecmp.cmp(outputs.groups, folder / "g_mem.tsv", shallow=False)
 
 
 def test_the_search_is_split_and_the_columns_spill_at_a_small_limit(tmp_path, monkeypatch):

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import neardup.engines.pairs_search as pairs_search
 from neardup.candidates.bucket_lists import unpacked
-from neardup.engines.pairs_search import MAX_ROWS, PartitionedSearch
+from neardup.candidates.radix import PARALLEL_MIN_KEYS
+from neardup.engines.pairs_search import MAX_ROWS, PartitionedSearch, partitioned
 from neardup.engines.spill import WorkDir
 from neardup.groups import connected_components
 
@@ -88,11 +89,29 @@ def test_links_alone_when_pairs_are_not_listed():
 
 def test_parts_are_as_few_as_the_limit_allows():
     with WorkDir(tempfile.mkdtemp(), key="k", name_hint="p") as work:
-        assert PartitionedSearch(work, 1000, 3, 1000).bits == 0
-        assert PartitionedSearch(work, 1000, 3, 999).bits == 1
-        assert PartitionedSearch(work, 1000, 3, 250).bits == 2
-        assert PartitionedSearch(work, 1000, 3, 1).bits == 10
-        assert PartitionedSearch(work, 10**9, 3, 1).bits <= 13  # a block's width at most
+        assert PartitionedSearch(work, 1000, 3, 1000, threads=1).bits == 0
+        assert PartitionedSearch(work, 1000, 3, 999, threads=1).bits == 1
+        assert PartitionedSearch(work, 1000, 3, 250, threads=1).bits == 2
+        assert PartitionedSearch(work, 1000, 3, 1, threads=1).bits == 10
+        assert PartitionedSearch(work, 10**9, 3, 1, threads=1).bits <= 13  # a block's width
+        # Two partitions searched at once share the limit; one part searches on both cores.
+        assert PartitionedSearch(work, 1000, 3, 1000, threads=2).bits == 0
+        assert PartitionedSearch(work, 1000, 3, 999, threads=2).bits == 2
+        assert PartitionedSearch(work, 1000, 3, 250, threads=2).bits == 3
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_same_parts_found_whatever_the_threads(threads):
+    fps = fingerprints("near", 300, 7)
+    fps[100:200] = fps[150]  # a hundred identical fingerprints: one partition far larger
+    with WorkDir(tempfile.mkdtemp(), key="k", name_hint="p") as work:
+        runs = []
+        for t in (1, threads):
+            found = []
+            s = PartitionedSearch(work, fps.shape[0], 3, 16 * t, threads=t)
+            s.run(lambda start, stop: fps[start:stop].copy(), found.append, True)
+            runs.append([(u.links.tolist(), u.pairs.tolist(), u.distinct, u.near) for u in found])
+    assert runs[0] == runs[1]
 
 
 @pytest.mark.parametrize(
@@ -112,6 +131,21 @@ def test_bad_arguments_say_what_is_valid(rows, limit, message):
 def test_no_rows_no_pairs():
     _, found, _ = search(np.zeros(0, np.uint64), 3, row_limit=5)
     assert [unit.links.shape[0] for unit in found] == [0]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, PARALLEL_MIN_KEYS + 3])
+@pytest.mark.parametrize("width", [1, 4, 12])
+def test_partitioned_rows_are_a_stable_sort_by_partition(n, width):
+    # Half the rows hold one value: one partition far larger than the others, spanning the
+    # middle where the two cores' halves meet.
+    rng = np.random.default_rng(n + width)
+    values = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    values[n // 4 : 3 * n // 4] = values[n // 2] if n else 0
+    rows, bounds = partitioned(values, 1000, 30, width)
+    part = (values >> np.uint64(30)) & np.uint64((1 << width) - 1)
+    order = np.argsort(part, kind="stable")
+    assert rows.tolist() == np.stack([values[order], order.astype(np.uint64) + 1000], 1).tolist()
+    assert bounds.tolist() == np.searchsorted(part[order], np.arange((1 << width) + 1)).tolist()
 
 
 def test_docstrings():

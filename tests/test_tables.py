@@ -309,6 +309,24 @@ def test_collapse_identical_matches_unique(fp: np.ndarray) -> None:
     assert values.dtype == np.uint64 and inverse.dtype == np.int64 and counts.dtype == np.int64
 
 
+@settings(deadline=None, max_examples=60)
+@given(fp=clustered_fingerprints())
+def test_buckets_found_in_halves_are_those_of_one_pass(fp: np.ndarray) -> None:
+    """Runs of identical values found by two halves of the sorted values, a run across the
+    middle too (forced here for small inputs)."""
+    whole = IdenticalBuckets.of(fp)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        halves = IdenticalBuckets.of(fp)
+    for got, want in zip(
+        (halves.values, halves.offsets, halves.members),
+        (whole.values, whole.offsets, whole.members),
+    ):
+        assert got.tolist() == want.tolist()
+    counts = np.unique(fp, return_counts=True)[1]
+    assert whole.offsets.tolist() == [0, *np.cumsum(counts).tolist()]
+
+
 @st.composite
 def ranked_fingerprints(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fingerprints (empty, one, all equal, few distinct or spread), a rank per input (all

@@ -201,24 +201,25 @@ def _locate(sorted_values: np.ndarray, needles: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _count_runs(sorted_keys):
+def _count_runs(lo, hi, sorted_keys):
     runs = 0
-    for p in range(sorted_keys.shape[0]):
+    for p in range(lo, hi):
         if p == 0 or sorted_keys[p] != sorted_keys[p - 1]:
             runs += 1
     return runs
 
 
 @njit(cache=True, nogil=True)
-def _distinct_runs(sorted_keys, values, offsets):
-    """Fill the distinct values of sorted keys and the offsets of their runs."""
-    v = 0
-    for p in range(sorted_keys.shape[0]):
+def _distinct_runs(lo, hi, sorted_keys, values, offsets, runs_before):
+    """Fill the distinct values of sorted keys and the offsets of their runs that start in
+    ``lo..hi-1``, the first ``runs_before`` runs those of the keys before ``lo``."""
+    v = 0 if lo == 0 else runs_before
+    for p in range(lo, hi):
         if p == 0 or sorted_keys[p] != sorted_keys[p - 1]:
             values[v] = sorted_keys[p]
             offsets[v] = p
             v += 1
-    offsets[v] = sorted_keys.shape[0]
+    offsets[offsets.shape[0] - 1] = sorted_keys.shape[0]
 
 
 @njit(cache=True, nogil=True)
@@ -582,11 +583,11 @@ class IdenticalBuckets:
     @classmethod
     def of(cls, fingerprints: np.ndarray) -> IdenticalBuckets:
         """The buckets of a 1-D ``uint64`` array: one stable radix sort (at most eight
-        passes), ``O(N)`` time and memory. Example: see the class."""
-        sorted_keys, members = argsort64(_as_fingerprints(fingerprints, "fingerprints"))
-        runs = _count_runs(sorted_keys)
-        values, offsets = np.empty(runs, np.uint64), np.empty(runs + 1, np.int64)
-        _distinct_runs(sorted_keys, values, offsets)
+        passes), its runs on two cores, ``O(N)`` time and memory. Example: see the class."""
+        keys, members = argsort64(_as_fingerprints(fingerprints, "fingerprints"))
+        runs = in_halves(_count_runs, keys.shape[0], keys)
+        values, offsets = np.empty(sum(runs), np.uint64), np.empty(sum(runs) + 1, np.int64)
+        in_halves(_distinct_runs, keys.shape[0], keys, values, offsets, runs[0])
         return cls(values, offsets, members)
 
     def inverse(self) -> np.ndarray:

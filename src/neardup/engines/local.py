@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,8 +199,10 @@ def pairs_columns(
 def write_in_pieces(path: str, rows: int, columns_of: Callable[[int, int], dict]) -> int:
     """Write the table of ``rows`` rows whose rows ``start..stop-1`` are
     ``columns_of(start, stop)`` to ``path`` (as :func:`~neardup.io.write_table` would write it
-    whole), :data:`WRITE_PIECE_ROWS` rows at a time: only one piece's columns exist at once.
-    Returns the number of pieces. O(rows), memory O(piece).
+    whole), :data:`WRITE_PIECE_ROWS` rows at a time: the next piece's columns are built (the
+    calls one after another, in order, on a thread of their own) while a piece is encoded and
+    written, so two pieces' columns exist at most. Returns the number of pieces. O(rows),
+    memory O(piece).
 
     Example:
         >>> import tempfile, pathlib
@@ -209,13 +212,18 @@ def write_in_pieces(path: str, rows: int, columns_of: Callable[[int, int], dict]
         >>> p.read_text().split()
         ['n', '0', '1', '2']
     """
-    pieces = 0
-    with TableWriter(path) as writer:
-        # One piece even of no rows: the header and the Parquet schema are written.
-        for start in range(0, max(rows, 1), WRITE_PIECE_ROWS):
-            writer.write(columns_of(start, min(rows, start + WRITE_PIECE_ROWS)))
-            pieces += 1
-    return pieces
+    # One piece even of no rows: the header and the Parquet schema are written.
+    starts = range(0, max(rows, 1), WRITE_PIECE_ROWS)
+    with TableWriter(path) as writer, ThreadPoolExecutor(1) as builder:
+        built = builder.submit(columns_of, 0, min(rows, WRITE_PIECE_ROWS))
+        for start in starts:
+            columns = built.result()
+            if start + WRITE_PIECE_ROWS < rows:
+                stop = min(rows, start + 2 * WRITE_PIECE_ROWS)
+                built = builder.submit(columns_of, start + WRITE_PIECE_ROWS, stop)
+            writer.write(columns)
+            del columns  # written: only the next piece's columns are held
+    return len(starts)
 
 
 class LocalEngine:

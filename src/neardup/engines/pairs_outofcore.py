@@ -22,8 +22,10 @@ Stages (:class:`OutOfCorePairs`):
    and those of the linked documents gathered once.
 
 Memory: the budget for what spills, plus what grows with the linked documents (40 to 70 B
-and an ID each, held from the grouping on) and one byte a row while the linked documents are
-found. Outputs do not depend on the budget.
+and an ID each, held from the grouping on), one byte a row while the linked documents are
+found and a quarter of a byte a row from then on (their
+:class:`~neardup.engines.linked_rows.LinkedRows`, which gives a linked document's compact
+index in O(1)). Outputs do not depend on the budget.
 
 Example:
     >>> import tempfile, pathlib
@@ -44,13 +46,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
-from neardup.candidates.bucket_lists import unpacked
 from neardup.engines.base import Progress
 from neardup.engines.kept_columns import KeptColumns
+from neardup.engines.linked_rows import LinkedRows
 from neardup.engines.pair_runs import PackedFile, PairRuns
 from neardup.engines.pairs_search import PartitionedSearch, UnitLinks
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
@@ -157,8 +160,11 @@ class OutOfCorePairs:
             self.progress.advance(len(batch), self.fps.rows)
         self.budget.charge(-self._reading)
         self.kept.finish()
-        self.fps.finish()
-        self.times.finish()
+        with ThreadPoolExecutor(2) as pool:
+            # Each column's batches joined into one array (the search and the grouping read
+            # them whole; a spilled column is only closed), both at once: numpy's copies
+            # release the GIL.
+            list(pool.map(SpillColumn.array, (self.fps, self.times)))
         self.rows = self.fps.rows
 
     def _restart(self) -> None:
@@ -216,31 +222,26 @@ class OutOfCorePairs:
             # Merged before the linked documents' arrays exist: its blocks come and go first.
             self._pairs: np.ndarray | PackedFile = self._runs.values()
             self.pair_count = len(self._pairs)
-        linked = np.zeros(n, dtype=bool)
+        self._linked_rows = LinkedRows(n)
         self.budget.charge(n)
         for packed in _chunks(self._links):
-            a, b = unpacked(packed)
-            linked[a] = True
-            linked[b] = True
+            self._linked_rows.mark(packed)
         #: The linked documents, ascending: the compact index of a document is its place here.
-        self.linked = np.flatnonzero(linked)
-        del linked
+        self.linked = self._linked_rows.finish()
         self.budget.charge(-n)
         m = self.linked.shape[0]
-        # Every row's fingerprints and timestamps are let go as soon as the linked documents'
-        # are read from them: the grouping's arrays come after.
-        self.linked_fps = _gather(self.fps, self.linked)
-        self.fps.release()
-        times = _gather(self.times, self.linked)
-        self.times.release()
-        labels = np.arange(m, dtype=np.int64)
-        for packed in _chunks(self._links):
-            a, b = unpacked(packed)
-            _union_pairs(np.searchsorted(self.linked, a), np.searchsorted(self.linked, b), labels)
-        _flattened(labels)
+        with ThreadPoolExecutor(2) as pool:
+            # Three parts that need none of the others, on two cores: the linked documents'
+            # IDs, their order in time, and their components (here, the links joined).
+            ids = pool.submit(self._linked_ids)
+            ranked = pool.submit(self._linked_ranks)
+            labels = np.arange(m, dtype=np.int64)
+            for packed in _chunks(self._links):
+                _union_pairs(*self._linked_rows.compact(packed), labels)
+            _flattened(labels)
+            rank = ranked.result()
+            self.linked_ids = ids.result()
         self._links.release()
-        rank = document_order(times)
-        del times
         if self.settings.grouping == "center":
             original = center_groups(labels, rank, self._near)
         else:
@@ -250,7 +251,6 @@ class OutOfCorePairs:
         self.original = np.asarray(original, dtype=np.int64)
         del original
         self.sizes = group_sizes(self.original)
-        self.linked_ids = self._linked_ids()
         moved = np.flatnonzero(self.original != np.arange(m))
         removed = moved.shape[0]
         if self._runs is None:
@@ -263,6 +263,16 @@ class OutOfCorePairs:
             largest_group=int(self.sizes.max()) if m else int(n > 0),
             empty_documents=0,
         )
+
+    def _linked_ranks(self) -> np.ndarray:
+        """The linked documents' fingerprints kept, and their ranks in time
+        (:func:`~neardup.groups.document_order`). Every row's fingerprints and timestamps are
+        let go as soon as the linked documents' are read from them."""
+        self.linked_fps = _gather(self.fps, self.linked)
+        self.fps.release()
+        times = _gather(self.times, self.linked)
+        self.times.release()
+        return document_order(times)
 
     def _near(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The run's relation between linked documents (compact indices)."""
@@ -285,8 +295,7 @@ class OutOfCorePairs:
         and a :class:`~neardup.pipeline.Groups` holding those pairs over them (for
         :func:`~neardup.engines.local.pairs_columns`). O(rows)."""
         if self._runs is not None:
-            a, b = unpacked(self._pairs[start:stop])
-            a, b = np.searchsorted(self.linked, a), np.searchsorted(self.linked, b)
+            a, b = self._linked_rows.compact(self._pairs[start:stop])
         else:
             b = self._pairs[start:stop]
             a = self.original[b]

@@ -34,7 +34,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,17 +44,19 @@ from numba import njit
 
 from neardup.candidates.bands import _sorted_distinct
 from neardup.candidates.plan import TablePlan, plan_tables
+from neardup.candidates.radix import digit_starts, in_halves
 from neardup.candidates.tables import (
     _EMPTY_U64,
     IdenticalBuckets,
     _Buffers,
     _first_block_pairs,
     _locate,
-    distinct_hamming_pairs,
+    _search_sorted,
 )
 from neardup.engines.spill import ColumnFile, WorkDir
+from neardup.engines.workers import ordered_map
 
-__all__ = ["MAX_ROWS", "PartitionedSearch", "UnitLinks"]
+__all__ = ["MAX_ROWS", "PartitionedSearch", "UnitLinks", "partitioned"]
 
 #: Rows a run may have: a document is 32 bits of a packed pair.
 MAX_ROWS = 1 << 32
@@ -86,18 +90,28 @@ class UnitLinks:
 class PartitionedSearch:
     """Every pair of ``rows`` fingerprints within ``hamming_k``, a part at a time (module
     docstring): in one part when ``rows <= row_limit``, else in ``2**b`` partitions a group of
-    tables, ``b`` the fewest bits for partitions of at most ``row_limit`` rows of random
-    fingerprints (a prefix shared by more rows makes its partition larger: it is searched
-    whole all the same). Partition files are written to ``work`` and removed once searched.
+    tables, ``b`` the fewest bits for partitions of at most ``row_limit / threads`` rows of
+    random fingerprints (a prefix shared by more rows makes its partition larger: it is
+    searched whole all the same), ``threads`` of them searched at once on threads of their own
+    and handed on in order. Partition files are written to ``work`` and removed once searched.
 
     Args:
         work: the run's work folder.
         rows: fingerprints (documents); less than 2**32.
         hamming_k: largest distance, 0..32 bits.
-        row_limit: most rows a part should hold.
+        row_limit: most rows the parts searched at once should hold.
+        threads: partitions searched at once (default: two, or one on one core), each of at
+            most ``row_limit / threads`` rows.
     """
 
-    def __init__(self, work: WorkDir, rows: int, hamming_k: int, row_limit: int):
+    def __init__(
+        self,
+        work: WorkDir,
+        rows: int,
+        hamming_k: int,
+        row_limit: int,
+        threads: int = min(2, os.cpu_count() or 1),
+    ):
         if not 0 <= rows < MAX_ROWS:
             raise ValueError(f"rows must be in 0..{MAX_ROWS - 1}; got {rows}")
         if row_limit < 1:
@@ -105,8 +119,11 @@ class PartitionedSearch:
         self.work = work
         self.rows = int(rows)
         self.hamming_k = int(hamming_k)
+        self.threads = max(1, int(threads))
         self.plan: TablePlan = plan_tables(max(self.rows, 2), self.hamming_k)
-        parts = -(-self.rows // int(row_limit))
+        # One part searches on every core itself; partitions share the limit.
+        per_part = row_limit if self.rows <= row_limit else max(1, row_limit // self.threads)
+        parts = -(-self.rows // int(per_part))
         narrowest = min(width for _, width in self.plan.blocks)
         #: Leading bits of a group's first block that split the rows (0: one part).
         self.bits = min(max(parts - 1, 0).bit_length(), narrowest)
@@ -128,26 +145,30 @@ class PartitionedSearch:
             found(_unit_links(values, None, None, self.hamming_k, True, with_pairs))
             return
         groups = sorted({table[0] for table in self.plan.tables})
+
+        def searched(column: ColumnFile, first: int) -> UnitLinks:
+            rows = np.fromfile(column.path, dtype=np.uint64).reshape(-1, 2)
+            column.path.unlink()
+            values, positions = rows[:, 0].copy(), rows[:, 1].copy()
+            del rows
+            unit = (self.plan, first)
+            identical = first == groups[0]
+            return _unit_links(values, positions, unit, self.hamming_k, identical, with_pairs)
+
         for first in groups:
             files = self._partition(fingerprints, first)
-            for column in files:
-                rows = np.fromfile(column.path, dtype=np.uint64).reshape(-1, 2)
-                column.path.unlink()
-                values, positions = rows[:, 0].copy(), rows[:, 1].copy()
-                del rows
-                unit = (self.plan, first)
-                found(
-                    _unit_links(
-                        values, positions, unit, self.hamming_k, first == groups[0], with_pairs
-                    )
-                )
+            # While a partition's links are handed on, ``threads`` more are searched (and no
+            # more: each holds its rows).
+            for _, unit in ordered_map(
+                searched, files, self.threads, first, in_flight=self.threads + 1
+            ):
+                found(unit)
 
     def _partition(self, fingerprints: Callable[[int, int], np.ndarray], first: int) -> list:
         """Split the rows into the partition files of the tables of first block ``first``:
         (fingerprint, position) rows, in input order within a file."""
         start, width = self.plan.blocks[first]
-        shift = np.uint64(start + width - self.bits)
-        mask = np.uint64((1 << self.bits) - 1)
+        shift = start + width - self.bits
         files = [
             ColumnFile(self.work, f"part-{first}-{p}", np.zeros((0, 2), np.uint64))
             for p in range(1 << self.bits)
@@ -155,17 +176,51 @@ class PartitionedSearch:
         for lo in range(0, self.rows, _CHUNK_ROWS):
             hi = min(self.rows, lo + _CHUNK_ROWS)
             values = np.asarray(fingerprints(lo, hi), dtype=np.uint64)
-            part = ((values >> shift) & mask).astype(np.int64)
-            order = np.argsort(part, kind="stable")
-            bounds = np.searchsorted(part[order], np.arange((1 << self.bits) + 1))
-            rows = np.empty((hi - lo, 2), dtype=np.uint64)
-            rows[:, 0] = values[order]
-            rows[:, 1] = order + lo
+            rows, bounds = partitioned(values, lo, shift, self.bits)
             for p, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
                 if b > a:
                     files[p].append(rows[a:b])
             self.disk_bytes += rows.nbytes
         return files
+
+
+def partitioned(values: np.ndarray, first: int, shift: int, width: int) -> tuple:
+    """The rows ``(values[i], first + i)`` (uint64[n, 2]) ordered by the partition of each
+    value, its bits ``shift .. shift + width - 1``, input order kept within a partition, and
+    the ``2**width + 1`` bounds of the partitions in them: a counting sort, each half of the
+    values counted and placed on its own core (a partition holds the first half's rows, then
+    the second's). O(n + 2**width).
+
+    Example:
+        >>> rows, bounds = partitioned(np.array([3, 0, 2, 1], np.uint64), 10, 1, 1)
+        >>> rows.tolist(), bounds.tolist()
+        ([[0, 11], [1, 13], [3, 10], [2, 12]], [0, 2, 4])
+    """
+    n = values.shape[0]
+    # Row 1 stays zero when one call takes every value (too few for two cores).
+    starts = np.zeros((2, (1 << width) + 1), dtype=np.int64)
+    in_halves(_counted, n, values, shift, width, starts)
+    # Partition p: the first half's rows from at[0][p], the second half's after them.
+    at = np.stack([starts[0, :-1] + starts[1, :-1], starts[0, 1:] + starts[1, :-1]])
+    rows = np.empty((n, 2), dtype=np.uint64)
+    in_halves(_placed, n, values, np.uint64(first), shift, width, at, rows)
+    return rows, starts[0] + starts[1]
+
+
+@njit(cache=True, nogil=True)
+def _counted(lo, hi, values, shift, width, starts):
+    digit_starts(values[lo:hi], shift, width, starts[0 if lo == 0 else 1])
+
+
+@njit(cache=True, nogil=True)
+def _placed(lo, hi, values, first, shift, width, at, rows):
+    mask = np.uint64((1 << width) - 1)
+    to = at[0 if lo == 0 else 1]
+    for i in range(lo, hi):
+        p = (values[i] >> np.uint64(shift)) & mask
+        rows[to[p], 0] = values[i]
+        rows[to[p], 1] = first + np.uint64(i)
+        to[p] += 1
 
 
 def _unit_links(
@@ -183,7 +238,9 @@ def _unit_links(
     buckets = IdenticalBuckets.of(values)
     distinct = buckets.values
     if unit is None:
-        a, b, _ = distinct_hamming_pairs(distinct, hamming_k)
+        # Distinct and ascending already; the links and pairs need no order of the near pairs.
+        plan = plan_tables(max(distinct.shape[0], 2), hamming_k)
+        a, b, _ = _search_sorted(distinct, hamming_k, plan, _MAX_GROUP)
     else:
         plan, first = unit
         by_table = _first_block_pairs(
@@ -194,14 +251,16 @@ def _unit_links(
         a = _locate(distinct, np.concatenate(xa)) if xa else np.zeros(0, np.int64)
         b = _locate(distinct, np.concatenate(xb)) if xb else np.zeros(0, np.int64)
     members = buckets.members if positions is None else positions[buckets.members]
-    members = members.astype(np.uint64)
     links = np.empty(_links_size(buckets.offsets, a.shape[0], identical), np.uint64)
-    _fill_links(buckets.offsets, members, a, b, identical, links)
     pairs = None
-    if with_pairs:
-        pairs = np.empty(_pairs_size(buckets.offsets, a, b, identical), np.uint64)
-        _fill_pairs(buckets.offsets, members, a, b, identical, pairs)
-        pairs = _sorted_distinct(pairs)
+    with ThreadPoolExecutor(1) as pool:
+        # The links on a core of their own while the pairs are listed and sorted.
+        linked = pool.submit(_fill_links, buckets.offsets, members, a, b, identical, links)
+        if with_pairs:
+            pairs = np.empty(_pairs_size(buckets.offsets, a, b, identical), np.uint64)
+            _fill_pairs(buckets.offsets, members, a, b, identical, pairs)
+            pairs = _sorted_distinct(pairs)
+        linked.result()
     return UnitLinks(links, pairs, int(distinct.shape[0]) if identical else 0, int(a.shape[0]))
 
 
@@ -212,6 +271,7 @@ def _links_size(offsets: np.ndarray, near: int, identical: bool) -> int:
 
 @njit(cache=True, nogil=True)
 def _pack(i, j):
+    i, j = np.uint64(i), np.uint64(j)  # positions as int64 or uint64
     return (min(i, j) << np.uint64(32)) | max(i, j)
 
 

@@ -62,13 +62,13 @@ def check_workers(workers: int | None) -> int:
 
 
 def ordered_map(
-    function: Callable, items: Iterable, workers: int, *args
+    function: Callable, items: Iterable, workers: int, *args, in_flight: int | None = None
 ) -> Iterator[tuple[object, object]]:
     """Yield ``(item, function(item, *args))`` in input order, computed by ``workers`` threads.
 
-    With one worker everything runs in this thread. At most ``IN_FLIGHT_PER_WORKER × workers``
-    items are pending, so ``items`` may be a stream of any length. Cost: that of the calls,
-    spread over the threads.
+    With one worker everything runs in this thread. At most ``in_flight`` items (default
+    ``IN_FLIGHT_PER_WORKER × workers``) are pending, the one yielded included, so ``items``
+    may be a stream of any length. Cost: that of the calls, spread over the threads.
 
     Example:
         >>> list(ordered_map(pow, [2, 3], 2, 2))
@@ -82,7 +82,7 @@ def ordered_map(
         pending: deque = deque()
         for item in items:
             pending.append((item, pool.submit(function, item, *args)))
-            if len(pending) >= IN_FLIGHT_PER_WORKER * workers:
+            if len(pending) >= (in_flight or IN_FLIGHT_PER_WORKER * workers):
                 head, future = pending.popleft()
                 yield head, future.result()
         while pending:

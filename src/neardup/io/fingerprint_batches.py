@@ -2,8 +2,8 @@
 for runs whose memory must not grow with the rows (``neardup pairs`` out of core).
 
 One uncompressed file of the seed's plain rows is parsed in bulk, a block of about 32 MB on
-each core at a time (the blocks of :func:`read_fingerprints`' bulk reader, one wave of them
-at a time instead of the whole file), each block handed on as a batch. Its IDs are checked
+each core at a time (the blocks of :func:`read_fingerprints`' bulk reader, a few ahead of the
+one handed on instead of the whole file), each block handed on as a batch. Its IDs are checked
 for repeats without a table while they ascend (as the rows of a map-reduce part sorted by key
 do). Where :func:`read_fingerprints` would read the file row by row instead (a row that is not
 plainly valid, a repeated ID), or would check the IDs in a table (IDs out of order), it has
@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import os
 import queue
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +56,9 @@ __all__ = ["BATCH_ROWS", "FingerprintBatches"]
 
 #: Rows of a batch read row by row (a bulk batch is one block of the file).
 BATCH_ROWS = 1 << 18
+
+#: Blocks a core parsed or being parsed ahead of the batch handed on.
+_AHEAD = 2
 
 
 class _StartOver(Exception):
@@ -123,8 +128,8 @@ class FingerprintBatches:
 
     def buffer_bytes(self) -> int:
         """Bytes the stream's own buffers may hold while it reads, whatever the rows: about
-        three blocks a core in bulk (the bytes read, the columns parsed and the batch
-        copied), or a batch of rows read one by one (about 200 B a row in Python values).
+        three blocks a core in bulk (the bytes read, the columns parsed and the batches
+        copied ahead), or a batch of rows read one by one (about 200 B a row in Python values).
         O(1).
 
         Example:
@@ -150,9 +155,14 @@ class FingerprintBatches:
 
 
 def _seed_batches(src: Source, rows: RowChecks, with_table: bool) -> Iterator[FingerprintTable]:
-    """The blocks of the seed rows of the uncompressed file ``src`` parsed in bulk, a wave of one block a core at a
-    time, each a batch; :class:`_StartOver` where :func:`read_fingerprints`' bulk reader would
-    not take the file. ``with_table``: check the IDs in a table, not by their order."""
+    """The blocks of the seed rows of the uncompressed file ``src`` parsed in bulk, each a
+    batch; :class:`_StartOver` where :func:`read_fingerprints`' bulk reader would not take the
+    file. ``with_table``: check the IDs in a table, not by their order.
+
+    Each core reads and parses a block into its own columns, reused from block to block, and
+    copies the rows out as the block's batch (:func:`_parsed`); :data:`_AHEAD` blocks a core
+    are under way while the batches before them are handed on, so that no core waits for the
+    reader of the batches, nor for the slower block of a wave."""
     with open(src.path, "rb") as fh:
         fd = fh.fileno()
         size = os.fstat(fd).st_size
@@ -160,39 +170,44 @@ def _seed_batches(src: Source, rows: RowChecks, with_table: bool) -> Iterator[Fi
             raise _StartOver
         spans = _block_spans(fd, size)
         workers = min(len(spans), os.cpu_count() or 1)
+        longest = max(e - s for s, e in spans)
         spare: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(workers):
-            spare.put(np.empty(max(e - s for s, e in spans), dtype=np.uint8))
+            spare.put((np.empty(longest, dtype=np.uint8), _SeedColumns([(0, longest)])))
+
+        def read(span: tuple[int, int]) -> _Parsed:
+            buf, out = spare.get()
+            try:
+                out.base = span[0]  # the block's bytes and rows at the start of the columns
+                return _parsed(_read_seed_block(fd, 0, span, buf, out), out, rows)
+            finally:
+                spare.put((buf, out))
+
         seen = IdTable() if with_table else None
         last: bytes | None = None
         rows.start_file(src.display)
         with ThreadPoolExecutor(workers) as pool:
-            for w in range(0, len(spans), workers):
-                wave = spans[w : w + workers]
-                out = _SeedColumns(wave)
-
-                def read(k: int, wave=wave, out=out) -> _SeedBlock:
-                    buf = spare.get()
-                    try:
-                        return _read_seed_block(fd, k, wave[k], buf, out)
-                    finally:
-                        spare.put(buf)
-
-                for k, block in enumerate(pool.map(read, range(len(wave)))):
+            pending = deque(pool.submit(read, span) for span in spans[: _AHEAD * workers])
+            try:
+                for k in range(len(spans)):
+                    block = pending.popleft().result()
+                    if k + len(pending) + 1 < len(spans):
+                        pending.append(pool.submit(read, spans[k + len(pending) + 1]))
                     if not block.ok:
                         raise _StartOver
-                    if block.rows == 0:
+                    if block.batch is None:
                         continue
-                    ids = block.ids
                     if seen is None:
-                        first = ids[0].as_buffer().to_pybytes()
-                        if not block.ascending or (last is not None and first <= last):
+                        if not block.ascending or (last is not None and block.first <= last):
                             raise _StartOver(with_table=True)
-                        last = ids[len(ids) - 1].as_buffer().to_pybytes()
-                    elif not _all_new(seen, ids):
+                        last = block.last
+                    elif not _all_new(seen, block.batch.ids.chunk(0)):
                         raise _StartOver
-                    rows.stats.documents += block.rows
-                    yield _batch_of(block, out, k, rows)
+                    rows.stats.documents += len(block.batch)
+                    yield block.batch
+            finally:
+                for future in pending:
+                    future.cancel()  # a start over or a reader that stopped: parse no more
     if rows.stats.documents == 0:
         raise _StartOver
 
@@ -207,20 +222,35 @@ def _all_new(seen: IdTable, ids: pa.StringArray) -> bool:
     return seen.size_after(data, offsets.astype(np.int64)) == before + len(ids)
 
 
-def _batch_of(block: _SeedBlock, out: _SeedColumns, k: int, rows: RowChecks) -> FingerprintTable:
-    """Block ``k`` of ``out`` as a batch of its own arrays (a view would hold the wave's)."""
-    at = slice(int(out.row_at[k]), int(out.row_at[k]) + block.rows)
+@dataclass
+class _Parsed:
+    """A block as :func:`_parsed` hands it on: ``ok`` False if the bulk reader does not take
+    it; its batch (None: no rows), whether its IDs ascend, and its first and last ID."""
+
+    ok: bool
+    batch: FingerprintTable | None = None
+    ascending: bool = False
+    first: bytes = b""
+    last: bytes = b""
+
+
+def _parsed(block: _SeedBlock, out: _SeedColumns, rows: RowChecks) -> _Parsed:
+    """``block`` (parsed at the start of ``out``) as a batch of its own arrays: ``out`` is
+    the next block's."""
+    if not block.ok or block.rows == 0:
+        return _Parsed(block.ok)
+    n = block.rows
     buffers = block.ids.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[: block.rows + 1]
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[: n + 1]
     data = np.frombuffer(buffers[2], dtype=np.uint8)[: int(offsets[-1])]
-    ids = pa.StringArray.from_buffers(
-        block.rows, pa.py_buffer(offsets.copy()), pa.py_buffer(data.copy())
-    )
-    micros, forms = out.micros[at].copy(), out.forms[at].copy()
-    return FingerprintTable(
+    ids = pa.StringArray.from_buffers(n, pa.py_buffer(offsets.copy()), pa.py_buffer(data.copy()))
+    micros, forms = out.micros[:n].copy(), out.forms[:n].copy()
+    batch = FingerprintTable(
         ids=pa.chunked_array([ids]),
-        fingerprints=out.fps[at].copy(),
+        fingerprints=out.fps[:n].copy(),
         timestamps=micros,
         raw_timestamps=lambda: pa.chunked_array([stamp_texts(micros, forms)]),
         stats=rows.stats,
     )
+    first, last = (ids[i].as_buffer().to_pybytes() for i in (0, n - 1))
+    return _Parsed(True, batch, block.ascending, first, last)
