@@ -38,7 +38,15 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK_ROWS", "PREFIX_BITS", "ROW_BYTES", "BandColumn", "gathered", "partitions"]
+__all__ = [
+    "BLOCK_ROWS",
+    "MIN_PART_ROWS",
+    "PREFIX_BITS",
+    "ROW_BYTES",
+    "BandColumn",
+    "gathered",
+    "partitions",
+]
 
 #: Leading bits of a band hash that decide its partition: 65,536 prefixes, so that a partition
 #: can be a 65,536th of a band (15K documents a partition at 1B documents).
@@ -52,6 +60,12 @@ BLOCK_ROWS = 1 << 20
 #: (12 bytes) beside the runs of equal hashes (16 bytes a run, at most one run for two
 #: documents), then its index beside the runs and the star edges (8 bytes an edge).
 ROW_BYTES = 28
+
+#: Fewest documents a partition is given (1.8 MB at :data:`ROW_BYTES`): below, the pairs of
+#: many partitions would reach an out-of-core run's union of pairs in pieces smaller than its
+#: bound, each spilled as a run of its own, and the runs' merge reads a few values a run at
+#: a time.
+MIN_PART_ROWS = 1 << 16
 
 _PREFIX_SHIFT = np.uint64(64 - PREFIX_BITS)
 

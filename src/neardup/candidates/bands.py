@@ -68,6 +68,7 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.band_parts import (
+    MIN_PART_ROWS,
     PREFIX_BITS,
     ROW_BYTES,
     BandColumn,
@@ -696,7 +697,8 @@ def packed_pairs_from_band_columns(
 
     ``room``: bytes the search's temporaries may take at once (None: no bound). A band
     whose documents would take more than its worker's share, at
-    :data:`~neardup.candidates.band_parts.ROW_BYTES` a document, is searched a partition of
+    :data:`~neardup.candidates.band_parts.ROW_BYTES` a document (and more than
+    :data:`~neardup.candidates.band_parts.MIN_PART_ROWS` documents), is searched a partition of
     its hashes' leading bits at a time (:mod:`neardup.candidates.band_parts`), each
     partition read, sorted and its pairs and buckets given before the next: the workers take
     partitions in turn, and the pairs and buckets do not depend on the partitions.
@@ -732,7 +734,7 @@ def packed_pairs_from_band_columns(
 
     if buckets is not None and mode != "star":
         raise ValueError(f"buckets are kept in star mode only; got mode {mode!r}")
-    most_rows = None if room is None else max(int(room) // (workers * ROW_BYTES), 1)
+    most_rows = None if room is None else max(int(room) // (workers * ROW_BYTES), MIN_PART_ROWS)
     parts = _band_parts(columns, subset, most_rows)
     if workers == 1:
         for part in parts:
