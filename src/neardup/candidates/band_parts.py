@@ -115,17 +115,20 @@ def _count_prefixes(block, rows, counts):
 @njit(cache=True, nogil=True)
 def _gather(block, rows, first, lo, hi, at, keys, order):
     """Writes the rows of prefixes ``lo..hi-1`` (of ``block``, those at ``rows`` or all) at
-    their prefix's next place ``at[prefix - lo]``: hash to ``keys``, index (``first`` and
-    the row's rank in the block) to ``order``."""
+    their unit's next place ``at[unit - lo's unit]``: hash to ``keys``, index (``first`` and
+    the row's rank in the block) to ``order``. A row goes to one of at most 256 units, not
+    of 65,536 prefixes, whose places the writes would miss in the cache."""
     n = block.shape[0] if rows is None else rows.shape[0]
+    base = lo >> (PREFIX_BITS - _UNIT_BITS)
     for i in range(n):
         h = block[i] if rows is None else block[rows[i]]
         f = np.int64(h >> _PREFIX_SHIFT)
         if lo <= f < hi:
-            k = at[f - lo]
+            u = (f >> (PREFIX_BITS - _UNIT_BITS)) - base
+            k = at[u]
             keys[k] = h
             order[k] = np.uint32(first + i)
-            at[f - lo] = k + 1
+            at[u] = k + 1
 
 
 @njit(cache=True, nogil=True)
@@ -220,8 +223,11 @@ def gathered(
     (positions in ``subset`` when given), ascending among equal hashes. One pass over the
     column; memory 12 bytes a row of the partition, and 12 a row of its largest unit.
     O(rows of the column + 7 × rows of the partition)."""
-    bounds = np.zeros(hi - lo + 1, dtype=np.int64)
-    np.cumsum(counts[lo:hi], out=bounds[1:])
+    # Units: the prefixes that share their leading _UNIT_BITS bits, within the partition.
+    unit = np.arange(lo, hi) >> (PREFIX_BITS - _UNIT_BITS)
+    starts = np.flatnonzero(np.diff(unit, prepend=-1))
+    bounds = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.add.reduceat(counts[lo:hi], starts), out=bounds[1:])
     keys = np.empty(int(bounds[-1]), dtype=np.uint64)
     order = np.empty(int(bounds[-1]), dtype=np.uint32)
     at = bounds[:-1].copy()
@@ -229,8 +235,5 @@ def gathered(
     for block, rows in column.blocks(subset):
         _gather(block, rows, first, lo, hi, at, keys, order)
         first += block.shape[0] if rows is None else rows.shape[0]
-    # Units: the prefixes that share their leading _UNIT_BITS bits, within the partition.
-    unit = np.arange(lo, hi) >> (PREFIX_BITS - _UNIT_BITS)
-    breaks = np.flatnonzero(np.diff(unit)) + 1
-    _sort_units(keys, order, bounds[np.concatenate([[0], breaks, [hi - lo]])])
+    _sort_units(keys, order, bounds)
     return keys, order
