@@ -10,7 +10,7 @@ a band is split by its hashes' leading :data:`PREFIX_BITS` bits instead:
 2. consecutive prefixes are grouped into partitions of at most a given number of documents
    (:func:`partitions`), the number chosen from the memory a search may take;
 3. each partition is gathered by one more pass over the column, which keeps only its rows, each
-   written at its place among its prefix's, and sorted there (:func:`gathered`).
+   written among those of its hash's leading byte, and sorted there (:func:`gathered`).
 
 Equal hashes share their prefix, so every bucket lies in one partition, and the partitions in
 the order of their prefixes give the buckets in the order of one sort over the whole band: the

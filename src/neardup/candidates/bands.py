@@ -304,7 +304,8 @@ def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 def _grouped_by_hash(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sorted hashes, order)`` of the ``uint64`` ``column``: a stable sort, ``order``
     (uint32) the documents' indices, ascending among equal hashes; the band's documents as
-    one partition of :mod:`neardup.candidates.band_parts`. Memory: 12 bytes a document. O(n)."""
+    one partition of :mod:`neardup.candidates.band_parts`. Memory: 12 bytes a document.
+    O(n × 8)."""
     band = BandColumn.of(column)
     return gathered(band, None, prefix_counts(band, None), 0, 1 << PREFIX_BITS)
 
