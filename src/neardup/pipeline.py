@@ -46,12 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from neardup.candidates.bands import (
-    DistinctUnion,
-    band_columns,
-    packed_pairs_from_band_columns,
-    rank_positions,
-)
+from neardup.candidates.bands import DistinctUnion, band_columns, packed_pairs_from_band_columns
 from neardup.candidates.bounds import sketch_block_rows
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.chunks import CandidatePairs, bounded_pairs, filter_slices
@@ -540,7 +535,10 @@ def candidate_edges(
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
         return CandidatePairs.of_arrays(*hamming.star_edges(reps, rank))
-    positions = rank_positions(rank[reps], reps.shape[0])
+    # The star kernels only compare positions, and keep the earlier of equal ones (a run's
+    # members ascend): the ranks serve, without the radix sort that numbered them (about 50
+    # B a representative at once, more than the band search's partitions at 50M).
+    positions = np.asarray(rank[reps], dtype=np.int64)
     packed = _band_search(
         sig, settings, reps, band_keys, pair_union, room, "star", workers, positions, buckets
     )
