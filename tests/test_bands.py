@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.candidates import band_parts
+from neardup.candidates import bands as bands_module
 from neardup.candidates.bands import (
     DistinctUnion,
     _grouped_by_hash,
@@ -17,6 +19,7 @@ from neardup.candidates.bands import (
     band_columns,
     band_hashes,
     candidate_pairs,
+    packed_pairs_from_band_columns,
     pairs_from_band_columns,
     rank_positions,
 )
@@ -297,25 +300,85 @@ def test_validation_messages():
         candidate_pairs(sig, 2, 4, rank=np.array(["a", "b", "c", "d"]), mode="star")
 
 
-@settings(max_examples=60, deadline=None)
+def _search(columns, mode, positions, workers, subset, room):
+    """Packed pairs and the repair buckets (members, counts, others summed) of a search."""
+    buckets = [] if mode == "star" else None
+    packed = packed_pairs_from_band_columns(
+        columns, mode, positions, workers, buckets, 3, subset=subset, room=room
+    )
+    if buckets is None:
+        return packed.tolist(), None
+    members = np.concatenate([m for m, _, _ in buckets] or [np.zeros(0, np.uint32)])
+    counts = np.concatenate([c for _, c, _ in buckets] or [np.zeros(0, np.int32)])
+    return packed.tolist(), (members.tolist(), counts.tolist(), sum(o for _, _, o in buckets))
+
+
+@settings(max_examples=100, deadline=None)
 @given(
-    st.integers(1, 60),
+    st.integers(1, 300),
     st.integers(1, 6),
     st.sampled_from(["all", "star"]),
-    st.integers(2, 4),
+    st.integers(1, 4),
+    st.sampled_from([None, 1, 200, 2000]),
+    st.booleans(),
     st.integers(0, 2**31),
 )
-def test_bands_sorted_side_by_side_give_the_same_pairs(n, bands, mode, workers, seed):
-    """Threads sort several bands at once; the pairs equal one band at a time, also when the
-    columns come from band_columns (each column must stay valid while later ones are made)."""
+def test_bands_side_by_side_and_in_partitions_give_the_pairs_of_whole_bands(
+    n, bands, mode, workers, room, with_subset, seed
+):
+    """Threads search several bands at once, also when the columns come from band_columns
+    (each column must stay valid while later ones are made); a room of a few documents
+    splits every band into partitions by the leading bits of its hashes. The pairs, and the
+    buckets in their order, are those of each band sorted whole, one at a time."""
     rng = np.random.default_rng(seed)
-    sig = rng.integers(0, 3, size=(n, bands * 2), dtype=np.uint32)  # small values: buckets
-    positions = rng.permutation(n).astype(np.int64)
-    want = pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions)
-    got = pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions, workers)
-    assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    sig = rng.integers(0, 4, size=(n, bands * 2), dtype=np.uint32)  # small values: buckets
+    subset = np.flatnonzero(rng.random(n) < 0.7) if with_subset else None
+    searched = n if subset is None else subset.shape[0]
+    positions = rng.permutation(searched).astype(np.int64) if mode == "star" else None
+    whole = [c if subset is None else c[subset] for c in band_columns(sig, bands, 2)]
+    want = _search(whole, mode, positions, 1, None, None)
+    want_by_index = _search(whole, mode, None, 1, None, None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bands_module, "MIN_PART_ROWS", 1)  # partitions of a few documents
+        columns = band_columns(sig, bands, 2)
+        assert _search(columns, mode, positions, workers, subset, room) == want
+        assert _search(whole, mode, None, workers, None, room) == want_by_index
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
-        pairs_from_band_columns(band_columns(sig, bands, 2), mode, positions, 0)
+        pairs_from_band_columns(band_columns(sig, bands, 2), mode, None, 0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_one_bucket_of_every_document_in_partitions(workers, monkeypatch):
+    """Every document equal on every band: each band is one bucket, one partition however
+    small the room, its star and buckets those of the whole band."""
+    monkeypatch.setattr(bands_module, "MIN_PART_ROWS", 1)
+    columns = [np.full(500, 77 + j, dtype=np.uint64) for j in range(3)]
+    positions = np.arange(500)[::-1].copy()
+    want = _search(columns, "star", positions, 1, None, None)
+    assert _search(columns, "star", positions, workers, None, 64) == want
+    assert len(want[0]) == 499  # one star, the same in every band
+    assert (
+        _search(columns, "all", None, workers, None, 64)[0]
+        == _search(columns, "all", None, 1, None, None)[0]
+    )
+
+
+def test_buckets_far_apart_in_the_column_are_found_in_partitions(monkeypatch):
+    """Buckets whose documents are far apart, read in different blocks, each bucket whole
+    in one partition of two documents' room (partitions by position would cut them)."""
+    monkeypatch.setattr(band_parts, "BLOCK_ROWS", 4)
+    monkeypatch.setattr(bands_module, "MIN_PART_ROWS", 1)
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)
+    column = values[np.concatenate([np.arange(40), np.arange(40)[::-1], np.arange(0, 40, 5)])]
+    room = 2 * band_parts.ROW_BYTES
+    assert _search([column], "star", None, 1, None, room) == _search(
+        [column], "star", None, 1, None, None
+    )
+    got = _search([column], "all", None, 2, None, room)[0]
+    n = column.shape[0]
+    want = {(i, j) for i in range(n) for j in range(i + 1, n) if column[i] == column[j]}
+    assert [(p >> 32, p & 0xFFFFFFFF) for p in got] == sorted(want)
 
 
 @settings(max_examples=150, deadline=None)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from io_helpers import dead_pid
 
 from neardup import pipeline
-from neardup.candidates import bucket_lists, chunks
+from neardup.candidates import bands, bucket_lists, chunks
 from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import local, outofcore, spill
@@ -370,6 +370,33 @@ def _held_column_bytes(collected, settings) -> int:
 def _same_groups(groups, expected):
     for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
         np.testing.assert_array_equal(getattr(groups, name), getattr(expected, name), err_msg=name)
+
+
+@pytest.mark.parametrize("options", [{}, {"pairs": "all"}], ids=["defaults", "pairs all"])
+def test_bands_searched_in_partitions_give_the_groups_of_whole_bands(
+    corpus, tmp_path, options, monkeypatch
+):
+    """With partitions of a few documents (the room of a 1 MB limit), every band of the
+    candidates' search (and of the pairs', with pairs="all") is read from its spill file in
+    many partitions of its hashes: the same groups, pairs and counts as whole bands."""
+    settings = Settings(**options)
+    (tmp_path / "whole").mkdir()
+    whole, _, _ = _job_groups(corpus, tmp_path / "whole", settings, memory_limit=1 << 20)
+    parts_of_bands = []
+    partitions = bands.partitions
+
+    def counted(counts, most):
+        parts = list(partitions(counts, most))
+        parts_of_bands.append(len(parts))
+        return parts
+
+    monkeypatch.setattr(bands, "MIN_PART_ROWS", 1)
+    monkeypatch.setattr(bands, "partitions", counted)
+    (tmp_path / "parts").mkdir()
+    split, _, _ = _job_groups(corpus, tmp_path / "parts", settings, memory_limit=1 << 20)
+    assert min(parts_of_bands) > 1
+    _same_groups(split, whole)
+    assert {**split.stats, "seconds": None} == {**whole.stats, "seconds": None}
 
 
 @pytest.mark.parametrize("verify", ["lcs:0.8", "jaccard:0.6"])

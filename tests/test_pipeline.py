@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from synth_helpers import chain_corpus
 
 from neardup import pipeline
+from neardup.candidates.bands import candidate_pairs
 from neardup.candidates.chunks import bound_possible, filter_slices
 from neardup.engines.local import signatures_parallel
 from neardup.groups import connected_components, originals_of
@@ -356,6 +357,25 @@ def _star_candidates(texts, s):
     reps = np.arange(n)
     candidates = pipeline.candidate_edges(sig, reps, np.arange(n), s)
     return candidates.slice(0, len(candidates))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_star_candidates_take_the_earliest_ranked_member_of_each_bucket(seed):
+    """The representatives' ranks serve as their positions: each bucket's star is centred on
+    its member of the smallest rank, as candidate_pairs' star mode does over the same ranks."""
+    rng = np.random.default_rng(seed)
+    s = Settings(bands=8, rows=2)
+    n = 300
+    sig = signatures([f"doc {i}" for i in range(n)], s)
+    sig.signature = rng.integers(0, 3, size=(n, s.num_perm), dtype=np.uint32)
+    reps = np.flatnonzero(rng.random(n) < 0.8)
+    rank = rng.permutation(n).astype(np.int64)
+    candidates = pipeline.candidate_edges(sig, reps, rank, s)
+    a, b = candidates.slice(0, len(candidates))
+    left, right = candidate_pairs(sig.signature[reps], 8, 2, rank=rank[reps], mode="star")
+    assert sorted(zip(a.tolist(), b.tolist())) == sorted(
+        zip(reps[left].tolist(), reps[right].tolist())
+    )
 
 
 @pytest.mark.parametrize("reads_spill", [False, True])

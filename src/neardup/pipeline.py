@@ -46,12 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from neardup.candidates.bands import (
-    DistinctUnion,
-    band_columns,
-    packed_pairs_from_band_columns,
-    rank_positions,
-)
+from neardup.candidates.bands import DistinctUnion, band_columns, packed_pairs_from_band_columns
 from neardup.candidates.bounds import sketch_block_rows
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.chunks import CandidatePairs, bounded_pairs, filter_slices
@@ -493,15 +488,22 @@ then gets all the candidates at once (:data:`neardup.groups.LINK_ROUNDS` forest 
 each be one more pass over the spilled data)."""
 
 
-def _band_columns_of(
-    sig: Signatures, settings: Settings, subset: np.ndarray | None, band_keys: BandKeys | None
-) -> Iterable[np.ndarray]:
-    """The band hash columns of the documents ``subset`` (None = all), one band at a time."""
-    if band_keys is not None:
-        return band_keys() if subset is None else map(lambda c: np.asarray(c)[subset], band_keys())
-    bands, rows = settings.banding()
-    signature = sig.signature if subset is None else sig.signature[subset]
-    return band_columns(signature, bands, rows)
+def _band_search(
+    sig: Signatures, settings: Settings, subset: np.ndarray | None, band_keys: BandKeys | None,
+    pair_union: Callable[[], DistinctUnion] | None, room: int | None, mode: str, workers: int,
+    positions: np.ndarray | None = None, buckets: BucketParts | None = None,
+) -> np.ndarray:  # fmt: skip
+    """:func:`~neardup.candidates.bands.packed_pairs_from_band_columns` among ``subset`` (None:
+    all): its rows of ``band_keys``' columns, else its own band hashes; into a ``pair_union()``."""
+    union = pair_union() if pair_union else None
+    if band_keys is None:
+        signature = sig.signature if subset is None else sig.signature[subset]
+        columns, subset = band_columns(signature, *settings.banding()), None
+    else:
+        columns = band_keys()
+    return packed_pairs_from_band_columns(
+        columns, mode, positions, workers, buckets, BUCKET_MEMBERS, union, subset, room
+    )
 
 
 def candidate_edges(
@@ -514,6 +516,7 @@ def candidate_edges(
     hamming: HammingSearch | None = None,
     buckets: BucketParts | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
+    room: int | None = None,
 ) -> CandidatePairs:
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
     With ``buckets`` (MinHash), the band search adds to it, band by band, the buckets the
@@ -522,9 +525,9 @@ def candidate_edges(
 
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
-    given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time;
-    the pairs are the same either way, and held packed (8 bytes a pair) until taken in slices
-    (in a ``pair_union()`` when given: see :func:`find_groups`).
+    given, else computes them from ``sig.signature``, and sorts ``workers`` bands at a time,
+    within ``room`` bytes (None: no bound); the pairs are the same either way, and held
+    packed (8 bytes a pair) until taken in slices (in a ``pair_union()`` when given).
     """
     if reps.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -532,15 +535,12 @@ def candidate_edges(
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
         return CandidatePairs.of_arrays(*hamming.star_edges(reps, rank))
-    positions = rank_positions(rank[reps], reps.shape[0])
-    packed = packed_pairs_from_band_columns(
-        _band_columns_of(sig, settings, reps, band_keys),
-        "star",
-        positions,
-        workers,
-        buckets,
-        BUCKET_MEMBERS,
-        pair_union() if pair_union else None,
+    # The star kernels only compare positions, and keep the earlier of equal ones (a run's
+    # members ascend): the ranks serve, without the radix sort that numbered them (about 50
+    # B a representative at once, more than the band search's partitions at 50M).
+    positions = np.asarray(rank[reps], dtype=np.int64)
+    packed = _band_search(
+        sig, settings, reps, band_keys, pair_union, room, "star", workers, positions, buckets
     )
     return CandidatePairs.of_packed(packed, reps)
 
@@ -554,21 +554,20 @@ def all_pairs(
     hamming: HammingSearch | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
     candidate_slice: int = VERIFY_SLICE,
+    room: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Every near-duplicate pair (i < j) of the collection, each once, and, for SimHash
     without verification, their distances (else None: the relation measures them); SimHash's
     from ``hamming`` when given (the candidates' search). Candidates are decided
-    ``candidate_slice`` at a time, MinHash's held packed (in a ``pair_union()`` when given).
-    Output-sized cost."""
+    ``candidate_slice`` at a time, MinHash's held packed (in a ``pair_union()`` when given),
+    its bands searched within ``room`` as in :func:`candidate_edges`. Output-sized cost."""
     if settings.method == "simhash":
         a, b, dist = (hamming or HammingSearch.of(sig.signature, settings.hamming_k)).pairs()
         if settings.verify is None:  # the search's pairs are the relation's, distances and all
             return a, b, dist
         pairs = CandidatePairs.of_arrays(a, b)
     else:
-        columns = _band_columns_of(sig, settings, None, band_keys)
-        union = pair_union() if pair_union else None
-        packed = packed_pairs_from_band_columns(columns, "all", None, workers, union=union)
+        packed = _band_search(sig, settings, None, band_keys, pair_union, room, "all", workers)
         pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=np.int64))
     return (*filter_slices(pairs, relation, candidate_slice), None)
 
@@ -597,8 +596,8 @@ def find_groups(
     ``texts``. ``band_keys`` supplies MinHash band hashes
     (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
-    groups do not depend on it). ``memory``: bytes that count sketches memory-mapped from a
-    spill file may take when read for the bounds (two blocks of rows at a time; None: all).
+    groups do not depend on it). ``memory``: bytes that the band search's temporaries and the
+    sketches read back from a spill file for the bounds (two blocks of rows at a time) may take.
     ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk);
     they are bounded ``candidate_slice`` at a time. ``bucket_parts`` makes where the band search
     keeps the buckets of the repair round (e.g. spilling to disk); their pairs are listed and
@@ -643,7 +642,7 @@ def find_groups(
     # The repair round's buckets (candidates.repair), when there is a band search.
     buckets = bucket_parts() if settings.method == "minhash" and reps.shape[0] else None
     candidates = candidate_edges(
-        sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union
+        sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union, memory
     )
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
@@ -769,8 +768,9 @@ def find_groups(
         pair_a, pair_value = original[pair_b], None
     else:
         pair_a, pair_b, pair_value = all_pairs(
-            sig, settings, relation, band_keys, workers, hamming, pair_union, candidate_slice
-        )
+            sig, settings, relation, band_keys, workers, hamming, pair_union, candidate_slice,
+            memory,
+        )  # fmt: skip
     if pair_value is None:
         pair_value = (
             relation.similarity(pair_a, pair_b)

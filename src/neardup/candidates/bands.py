@@ -67,6 +67,15 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from neardup.candidates.band_parts import (
+    MIN_PART_ROWS,
+    PREFIX_BITS,
+    ROW_BYTES,
+    BandColumn,
+    gathered,
+    partitions,
+    prefix_counts,
+)
 from neardup.candidates.radix import stable_argsort
 
 __all__ = [
@@ -146,7 +155,8 @@ def _all_pairs_kernel(order, starts, sizes, total):
 
 @njit(cache=True, nogil=True)
 def _star_edges_kernel(order, starts, sizes, pos, total):
-    """Packed ``rep << 32 | d`` for every non-representative member ``d`` of each run."""
+    """Packed ``rep << 32 | d`` for every non-representative member ``d`` of each run
+    (``pos`` None: the documents' indices are their positions)."""
     out = np.empty(total, dtype=np.uint64)
     shift = np.uint64(32)
     k = 0
@@ -154,11 +164,12 @@ def _star_edges_kernel(order, starts, sizes, pos, total):
         s = starts[q]
         m = sizes[q]
         rep = order[s]
-        best = pos[rep]
+        best = np.int64(rep) if pos is None else pos[rep]
         for a in range(1, m):
             d = order[s + a]
-            if pos[d] < best:
-                best = pos[d]
+            at = np.int64(d) if pos is None else pos[d]
+            if at < best:
+                best = at
                 rep = d
         hi = np.uint64(rep) << shift
         for a in range(m):
@@ -171,10 +182,10 @@ def _star_edges_kernel(order, starts, sizes, pos, total):
 
 @njit(cache=True, nogil=True)
 def _rest_members_kernel(order, starts, sizes, pos, most, total):
-    """The members of each run of 3 to ``most + 1`` but its representative, concatenated, and
-    how many each run has (the pairs among them are not star edges): uint32 members (the
-    indices of ``order``) and int32 counts, half the memory of int64 ones, as the buckets of
-    every band are held until the search ends."""
+    """The members of each run of 3 to ``most + 1`` but its representative (``pos`` as in
+    :func:`_star_edges_kernel`), concatenated, and how many each run has (the pairs among them
+    are not star edges): uint32 members (the indices of ``order``) and int32 counts, half the
+    memory of int64 ones, as the buckets of every band are held until the search ends."""
     out = np.empty(total, dtype=np.uint32)
     counts = np.empty(starts.size, dtype=np.int32)
     k = 0
@@ -186,7 +197,10 @@ def _rest_members_kernel(order, starts, sizes, pos, most, total):
             continue
         rep = order[s]
         for a in range(1, m):
-            if pos[order[s + a]] < pos[rep]:
+            if pos is None:
+                if order[s + a] < rep:
+                    rep = order[s + a]
+            elif pos[order[s + a]] < pos[rep]:
                 rep = order[s + a]
         for a in range(m):
             if order[s + a] != rep:
@@ -287,69 +301,13 @@ def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_hash_kernel(sig, 0, b, r, out)
 
 
-#: Leading bits of a band hash that split a band's documents into partitions before they
-#: are sorted: each partition's sort then stays in cache and needs scratch of its own size.
-_PARTITION_BITS = 8
-
-
-@njit(cache=True, nogil=True)
-def _grouped_by_hash(column):
+def _grouped_by_hash(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sorted hashes, order)`` of the ``uint64`` ``column``: a stable sort, ``order``
-    (uint32) the documents' indices, ascending among equal hashes. Partitioned by the leading
-    :data:`_PARTITION_BITS` bits, then each partition sorted by least-significant-digit radix
-    passes of 8 bits over the other 56 (a pass whose digit is one value is skipped).
-    Memory: 12 bytes a document plus 12 a document of the largest partition, where a whole
-    sort carrying int64 indices takes 40. O(n × 8)."""
-    n = column.shape[0]
-    parts = 1 << _PARTITION_BITS
-    top = np.uint64(64 - _PARTITION_BITS)
-    bounds = np.zeros(parts + 1, np.int64)
-    for i in range(n):
-        bounds[np.int64(column[i] >> top) + 1] += 1
-    for d in range(parts):
-        bounds[d + 1] += bounds[d]
-    keys = np.empty(n, np.uint64)
-    order = np.empty(n, np.uint32)
-    at = bounds[:-1].copy()
-    for i in range(n):
-        d = np.int64(column[i] >> top)
-        keys[at[d]] = column[i]
-        order[at[d]] = np.uint32(i)
-        at[d] += 1
-    largest = 0
-    for d in range(parts):
-        largest = max(largest, bounds[d + 1] - bounds[d])
-    scratch_keys = np.empty(largest, np.uint64)
-    scratch_order = np.empty(largest, np.uint32)
-    counts = np.empty(257, np.int64)
-    for d in range(parts):
-        s, e = bounds[d], bounds[d + 1]
-        if e - s < 2:
-            continue
-        src_k, src_o = keys[s:e], order[s:e]
-        dst_k, dst_o = scratch_keys[: e - s], scratch_order[: e - s]
-        moved = False
-        for shift in range(0, 64 - _PARTITION_BITS, 8):
-            sh = np.uint64(shift)
-            counts[:] = 0
-            for i in range(e - s):
-                counts[np.int64((src_k[i] >> sh) & np.uint64(255)) + 1] += 1
-            if counts[np.int64((src_k[0] >> sh) & np.uint64(255)) + 1] == e - s:
-                continue
-            for c in range(256):
-                counts[c + 1] += counts[c]
-            for i in range(e - s):
-                c = np.int64((src_k[i] >> sh) & np.uint64(255))
-                dst_k[counts[c]] = src_k[i]
-                dst_o[counts[c]] = src_o[i]
-                counts[c] += 1
-            src_k, dst_k = dst_k, src_k
-            src_o, dst_o = dst_o, src_o
-            moved = not moved
-        if moved:  # the last pass wrote the scratch
-            keys[s:e] = src_k
-            order[s:e] = src_o
-    return keys, order
+    (uint32) the documents' indices, ascending among equal hashes; the band's documents as
+    one partition of :mod:`neardup.candidates.band_parts`. Memory: 12 bytes a document.
+    O(n × 8)."""
+    band = BandColumn.of(column)
+    return gathered(band, None, prefix_counts(band, None), 0, 1 << PREFIX_BITS)
 
 
 @njit(cache=True, nogil=True)
@@ -631,41 +589,56 @@ def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
         yield col[:, 0]
 
 
-def _band_pairs(
-    column: np.ndarray,
+def _band_parts(
+    columns: Iterable[np.ndarray | BandColumn], subset: np.ndarray | None, most_rows: int | None
+) -> Iterator[tuple[BandColumn, np.ndarray, int, int]]:
+    """Every band's partitions (:mod:`neardup.candidates.band_parts`) of at most ``most_rows``
+    documents (None: a band whole), band after band, as ``(column, prefix counts, lo, hi)``:
+    a band's counting pass runs when its first partition is asked for."""
+    for column in columns:
+        band = BandColumn.of(column)
+        n = band.rows if subset is None else subset.shape[0]
+        if n > _MAX_DOCS:
+            raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
+        counts = prefix_counts(band, subset)
+        for lo, hi in partitions(counts, most_rows):
+            yield band, counts, lo, hi
+
+
+def _part_pairs(
+    part: tuple[BandColumn, np.ndarray, int, int],
+    subset: np.ndarray | None,
     mode: str,
     positions: np.ndarray | None,
     rest: list | None = None,
     most: int = 0,
 ) -> np.ndarray | None:
-    """One band's candidate pairs, packed ``i << 32 | j``, sorted and distinct (None: none).
-    With ``rest`` (star mode), appends to it the band's (members, counts) of
+    """One partition's candidate pairs, packed ``i << 32 | j``, sorted and distinct (None:
+    none). With ``rest`` (star mode), appends to it the partition's (members, counts) of
     :func:`_rest_members_kernel` and the number of pairs of its larger runs."""
-    n = column.shape[0]
-    if n > _MAX_DOCS:
-        raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
-    order, starts, sizes = _band_runs(np.asarray(column, dtype=np.uint64), 2)
+    keys, order = gathered(part[0], subset, *part[1:])
+    starts, sizes = _runs_of(keys, 2)
+    del keys  # the runs hold what the pairs need of the hashes
     if starts.size == 0:
         return None
     if mode == "all":
         total = int(np.sum(sizes * (sizes - 1) // 2))
         band_pairs = _all_pairs_kernel(order, starts, sizes, total)
     else:
-        pos = np.arange(n, dtype=np.int64) if positions is None else positions
         total = int(np.sum(sizes - 1))
-        band_pairs = _star_edges_kernel(order, starts, sizes, pos, total)
+        band_pairs = _star_edges_kernel(order, starts, sizes, positions, total)
         if rest is not None:
             kept = (sizes >= 3) & (sizes <= most + 1)
             total = int(np.sum(sizes[kept] - 1))
             others = sizes[sizes > most + 1] - 1
-            members, counts = _rest_members_kernel(order, starts, sizes, pos, most, total)
+            members, counts = _rest_members_kernel(order, starts, sizes, positions, most, total)
             rest.append((members, counts, int(np.sum(others * (others - 1) // 2))))
     del order, starts, sizes
     return _sorted_distinct(band_pairs)
 
 
 def _collect(task: tuple, buckets: list | None) -> np.ndarray | None:
-    """The pairs of a band's task, its kept buckets appended to ``buckets`` when asked."""
+    """The pairs of a partition's task, its kept buckets appended to ``buckets`` when asked."""
     future, part = task
     pairs = future.result()
     if buckets is not None:
@@ -680,17 +653,20 @@ def pairs_from_band_columns(
     workers: int = 1,
     buckets: list | None = None,
     most: int = 16,
+    room: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs from band-hash columns (each ``uint64[n]``), as :func:`candidate_pairs`:
-    :func:`packed_pairs_from_band_columns`, unpacked (the packed array becomes the right ends,
-    in place). O(E) more than it.
+    :func:`packed_pairs_from_band_columns` (``room`` as there), unpacked (the packed array
+    becomes the right ends, in place). O(E) more than it.
 
     Example:
         >>> cols = [np.array([7, 7, 5], dtype=np.uint64), np.array([1, 2, 2], dtype=np.uint64)]
         >>> [a.tolist() for a in pairs_from_band_columns(cols, "all")]
         [[0, 1], [1, 2]]
     """
-    packed = packed_pairs_from_band_columns(columns, mode, positions, workers, buckets, most)
+    packed = packed_pairs_from_band_columns(
+        columns, mode, positions, workers, buckets, most, room=room
+    )
     left = (packed >> np.uint64(32)).astype(np.int64)
     right = packed.view(np.int64)  # the pairs' packed form becomes the right ends, in place
     right &= np.int64(0xFFFFFFFF)
@@ -698,38 +674,50 @@ def pairs_from_band_columns(
 
 
 def packed_pairs_from_band_columns(
-    columns: Iterable[np.ndarray],
+    columns: Iterable[np.ndarray | BandColumn],
     mode: str = "star",
     positions: np.ndarray | None = None,
     workers: int = 1,
     buckets: list | None = None,
     most: int = 16,
     union: DistinctUnion | None = None,
+    subset: np.ndarray | None = None,
+    room: int | None = None,
 ) -> np.ndarray:
     """The distinct candidate pairs of :func:`pairs_from_band_columns`, packed and sorted:
     ``uint64`` ``left << 32 | right`` (8 bytes a pair, half the unpacked ends: a caller that
     takes them in slices holds no more).
 
-    The columns may come from memory (:func:`band_columns`) or be read back one at a time from
-    disk by an out-of-core run: only ``workers`` columns, their sorts and the distinct pairs so
-    far are held at once. ``positions`` is the total order of the documents for ``"star"`` mode
-    (int64[n], position of each document in (rank, index) order; default: the index).
-    ``workers`` threads sort bands side by side (the kernels release the GIL); the pairs do not
-    depend on it.
+    The columns may be arrays (:func:`band_columns`) or
+    :class:`~neardup.candidates.band_parts.BandColumn` objects that an out-of-core run reads
+    back from disk a block at a time; ``subset`` (ascending indices into every column, None:
+    all rows) are the documents searched, ``i`` and ``j`` positions in it. ``positions`` is the
+    total order of the documents searched for ``"star"`` mode (int64, position of each in
+    (rank, index) order; default: the index). ``workers`` threads search bands side by side
+    (the kernels release the GIL); the pairs do not depend on it.
+
+    ``room``: bytes the search's temporaries may take at once (None: no bound). A band
+    whose documents would take more than its worker's share, at
+    :data:`~neardup.candidates.band_parts.ROW_BYTES` a document (and more than
+    :data:`~neardup.candidates.band_parts.MIN_PART_ROWS` documents), is searched a partition of
+    its hashes' leading bits at a time (:mod:`neardup.candidates.band_parts`), each
+    partition read, sorted and its pairs and buckets given before the next: the workers take
+    partitions in turn, and the pairs and buckets do not depend on the partitions.
 
     With a list ``buckets`` (star mode), the buckets of 3 to ``most + 1`` documents are
-    appended to it without their representatives, band by band, as ``(members, counts,
-    others)`` (uint32 and int32 arrays: run ``q`` of a band holds the next ``counts[q]`` members,
-    ascending; ``others`` the number of such pairs in the band's larger buckets): the pairs
-    among them are the "all" candidates that the star edges leave out
-    (:mod:`neardup.candidates.repair`). O(n) per band more at most.
+    appended to it without their representatives, band by band (a band in partitions, a part
+    a partition), as ``(members, counts, others)`` (uint32 and int32 arrays: run ``q`` of a
+    part holds the next ``counts[q]`` members, ascending; ``others`` the number of such pairs
+    in the part's larger buckets): the pairs among them are the "all" candidates that the
+    star edges leave out (:mod:`neardup.candidates.repair`). O(n) per band more at most.
 
     ``union`` collects the bands' pairs (default: a :class:`DistinctUnion` in memory); an
     out-of-core run passes one that spills them past a bound
     (:class:`neardup.engines.pair_runs.PairRuns`): the result is then what its ``values()``
     returns.
 
-    Complexity: O(n log n) per band plus O(E log E) for the E emitted pairs.
+    Complexity: O(n log n) per band (one pass over its column more than its partitions)
+    plus O(E log E) for the E emitted pairs.
 
     Example:
         >>> cols = [np.array([7, 7, 5], dtype=np.uint64), np.array([1, 2, 2], dtype=np.uint64)]
@@ -739,25 +727,28 @@ def packed_pairs_from_band_columns(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     workers = _check_positive_int("workers", workers)
-    # Each band's distinct pairs are merged into those so far: memory O(distinct pairs), not
-    # O(pairs of all bands), which repeat one another for near-identical documents. A union
-    # of sets: the order of the bands does not change it.
+    # Each partition's distinct pairs are merged into those so far: memory O(distinct pairs),
+    # not O(pairs of all bands), which repeat one another for near-identical documents. A
+    # union of sets: the order of the bands does not change it.
     union = DistinctUnion() if union is None else union
     merge = union.add
 
     if buckets is not None and mode != "star":
         raise ValueError(f"buckets are kept in star mode only; got mode {mode!r}")
+    most_rows = None if room is None else max(int(room) // (workers * ROW_BYTES), MIN_PART_ROWS)
+    parts = _band_parts(columns, subset, most_rows)
     if workers == 1:
-        for column in columns:
-            merge(_band_pairs(column, mode, positions, buckets, most))
+        for part in parts:
+            merge(_part_pairs(part, subset, mode, positions, buckets, most))
     else:
         with ThreadPoolExecutor(workers) as pool:
             pending: deque = deque()
-            for column in columns:
-                # Each task appends to its own list: the bands keep their order.
-                part: list = []
+            # The next band's counting pass runs here while the workers search.
+            for part in parts:
+                # Each task appends to its own list: the bands and partitions keep their order.
+                kept: list = []
                 pending.append(
-                    (pool.submit(_band_pairs, column, mode, positions, part, most), part)
+                    (pool.submit(_part_pairs, part, subset, mode, positions, kept, most), kept)
                 )
                 if len(pending) >= workers:
                     merge(_collect(pending.popleft(), buckets))

@@ -15,12 +15,13 @@ The texts are never all in memory. The job makes three passes over the inputs:
    budget beside the rest, judged from the share of the input read; once they do not, they are
    dropped, after a few batches on an input far over the budget.
 2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
-   duplicates, candidates band by band (one band column in memory at a time, given back once
-   read), those that the unit counts and sketches rule out dropped, then verification over
-   the data kept in pass 1; when those were not kept, the texts of the documents that have a
-   candidate are **read again** — only those, through their input locations, nearby lines in
-   one read — and their data built by the compiled kernels in parallel batches, each written
-   by its worker in its final place (LCS units, counted in pass 1), kept in memory or spilled
+   duplicates, candidates band by band (each column read a block at a time, a partition of
+   its hashes at a time past the budget's room), those that the unit counts and sketches
+   rule out dropped, then verification over the data kept in pass 1; when those were not
+   kept, the texts of the documents that have a candidate are **read again** — only those,
+   through their input locations, nearby lines in one read — and their data built by the
+   compiled kernels in parallel batches, each written by its worker in its final place (LCS
+   units, counted in pass 1), kept in memory or spilled
    (:class:`~neardup.engines.spill.SpilledRows`); verification, groups, pairs.
 3. **Write** (:meth:`neardup.engines.local.LocalEngine.dedup`) GROUPS and PAIRS from the
    columns (Arrow ``take`` on the IDs), and the originals' rows from a third read of just them
@@ -35,10 +36,10 @@ work folder while pass 1 reads, once the budget keeps less than :data:`LEAST_ROO
 free: :mod:`neardup.engines.kept_columns`), and the grouping's arrays (:data:`GROUPING_BYTES` a
 document). The spillable part (``8 × bands`` bytes a document for MinHash band hashes, 128 for
 the sketches, the verification data kept from pass 1) gets the room those leave, and spills
-once N grows; the sketches' blocks (:mod:`neardup.candidates.bounds`) and the verification
-chunks take the room left, at least :data:`LEAST_ROOM` of the budget. Not charged: two band
-columns' sorts (``20 n`` bytes each); the candidate pairs in memory (8 bytes a pair, packed,
-up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
+once N grows; the band search's temporaries (:mod:`neardup.candidates.band_parts`), the
+sketches' blocks (:mod:`neardup.candidates.bounds`) and the verification chunks take the room
+left, at least :data:`LEAST_ROOM` of the budget. Not charged: the candidate pairs in memory
+(8 bytes a pair, packed, up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
 :mod:`neardup.engines.pair_runs`) and the pairs the bounds leave; the repair round's bucket
 members (4 bytes a member and 4 a bucket, up to :data:`LEAST_ROOM`, then on disk:
 :mod:`neardup.engines.spilled_buckets`), their pairs listed a slice at a time into a union of
@@ -57,6 +58,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from neardup.candidates.band_parts import BandColumn
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
@@ -150,21 +152,24 @@ class Collected:
             return self.locations.take(positions)
         return self.locations[positions]
 
-    def band_keys(self, release: bool = False) -> Iterator[np.ndarray]:
-        """Each band's hash column in turn (read back from disk when spilled); with
-        ``release`` each column's memory goes back to the budget once read, so that it is
-        freed as soon as the reader is done with it (it is not read again)."""
+    def band_keys(self, release: bool = False) -> Iterator[BandColumn]:
+        """Each band's hash column in turn, read a block at a time (from disk when spilled);
+        with ``release`` each column's memory goes back to the budget once given, so that it
+        is freed as soon as the reader is done with it (it is not read again)."""
         for column in self.band_columns:
             # Yielded straight from the call: this generator keeps no reference to the column
-            # while the caller works, so a caller that keeps only a subset of its rows (the
-            # representatives) frees the whole column (8 B a document) at once.
+            # while the caller works, so the column is freed once the caller is done with it.
             yield _read_band(column, release)
 
 
-def _read_band(column: SpillColumn, release: bool) -> np.ndarray:
-    """A band's hash column, read back whole; with ``release`` its memory goes back to the
-    budget (it is not read again)."""
-    keys = column.read()
+def _read_band(column: SpillColumn, release: bool) -> BandColumn:
+    """A band's hash column, read a block at a time: a spilled one by positional reads, not
+    read whole (8 B a document) nor through its map; with ``release`` its memory goes back
+    to the budget (it is not read again)."""
+    if column.spilled:
+        keys = BandColumn(column.rows, lambda s, e: column.take_ranges([s], [e])[1])
+    else:
+        keys = BandColumn.of(column.array())
     if release:
         column.release()
     return keys
