@@ -62,7 +62,6 @@ def column_bytes(collected: outofcore.Collected) -> dict[str, int]:
         "ids": ids.nbytes if ids is not None else 0,
         "timestamps": collected.timestamps.nbytes,
         "content keys": sig.content.nbytes,
-        "text bytes": sig.text_bytes.nbytes,
         "sizes": sig.sizes.nbytes,
         "empty": sig.empty.nbytes,
         "signatures": sig.signature.nbytes,

@@ -357,7 +357,7 @@ def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_sh
 
 def _held_column_bytes(collected, settings) -> int:
     sig = collected.signatures
-    held = [collected.timestamps, sig.content, sig.empty, sig.text_bytes, sig.sizes]
+    held = [collected.timestamps, sig.content, sig.empty, sig.sizes]
     if settings.method == "simhash":
         held.append(sig.signature)
     if isinstance(collected.locations, np.ndarray):

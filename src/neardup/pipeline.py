@@ -82,7 +82,6 @@ class Signatures:
         content: uint64[n, 2] content fingerprints of the normalised texts.
         signature: uint64[n] SimHash fingerprints or uint32[n, num_perm] MinHash signatures.
         empty: bool[n], documents without any letter or number.
-        text_bytes: int64[n], UTF-8 size of each text after NFKC and case folding.
         set_offsets, set_hashes: sorted distinct shingle hashes (CSR) when kept, else None.
         sizes: int64[n], an upper bound of each document's verification data, in values: its
             shingles, repeats included (for a shingle set), or its LCS units; or None.
@@ -93,7 +92,6 @@ class Signatures:
     content: np.ndarray
     signature: np.ndarray
     empty: np.ndarray
-    text_bytes: np.ndarray
     set_offsets: np.ndarray | None = None
     set_hashes: np.ndarray | None = None
     sizes: np.ndarray | None = None
@@ -120,7 +118,6 @@ class Signatures:
             content=np.concatenate([p.content for p in parts]),
             signature=np.concatenate([p.signature for p in parts]),
             empty=np.concatenate([p.empty for p in parts]),
-            text_bytes=np.concatenate([p.text_bytes for p in parts]),
             set_offsets=set_offsets,
             set_hashes=set_hashes,
             sizes=_joined([p.sizes for p in parts]),
@@ -157,7 +154,7 @@ def signatures(
             canonical, settings.shingle, settings.hash_name, settings.num_perm, settings.seed,
             settings.scheme, keep_hashes=jaccard_sets,
         )  # fmt: skip
-    result = Signatures(features.content, signature, features.empty, features.text_bytes)
+    result = Signatures(features.content, signature, features.empty)
     if keep_sets:
         if jaccard_sets:
             result.set_offsets, result.set_hashes, _ = shingle_sets(

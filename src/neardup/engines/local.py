@@ -59,6 +59,10 @@ from neardup.settings import Settings
 #: writer's chunks of 262,144 rows, so that both of its threads encode. Their ID columns, the
 #: one memory of the writing that grows with the documents, exist for one piece only.
 WRITE_PIECE_ROWS = 1 << 19
+#: Share of the memory limit that an out-of-core run's check of repeated IDs may hold (beside
+#: the budget's half) before the IDs past it go to the work folder
+#: (:class:`~neardup.io.id_table.IdTable`): 188 MB by default, 1.5M IDs in its table.
+ID_SHARE = 0.125
 
 
 def _sign_texts(texts: list[str], settings: Settings, keep_sets: bool | None) -> Signatures:
@@ -451,7 +455,13 @@ class LocalEngine:
         def reopen(records: bool):
             return read_documents(inputs, **reading, keep_records=records, batch_size=BATCH_SIZE)
 
-        reader = read_documents(inputs, **reading, spill_dir=str(work.path), batch_size=BATCH_SIZE)
+        reader = read_documents(
+            inputs,
+            **reading,
+            spill_dir=str(work.path),
+            batch_size=BATCH_SIZE,
+            id_memory=int(self.memory_limit * ID_SHARE),
+        )
         return OutOfCoreDedup(
             reader, reopen, settings, work, self.memory_limit, self.workers, progress=progress
         )

@@ -292,7 +292,7 @@ class OutOfCoreDedup:
             if s.verify is not None and s.verify_measure == "lcs"
             else None
         )
-        stamps, content, empty, text_bytes, fps, sizes = ([] for _ in range(6))
+        stamps, content, empty, fps, sizes = ([] for _ in range(5))
         # Only the writing needs the IDs, and only the re-read the locations of some documents:
         # past the budget both go to the work folder as they are read (not with a batch sink
         # or --resume, which store them themselves).
@@ -331,10 +331,9 @@ class OutOfCoreDedup:
                 np.asarray(batch.timestamps, dtype=np.int64),
                 sig.content,
                 sig.empty,
-                sig.text_bytes,
                 sig.sizes.astype(np.int32),
             ]
-            for parts, part in zip((stamps, content, empty, text_bytes, sizes), fixed):
+            for parts, part in zip((stamps, content, empty, sizes), fixed):
                 parts.append(part)
             if not minhash:
                 fps.append(sig.signature)
@@ -381,7 +380,6 @@ class OutOfCoreDedup:
             content=joined_parts(content, np.uint64, (0, 2)),
             signature=signature,
             empty=joined_parts(empty, bool, (0,)),
-            text_bytes=joined_parts(text_bytes, np.int64, (0,)),
             sizes=joined_parts(sizes, np.int32, (0,)),
             sketches=sketch_column.array() if sketch_column is not None else None,
         )
@@ -406,7 +404,7 @@ class OutOfCoreDedup:
 
     def _save_collected(self, sig_column: SpillColumn | None) -> None:
         c, w = self.collected, self.work
-        for name in ("content", "empty", "text_bytes", "sizes", "sketches"):
+        for name in ("content", "empty", "sizes", "sketches"):
             if getattr(c.signatures, name) is not None:
                 w.save(name, getattr(c.signatures, name))
         w.save("timestamps", c.timestamps)
@@ -460,7 +458,6 @@ class OutOfCoreDedup:
             content=w.load("content"),
             signature=signature,
             empty=w.load("empty"),
-            text_bytes=w.load("text_bytes"),
             sizes=w.load("sizes"),
             sketches=w.load("sketches", mmap=True) if w.file("sketches.npy").exists() else None,
         )
@@ -691,13 +688,11 @@ class OutOfCoreDedup:
         if name == "candidates" and self._owns_columns:
             # The content keys served the exact duplicates; nothing after reads them (an
             # index build, with its sink, keeps them for its table).
-            # Nor the timestamps (the document order is made) and the text sizes (no stage of
-            # the dedup reads them): views of no memory keep their rows.
+            # Nor the timestamps (the document order is made): a view of no memory keeps rows.
             c = self.collected
             sig = c.signatures
-            self._charge(-(sig.content.nbytes + sig.text_bytes.nbytes + c.timestamps.nbytes))
+            self._charge(-(sig.content.nbytes + c.timestamps.nbytes))
             sig.content = np.zeros((len(c), 0), dtype=sig.content.dtype)
-            sig.text_bytes = np.broadcast_to(np.int64(0), (len(c),))
             c.timestamps = np.broadcast_to(np.int64(0), (len(c),))
         return_freed_memory()  # the stage before's temporaries (about 0.5 ms at 1M documents)
         self.progress.stage(name)

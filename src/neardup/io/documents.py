@@ -37,14 +37,14 @@ import pyarrow as pa
 
 from neardup.ids import plain_id
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
+from neardup.io.id_table import IdTable
 from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, read_blocks
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
-    IdTable,
     InputError,
     ReadStats,
     RowChecks,
-    check_on_error,
+    check_reading_options,
     missing_column,
     oversized_text,
     utf8_bytes,
@@ -121,6 +121,7 @@ class DocumentReader:
         keep_records: bool,
         spill_dir: str | None = None,
         max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
+        id_memory: int | None = None,
     ) -> None:
         self._sources = sources
         self._spill_dir = spill_dir
@@ -135,8 +136,10 @@ class DocumentReader:
         self._keep = keep_records
         self._rows = RowChecks(on_error, max_doc_bytes)
         self._parser = BlockParser(id_field, text_field, time_field, self._rows.max_doc_bytes)
-        self._rows.before_raise = self._check_ids
-        self._seen = IdTable()
+        self._rows.before_raise = self._check_earlier_ids
+        # Skipped repeats are dropped as they are read: only a raising read defers them.
+        self._id_memory = id_memory if on_error == "raise" else None
+        self._seen = IdTable(self._id_memory, spill_dir)
         self._started = False
         self._position = 0
         self._reset()
@@ -313,7 +316,7 @@ class DocumentReader:
 
     def _check_ids(self) -> None:
         """Find the duplicate IDs among the rows added since the last check, in input order,
-        against every earlier row (:class:`~neardup.io.rows.IdTable`): reported as before (the
+        against every earlier row (:class:`~neardup.io.id_table.IdTable`): reported as before (the
         first one raises with ``on_error="raise"``), dropped at the next flush with ``"skip"``."""
         start = self._checked
         if start == len(self._ids):
@@ -323,6 +326,12 @@ class DocumentReader:
             self._seen, self._ids[start:], self._keys[start:], self._id_field
         )
         self._dropped.extend(start + i for i in repeated)
+
+    def _check_earlier_ids(self) -> None:
+        """Before a bad row raises: the repeated IDs of the rows before it, pending ones and
+        those of the table's spill (:meth:`~neardup.io.rows.RowChecks.report_spilled`)."""
+        self._check_ids()
+        self._rows.report_spilled(self._seen, self._id_field)
 
     def _pending_texts(self) -> list[str] | TextColumn:
         """The texts added since the last flush: one Arrow column when all came from blocks,
@@ -423,20 +432,24 @@ class DocumentReader:
     # -- formats -------------------------------------------------------------------------------
 
     def _generate(self) -> Iterator[DocumentBatch]:
-        for index, src in enumerate(self._sources):
-            self._source_base = index << _KEY_BITS
-            if src.fmt == "jsonl":
-                yield from self._read_jsonl(src)
-            elif src.fmt in ("csv", "tsv"):
-                yield from self._read_delimited(src)
-            elif src.fmt == "parquet":
-                yield from self._read_parquet(src)
-            elif src.fmt == "table":
-                yield from self._read_table(src)
-            else:
-                yield from self._read_directory(src)
-        if self._ids:
-            yield self._flush()
+        try:
+            for index, src in enumerate(self._sources):
+                self._source_base = index << _KEY_BITS
+                if src.fmt == "jsonl":
+                    yield from self._read_jsonl(src)
+                elif src.fmt in ("csv", "tsv"):
+                    yield from self._read_delimited(src)
+                elif src.fmt == "parquet":
+                    yield from self._read_parquet(src)
+                elif src.fmt == "table":
+                    yield from self._read_table(src)
+                else:
+                    yield from self._read_directory(src)
+            if self._ids:
+                yield self._flush()
+            self._rows.report_spilled(self._seen, self._id_field)
+        finally:
+            self._seen.close()  # its spill files, also when the read stops early
         self._seen = IdTable()  # the IDs were all checked: free the table for later stages
 
     def _read_jsonl(self, src: Source) -> Iterator[DocumentBatch]:
@@ -688,6 +701,7 @@ def read_documents(
     keep_records: bool = False,
     spill_dir: str | None = None,
     max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
+    id_memory: int | None = None,
 ) -> DocumentReader:
     """Stream documents from files, directories or stdin as :class:`DocumentBatch` objects.
 
@@ -711,7 +725,13 @@ def read_documents(
         keep_records: also return each input row as a dict with all its fields (CSV/TSV values
             are strings), for writing originals back with :func:`write_records`.
         spill_dir: a folder where JSON Lines read from stdin are copied as they are read, so
-            that :meth:`DocumentReader.fetch` can read them again.
+            that :meth:`DocumentReader.fetch` can read them again, and where the check of
+            repeated IDs spills past ``id_memory``.
+        id_memory: bytes the check of repeated IDs may hold (None: it grows with the IDs, 32
+            to 64 bytes each). With ``spill_dir`` and ``on_error="raise"``, the IDs past it
+            go to ``spill_dir`` (:class:`~neardup.io.id_table.IdTable`, 24 bytes an ID) and a
+            repeat among them is found when the reading ends or before another bad row
+            raises, reported with both rows but without the ID's value.
         max_doc_bytes: the largest text accepted, in UTF-8 bytes (default
             :data:`DEFAULT_MAX_DOC_BYTES`, 16 MiB; None or 0: no limit). A longer text is a
             bad row ("document too large"), raised or skipped as ``on_error`` says; a ``.txt``
@@ -728,7 +748,8 @@ def read_documents(
     ignored.
 
     Returns a single-use :class:`DocumentReader`; the inputs are checked (existence, format) now,
-    the rows while iterating. Cost: O(total input size), memory O(batch_size + number of IDs).
+    the rows while iterating. Cost: O(total input size), memory O(batch_size + number of IDs) (O(batch_size +
+    id_memory) with ``id_memory``).
 
     Example:
         >>> import tempfile, pathlib
@@ -752,35 +773,5 @@ def read_documents(
         keep_records=keep_records,
         spill_dir=spill_dir,
         max_doc_bytes=max_doc_bytes,
+        id_memory=id_memory,
     )
-
-
-def check_field_names(id_field: str, text_field: str, time_field: str | None) -> None:
-    """Raise ``ValueError`` unless the ID and text fields are two different non-empty strings
-    and the time field is one or None: the fields every document reader takes. O(1).
-
-    Example:
-        >>> check_field_names("id", "text", None)
-    """
-    for name, value in (("id_field", id_field), ("text_field", text_field)):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    if time_field is not None and (not isinstance(time_field, str) or not time_field):
-        raise ValueError(f"time_field must be a non-empty string or None, got {time_field!r}")
-    if id_field == text_field:
-        raise ValueError(f"id_field and text_field must differ, both are {id_field!r}")
-
-
-def check_reading_options(
-    id_field: str, text_field: str, time_field: str | None, on_error: str, batch_size: int
-) -> None:
-    """Raise ``ValueError`` unless the options every document reader takes are valid: the
-    fields (:func:`check_field_names`), ``on_error`` and a ``batch_size`` of at least 1. O(1).
-
-    Example:
-        >>> check_reading_options("id", "text", None, "skip", 100)
-    """
-    check_field_names(id_field, text_field, time_field)
-    check_on_error(on_error)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")

@@ -10,7 +10,7 @@ plainly valid, a repeated ID), or would check the IDs in a table (IDs out of ord
 read the whole file first; a stream has handed on batches by then, so it starts over: it
 calls its ``on_restart`` (the reader of the batches drops what it kept of them), then reads
 again from the first row, row by row (:func:`~neardup.io.fingerprints.row_batches`), or in
-bulk with every ID in an :class:`~neardup.io.rows.IdTable` (32 to 64 bytes an ID). Any other
+bulk with every ID in an :class:`~neardup.io.id_table.IdTable` (32 to 64 bytes an ID). Any other
 input is read row by row at once.
 
 Example:
@@ -49,7 +49,8 @@ from neardup.io.fingerprints import (
     row_batches,
     seed_source,
 )
-from neardup.io.rows import IdTable, ReadStats, RowChecks
+from neardup.io.id_table import IdTable
+from neardup.io.rows import ReadStats, RowChecks
 from neardup.io.values import check_fingerprint_format, stamp_texts
 
 __all__ = ["BATCH_ROWS", "FingerprintBatches"]

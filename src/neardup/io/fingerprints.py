@@ -41,9 +41,9 @@ from neardup.io.files import (
     refuse_compressed_parquet,
     split_name,
 )
+from neardup.io.id_table import IdTable
 from neardup.io.rows import (
     BadRow,
-    IdTable,
     ReadStats,
     RowChecks,
     missing_column,
@@ -111,7 +111,7 @@ class _FingerprintCollector:
     ``read_*`` method yields the batches that fill up while it reads, :meth:`flush` the rest.
 
     Repeated IDs are found a batch at a time against every earlier row (an
-    :class:`~neardup.io.rows.IdTable`, 32 to 64 bytes an ID) and reported in input order: before
+    :class:`~neardup.io.id_table.IdTable`, 32 to 64 bytes an ID) and reported in input order: before
     any later row's error (``RowChecks.before_raise``), and dropped at the flush with
     ``on_error="skip"``."""
 

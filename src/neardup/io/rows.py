@@ -9,7 +9,8 @@ fingerprint cannot be read. Each rule is a pure function over one value (:func:`
 every engine runs the same rules (the Spark engine inside its tasks). :class:`RowChecks`
 reports bad rows with a read's error policy: ``on_error="raise"`` raises :class:`InputError`
 naming the file, the line (or row) and the field; ``"skip"`` drops the row and counts it in
-:class:`ReadStats`. :class:`IdTable` finds repeated IDs in bounded memory.
+:class:`ReadStats`. :class:`~neardup.io.id_table.IdTable` finds repeated IDs in bounded
+memory.
 
 Example:
     >>> valid_id(7, "id"), valid_id("", "id")
@@ -31,10 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
-from numba import njit
 
-from neardup.hashing import xxh64_slice
 from neardup.ids import id_problem
+from neardup.io.id_table import IdTable
 from neardup.io.values import fingerprint_value, json_type_name, short_repr, time_to_us, utf8_length
 
 #: What a reader does with a bad row: raise :class:`InputError`, or skip (drop and count) it.
@@ -127,6 +127,37 @@ def check_on_error(on_error: str) -> None:
     """
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {', '.join(ON_ERROR)}; got {on_error!r}")
+
+
+def check_field_names(id_field: str, text_field: str, time_field: str | None) -> None:
+    """Raise ``ValueError`` unless the ID and text fields are two different non-empty strings
+    and the time field is one or None: the fields every document reader takes. O(1).
+
+    Example:
+        >>> check_field_names("id", "text", None)
+    """
+    for name, value in (("id_field", id_field), ("text_field", text_field)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if time_field is not None and (not isinstance(time_field, str) or not time_field):
+        raise ValueError(f"time_field must be a non-empty string or None, got {time_field!r}")
+    if id_field == text_field:
+        raise ValueError(f"id_field and text_field must differ, both are {id_field!r}")
+
+
+def check_reading_options(
+    id_field: str, text_field: str, time_field: str | None, on_error: str, batch_size: int
+) -> None:
+    """Raise ``ValueError`` unless the options every document reader takes are valid: the
+    fields (:func:`check_field_names`), ``on_error`` and a ``batch_size`` of at least 1. O(1).
+
+    Example:
+        >>> check_reading_options("id", "text", None, "skip", 100)
+    """
+    check_field_names(id_field, text_field, time_field)
+    check_on_error(on_error)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
 
 
 def check_max_doc_bytes(max_doc_bytes: int | None) -> int | None:
@@ -350,94 +381,6 @@ def valid_fingerprint(
 
 
 # --------------------------------------------------------------------------------------------
-# Repeated IDs
-# --------------------------------------------------------------------------------------------
-
-
-@njit(cache=True)
-def _id_hashes(buf, starts, ends):
-    out = np.empty((starts.shape[0], 2), dtype=np.uint64)
-    for i in range(starts.shape[0]):
-        out[i, 0] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0))
-        out[i, 1] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0x9E3779B97F4A7C15))
-    return out
-
-
-@njit(cache=True)
-def _id_table_insert(h1, h2, first, new1, new2, keys):
-    mask = h1.shape[0] - 1
-    firsts = np.full(new1.shape[0], -1, dtype=np.int64)
-    added = 0
-    for i in range(new1.shape[0]):
-        slot = new1[i] & mask
-        while first[slot] >= 0:
-            if h1[slot] == new1[i] and h2[slot] == new2[i]:
-                firsts[i] = first[slot]
-                break
-            slot = (slot + 1) & mask
-        if firsts[i] < 0:
-            h1[slot], h2[slot], first[slot] = new1[i], new2[i], keys[i]
-            added += 1
-    return firsts, added
-
-
-class IdTable:
-    """The IDs read so far, for duplicate detection in bounded memory.
-
-    Each ID is kept as its 128-bit hash (XXH64 of its UTF-8 bytes with two seeds; two different
-    IDs collide with probability about 2^-128, the standard of the content fingerprint) in an
-    open-addressing table at most three quarters full, with the row key of its first
-    occurrence: 32 to 64 bytes an ID, where a dict of the strings took about 150. Checked
-    batch by batch, in input order.
-
-    Example:
-        >>> table = IdTable()
-        >>> table.check(["a", "b", "a"], np.array([1, 2, 3])).tolist()
-        [-1, -1, 1]
-    """
-
-    def __init__(self) -> None:
-        self._alloc(1 << 12)
-        self.size = 0
-
-    def _alloc(self, capacity: int) -> None:
-        self.h1 = np.zeros(capacity, dtype=np.uint64)
-        self.h2 = np.zeros(capacity, dtype=np.uint64)
-        self.first = np.full(capacity, -1, dtype=np.int64)
-
-    def check(self, ids: list[str], keys: np.ndarray) -> np.ndarray:
-        """For each ID in order: -1 if new (it is added, with its key), else the key of its
-        first occurrence (earlier in ``ids`` or in an earlier call). O(len(ids)) expected."""
-        encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        ends = np.cumsum(lengths)
-        hashes = _id_hashes(np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends)
-        return self._insert(hashes, keys)
-
-    def size_after(self, data: np.ndarray, offsets: np.ndarray) -> int:
-        """Add the IDs of an Arrow string column (its bytes and offsets); the number of
-        distinct IDs seen so far. O(len(offsets)) expected."""
-        hashes = _id_hashes(data, offsets[:-1], offsets[1:])
-        self._insert(hashes, np.zeros(hashes.shape[0], dtype=np.int64))
-        return self.size
-
-    def _insert(self, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        if 4 * (self.size + len(hashes)) > 3 * self.h1.shape[0]:
-            capacity = self.h1.shape[0]
-            while 4 * (self.size + len(hashes)) > 3 * capacity:
-                capacity *= 2
-            used = self.first >= 0
-            old = (self.h1[used], self.h2[used], self.first[used])
-            self._alloc(capacity)
-            _id_table_insert(self.h1, self.h2, self.first, *old)
-        firsts, added = _id_table_insert(
-            self.h1, self.h2, self.first, hashes[:, 0], hashes[:, 1], keys
-        )
-        self.size += added
-        return firsts
-
-
-# --------------------------------------------------------------------------------------------
 # The checks of one read
 # --------------------------------------------------------------------------------------------
 
@@ -532,8 +475,9 @@ class RowChecks:
         """Check ``ids`` (rows ``keys``, :meth:`row_key` values) in order against ``seen``, the
         IDs of every earlier row, adding the new ones; report each repeated one
         (:meth:`duplicate`: the first raises with ``on_error="raise"``) and return their places
-        in ``ids``. :attr:`before_raise` is not called meanwhile (it is what calls this).
-        O(len(ids)) expected.
+        in ``ids``. A repeat among the IDs ``seen`` spilled (:meth:`report_spilled`) that
+        comes before the first one found here is reported before it. :attr:`before_raise` is
+        not called meanwhile (it is what calls this). O(len(ids)) expected.
 
         Example:
             >>> checks = RowChecks("skip")
@@ -546,15 +490,34 @@ class RowChecks:
             at = np.array(keys, dtype=np.int64)
             firsts = seen.check(ids, at)
             repeated = np.flatnonzero(firsts >= 0).tolist()
+            if repeated:
+                self.report_spilled(seen, field, before=int(at[repeated[0]]))
             for i in repeated:
                 self.duplicate(ids[i], int(firsts[i]), int(at[i]), field)
             return repeated
         finally:
             self.before_raise = hook
 
-    def duplicate(self, ident: str, first: int, key: int, field: str) -> None:
-        """Report ``ident`` at the row ``key``, first seen at the row ``first`` (both
-        :meth:`row_key` values)."""
+    def report_spilled(self, seen: IdTable, field: str, before: int | None = None) -> None:
+        """Report the repeats among the IDs that ``seen`` spilled
+        (:meth:`~neardup.io.id_table.IdTable.spilled_repeats`) at rows before the row key
+        ``before`` (None: all), in input order (the first raises with ``on_error="raise"``).
+        Their IDs are not held: the report names both rows. O(IDs spilled) when any were."""
+        if not seen.spilled:
+            return
+        repeats, firsts = seen.spilled_repeats()
+        hook, self.before_raise = self.before_raise, None  # the report below may raise
+        try:
+            for key, first in zip(repeats.tolist(), firsts.tolist()):
+                if before is not None and key >= before:
+                    break
+                self.duplicate(None, first, key, field)
+        finally:
+            self.before_raise = hook
+
+    def duplicate(self, ident: str | None, first: int, key: int, field: str) -> None:
+        """Report ``ident`` (None: not known) at the row ``key``, first seen at the row
+        ``first`` (both :meth:`row_key` values)."""
         path, line = self.files[key >> _LINE_BITS], (key & _LINE_MASK) or None
         if not self.raise_errors:
             self.bad(path, line, field, "duplicate id")
@@ -563,4 +526,5 @@ class RowChecks:
         where = self.files[index]
         if first_line:
             where += f", {self.units[index]} {first_line}"
-        self.bad(path, line, field, "duplicate id", f"{short_repr(ident)} first seen at {where}")
+        value = "" if ident is None else f"{short_repr(ident)} "
+        self.bad(path, line, field, "duplicate id", f"{value}first seen at {where}")

@@ -16,9 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from neardup.io.documents import DocumentReader, check_reading_options
+from neardup.io.documents import DocumentReader
 from neardup.io.files import Source
-from neardup.io.rows import DEFAULT_MAX_DOC_BYTES, missing_column
+from neardup.io.rows import DEFAULT_MAX_DOC_BYTES, check_reading_options, missing_column
 
 #: The name of a table in memory in :class:`~neardup.io.rows.InputError` messages.
 TABLE_NAME = "<table>"

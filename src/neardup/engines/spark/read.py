@@ -16,9 +16,8 @@ from neardup.engines.spark.frames import Storage, default_checkpoint
 from neardup.engines.spark.rows import CHECKED_SCHEMA, POS_BITS, accept_rows, rows_task
 from neardup.engines.spark.session import DataFrame, F, SparkSession, Window, require_pyspark
 from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
-from neardup.io.documents import check_field_names
 from neardup.io.files import FORMAT_OF_EXTENSION, split_name
-from neardup.io.rows import check_on_error, missing_column
+from neardup.io.rows import check_field_names, check_on_error, missing_column
 from neardup.io.values import check_fingerprint_format
 
 __all__ = [

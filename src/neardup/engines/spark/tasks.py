@@ -148,7 +148,6 @@ def _local_signatures(
         content=np.zeros((n, 2), dtype=np.uint64),
         signature=signature,
         empty=np.zeros(n, dtype=bool),
-        text_bytes=np.zeros(n, dtype=np.int64),
         set_offsets=None if sets is None else sets[0],
         set_hashes=None if sets is None else sets[1],
     )
