@@ -161,6 +161,35 @@ def test_fingerprint_writes_batch_by_batch(corpus, tmp_path, monkeypatch, ext):
     assert len(DOCS) > 2 and batched.read_bytes() == whole.read_bytes()
 
 
+def _many_documents(path, count, repeat_at_end=None):
+    docs = [{"id": f"d{i}", "text": f"note {i} about item {i % 97}"} for i in range(count)]
+    if repeat_at_end is not None:
+        docs.append({"id": repeat_at_end, "text": "again"})
+    return write_jsonl(path, docs)
+
+
+@pytest.mark.parametrize("command", ["fingerprint", "dedup"])
+def test_ids_past_the_check_s_share_of_the_limit_spill(tmp_path, command):
+    # At --memory-limit 1M the check of repeated IDs holds 1,536 of them; the rest spill.
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    inputs = _many_documents(tmp_path / "in.jsonl", 6000)
+    small, default = tmp_path / "small.tsv", tmp_path / "default.tsv"
+    limited = ("--memory-limit", "1M", "--tmp-dir", spill)
+    assert run(command, inputs, "-o", small, *limited, "-q").exit_code == 0
+    assert run(command, inputs, "-o", default, "-q").exit_code == 0
+    assert small.read_bytes() == default.read_bytes()
+    # A repeat of a spilled ID is found when the reading ends, named by both rows.
+    repeated = _many_documents(tmp_path / "repeated.jsonl", 6000, repeat_at_end="d5000")
+    result = run(command, repeated, "-o", tmp_path / "out.tsv", *limited, "-q")
+    assert result.exit_code == 1
+    assert (
+        f"{repeated}, line 6001, field 'id': duplicate id (first seen at {repeated}, line 5001)"
+        in result.output
+    )
+    assert list(spill.iterdir()) == []
+
+
 def test_minhash_signatures_written_as_hex(corpus, tmp_path):
     out = tmp_path / "sig.jsonl"
     assert (

@@ -12,6 +12,7 @@ from neardup.cli.options import (
     CONTEXT,
     Reporter,
     fail,
+    fingerprint_spill_options,
     handle_errors,
     html_path,
     input_options,
@@ -153,6 +154,7 @@ def _read_summary(
 @idf_options
 @input_options
 @summary_option
+@fingerprint_spill_options
 @handle_errors
 def fingerprint(
     inputs,
@@ -170,6 +172,8 @@ def fingerprint(
     workers,
     quiet,
     summary_out,
+    memory_limit,
+    tmp_dir,
 ):
     """Fingerprint every document: one row per document, in input order.
 
@@ -186,11 +190,12 @@ def fingerprint(
       neardup fingerprint docs.jsonl.gz -o - --num-perm 64
       neardup fingerprint docs.jsonl -o fps.tsv --shingle word:1 --weights idf
     """
-    from neardup.engines.local import LocalEngine
+    from neardup.engines.local import ID_SHARE, LocalEngine
+    from neardup.engines.spill import WorkDir
 
     method = resolve_method(method)
     check_outputs([output, idf_out, summary_out], inputs)
-    reader = read_documents(list(inputs), **reading)
+    engine = LocalEngine(workers, memory_limit=memory_limit, tmp_dir=tmp_dir)
     settings = Settings(
         method=method,
         shingle=shingle,
@@ -200,7 +205,18 @@ def fingerprint(
         scheme=scheme,
         verify=None,
     )
-    with Reporter(quiet, summary_out) as reporter:
+    # The IDs past the check's share of the limit wait in a folder of their own (not one that
+    # would also take a copy of standard input).
+    with (
+        WorkDir(tmp_dir, "fingerprint", "-") as work,
+        Reporter(quiet, summary_out) as reporter,
+    ):
+        reader = read_documents(
+            list(inputs),
+            **reading,
+            id_memory=int(engine.memory_limit * ID_SHARE),
+            id_spill_dir=str(work.path),
+        )
         idf = _idf_table(
             weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs, reading, reporter
         )
@@ -212,7 +228,7 @@ def fingerprint(
         # rows, without a header.
         header = resolve_output(output, None)[1] != "tsv"
         with TableWriter(output, header=header) as writer:
-            batches = LocalEngine(workers).signed(reader, settings, on_batch=reporter.batch)
+            batches = engine.signed(reader, settings, on_batch=reporter.batch)
             for batch, signatures in batches:
                 writer.write(_fingerprint_columns(batch, signatures, settings))
                 empty += int(signatures.empty.sum())

@@ -496,6 +496,18 @@ def spill_options(command):
     )
 
 
+def fingerprint_spill_options(command):
+    """--memory-limit and --tmp-dir of ``neardup fingerprint``, whose one memory that grows
+    with the documents is the check of repeated IDs."""
+    return _spill_options(
+        command,
+        "Memory for the run's data, e.g. 4G, 512M or 40% (of RAM): the check of repeated "
+        "IDs holds at most an eighth of it, and the IDs past that go to --tmp-dir (a repeat "
+        "among them is reported when the reading ends). Default: 1/16 of this machine's "
+        "RAM, at least 256M.",
+    )
+
+
 def pairs_spill_options(command):
     """--memory-limit and --tmp-dir of ``neardup pairs``, which runs out of core (its local
     engine) and has no --resume."""

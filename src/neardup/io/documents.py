@@ -122,6 +122,7 @@ class DocumentReader:
         spill_dir: str | None = None,
         max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
         id_memory: int | None = None,
+        id_spill_dir: str | None = None,
     ) -> None:
         self._sources = sources
         self._spill_dir = spill_dir
@@ -139,7 +140,7 @@ class DocumentReader:
         self._rows.before_raise = self._check_earlier_ids
         # Skipped repeats are dropped as they are read: only a raising read defers them.
         self._id_memory = id_memory if on_error == "raise" else None
-        self._seen = IdTable(self._id_memory, spill_dir)
+        self._seen = IdTable(self._id_memory, id_spill_dir or spill_dir)
         self._started = False
         self._position = 0
         self._reset()
@@ -702,6 +703,7 @@ def read_documents(
     spill_dir: str | None = None,
     max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
     id_memory: int | None = None,
+    id_spill_dir: str | None = None,
 ) -> DocumentReader:
     """Stream documents from files, directories or stdin as :class:`DocumentBatch` objects.
 
@@ -728,10 +730,11 @@ def read_documents(
             that :meth:`DocumentReader.fetch` can read them again, and where the check of
             repeated IDs spills past ``id_memory``.
         id_memory: bytes the check of repeated IDs may hold (None: it grows with the IDs, 32
-            to 64 bytes each). With ``spill_dir`` and ``on_error="raise"``, the IDs past it
-            go to ``spill_dir`` (:class:`~neardup.io.id_table.IdTable`, 24 bytes an ID) and a
-            repeat among them is found when the reading ends or before another bad row
-            raises, reported with both rows but without the ID's value.
+            to 64 bytes each). With a folder and ``on_error="raise"``, the IDs past it go to
+            ``id_spill_dir`` (default ``spill_dir``; :class:`~neardup.io.id_table.IdTable`,
+            24 bytes an ID) and a repeat among them is found when the reading ends or before
+            another bad row raises, reported with both rows but without the ID's value.
+        id_spill_dir: that folder, when stdin should not be copied to ``spill_dir``.
         max_doc_bytes: the largest text accepted, in UTF-8 bytes (default
             :data:`DEFAULT_MAX_DOC_BYTES`, 16 MiB; None or 0: no limit). A longer text is a
             bad row ("document too large"), raised or skipped as ``on_error`` says; a ``.txt``
@@ -774,4 +777,5 @@ def read_documents(
         spill_dir=spill_dir,
         max_doc_bytes=max_doc_bytes,
         id_memory=id_memory,
+        id_spill_dir=id_spill_dir,
     )
