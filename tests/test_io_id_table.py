@@ -67,6 +67,25 @@ def test_a_full_table_spills_instead_of_growing(tmp_path):
     table.close()
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_temp_disk_is_one_clear_error(tmp_path, monkeypatch):
+    import builtins
+
+    import neardup.io.id_table as id_table
+
+    def full_disk(path, mode="r", *args, **kwargs):  # every write fails with ENOSPC
+        return builtins.open("/dev/full", mode, *args, **kwargs)
+
+    monkeypatch.setattr(id_table, "open", full_disk, raising=False)
+    table = IdTable(1, str(tmp_path))
+    with pytest.raises(OSError, match="no space left on the device of the temp dir") as caught:
+        table.check([f"d{i}" for i in range(100)], np.arange(100))
+        table.spilled_repeats()
+    assert str(tmp_path) in str(caught.value)
+    table.close()
+    assert os.listdir(tmp_path) == []
+
+
 def test_rejects_a_negative_room(tmp_path):
     with pytest.raises(ValueError, match="room must be >= 0 bytes or None; got -1"):
         IdTable(-1, str(tmp_path))

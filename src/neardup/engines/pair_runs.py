@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from neardup.candidates.bands import DistinctUnion, _sorted_distinct
-from neardup.engines.spill import WorkDir, write_array, writing
+from neardup.engines.spill import WorkDir, write_array
+from neardup.io.write import writing
 
 #: Bytes a value (a packed pair).
 _VALUE_BYTES = 8

@@ -23,9 +23,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import errno
 import fcntl
 import hashlib
 import json
@@ -35,7 +33,6 @@ import secrets
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +42,7 @@ from numba import njit
 
 from neardup.candidates.bounds import read_rows
 from neardup.io.files import atomic_write, process_gone
+from neardup.io.write import writing
 from neardup.memory import return_freed_memory
 
 MANIFEST = "manifest.json"
@@ -147,35 +145,6 @@ class MemoryBudget:
         ``least`` (0 to 1) of the limit, so that a small budget still works in chunks of a
         useful size."""
         return max(self.free, int(self.limit * least))
-
-
-def disk_error(error: OSError, path: Path | str) -> OSError:
-    """A one-line error for a failed write into the work folder (disk full, no permission);
-    its ``errno`` is the original one."""
-    code = error.errno
-    if code in (errno.ENOSPC, errno.EDQUOT):
-        message = (
-            f"no space left on the device of the temp dir, writing {path}; free some "
-            "space or point --tmp-dir to a larger disk"
-        )
-    elif code in (errno.EACCES, errno.EPERM, errno.EROFS):
-        message = (
-            f"cannot write to the temp dir: {path} is not writable (choose another with --tmp-dir)"
-        )
-    else:
-        message = f"writing {path} in the temp dir failed: {error.strerror or error}"
-    result = OSError(message)
-    result.errno = code
-    return result
-
-
-@contextlib.contextmanager
-def writing(path: Path | str) -> Iterator[None]:
-    """Turn an OSError raised while writing ``path`` into :func:`disk_error`'s message."""
-    try:
-        yield
-    except OSError as error:
-        raise disk_error(error, path) from error
 
 
 def run_key(**parts: Any) -> str:

@@ -29,7 +29,8 @@ import numpy as np
 
 from neardup.candidates.bucket_lists import BucketParts, csr_slices
 from neardup.engines.pair_runs import PairRuns
-from neardup.engines.spill import WorkDir, write_array, writing
+from neardup.engines.spill import WorkDir, write_array
+from neardup.io.write import writing
 
 
 class SpilledBuckets(BucketParts):

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from neardup.hashing import xxh64_slice
+from neardup.io.write import writing
 
 __all__ = ["PARTITIONS", "IdTable"]
 
@@ -176,8 +177,9 @@ class IdTable:
         if self._folder is None:
             self._folder = tempfile.mkdtemp(prefix="ids-seen-", dir=self._spill_dir)
         for p in np.flatnonzero(np.diff(bounds)).tolist():
-            with open(self._partition(p), "ab") as out:
-                entries[order[bounds[p] : bounds[p + 1]]].tofile(out)
+            with writing(self._partition(p)), open(self._partition(p), "ab") as out:
+                # Not ndarray.tofile: its buffered stdio writes can fail unseen (a full disk).
+                out.write(entries[order[bounds[p] : bounds[p + 1]]].view(np.uint8))
 
     def _partition(self, p: int) -> str:
         return os.path.join(self._folder, f"part-{p:03d}.bin")

@@ -15,7 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
 import sys
@@ -526,3 +528,32 @@ def write_records(
             text.flush()
         finally:
             text.detach()
+
+
+def disk_error(error: OSError, path: Path | str) -> OSError:
+    """A one-line error for a failed write into the work folder (disk full, no permission);
+    its ``errno`` is the original one."""
+    code = error.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        message = (
+            f"no space left on the device of the temp dir, writing {path}; free some "
+            "space or point --tmp-dir to a larger disk"
+        )
+    elif code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        message = (
+            f"cannot write to the temp dir: {path} is not writable (choose another with --tmp-dir)"
+        )
+    else:
+        message = f"writing {path} in the temp dir failed: {error.strerror or error}"
+    result = OSError(message)
+    result.errno = code
+    return result
+
+
+@contextlib.contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Turn an OSError raised while writing ``path`` into :func:`disk_error`'s message."""
+    try:
+        yield
+    except OSError as error:
+        raise disk_error(error, path) from error
