@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import neardup.candidates.radix as radix
 import neardup.engines.linked_rows as linked_rows
 from neardup.engines.linked_rows import LinkedRows
+from neardup.engines.spill import MemoryBudget
 
 
 def packed(a, b) -> np.ndarray:
@@ -73,6 +74,24 @@ def test_no_links_no_rows():
     assert [x.tolist() for x in rows.compact(np.zeros(0, np.uint64))] == [[], []]
     rows = LinkedRows(100)
     assert rows.finish().tolist() == []
+
+
+def test_the_marks_then_the_directory_are_charged_to_the_budget_while_held():
+    n = 1000
+    budget = MemoryBudget(10_000)
+    rows = LinkedRows(n, budget)
+    assert budget.free == 10_000 - n  # a byte a row
+    rows.mark(packed([3, 500], [999, 64]))
+    linked = rows.finish()
+    words = -(-n // 64)
+    assert rows.nbytes == 8 * words + 8 * (words + 1)  # a bit a row, a count a word
+    assert budget.free == 10_000 - rows.nbytes
+    rows.compact(packed([3], [999]))
+    rows.release()
+    assert budget.free == 10_000 and rows.nbytes == 0
+    with pytest.raises(ValueError, match="released"):
+        rows.compact(packed([3], [999]))
+    assert linked.tolist() == [3, 64, 500, 999]
 
 
 def test_docstrings():

@@ -5,7 +5,6 @@ import builtins
 import json
 import os
 import random
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -542,10 +541,28 @@ def test_full_temp_disk_while_spilling_verification_data_is_one_clear_error(tmp_
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_full_temp_disk_while_putting_ids_or_locations_away_is_one_clear_error(tmp_path):
-    ids = pa.chunked_array([pa.array(["x" * 1000] * 200, pa.large_string())])
-    with pytest.raises(OSError, match="no space left"):
-        spill.write_ids(Path("/dev/full"), ids)
+def test_full_temp_disk_while_putting_ids_away_is_one_clear_error_and_leaves_no_file(
+    tmp_path, monkeypatch
+):
+    # More than a write buffer of IDs: the disk fills in the middle of the table.
+    ids = pa.chunked_array([pa.array(["x" * 1000] * 3000, pa.large_string())])
+    opened = len(os.listdir("/proc/self/fd"))
+
+    def full_disk_fdopen(fd, mode="r", *args, **kwargs):
+        # /dev/full fails every write with ENOSPC, as a full disk does.
+        os.close(fd)
+        return builtins.open("/dev/full", mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fdopen", full_disk_fdopen)
+    with pytest.raises(OSError, match="no space left") as caught:
+        spill.write_ids(tmp_path / "ids.arrow", ids)
+    monkeypatch.undo()
+    assert str(tmp_path / "ids.arrow") in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+    assert len(os.listdir("/proc/self/fd")) == opened
+    spill.write_ids(tmp_path / "ids.arrow", ids)  # whole, once the disk has room
+    assert spill.read_ids(tmp_path / "ids.arrow").equals(ids)
+    assert [p.name for p in tmp_path.iterdir()] == ["ids.arrow"]
 
 
 @settings(max_examples=60, deadline=None)

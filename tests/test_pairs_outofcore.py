@@ -21,7 +21,8 @@ from neardup.cli.main import main
 from neardup.engines import Corpus, Outputs, spill
 from neardup.engines.base import Progress
 from neardup.engines.local import LocalEngine, _write_outputs
-from neardup.io import read_fingerprints
+from neardup.engines.pairs_outofcore import OutOfCorePairs
+from neardup.io import FingerprintBatches, read_fingerprints
 from neardup.pipeline import Signatures, find_groups
 from neardup.settings import Settings
 
@@ -155,6 +156,22 @@ def test_a_stream_that_starts_over_drops_what_it_kept(tmp_path, monkeypatch):
     assert run.read.documents == n and run.stats["documents"] == n
     assert filecmp.cmp(outputs.pairs, tmp_path / "p_mem.tsv", shallow=False)
     assert filecmp.cmp(outputs.groups, tmp_path / "g_mem.tsv", shallow=False)
+
+
+def test_the_linked_rows_directory_is_charged_while_it_is_held(tmp_path):
+    n = 1000
+    path = write_rows(tmp_path / "fps.tsv", fingerprints("near", n, 3), np.zeros(n))
+    held = {}
+    for mode in ("all", "original"):
+        with spill.WorkDir(tmp_path, key=mode, name_hint="p.tsv") as work:
+            s = Settings(method="simhash", hamming_k=3, pairs=mode)
+            job = OutOfCorePairs(FingerprintBatches([path]), s, work, 1 << 20)
+            job.run()
+            held[mode] = job.budget.free, job._linked_rows.nbytes
+    # Kept to write every pair (their ends' compact indices), let go after the grouping else.
+    words = -(-n // 64)
+    assert held["all"][1] == 8 * words + 8 * (words + 1) and held["original"][1] == 0
+    assert held["original"][0] - held["all"][0] == held["all"][1]
 
 
 def test_tiny_limit_and_default_write_the_same_bytes_through_the_cli(tmp_path):

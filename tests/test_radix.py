@@ -220,13 +220,13 @@ def test_docstring_examples() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 50), st.sampled_from([0, 1 << 30]))
 def test_in_halves_covers_the_range_once(count: int, least: int) -> None:
-    """Each index in exactly one call, the calls' ranges consecutive: one call below
-    ``PARALLEL_MIN_KEYS``, two halves on two threads from it on."""
-    calls: list[tuple[int, int]] = []
+    """Each index in exactly one call, the calls' ranges consecutive and each told its index:
+    one call below ``PARALLEL_MIN_KEYS``, two halves on two threads from it on."""
+    calls: list[tuple[int, int, int]] = []
     covered = np.zeros(count, np.int64)
 
-    def kernel(lo: int, hi: int, out: np.ndarray) -> None:
-        calls.append((lo, hi))
+    def kernel(half: int, lo: int, hi: int, out: np.ndarray) -> None:
+        calls.append((half, lo, hi))
         out[lo:hi] += 1
 
     with pytest.MonkeyPatch.context() as patch:
@@ -234,18 +234,23 @@ def test_in_halves_covers_the_range_once(count: int, least: int) -> None:
         in_halves(kernel, count, covered)
     assert covered.tolist() == [1] * count
     one_call = least or (os.cpu_count() or 1) < 2
-    assert sorted(calls) == ([(0, count)] if one_call else [(0, count // 2), (count // 2, count)])
+    halves = [(0, 0, count // 2), (1, count // 2, count)]
+    assert sorted(calls) == ([(0, 0, count)] if one_call else halves)
 
 
 def test_in_halves_cuts_at_middle_by_size_and_returns_the_results() -> None:
-    def kernel(lo: int, hi: int) -> tuple[int, int]:
-        return lo, hi
+    def kernel(half: int, lo: int, hi: int) -> tuple[int, int, int]:
+        return half, lo, hi
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(radix, "PARALLEL_MIN_KEYS", 100)
-        assert in_halves(kernel, 10, middle=3, size=99) == [(0, 10)]
+        assert in_halves(kernel, 10, middle=3, size=99) == [(0, 0, 10)]
         two = in_halves(kernel, 10, middle=3, size=100)
-    assert two == ([(0, 10)] if (os.cpu_count() or 1) < 2 else [(0, 3), (3, 10)])
+        # An empty first half: both calls start at 0, their indices tell them apart.
+        empty_first = in_halves(kernel, 10, middle=0, size=100)
+    one_call = (os.cpu_count() or 1) < 2
+    assert two == ([(0, 0, 10)] if one_call else [(0, 0, 3), (1, 3, 10)])
+    assert empty_first == ([(0, 0, 10)] if one_call else [(0, 0, 0), (1, 0, 10)])
 
 
 @settings(max_examples=100, deadline=None)

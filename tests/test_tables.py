@@ -293,6 +293,34 @@ def test_distinct_matches_brute_force(fp: np.ndarray, k: int, max_group: int) ->
     assert_same(distinct_hamming_pairs(values, k, max_group=max_group), brute_force(values, k))
 
 
+@settings(deadline=None, max_examples=60)
+@given(
+    fp=clustered_fingerprints(max_size=200),
+    k=st.integers(0, 6),
+    max_group=st.sampled_from([2, 4096]),
+    prefix_blocks=st.sampled_from([None, 1, 2, 3]),
+    ascending=st.booleans(),
+)
+def test_distinct_by_first_block_unordered_is_the_whole_search(
+    fp: np.ndarray, k: int, max_group: int, prefix_blocks: int | None, ascending: bool
+) -> None:
+    """The groups of tables by first block, each searched alone without the sort of its pairs,
+    find every pair once between them."""
+    _, first = np.unique(fp, return_index=True)
+    values = np.sort(fp[first]) if ascending else fp[np.sort(first)]
+    plan = plan_tables(max(values.size, 2), k, prefix_blocks=prefix_blocks)
+    whole = distinct_hamming_pairs(values, k, plan, max_group, ordered=False)
+    groups = [
+        distinct_hamming_pairs(values, k, plan, max_group, first_block=b, ordered=False)
+        for b in sorted({t[0] for t in plan.tables})
+    ]
+    want = brute_force(values, k)
+    for a, b, d in [whole, *[tuple(np.concatenate(x) for x in zip(*groups))]]:
+        assert bool(np.all(a < b))
+        order = np.lexsort((b, a))
+        assert_same((a[order], b[order], d[order]), want)
+
+
 def test_distinct_rejects_duplicates() -> None:
     with pytest.raises(ValueError, match="values must be distinct, got 5"):
         distinct_hamming_pairs(np.array([5, 1, 5], dtype=np.uint64), 1)
@@ -395,6 +423,10 @@ def test_earliest_checks_its_arguments() -> None:
             "plan.hamming_k must equal hamming_k=1, got 2",
         ),
         (lambda: distinct_hamming_pairs(np.zeros(3, dtype=np.float64), 1), "dtype uint64"),
+        (
+            lambda: distinct_hamming_pairs(np.arange(3, dtype=np.uint64), 1, first_block=99),
+            "first_block must be one of .*, got 99",
+        ),
     ],
 )
 def test_search_validation(call, match: str) -> None:  # type: ignore[no-untyped-def]

@@ -65,20 +65,20 @@ def group_sizes(originals: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _count_originals(lo, hi, originals, counts, counts_after):
-    out = counts if lo == 0 else counts_after  # the halves count apart
+def _count_originals(half, lo, hi, originals, counts, counts_after):
+    out = counts if half == 0 else counts_after  # the halves count apart
     for i in range(lo, hi):
         out[originals[i]] += 1
 
 
 @njit(cache=True, nogil=True)
-def _summed(lo, hi, counts, counts_after):
+def _summed(half, lo, hi, counts, counts_after):
     for g in range(lo, hi):
         counts[g] += counts_after[g]
 
 
 @njit(cache=True, nogil=True)
-def _gathered(lo, hi, index, values, out):
+def _gathered(half, lo, hi, index, values, out):
     """``out[i] = values[index[i]]`` for ``lo <= i < hi``."""
     for i in range(lo, hi):
         out[i] = values[index[i]]
@@ -114,13 +114,13 @@ def _smallest_with(labels, rep_of, members, smallest):
 
 
 @njit(cache=True, nogil=True)
-def _relabelled(lo, hi, labels, rep_of, smallest, out):
+def _relabelled(half, lo, hi, labels, rep_of, smallest, out):
     for i in range(lo, hi):
         out[i] = smallest[labels[rep_of[i]]]
 
 
 @njit(cache=True, nogil=True)
-def _smallest_are_earliest(lo, hi, labels, rank):
+def _smallest_are_earliest(half, lo, hi, labels, rank):
     """Whether, for ``lo <= i < hi``, ``labels[i]`` is a member of ``i``'s group (its own
     label) no larger than ``i``, and ``rank`` does not decrease at ``i``: then every label is
     its group's smallest member, which has the smallest rank."""
@@ -132,11 +132,11 @@ def _smallest_are_earliest(lo, hi, labels, rank):
 
 
 @njit(cache=True, nogil=True)
-def _min_rank_members(lo, hi, labels, rank, best, best_after):
-    """``best[g]`` (first half, ``lo == 0``) or ``best_after[g]`` (the other): the member of
+def _min_rank_members(half, lo, hi, labels, rank, best, best_after):
+    """``best[g]`` (first ``half``, 0) or ``best_after[g]`` (the other): the member of
     group ``g`` of smallest rank among ``lo <= i < hi``, -1 if none. Labels are compact
     (0..n-1); the strict "<" keeps the smaller index on equal rank."""
-    out = best if lo == 0 else best_after
+    out = best if half == 0 else best_after
     for i in range(lo, hi):
         g = labels[i]
         j = out[g]
@@ -145,7 +145,7 @@ def _min_rank_members(lo, hi, labels, rank, best, best_after):
 
 
 @njit(cache=True, nogil=True)
-def _earlier_members(lo, hi, rank, best, best_after):
+def _earlier_members(half, lo, hi, rank, best, best_after):
     """``best[g]`` becomes the earlier of the two halves' best members of group ``g`` (the
     first half's on equal rank: its index is smaller)."""
     for g in range(lo, hi):

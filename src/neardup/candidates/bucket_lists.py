@@ -206,7 +206,7 @@ def _in_halves(kernel, offsets: np.ndarray, members: np.ndarray, *args) -> list:
     """``kernel(lo, hi, offsets, members, *args)`` over the buckets cut in two halves of about
     as many members, on two threads (:func:`neardup.candidates.radix.in_halves`)."""
     return radix.in_halves(
-        lambda lo, hi: kernel(lo, hi, offsets, members, *args),
+        lambda half, lo, hi: kernel(lo, hi, offsets, members, *args),
         offsets.shape[0] - 1,
         middle=int(np.searchsorted(offsets, offsets[-1] // 2)),
         size=members.shape[0],

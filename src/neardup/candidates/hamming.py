@@ -75,7 +75,7 @@ def _bucket_stars(offsets, members, head, reps):
 
 
 @njit(cache=True, nogil=True)
-def _heads_of_members(lo, hi, offsets, members, head, head_of):
+def _heads_of_members(half, lo, hi, offsets, members, head, head_of):
     """``head_of[i] = head[v]`` for each member ``i`` of the buckets ``lo <= v < hi``."""
     for v in range(lo, hi):
         for p in range(offsets[v], offsets[v + 1]):

@@ -288,25 +288,29 @@ def sorted_carrying(
 def in_halves(
     kernel, count: int, *args, middle: int | None = None, size: int | None = None
 ) -> list:
-    """Call ``kernel(lo, hi, *args)`` over ``range(count)`` cut in two at ``middle`` (default
-    ``count // 2``), the two halves on two threads when ``size`` (the work, default ``count``)
-    is :data:`PARALLEL_MIN_KEYS` or more (else one call over the whole range). For compiled
-    kernels that release the GIL and write only at the indices of their own half: the result
-    is then the same as one call's. Returns the kernel's results in order (one or two).
-    O(1) beyond the kernel's cost.
+    """Call ``kernel(half, lo, hi, *args)`` over ``range(count)`` cut in two at ``middle``
+    (default ``count // 2``), the two halves on two threads when ``size`` (the work, default
+    ``count``) is :data:`PARALLEL_MIN_KEYS` or more (else one call over the whole range).
+    ``half`` is the call's index, 0 for the first half or the one call, 1 for the second: a
+    kernel that keeps apart what each half gathers picks its part by ``half`` (not by ``lo``,
+    which is 0 for both halves when ``middle`` is 0). For compiled kernels that release the
+    GIL and write only at the indices of their own half: the result is then the same as one
+    call's. Returns the kernel's results in order (one or two). O(1) beyond the kernel's
+    cost.
 
     Example:
         >>> seen = []
-        >>> in_halves(lambda lo, hi, out: out.append((lo, hi)), 5, seen)
+        >>> in_halves(lambda half, lo, hi, out: out.append((half, lo, hi)), 5, seen)
         [None]
         >>> seen
-        [(0, 5)]
+        [(0, 0, 5)]
     """
     if (count if size is None else size) < PARALLEL_MIN_KEYS or (os.cpu_count() or 1) < 2:
-        return [kernel(0, count, *args)]
+        return [kernel(0, 0, count, *args)]
     middle = count // 2 if middle is None else middle
+    cuts = ((0, middle), (middle, count))
     with ThreadPoolExecutor(2) as pool:
-        halves = [pool.submit(kernel, lo, hi, *args) for lo, hi in ((0, middle), (middle, count))]
+        halves = [pool.submit(kernel, half, lo, hi, *args) for half, (lo, hi) in enumerate(cuts)]
         return [half.result() for half in halves]
 
 

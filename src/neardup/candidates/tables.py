@@ -201,7 +201,7 @@ def _locate(sorted_values: np.ndarray, needles: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _count_runs(lo, hi, sorted_keys):
+def _count_runs(half, lo, hi, sorted_keys):
     runs = 0
     for p in range(lo, hi):
         if p == 0 or sorted_keys[p] != sorted_keys[p - 1]:
@@ -210,10 +210,10 @@ def _count_runs(lo, hi, sorted_keys):
 
 
 @njit(cache=True, nogil=True)
-def _distinct_runs(lo, hi, sorted_keys, values, offsets, runs_before):
+def _distinct_runs(half, lo, hi, sorted_keys, values, offsets, runs_before):
     """Fill the distinct values of sorted keys and the offsets of their runs that start in
-    ``lo..hi-1``, the first ``runs_before`` runs those of the keys before ``lo``."""
-    v = 0 if lo == 0 else runs_before
+    ``lo..hi-1``, after the ``runs_before`` runs of the keys before ``lo`` in the second half."""
+    v = 0 if half == 0 else runs_before
     for p in range(lo, hi):
         if p == 0 or sorted_keys[p] != sorted_keys[p - 1]:
             values[v] = sorted_keys[p]
@@ -231,7 +231,7 @@ def _inverse_from_members(offsets, members, inverse):
 
 
 @njit(cache=True, nogil=True)
-def _earliest_members(lo, hi, offsets, members, rank, among, out):
+def _earliest_members(half, lo, hi, offsets, members, rank, among, out):
     """``out[v]`` for the buckets ``lo <= v < hi``: the member of bucket ``v`` of smallest
     ``rank`` among those ``among`` allows, -1 if none; members ascend within a bucket, so the
     strict ``<`` keeps the smallest index among equal ranks."""
@@ -245,7 +245,7 @@ def _earliest_members(lo, hi, offsets, members, rank, among, out):
 
 
 @njit(cache=True, nogil=True)
-def _expanded_size(lo, hi, offsets, a, b):
+def _expanded_size(half, lo, hi, offsets, a, b):
     """Index pairs of the halves ``lo <= h < hi`` (of 2) of :func:`_expand`'s two lists."""
     buckets = offsets.shape[0] - 1
     # A loop from 0 over a slice vectorises; one from a variable start ran 6 times slower.
@@ -260,12 +260,12 @@ def _expanded_size(lo, hi, offsets, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _expand(lo, hi, offsets, members, a, b, dist, first_size, oi, oj, od):
+def _expand(half, lo, hi, offsets, members, a, b, dist, first_size, oi, oj, od):
     """Index pairs ``(i, j)``, ``i < j``, unordered, of the halves ``lo <= h < hi`` (of 2) of
     the buckets and of the value pairs: two copies of a bucket's value (distance 0), a copy of
-    ``a[p]`` with one of ``b[p]``; from 0 for ``lo == 0``, else after ``first_size``."""
+    ``a[p]`` with one of ``b[p]``; from 0 in the first ``half``, else after ``first_size``."""
     buckets = offsets.shape[0] - 1
-    w = 0 if lo == 0 else first_size
+    w = 0 if half == 0 else first_size
     for v in range(buckets * lo // 2, buckets * hi // 2):
         for p in range(offsets[v], offsets[v + 1] - 1):
             for q in range(p + 1, offsets[v + 1]):  # members ascend within a bucket
@@ -424,38 +424,20 @@ def _first_block_pairs(
         if not (ascending and first == 0):
             counts = np.zeros((1 << DIGIT_BITS) + 1, np.int64)
             sort_range(part, buffers.scratch, 0, len(part), *digits([(shift, digit)]), counts)
+    n = values.shape[0]
     found = {}
     for t in tables:
-        mask = plan.masks[t]
         table_excl = np.concatenate([plan.masks[:t], excl])
+        scan = (plan.masks[t], hamming_k, table_excl, max_group)
         if ascending and plan.tables[t] == leading:
             ordered = values
-            xa, xb, dist, large = _scanned(
-                _scan_all,
-                values.shape[0],
-                max_group,
-                values,
-                mask,
-                hamming_k,
-                table_excl,
-                max_group,
-            )
+            xa, xb, dist, large = _scanned(_scan_all, n, max_group, values, *scan)
         else:
             ordered = part
             rest = [(start, width - digit)] if width > digit else []
             rest += [plan.blocks[b] for b in plan.tables[t][1:]]
             xa, xb, dist, large = _scanned(
-                _scan_buckets,
-                values.shape[0],
-                max_group,
-                part,
-                buffers.scratch,
-                starts,
-                *digits(rest),
-                mask,
-                hamming_k,
-                table_excl,
-                max_group,
+                _scan_buckets, n, max_group, part, buffers.scratch, starts, *digits(rest), *scan
             )
         if large.shape[0]:
             parts = [(xa, xb, dist)]
@@ -472,9 +454,11 @@ def _search_values(
     plan: TablePlan,
     max_group: int,
     excl: np.ndarray,
+    first_block: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair within ``hamming_k`` of the distinct ``values`` (< 2**plan.bits) that agrees
-    on none of the masks ``excl``, once, as the two values and their distance.
+    on none of the masks ``excl``, once, as the two values and their distance (those of the
+    tables that start with block ``first_block`` alone, when given).
 
     Table ``t`` skips pairs that agree on the prefix of a table ``t' < t`` (they are found by
     the first such table) or on a mask of ``excl`` (an enclosing level's earlier tables).
@@ -486,9 +470,8 @@ def _search_values(
     if n < 2:
         return _EMPTY_U64, _EMPTY_U64, _EMPTY_U8
     ascending = bool(np.all(values[1:] > values[:-1]))
-    firsts = sorted(
-        {table[0] for table in plan.tables}, key=lambda b: -sum(t[0] == b for t in plan.tables)
-    )
+    blocks = {table[0] for table in plan.tables} if first_block is None else {first_block}
+    firsts = sorted(blocks, key=lambda b: -sum(t[0] == b for t in plan.tables))
     workers = min(len(firsts), os.cpu_count() or 1) if n >= _PARALLEL_MIN_VALUES else 1
     spare: queue.SimpleQueue = queue.SimpleQueue()
     for _ in range(workers):
@@ -518,11 +501,12 @@ def _search_values(
 
 
 def _search_sorted(
-    values: np.ndarray, hamming_k: int, plan: TablePlan, max_group: int
+    values: np.ndarray, hamming_k: int, plan: TablePlan, max_group: int, first_block=None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every pair within ``hamming_k`` of strictly increasing ``values``, once, as index pairs
-    ``a < b`` (unordered list) with distances."""
-    xa, xb, dist = _search_values(values, hamming_k, plan, max_group, _EMPTY_U64)
+    """Every pair within ``hamming_k`` of strictly increasing ``values`` (that the tables
+    starting with ``first_block`` keep), once, as index pairs ``a < b`` (unordered list) with
+    distances."""
+    xa, xb, dist = _search_values(values, hamming_k, plan, max_group, _EMPTY_U64, first_block)
     m = xa.shape[0]
     ab = _locate(values, np.concatenate([xa, xb]))
     a, b = ab[:m], ab[m:]
@@ -696,6 +680,9 @@ def distinct_hamming_pairs(
     hamming_k: int,
     plan: TablePlan | None = None,
     max_group: int = 4096,
+    *,
+    first_block: int | None = None,
+    ordered: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of *distinct* fingerprints within Hamming distance ``hamming_k``, exactly once.
 
@@ -710,10 +697,13 @@ def distinct_hamming_pairs(
         hamming_k: largest distance reported, ``0..32`` bits.
         plan: tables to use; default `plan_tables(len(values), hamming_k)`.
         max_group: largest prefix group compared directly (``>= 2``); larger groups recurse.
+        first_block: only the pairs of the tables whose prefix starts with this block of the
+            plan, to search a group of tables at a time (over all groups, each pair once).
+        ordered: False skips the sort by ``(a, b)``: the pairs come in no particular order.
 
     Returns:
         ``(a, b, dist)``: ``int64`` indices into ``values`` with ``a < b``, sorted by
-        ``(a, b)``, and ``uint8`` distances ``popcount(values[a] ^ values[b]) <= hamming_k``.
+        ``(a, b)`` (with ``ordered``), and ``uint8`` distances ``popcount(values[a] ^ values[b]) <= hamming_k``.
 
     Raises:
         ValueError: on a bad argument or if ``values`` has duplicates.
@@ -745,11 +735,14 @@ def distinct_hamming_pairs(
             )
     if plan is None:
         plan = plan_tables(n, hamming_k)
-    a, b, dist = _search_sorted(sorted_values, int(hamming_k), plan, int(max_group))
+    firsts = sorted({table[0] for table in plan.tables})
+    if first_block is not None and first_block not in firsts:
+        raise ValueError(f"first_block must be one of {firsts}, got {first_block}")
+    a, b, dist = _search_sorted(sorted_values, int(hamming_k), plan, int(max_group), first_block)
     if order is not None:
         a, b = order[a], order[b]
         a, b = np.minimum(a, b), np.maximum(a, b)
-    return sorted_pairs(a, b, dist, n)
+    return sorted_pairs(a, b, dist, n) if ordered else (a, b, dist)
 
 
 def hamming_pairs(

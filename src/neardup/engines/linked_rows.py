@@ -10,12 +10,19 @@ the directory and the linked rows are built from the marks, every kernel on two 
 halves of its input (:func:`~neardup.candidates.radix.in_halves`).
 
 Example:
-    >>> rows = LinkedRows(10)
+    >>> from neardup.engines.spill import MemoryBudget
+    >>> budget = MemoryBudget(100)
+    >>> rows = LinkedRows(10, budget)
     >>> rows.mark(np.array([3 << 32 | 7, 7 << 32 | 9], dtype=np.uint64))
     >>> rows.finish().tolist()
     [3, 7, 9]
     >>> [x.tolist() for x in rows.compact(np.array([9 << 32 | 3], dtype=np.uint64))]
     [[2], [0]]
+    >>> budget.free, rows.nbytes
+    (76, 24)
+    >>> rows.release()
+    >>> budget.free
+    100
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from numba import njit
 
 from neardup.candidates.radix import in_halves
 from neardup.candidates.tables import popcount64
+from neardup.engines.spill import MemoryBudget
 
 __all__ = ["LinkedRows"]
 
@@ -36,14 +44,23 @@ class LinkedRows:
     for an end (module docstring).
 
     Memory: a byte a row until :meth:`finish`, then a quarter of a byte a row (the
-    directory) beside the linked rows (8 B each).
+    directory, :attr:`nbytes`) until :meth:`release`, beside the linked rows (8 B each, the
+    caller's). Both are charged to ``budget`` while they are held, if one is given, and
+    given back when they are let go.
     """
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, budget: MemoryBudget | None = None):
         self.n = int(n)
+        self.budget = budget
         self._marks: np.ndarray | None = np.zeros(self.n, dtype=bool)
-        self._words = np.zeros(0, dtype=np.uint64)
-        self._before = np.zeros(0, dtype=np.int64)
+        self._words: np.ndarray | None = np.zeros(0, dtype=np.uint64)
+        self._before: np.ndarray | None = np.zeros(0, dtype=np.int64)
+        self._charge(self._marks.nbytes)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the directory (0 before :meth:`finish` and after :meth:`release`)."""
+        return 0 if self._words is None else self._words.nbytes + self._before.nbytes
 
     def mark(self, packed: np.ndarray) -> None:
         """Mark both ends of the uint64 packed pairs ``packed``. O(pairs), on two cores."""
@@ -60,27 +77,43 @@ class LinkedRows:
         np.cumsum(counts, out=self._before[1:])
         linked = np.empty(int(self._before[-1]), dtype=np.int64)
         in_halves(_listed, words, self._marks, self._before, linked, size=self.n)
+        self._charge(self.nbytes - self._marks.nbytes)
         self._marks = None
         return linked
 
     def compact(self, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The compact indices (int64) of both ends of the uint64 packed pairs ``packed``,
-        every end a linked row (after :meth:`finish`). O(pairs), on two cores."""
+        every end a linked row (after :meth:`finish`, before :meth:`release`). O(pairs), on
+        two cores."""
+        if self._words is None:
+            raise ValueError("the linked rows' directory was released")
         a = np.empty(packed.shape[0], dtype=np.int64)
         b = np.empty(packed.shape[0], dtype=np.int64)
         in_halves(_compact_ends, packed.shape[0], packed, self._words, self._before, a, b)
         return a, b
 
+    def release(self) -> None:
+        """Let the directory go and give its bytes back (no :meth:`compact` after). O(1)."""
+        self._charge(-self.nbytes)
+        self._words = self._before = None
+
+    def _charge(self, nbytes: int) -> None:
+        if self.budget is not None:
+            if nbytes >= 0:
+                self.budget.charge(nbytes)
+            else:
+                self.budget.give_back(-nbytes)
+
 
 @njit(cache=True, nogil=True)
-def _mark_ends(lo, hi, packed, marks):
+def _mark_ends(half, lo, hi, packed, marks):
     for p in range(lo, hi):
         marks[packed[p] >> np.uint64(32)] = True
         marks[packed[p] & _LOW] = True
 
 
 @njit(cache=True, nogil=True)
-def _directory(lo, hi, marks, words, counts):
+def _directory(half, lo, hi, marks, words, counts):
     n = marks.shape[0]
     for w in range(lo, hi):
         bits = np.uint64(0)
@@ -92,7 +125,7 @@ def _directory(lo, hi, marks, words, counts):
 
 
 @njit(cache=True, nogil=True)
-def _listed(lo, hi, marks, before, out):
+def _listed(half, lo, hi, marks, before, out):
     n = marks.shape[0]
     for w in range(lo, hi):
         r = before[w]
@@ -110,7 +143,7 @@ def _rank(row, words, before):
 
 
 @njit(cache=True, nogil=True)
-def _compact_ends(lo, hi, packed, words, before, a, b):
+def _compact_ends(half, lo, hi, packed, words, before, a, b):
     for p in range(lo, hi):
         a[p] = _rank(packed[p] >> np.uint64(32), words, before)
         b[p] = _rank(packed[p] & _LOW, words, before)

@@ -25,7 +25,8 @@ Memory: the budget for what spills, plus what grows with the linked documents (4
 and an ID each, held from the grouping on), one byte a row while the linked documents are
 found and a quarter of a byte a row from then on (their
 :class:`~neardup.engines.linked_rows.LinkedRows`, which gives a linked document's compact
-index in O(1)). Outputs do not depend on the budget.
+index in O(1), charged to the budget, and let go after the grouping unless every pair is
+written). Outputs do not depend on the budget.
 
 Example:
     >>> import tempfile, pathlib
@@ -222,13 +223,11 @@ class OutOfCorePairs:
             # Merged before the linked documents' arrays exist: its blocks come and go first.
             self._pairs: np.ndarray | PackedFile = self._runs.values()
             self.pair_count = len(self._pairs)
-        self._linked_rows = LinkedRows(n)
-        self.budget.charge(n)
+        self._linked_rows = LinkedRows(n, self.budget)
         for packed in _chunks(self._links):
             self._linked_rows.mark(packed)
         #: The linked documents, ascending: the compact index of a document is its place here.
         self.linked = self._linked_rows.finish()
-        self.budget.charge(-n)
         m = self.linked.shape[0]
         with ThreadPoolExecutor(2) as pool:
             # Three parts that need none of the others, on two cores: the linked documents'
@@ -239,9 +238,12 @@ class OutOfCorePairs:
             for packed in _chunks(self._links):
                 _union_pairs(*self._linked_rows.compact(packed), labels)
             _flattened(labels)
-            rank = ranked.result()
+            self.linked_fps, rank = ranked.result()
             self.linked_ids = ids.result()
         self._links.release()
+        if self._runs is None:
+            # Only the merged pairs' ends need compact indices after the links.
+            self._linked_rows.release()
         if self.settings.grouping == "center":
             original = center_groups(labels, rank, self._near)
         else:
@@ -264,15 +266,15 @@ class OutOfCorePairs:
             empty_documents=0,
         )
 
-    def _linked_ranks(self) -> np.ndarray:
-        """The linked documents' fingerprints kept, and their ranks in time
+    def _linked_ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """The linked documents' fingerprints, and their ranks in time
         (:func:`~neardup.groups.document_order`). Every row's fingerprints and timestamps are
         let go as soon as the linked documents' are read from them."""
-        self.linked_fps = _gather(self.fps, self.linked)
+        linked_fps = _gather(self.fps, self.linked)
         self.fps.release()
         times = _gather(self.times, self.linked)
         self.times.release()
-        return document_order(times)
+        return linked_fps, document_order(times)
 
     def _near(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The run's relation between linked documents (compact indices)."""

@@ -8,11 +8,11 @@ the budget, the tables are taken in their groups by first block (the tables of
 position) are split into ``2**b`` partition files by the leading ``b`` bits of that block.
 Two fingerprints that a table of the group pairs agree on the table's whole prefix, so on
 those bits: every pair the group finds lies in one partition, which is searched alone in
-memory with the group's tables (:func:`~neardup.candidates.tables._first_block_pairs`).
-Identical fingerprints fall into one partition too. A pair is kept by the first table whose
-prefix it shares, whatever the partition (the rule of :mod:`neardup.candidates.plan`), so every
-pair of distinct fingerprints is found once over all groups, and the pairs of identical ones
-are taken from the first group only.
+memory with the group's tables (:func:`~neardup.candidates.tables.distinct_hamming_pairs`
+with ``first_block``). Identical fingerprints fall into one partition too. A pair is kept by
+the first table whose prefix it shares, whatever the partition (the rule of
+:mod:`neardup.candidates.plan`), so every pair of distinct fingerprints is found once over all
+groups, and the pairs of identical ones are taken from the first group only.
 
 What each part gives (:class:`UnitLinks`): the links that connect its documents (each
 identical fingerprint's holders as a star to the first of them, and the first holders of
@@ -45,14 +45,7 @@ from numba import njit
 from neardup.candidates.bands import _sorted_distinct
 from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.candidates.radix import digit_starts, in_halves
-from neardup.candidates.tables import (
-    _EMPTY_U64,
-    IdenticalBuckets,
-    _Buffers,
-    _first_block_pairs,
-    _locate,
-    _search_sorted,
-)
+from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs
 from neardup.engines.spill import ColumnFile, WorkDir
 from neardup.engines.workers import ordered_map
 
@@ -208,14 +201,14 @@ def partitioned(values: np.ndarray, first: int, shift: int, width: int) -> tuple
 
 
 @njit(cache=True, nogil=True)
-def _counted(lo, hi, values, shift, width, starts):
-    digit_starts(values[lo:hi], shift, width, starts[0 if lo == 0 else 1])
+def _counted(half, lo, hi, values, shift, width, starts):
+    digit_starts(values[lo:hi], shift, width, starts[half])
 
 
 @njit(cache=True, nogil=True)
-def _placed(lo, hi, values, first, shift, width, at, rows):
+def _placed(half, lo, hi, values, first, shift, width, at, rows):
     mask = np.uint64((1 << width) - 1)
-    to = at[0 if lo == 0 else 1]
+    to = at[half]
     for i in range(lo, hi):
         p = (values[i] >> np.uint64(shift)) & mask
         rows[to[p], 0] = values[i]
@@ -238,18 +231,13 @@ def _unit_links(
     buckets = IdenticalBuckets.of(values)
     distinct = buckets.values
     if unit is None:
-        # Distinct and ascending already; the links and pairs need no order of the near pairs.
-        plan = plan_tables(max(distinct.shape[0], 2), hamming_k)
-        a, b, _ = _search_sorted(distinct, hamming_k, plan, _MAX_GROUP)
+        plan, first = plan_tables(max(distinct.shape[0], 2), hamming_k), None
     else:
         plan, first = unit
-        by_table = _first_block_pairs(
-            distinct, True, plan, first, hamming_k, _MAX_GROUP, _EMPTY_U64, _Buffers(len(distinct))
-        )
-        xa = [by_table[t][0] for t in sorted(by_table)]
-        xb = [by_table[t][1] for t in sorted(by_table)]
-        a = _locate(distinct, np.concatenate(xa)) if xa else np.zeros(0, np.int64)
-        b = _locate(distinct, np.concatenate(xb)) if xb else np.zeros(0, np.int64)
+    # The links and pairs need no order of the near pairs: their sort is skipped.
+    a, b, _ = distinct_hamming_pairs(
+        distinct, hamming_k, plan, _MAX_GROUP, first_block=first, ordered=False
+    )
     members = buckets.members if positions is None else positions[buckets.members]
     links = np.empty(_links_size(buckets.offsets, a.shape[0], identical), np.uint64)
     pairs = None

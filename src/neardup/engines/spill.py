@@ -378,11 +378,11 @@ class IdFile:
 
 
 def write_ids(path: Path, ids: pa.ChunkedArray) -> None:
-    """Store the IDs (an Arrow string column) as an Arrow IPC file; a full disk or an
-    unwritable folder is one clear error (:func:`writing`). O(n)."""
-    ids_file = IdFile(path)
-    ids_file.write(ids)
-    ids_file.close()
+    """Store the IDs (Arrow ``large_string``) as an Arrow IPC file, whole or none (an error
+    leaves none, :func:`atomic_write`); a full disk is one clear error (:func:`writing`). O(n)."""
+    with writing(path), atomic_write(path) as sink:
+        with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
+            writer.write_table(pa.table({"id": ids}))
 
 
 def read_ids(path: Path) -> pa.ChunkedArray:

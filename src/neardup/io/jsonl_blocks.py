@@ -303,7 +303,9 @@ class BlockParser:
         if len(lines) < 2:
             return self._parse_joined(lines)
         parts = radix.in_halves(
-            lambda lo, hi: self._parse_joined(lines[lo:hi]), len(lines), size=sum(map(len, lines))
+            lambda half, lo, hi: self._parse_joined(lines[lo:hi]),
+            len(lines),
+            size=sum(map(len, lines)),
         )
         if any(part is None for part in parts):
             return None
