@@ -1,7 +1,6 @@
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from neardup.memory import resident_bytes, return_freed_memory
