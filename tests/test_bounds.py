@@ -1,9 +1,22 @@
+import mmap
+import os
+from pathlib import Path
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates.bounds import possible_by_blocks, read_rows, sketch_block_rows
+from neardup.candidates import bounds
+from neardup.candidates.bounds import (
+    gather_rows,
+    possible_by_blocks,
+    read_rows,
+    reads_rows_only,
+    sketch_block_rows,
+)
+from neardup.lcs import possible_pairs
 from neardup.text.units import lcs_unit_sketches
 
 WORDS = "a b c d e f g h".split()
@@ -100,3 +113,161 @@ def test_unbounded_rows_are_the_sketches_of_every_count_255(tmp_path, monkeypatc
     for block_rows in (1, 4, 100):
         got = bounds.unbounded_rows(mapped, block_rows)
         assert np.flatnonzero(got).tolist() == [2, 7, 10]
+
+
+def _stored(tmp_path, array):
+    """``array`` saved with ``np.save`` and opened with ``mmap_mode``: its rows start after
+    the file's header (128 bytes), so that they need not start on a page."""
+    path = tmp_path / "stored.npy"
+    np.save(path, array)
+    return np.load(path, mmap_mode="r")
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_tiles_read_whole_or_row_by_row_decide_as_the_whole_arrays(tmp_path_factory, data):
+    """Each tile is read whole or row by row as hypothesis decides (both, mixed, in any
+    order), its map windows as small as a page or as the default: the result is always that
+    of possible_pairs over the whole arrays, for any ends (equal ones, both in one block, in
+    the last partial block, uint32 or int64) and both kinds of file."""
+    n = data.draw(st.integers(1, 60), label="n")
+    sizes, sketches = lcs_unit_sketches(_texts(data.draw, n))
+    pairs = data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120)
+    )
+    dtype = data.draw(st.sampled_from([np.int64, np.uint32, np.int32]), label="dtype")
+    a = np.array([p[0] for p in pairs], dtype=dtype)
+    b = np.array([p[1] for p in pairs], dtype=dtype)
+    threshold = data.draw(st.sampled_from([0.3, 0.5, 0.8, 1.0]))
+    block_rows = data.draw(st.one_of(st.just(1), st.integers(1, n + 3)), label="block_rows")
+    folder = tmp_path_factory.mktemp("tiles")
+    file = data.draw(st.sampled_from([_mapped, _stored]), label="file")(folder, sketches)
+    want = possible_pairs(sizes, sketches, a, b, threshold).tolist()
+
+    def decide(pairs: int, rows: int, row_bytes: int) -> bool:
+        return data.draw(st.booleans(), label="rows only")
+
+    map_bytes = data.draw(st.sampled_from([1, mmap.ALLOCATIONGRANULARITY, bounds.MAP_BYTES]))
+    with (
+        mock.patch.object(bounds, "reads_rows_only", decide),
+        mock.patch.object(bounds, "MAP_BYTES", map_bytes),
+    ):
+        assert possible_by_blocks(sizes, file, a, b, threshold, block_rows).tolist() == want
+    # Sketches in memory: read in place, a slice of pairs at a time.
+    with mock.patch.object(bounds, "SCAN_ROWS", data.draw(st.integers(1, 50), label="slice")):
+        assert possible_by_blocks(sizes, sketches, a, b, threshold, block_rows).tolist() == want
+    # The ends as given, not copied to int64 whole.
+    assert a.dtype == dtype and b.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64])
+def test_no_pairs_and_pairs_of_one_document(tmp_path, dtype):
+    sizes, sketches = lcs_unit_sketches(["a b c", "a b c", "d e f g", ""])
+    mapped = _mapped(tmp_path, sketches)
+    none = np.zeros(0, dtype=dtype)
+    assert possible_by_blocks(sizes, mapped, none, none, 0.8, 1).tolist() == []
+    same = np.array([3, 0, 2, 0], dtype=dtype)
+    with mock.patch.object(bounds, "reads_rows_only", lambda *_: True):
+        got = possible_by_blocks(sizes, mapped, same, same[::-1].copy(), 0.8, 1)
+    assert got.tolist() == possible_pairs(sizes, sketches, same, same[::-1], 0.8).tolist()
+
+
+def test_sparse_and_dense_tiles_by_the_cost_rule(tmp_path):
+    """Blocks of 32 pages (the last of 29): a tile of at most 8 pairs (7 in the last block)
+    reads only its rows, one of more its block whole; a run with both decides as the whole
+    arrays."""
+    rng = np.random.default_rng(3)
+    n, block_rows = 4000, 1024
+    # Rows near one of four: the pairs of one kind pass, the others do not.
+    kinds = rng.random((4, 128)) < 0.35
+    sketches = (kinds[np.arange(n) % 4] ^ (rng.random((n, 128)) < 0.03)).astype(np.uint8)
+    sizes = sketches.sum(axis=1, dtype=np.int64)
+    assert reads_rows_only(8, block_rows, 128) and not reads_rows_only(9, block_rows, 128)
+    assert reads_rows_only(7, 928, 128) and not reads_rows_only(8, 928, 128)
+    assert not reads_rows_only(1, 1, 128)  # a row of its own page: the block is as cheap
+    # Tiles (0, 1) and (1, 3): sparse; (0, 2): dense; (2, 2) and (3, 3) read nothing more.
+    a = np.concatenate([rng.integers(0, 1024, 5), rng.integers(1024, 2048, 7)])
+    b = np.concatenate([rng.integers(1024, 2048, 5), rng.integers(3072, 4000, 7)])
+    a = np.concatenate([a, rng.integers(0, 1024, 300), [2100, 3500, 3999]])
+    b = np.concatenate([b, rng.integers(2048, 3072, 300), [2100, 3072, 3998]])
+    order = rng.permutation(a.shape[0])
+    a, b = a[order].astype(np.uint32), b[order].astype(np.uint32)
+    mapped = _mapped(tmp_path, sketches)
+    reads = {"whole": [], "rows": []}
+    whole, rows = bounds.read_rows, bounds.gather_rows
+
+    def read_whole(array, start, out):
+        reads["whole"].append(start)
+        return whole(array, start, out)
+
+    def read_some(array, start, needed, out):
+        reads["rows"].append((start, needed.shape[0]))
+        return rows(array, start, needed, out)
+
+    with (
+        mock.patch.object(bounds, "read_rows", read_whole),
+        mock.patch.object(bounds, "gather_rows", read_some),
+    ):
+        got = possible_by_blocks(sizes, mapped, a, b, 0.8, block_rows)
+    want = possible_pairs(sizes, sketches, a, b, 0.8)
+    assert got.tolist() == want.tolist() and 0 < want.sum() < want.shape[0]
+    # First blocks 0, 1, 2, 3 whole and block 2 as a second one; blocks 1 and 3 row by row.
+    assert reads["whole"] == [0, 2048, 1024, 2048, 3072]
+    assert [start for start, _ in reads["rows"]] == [1024, 3072]
+    assert [count for _, count in reads["rows"]] == [5, 7]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_gather_rows_copies_just_the_rows_named(tmp_path_factory, data):
+    """Rows of any width (wider than a page too), at any start, from files whose rows begin
+    at a page or not, through windows of any size: exactly ``out[rows] = array[start +
+    rows]``, the other rows of ``out`` untouched."""
+    width = data.draw(st.sampled_from([1, 3, 128, 5000]), label="width")
+    n = data.draw(st.integers(1, 50), label="n")
+    array = np.arange(n * width, dtype=np.uint32).reshape(n, width) % 251
+    start = data.draw(st.integers(0, n - 1), label="start")
+    rows = np.array(
+        sorted(data.draw(st.sets(st.integers(0, n - start - 1)), label="rows")), dtype=np.int64
+    )
+    folder = tmp_path_factory.mktemp("gather")
+    file = data.draw(st.sampled_from([_mapped, _stored]), label="file")(folder, array)
+    out = np.full((n - start, width), 7, dtype=np.uint32)
+    want = out.copy()
+    want[rows] = array[start + rows]
+    map_bytes = data.draw(st.sampled_from([1, 4096, 40_000, bounds.MAP_BYTES]))
+    with mock.patch.object(bounds, "MAP_BYTES", map_bytes):
+        assert gather_rows(file, start, rows, out).tolist() == want.tolist()
+    out[:] = 7
+    assert gather_rows(array, start, rows, out).tolist() == want.tolist()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_gather_rows_leaves_no_file_or_map_open(tmp_path, monkeypatch):
+    """One map open at a time, each closed before gather_rows returns, and as many file
+    descriptors and maps of the file afterwards as before (also when it raises)."""
+    rng = np.random.default_rng(5)
+    array = rng.integers(0, 255, size=(3000, 128), dtype=np.uint8)
+    mapped = _mapped(tmp_path, array)
+    opened = []
+    real = mmap.mmap
+
+    def one_at_a_time(*args, **kwargs):
+        assert all(window.closed for window in opened)
+        opened.append(real(*args, **kwargs))
+        return opened[-1]
+
+    def maps_of_file() -> int:
+        return Path("/proc/self/maps").read_text().count(str(tmp_path / "sketches.bin"))
+
+    fds, maps = len(os.listdir("/proc/self/fd")), maps_of_file()
+    monkeypatch.setattr(bounds, "MAP_BYTES", 8192)
+    monkeypatch.setattr(bounds.mmap, "mmap", one_at_a_time)
+    rows = np.sort(rng.choice(3000, 200, replace=False))
+    out = np.zeros_like(array)
+    assert gather_rows(mapped, 0, rows, out)[rows].tolist() == array[rows].tolist()
+    assert len(opened) > 10 and all(window.closed for window in opened)
+    assert len(os.listdir("/proc/self/fd")) == fds and maps_of_file() == maps
+    with pytest.raises(OSError, match="shorter"):
+        gather_rows(mapped, 2999, np.array([0, 1]), out)
+    assert len(os.listdir("/proc/self/fd")) == fds and maps_of_file() == maps

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from io_helpers import dead_pid
 
 from neardup import pipeline
-from neardup.candidates import bands, bucket_lists, chunks
+from neardup.candidates import bands, bounds, bucket_lists, chunks
 from neardup.cli import main
 from neardup.cli.options import Reporter
 from neardup.engines import local, outofcore, spill
@@ -214,8 +214,13 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     with monkeypatch.context() as m:
         # Candidates verified in slices, ordered for reading the spill (pipeline.find_groups).
         m.setattr(pipeline, "VERIFY_SLICE", 37)
-        # Spilled count sketches read in blocks of rows (candidates.bounds).
+        # Spilled count sketches read in blocks of rows (candidates.bounds); the tiles of an
+        # odd number of pairs read only the rows their pairs name, the others whole.
         blocks = record_block_rows(m)
+        tiles = []
+        m.setattr(
+            bounds, "reads_rows_only", lambda pairs, *_: tiles.append(pairs) or pairs % 2 == 1
+        )
         ordered = []
         locality = pipeline.locality_pair_order
         m.setattr(
@@ -265,6 +270,7 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     assert moved == ([1] if spills else []), "IDs moved to disk while reading"
     if lcs and ("simhash" not in options or "all" not in options):
         assert blocks and max(blocks) < 4000, "the sketches read a few blocks of rows at a time"
+        assert {p % 2 for p in tiles} == {0, 1}, "tiles read whole and row by row"
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"

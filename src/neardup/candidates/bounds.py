@@ -2,19 +2,34 @@
 
 An out-of-core run keeps the count sketches of every document's LCS units (128 bytes a
 document, :func:`neardup.lcs.count_sketches`) in a spill file once they pass its budget. Reading
-the rows of scattered pairs through the file's memory map makes the whole file resident (the
-kernel reads whole neighbourhoods of pages, and dropping them with ``madvise`` does not lower
-the peak), and a ``pread`` per row costs about 0.6 µs: 40 s for the 77M ends of the 39M
-candidates of 10M short documents.
+the rows of scattered pairs through a map of the whole file, kept open, makes the whole file
+resident (the kernel reads whole neighbourhoods of pages, and dropping them with ``madvise``
+does not lower the peak), and a ``pread`` per row costs about 0.6 µs: 40 s for the 77M ends of
+the 39M candidates of 10M short documents.
 
 So the rows are cut into blocks of ``block_rows`` and the pairs grouped by the blocks of their
 two ends (a *tile*): for each block ``i`` in turn (read once), the pairs whose smaller end lies
-in it are taken tile by tile, block ``j ≥ i`` of their larger end read beside it into a buffer
-of two blocks kept for the whole call. Memory: two blocks of sketches and unit counts, plus
-8 bytes a pair of block ``i`` and the temporaries of one tile (the pairs' ends may be any
-integer dtype: uint32 ends take half the memory); reads: each block once as a first block,
-and once per first block before it as a second one, ``O(n² / block_rows)`` bytes, all
-sequential.
+in it are taken tile by tile, the rows of block ``j ≥ i`` of their larger end placed beside it
+in a buffer of two blocks kept for the whole call. Chance pairs of short texts join every
+block to every other, so reading each such block ``j`` whole reads ``O(n² / block_rows)``
+bytes. A tile with few pairs reads instead only the rows they name (:func:`gather_rows`): the
+pages holding them are asked for at once (``posix_fadvise``), then copied out of a map of at
+most :data:`MAP_BYTES` of the file, closed before the next, so that nothing of the file stays
+resident. Which way is the cost rule :func:`reads_rows_only`, from the measurements of
+``benchmarks/bench_sketch_bounds.py`` (blocks of 89 MB): from the disk a scattered page costs
+about 9 µs (the reads queued together) against 2.3 µs a page of a block read whole; from the
+page cache about 0.6 µs against 0.5–1.2. So a tile reads its rows alone when its pairs touch
+at most a quarter of the block's pages (as fast as the block from the disk at that share,
+twice as fast from the cache, and far faster below it: 500 pairs in 7 ms against 58 from the
+disk, 1.8 against 12 from the cache), and the block whole otherwise.
+
+Reads: each block with pairs once as a first block, and per tile of a later block the lesser
+of that block and the pages its pairs touch: ``O(n + pairs)`` pages when the tiles are sparse
+(uniform pairs: fewer than about ``n² / (64 × SPARSE_SHARE × block_rows)`` with 128-byte rows
+and 4 KiB pages), ``O(n² / block_rows)`` bytes at most. Memory: two blocks of sketches and unit
+counts, plus 8 bytes a pair of block ``i``, the temporaries of one tile (the pairs' ends may be
+any integer dtype: uint32 ends take half the memory, and are not copied whole) and at most
+:data:`MAP_BYTES` of the file mapped at a time.
 
 Example:
     >>> from neardup.text.units import lcs_unit_sketches
@@ -26,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -71,6 +87,109 @@ def read_rows(array: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
     return out
 
 
+#: The most bytes of a spill file :func:`gather_rows` maps at once (8 MiB): a few maps a block,
+#: and what a map leaves resident while it is open stays small beside the blocks.
+MAP_BYTES = 1 << 23
+
+#: A tile reads only the rows its pairs name when they touch at most ``1 / SPARSE_SHARE`` of
+#: the pages of its block (:func:`reads_rows_only`).
+SPARSE_SHARE = 4
+
+
+def reads_rows_only(pairs: int, rows: int, row_bytes: int) -> bool:
+    """Whether a tile of ``pairs`` pairs whose larger ends lie in a block of ``rows`` rows of
+    ``row_bytes`` bytes each reads only their rows (:func:`gather_rows`) rather than the block
+    whole (:func:`read_rows`): when the pages they may touch, one a pair, are at most
+    ``1 / SPARSE_SHARE`` of the block's: then the rows cost at most what the block costs from
+    the disk, and less from the page cache (module docstring). O(1).
+
+    Example:
+        >>> reads_rows_only(1_000, 698_529, 128), reads_rows_only(100_000, 698_529, 128)
+        (True, False)
+    """
+    page = max(mmap.PAGESIZE, row_bytes)
+    return pairs * page * SPARSE_SHARE <= rows * row_bytes
+
+
+def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[rows] = array[start + rows]`` for ``rows`` ascending and distinct (int64, places
+    in ``out``), other rows of ``out`` left as they were; ``out`` returned. A memory-mapped
+    array (as :func:`read_rows` takes) is read from its file: the pages holding the rows are
+    asked for at once (``posix_fadvise``, so that the disk reads them together), then each
+    stretch of at most :data:`MAP_BYTES` of the file that holds some of them is mapped, its
+    rows copied out and the map closed before the next; only the touched pages are read (no
+    read-around: ``MADV_RANDOM``), and no file descriptor, map or resident page is left.
+    O(rows) plus a map per stretch.
+
+    Example:
+        >>> out = np.zeros((5, 2), dtype=np.uint8)
+        >>> gather_rows(np.arange(20, dtype=np.uint8).reshape(10, 2), 4, np.array([1, 3]), out)
+        array([[ 0,  0],
+               [10, 11],
+               [ 0,  0],
+               [14, 15],
+               [ 0,  0]], dtype=uint8)
+    """
+    filename = getattr(array, "filename", None)
+    if not isinstance(array, np.memmap) or filename is None or rows.shape[0] == 0:
+        out[rows] = array[start + rows]
+        return out
+    row_bytes = out.nbytes // out.shape[0]
+    first = int(array.offset) + start * row_bytes + rows * row_bytes  # each row's first byte
+    fd = os.open(filename, os.O_RDONLY)
+    try:
+        if os.fstat(fd).st_size < int(first[-1]) + row_bytes:
+            raise OSError(f"{filename} is shorter than its {array.shape[0]} rows")
+        _ask_for_pages(fd, first, row_bytes)
+        done = 0
+        while done < rows.shape[0]:
+            # A stretch from the page of its first row, up to MAP_BYTES or past its first row.
+            low = int(first[done]) - int(first[done]) % mmap.ALLOCATIONGRANULARITY
+            top = max(low + MAP_BYTES, int(first[done]) + row_bytes)
+            stop = done + int(np.searchsorted(first[done:], top - row_bytes, side="right"))
+            _copy_rows(fd, low, first[done:stop] - low, row_bytes, rows[done:stop], out)
+            done = stop
+    finally:
+        os.close(fd)
+    return out
+
+
+def _ask_for_pages(fd: int, first: np.ndarray, row_bytes: int) -> None:
+    """Ask the kernel to read the pages holding the rows starting at the bytes ``first``
+    (ascending, rows apart) of the file ``fd``, one call a run of consecutive pages: the reads
+    are then queued together instead of one at a time as the copy faults them in. O(rows)."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:  # no such call (macOS): the copy faults the pages in one by one
+        return
+    page = mmap.PAGESIZE
+    lows, tops = first // page, (first + row_bytes - 1) // page  # each row's pages
+    # A run ends where the next row's first page is not its last page or the one after.
+    ends = np.flatnonzero(lows[1:] > tops[:-1] + 1)
+    for low, top in zip(lows[np.r_[0, ends + 1]].tolist(), tops[np.r_[ends, -1]].tolist()):
+        advise(fd, low * page, (top + 1 - low) * page, os.POSIX_FADV_WILLNEED)
+
+
+def _copy_rows(
+    fd: int, low: int, places: np.ndarray, row_bytes: int, rows: np.ndarray, out: np.ndarray
+) -> None:
+    """``out[rows]`` from the rows of the file ``fd`` starting ``places`` bytes (ascending, a
+    whole number of rows apart) after its byte ``low`` (a multiple of the map granularity),
+    through a map of just that stretch, closed before returning. O(rows)."""
+    skip = int(places[0])
+    window = mmap.mmap(fd, int(places[-1]) + row_bytes, access=mmap.ACCESS_READ, offset=low)
+    try:
+        if hasattr(mmap, "MADV_RANDOM"):
+            # A fault reads its own page, not the read-ahead around it (megabytes on a disk
+            # whose read-ahead is large), should a page asked for be gone again.
+            window.madvise(mmap.MADV_RANDOM)
+        stretch = np.frombuffer(window, dtype=np.uint8, offset=skip).reshape(-1, row_bytes)
+        picked = stretch[(places - skip) // row_bytes]
+        del stretch  # the map closes only once nothing views it
+        out[rows] = picked.view(out.dtype).reshape(rows.shape[0], *out.shape[1:])
+    finally:
+        window.close()
+
+
 def possible_by_blocks(
     sizes: np.ndarray,
     sketches: np.ndarray,
@@ -81,23 +200,38 @@ def possible_by_blocks(
 ) -> np.ndarray:
     """:func:`neardup.lcs.possible_pairs` (bool per pair: whether the pair may reach the LCS
     resemblance ``threshold`` by its unit counts and count sketches), with at most two blocks
-    of ``block_rows`` rows of ``sketches`` in memory at once (module docstring).
+    of ``block_rows`` rows of ``sketches`` in memory at once (module docstring). Sketches in
+    memory (not an ``np.memmap`` of a file) are read in place, a slice of pairs at a time.
 
-    Cost: O(pairs × (COUNT_BUCKETS + blocks)) time, reads of O(n² / block_rows) rows;
-    memory O(block_rows × width + pairs of one block).
+    Cost: O(pairs × (COUNT_BUCKETS + blocks)) time, and a sort of the ends of each tile read
+    row by row; reads of each block with pairs once, and per tile of a later block the lesser
+    of that block and the pages its pairs touch (:func:`reads_rows_only`): between O(n +
+    pairs) pages and O(n² / block_rows) bytes; memory O(block_rows × width + pairs of one
+    block) and one map of at most :data:`MAP_BYTES` at a time. In memory: O(pairs ×
+    COUNT_BUCKETS), no reads.
+
+    Example:
+        >>> from neardup.text.units import lcs_unit_sketches
+        >>> sizes, sketches = lcs_unit_sketches(["a b c d e", "a b c d x", "v w x y z"])
+        >>> a, b = np.array([0, 1, 2]), np.array([1, 1, 1])
+        >>> possible_by_blocks(sizes, sketches, a, b, 0.8, block_rows=2).tolist()
+        [True, True, False]
     """
     if block_rows < 1:
         raise ValueError(f"block_rows must be >= 1; got {block_rows}")
     # Any integer dtype as it is (uint32 ends take half the memory of int64 ones: no copy).
     a, b = _as_rows(a), _as_rows(b)
-    keep = np.empty(a.shape[0], dtype=bool)
     n = int(sketches.shape[0])
     if a.shape[0] == 0 or n == 0:
         return possible_pairs(sizes, sketches, a, b, threshold)
+    if not isinstance(sketches, np.memmap) or getattr(sketches, "filename", None) is None:
+        return _possible_in_memory(sizes, sketches, a, b, threshold)
+    keep = np.empty(a.shape[0], dtype=bool)
     blocks = -(-n // block_rows)
     per_block = np.zeros(blocks + 1, dtype=np.int64)
     _count_first_blocks(a, b, block_rows, per_block)
     width_shape = sketches.shape[1:]
+    row_bytes = int(np.prod(width_shape, dtype=np.int64)) * sketches.itemsize
     buffer = np.empty((2 * block_rows, *width_shape), dtype=sketches.dtype)
     counts = np.empty(2 * block_rows, dtype=sizes.dtype)
     tile_starts = np.empty(blocks + 1, dtype=np.int64)
@@ -116,16 +250,39 @@ def possible_by_blocks(
             start, end = int(tile_starts[j]), int(tile_starts[j + 1])
             if start == end:
                 continue
+            pairs = chosen[start:end]
             if j != i:
                 other = j * block_rows
                 rows_j = min(block_rows, n - other)
-                read_rows(sketches, other, buffer[block_rows : block_rows + rows_j])
-                counts[block_rows : block_rows + rows_j] = sizes[other : other + rows_j]
-            pairs = chosen[start:end]
+                second = buffer[block_rows : block_rows + rows_j]
+                if reads_rows_only(end - start, rows_j, row_bytes):
+                    # Each row at its place in block j's half; the others are not looked at.
+                    ends = np.maximum(a[pairs], b[pairs])
+                    needed = np.unique(ends.astype(np.int64)) - other
+                    del ends
+                    gather_rows(sketches, other, needed, second)
+                    counts[block_rows + needed] = sizes[other + needed]
+                    del needed
+                else:
+                    read_rows(sketches, other, second)
+                    counts[block_rows : block_rows + rows_j] = sizes[other : other + rows_j]
             local_a = _local_rows(a[pairs], block_rows, i, j)
             local_b = _local_rows(b[pairs], block_rows, i, j)
             keep[pairs] = possible_pairs(counts, buffer, local_a, local_b, threshold)
         del chosen
+    return keep
+
+
+def _possible_in_memory(
+    sizes: np.ndarray, sketches: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: float
+) -> np.ndarray:
+    """:func:`neardup.lcs.possible_pairs` over sketches held in memory, :data:`SCAN_ROWS`
+    pairs at a time: nothing to read, and the int64 copies of one slice's ends at most.
+    O(pairs × COUNT_BUCKETS)."""
+    keep = np.empty(a.shape[0], dtype=bool)
+    for start in range(0, a.shape[0], SCAN_ROWS):
+        stop = start + SCAN_ROWS
+        keep[start:stop] = possible_pairs(sizes, sketches, a[start:stop], b[start:stop], threshold)
     return keep
 
 
