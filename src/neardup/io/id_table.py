@@ -186,8 +186,9 @@ class IdTable:
 
     def spilled_repeats(self) -> tuple[np.ndarray, np.ndarray]:
         """The repeats among the spilled IDs: the key of each repeated occurrence and the key
-        of the ID's first one (int64 arrays, in input order of the repeats). Reads each partition once
-        (sorting it by hash): O(spilled log spilled) time, memory of one partition."""
+        of the ID's first one (int64 arrays, in input order of the repeats). Reads each
+        partition once, sorting it by hash: O(spilled log spilled) time, the memory of one
+        partition (24 B an ID)."""
         self._flush()
         repeats, firsts = [], []
         for p in range(PARTITIONS if self.spilled else 0):
