@@ -237,3 +237,14 @@ def test_field_count_is_checked():
 
 def test_doctests():
     assert doctest.testmod(json_fields_module).failed == 0
+
+
+@pytest.mark.parametrize(
+    "line", [b'{"id":"0\t}', b'{"text":"a\n}', b'{"id":"ab', b'{"ts":"x\x01"}', b'{"id":"\\q"}']
+)
+def test_a_wanted_field_that_is_no_json_string_refuses_the_line(line):
+    # The string's scan stops at a control byte, a bad escape or the line's end; what follows
+    # (here a tab, which is a space between values) must not read as the rest of the object.
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(line)
+    assert answer([line], NAMES) is None

@@ -413,11 +413,10 @@ def _read_fields(buf, starts, names, escapes):
                 return False, kinds, integers, offsets, out  # named twice: the last counts
             elif buf[i] == 0x22:
                 i, after, status = _string(buf, i + 1, end, out[field], o[field], escapes)
-                if status == 0:
-                    kinds[field, line] = STRING
-                    o[field] = after
-                elif status == 1:
-                    return False, kinds, integers, offsets, out  # not UTF-8
+                if status != 0:  # not UTF-8 (1), or no JSON string (-1)
+                    return False, kinds, integers, offsets, out
+                kinds[field, line] = STRING
+                o[field] = after
             elif buf[i] == 0x2D or 0x30 <= buf[i] <= 0x39:
                 i, small, value = _number(buf, i, end)
                 kinds[field, line] = INTEGER if small else OTHER
