@@ -758,6 +758,7 @@ def find_groups(
     original = np.asarray(original, dtype=np.int64)
     is_original = original == np.arange(n, dtype=np.int64)
     group_size = group_sizes(original)
+    del rank, labels, reps, dup_members, cand_a, cand_b, rest  # not read by the pairs' stage
     lap("groups", "pairs")
 
     if settings.pairs == "original":
