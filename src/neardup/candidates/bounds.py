@@ -67,8 +67,8 @@ def read_rows(array: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
     opened with ``mmap_mode``) is read from its file with ``pread``, not through the map, so
     that none of its pages stay resident. O(rows)."""
     rows = out.shape[0]
-    filename = getattr(array, "filename", None)
-    if not isinstance(array, np.memmap) or filename is None or rows == 0:
+    filename = _mapped_file(array)
+    if filename is None or rows == 0:
         out[:] = array[start : start + rows]
         return out
     row_bytes = out.nbytes // rows
@@ -94,6 +94,11 @@ MAP_BYTES = 1 << 23
 #: A tile reads only the rows its pairs name when they touch at most ``1 / SPARSE_SHARE`` of
 #: the pages of its block (:func:`reads_rows_only`).
 SPARSE_SHARE = 4
+
+
+def _mapped_file(array: np.ndarray) -> str | None:
+    """The file of a memory-mapped ``array`` (``np.memmap`` of a file), else None."""
+    return getattr(array, "filename", None) if isinstance(array, np.memmap) else None
 
 
 def reads_rows_only(pairs: int, rows: int, row_bytes: int) -> bool:
@@ -130,8 +135,8 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
                [14, 15],
                [ 0,  0]], dtype=uint8)
     """
-    filename = getattr(array, "filename", None)
-    if not isinstance(array, np.memmap) or filename is None or rows.shape[0] == 0:
+    filename = _mapped_file(array)
+    if filename is None or rows.shape[0] == 0:
         out[rows] = array[start + rows]
         return out
     row_bytes = out.nbytes // out.shape[0]
@@ -224,7 +229,7 @@ def possible_by_blocks(
     n = int(sketches.shape[0])
     if a.shape[0] == 0 or n == 0:
         return possible_pairs(sizes, sketches, a, b, threshold)
-    if not isinstance(sketches, np.memmap) or getattr(sketches, "filename", None) is None:
+    if _mapped_file(sketches) is None:
         return _possible_in_memory(sizes, sketches, a, b, threshold)
     keep = np.empty(a.shape[0], dtype=bool)
     blocks = -(-n // block_rows)

@@ -703,7 +703,8 @@ def distinct_hamming_pairs(
 
     Returns:
         ``(a, b, dist)``: ``int64`` indices into ``values`` with ``a < b``, sorted by
-        ``(a, b)`` (with ``ordered``), and ``uint8`` distances ``popcount(values[a] ^ values[b]) <= hamming_k``.
+        ``(a, b)`` (with ``ordered``), and ``uint8`` distances
+        ``popcount(values[a] ^ values[b]) <= hamming_k``.
 
     Raises:
         ValueError: on a bad argument or if ``values`` has duplicates.

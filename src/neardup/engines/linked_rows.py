@@ -99,10 +99,7 @@ class LinkedRows:
 
     def _charge(self, nbytes: int) -> None:
         if self.budget is not None:
-            if nbytes >= 0:
-                self.budget.charge(nbytes)
-            else:
-                self.budget.give_back(-nbytes)
+            self.budget.charge(nbytes)
 
 
 @njit(cache=True, nogil=True)

@@ -254,10 +254,7 @@ class OutOfCoreDedup:
     def _charge(self, nbytes: int) -> None:
         """Charge ``nbytes`` of per-document state to the budget (give back when negative)."""
         self.charged += nbytes
-        if nbytes >= 0:
-            self.budget.charge(nbytes)
-        else:
-            self.budget.give_back(-nbytes)
+        self.budget.charge(nbytes)
 
     # -- pass 1 ------------------------------------------------------------------------------
 

@@ -134,8 +134,12 @@ class MemoryBudget:
 
     def charge(self, nbytes: int) -> None:
         """Reserve ``nbytes`` that the run holds in any case, even past the limit (``free``
-        then goes below 0, and every :meth:`take` fails until they are given back)."""
-        self.free -= int(nbytes)
+        then goes below 0, and every :meth:`take` fails until they are given back); a
+        negative ``nbytes`` gives them back (:meth:`give_back`)."""
+        if nbytes < 0:
+            self.give_back(-nbytes)
+        else:
+            self.free -= int(nbytes)
 
     def give_back(self, nbytes: int) -> None:
         self.free = min(self.limit, self.free + nbytes)

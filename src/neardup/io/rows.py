@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
@@ -485,8 +486,7 @@ class RowChecks:
             >>> checks.repeated_ids(IdTable(), ["a", "b", "a"], [1, 2, 3], "id")
             [2]
         """
-        hook, self.before_raise = self.before_raise, None  # the report below may raise
-        try:
+        with self._hook_off():
             at = np.array(keys, dtype=np.int64)
             firsts = seen.check(ids, at)
             repeated = np.flatnonzero(firsts >= 0).tolist()
@@ -495,8 +495,6 @@ class RowChecks:
             for i in repeated:
                 self.duplicate(ids[i], int(firsts[i]), int(at[i]), field)
             return repeated
-        finally:
-            self.before_raise = hook
 
     def report_spilled(self, seen: IdTable, field: str, before: int | None = None) -> None:
         """Report the repeats among the IDs that ``seen`` spilled
@@ -506,12 +504,19 @@ class RowChecks:
         if not seen.spilled:
             return
         repeats, firsts = seen.spilled_repeats()
-        hook, self.before_raise = self.before_raise, None  # the report below may raise
-        try:
+        with self._hook_off():
             for key, first in zip(repeats.tolist(), firsts.tolist()):
                 if before is not None and key >= before:
                     break
                 self.duplicate(None, first, key, field)
+
+    @contextmanager
+    def _hook_off(self) -> Iterator[None]:
+        """:attr:`before_raise` unset meanwhile: the reports inside may raise, and the hook
+        is what calls them."""
+        hook, self.before_raise = self.before_raise, None
+        try:
+            yield
         finally:
             self.before_raise = hook
 
