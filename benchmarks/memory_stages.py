@@ -17,6 +17,8 @@ import threading
 import time
 
 import neardup.engines.outofcore as outofcore
+from neardup.engines.collected import Collected
+from neardup.engines.spill import ColumnFile
 from neardup.cli.main import main
 
 SAMPLE_SECONDS = 0.05
@@ -50,12 +52,12 @@ class StagePeaks:
             time.sleep(SAMPLE_SECONDS)
 
 
-def column_bytes(collected: outofcore.Collected) -> dict[str, int]:
+def column_bytes(collected: Collected) -> dict[str, int]:
     """Bytes of each per-document column of pass 1 (spill columns counted whole; the IDs and
     locations put in the work folder counted as such)."""
     sig = collected.signatures
     locations = collected.locations
-    on_disk = isinstance(locations, outofcore.ColumnFile)
+    on_disk = isinstance(locations, ColumnFile)
     optional = {"locations": None if on_disk else locations, "sketches": sig.sketches}
     ids = collected.id_column
     sizes = {
@@ -68,6 +70,8 @@ def column_bytes(collected: outofcore.Collected) -> dict[str, int]:
     }
     sizes.update({name: a.nbytes for name, a in optional.items() if a is not None})
     sizes["band hashes spilled"] = sum(c.disk_bytes for c in collected.band_columns)
+    if collected.content_column is not None and collected.content_column.spilled:
+        sizes["content keys spilled"] = collected.content_column.disk_bytes
     if ids is None:
         sizes["ids spilled"] = collected.ids_path.stat().st_size
     if on_disk:
@@ -92,7 +96,7 @@ def instrument(peaks: StagePeaks) -> None:
 
         self.progress.stage = stage
 
-    def collect(self, *args, **kwargs) -> outofcore.Collected:
+    def collect(self, *args, **kwargs) -> Collected:
         collected = original_collect(self, *args, **kwargs)
         n = max(len(collected), 1)
         for name, size in column_bytes(collected).items():

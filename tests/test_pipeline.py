@@ -14,7 +14,6 @@ from neardup.groups import connected_components, originals_of
 from neardup.lcs import lcs_pairs
 from neardup.pipeline import (
     Signatures,
-    content_representatives,
     find_groups,
     signatures,
 )
@@ -243,43 +242,6 @@ def test_feature_options_flow_through_settings_and_workers():
         assert one.tolist() == two.tolist()
     with pytest.raises(ValueError, match="stopword"):
         Settings(shingle="word:3:ko")
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=60), st.randoms())
-def test_content_representatives_is_the_earliest_equal_document(contents, random):
-    n = len(contents)
-    content = np.array(contents, dtype=np.uint64).reshape(n, 2)
-    rank = np.arange(n)
-    random.shuffle(rank)
-    reps = content_representatives(content, rank)
-    for d in range(n):
-        same = [e for e in range(n) if contents[e] == contents[d]]
-        assert reps[d] == min(same, key=lambda e: rank[e])
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=60),
-    st.randoms(),
-    st.sampled_from([2, 3, 4]),
-)
-def test_content_representatives_on_several_threads(contents, random, workers):
-    """Tables split by the hashes of the fingerprints (forced here for small inputs): the
-    same representatives as one table, for fingerprints that are small integers (not uniform
-    hashes), or only their top bits set."""
-    n = len(contents)
-    content = np.array(contents, dtype=np.uint64).reshape(n, 2)
-    if random.random() < 0.5:
-        content <<= np.uint64(61)
-    rank = np.arange(n)
-    random.shuffle(rank)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "PARALLEL_MIN_DOCUMENTS", 0)
-        reps = content_representatives(content, rank, workers)
-    for d in range(n):
-        same = [e for e in range(n) if contents[e] == contents[d]]
-        assert reps[d] == min(same, key=lambda e: rank[e])
 
 
 def edited_copies(n_bases=25, copies=12, seed=3):

@@ -52,20 +52,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import fields
 
 import numpy as np
 import pyarrow as pa
 
-from neardup.candidates.band_parts import BandColumn
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
+from neardup.engines.collected import Collected
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.spill import (
-    ColumnFile,
     MemoryBudget,
     SpillColumn,
     SpilledRows,
@@ -75,6 +73,7 @@ from neardup.engines.spill import (
 )
 from neardup.engines.spilled_buckets import SpillStores
 from neardup.engines.workers import check_workers, ordered_map, warm_up
+from neardup.exact import representatives_by_parts
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
@@ -115,64 +114,6 @@ INPUTS_CHANGED = (
 
 #: The arrays of :class:`~neardup.pipeline.Groups` that ``--resume`` checkpoints (all but stats).
 _GROUP_ARRAYS = tuple(f.name for f in fields(Groups) if f.name != "stats")
-
-
-@dataclass
-class Collected:
-    """What pass 1 keeps of the documents, in input order. Past the budget, the IDs wait in
-    a file of the work folder until they are written (:attr:`ids` reads them back) and the
-    input locations are read back by rows (:class:`~neardup.engines.spill.ColumnFile`)."""
-
-    id_column: pa.ChunkedArray | None
-    timestamps: np.ndarray
-    locations: np.ndarray | ColumnFile | None
-    signatures: Signatures
-    band_columns: list[SpillColumn] = field(default_factory=list)
-    #: The column of :attr:`Signatures.sketches` (LCS verification), or None.
-    sketch_column: SpillColumn | None = None
-    stats: ReadStats = field(default_factory=ReadStats)
-    seconds: float = 0.0
-    #: Every document's verification data, when pass 1 built and kept them (else None).
-    kept: KeptSets | None = None
-    ids_path: Path | None = None  # the IDs' file (Arrow IPC) when ``id_column`` is None
-
-    def __len__(self) -> int:
-        return self.timestamps.shape[0]
-
-    @property
-    def ids(self) -> pa.ChunkedArray:
-        """The IDs (an Arrow string column), read back from their file once if there. O(n)."""
-        if self.id_column is None:
-            self.id_column = read_ids(self.ids_path)
-        return self.id_column
-
-    def locations_at(self, positions: np.ndarray) -> np.ndarray:
-        """The input locations of the documents at the ascending ``positions``."""
-        if isinstance(self.locations, ColumnFile):
-            return self.locations.take(positions)
-        return self.locations[positions]
-
-    def band_keys(self, release: bool = False) -> Iterator[BandColumn]:
-        """Each band's hash column in turn, read a block at a time (from disk when spilled);
-        with ``release`` each column's memory goes back to the budget once given, so that it
-        is freed as soon as the reader is done with it (it is not read again)."""
-        for column in self.band_columns:
-            # Yielded straight from the call: this generator keeps no reference to the column
-            # while the caller works, so the column is freed once the caller is done with it.
-            yield _read_band(column, release)
-
-
-def _read_band(column: SpillColumn, release: bool) -> BandColumn:
-    """A band's hash column, read a block at a time: a spilled one by positional reads, not
-    read whole (8 B a document) nor through its map; with ``release`` its memory goes back
-    to the budget (it is not read again)."""
-    if column.spilled:
-        keys = BandColumn(column.rows, lambda s, e: column.take_ranges([s], [e])[1])
-    else:
-        keys = BandColumn.of(column.array())
-    if release:
-        column.release()
-    return keys
 
 
 class BatchSink:
@@ -289,7 +230,10 @@ class OutOfCoreDedup:
             if s.verify is not None and s.verify_measure == "lcs"
             else None
         )
-        stamps, content, empty, fps, sizes = ([] for _ in range(5))
+        # The content fingerprints (16 bytes a document) serve only the exact duplicates: past
+        # the budget they wait on disk and are read back by parts (exact.representatives_by_parts).
+        content_column = SpillColumn(self.work, "content", np.uint64, self.budget, 2)
+        stamps, empty, fps, sizes = ([] for _ in range(4))
         # Only the writing needs the IDs, and only the re-read the locations of some documents:
         # past the budget both go to the work folder as they are read (not with a batch sink
         # or --resume, which store them themselves).
@@ -326,11 +270,10 @@ class OutOfCoreDedup:
             batch_read_by = read_by.popleft()
             fixed = [
                 np.asarray(batch.timestamps, dtype=np.int64),
-                sig.content,
                 sig.empty,
                 sig.sizes.astype(np.int32),
             ]
-            for parts, part in zip((stamps, content, empty, sizes), fixed):
+            for parts, part in zip((stamps, empty, sizes), fixed):
                 parts.append(part)
             if not minhash:
                 fps.append(sig.signature)
@@ -349,6 +292,7 @@ class OutOfCoreDedup:
                     column.append(keys[:, j])
                 if sig_column is not None:
                     sig_column.append(sig.signature)
+            content_column.append(sig.content)
             if kept is not None and sig.set_offsets is not None:
                 kept.add(sig.set_offsets, sig.set_hashes, batch_read_by)
             if sink is not None:
@@ -365,6 +309,15 @@ class OutOfCoreDedup:
         for column in bands + [c for c in (sig_column, sketch_column) if c is not None]:
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
+        content_column.finish()
+        self.figures["spilled bytes"] += content_column.disk_bytes
+        if content_column.spilled and self._owns_columns:
+            content = np.zeros((n, 0), dtype=np.uint64)  # rows without memory: see group
+        else:
+            content = content_column.read()
+            if not self._owns_columns:  # a batch sink or a resumed run keeps them whole
+                content_column.release()
+                self._charge(content.nbytes)
         # Each column is joined and its batches' parts let go before the next is joined: the
         # parts and the joined columns are never all held at once (0.7 GB twice at 10M).
         if minhash:
@@ -374,7 +327,7 @@ class OutOfCoreDedup:
         else:
             signature = joined_parts(fps, np.uint64, (0,))
         sig = Signatures(
-            content=joined_parts(content, np.uint64, (0, 2)),
+            content=content,
             signature=signature,
             empty=joined_parts(empty, bool, (0,)),
             sizes=joined_parts(sizes, np.int32, (0,)),
@@ -390,6 +343,7 @@ class OutOfCoreDedup:
             signatures=sig,
             band_columns=bands,
             sketch_column=sketch_column,
+            content_column=content_column,
             stats=self.reader.stats,
             seconds=time.perf_counter() - started,
             kept=kept if kept is not None and kept.active else None,
@@ -688,7 +642,8 @@ class OutOfCoreDedup:
             # Nor the timestamps (the document order is made): a view of no memory keeps rows.
             c = self.collected
             sig = c.signatures
-            self._charge(-(sig.content.nbytes + c.timestamps.nbytes))
+            self._charge(-c.timestamps.nbytes)
+            c.content_column.release()  # its memory, when it was not spilled
             sig.content = np.zeros((len(c), 0), dtype=sig.content.dtype)
             c.timestamps = np.broadcast_to(np.int64(0), (len(c),))
         return_freed_memory()  # the stage before's temporaries (about 0.5 ms at 1M documents)
@@ -718,6 +673,21 @@ class OutOfCoreDedup:
         grouping = GROUPING_BYTES * len(c)
         self._charge(grouping)
         stores = SpillStores(self.work, max(self._least_room, 64))
+        exact = None
+        if c.signatures.content.shape[1] == 0:  # on disk: read back by parts
+
+            def exact(rank: np.ndarray) -> np.ndarray:
+                def part(p: int) -> SpillColumn:  # on disk from its first row
+                    return SpillColumn(self.work, f"content-{p}", np.uint64, MemoryBudget(0), 3)
+
+                column = c.content_column
+                room = self.budget.room(LEAST_ROOM)
+                rep = representatives_by_parts(
+                    column.read_rows, len(c), rank, room, part, self.workers
+                )
+                column.remove()
+                return rep
+
         groups = find_groups(
             c.signatures,
             c.timestamps,
@@ -737,6 +707,7 @@ class OutOfCoreDedup:
             bucket_parts=stores.bucket_parts,
             # A slice's unpacked ends and bounds' temporaries within the least room.
             candidate_slice=max(self._least_room // CANDIDATE_BYTES, 1 << 10),
+            exact_duplicates=exact,
         )
         self._charge(-grouping)
         runs, written = stores.figures()

@@ -544,10 +544,16 @@ class SpillColumn:
 
     def read(self) -> np.ndarray:
         """Everything appended, in memory (a spilled column read whole, not mapped). O(rows)."""
+        return self.read_rows(0, self.rows)
+
+    def read_rows(self, start: int, end: int) -> np.ndarray:
+        """The rows ``[start, end)`` in memory: a spilled column's read from its file (one
+        ``pread``, not through its map), else a view. O(rows read)."""
         if not self.spilled:
-            return self.array()
-        values = self.take_ranges(np.zeros(1, np.int64), np.array([self.rows * self.width]))[1]
-        return values.reshape((self.rows,) if self.width == 1 else (self.rows, self.width))
+            return self.array()[start:end]
+        flat = np.array([start * self.width]), np.array([end * self.width])
+        values = self.take_ranges(*flat)[1]
+        return values.reshape((end - start,) if self.width == 1 else (end - start, self.width))
 
     def take_ranges(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The values ``[starts[i], ends[i])`` of a one-value-per-row column for ascending,
@@ -575,6 +581,13 @@ class SpillColumn:
         """Drop the in-memory part and give its bytes back to the budget."""
         self.budget.give_back(self._held)
         self._parts, self._held = [], 0
+
+    def remove(self) -> None:
+        """:meth:`release`, and delete the file of a spilled column (no rows are left)."""
+        self.release()
+        self.finish()
+        self.path.unlink(missing_ok=True)
+        self.rows = 0
 
 
 @njit(cache=True, nogil=True)

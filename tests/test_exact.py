@@ -1,0 +1,130 @@
+"""Exact duplicates (neardup.exact): in memory and by parts read back from disk, against a
+brute force that compares every pair of fingerprints."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import exact
+from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
+from neardup.exact import content_representatives, representatives_by_parts
+
+#: Fingerprints from a few values of each word: many equal ones, and equal first words with
+#: different second words (a probe that meets the tag but not the fingerprint).
+fingerprints = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=60)
+
+
+def brute_force(contents, rank):
+    return [
+        min((e for e in range(len(contents)) if contents[e] == contents[d]), key=rank.__getitem__)
+        for d in range(len(contents))
+    ]
+
+
+def as_array(contents, shift):
+    """uint64[n, 2]; shifted left, only the top bits are set (fingerprints that are not
+    uniform hashes, e.g. those ``neardup pairs`` reads)."""
+    content = np.array(contents, dtype=np.uint64).reshape(len(contents), 2)
+    return content << np.uint64(shift)
+
+
+@settings(max_examples=100, deadline=None)
+@given(fingerprints, st.randoms(), st.sampled_from([0, 61]))
+def test_content_representatives_is_the_earliest_equal_document(contents, random, shift):
+    rank = list(range(len(contents)))
+    random.shuffle(rank)
+    reps = content_representatives(as_array(contents, shift), np.array(rank, dtype=np.int64))
+    assert reps.tolist() == brute_force(contents, rank)
+
+
+@settings(max_examples=100, deadline=None)
+@given(fingerprints, st.randoms(), st.sampled_from([2, 3, 4]), st.sampled_from([0, 61]))
+def test_content_representatives_on_several_threads(contents, random, workers, shift):
+    """Tables split by the hashes of the fingerprints (forced here for small inputs): the
+    same representatives as one table."""
+    rank = list(range(len(contents)))
+    random.shuffle(rank)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(exact, "PARALLEL_MIN_DOCUMENTS", 0)
+        reps = content_representatives(as_array(contents, shift), np.array(rank), workers)
+    assert reps.tolist() == brute_force(contents, rank)
+
+
+class MemoryPart(list):
+    """A part's rows in memory; records that it was removed."""
+
+    removed = False
+
+    def read(self):
+        return np.concatenate(self)
+
+    def remove(self):
+        self.clear()
+        self.removed = True
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    fingerprints,
+    st.randoms(),
+    st.sampled_from([0, 61]),
+    st.sampled_from([0, 200, 1_000, 1 << 30]),
+    st.integers(1, 9),
+)
+def test_representatives_by_parts_equal_the_brute_force(contents, random, shift, room, block):
+    """Any room (0: the most parts; a few documents a part; everything in one part), blocks
+    of any size read: the brute force's representatives; every part store removed."""
+    rank = list(range(len(contents)))
+    random.shuffle(rank)
+    content = as_array(contents, shift)
+    reads, stores = [], []
+
+    def read_rows(start, end):
+        reads.append((start, end))
+        return content[start:end]
+
+    def part_store(part):
+        stores.append(MemoryPart())
+        return stores[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(exact, "MAX_PART_BITS", 3)  # up to 8 parts over these few documents
+        patch.setattr(exact, "PART_DOCUMENT_BYTES", 100)
+        reps = representatives_by_parts(
+            read_rows, len(contents), np.array(rank), room, part_store, workers=2
+        )
+    assert reps.tolist() == brute_force(contents, rank)
+    if len(contents) * 100 > room:
+        assert len(stores) > 1, "split into parts"
+        assert sorted(reads) == reads and reads[-1][1] == len(contents), "one scan, in order"
+    else:
+        assert not stores and reads == [(0, len(contents))], "read and solved whole"
+    assert all(store.removed for store in stores)
+
+
+def test_representatives_by_parts_through_spill_files(tmp_path):
+    """The engine's part stores, columns of width 3 on disk: the same representatives as in
+    memory, and no file left once the parts are solved."""
+    rng = np.random.default_rng(5)
+    n = 5_000
+    content = rng.integers(0, 300, size=(n, 2)).astype(np.uint64)  # many equal fingerprints
+    rank = rng.permutation(n)
+    expected = content_representatives(content, rank)
+    with WorkDir(tmp_path, "key", "out") as work:
+        source = SpillColumn(work, "content", np.uint64, MemoryBudget(0), 2)
+        for start in range(0, n, 700):
+            source.append(content[start : start + 700])
+
+        def part_store(part):
+            return SpillColumn(work, f"part-{part}", np.uint64, MemoryBudget(0), 3)
+
+        reps = representatives_by_parts(source.read_rows, n, rank, 20_000, part_store, workers=2)
+        source.remove()
+        assert not any(work.path.glob("*.bin"))
+    np.testing.assert_array_equal(reps, expected)
+
+
+def test_representatives_by_parts_checks_the_ranks():
+    with pytest.raises(ValueError, match=r"one value per document \(3\); got 2"):
+        representatives_by_parts(lambda s, e: None, 3, np.arange(2), 0, list)
