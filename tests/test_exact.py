@@ -51,6 +51,26 @@ def test_content_representatives_on_several_threads(contents, random, workers, s
     assert reps.tolist() == brute_force(contents, rank)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=80), st.integers(0, 2**31), st.booleans())
+def test_content_representatives_of_a_fingerprint_view_equal_those_of_stacked_keys(
+    picks, seed, parallel
+):
+    """`neardup pairs` keys each row by its fingerprint twice, through a view with a zero
+    stride: the same representatives as the keys (fingerprint, 0) stacked in memory."""
+    fps = np.array([p * 0x9E3779B97F4A7C15 % 2**64 for p in picks], dtype=np.uint64)
+    n = fps.shape[0]
+    view = np.lib.stride_tricks.as_strided(fps, shape=(n, 2), strides=(8, 0), writeable=False)
+    stacked = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
+    rank = np.random.default_rng(seed).permutation(n)
+    with pytest.MonkeyPatch.context() as patch:
+        if parallel:
+            patch.setattr(exact, "PARALLEL_MIN_DOCUMENTS", 0)
+        got = content_representatives(view, rank, workers=2)
+        want = content_representatives(stacked, rank, workers=2)
+    assert got.tolist() == want.tolist()
+
+
 class MemoryPart(list):
     """A part's rows in memory; records that it was removed."""
 

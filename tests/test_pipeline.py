@@ -398,23 +398,3 @@ def test_repair_finds_the_pairs_star_candidates_lose_in_memory_and_from_spilled_
     )
     labels = connected_components(len(texts), a, b)
     np.testing.assert_array_equal(got.original, originals_of(labels, np.arange(len(texts))))
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 6), max_size=80), st.integers(0, 2**31), st.booleans())
-def test_content_representatives_of_a_fingerprint_view_equal_those_of_stacked_keys(
-    picks, seed, parallel
-):
-    """`neardup pairs` keys each row by its fingerprint twice, through a view with a zero
-    stride: the same representatives as the keys (fingerprint, 0) stacked in memory."""
-    fps = np.array([p * 0x9E3779B97F4A7C15 % 2**64 for p in picks], dtype=np.uint64)
-    n = fps.shape[0]
-    view = np.lib.stride_tricks.as_strided(fps, shape=(n, 2), strides=(8, 0), writeable=False)
-    stacked = np.stack([fps, np.zeros(n, dtype=np.uint64)], axis=1)
-    rank = np.random.default_rng(seed).permutation(n)
-    with pytest.MonkeyPatch.context() as patch:
-        if parallel:
-            patch.setattr(pipeline, "PARALLEL_MIN_DOCUMENTS", 0)
-        got = pipeline.content_representatives(view, rank, workers=2)
-        want = pipeline.content_representatives(stacked, rank, workers=2)
-    assert got.tolist() == want.tolist()
