@@ -3,10 +3,10 @@
 The texts are never all in memory. The job makes three passes over the inputs:
 
 1. **Read and sign** (every document, streamed in batches, signed by worker threads): per
-   document only fixed-width columns stay — the 128-bit content fingerprint, the timestamp
-   (int64 µs), the SimHash fingerprint, where the text lives in its input — and the IDs as an
-   Arrow string column. MinHash band hashes (``bands`` × 8 bytes a document), the count
-   sketches of the LCS units (LCS verification: 128 bytes a document) and, when the
+   document only fixed-width columns stay — the timestamp (int64 µs), the SimHash
+   fingerprint, where the text lives in its input — and the IDs as an Arrow string column.
+   The 128-bit content fingerprints, MinHash band hashes (``bands`` × 8 bytes a document), the
+   count sketches of the LCS units (LCS verification: 128 bytes a document) and, when the
    MinHash estimate decides (no verification), the signatures go to
    :class:`~neardup.engines.spill.SpillColumn` objects: in memory while the budget allows,
    else appended to files in the run's work folder. When verification needs data and the
@@ -15,7 +15,8 @@ The texts are never all in memory. The job makes three passes over the inputs:
    budget beside the rest, judged from the share of the input read; once they do not, they are
    dropped, after a few batches on an input far over the budget.
 2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
-   duplicates, candidates band by band (each column read a block at a time, a partition of
+   duplicates (content fingerprints that spilled are read back a part of their hashes at a
+   time: :func:`neardup.exact.representatives_by_parts`), candidates band by band (each column read a block at a time, a partition of
    its hashes at a time past the budget's room), those that the unit counts and sketches
    rule out dropped, then verification over the data kept in pass 1; when those were not
    kept, the texts of the documents that have a candidate are **read again** — only those,
@@ -31,11 +32,11 @@ Same input and options give the same bytes as :func:`neardup.pipeline.find_group
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
 Memory: the budget is half of ``memory_limit``. Charged to it first (:meth:`MemoryBudget.charge`):
-the fixed columns, about ``37 + len(id)`` bytes a document (the IDs and locations go to the
+the fixed columns, about ``21 + len(id)`` bytes a document (the IDs and locations go to the
 work folder while pass 1 reads, once the budget keeps less than :data:`LEAST_ROOM` of itself
 free: :mod:`neardup.engines.kept_columns`), and the grouping's arrays (:data:`GROUPING_BYTES` a
 document). The spillable part (``8 × bands`` bytes a document for MinHash band hashes, 128 for
-the sketches, the verification data kept from pass 1) gets the room those leave, and spills
+the sketches, 16 for the content fingerprints, the verification data kept from pass 1) gets the room those leave, and spills
 once N grows; the band search's temporaries (:mod:`neardup.candidates.band_parts`), the
 sketches' blocks (:mod:`neardup.candidates.bounds`) and the verification chunks take the room
 left, at least :data:`LEAST_ROOM` of the budget. Not charged: the candidate pairs in memory
