@@ -6,18 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from synth_helpers import chain_corpus
 
-from neardup import pipeline
+from neardup import exact_duplicates, pipeline
 from neardup.candidates.bands import candidate_pairs
 from neardup.candidates.chunks import bound_possible, filter_slices
 from neardup.engines.local import signatures_parallel
+from neardup.exact_duplicates import content_representatives
 from neardup.groups import connected_components, originals_of
 from neardup.lcs import lcs_pairs
-from neardup.pipeline import (
-    Signatures,
-    content_representatives,
-    find_groups,
-    signatures,
-)
+from neardup.pipeline import Signatures, find_groups, signatures
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance
 from neardup.verify import jaccard_pairs
@@ -275,7 +271,7 @@ def test_content_representatives_on_several_threads(contents, random, workers):
     rank = np.arange(n)
     random.shuffle(rank)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "PARALLEL_MIN_DOCUMENTS", 0)
+        patch.setattr(exact_duplicates, "PARALLEL_MIN_DOCUMENTS", 0)
         reps = content_representatives(content, rank, workers)
     for d in range(n):
         same = [e for e in range(n) if contents[e] == contents[d]]
@@ -452,7 +448,7 @@ def test_content_representatives_of_a_fingerprint_view_equal_those_of_stacked_ke
     rank = np.random.default_rng(seed).permutation(n)
     with pytest.MonkeyPatch.context() as patch:
         if parallel:
-            patch.setattr(pipeline, "PARALLEL_MIN_DOCUMENTS", 0)
-        got = pipeline.content_representatives(view, rank, workers=2)
-        want = pipeline.content_representatives(stacked, rank, workers=2)
+            patch.setattr(exact_duplicates, "PARALLEL_MIN_DOCUMENTS", 0)
+        got = content_representatives(view, rank, workers=2)
+        want = content_representatives(stacked, rank, workers=2)
     assert got.tolist() == want.tolist()

@@ -40,11 +40,9 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from neardup.candidates.bands import DistinctUnion, band_columns, packed_pairs_from_band_columns
 from neardup.candidates.bounds import sketch_block_rows
@@ -54,6 +52,7 @@ from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, index_union, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
 from neardup.candidates.tables import IdenticalBuckets
+from neardup.exact_duplicates import content_representatives, representatives_and_members
 from neardup.group_labels import group_sizes, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
@@ -65,7 +64,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
-from neardup.memory import return_freed_memory
+from neardup.memory import index_dtype, return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -187,11 +186,15 @@ class Groups:
     """What stage 2 decides, per document (index = input position) and per reported pair.
 
     Attributes:
-        original: int64[n], index of the original of each document's group.
+        original: int[n], index of the original of each document's group.
         is_original: bool[n].
-        group_size: int64[n], members of each document's group.
-        pair_a, pair_b: int64 indices of reported pairs (``pair_a`` is the original in
+        group_size: int[n], members of each document's group.
+        pair_a, pair_b: int indices of reported pairs (``pair_a`` is the original in
             ``pairs="original"`` mode; ``pair_a < pair_b`` in ``pairs="all"`` mode).
+
+    ``original`` and ``group_size`` are of :func:`~neardup.memory.index_dtype` (int32 below
+    2**31 documents, else int64): 4 bytes a document, not 8; ``pair_a`` and ``pair_b`` int32
+    or int64.
         pair_value: uint8 Hamming distances (SimHash), else float64: the verification measure
             (LCS resemblance or exact Jaccard) when verified, the MinHash estimate of Jaccard
             without verification.
@@ -210,109 +213,6 @@ class Groups:
     pair_value: np.ndarray
     pair_passed: np.ndarray
     stats: dict = field(default_factory=dict)
-
-
-def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int = 1) -> np.ndarray:
-    """For each document, the earliest document (smallest ``rank``, a permutation) with the
-    same content fingerprint.
-
-    One pass in rank order over a hash table of the 128-bit fingerprints whose slots hold one
-    word: a document index and, in the bits it leaves, a tag of the fingerprint's hash, so that
-    a probe reads ``content`` only when the tags agree. The two words are mixed into the hash,
-    so fingerprints that are not uniform hashes (those of ``neardup pairs`` may be any 64 bits)
-    fill the table evenly too. With ``workers`` > 1 (from :data:`PARALLEL_MIN_DOCUMENTS`
-    documents on), the fingerprints are split by the top bits of that hash into a power of two
-    of parts, each with its own table, filled by its own thread: the same result. Cost: O(n)
-    expected; memory 8 bytes a slot, each table at most three quarters full. Example:
-        >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
-        >>> content_representatives(c, np.array([2, 0, 1])).tolist()
-        [2, 1, 2]
-    """
-    n = content.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    rank = np.asarray(rank, dtype=np.int64)
-    if bool((rank[1:] > rank[:-1]).all()):
-        order = rank  # an ascending permutation is the identity, as for documents in time order
-    else:
-        order = np.empty(n, dtype=np.int64)
-        order[rank] = np.arange(n, dtype=np.int64)
-    content = np.asarray(content, dtype=np.uint64)  # a view stays one (see LocalEngine.pairs)
-    part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
-    sizes = np.zeros(1 << part_bits, dtype=np.int64)
-    _part_sizes(content, part_bits, sizes)
-    # A slot holds document + 1 (0: empty) in its low bits, the hash's top bits above them.
-    index_bits = max(32, n.bit_length())
-    rep = np.empty(n, dtype=np.int64)
-
-    def fill(part: int) -> None:
-        capacity = 1 << max(4, int(sizes[part] * 4 // 3 + 1).bit_length())
-        table = np.zeros(capacity, dtype=np.uint64)
-        _first_of_equal(content, order, table, part, part_bits, index_bits, rep)
-
-    if part_bits == 0:
-        fill(0)
-        return rep
-    with ThreadPoolExecutor(sizes.shape[0]) as pool:
-        list(pool.map(fill, range(sizes.shape[0])))
-    return rep
-
-
-#: Documents from which :func:`content_representatives` fills its tables on several threads.
-PARALLEL_MIN_DOCUMENTS = 1 << 20
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _content_hash(x0, x1):
-    # splitmix64's finaliser over both words: every bit of either moves every bit of the hash.
-    h = x0 ^ (x1 * np.uint64(0x9E3779B97F4A7C15))
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _part_of(h, part_bits):
-    return np.int64(h >> np.uint64(64 - part_bits)) if part_bits > 0 else np.int64(0)
-
-
-@njit(cache=True, nogil=True)
-def _part_sizes(content, part_bits, sizes):
-    """``sizes[p]``: the documents whose content hash falls in part ``p``. O(n)."""
-    for d in range(content.shape[0]):
-        sizes[_part_of(_content_hash(content[d, 0], content[d, 1]), part_bits)] += 1
-
-
-@njit(cache=True, nogil=True)
-def _first_of_equal(content, order, table, part, part_bits, index_bits, rep):
-    """``rep[d]`` for the documents of part ``part`` (:func:`_part_of`), through ``table`` (a
-    power of two of slots, 0 when empty, at most three quarters full once done): a slot is
-    ``tag << index_bits | (document + 1)``, the tag the top ``64 - index_bits`` bits of the
-    hash."""
-    mask = np.uint64(table.shape[0] - 1)
-    low = np.uint64((1 << index_bits) - 1)
-    shift = np.uint64(index_bits)
-    for r in range(order.shape[0]):
-        d = order[r]
-        x0 = content[d, 0]
-        x1 = content[d, 1]
-        h = _content_hash(x0, x1)
-        if _part_of(h, part_bits) != part:
-            continue
-        tag = (h >> shift) << shift
-        slot = h & mask
-        while True:
-            entry = table[slot]
-            if entry == 0:
-                table[slot] = tag | np.uint64(d + 1)
-                rep[d] = d
-                break
-            if (entry & ~low) == tag:
-                e = np.int64(entry & low) - 1
-                if content[e, 0] == x0 and content[e, 1] == x1:
-                    rep[d] = e
-                    break
-            slot = (slot + np.uint64(1)) & mask
 
 
 def sets_for(
@@ -527,7 +427,7 @@ def candidate_edges(
     packed (8 bytes a pair) until taken in slices (in a ``pair_union()`` when given).
     """
     if reps.shape[0] == 0:
-        empty = np.zeros(0, dtype=np.int64)
+        empty = np.zeros(0, dtype=reps.dtype)
         return CandidatePairs.of_arrays(empty, empty)
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
@@ -535,7 +435,7 @@ def candidate_edges(
     # The star kernels only compare positions, and keep the earlier of equal ones (a run's
     # members ascend): the ranks serve, without the radix sort that numbered them (about 50
     # B a representative at once, more than the band search's partitions at 50M).
-    positions = np.asarray(rank[reps], dtype=np.int64)
+    positions = rank[reps]
     packed = _band_search(
         sig, settings, reps, band_keys, pair_union, room, "star", workers, positions, buckets
     )
@@ -565,7 +465,7 @@ def all_pairs(
         pairs = CandidatePairs.of_arrays(a, b)
     else:
         packed = _band_search(sig, settings, None, band_keys, pair_union, room, "all", workers)
-        pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=np.int64))
+        pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=index_dtype(len(sig))))
     return (*filter_slices(pairs, relation, candidate_slice), None)
 
 
@@ -624,11 +524,7 @@ def find_groups(
 
     rank, timestamps = document_order(timestamps), None  # only the order is used from here
     rep_of = content_representatives(sig.content, rank, workers)
-    # No array of the indices held through the stages (8 bytes a document).
-    is_rep = rep_of == np.arange(n, dtype=np.int64)
-    reps = np.flatnonzero(is_rep)
-    dup_members = np.flatnonzero(~is_rep)
-    del is_rep
+    reps, dup_members = representatives_and_members(rep_of)
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
@@ -699,7 +595,7 @@ def find_groups(
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
         linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
-        in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
+        in_group = np.flatnonzero(group_sizes(linked) > 1)  # counts in 4 bytes, not bincount's 8
         compared = in_group[rep_of[in_group] == in_group]
         if rest is not None:  # the repair round compares the ends of its pairs
             compared = index_union(n, compared, *rest)
@@ -755,14 +651,13 @@ def find_groups(
         original = originals_of(labels, rank)
     else:
         original = center_groups(labels, rank, relation)
-    original = np.asarray(original, dtype=np.int64)
-    is_original = original == np.arange(n, dtype=np.int64)
+    is_original = original == np.arange(n, dtype=original.dtype)
     group_size = group_sizes(original)
     del rank, labels, reps, dup_members, cand_a, cand_b, rest  # not read by the pairs' stage
     lap("groups", "pairs")
 
     if settings.pairs == "original":
-        pair_b = np.flatnonzero(~is_original)
+        pair_b = np.flatnonzero(~is_original).astype(original.dtype)
         pair_a, pair_value = original[pair_b], None
     else:
         pair_a, pair_b, pair_value = all_pairs(

@@ -49,11 +49,12 @@ from neardup.candidates.bands import candidate_pairs
 from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.candidates.tables import hamming_pairs
 from neardup.diff import word_diff
+from neardup.exact_duplicates import content_representatives
 from neardup.io import InputError, tsv_unescape, write_records, write_table
 from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.io.rows import BadRow
 from neardup.io.sources import json_object_line
-from neardup.pipeline import Signatures, content_representatives
+from neardup.pipeline import Signatures
 from neardup.settings import (
     DEFAULT_HASH_NAME,
     DEFAULT_METHOD,
