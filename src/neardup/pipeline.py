@@ -486,7 +486,8 @@ def find_groups(
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
-    ``timestamps`` is an int64 ordering key per document (smaller = earlier). When verification
+    ``timestamps`` is an int64 ordering key per document (smaller = earlier), read only before
+    ``on_stage`` is told of the first stage (exact duplicates). When verification
     needs shingle sets that ``sig`` does not hold, only the documents that have a candidate
     need them, and an exact duplicate shares its representative's set: ``set_source`` provides
     them when given (an out-of-core run re-reads those texts), else they are built from
@@ -519,10 +520,11 @@ def find_groups(
         if on_stage is not None and following is not None:
             on_stage(following)
 
+    # Only the order is used from here; the caller may let go of the timestamps once told
+    # of the exact duplicates' stage.
+    rank, timestamps = document_order(timestamps), None
     if on_stage is not None:
         on_stage("exact duplicates")
-
-    rank, timestamps = document_order(timestamps), None  # only the order is used from here
     rep_of = content_representatives(sig.content, rank, workers)
     reps, dup_members = representatives_and_members(rep_of)
     stats["exact_duplicates"] = int(dup_members.shape[0])
