@@ -17,9 +17,9 @@ import threading
 import time
 
 import neardup.engines.outofcore as outofcore
+from neardup.cli.main import main
 from neardup.engines.collected import Collected
 from neardup.engines.spill import ColumnFile
-from neardup.cli.main import main
 
 SAMPLE_SECONDS = 0.05
 

@@ -20,6 +20,7 @@ from neardup.groups import (
     locality_pair_order,
     originals_of,
 )
+from neardup.memory import index_dtype
 
 # --------------------------------------------------------------------------- references
 
@@ -267,7 +268,7 @@ def graphs(draw, max_n=30, max_m=60):
 def test_components_match_bfs_and_ignore_edge_order(g, rnd):
     n, a, b = g
     labels = connected_components(n, np.array(a, dtype=np.int64), np.array(b, dtype=np.int64))
-    assert labels.dtype == np.int64
+    assert labels.dtype == index_dtype(n)
     assert labels.tolist() == bfs_components(n, a, b)
     edges = [(x, y) if rnd.random() < 0.5 else (y, x) for x, y in zip(a, b)]
     rnd.shuffle(edges)
@@ -329,7 +330,7 @@ def test_center_groups_match_sequential_greedy(r):
     labels2 = connected_components(n, b[perm], a[perm])
     assert center_groups(labels2, rank, matrix_predicate(rel)).tolist() == out.tolist()
     # Labels of any value and raw timestamps (ties by index) decide the same groups.
-    wide = labels * (2**40) - 2**61
+    wide = labels.astype(np.int64) * (2**40) - 2**61
     assert center_groups(wide, ts, matrix_predicate(rel)).tolist() == out.tolist()
 
 

@@ -12,11 +12,7 @@ from neardup.candidates.chunks import bound_possible, filter_slices
 from neardup.engines.local import signatures_parallel
 from neardup.groups import connected_components, originals_of
 from neardup.lcs import lcs_pairs
-from neardup.pipeline import (
-    Signatures,
-    find_groups,
-    signatures,
-)
+from neardup.pipeline import Signatures, find_groups, signatures
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance
 from neardup.verify import jaccard_pairs

@@ -133,8 +133,8 @@ def pairs_from_fingerprints(
 def groups_from_pairs(
     n: int, a: np.ndarray, b: np.ndarray, timestamps: np.ndarray | None = None
 ) -> np.ndarray:
-    """The original (index) of every document's group: connected components of the pairs, the
-    earliest document (smallest timestamp, then index) being the original. O(n + pairs).
+    """The original (int64 index) of every document's group: connected components of the pairs,
+    the earliest document (smallest timestamp, then index) being the original. O(n + pairs).
 
     Example:
         >>> groups_from_pairs(4, np.array([0, 2]), np.array([1, 3]), np.array([5, 1, 0, 0])).tolist()
@@ -142,7 +142,7 @@ def groups_from_pairs(
     """
     stamps = np.zeros(n, dtype=np.int64) if timestamps is None else np.asarray(timestamps, np.int64)
     labels = connected_components(n, np.asarray(a, np.int64), np.asarray(b, np.int64))
-    return originals_of(labels, document_order(stamps))
+    return originals_of(labels, document_order(stamps)).astype(np.int64)
 
 
 @renamed_keywords(text_column="text_field", id_column="id_field", time_column="time_field")

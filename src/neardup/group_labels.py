@@ -18,14 +18,15 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.radix import in_halves
+from neardup.memory import index_dtype
 
 __all__ = ["group_sizes", "min_rank_members", "with_duplicates"]
 
 
 def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """``int64`` per document, the member of its group of smallest ``rank`` (ties: the
-    smaller index); ``labels`` are int64 group labels in ``0..n-1``. O(n), one array of n
-    beside the result. When every label is its group's smallest member (as from
+    """Per document, the member of its group of smallest ``rank`` (ties: the smaller index),
+    of the dtype of ``labels``: int32 or int64 group labels in ``0..n-1``. O(n), one array of
+    n beside the result. When every label is its group's smallest member (as from
     :func:`neardup.groups.connected_components`) and ``rank`` does not decrease with the index
     (documents in time order), the labels are the answer: one pass checks it, no other.
 
@@ -36,7 +37,7 @@ def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     n = labels.size
     if n and all(in_halves(_smallest_are_earliest, n, labels, rank)):
         return labels.copy()
-    best, best_after = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    best, best_after = np.full(n, -1, dtype=labels.dtype), np.full(n, -1, dtype=labels.dtype)
     in_halves(_min_rank_members, n, labels, rank, best, best_after)
     in_halves(_earlier_members, n, rank, best, best_after)
     out = best_after  # read no more: each document's original is written over it
@@ -45,18 +46,19 @@ def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
 
 
 def group_sizes(originals: np.ndarray) -> np.ndarray:
-    """``int64`` per document, the number of documents sharing its original (``originals``,
-    int64 indices in ``0..n-1``): the counts of each half of the documents on its own thread,
-    summed, then read back per document, in halves too. O(n) time, one count of n beside the
-    result.
+    """Per document, the number of documents sharing its original (``originals``, integer
+    indices in ``0..n-1``), of :func:`~neardup.memory.index_dtype`: the counts of each half of
+    the documents on its own thread, summed, then read back per document, in halves too. O(n)
+    time, one count of n beside the result.
 
     Example:
         >>> group_sizes(np.array([1, 1, 2, 1])).tolist()
         [3, 3, 1, 3]
     """
-    originals = np.asarray(originals, dtype=np.int64)
+    originals = np.asarray(originals)
     n = originals.size
-    counts, counts_after = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    count = index_dtype(n)
+    counts, counts_after = np.zeros(n, dtype=count), np.zeros(n, dtype=count)
     in_halves(_count_originals, n, originals, counts, counts_after)
     in_halves(_summed, n, counts, counts_after)
     sizes = counts_after  # read no more: each document's group size is written over it
@@ -89,15 +91,15 @@ def with_duplicates(labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray)
     joins the component of its representative ``rep_of[d]``: ``labels`` are those of
     :func:`connected_components` over pairs among representatives (each the smallest index of
     its component), and so is the result, without joining the duplicates' links to those pairs
-    (0.8 GB at 10M documents). O(n + members); the per-document pass in two halves on two
-    threads.
+    (0.8 GB at 10M documents); of the dtype of ``labels`` (int32 or int64). O(n + members);
+    the per-document pass in two halves on two threads.
 
     Example:
         >>> with_duplicates(np.array([0, 0, 2, 3]), np.array([0, 1, 2, 1]), np.array([3])).tolist()
         [0, 0, 2, 0]
     """
-    labels = np.asarray(labels, dtype=np.int64)
-    smallest = np.arange(labels.shape[0], dtype=np.int64)
+    labels = np.asarray(labels)
+    smallest = np.arange(labels.shape[0], dtype=labels.dtype)
     _smallest_with(labels, rep_of, members, smallest)
     out = np.empty_like(labels)
     in_halves(_relabelled, labels.shape[0], labels, rep_of, smallest, out)

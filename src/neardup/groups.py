@@ -42,6 +42,7 @@ from numba import njit
 from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, stable_lexsort
 from neardup.candidates.tables import IdenticalBuckets
 from neardup.group_labels import group_sizes, min_rank_members
+from neardup.memory import index_dtype
 
 GROUPINGS = ("components", "center")
 
@@ -50,7 +51,8 @@ GROUPINGS = ("components", "center")
 
 
 def _index_array(name: str, x: np.ndarray) -> np.ndarray:
-    """``x`` as a 1-D int64 array; an empty array of any dtype is accepted."""
+    """``x`` as a 1-D int32 or int64 array (kept as it is: no copy of 4-byte indices; other
+    integer dtypes become int64); an empty array of any dtype is accepted."""
     arr = np.asarray(x)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
@@ -61,7 +63,7 @@ def _index_array(name: str, x: np.ndarray) -> np.ndarray:
     int64_max = np.iinfo(np.int64).max
     if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) > int64_max:
         raise ValueError(f"{name} values must be in 0..{int64_max}, got {arr.max()}")
-    return arr.astype(np.int64, copy=False)
+    return arr if arr.dtype in (np.int32, np.int64) else arr.astype(np.int64)
 
 
 def _check_same_length(name: str, x: np.ndarray, other: str, n: int) -> None:
@@ -77,7 +79,7 @@ def _check_indices(name: str, x: np.ndarray, n: int) -> None:
 
 def _checked_pairs(n: int, a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     """``n`` checked to be an integer >= 0, and pairs ``(a[i], b[i])`` of document indices in
-    ``0..n-1`` as int64 arrays of one length."""
+    ``0..n-1`` as int32 or int64 arrays of one length (:func:`_index_array`)."""
     try:
         n = operator.index(n)
     except TypeError:
@@ -177,8 +179,9 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         timestamps: integer timestamp per document (any unit; only the order matters), length n.
 
     Returns:
-        int64 array of length n, a permutation of ``0..n-1``. Equal timestamps are ranked by
-        index (the earlier input row first).
+        array of length n of :func:`~neardup.memory.index_dtype` (int32 below 2**31
+        documents), a permutation of ``0..n-1``. Equal timestamps are ranked by index (the
+        earlier input row first).
 
     Complexity: O(n × significant bytes of the timestamps) time (one stable radix sort), O(n)
     when they are already in order; O(n) memory.
@@ -192,11 +195,12 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         raise ValueError(f"timestamps must be a 1-D array, got shape {ts.shape}")
     if ts.size and ts.dtype.kind not in "iu":
         raise ValueError(f"timestamps must have an integer dtype, got {ts.dtype}")
+    index = index_dtype(ts.size)
     if ts.size and _ascending(ts):
-        return np.arange(ts.size, dtype=np.int64)  # already in time order, as crawls often are
+        return np.arange(ts.size, dtype=index)  # already in time order, as crawls often are
     order = stable_argsort(ts)
-    rank = np.empty(ts.size, dtype=np.int64)
-    rank[order] = np.arange(ts.size, dtype=np.int64)
+    rank = np.empty(ts.size, dtype=index)
+    rank[order] = np.arange(ts.size, dtype=index)
     return rank
 
 
@@ -212,7 +216,8 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b: integer arrays of equal length m, document indices in ``0..n-1``.
 
     Returns:
-        int64 array of length n: ``labels[d]`` is the smallest index in d's component.
+        array of length n of :func:`~neardup.memory.index_dtype`: ``labels[d]`` is the
+        smallest index in d's component.
 
     Complexity: O(n + m log n) time in the worst case, near O(n + m) in practice (union-find
     linking the larger root under the smaller, with path halving, then one pass that points
@@ -223,7 +228,7 @@ def connected_components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         [0, 1, 2, 3, 1]
     """
     n, a, b = _checked_pairs(n, a, b)
-    labels = np.arange(n, dtype=np.int64)
+    labels = np.arange(n, dtype=index_dtype(n))
     _union_pairs(a, b, labels)
     _flattened(labels)
     return labels
@@ -267,10 +272,10 @@ def _link_round(a, b, state, parent, scratch, everything):
 @njit(cache=True, nogil=True)
 def _picked_pairs(a, b, state, start, most):
     """Up to ``most`` pairs picked for testing, in input order from pair ``start``: their
-    (a, b), and the pair after the last one taken. No index array: at 10M documents a round
-    picks tens of millions. O(pairs scanned)."""
-    pa = np.empty(most, dtype=np.int64)
-    pb = np.empty(most, dtype=np.int64)
+    (a, b) (of the dtype of ``a``), and the pair after the last one taken. No index array: at
+    10M documents a round picks tens of millions. O(pairs scanned)."""
+    pa = np.empty(most, dtype=a.dtype)
+    pb = np.empty(most, dtype=a.dtype)
     t = 0
     e = start
     while e < a.shape[0] and t < most:
@@ -328,7 +333,7 @@ def accepted_links(
 
     Args:
         n: number of documents.
-        a, b: int64 document indices of the candidate pairs (equal lengths m).
+        a, b: int32 or int64 document indices of the candidate pairs (equal lengths m).
         accept: vectorised predicate ``f(x, y) -> bool array`` of the pairs ``(x[i], y[i])``,
             called with non-empty arrays only (e.g. a :class:`neardup.pipeline.Relation`).
         rounds: rounds that test a spanning forest before the rest is tested at once (>= 0).
@@ -360,7 +365,7 @@ def accepted_links(
     n, a, b = _checked_pairs(n, a, b)
     state = np.full(a.size, _PENDING, dtype=np.int8)
     # 4 bytes a document when they fit: at 10M documents these are held beside the pairs.
-    index_type = np.int32 if n < 2**31 else np.int64
+    index_type = index_dtype(n)
     if linked is None:
         parent = np.arange(n, dtype=index_type)
     else:
@@ -400,7 +405,8 @@ def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
             Raw timestamps work too: equal keys are broken by the smaller index.
 
     Returns:
-        int64 array of length n: ``originals[d]`` is the index of d's group original.
+        array of length n, int32 or int64 as ``labels``: ``originals[d]`` is the index of d's
+        group original.
 
     Complexity: O(n) time and memory when labels are in ``0..n-1`` (as from
     :func:`connected_components`), else O(n × significant bytes of the labels) (compacted
@@ -441,13 +447,14 @@ def center_groups(
             :func:`connected_components` over the candidate pairs.
         rank: integer ordering key per document, length n, usually :func:`document_order`
             (equal keys are broken by the smaller index).
-        is_near_duplicate: vectorised symmetric predicate ``f(x, y) -> bool array``: for int64
+        is_near_duplicate: vectorised symmetric predicate ``f(x, y) -> bool array``: for int
             index arrays of equal length m, element i says whether documents ``x[i]`` and
             ``y[i]`` are near-duplicates (e.g. Hamming distance of their fingerprints
             ``<= hamming_k``, or exact Jaccard ``>= threshold``). Must return shape ``(m,)``.
 
     Returns:
-        int64 array of length n: the center (= original) index of every document's group.
+        array of length n of :func:`~neardup.memory.index_dtype`: the center (= original)
+        index of every document's group.
 
     Complexity: O(n + p + T) time, where p is the number of documents in components of
     size > 1 (sorted by a radix sort) and T the number of predicate tests, T = Σ over rounds
@@ -468,7 +475,7 @@ def center_groups(
     rank = _index_array("rank", rank)
     n = labels.size
     _check_same_length("rank", rank, "labels", n)
-    center = np.arange(n, dtype=np.int64)
+    center = np.arange(n, dtype=index_dtype(n))
     if n == 0:
         return center
 
@@ -539,9 +546,9 @@ def group_table(originals: np.ndarray) -> dict[str, np.ndarray]:
     originals = _check_originals(originals)
     n = originals.size
     return {
-        "original": originals.copy(),
-        "is_original": originals == np.arange(n, dtype=np.int64),
-        "group_size": group_sizes(originals),
+        "original": originals.astype(np.int64),
+        "is_original": originals == np.arange(n, dtype=originals.dtype),
+        "group_size": group_sizes(originals).astype(np.int64),
     }
 
 
@@ -561,8 +568,8 @@ def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         [[1, 1], [0, 3]]
     """
     originals = _check_originals(originals)
-    dup = np.flatnonzero(originals != np.arange(originals.size, dtype=np.int64)).astype(np.int64)
-    return originals[dup], dup
+    dup = np.flatnonzero(originals != np.arange(originals.size, dtype=originals.dtype))
+    return originals[dup].astype(np.int64), dup
 
 
 @njit(cache=True, nogil=True)
@@ -662,13 +669,15 @@ def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     mark = np.zeros(n, dtype=bool)
     mark[a] = True
     mark[b] = True
-    rank = np.cumsum(mark) - 1
+    index = index_dtype(n)
+    rank = np.cumsum(mark, dtype=index)
+    rank -= 1
     named = int(rank[-1]) + 1
     del mark
     la, lb = rank[a], rank[b]
     del rank
-    place = np.empty(named, dtype=np.int64)
-    place[locality_order(named, la, lb)] = np.arange(named)
+    place = np.empty(named, dtype=index)
+    place[locality_order(named, la, lb)] = np.arange(named, dtype=index)
     pa, pb = place[la], place[lb]
     del la, lb, place
     # The nearer end and the farther one, the latter in place: two arrays of the pairs, not four.

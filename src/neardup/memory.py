@@ -1,4 +1,5 @@
-"""The process's memory: heap pages of freed arrays given back to the system.
+"""The process's memory: heap pages of freed arrays given back to the system, and the width of
+arrays of document indices (:func:`index_dtype`).
 
 Example:
     >>> import numpy as np
@@ -15,7 +16,22 @@ import os
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["joined_parts", "resident_bytes", "return_freed_memory"]
+__all__ = ["index_dtype", "joined_parts", "resident_bytes", "return_freed_memory"]
+
+#: Collections of fewer documents than this hold document indices (and counts of documents) in
+#: 4 bytes: the grouping's arrays are one or two a document, 0.4 GB each at 50M in 8 bytes.
+INDEX32_BELOW = 1 << 31
+
+
+def index_dtype(n: int) -> type:
+    """The dtype of arrays of indices of (or counts of at most) ``n`` documents: ``np.int32``
+    when ``n`` < :data:`INDEX32_BELOW`, else ``np.int64``. O(1).
+
+    Example:
+        >>> index_dtype(10**6).__name__, index_dtype(1 << 31).__name__
+        ('int32', 'int64')
+    """
+    return np.int32 if n < INDEX32_BELOW else np.int64
 
 
 def return_freed_memory() -> None:

@@ -52,7 +52,7 @@ from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, index_union, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
 from neardup.candidates.tables import IdenticalBuckets
-from neardup.exact import content_representatives
+from neardup.exact_duplicates import content_representatives, representatives_and_members
 from neardup.group_labels import group_sizes, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
@@ -64,7 +64,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
-from neardup.memory import return_freed_memory
+from neardup.memory import index_dtype, return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -186,11 +186,15 @@ class Groups:
     """What stage 2 decides, per document (index = input position) and per reported pair.
 
     Attributes:
-        original: int64[n], index of the original of each document's group.
+        original: int[n], index of the original of each document's group.
         is_original: bool[n].
-        group_size: int64[n], members of each document's group.
-        pair_a, pair_b: int64 indices of reported pairs (``pair_a`` is the original in
+        group_size: int[n], members of each document's group.
+        pair_a, pair_b: int indices of reported pairs (``pair_a`` is the original in
             ``pairs="original"`` mode; ``pair_a < pair_b`` in ``pairs="all"`` mode).
+
+    ``original`` and ``group_size`` are of :func:`~neardup.memory.index_dtype` (int32 below
+    2**31 documents, else int64): 4 bytes a document, not 8; ``pair_a`` and ``pair_b`` int32
+    or int64.
         pair_value: uint8 Hamming distances (SimHash), else float64: the verification measure
             (LCS resemblance or exact Jaccard) when verified, the MinHash estimate of Jaccard
             without verification.
@@ -423,7 +427,7 @@ def candidate_edges(
     packed (8 bytes a pair) until taken in slices (in a ``pair_union()`` when given).
     """
     if reps.shape[0] == 0:
-        empty = np.zeros(0, dtype=np.int64)
+        empty = np.zeros(0, dtype=reps.dtype)
         return CandidatePairs.of_arrays(empty, empty)
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
@@ -431,7 +435,7 @@ def candidate_edges(
     # The star kernels only compare positions, and keep the earlier of equal ones (a run's
     # members ascend): the ranks serve, without the radix sort that numbered them (about 50
     # B a representative at once, more than the band search's partitions at 50M).
-    positions = np.asarray(rank[reps], dtype=np.int64)
+    positions = rank[reps]
     packed = _band_search(
         sig, settings, reps, band_keys, pair_union, room, "star", workers, positions, buckets
     )
@@ -461,7 +465,7 @@ def all_pairs(
         pairs = CandidatePairs.of_arrays(a, b)
     else:
         packed = _band_search(sig, settings, None, band_keys, pair_union, room, "all", workers)
-        pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=np.int64))
+        pairs = CandidatePairs.of_packed(packed, np.arange(len(sig), dtype=index_dtype(len(sig))))
     return (*filter_slices(pairs, relation, candidate_slice), None)
 
 
@@ -483,7 +487,8 @@ def find_groups(
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
-    ``timestamps`` is an int64 ordering key per document (smaller = earlier). When verification
+    ``timestamps`` is an int64 ordering key per document (smaller = earlier), read only before
+    ``on_stage`` is told of the first stage (exact duplicates). When verification
     needs shingle sets that ``sig`` does not hold, only the documents that have a candidate
     need them, and an exact duplicate shares its representative's set: ``set_source`` provides
     them when given (an out-of-core run re-reads those texts), else they are built from
@@ -497,8 +502,8 @@ def find_groups(
     keeps the buckets of the repair round (e.g. spilling to disk); their pairs are listed and
     bounded ``candidate_slice`` listings at a time into a ``pair_union()``.
     ``exact_duplicates(rank)`` gives each document's exact-duplicate representative (default:
-    :func:`~neardup.exact.content_representatives` of ``sig.content``; an out-of-core run reads
-    the fingerprints back from disk instead, :func:`~neardup.exact.representatives_by_parts`).
+    :func:`~neardup.exact_duplicates.content_representatives` of ``sig.content``; an out-of-core run reads
+    the fingerprints back from disk instead, :func:`~neardup.exact_duplicates.representatives_by_parts`).
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -519,19 +524,16 @@ def find_groups(
         if on_stage is not None and following is not None:
             on_stage(following)
 
+    # Only the order is used from here; the caller may let go of the timestamps once told
+    # of the exact duplicates' stage.
+    rank, timestamps = document_order(timestamps), None
     if on_stage is not None:
         on_stage("exact duplicates")
-
-    rank, timestamps = document_order(timestamps), None  # only the order is used from here
     if exact_duplicates is None:
         rep_of = content_representatives(sig.content, rank, workers)
     else:
         rep_of = exact_duplicates(rank)
-    # No array of the indices held through the stages (8 bytes a document).
-    is_rep = rep_of == np.arange(n, dtype=np.int64)
-    reps = np.flatnonzero(is_rep)
-    dup_members = np.flatnonzero(~is_rep)
-    del is_rep
+    reps, dup_members = representatives_and_members(rep_of)
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
@@ -602,7 +604,7 @@ def find_groups(
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
         linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
-        in_group = np.flatnonzero(np.bincount(linked, minlength=n)[linked] > 1)
+        in_group = np.flatnonzero(group_sizes(linked) > 1)  # counts in 4 bytes, not bincount's 8
         compared = in_group[rep_of[in_group] == in_group]
         if rest is not None:  # the repair round compares the ends of its pairs
             compared = index_union(n, compared, *rest)
@@ -658,14 +660,13 @@ def find_groups(
         original = originals_of(labels, rank)
     else:
         original = center_groups(labels, rank, relation)
-    original = np.asarray(original, dtype=np.int64)
-    is_original = original == np.arange(n, dtype=np.int64)
+    is_original = original == np.arange(n, dtype=original.dtype)
     group_size = group_sizes(original)
     del rank, labels, reps, dup_members, cand_a, cand_b, rest  # not read by the pairs' stage
     lap("groups", "pairs")
 
     if settings.pairs == "original":
-        pair_b = np.flatnonzero(~is_original)
+        pair_b = np.flatnonzero(~is_original).astype(original.dtype)
         pair_a, pair_value = original[pair_b], None
     else:
         pair_a, pair_b, pair_value = all_pairs(

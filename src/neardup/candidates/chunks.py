@@ -2,8 +2,9 @@
 
 The MinHash candidates of a collection are its distinct star pairs
 (:mod:`neardup.candidates.bands`), about four a document on short texts: 39M at 10M
-documents. Unpacked into two int64 arrays of document indices they take 16 bytes a pair
-(0.6 GB), and the map from positions to documents a third array while it runs. Many of them
+documents. Unpacked into two arrays of document indices they take 8 bytes a pair (int32,
+below 2**31 documents: :func:`~neardup.memory.index_dtype`) or 16 (0.6 GB), and the map from
+positions to documents a third array while it runs. Many of them
 the LCS bounds then rule out (:func:`bounded_pairs`). :class:`CandidatePairs` keeps them
 packed, 8 bytes a pair, and :func:`filter_slices` unpacks a slice at a time, keeping only
 what the filter leaves: the pairs held whole are the packed ones and the survivors.
@@ -32,7 +33,8 @@ _LOW = np.uint64(0xFFFFFFFF)
 class CandidatePairs:
     """Candidate pairs of document indices, in a fixed order: either packed ``left << 32 |
     right`` (uint64) over places in ``documents`` (:meth:`of_packed`, 8 bytes a pair), or two
-    int64 arrays (:meth:`of_arrays`)."""
+    integer arrays (:meth:`of_arrays`). The pairs are unpacked in the dtype of ``documents``
+    (or of the arrays): :attr:`dtype`."""
 
     def __init__(
         self,
@@ -49,17 +51,22 @@ class CandidatePairs:
     def of_packed(cls, packed: np.ndarray, documents: np.ndarray) -> CandidatePairs:
         """Pairs ``(documents[p >> 32], documents[p & 0xFFFFFFFF])`` for each ``p`` of
         ``packed``."""
-        return cls(packed=packed, documents=np.asarray(documents, dtype=np.int64))
+        return cls(packed=packed, documents=np.asarray(documents))
 
     @classmethod
     def of_arrays(cls, a: np.ndarray, b: np.ndarray) -> CandidatePairs:
         """The pairs ``(a[p], b[p])``."""
-        return cls(a=np.asarray(a, dtype=np.int64), b=np.asarray(b, dtype=np.int64))
+        return cls(a=np.asarray(a), b=np.asarray(b))
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The two arrays of :meth:`of_arrays`, or None for packed pairs."""
         return None if self._a is None else (self._a, self._b)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the pairs' document indices."""
+        return (self._documents if self._packed is not None else self._a).dtype
 
     def __len__(self) -> int:
         return int((self._packed if self._packed is not None else self._a).shape[0])
@@ -67,12 +74,13 @@ class CandidatePairs:
     def release(self) -> None:
         """Let go of the pairs (their memory is freed once no one else holds them); the pairs
         are then empty."""
-        empty = np.zeros(0, dtype=np.int64)
+        empty = np.zeros(0, dtype=self.dtype)
         self._packed = self._documents = None
         self._a, self._b = empty, empty
 
     def slice(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        """Pairs ``start`` to ``stop`` as two int64 arrays of document indices. O(stop - start)."""
+        """Pairs ``start`` to ``stop`` as two arrays of document indices (:attr:`dtype`).
+        O(stop - start)."""
         if self._packed is None:
             return self._a[start:stop], self._b[start:stop]
         part = self._packed[start:stop]
@@ -91,20 +99,21 @@ def filter_slices(
     keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     size: int,
     visit: Callable[[np.ndarray, np.ndarray], None] | None = None,
-    dtype: type = np.int64,
+    dtype: type | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs that ``keep`` leaves, in order, as two int64 arrays (of ``dtype`` when
-    ``keep`` is given: ``np.uint32`` halves them when every index fits): ``keep(a, b)`` is
-    called on each slice of ``size`` pairs in turn and returns a bool per pair (None: every
-    pair is kept); ``visit(a, b)``, when given, sees every slice first. Memory: the survivors
-    plus one slice. O(pairs) plus the calls."""
-    if keep is None and pairs.arrays is not None:  # held unpacked already: no copy
+    """The pairs that ``keep`` leaves, in order, as two arrays of ``dtype`` (default: that of
+    the pairs, :attr:`CandidatePairs.dtype`): ``keep(a, b)`` is called on each slice of
+    ``size`` pairs in turn and returns a bool per pair (None: every pair is kept);
+    ``visit(a, b)``, when given, sees every slice first. Memory: the survivors plus one slice.
+    O(pairs) plus the calls."""
+    dtype = pairs.dtype if dtype is None else dtype
+    if keep is None and pairs.arrays is not None and pairs.dtype == dtype:  # no copy
         for _, a, b in pairs.slices(size) if visit is not None else ():
             visit(a, b)
         return pairs.arrays
     if keep is None:
-        whole_a = np.empty(len(pairs), dtype=np.int64)
-        whole_b = np.empty(len(pairs), dtype=np.int64)
+        whole_a = np.empty(len(pairs), dtype=dtype)
+        whole_b = np.empty(len(pairs), dtype=dtype)
     kept_a: list[np.ndarray] = []
     kept_b: list[np.ndarray] = []
     for start, a, b in pairs.slices(size):
@@ -168,9 +177,9 @@ def bounded_pairs(
     spill file) each slice is bounded by its lengths alone
     (:func:`~neardup.candidates.bounds.length_possible`) and the pairs left by their sketches
     in one sweep of blocks of that many rows
-    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs, held in 32 bits
-    each between the two (8 bytes a pair, not 16), and ``pairs`` released before the sweep
-    (:meth:`CandidatePairs.release`: the caller's object is then empty). O(pairs)."""
+    (:func:`~neardup.candidates.bounds.possible_by_blocks`), and ``pairs`` released before
+    the sweep (:meth:`CandidatePairs.release`: the caller's object is then empty). The pairs
+    left are of the pairs' :attr:`~CandidatePairs.dtype`. O(pairs)."""
     if block_rows is None:
 
         def keep(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -182,11 +191,10 @@ def bounded_pairs(
     def by_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return length_possible(sizes, unbounded, a, b, threshold)
 
-    narrow = np.uint32 if sizes.shape[0] <= 1 << 32 else np.int64
-    a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
+    a, b = filter_slices(pairs, by_length, slice_size, visit)
     pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
     keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-    return a[keep].astype(np.int64), b[keep].astype(np.int64)
+    return a[keep], b[keep]
 
 
 @njit(cache=True)

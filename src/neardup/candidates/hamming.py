@@ -46,7 +46,7 @@ class HammingSearch:
         each fingerprint's holders among them linked as a star to the earliest (smallest
         ``rank``, ties by index), and those earliest ones of every two fingerprints within
         ``hamming_k``, both held by representatives. A bucket of ``m`` copies costs ``m - 1``
-        pairs, not ``m²``. O(n + pairs), no sort."""
+        pairs, not ``m²``. The pairs are of the dtype of ``reps``. O(n + pairs), no sort."""
         among = np.zeros(self.buckets.members.shape[0], dtype=bool)
         among[reps] = True
         head = self.buckets.earliest(rank, among)
@@ -54,8 +54,8 @@ class HammingSearch:
         star_a, star_b = _bucket_stars(self.buckets.offsets, self.buckets.members, head, reps)
         held = head >= 0
         near = held[self.a] & held[self.b]
-        a = np.concatenate([star_a, head[self.a[near]]])
-        b = np.concatenate([star_b, head[self.b[near]]])
+        a = np.concatenate([star_a, head[self.a[near]]], dtype=reps.dtype)
+        b = np.concatenate([star_b, head[self.b[near]]], dtype=reps.dtype)
         return a, b
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -68,8 +68,9 @@ def _bucket_stars(offsets, members, head, reps):
     """The pairs ``(head of r's bucket, r)`` of the representatives ``reps`` (ascending) that
     are not their bucket's head, in the order of ``reps``: each input told its bucket's head
     (the buckets in two halves on two threads, :func:`~neardup.candidates.radix.in_halves`),
-    then two passes over ``reps`` (count, fill). O(n), no temporaries beyond the heads."""
-    head_of = np.empty(members.shape[0], np.int64)
+    then two passes over ``reps`` (count, fill), of the dtype of ``reps``. O(n), no
+    temporaries beyond the heads."""
+    head_of = np.empty(members.shape[0], reps.dtype)
     in_halves(_heads_of_members, offsets.shape[0] - 1, offsets, members, head, head_of)
     return _stars_of(reps, head_of)
 
@@ -89,8 +90,8 @@ def _stars_of(reps, head_of):
     for r in reps:
         if head_of[r] != r:
             count += 1
-    a = np.empty(count, np.int64)
-    b = np.empty(count, np.int64)
+    a = np.empty(count, reps.dtype)
+    b = np.empty(count, reps.dtype)
     k = 0
     for r in reps:
         if head_of[r] != r:

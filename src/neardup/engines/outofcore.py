@@ -16,13 +16,13 @@ The texts are never all in memory. The job makes three passes over the inputs:
    dropped, after a few batches on an input far over the budget.
 2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
    duplicates (content fingerprints that spilled are read back a part of their hashes at a
-   time: :func:`neardup.exact.representatives_by_parts`), candidates band by band (each column read a block at a time, a partition of
-   its hashes at a time past the budget's room), those that the unit counts and sketches
-   rule out dropped, then verification over the data kept in pass 1; when those were not
-   kept, the texts of the documents that have a candidate are **read again** — only those,
-   through their input locations, nearby lines in one read — and their data built by the
-   compiled kernels in parallel batches, each written by its worker in its final place (LCS
-   units, counted in pass 1), kept in memory or spilled
+   time: :func:`neardup.exact_duplicates.representatives_by_parts`), candidates band by band
+   (each column read a block at a time, a partition of its hashes at a time past the budget's
+   room), those that the unit counts and sketches rule out dropped, then verification over the
+   data kept in pass 1; when those were not kept, the texts of the documents that have a
+   candidate are **read again** — only those, through their input locations, nearby lines in
+   one read — and their data built by the compiled kernels in parallel batches, each written by
+   its worker in its final place (LCS units, counted in pass 1), kept in memory or spilled
    (:class:`~neardup.engines.spill.SpilledRows`); verification, groups, pairs.
 3. **Write** (:meth:`neardup.engines.local.LocalEngine.dedup`) GROUPS and PAIRS from the
    columns (Arrow ``take`` on the IDs), and the originals' rows from a third read of just them
@@ -36,8 +36,8 @@ the fixed columns, about ``21 + len(id)`` bytes a document (the IDs and location
 work folder while pass 1 reads, once the budget keeps less than :data:`LEAST_ROOM` of itself
 free: :mod:`neardup.engines.kept_columns`), and the grouping's arrays (:data:`GROUPING_BYTES` a
 document). The spillable part (``8 × bands`` bytes a document for MinHash band hashes, 128 for
-the sketches, 16 for the content fingerprints, the verification data kept from pass 1) gets the room those leave, and spills
-once N grows; the band search's temporaries (:mod:`neardup.candidates.band_parts`), the
+the sketches, 16 for the content fingerprints, the verification data kept from pass 1) gets
+the room those leave, and spills once N grows; the band search's temporaries (:mod:`neardup.candidates.band_parts`), the
 sketches' blocks (:mod:`neardup.candidates.bounds`) and the verification chunks take the room
 left, at least :data:`LEAST_ROOM` of the budget. Not charged: the candidate pairs in memory
 (8 bytes a pair, packed, up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
@@ -74,7 +74,7 @@ from neardup.engines.spill import (
 )
 from neardup.engines.spilled_buckets import SpillStores
 from neardup.engines.workers import check_workers, ordered_map, warm_up
-from neardup.exact import representatives_by_parts
+from neardup.exact_duplicates import representatives_by_parts
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
@@ -86,8 +86,10 @@ from neardup.settings import Settings
 #: beside the per-document columns charged to it (:meth:`MemoryBudget.charge`).
 SPILL_SHARE = 0.5
 #: Bytes a document that the grouping holds through its stages beside the columns of pass 1
-#: (the document order and each document's exact-duplicate representative, int64 each, and
-#: the representatives' and duplicates' indices), charged to the budget while it runs.
+#: (the document order and each document's exact-duplicate representative, and the
+#: representatives' and duplicates' indices), charged to the budget while it runs: 8 bytes
+#: each in int64 indices, from 2**31 documents on; below, in int32
+#: (:func:`~neardup.memory.index_dtype`), half of it is spare.
 GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
 #: take when the per-document state leaves less free (an eighth: 94 MB by default).
@@ -232,7 +234,7 @@ class OutOfCoreDedup:
             else None
         )
         # The content fingerprints (16 bytes a document) serve only the exact duplicates: past
-        # the budget they wait on disk and are read back by parts (exact.representatives_by_parts).
+        # the budget they wait on disk and are read back by parts (exact_duplicates.representatives_by_parts).
         content_column = SpillColumn(self.work, "content", np.uint64, self.budget, 2)
         stamps, empty, fps, sizes = ([] for _ in range(4))
         # Only the writing needs the IDs, and only the re-read the locations of some documents:
@@ -637,16 +639,18 @@ class OutOfCoreDedup:
 
     def _on_stage(self, name: str) -> None:
         self._stage = name
-        if name == "candidates" and self._owns_columns:
-            # The content keys served the exact duplicates; nothing after reads them (an
-            # index build, with its sink, keeps them for its table).
-            # Nor the timestamps (the document order is made): a view of no memory keeps rows.
-            c = self.collected
-            sig = c.signatures
+        c = self.collected
+        if name == "exact duplicates" and self._owns_columns:
+            # The document order is made (find_groups says so then): nothing after reads the
+            # timestamps (an index build, with its sink, keeps them for its table). A view of
+            # no memory keeps rows.
             self._charge(-c.timestamps.nbytes)
-            c.content_column.release()  # its memory, when it was not spilled
-            sig.content = np.zeros((len(c), 0), dtype=sig.content.dtype)
             c.timestamps = np.broadcast_to(np.int64(0), (len(c),))
+        if name == "candidates" and self._owns_columns:
+            # The content keys served the exact duplicates; nothing after reads them.
+            c.content_column.release()  # its memory, when it was not spilled
+            sig = c.signatures
+            sig.content = np.zeros((len(c), 0), dtype=sig.content.dtype)
         return_freed_memory()  # the stage before's temporaries (about 0.5 ms at 1M documents)
         self.progress.stage(name)
 

@@ -49,7 +49,7 @@ from neardup.candidates.bands import candidate_pairs
 from neardup.candidates.plan import MAX_HAMMING_K
 from neardup.candidates.tables import hamming_pairs
 from neardup.diff import word_diff
-from neardup.exact import content_representatives
+from neardup.exact_duplicates import content_representatives
 from neardup.io import InputError, tsv_unescape, write_records, write_table
 from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.io.rows import BadRow

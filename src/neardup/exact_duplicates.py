@@ -1,27 +1,27 @@
-"""Exact duplicates: documents whose normalised texts are equal (the same 128-bit content
-fingerprint, :func:`neardup.text.features` and :mod:`neardup.minhash`) collapse to one
-representative, the earliest of them (the first step of :func:`neardup.pipeline.find_groups`).
+"""Exact duplicates: documents of one content fingerprint (the 128-bit hash of the normalised
+text) share a representative, the earliest of them (:func:`content_representatives`); the
+later stages compare representatives only (:func:`representatives_and_members`).
 
-- :func:`content_representatives`: every fingerprint in memory, one hash table (a table a
-  thread with ``workers``).
-- :func:`representatives_by_parts`: fingerprints read back from disk in blocks; the documents
-  are split into parts by the top bits of their fingerprint's hash, so that one part's
-  fingerprints, indices and table fit ``room`` bytes; one scan puts each document in its
-  part's store (a file), and each part is then solved in turn by
-  :func:`content_representatives`. Equal fingerprints share a part: the same representatives.
+Fingerprints read back from disk (an out-of-core run past its budget) are split into parts by
+the top bits of their hash, so that one part's fingerprints, indices and table fit the room:
+one scan puts each document in its part's store (a file), and each part is then solved in turn
+(:func:`representatives_by_parts`). Equal fingerprints share a part: the same representatives.
+
+Every array of document indices here is of :func:`~neardup.memory.index_dtype`: 4 bytes a
+document below 2**31 documents.
 
 Example:
-    >>> content = np.array([[5, 1], [7, 2], [5, 1], [7, 2]], dtype=np.uint64)
-    >>> rank = np.array([3, 1, 0, 2])  # the order of the documents in time
-    >>> content_representatives(content, rank).tolist()
-    [2, 1, 2, 1]
+    >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
+    >>> rep_of = content_representatives(c, np.array([0, 1, 2]))
+    >>> [x.tolist() for x in (rep_of, *representatives_and_members(rep_of))]
+    [[0, 1, 0], [0, 1], [2]]
     >>> class Part(list):  # a part's rows in memory (a run puts them on disk)
     ...     def read(self):
     ...         return np.concatenate(self)
     ...     remove = list.clear
-    >>> blocks = lambda start, end: content[start:end]
-    >>> representatives_by_parts(blocks, 4, rank, room=0, part_store=lambda p: Part()).tolist()
-    [2, 1, 2, 1]
+    >>> blocks = lambda start, end: c[start:end]
+    >>> representatives_by_parts(blocks, 3, np.array([0, 1, 2]), 0, lambda p: Part()).tolist()
+    [0, 1, 0]
 """
 
 from __future__ import annotations
@@ -34,13 +34,21 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.radix import argsort64
+from neardup.memory import index_dtype
 
-__all__ = ["content_representatives", "representatives_by_parts"]
+__all__ = [
+    "PARALLEL_MIN_DOCUMENTS",
+    "PartStore",
+    "content_representatives",
+    "representatives_and_members",
+    "representatives_by_parts",
+]
 
 
 def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int = 1) -> np.ndarray:
     """For each document, the earliest document (smallest ``rank``, a permutation) with the
-    same content fingerprint.
+    same content fingerprint, of :func:`~neardup.memory.index_dtype` (4 bytes a document
+    below 2**31 documents).
 
     One pass in rank order over a hash table of the 128-bit fingerprints whose slots hold one
     word: a document index and, in the bits it leaves, a tag of the fingerprint's hash, so that
@@ -55,21 +63,22 @@ def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int 
         [2, 1, 2]
     """
     n = content.shape[0]
+    index = index_dtype(n)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    rank = np.asarray(rank, dtype=np.int64)
+        return np.zeros(0, dtype=index)
+    rank = np.asarray(rank)
     if bool((rank[1:] > rank[:-1]).all()):
         order = rank  # an ascending permutation is the identity, as for documents in time order
     else:
-        order = np.empty(n, dtype=np.int64)
-        order[rank] = np.arange(n, dtype=np.int64)
+        order = np.empty(n, dtype=index)
+        order[rank] = np.arange(n, dtype=index)
     content = np.asarray(content, dtype=np.uint64)  # a view stays one (see LocalEngine.pairs)
     part_bits = (max(1, min(workers, 64)).bit_length() - 1) if n >= PARALLEL_MIN_DOCUMENTS else 0
     sizes = np.zeros(1 << part_bits, dtype=np.int64)
     _part_sizes(content, part_bits, sizes)
     # A slot holds document + 1 (0: empty) in its low bits, the hash's top bits above them.
     index_bits = max(32, n.bit_length())
-    rep = np.empty(n, dtype=np.int64)
+    rep = np.empty(n, dtype=index)
 
     def fill(part: int) -> None:
         capacity = 1 << max(4, int(sizes[part] * 4 // 3 + 1).bit_length())
@@ -141,6 +150,42 @@ def _first_of_equal(content, order, table, part, part_bits, index_bits, rep):
             slot = (slot + np.uint64(1)) & mask
 
 
+def representatives_and_members(rep_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, members)``: the ascending indices of the documents that are their own
+    representative in ``rep_of`` (:func:`content_representatives`), and of the others (the
+    exact duplicates), both of the dtype of ``rep_of``. One pass to count and one to fill:
+    no mask nor array of all the indices beside them. O(n).
+
+    Example:
+        >>> [x.tolist() for x in representatives_and_members(np.array([0, 0, 2, 2]))]
+        [[0, 2], [1, 3]]
+    """
+    reps = np.empty(_count_own(rep_of), dtype=rep_of.dtype)
+    members = np.empty(rep_of.shape[0] - reps.shape[0], dtype=rep_of.dtype)
+    _split_own(rep_of, reps, members)
+    return reps, members
+
+
+@njit(cache=True, nogil=True)
+def _count_own(rep_of):
+    count = 0
+    for d in range(rep_of.shape[0]):
+        count += rep_of[d] == d
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _split_own(rep_of, reps, members):
+    r = m = 0
+    for d in range(rep_of.shape[0]):
+        if rep_of[d] == d:
+            reps[r] = d
+            r += 1
+        else:
+            members[m] = d
+            m += 1
+
+
 #: Bytes a document of a part holds while :func:`representatives_by_parts` solves the part:
 #: its row as stored (fingerprint and index, 24), the fingerprint and index apart (24), its
 #: rank and the radix sort of the ranks (keys, order and the sort's buffers, 40), the part's
@@ -181,7 +226,7 @@ def representatives_by_parts(
     part is read back, solved with :func:`content_representatives` among its documents (equal
     fingerprints share a part), and removed. One part: read and solved whole. Cost: O(n) reading
     and writing, O(n) expected otherwise (plus a radix sort of each part's ranks); memory:
-    int64[n] for the result, one part and one block. Example: see the module.
+    the result (4 or 8 bytes a document), one part and one block. Example: see the module.
     """
     rank = np.asarray(rank)
     if rank.shape[0] != n:
@@ -189,7 +234,7 @@ def representatives_by_parts(
     part_bits = 0
     while part_bits < MAX_PART_BITS and (n >> part_bits) * PART_DOCUMENT_BYTES > room:
         part_bits += 1
-    rep = np.empty(n, dtype=np.int64)
+    rep = np.empty(n, dtype=index_dtype(n))
     if part_bits == 0:
         content = np.asarray(read_rows(0, n), dtype=np.uint64)
         rep[:] = content_representatives(content, rank, workers)
@@ -216,12 +261,14 @@ def representatives_by_parts(
         store.remove()
         if rows is None:
             continue
-        members = rows[:, 2].astype(np.int64)
+        members = rows[:, 2].astype(rep.dtype)
         content = np.ascontiguousarray(rows[:, :2])
         del rows
         # The part's ranks, 0 to m - 1 in the documents' order of time (rank is a permutation).
-        local = np.empty(members.shape[0], dtype=np.int64)
-        local[argsort64(rank[members].astype(np.uint64))[1]] = np.arange(members.shape[0])
+        local = np.empty(members.shape[0], dtype=rep.dtype)
+        order = argsort64(rank[members].astype(np.uint64))[1]
+        local[order] = np.arange(members.shape[0], dtype=rep.dtype)
+        del order
         rep[members] = members[content_representatives(content, local, workers)]
     return rep
 

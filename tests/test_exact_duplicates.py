@@ -1,4 +1,4 @@
-"""Exact duplicates (neardup.exact): in memory and by parts read back from disk, against a
+"""Exact duplicates (neardup.exact_duplicates): in memory and by parts read back from disk, against a
 brute force that compares every pair of fingerprints."""
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import exact
+from neardup import exact_duplicates as exact
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
-from neardup.exact import content_representatives, representatives_by_parts
+from neardup.exact_duplicates import content_representatives, representatives_by_parts
 
 #: Fingerprints from a few values of each word: many equal ones, and equal first words with
 #: different second words (a probe that meets the tag but not the fingerprint).
