@@ -434,7 +434,7 @@ class _Job(Frames):
             if self.stats["documents"] > self.stats["exact_duplicates"]:
                 self.listed, self.stats["repair_unlisted"] = listed_pairs(self, links)
             self.release(links)
-        self.stats["candidates"] = cand.count()
+        self.stats["candidates"] = self.rows(cand)
         self.lap("candidates")
         return cand, fp_pairs, fp_rep
 
@@ -456,7 +456,7 @@ class _Job(Frames):
         compared = [cand]  # every bucket pair of PAIRS "all" has its ends among them
         if bound is not None:
             cand = self.keep(bound(cand))
-            self.stats["bounded"] = self.stats["candidates"] - cand.count()
+            self.stats["bounded"] = self.stats["candidates"] - self.rows(cand)
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]
         if s.needs_sets:
@@ -552,7 +552,7 @@ class _Job(Frames):
             pairs = all_pairs(self, self.data, docrep, reps, fp_pairs, fp_rep, s)
             order = ("pos_a", "pos_b")
         stored = self.keep(pairs)
-        self.stats["pairs"] = stored.count()
+        self.stats["pairs"] = self.rows(stored)
         id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
         id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         named = self.lookup(self.lookup(stored, id_a, ["pos_a"]), id_b, ["pos_b"]).select(
