@@ -100,13 +100,17 @@ class Storage:
         arithmetic alone exhausts the driver's memory. The fresh DataFrame reads the stored
         rows as Spark holds them (its internal rows): wrapped through ``javaRDD`` instead,
         every read of the table converted each row to a ``Row`` object and back in the JVM.
+
+        The rows are stored by counting them (what an eager checkpoint does), and the count
+        is kept: :meth:`rows` answers it without a Spark job of its own.
         """
         if self.checkpoint == "reliable":
-            done = df.checkpoint(eager=True)
+            done = df.checkpoint(eager=False)
         else:
-            done = df.localCheckpoint(eager=True)
+            done = df.localCheckpoint(eager=False)
         jdf = done._jdf
         stored = jdf.queryExecution().logical().rdd()
+        count = stored.count()  # the job that computes and stores the rows
         fresh = DataFrame(
             self.spark._jsparkSession.internalCreateDataFrame(stored, jdf.schema(), False),
             self.spark,
@@ -114,8 +118,16 @@ class Storage:
         # DataFrame.unpersist cannot reach the checkpointed rows under the fresh plan:
         # unpersist() frees them through this handle.
         fresh._neardup_stored = stored
+        fresh._neardup_rows = int(count)
         self._held.append(fresh)
         return fresh
+
+    @staticmethod
+    def rows(df: DataFrame) -> int:
+        """The number of rows of ``df``: counted when :meth:`keep` stored it (O(1), no Spark
+        job), else by a Spark job (O(rows) on the executors)."""
+        count = getattr(df, "_neardup_rows", None)
+        return df.count() if count is None else count
 
     def share(self, value: object) -> Broadcast:
         """``value`` sent once to every executor (a Spark broadcast, read in tasks as

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack
 from functools import partial
 from typing import Any
 
@@ -29,10 +29,12 @@ from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
 from neardup.engines.spark.partitions import (
     SHUFFLE_PARTITIONS,
+    adaptive_chosen,
     input_bytes,
     partitions_for,
     shuffle_partitions_chosen,
     sized_shuffles,
+    without_adaptive,
 )
 from neardup.engines.spark.read import (
     check_columns,
@@ -142,12 +144,17 @@ class SparkEngine:
         return int(self.spark.conf.get(SHUFFLE_PARTITIONS))
 
     def _sized_to(self, paths: Sequence[str]) -> AbstractContextManager:
-        """The shuffle partitions of a run on the files ``paths``: sized from their bytes
-        unless given or set in the session."""
-        if self._partitions is not None or shuffle_partitions_chosen(self.spark):
-            return nullcontext()
-        cores = self.spark.sparkContext.defaultParallelism
-        return sized_shuffles(self.spark, partitions_for(input_bytes(self.spark, paths), cores))
+        """The shuffles of a run on the files ``paths``: their partitions sized from the
+        files' bytes unless given or set in the session, and adaptive execution off unless
+        set in the session (:func:`~neardup.engines.spark.partitions.without_adaptive`)."""
+        plan = ExitStack()
+        if not adaptive_chosen(self.spark):
+            plan.enter_context(without_adaptive(self.spark))
+        if self._partitions is None and not shuffle_partitions_chosen(self.spark):
+            cores = self.spark.sparkContext.defaultParallelism
+            partitions = partitions_for(input_bytes(self.spark, paths), cores)
+            plan.enter_context(sized_shuffles(self.spark, partitions))
+        return plan
 
     @property
     def checkpoint_mode(self) -> str:
@@ -427,7 +434,7 @@ class _Job(Frames):
             if self.stats["documents"] > self.stats["exact_duplicates"]:
                 self.listed, self.stats["repair_unlisted"] = listed_pairs(self, links)
             self.release(links)
-        self.stats["candidates"] = cand.count()
+        self.stats["candidates"] = self.rows(cand)
         self.lap("candidates")
         return cand, fp_pairs, fp_rep
 
@@ -449,7 +456,7 @@ class _Job(Frames):
         compared = [cand]  # every bucket pair of PAIRS "all" has its ends among them
         if bound is not None:
             cand = self.keep(bound(cand))
-            self.stats["bounded"] = self.stats["candidates"] - cand.count()
+            self.stats["bounded"] = self.stats["candidates"] - self.rows(cand)
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]
         if s.needs_sets:
@@ -545,7 +552,7 @@ class _Job(Frames):
             pairs = all_pairs(self, self.data, docrep, reps, fp_pairs, fp_rep, s)
             order = ("pos_a", "pos_b")
         stored = self.keep(pairs)
-        self.stats["pairs"] = stored.count()
+        self.stats["pairs"] = self.rows(stored)
         id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
         id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         named = self.lookup(self.lookup(stored, id_a, ["pos_a"]), id_b, ["pos_b"]).select(

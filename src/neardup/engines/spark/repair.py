@@ -159,7 +159,7 @@ def repaired_labels(
     end_a = labels.select(F.col("pos").alias("a"), F.col("label").alias("label_a"))
     end_b = labels.select(F.col("pos").alias("b"), F.col("label").alias("label_b"))
     across = frames.keep(rest.join(end_a, ["a"]).join(end_b, ["b"]).where("label_a != label_b"))
-    stats = {"repair_listed": across.count(), "repair_tested": 0, "repair_accepted": 0}
+    stats = {"repair_listed": frames.rows(across), "repair_tested": 0, "repair_accepted": 0}
     if stats["repair_listed"] == 0:
         return labels, stats
     keep = ["a", "b", "label_a", "label_b"]

@@ -9,7 +9,7 @@ or is counted the same on both engines: same reasons, fields and details.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -255,7 +255,8 @@ def accept_rows(
     :func:`~neardup.engines.spark.frames.unpersist`). ``units`` names the unit of each input
     (``"line"`` or ``"row"``) by input index.
     Returns the accepted rows (``pos, id, text, ts, fp, nbytes``, held by ``storage``) and the
-    counters. Cost: a few aggregations and one join over ``checked``.
+    counters. Cost: one query of aggregations over ``checked`` (:func:`_summary`); a join
+    more when an ID repeats.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -263,22 +264,24 @@ def accept_rows(
     """
     try:
         good = checked.where("reason is null")
+        summary = _summary(checked, good)
+        repeated = summary.repeated
+        stats = ReadStats()
         # Only positions and IDs cross the shuffles that find repeats, never the texts.
         keys = good.select("pos", "id", "line", "src")
         first = keys.groupBy("id").agg(F.min("pos").alias("first_pos"))
         dups = keys.join(first, ["id"]).where("pos > first_pos")
-        stats = ReadStats()
-        repeated = 0
         if on_error == "raise":
-            _raise_first_bad(checked, dups, units, line_of)  # returns only when no repeat
+            if repeated:
+                _raise_first_bad(checked, dups, units, line_of)
+            elif summary.first_bad is not None:
+                _raise_bad(checked, summary.first_bad, units, line_of)
         else:
-            reasons = checked.where("reason is not null").groupBy("reason").count().collect()
-            for r in reasons:
-                stats.skipped_reasons[r["reason"]] += int(r["count"])
-            repeated = dups.count()
+            stats.skipped_reasons.update(summary.reasons)
             if repeated:
                 stats.skipped_reasons["duplicate id"] += repeated
             stats.skipped = sum(stats.skipped_reasons.values())
+        stats.files = summary.files
         if repeated:
             drop = dups.select("pos")
             if repeated <= BROADCAST_POSITIONS:
@@ -287,20 +290,78 @@ def accept_rows(
         accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes")
         if repeated:
             accepted = storage.keep(accepted)
+            totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
+            stats.documents, stats.bytes = int(totals[0]), int(totals[1] or 0)
         else:
             # Only bad rows to leave out: the stored rows back the accepted ones (a filter
             # on a short plan) instead of a second stored copy of every text.
             accepted._neardup_stored = checked._neardup_stored
-        totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
-        stats.documents = int(totals[0])
-        stats.bytes = int(totals[1] or 0)
-        stats.files = checked.select("src").distinct().count()
+            stats.documents, stats.bytes = summary.documents, summary.bytes
     except BaseException:
         storage.release()
         raise
     if repeated:
         storage.release(checked)
     return accepted, stats
+
+
+class _Summary(NamedTuple):
+    """The counters of the checked rows, from one query (:func:`_summary`)."""
+
+    documents: int  # good rows, later repeats of an ID included
+    bytes: int  # their UTF-8 bytes
+    files: int  # files holding a row
+    reasons: dict[str, int]  # bad rows by reason
+    repeated: int  # good rows repeating an earlier good row's ID
+    first_bad: Any  # the bad row of smallest position (``pos, line, src, reason, field,
+    # detail``), or None
+
+
+def _summary(checked: DataFrame, good: DataFrame) -> _Summary:
+    """The counters of ``checked`` (rows of :data:`CHECKED_SCHEMA`; ``good``: those with no
+    reason) in one query, so one Spark action: the rows by reason, and the repeats of the
+    good rows' IDs. Cost: one aggregation of ``checked`` and one of the good rows' IDs; the
+    driver gets a row per reason and the files' names."""
+    first = F.struct("pos", "line", "src", "reason", "field", "detail")
+    rows = checked.select(
+        F.lit(False).alias("repeat"),
+        "reason",
+        F.lit(1).cast("long").alias("n"),
+        "nbytes",
+        "src",
+        F.when(F.col("reason").isNotNull(), first).alias("first"),
+    )
+    per_id = good.groupBy("id").agg((F.count(F.lit(1)) - 1).alias("n")).where("n > 0")
+    repeats = per_id.select(
+        F.lit(True).alias("repeat"),
+        F.lit(None).cast("string").alias("reason"),
+        F.col("n").cast("long"),
+        F.lit(0).cast("long").alias("nbytes"),
+        F.lit(None).cast("string").alias("src"),
+        F.lit(None).cast(rows.schema["first"].dataType).alias("first"),
+    )
+    found = (
+        rows.unionByName(repeats)
+        .groupBy("repeat", "reason")
+        .agg(
+            F.sum("n").alias("n"),
+            F.sum("nbytes").alias("bytes"),
+            F.collect_set("src").alias("files"),
+            F.min("first").alias("first"),
+        )
+        .collect()
+    )
+    good_rows = [r for r in found if not r.repeat and r.reason is None]
+    bad = [r for r in found if not r.repeat and r.reason is not None]
+    firsts = [r.first for r in bad if r.first is not None]
+    return _Summary(
+        documents=sum(int(r.n) for r in good_rows),
+        bytes=sum(int(r.bytes or 0) for r in good_rows),
+        files=len({src for r in found for src in r.files}),
+        reasons={r.reason: int(r.n) for r in bad},
+        repeated=sum(int(r.n) for r in found if r.repeat),
+        first_bad=min(firsts, key=lambda r: r.pos) if firsts else None,
+    )
 
 
 def _raise_first_bad(
@@ -330,9 +391,13 @@ def _raise_first_bad(
         )
     )
     found = bad.orderBy("pos").limit(1).collect()
-    if not found:
-        return
-    r = found[0]
+    if found:
+        _raise_bad(checked, found[0], units, line_of)
+
+
+def _raise_bad(checked: DataFrame, r: Any, units: dict[int, str], line_of: LineOf | None) -> None:
+    """Raise the :class:`~neardup.io.InputError` of the bad row ``r`` (``pos, line, src,
+    reason, field, detail``, and for a repeated ID ``first_pos`` and the ID ``dup``)."""
     unit = units[int(r.pos) >> POS_BITS]
     line = line_of(r.pos) if line_of is not None else r.line
     detail = r.detail

@@ -80,7 +80,7 @@ def with_shingle_sets(
     # The texts stay where they were read when the positions fit a broadcast: only the
     # units built from them travel on.
     needed = frames.keep(needed.distinct())
-    if needed.count() <= BROADCAST_POSITIONS:
+    if frames.rows(needed) <= BROADCAST_POSITIONS:
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
