@@ -1,6 +1,6 @@
-"""The grouping in 4-byte indices (below :data:`neardup.memory.INDEX32_BELOW` documents) decides
-what it decides in 8-byte ones: the same groups, pairs and output bytes, in memory and out of
-core. The 8-byte path is forced by setting the limit to 0."""
+"""The grouping in 4-byte indices (below :data:`neardup.memory.INDEX32_BELOW` documents, off by
+default) decides what it decides in 8-byte ones: the same groups, pairs and output bytes, in
+memory and out of core. The 4-byte path is turned on by raising the limit to 2**31."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ def test_find_groups_decides_the_same_in_4_and_8_byte_indices(name, monkeypatch)
     settings = SETTINGS[name]
     texts, stamps = corpus()
     sig = signatures(texts, settings, keep_sets=False)
-    narrow = find_groups(sig, stamps, settings, texts)
-    monkeypatch.setattr(memory, "INDEX32_BELOW", 0)
     wide = find_groups(sig, stamps, settings, texts)
+    monkeypatch.setattr(memory, "INDEX32_BELOW", 1 << 31)
+    narrow = find_groups(sig, stamps, settings, texts)
     assert narrow.original.dtype == np.int32 and wide.original.dtype == np.int64
     assert narrow.group_size.dtype == np.int32 and wide.group_size.dtype == np.int64
     assert narrow.stats["groups"] < len(texts)  # there are groups to decide
@@ -77,7 +77,7 @@ def test_out_of_core_outputs_are_the_same_bytes_in_4_and_8_byte_indices(
         assert result.exit_code == 0, result.output
         return groups.read_bytes(), pairs.read_bytes()
 
-    narrow = outputs("narrow")
-    monkeypatch.setattr(memory, "INDEX32_BELOW", 0)
-    assert outputs("wide") == narrow
-    assert narrow[1].count(b"\n") > 10  # pairs were written
+    wide = outputs("wide")
+    monkeypatch.setattr(memory, "INDEX32_BELOW", 1 << 31)
+    assert outputs("narrow") == wide
+    assert wide[1].count(b"\n") > 10  # pairs were written

@@ -7,8 +7,8 @@ the top bits of their hash, so that one part's fingerprints, indices and table f
 one scan puts each document in its part's store (a file), and each part is then solved in turn
 (:func:`representatives_by_parts`). Equal fingerprints share a part: the same representatives.
 
-Every array of document indices here is of :func:`~neardup.memory.index_dtype`: 4 bytes a
-document below 2**31 documents.
+Every array of document indices here is of :func:`~neardup.memory.index_dtype` (8 bytes a
+document; 4 when :data:`~neardup.memory.INDEX32_BELOW` allows).
 
 Example:
     >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
@@ -47,8 +47,7 @@ __all__ = [
 
 def content_representatives(content: np.ndarray, rank: np.ndarray, workers: int = 1) -> np.ndarray:
     """For each document, the earliest document (smallest ``rank``, a permutation) with the
-    same content fingerprint, of :func:`~neardup.memory.index_dtype` (4 bytes a document
-    below 2**31 documents).
+    same content fingerprint, of :func:`~neardup.memory.index_dtype`.
 
     One pass in rank order over a hash table of the 128-bit fingerprints whose slots hold one
     word: a document index and, in the bits it leaves, a tag of the fingerprint's hash, so that

@@ -19,17 +19,21 @@ import pyarrow as pa
 __all__ = ["index_dtype", "joined_parts", "resident_bytes", "return_freed_memory"]
 
 #: Collections of fewer documents than this hold document indices (and counts of documents) in
-#: 4 bytes: the grouping's arrays are one or two a document, 0.4 GB each at 50M in 8 bytes.
-INDEX32_BELOW = 1 << 31
+#: 4 bytes (the grouping's arrays are one or two a document, 0.4 GB each at 50M in 8 bytes).
+#: 0: off, every index in 8 bytes. The 4-byte path decides the same (tests compare both), but
+#: is off until every consumer is audited: NumPy searches an int32 array for int64 values by
+#: copying it each call (0.3 s at 50M documents, in a loop of the band search), and int32 times
+#: a Python int stays int32 (byte offsets past 2**31 overflow).
+INDEX32_BELOW = 0
 
 
 def index_dtype(n: int) -> type:
     """The dtype of arrays of indices of (or counts of at most) ``n`` documents: ``np.int32``
-    when ``n`` < :data:`INDEX32_BELOW`, else ``np.int64``. O(1).
+    when ``n`` < :data:`INDEX32_BELOW` (off by default), else ``np.int64``. O(1).
 
     Example:
-        >>> index_dtype(10**6).__name__, index_dtype(1 << 31).__name__
-        ('int32', 'int64')
+        >>> index_dtype(10**6).__name__
+        'int64'
     """
     return np.int32 if n < INDEX32_BELOW else np.int64
 

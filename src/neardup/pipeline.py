@@ -192,8 +192,8 @@ class Groups:
         pair_a, pair_b: int indices of reported pairs (``pair_a`` is the original in
             ``pairs="original"`` mode; ``pair_a < pair_b`` in ``pairs="all"`` mode).
 
-    ``original`` and ``group_size`` are of :func:`~neardup.memory.index_dtype` (int32 below
-    2**31 documents, else int64): 4 bytes a document, not 8; ``pair_a`` and ``pair_b`` int32
+    ``original`` and ``group_size`` are of :func:`~neardup.memory.index_dtype` (int64; int32
+    when :data:`~neardup.memory.INDEX32_BELOW` allows); ``pair_a`` and ``pair_b`` int32
     or int64.
         pair_value: uint8 Hamming distances (SimHash), else float64: the verification measure
             (LCS resemblance or exact Jaccard) when verified, the MinHash estimate of Jaccard

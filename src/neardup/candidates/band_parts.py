@@ -95,7 +95,7 @@ class BandColumn:
             if subset is None:
                 yield np.ascontiguousarray(self.read(start, stop), dtype=np.uint64), None
                 continue
-            lo, hi = np.searchsorted(subset, [start, stop])
+            lo, hi = np.searchsorted(subset, np.array([start, stop], dtype=subset.dtype))
             if hi > lo:
                 block = np.ascontiguousarray(self.read(start, stop), dtype=np.uint64)
                 yield block, subset[lo:hi] - start
