@@ -142,7 +142,7 @@ def groups_from_pairs(
     """
     stamps = np.zeros(n, dtype=np.int64) if timestamps is None else np.asarray(timestamps, np.int64)
     labels = connected_components(n, np.asarray(a, np.int64), np.asarray(b, np.int64))
-    return originals_of(labels, document_order(stamps)).astype(np.int64)
+    return originals_of(labels, document_order(stamps)).astype(np.int64, copy=False)
 
 
 @renamed_keywords(text_column="text_field", id_column="id_field", time_column="time_field")

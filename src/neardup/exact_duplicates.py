@@ -233,11 +233,9 @@ def representatives_by_parts(
     part_bits = 0
     while part_bits < MAX_PART_BITS and (n >> part_bits) * PART_DOCUMENT_BYTES > room:
         part_bits += 1
-    rep = np.empty(n, dtype=index_dtype(n))
     if part_bits == 0:
-        content = np.asarray(read_rows(0, n), dtype=np.uint64)
-        rep[:] = content_representatives(content, rank, workers)
-        return rep
+        return content_representatives(np.asarray(read_rows(0, n), np.uint64), rank, workers)
+    rep = np.empty(n, dtype=index_dtype(n))
     stores = [part_store(part) for part in range(1 << part_bits)]
     sizes = np.zeros(len(stores), dtype=np.int64)
     block_rows = max(1 << 16, int(room) // (4 * PART_DOCUMENT_BYTES))
@@ -251,7 +249,7 @@ def representatives_by_parts(
         counts = np.bincount(parts, minlength=len(stores))
         sizes += counts
         ends = np.cumsum(counts)
-        for part, (begin, end) in enumerate(zip(ends - np.diff(ends, prepend=0), ends)):
+        for part, (begin, end) in enumerate(zip(ends - counts, ends)):
             if end > begin:
                 stores[part].append(rows[begin:end])
         del block, parts, order, rows

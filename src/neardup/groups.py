@@ -179,8 +179,8 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
         timestamps: integer timestamp per document (any unit; only the order matters), length n.
 
     Returns:
-        array of length n of :func:`~neardup.memory.index_dtype` (int32 below 2**31
-        documents), a permutation of ``0..n-1``. Equal timestamps are ranked by index (the
+        array of length n of :func:`~neardup.memory.index_dtype`, a permutation of
+        ``0..n-1``. Equal timestamps are ranked by index (the
         earlier input row first).
 
     Complexity: O(n × significant bytes of the timestamps) time (one stable radix sort), O(n)
@@ -365,7 +365,7 @@ def accepted_links(
     n, a, b = _checked_pairs(n, a, b)
     state = np.full(a.size, _PENDING, dtype=np.int8)
     # 4 bytes a document when they fit: at 10M documents these are held beside the pairs.
-    index_type = index_dtype(n)
+    index_type = np.int32 if n < 2**31 else np.int64
     if linked is None:
         parent = np.arange(n, dtype=index_type)
     else:
@@ -546,7 +546,7 @@ def group_table(originals: np.ndarray) -> dict[str, np.ndarray]:
     originals = _check_originals(originals)
     n = originals.size
     return {
-        "original": originals.astype(np.int64),
+        "original": originals.astype(np.int64),  # a copy: the caller's array stays its own
         "is_original": originals == np.arange(n, dtype=originals.dtype),
         "group_size": group_sizes(originals).astype(np.int64),
     }
@@ -569,7 +569,7 @@ def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     originals = _check_originals(originals)
     dup = np.flatnonzero(originals != np.arange(originals.size, dtype=originals.dtype))
-    return originals[dup].astype(np.int64), dup
+    return originals[dup].astype(np.int64, copy=False), dup
 
 
 @njit(cache=True, nogil=True)

@@ -2,9 +2,9 @@
 
 The MinHash candidates of a collection are its distinct star pairs
 (:mod:`neardup.candidates.bands`), about four a document on short texts: 39M at 10M
-documents. Unpacked into two arrays of document indices they take 8 bytes a pair (int32,
-below 2**31 documents: :func:`~neardup.memory.index_dtype`) or 16 (0.6 GB), and the map from
-positions to documents a third array while it runs. Many of them
+documents. Unpacked into two arrays of document indices (:func:`~neardup.memory.index_dtype`)
+they take 16 bytes a pair (0.6 GB), 8 in int32, and the map from positions to documents a
+third array while it runs. Many of them
 the LCS bounds then rule out (:func:`bounded_pairs`). :class:`CandidatePairs` keeps them
 packed, 8 bytes a pair, and :func:`filter_slices` unpacks a slice at a time, keeping only
 what the filter leaves: the pairs held whole are the packed ones and the survivors.
@@ -177,9 +177,10 @@ def bounded_pairs(
     spill file) each slice is bounded by its lengths alone
     (:func:`~neardup.candidates.bounds.length_possible`) and the pairs left by their sketches
     in one sweep of blocks of that many rows
-    (:func:`~neardup.candidates.bounds.possible_by_blocks`), and ``pairs`` released before
-    the sweep (:meth:`CandidatePairs.release`: the caller's object is then empty). The pairs
-    left are of the pairs' :attr:`~CandidatePairs.dtype`. O(pairs)."""
+    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs, held in 32 bits
+    each between the two (8 bytes a pair, not 16), and ``pairs`` released before the sweep
+    (:meth:`CandidatePairs.release`: the caller's object is then empty). The pairs left are of
+    the pairs' :attr:`~CandidatePairs.dtype`. O(pairs)."""
     if block_rows is None:
 
         def keep(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -191,10 +192,12 @@ def bounded_pairs(
     def by_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return length_possible(sizes, unbounded, a, b, threshold)
 
-    a, b = filter_slices(pairs, by_length, slice_size, visit)
+    dtype = pairs.dtype
+    narrow = np.uint32 if sizes.shape[0] <= 1 << 32 else dtype
+    a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
     pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
     keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-    return a[keep], b[keep]
+    return a[keep].astype(dtype), b[keep].astype(dtype)
 
 
 @njit(cache=True)

@@ -164,7 +164,7 @@ def groups_columns(ids, groups: Groups, start: int = 0, stop: int | None = None)
         original_ids,
         groups.is_original[rows],
         # int64 in every output (a Parquet column's type) whatever width the sizes are held in.
-        groups.group_size[rows].astype(np.int64),
+        groups.group_size[rows].astype(np.int64, copy=False),
     )
     return dict(zip(GROUP_COLUMNS, values))
 

@@ -31,16 +31,17 @@ The texts are never all in memory. The job makes three passes over the inputs:
 Same input and options give the same bytes as :func:`neardup.pipeline.find_groups` over the
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
-Memory: the budget is half of ``memory_limit``. Charged to it first (:meth:`MemoryBudget.charge`):
-the fixed columns, about ``21 + len(id)`` bytes a document (the IDs and locations go to the
-work folder while pass 1 reads, once the budget keeps less than :data:`LEAST_ROOM` of itself
-free: :mod:`neardup.engines.kept_columns`), and the grouping's arrays (:data:`GROUPING_BYTES` a
-document). The spillable part (``8 × bands`` bytes a document for MinHash band hashes, 128 for
-the sketches, 16 for the content fingerprints, the verification data kept from pass 1) gets
-the room those leave, and spills once N grows; the band search's temporaries (:mod:`neardup.candidates.band_parts`), the
-sketches' blocks (:mod:`neardup.candidates.bounds`) and the verification chunks take the room
-left, at least :data:`LEAST_ROOM` of the budget. Not charged: the candidate pairs in memory
-(8 bytes a pair, packed, up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
+Memory: the budget is half of ``memory_limit``. Charged to it first
+(:meth:`MemoryBudget.charge`): the fixed columns, about ``21 + len(id)`` bytes a document (the
+IDs and locations go to the work folder while pass 1 reads, once the budget keeps less than
+:data:`LEAST_ROOM` of itself free: :mod:`neardup.engines.kept_columns`), and the grouping's
+arrays (:data:`GROUPING_BYTES` a document). The spillable part (``8 × bands`` bytes a document
+for MinHash band hashes, 128 for the sketches, 16 for the content fingerprints, the
+verification data kept from pass 1) gets the room those leave, and spills once N grows; the
+band search's temporaries (:mod:`neardup.candidates.band_parts`), the sketches' blocks
+(:mod:`neardup.candidates.bounds`) and the verification chunks take the room left, at least
+:data:`LEAST_ROOM` of the budget. Not charged: the candidate pairs in memory (8 bytes a pair,
+packed, up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
 :mod:`neardup.engines.pair_runs`) and the pairs the bounds leave; the repair round's bucket
 members (4 bytes a member and 4 a bucket, up to :data:`LEAST_ROOM`, then on disk:
 :mod:`neardup.engines.spilled_buckets`), their pairs listed a slice at a time into a union of
@@ -678,21 +679,7 @@ class OutOfCoreDedup:
         grouping = GROUPING_BYTES * len(c)
         self._charge(grouping)
         stores = SpillStores(self.work, max(self._least_room, 64))
-        exact = None
-        if c.signatures.content.shape[1] == 0:  # on disk: read back by parts
-
-            def exact(rank: np.ndarray) -> np.ndarray:
-                def part(p: int) -> SpillColumn:  # on disk from its first row
-                    return SpillColumn(self.work, f"content-{p}", np.uint64, MemoryBudget(0), 3)
-
-                column = c.content_column
-                room = self.budget.room(LEAST_ROOM)
-                rep = representatives_by_parts(
-                    column.read_rows, len(c), rank, room, part, self.workers
-                )
-                column.remove()
-                return rep
-
+        on_disk = c.signatures.content.shape[1] == 0  # the content keys: read back by parts
         groups = find_groups(
             c.signatures,
             c.timestamps,
@@ -712,7 +699,7 @@ class OutOfCoreDedup:
             bucket_parts=stores.bucket_parts,
             # A slice's unpacked ends and bounds' temporaries within the least room.
             candidate_slice=max(self._least_room // CANDIDATE_BYTES, 1 << 10),
-            exact_duplicates=exact,
+            exact_duplicates=self._representatives_by_parts if on_disk else None,
         )
         self._charge(-grouping)
         runs, written = stores.figures()
@@ -726,6 +713,26 @@ class OutOfCoreDedup:
             self.work.save_json("group", groups.stats)
             self.work.complete("group")
         return groups
+
+    def _representatives_by_parts(self, rank: np.ndarray) -> np.ndarray:
+        """The exact duplicates' representatives from the content keys on disk, the parts in
+        files of the work folder (:func:`~neardup.exact_duplicates.representatives_by_parts`);
+        the keys' file is deleted after."""
+        column = self.collected.content_column
+        rep = representatives_by_parts(
+            column.read_rows,
+            column.rows,
+            rank,
+            self.budget.room(LEAST_ROOM),
+            self._content_part,
+            self.workers,
+        )
+        column.remove()
+        return rep
+
+    def _content_part(self, part: int) -> SpillColumn:
+        """A part's store of content keys and indices, on disk from its first row."""
+        return SpillColumn(self.work, f"content-{part}", np.uint64, MemoryBudget(0), 3)
 
     def _load_groups(self) -> Groups:
         w = self.work
