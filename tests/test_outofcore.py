@@ -417,6 +417,40 @@ def test_bands_searched_in_partitions_give_the_groups_of_whole_bands(
     assert {**split.stats, "seconds": None} == {**whole.stats, "seconds": None}
 
 
+def test_a_stage_room_leaves_what_the_process_holds_outside_the_budget(
+    corpus, tmp_path, monkeypatch
+):
+    """The band search, the bounds' blocks and the verification data take the budget's room
+    only while the process's resident memory leaves it under the limit: a process holding
+    the limit already gets the least room, and the groups do not change."""
+    settings = Settings(pairs="all")
+    limit = 1 << 30
+    (tmp_path / "free").mkdir()
+    expected, _, _ = _job_groups(corpus, tmp_path / "free", settings, limit)
+    resident = [0]
+    monkeypatch.setattr(outofcore, "resident_bytes", lambda: resident[0])
+    rooms: list[int] = []
+    for name in ("candidate_edges", "all_pairs"):
+        stage = getattr(pipeline, name)
+        monkeypatch.setattr(
+            pipeline, name, lambda *args, stage=stage: rooms.append(args[-1]) or stage(*args)
+        )
+    reader = read_documents([corpus], time_field="ts", on_error="skip", batch_size=200)
+    with WorkDir(tmp_path, "key", "out") as work:
+        job = OutOfCoreDedup(reader, None, settings, work, limit, workers=2)
+        job.collect()
+        least, free = job._least_room, job.budget.free
+        assert free > 2 * least
+        assert job._room() == free
+        resident[0] = limit - free // 2
+        assert job._room() == free // 2
+        resident[0] = limit
+        assert job._room() == least
+        groups = job.group()
+    assert rooms == [least, least]
+    _same_groups(groups, expected)
+
+
 @pytest.mark.parametrize("verify", ["lcs:0.8", "jaccard:0.6"])
 def test_verification_data_kept_from_pass_1_when_they_fit(corpus, tmp_path, verify):
     settings = Settings(verify=verify)
@@ -697,6 +731,61 @@ def test_spill_column_keeps_order_across_memory_and_disk(tmp_path):
         np.testing.assert_array_equal(column.array(), np.concatenate(parts))
         np.testing.assert_array_equal(column.read(), np.concatenate(parts))
         assert budget.free == 100  # the in-memory part went back when the column spilled
+
+
+def test_a_column_spilled_on_demand_reads_the_same_and_takes_more_rows(tmp_path):
+    """``spill`` moves a finished column's memory to its file (a stale file of the same name
+    is replaced, not appended to), gives the bytes back, and later rows follow on disk."""
+    with WorkDir(tmp_path, "k", "x") as work:
+        budget = MemoryBudget(1 << 20)
+        column = SpillColumn(work, "c", np.uint64, budget)
+        column.path.write_bytes(b"stale bytes of an earlier run")
+        first = np.arange(100, dtype=np.uint64)
+        column.append(first)
+        column.finish()
+        assert not column.spilled and budget.free == (1 << 20) - first.nbytes
+        assert column.spill() == first.nbytes
+        assert column.spilled and budget.free == 1 << 20 and column.spill() == 0
+        np.testing.assert_array_equal(column.read(), first)
+        column.append(first + 100)
+        np.testing.assert_array_equal(column.read(), np.arange(200, dtype=np.uint64))
+        assert column.path.stat().st_size == 200 * 8
+
+
+def test_band_columns_left_in_memory_spill_when_the_grouping_is_charged(
+    corpus, tmp_path, monkeypatch
+):
+    """The grouping's arrays are charged beside the band hash columns pass 1 kept: columns go
+    to disk, the last to be read first, until the budget has its least room free again; the
+    groups do not change."""
+    settings = Settings(pairs="all")
+    limit = 1 << 26
+    (tmp_path / "whole").mkdir()
+    expected, _, _ = _job_groups(corpus, tmp_path / "whole", settings, limit)
+    reader = read_documents([corpus], time_field="ts", on_error="skip", batch_size=200)
+    with WorkDir(tmp_path, "key", "out") as work:
+        job = OutOfCoreDedup(reader, None, settings, work, limit, workers=2)
+        columns = job.collect().band_columns
+        assert not any(column.spilled for column in columns)
+        column_bytes = columns[0].held
+        # A grouping that takes all but two and a half columns' worth of the least room.
+        monkeypatch.setattr(
+            outofcore,
+            "GROUPING_BYTES",
+            (job.budget.free - job._least_room + column_bytes * 5 // 2) // len(job.collected),
+        )
+        spilled_at_grouping = []
+        stage = job._spill_for_grouping
+
+        def spill_and_note() -> None:
+            stage()
+            spilled_at_grouping.extend(column.spilled for column in columns)
+            assert job.budget.free >= job._least_room
+
+        monkeypatch.setattr(job, "_spill_for_grouping", spill_and_note)
+        groups = job.group()
+    assert spilled_at_grouping == [False] * (len(columns) - 3) + [True] * 3
+    _same_groups(groups, expected)
 
 
 @pytest.mark.parametrize("budget_bytes", [1 << 20, 64], ids=["in memory", "spilled"])

@@ -479,7 +479,7 @@ def find_groups(
     set_source: SetSource | None = None,
     on_stage: Callable[[str], None] | None = None,
     workers: int = 1,
-    memory: int | None = None,
+    memory: int | Callable[[], int] | None = None,
     pair_union: Callable[[], DistinctUnion] | None = None,
     candidate_slice: int = VERIFY_SLICE,
     bucket_parts: Callable[[], BucketParts] = BucketParts,
@@ -496,7 +496,9 @@ def find_groups(
     (default: computed from ``sig.signature``); ``on_stage`` is told the name of each step as
     it starts (for progress displays); ``workers`` threads find MinHash candidates (the
     groups do not depend on it). ``memory``: bytes that the band search's temporaries and the
-    sketches read back from a spill file for the bounds (two blocks of rows at a time) may take.
+    sketches read back from a spill file for the bounds (two blocks of rows at a time) may take,
+    or a function asked for them as each of those steps starts (an out-of-core run's room
+    shrinks as the grouping's arrays are made).
     ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk);
     they are bounded ``candidate_slice`` at a time. ``bucket_parts`` makes where the band search
     keeps the buckets of the repair round (e.g. spilling to disk); their pairs are listed and
@@ -515,6 +517,9 @@ def find_groups(
         )
     stats: dict = {"documents": n, "seconds": {}}
     clock = time.perf_counter()
+
+    def room() -> int | None:
+        return memory() if callable(memory) else memory
 
     def lap(name: str, following: str | None = None) -> None:
         nonlocal clock
@@ -544,13 +549,13 @@ def find_groups(
     # The repair round's buckets (candidates.repair), when there is a band search.
     buckets = bucket_parts() if settings.method == "minhash" and reps.shape[0] else None
     candidates = candidate_edges(
-        sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union, memory
+        sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union, room()
     )
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None
     if isinstance(sig.sketches, np.memmap):
-        block_rows = sketch_block_rows(sig.sketches, memory)
+        block_rows = sketch_block_rows(sig.sketches, room())
     visit = rest = None
     if buckets is not None:  # see candidates.repair; before the bounds below, which drop stars
         lcs = settings.verify_measure == "lcs" and sig.sketches is not None
@@ -671,7 +676,7 @@ def find_groups(
     else:
         pair_a, pair_b, pair_value = all_pairs(
             sig, settings, relation, band_keys, workers, hamming, pair_union, candidate_slice,
-            memory,
+            room(),
         )  # fmt: skip
     if pair_value is None:
         pair_value = (

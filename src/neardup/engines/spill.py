@@ -503,25 +503,39 @@ class SpillColumn:
 
     def append(self, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=self.dtype)
-        if self._file is None and self.budget.take(values.nbytes):
+        if not self.spilled and self.budget.take(values.nbytes):
             self._parts.append(values)
             self._held += values.nbytes
         else:
+            self._to_disk()
             with writing(self.path):
-                if self._file is None:
-                    self._file = open(self.path, "wb")
-                    for part in self._parts:
-                        write_array(self._file, part)
-                    self.disk_bytes += self._held
-                    self.budget.give_back(self._held)
-                    self._parts, self._held = [], 0
-                    # The parts were small blocks of the heap, among others still in use: their
-                    # pages stay with the process unless given back (about 0.7 GB of band
-                    # hashes at 10M documents, beside the columns that keep growing).
-                    return_freed_memory()
                 write_array(self._file, values)
                 self.disk_bytes += values.nbytes
         self.rows += values.shape[0]
+
+    def spill(self) -> int:
+        """Move the in-memory part to the spill file (reads give the same rows) and give its
+        bytes back to the budget; returns them. O(in-memory part)."""
+        held = self._held
+        if held:
+            self._to_disk()
+            self.finish()
+        return held
+
+    def _to_disk(self) -> None:
+        """Open the spill file (once), writing the in-memory part into it first."""
+        if self._file is not None:
+            return
+        with writing(self.path):
+            # A file of this column's is appended to (finished, then spilled more); any other
+            # (of an earlier run in the same folder) is replaced.
+            self._file = open(self.path, "ab" if self.disk_bytes else "wb")
+            for part in self._parts:
+                write_array(self._file, part)
+        self.disk_bytes += self._held
+        self.budget.give_back(self._held)
+        self._parts, self._held = [], 0
+        return_freed_memory()  # heap blocks among others in use (0.7 GB of band hashes at 10M)
 
     def finish(self) -> None:
         """Flush and close the file (if spilled)."""
