@@ -7,8 +7,8 @@ the top bits of their hash, so that one part's fingerprints, indices and table f
 one scan puts each document in its part's store (a file), and each part is then solved in turn
 (:func:`representatives_by_parts`). Equal fingerprints share a part: the same representatives.
 
-Every array of document indices here is of :func:`~neardup.memory.index_dtype` (8 bytes a
-document; 4 when :data:`~neardup.memory.INDEX32_BELOW` allows).
+Every array of document indices here is of :func:`~neardup.memory.index_dtype` (4 bytes a
+document below :data:`~neardup.memory.INDEX32_BELOW` documents, else 8).
 
 Example:
     >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)

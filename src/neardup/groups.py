@@ -480,8 +480,9 @@ def center_groups(
         return center
 
     compact = _compact_labels(labels)
-    sizes = np.bincount(compact, minlength=n)
-    pending = np.flatnonzero(sizes[compact] > 1).astype(np.int64)
+    # Each document's component size in the labels' width: bincount would copy 4-byte labels
+    # to 8 bytes and count in 8, and its gather back per document be 8 bytes a document more.
+    pending = np.flatnonzero(group_sizes(compact) > 1)
     # The sort is stable, so equal (label, rank) keep index order: ties broken by index.
     pending = pending[stable_lexsort((rank[pending], compact[pending]))]
     plab = compact[pending]

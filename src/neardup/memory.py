@@ -19,21 +19,24 @@ import pyarrow as pa
 __all__ = ["index_dtype", "joined_parts", "resident_bytes", "return_freed_memory"]
 
 #: Collections of fewer documents than this hold document indices (and counts of documents) in
-#: 4 bytes (the grouping's arrays are one or two a document, 0.4 GB each at 50M in 8 bytes).
-#: 0: off, every index in 8 bytes. The 4-byte path decides the same (tests compare both), but
-#: is off until every consumer is audited: NumPy searches an int32 array for int64 values by
-#: copying it each call (0.3 s at 50M documents, in a loop of the band search), and int32 times
-#: a Python int stays int32 (byte offsets past 2**31 overflow).
-INDEX32_BELOW = 0
+#: 4 bytes (the grouping's arrays are one or two a document, 0.4 GB each at 50M in 8 bytes);
+#: from it on, in 8. 2**31 - 1: every index (< n), n itself (a block's end searched in the
+#: indices' dtype) and an index + 1 (positions counted from 1) fit in int32. The consumers of
+#: such arrays are audited for the two 4-byte hazards (docs/memory.md, "The grouping in 4-byte
+#: indices"): NumPy searches an int32 array for values of another type by copying the whole
+#: array each call, so searches pass values of the array's own type; and int32 times a Python
+#: int stays int32 under NumPy 2, so byte offsets and packed pairs are computed in 64 bits.
+#: 0 turns the 4-byte path off (tests compare both widths: the same decisions, byte for byte).
+INDEX32_BELOW = 2**31 - 1
 
 
 def index_dtype(n: int) -> type:
     """The dtype of arrays of indices of (or counts of at most) ``n`` documents: ``np.int32``
-    when ``n`` < :data:`INDEX32_BELOW` (off by default), else ``np.int64``. O(1).
+    when ``n`` < :data:`INDEX32_BELOW` (2**31 - 1), else ``np.int64``. O(1).
 
     Example:
-        >>> index_dtype(10**6).__name__
-        'int64'
+        >>> index_dtype(10**6).__name__, index_dtype(2**31).__name__
+        ('int32', 'int64')
     """
     return np.int32 if n < INDEX32_BELOW else np.int64
 

@@ -192,9 +192,9 @@ class Groups:
         pair_a, pair_b: int indices of reported pairs (``pair_a`` is the original in
             ``pairs="original"`` mode; ``pair_a < pair_b`` in ``pairs="all"`` mode).
 
-    ``original`` and ``group_size`` are of :func:`~neardup.memory.index_dtype` (int64; int32
-    when :data:`~neardup.memory.INDEX32_BELOW` allows); ``pair_a`` and ``pair_b`` int32
-    or int64.
+    ``original`` and ``group_size`` are of :func:`~neardup.memory.index_dtype` (int32 below
+    :data:`~neardup.memory.INDEX32_BELOW` = 2**31 - 1 documents, else int64); ``pair_a`` and
+    ``pair_b`` int32 or int64.
         pair_value: uint8 Hamming distances (SimHash), else float64: the verification measure
             (LCS resemblance or exact Jaccard) when verified, the MinHash estimate of Jaccard
             without verification.
@@ -653,7 +653,10 @@ def find_groups(
     if rest is not None:
         more_a, more_b, repair = repair_links(n, *rest, components, relation, rounds, VERIFY_SLICE)
         if more_a.shape[0]:  # else the components stand
-            cand_a, cand_b = np.concatenate([cand_a, more_a]), np.concatenate([cand_b, more_b])
+            # In the candidates' width: the repair's int64 ends would widen every candidate.
+            index = cand_a.dtype
+            cand_a = np.concatenate([cand_a, more_a], dtype=index)
+            cand_b = np.concatenate([cand_b, more_b], dtype=index)
             components = connected_components(n, cand_a, cand_b)
         stats.update(repair)
     lap("verify", "groups")

@@ -73,7 +73,8 @@ def read_rows(array: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
         return out
     row_bytes = out.nbytes // rows
     view = memoryview(out.reshape(-1).view(np.uint8))
-    place = int(array.offset) + start * row_bytes
+    # A Python int: a NumPy int32 ``start`` times the row's bytes would stay in 32 bits.
+    place = int(array.offset) + int(start) * row_bytes
     fd = os.open(filename, os.O_RDONLY)
     try:
         done = 0
@@ -117,14 +118,14 @@ def reads_rows_only(pairs: int, rows: int, row_bytes: int) -> bool:
 
 
 def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``out[rows] = array[start + rows]`` for ``rows`` ascending and distinct (int64, places
-    in ``out``), other rows of ``out`` left as they were; ``out`` returned. A memory-mapped
-    array (as :func:`read_rows` takes) is read from its file: the pages holding the rows are
-    asked for at once (``posix_fadvise``, so that the disk reads them together), then each
-    stretch of at most :data:`MAP_BYTES` of the file that holds some of them is mapped, its
-    rows copied out and the map closed before the next; only the touched pages are read (no
-    read-around: ``MADV_RANDOM``), and no file descriptor, map or resident page is left.
-    O(rows) plus a map per stretch.
+    """``out[rows] = array[start + rows]`` for ``rows`` ascending and distinct (any integer
+    dtype, places in ``out``), other rows of ``out`` left as they were; ``out`` returned. A
+    memory-mapped array (as :func:`read_rows` takes) is read from its file: the pages holding
+    the rows are asked for at once (``posix_fadvise``, so that the disk reads them together),
+    then each stretch of at most :data:`MAP_BYTES` of the file that holds some of them is
+    mapped, its rows copied out and the map closed before the next; only the touched pages are
+    read (no read-around: ``MADV_RANDOM``), and no file descriptor, map or resident page is
+    left. O(rows) plus a map per stretch.
 
     Example:
         >>> out = np.zeros((5, 2), dtype=np.uint8)
@@ -137,10 +138,10 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
     """
     filename = _mapped_file(array)
     if filename is None or rows.shape[0] == 0:
-        out[rows] = array[start + rows]
+        out[rows] = array[np.add(rows, int(start), dtype=np.int64)]
         return out
     row_bytes = out.nbytes // out.shape[0]
-    first = int(array.offset) + start * row_bytes + rows * row_bytes  # each row's first byte
+    first = _first_bytes(int(array.offset) + int(start) * row_bytes, rows, row_bytes)
     fd = os.open(filename, os.O_RDONLY)
     try:
         if os.fstat(fd).st_size < int(first[-1]) + row_bytes:
@@ -157,6 +158,19 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
     finally:
         os.close(fd)
     return out
+
+
+def _first_bytes(base: int, rows: np.ndarray, row_bytes: int) -> np.ndarray:
+    """The first byte (int64) of each of the ``rows`` of ``row_bytes`` bytes of a file whose
+    row 0 starts at byte ``base``: ``base + rows * row_bytes``, in 64 bits whatever the rows'
+    dtype (int32 rows times a Python int stay int32 under NumPy 2, and 128-byte rows pass 2**31
+    bytes from row 16,777,216 on). O(rows).
+
+    Example:
+        >>> _first_bytes(0, np.array([1 << 24], dtype=np.int32), 128).tolist()
+        [2147483648]
+    """
+    return np.int64(base) + np.asarray(rows).astype(np.int64) * np.int64(row_bytes)
 
 
 def _ask_for_pages(fd: int, first: np.ndarray, row_bytes: int) -> None:

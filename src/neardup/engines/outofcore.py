@@ -90,7 +90,7 @@ SPILL_SHARE = 0.5
 #: Bytes a document that the grouping holds through its stages beside the columns of pass 1
 #: (the document order and each document's exact-duplicate representative, and the
 #: representatives' and duplicates' indices), charged to the budget while it runs: 8 bytes
-#: each in int64 indices, from 2**31 documents on; below, in int32
+#: each in int64 indices, from 2**31 - 1 documents on; below, in int32
 #: (:func:`~neardup.memory.index_dtype`), half of it is spare.
 GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
