@@ -249,10 +249,14 @@ class WorkDir:
                 )
         try:
             self._open()
+            self._created = True
         except BaseException:
+            # __exit__ does not run when __enter__ fails (an error, or a SIGTERM at any point
+            # here): a run's own folder goes with it; a resumed one is the user's to keep.
+            if not self.resume:
+                self.remove()
             self._unlock()
             raise
-        self._created = True
         return self
 
     def _open(self) -> None:
@@ -272,12 +276,7 @@ class WorkDir:
             _remove_dead_runs(self.path.parent)
             with writing(self.path):
                 self.path.mkdir(exist_ok=self.resume)
-                try:
-                    self._write_manifest()
-                except BaseException:
-                    # __exit__ does not run when __enter__ fails (an error, or SIGTERM here).
-                    self.remove()
-                    raise
+                self._write_manifest()
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None or not self.resume:
