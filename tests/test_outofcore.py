@@ -651,6 +651,28 @@ def test_column_file_gives_the_rows_at_any_ascending_positions(tmp_path_factory,
         assert len(column) == rows
 
 
+def test_a_work_folder_cut_short_while_opening_is_removed(tmp_path, monkeypatch):
+    """A signal that lands after the folder and its manifest exist, before the ``with`` block
+    starts (``__exit__`` then never runs), still leaves no folder; a resumed one is kept."""
+    from neardup.signals import Interrupted
+
+    opened = WorkDir._open
+
+    def open_then_stop(self) -> None:
+        opened(self)
+        raise Interrupted(15)
+
+    monkeypatch.setattr(WorkDir, "_open", open_then_stop)
+    with pytest.raises(Interrupted):
+        with WorkDir(tmp_path, "key", "out"):
+            pass
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(Interrupted):
+        with WorkDir(tmp_path, "key", "out", resume=True):
+            pass
+    assert len(list(tmp_path.iterdir())) == 1
+
+
 def test_unwritable_or_missing_temp_dir(corpus, tmp_path):
     result = run(
         "dedup",
