@@ -52,6 +52,7 @@ from neardup.io import (
     write_records,
 )
 from neardup.io.files import atomic_write
+from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
@@ -548,6 +549,7 @@ def _write_outputs(
     """Write the ``outputs`` of a run's ``groups`` over the documents ``ids`` (GROUPS and PAIRS
     piece by piece (:func:`write_in_pieces`), the originals' rows, fetched by ``originals``, as
     one set; then the report, its texts by position from ``texts_at``)."""
+    return_freed_memory()  # the grouping's temporaries, before the IDs are read back
     progress.stage("writing")
     ids = _id_column(ids)
     with output_set():
