@@ -41,12 +41,12 @@ verification data kept from pass 1) gets the room those leave, spills once N gro
 band hash columns still in memory spill when the grouping's arrays are charged; the band
 search's temporaries (:mod:`neardup.candidates.band_parts`), the sketches' blocks
 (:mod:`neardup.candidates.bounds`) and the verification chunks take the room left (no more
-than the limit less the resident memory), at least :data:`LEAST_ROOM`. Not charged: the candidate pairs in memory (8 bytes a pair,
-packed, up to :data:`LEAST_ROOM` of the budget, then sorted runs on disk:
-:mod:`neardup.engines.pair_runs`) and the pairs the bounds leave; the repair round's bucket
-members (4 bytes a member and 4 a bucket, up to :data:`LEAST_ROOM`, then on disk:
-:mod:`neardup.engines.spilled_buckets`), their pairs listed a slice at a time into a union of
-the same bound, and the pairs the bounds leave (8 bytes a pair).
+than the limit less the resident memory), at least :data:`LEAST_ROOM`. Not charged: the
+candidate pairs in memory (8 bytes a pair, packed, up to :data:`LEAST_ROOM` of the budget,
+then sorted runs on disk: :mod:`neardup.engines.pair_runs`) and the pairs the bounds leave; the
+repair round's bucket members (4 bytes a member and 4 a bucket, up to :data:`LEAST_ROOM`, then
+on disk: :mod:`neardup.engines.spilled_buckets`), their pairs listed a slice at a time into a
+union of the same bound, and the pairs the bounds leave (8 bytes a pair).
 """
 
 from __future__ import annotations
