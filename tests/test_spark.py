@@ -47,6 +47,7 @@ from neardup.engines.spark.tasks import (
     shared_bound_task,
     sign_task,
 )
+from neardup.engines.spark.write import write_output
 from neardup.groups import connected_components
 from neardup.io import InputError, read_documents, read_fingerprints, read_table, write_table
 from neardup.lcs import lcs_pairs
@@ -351,6 +352,22 @@ def test_salted_lookup_and_split_cells(spark):
                 if lo == hi or x.blk != y.blk:
                     meet[min(x.val, y.val), max(x.val, y.val)] += 1
     assert len(meet) == 40 * 39 // 2 and set(meet.values()) == {1}
+
+
+@pytest.mark.parametrize("name", ["out.tsv", "out.parquet"])
+def test_written_output_same_collected_or_streamed(spark, tmp_path, name):
+    # A small output is collected in one job and sorted on the driver; a large one (or one of
+    # unknown size) streams sorted by Spark: the same bytes either way.
+    rng = np.random.default_rng(7)
+    rows = [(int(i), f"d{i}", bool(i % 2), float(i) / 7) for i in rng.permutation(500)]
+    df = spark.createDataFrame(rows, "pos long, id string, ok boolean, v double").repartition(3)
+    columns = ["id", "ok", "v"]
+    write_output(df, str(tmp_path / f"a_{name}"), ["pos"], columns, chunk_rows=64, rows=500)
+    write_output(df, str(tmp_path / f"b_{name}"), ["pos"], columns, chunk_rows=64)
+    assert (tmp_path / f"a_{name}").read_bytes() == (tmp_path / f"b_{name}").read_bytes()
+    path = tmp_path / f"a_{name}"
+    written = pd.read_parquet(path) if name.endswith(".parquet") else pd.read_csv(path, sep="\t")
+    assert list(written["id"]) == [f"d{i}" for i in range(500)]
 
 
 def _brute_components(edges):
