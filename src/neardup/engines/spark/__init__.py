@@ -25,8 +25,8 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    (:func:`~neardup.candidates.plan.first_shared_table`, a pure function of the two values
    and the plan), so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band,
-   shuffled once by bucket; each reduce task links every bucket as a star to its earliest
-   member, and lists the pairs of its other members for the repair round
+   shuffled once by bucket; each reduce task sorts its rows and links every bucket as a star
+   to its earliest member, and lists the pairs of its other members for the repair round
    (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
 4. **verification** — with LCS verification, candidate pairs are first bounded by both
    documents' unit counts and count sketches, which stage 1 made (broadcast to the tasks up to
@@ -60,8 +60,10 @@ first. A key holding more than ``skew_threshold`` rows is *hot*: a hot permutati
 LSH bucket is split into sub-blocks of about ``skew_threshold / 2`` values, and every pair of
 sub-blocks is compared in its own task (salting); joins whose key is hot (the original of a huge
 group, the center of a star) take the hot keys' few rows from a broadcast table instead of
-shuffling all the key's rows into one task. Nothing is collected to the driver except counts, the
-first bad row of an input and the small table of hot keys.
+shuffling all the key's rows into one task, and joins with a table of documents known to hold at
+most :data:`~neardup.engines.spark.frames.BROADCAST_ROWS` rows broadcast that table whole, so the
+other side is not shuffled at all. Nothing is collected to the driver except counts, the first
+bad row of an input, the small table of hot keys and the outputs written to single files.
 
 Example (it needs Java and starts a Spark session, so it is not run as a doctest)::
 

@@ -7,7 +7,12 @@ from functools import partial
 
 from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.engines.spark.frames import Frames
-from neardup.engines.spark.repair import BUCKET_LINKS_SCHEMA, STAR, bucket_links_task
+from neardup.engines.spark.repair import (
+    BUCKET_LINKS_SCHEMA,
+    STAR,
+    bucket_links_task,
+    unlisted_pairs,
+)
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
 from neardup.settings import Settings
@@ -31,14 +36,20 @@ def simhash_candidates(
     """
     r = reps.select("pos", "ts", F.col("sig").alias("fp"))
     heads = frames.earliest(r, ["fp"], "node")
+    node = F.coalesce("node", "pos")
     fp_rep = frames.keep(
-        frames.lookup(r, heads.where("n > 1").select("fp", "node"), ["fp"], "left").select(
-            "pos", "fp", F.coalesce("node", "pos").alias("node")
-        )
+        frames.lookup(
+            r,
+            heads.where("n > 1").select("fp", "node"),
+            ["fp"],
+            "left",
+            right_rows=frames.rows(reps),
+        ).select("pos", "fp", node.alias("node")),
+        totals=[F.sum((F.col("node") == F.col("pos")).cast("long"))],
     )
     star = fp_rep.where("node != pos").select(F.col("node").alias("a"), F.col("pos").alias("b"))
     distinct = fp_rep.where("node = pos").select("fp", "node")
-    n_distinct = distinct.count()
+    n_distinct = int(frames.totals(fp_rep)[0] or 0)
     plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
     masks = plan.masks
     rows = distinct.mapInArrow(
@@ -77,24 +88,24 @@ def minhash_candidates(
     """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
     to its earliest member; and every row of the buckets' reduce (``a, b, kind``), which also
     lists the pairs of the buckets' other members for the repair round
-    (:func:`~neardup.engines.spark.repair.bucket_links_task`). Cost: O(representatives ×
-    bands) rows of four integers shuffled once by bucket, linked inside the reduce tasks, and
-    the links made distinct. A bucket's rows meet in one task, but the work there is linear in
-    them (quadratic only in buckets of at most 17 members) and the rows are 32 bytes: a hot
-    bucket costs its task time, not quadratic work.
+    (:func:`~neardup.engines.spark.repair.bucket_links_task`), stored with the number of pairs
+    of the buckets too large to list as its total. Cost: O(representatives × bands) rows of
+    four integers shuffled once by bucket, sorted and linked inside the reduce tasks (a
+    partition's rows in memory at once, 28 bytes each), and the links made distinct. A
+    bucket's rows meet in one task, but the work there is linear in them (quadratic only in
+    buckets of at most 17 members) and the rows are 28 bytes: a hot bucket costs its task
+    time, not quadratic work.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         cand, links = minhash_candidates(frames, reps, Settings(method="minhash"))
     """
+    # Each task sorts its partition itself (see bucket_links_task): no sort by Spark.
     links = frames.keep(
-        frames.reduce(
-            band_rows(reps, settings),
-            ["band", "h"],
-            ["ts", "pos"],
-            bucket_links_task,
-            BUCKET_LINKS_SCHEMA,
-        )
+        band_rows(reps, settings)
+        .repartition(frames.P, "band", "h")
+        .mapInArrow(bucket_links_task, BUCKET_LINKS_SCHEMA),
+        totals=[unlisted_pairs()],
     )
     star = links.where(f"kind = {STAR}").select("a", "b")
     return frames.keep(star.distinct()), links

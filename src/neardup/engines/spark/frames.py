@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from neardup.engines.spark.session import Broadcast, DataFrame, F, SparkSession
+from neardup.engines.spark.session import Broadcast, Column, DataFrame, F, SparkSession
 
 __all__ = [
     "BROADCAST_POSITIONS",
+    "BROADCAST_ROWS",
     "DEFAULT_SKEW_THRESHOLD",
     "Frames",
     "Storage",
@@ -29,6 +30,11 @@ BROADCAST_POSITIONS = 4_000_000
 """Most document positions (8 bytes each) sent to every task to pick rows where they are
 stored (texts to shingle, units of pair ends, repeated IDs), instead of shuffling the rows by
 position."""
+
+BROADCAST_ROWS = 1_000_000
+"""Most rows of the right-hand side of a skew-safe join (:meth:`Frames.lookup`; a few columns,
+tens of bytes a row) sent whole to every task, so that the left side is joined where it is:
+no shuffle of it, so no hot key, and no Spark job to look for one."""
 
 ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""
@@ -87,7 +93,7 @@ class Storage:
         self._held: list[DataFrame] = []  # checkpointed tables of this run
         self._shared: list = []  # broadcasts of this run
 
-    def keep(self, df: DataFrame) -> DataFrame:
+    def keep(self, df: DataFrame, totals: Sequence[Column] = ()) -> DataFrame:
         """Materialise ``df`` for the stages that read it again, and cut its lineage: a table
         with a short plan. O(rows of ``df``) on the executors.
 
@@ -101,8 +107,11 @@ class Storage:
         rows as Spark holds them (its internal rows): wrapped through ``javaRDD`` instead,
         every read of the table converted each row to a ``Row`` object and back in the JVM.
 
-        The rows are stored by counting them (what an eager checkpoint does), and the count
-        is kept: :meth:`rows` answers it without a Spark job of its own.
+        The rows are stored by the job that counts them (what an eager checkpoint does), and
+        the count is kept: :meth:`rows` answers it without a Spark job of its own. ``totals``
+        (aggregate columns over ``df``'s columns, e.g. ``F.sum("n")``) are computed by that
+        same job, and :meth:`totals` answers them: a figure of a stored table then costs no
+        job of its own either.
         """
         if self.checkpoint == "reliable":
             done = df.checkpoint(eager=False)
@@ -110,11 +119,16 @@ class Storage:
             done = df.localCheckpoint(eager=False)
         jdf = done._jdf
         stored = jdf.queryExecution().logical().rdd()
-        count = stored.count()  # the job that computes and stores the rows
         fresh = DataFrame(
             self.spark._jsparkSession.internalCreateDataFrame(stored, jdf.schema(), False),
             self.spark,
         )
+        if totals:
+            # The first job over the marked rows computes and stores them: this one.
+            found = fresh.agg(F.count(F.lit(1)), *totals).first()
+            count, fresh._neardup_totals = found[0], tuple(found[1:])
+        else:
+            count = stored.count()  # the job that computes and stores the rows
         # DataFrame.unpersist cannot reach the checkpointed rows under the fresh plan:
         # unpersist() frees them through this handle.
         fresh._neardup_stored = stored
@@ -128,6 +142,12 @@ class Storage:
         job), else by a Spark job (O(rows) on the executors)."""
         count = getattr(df, "_neardup_rows", None)
         return df.count() if count is None else count
+
+    @staticmethod
+    def totals(df: DataFrame) -> tuple:
+        """The ``totals`` :meth:`keep` computed as it stored ``df``, in order (None where an
+        aggregate saw no rows). O(1)."""
+        return df._neardup_totals
 
     def share(self, value: object) -> Broadcast:
         """``value`` sent once to every executor (a Spark broadcast, read in tasks as
@@ -209,6 +229,7 @@ class Frames(Storage):
         keys: list[str],
         how: str = "inner",
         counted: DataFrame | None = None,
+        right_rows: int | None = None,
     ) -> DataFrame:
         """``left`` joined with ``right`` (at most one row per key) on ``keys``, skew-safe.
 
@@ -218,12 +239,49 @@ class Frames(Storage):
         ``skew_threshold`` rows in all, so small inputs take a plain join. The rows per key
         are counted on ``counted`` when given: the table ``left`` was joined from (at least
         its rows, with its keys), so counting does not compute ``left``'s joins a second time;
-        a key counted too high is only salted more than it needs.
+        a key counted too high is only salted more than it needs. ``right_rows``: a bound on
+        the rows of ``right`` the caller knows (e.g. the documents); at most
+        :data:`BROADCAST_ROWS`, ``right`` is broadcast instead, and nothing is counted.
         """
         if not self.skewed:
             return left.join(right, keys, how)
+        if right_rows is not None and right_rows <= BROADCAST_ROWS:
+            return left.join(F.broadcast(right), keys, how)
         source = left if counted is None else counted
-        hot = F.broadcast(self.hot_keys(source, keys, self.threshold))
+        return self._salted_join(
+            left, right, keys, how, self.hot_keys(source, keys, self.threshold)
+        )
+
+    def lookup_ends(
+        self,
+        pairs: DataFrame,
+        end_a: DataFrame,
+        end_b: DataFrame,
+        counted: DataFrame | None = None,
+    ) -> DataFrame:
+        """``pairs`` (``a, b, …``) joined with ``end_a`` on ``a``, then with ``end_b`` on ``b``
+        (each at most one row per key): the two skew-safe joins of :meth:`lookup`, whose hot
+        keys at both ends are counted by one Spark job (on ``counted`` when given, as there)."""
+        if not self.skewed:
+            return pairs.join(end_a, ["a"]).join(end_b, ["b"])
+        source = pairs if counted is None else counted
+        ends = source.select(F.lit(0).alias("_end"), F.col("a").alias("_key")).unionByName(
+            source.select(F.lit(1).alias("_end"), F.col("b").alias("_key"))
+        )
+        hot = self.hot_keys(ends, ["_end", "_key"], self.threshold)  # local: no job to split
+        hot_a, hot_b = (
+            hot.where(F.col("_end") == end).select(F.col("_key").alias(key), "_S")
+            for end, key in ((0, "a"), (1, "b"))
+        )
+        joined = self._salted_join(pairs, end_a, ["a"], "inner", hot_a)
+        return self._salted_join(joined, end_b, ["b"], "inner", hot_b)
+
+    def _salted_join(
+        self, left: DataFrame, right: DataFrame, keys: list[str], how: str, hot: DataFrame
+    ) -> DataFrame:
+        """``left`` joined with ``right`` on ``keys``, the keys of ``hot`` (a local table of
+        :meth:`hot_keys`) salted: see :meth:`lookup`."""
+        hot = F.broadcast(hot)
         salt = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in left.columns]), F.col("_S"))
         salted_left = (
             left.join(hot, keys, "left")

@@ -349,11 +349,11 @@ class _Job(Frames):
             docs.select("pos", "ts", "text").mapInArrow(
                 partial(sign_task, settings=s, bounds=s.lcs_bounded),
                 _signature_schema(s, s.lcs_bounded),
-            )
+            ),
+            totals=[F.sum(F.col("empty").cast("long"))],
         )
-        counts = sig.agg(F.count(F.lit(1)), F.sum(F.col("empty").cast("long"))).first()
-        self.stats["documents"] = n = int(counts[0])
-        self.stats["empty_documents"] = int(counts[1] or 0)
+        self.stats["documents"] = n = self.rows(sig)
+        self.stats["empty_documents"] = int(self.totals(sig)[0] or 0)
         self.skewed = n > self.threshold
         self.lap("signatures")
         self.texts = docs.select("pos", "text")
@@ -402,14 +402,16 @@ class _Job(Frames):
         """Stage 2: every document points to the earliest document with its content, its
         representative. Returns the contents held by more than one document (``c0, c1, rep``),
         every document's ``pos, ts, rep`` and the representatives' ``pos, ts, c0, c1, sig``."""
+        n = self.stats["documents"]  # a bound on the rows of every table of documents below
         content = self.earliest(sig, ["c0", "c1"], "rep").where("n > 1").select("c0", "c1", "rep")
         docrep = self.keep(
-            self.lookup(sig.select("pos", "ts", "c0", "c1"), content, ["c0", "c1"], "left").select(
-                "pos", "ts", F.coalesce("rep", "pos").alias("rep")
-            )
+            self.lookup(
+                sig.select("pos", "ts", "c0", "c1"), content, ["c0", "c1"], "left", right_rows=n
+            ).select("pos", "ts", F.coalesce("rep", "pos").alias("rep")),
+            totals=[F.sum((F.col("rep") != F.col("pos")).cast("long"))],
         )
         copies = docrep.where("rep != pos").select("pos")
-        self.stats["exact_duplicates"] = n_copies = copies.count()
+        self.stats["exact_duplicates"] = n_copies = int(self.totals(docrep)[0] or 0)
         if n_copies <= BROADCAST_POSITIONS:
             copies = F.broadcast(copies)  # the signatures stay where they were made
         reps = self.keep(
@@ -463,10 +465,13 @@ class _Job(Frames):
             self.data = with_shingle_sets(self, self.texts, reps, compared, content, s)
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
-            checked = self.keep(relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs))
+            checked = self.keep(
+                relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs),
+                totals=[F.sum(F.col("ok").cast("long"))],
+            )
             edges = checked.where("ok").select("a", "b")
             self.measured = checked.where("ok").select("a", "b", "value")
-            n_edges = edges.count()
+            n_edges = int(self.totals(checked)[0] or 0)
         else:
             edges, n_edges = cand, self.stats["candidates"]
         self.stats["rejected"] = self.stats["candidates"] - n_edges
@@ -499,22 +504,25 @@ class _Job(Frames):
         original_id``, and GROUPS."""
         if labels is None:
             labels = self.components(reps, edges, n_edges)
+        n = self.stats["documents"]  # a bound on the rows of every table of documents below
         if self.settings.grouping == "components":
             first = self.earliest(labels, ["label"], "orig").select("label", "orig")
-            rep_orig = self.lookup(labels, first, ["label"]).select(
+            rep_orig = self.lookup(labels, first, ["label"], right_rows=n).select(
                 F.col("pos").alias("rep"), "orig"
             )
         else:
             centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
             rep_orig = centers.select(F.col("pos").alias("rep"), F.col("center").alias("orig"))
         doc_orig = self.keep(
-            self.lookup(docrep.select("pos", "rep"), rep_orig, ["rep"]).select("pos", "rep", "orig")
+            self.lookup(docrep.select("pos", "rep"), rep_orig, ["rep"], right_rows=n).select(
+                "pos", "rep", "orig"
+            )
         )
         sizes = doc_orig.groupBy("orig").agg(F.count(F.lit(1)).alias("group_size"))
         orig_ids = ids.select(F.col("pos").alias("orig"), F.col("id").alias("original_id"))
-        per_orig = self.keep(sizes.join(orig_ids, ["orig"]))
+        per_orig = self.keep(sizes.join(orig_ids, ["orig"]), totals=[F.max("group_size")])
         groups = (
-            self.lookup(doc_orig, per_orig, ["orig"])
+            self.lookup(doc_orig, per_orig, ["orig"], right_rows=n)
             .join(ids, ["pos"])
             .select(
                 "pos",
@@ -525,9 +533,8 @@ class _Job(Frames):
                 "group_size",
             )
         )
-        counts = per_orig.agg(F.count(F.lit(1)), F.max("group_size")).first()
-        self.stats["groups"] = int(counts[0])
-        self.stats["largest_group"] = int(counts[1] or 0)
+        self.stats["groups"] = self.rows(per_orig)
+        self.stats["largest_group"] = int(self.totals(per_orig)[0] or 0)
         self.stats["duplicates_removed"] = self.stats["documents"] - self.stats["groups"]
         self.lap("groups")
         return doc_orig, per_orig, groups
@@ -555,9 +562,10 @@ class _Job(Frames):
         self.stats["pairs"] = self.rows(stored)
         id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
         id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
-        named = self.lookup(self.lookup(stored, id_a, ["pos_a"]), id_b, ["pos_b"]).select(
-            "pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed"
-        )
+        n = self.stats["documents"]
+        named = self.lookup(
+            self.lookup(stored, id_a, ["pos_a"], right_rows=n), id_b, ["pos_b"], right_rows=n
+        ).select("pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed")
         self.lap("pairs")
         return stored, named, order
 

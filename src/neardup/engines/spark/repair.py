@@ -27,8 +27,8 @@ import pyarrow as pa
 
 from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links_decided
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
-from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import _chunks_by_key, _i64, _run_starts, record_batch
+from neardup.engines.spark.session import Column, DataFrame, F
+from neardup.engines.spark.tasks import _i64, _run_starts, record_batch
 from neardup.engines.spark.verify import relate
 from neardup.groups import LINK_ROUNDS, connected_components
 from neardup.pipeline import VERIFY_SLICE
@@ -41,6 +41,7 @@ __all__ = [
     "repair_task",
     "repaired_labels",
     "unbounded_pairs",
+    "unlisted_pairs",
 ]
 
 STAR, PAIR, UNLISTED = 0, 1, 2
@@ -51,43 +52,52 @@ BUCKET_LINKS_SCHEMA = "a long, b long, kind byte"
 
 
 def bucket_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Reduce side of the MinHash candidates: rows ``(band, h, ts, pos)`` sorted by all four ->
-    ``(a, b, kind)``: every other member ``b`` of each LSH bucket linked to its earliest member
-    ``a`` (by time, then position; kind ``STAR``), as the local engine links a bucket; the
-    pairs ``a < b`` of the other members of each bucket of at most ``BUCKET_MEMBERS`` of them
-    (kind ``PAIR``, by :func:`~neardup.candidates.repair.bucket_pairs`, once per bucket: a
-    pair shares a band in one bucket at most); and per chunk one row ``(-1, pairs, UNLISTED)``
-    counting the pairs of the larger buckets. O(rows + Σ m² over the listed buckets).
+    """Reduce side of the MinHash candidates: the rows ``(band, h, ts, pos)`` of a partition
+    holding every row of its buckets, in any order -> ``(a, b, kind)``: every other member
+    ``b`` of each LSH bucket linked to its earliest member ``a`` (by time, then position; kind
+    ``STAR``), as the local engine links a bucket; the pairs ``a < b`` of the other members of
+    each bucket of at most ``BUCKET_MEMBERS`` of them (kind ``PAIR``, by
+    :func:`~neardup.candidates.repair.bucket_pairs`, once per bucket: a pair shares a band in
+    one bucket at most); and one row ``(-1, pairs, UNLISTED)`` counting the pairs of the
+    larger buckets. O(rows log rows + Σ m² over the listed buckets).
+
+    The partition is sorted here by all four columns: Spark's sort of these rows compares
+    whole rows (its sort prefix is the band alone, shared by a 32nd of them) and took
+    several times as long as numpy's sort of the integers.
 
     Example:
-        >>> rows = pa.record_batch({"band": [0, 0, 0, 0, 1], "h": [7, 7, 7, 7, 7],
-        ...                         "ts": [1, 1, 5, 6, 0], "pos": [4, 9, 2, 3, 3]})
+        >>> rows = pa.record_batch({"band": [1, 0, 0, 0, 0], "h": [7, 7, 7, 7, 7],
+        ...                         "ts": [0, 6, 1, 5, 1], "pos": [3, 3, 9, 2, 4]})
         >>> [tuple(r.values()) for b in bucket_links_task([rows]) for r in b.to_pylist()]
         [(4, 9, 0), (4, 2, 0), (4, 3, 0), (2, 3, 1), (2, 9, 1), (3, 9, 1), (-1, 0, 2)]
     """
-    for chunk in _chunks_by_key(batches, ("band", "h")):
-        band = _i64(chunk.column("band"))
-        pos = _i64(chunk.column("pos"))
-        n = pos.shape[0]
-        starts = _run_starts(band, _i64(chunk.column("h")))
-        sizes = np.diff(np.append(starts, n))
-        member = np.repeat(starts, sizes) != np.arange(n)
-        if member.any():
-            yield _links(pos[np.repeat(starts, sizes)[member]], pos[member], STAR)
-        # Positions numbered within the chunk (in order): bucket_pairs packs them in 32 bits.
-        nodes, members = np.unique(pos[member], return_inverse=True)
-        offsets = np.concatenate([[0], np.cumsum(sizes - 1)])
-        firsts = np.flatnonzero(np.diff(band[starts], prepend=-1) != 0)  # each band's first
-        unlisted = 0
-        for first, stop in zip(firsts, np.append(firsts[1:], starts.shape[0])):
-            base = offsets[first]
-            a, b, stats = bucket_pairs(
-                offsets[first : stop + 1] - base, members[base : offsets[stop]], BUCKET_MEMBERS
-            )
-            unlisted += stats["repair_unlisted"]
-            if a.shape[0]:
-                yield _links(nodes[a], nodes[b], PAIR)
-        yield _links(np.array([-1]), np.array([unlisted]), UNLISTED)
+    parts = [batch for batch in batches if batch.num_rows]
+    if not parts:
+        return
+    table = pa.Table.from_batches(parts)
+    band, h, ts, pos = (_i64(table.column(c)) for c in ("band", "h", "ts", "pos"))
+    order = np.lexsort((pos, ts, h, band))
+    band, h, pos = band[order], h[order], pos[order]
+    n = pos.shape[0]
+    starts = _run_starts(band, h)
+    sizes = np.diff(np.append(starts, n))
+    member = np.repeat(starts, sizes) != np.arange(n)
+    if member.any():
+        yield _links(pos[np.repeat(starts, sizes)[member]], pos[member], STAR)
+    # Positions numbered within the partition (in order): bucket_pairs packs them in 32 bits.
+    nodes, members = np.unique(pos[member], return_inverse=True)
+    offsets = np.concatenate([[0], np.cumsum(sizes - 1)])
+    firsts = np.flatnonzero(np.diff(band[starts], prepend=-1) != 0)  # each band's first
+    unlisted = 0
+    for first, stop in zip(firsts, np.append(firsts[1:], starts.shape[0])):
+        base = offsets[first]
+        a, b, stats = bucket_pairs(
+            offsets[first : stop + 1] - base, members[base : offsets[stop]], BUCKET_MEMBERS
+        )
+        unlisted += stats["repair_unlisted"]
+        if a.shape[0]:
+            yield _links(nodes[a], nodes[b], PAIR)
+    yield _links(np.array([-1]), np.array([unlisted]), UNLISTED)
 
 
 def _links(a: np.ndarray, b: np.ndarray, kind: int) -> pa.RecordBatch:
@@ -96,16 +106,28 @@ def _links(a: np.ndarray, b: np.ndarray, kind: int) -> pa.RecordBatch:
     return record_batch({"a": pa.array(a), "b": pa.array(b), "kind": pa.array(kinds)})
 
 
+def unlisted_pairs() -> Column:
+    """The aggregate over the rows of :func:`bucket_links_task` counting the pairs of the
+    buckets too large to list: a total the table of those rows is stored with
+    (:meth:`~neardup.engines.spark.frames.Storage.keep`), so it costs no Spark job of its own.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        links = frames.keep(rows, totals=[unlisted_pairs()])
+    """
+    return F.sum(F.when(F.col("kind") == UNLISTED, F.col("b")))
+
+
 def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
     """The distinct pairs the buckets list, ``a, b, times`` (the buckets listing each), and
-    the number of pairs of the buckets too large to list (``repair_unlisted``). Cost: one
-    aggregation of the pairs.
+    the number of pairs of the buckets too large to list (``repair_unlisted``; ``links`` is
+    stored with :func:`unlisted_pairs` as its total). Cost: one aggregation of the pairs.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         pairs, unlisted = listed_pairs(frames, links)
     """
-    unlisted = links.where(f"kind = {UNLISTED}").agg(F.sum("b")).first()[0]
+    unlisted = frames.totals(links)[0]
     pairs = links.where(f"kind = {PAIR}").groupBy("a", "b").agg(F.count(F.lit(1)).alias("times"))
     return frames.keep(pairs), int(unlisted or 0)
 
@@ -129,11 +151,12 @@ def unbounded_pairs(
     bounded = 0
     kept = pairs.select("a", "b")
     if bound is not None:
-        kept = frames.keep(bound(kept))
-        left = kept.withColumn("left", F.lit(True))
+        left = bound(kept).withColumn("left", F.lit(True))
         ruled_out = F.when(F.col("left").isNull(), F.col("times")).otherwise(F.lit(0))
-        joined = pairs.join(left, ["a", "b"], "left")
-        bounded = int(joined.agg(F.sum(ruled_out)).first()[0] or 0)
+        # One stored table answers both: the pairs left, and the listings ruled out.
+        flagged = frames.keep(pairs.join(left, ["a", "b"], "left"), totals=[F.sum(ruled_out)])
+        bounded = int(frames.totals(flagged)[0] or 0)
+        kept = flagged.where(F.col("left").isNotNull()).select("a", "b")
     oriented = star.select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"))
     return frames.keep(kept.join(oriented, ["a", "b"], "left_anti")), bounded
 
@@ -166,16 +189,18 @@ def repaired_labels(
     checked = relate(frames, data, across, keep, settings, 2 * stats["repair_listed"])
     # Exactly one partition, which adaptive execution does not change: the replay sees every
     # pair, in the local engine's order.
+    # The counts are on the one row of label -1 (0 on the others): totals of the stored rows.
     decided = frames.keep(
         checked.select(*keep, "ok")
         .repartition(1)
         .mapInArrow(
             partial(repair_task, rounds=LINK_ROUNDS, step=VERIFY_SLICE),
             "label long, merged long, tested long, accepted long",
-        )
+        ),
+        totals=[F.sum("tested"), F.sum("accepted")],
     )
-    counts = decided.where("label < 0").first()
-    stats["repair_tested"], stats["repair_accepted"] = int(counts.tested), int(counts.accepted)
+    tested, accepted = frames.totals(decided)
+    stats["repair_tested"], stats["repair_accepted"] = int(tested), int(accepted)
     merged = decided.where("label >= 0").select("label", "merged")
     if 2 * stats["repair_accepted"] <= BROADCAST_POSITIONS:
         merged = F.broadcast(merged)

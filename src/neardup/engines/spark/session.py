@@ -16,13 +16,13 @@ from pathlib import Path
 
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     from pyspark import Broadcast
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
     HAVE_PYSPARK = True
 except ImportError:  # pragma: no cover - exercised only without pyspark
-    Broadcast = DataFrame = SparkSession = F = Window = None  # type: ignore[assignment,misc]
+    Broadcast = Column = DataFrame = SparkSession = F = Window = None  # type: ignore[assignment,misc]
     HAVE_PYSPARK = False
 
 __all__ = ["HAVE_PYSPARK", "INSTALL_HINT", "PYTHON_DAEMON", "require_pyspark", "spark_session"]

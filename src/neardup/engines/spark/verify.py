@@ -78,9 +78,13 @@ def with_shingle_sets(
         needed = needed.unionByName(part.select(F.col("a").alias("pos")))
         needed = needed.unionByName(part.select(F.col("b").alias("pos")))
     # The texts stay where they were read when the positions fit a broadcast: only the
-    # units built from them travel on.
-    needed = frames.keep(needed.distinct())
-    if frames.rows(needed) <= BROADCAST_POSITIONS:
+    # units built from them travel on. They are documents: while those fit, the positions
+    # are not stored and counted first.
+    needed = needed.distinct()
+    fits = frames.stats["documents"] <= BROADCAST_POSITIONS
+    if not fits:
+        needed = frames.keep(needed)
+    if fits or frames.rows(needed) <= BROADCAST_POSITIONS:
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
     sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
@@ -116,10 +120,7 @@ def with_ends(
         ends.append(
             table.select(F.col("pos").alias(end), *[F.col(c).alias(f"{c}_{end}") for c in columns])
         )
-    counted = pairs if counted is None else counted
-    return frames.lookup(
-        frames.lookup(pairs, ends[0], ["a"], counted=counted), ends[1], ["b"], counted=counted
-    )
+    return frames.lookup_ends(pairs, ends[0], ends[1], counted)
 
 
 BROADCAST_SKETCHES = 2_000_000

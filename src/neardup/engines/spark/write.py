@@ -27,7 +27,13 @@ from neardup.io import write_records, write_table
 from neardup.io.files import FORMAT_OF_EXTENSION, atomic_write, split_name
 from neardup.settings import Settings
 
-__all__ = ["write_originals", "write_output", "write_result"]
+__all__ = ["COLLECT_ROWS", "write_originals", "write_output", "write_result"]
+
+COLLECT_ROWS = 1_000_000
+"""Most rows of a single-file output collected to the driver at once (one Spark job, as
+Arrow) and sorted there; a larger output, or one whose rows are not known, streams through
+the driver sorted by Spark, a partition at a time (a sampling job, a sort and a job per
+partition)."""
 
 
 def _single_file_format(path: str) -> tuple[str, bool] | None:
@@ -47,14 +53,17 @@ def write_output(
     order: Sequence[str],
     columns: Sequence[str],
     chunk_rows: int = 200_000,
+    rows: int | None = None,
 ) -> None:
-    """Write ``df`` sorted by ``order``: to one file when ``path`` names one (``.tsv``, ``.csv``,
-    ``.jsonl``, ``.parquet``; byte-identical to :func:`neardup.io.write_table`), else to a
-    Parquet directory written by Spark.
+    """Write ``df`` sorted by ``order`` (unique together, as the outputs' positions are): to one
+    file when ``path`` names one (``.tsv``, ``.csv``, ``.jsonl``, ``.parquet``; byte-identical
+    to :func:`neardup.io.write_table`), else to a Parquet directory written by Spark.
 
-    A single file streams the rows to the driver partition by partition (uncompressed text
-    formats keep only ``chunk_rows`` rows in memory at a time; Parquet and compressed files
-    gather the whole table first).
+    A single file of at most :data:`COLLECT_ROWS` rows (``rows``, the number of rows of
+    ``df`` when the caller knows it) is collected at once and sorted on the driver. Otherwise
+    the rows stream to the driver partition by partition (uncompressed text formats keep only
+    ``chunk_rows`` rows in memory at a time; Parquet and compressed files gather the whole
+    table first).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -66,7 +75,10 @@ def write_output(
         ordered.write.mode("overwrite").parquet(path)
         return
     fmt, compressed = single
-    chunks = _local_chunks(ordered, list(columns), chunk_rows)
+    if rows is not None and rows <= COLLECT_ROWS:
+        chunks = _collected_chunks(df, list(order), list(columns), chunk_rows)
+    else:
+        chunks = _local_chunks(ordered, list(columns), chunk_rows)
     if fmt == "parquet" or compressed or path == "-":
         parts = list(chunks)
         if parts:
@@ -110,6 +122,19 @@ def _typed(chunk: dict[str, list], df: DataFrame, columns: Sequence[str]) -> dic
     return out
 
 
+def _collected_chunks(
+    df: DataFrame, order: list[str], columns: list[str], chunk_rows: int
+) -> Iterator[dict[str, list]]:
+    """The rows of ``df`` sorted by ``order`` on the driver, ``chunk_rows`` at a time, as lists
+    per column: one Spark job brings them as Arrow (no sampling job, sort or job per partition,
+    which cost more than the sort itself for small outputs)."""
+    table = df.select(*dict.fromkeys([*order, *columns])).toArrow()
+    table = table.sort_by([(c, "ascending") for c in order])
+    for start in range(0, table.num_rows, chunk_rows):
+        part = table.slice(start, chunk_rows)
+        yield {c: part.column(c).to_pylist() for c in columns}
+
+
 def _local_chunks(df: DataFrame, columns: list[str], chunk_rows: int) -> Iterator[dict[str, list]]:
     """The rows of ``df`` on the driver, ``chunk_rows`` at a time, as lists per column."""
     chunk: dict[str, list] = {c: [] for c in columns}
@@ -144,13 +169,15 @@ def write_result(
         write_result(result, settings, "groups.tsv", "pairs.tsv")
     """
     if groups_out:
-        write_output(result.groups, groups_out, ["pos"], GROUP_COLUMNS)
+        rows = result.stats.get("documents")
+        write_output(result.groups, groups_out, ["pos"], GROUP_COLUMNS, rows=rows)
     if pairs_out:
         write_output(
             _rounded_pairs(result.pairs, settings.method),
             pairs_out,
             list(result.pairs_order),
             pair_columns(settings.method),
+            rows=result.stats.get("pairs"),
         )
 
 
