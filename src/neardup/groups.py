@@ -365,7 +365,7 @@ def accepted_links(
     n, a, b = _checked_pairs(n, a, b)
     state = np.full(a.size, _PENDING, dtype=np.int8)
     # 4 bytes a document when they fit: at 10M documents these are held beside the pairs.
-    index_type = np.int32 if n < 2**31 else np.int64
+    index_type = index_dtype(n)
     if linked is None:
         parent = np.arange(n, dtype=index_type)
     else:

@@ -193,11 +193,12 @@ def bounded_pairs(
         return length_possible(sizes, unbounded, a, b, threshold)
 
     dtype = pairs.dtype
-    narrow = np.uint32 if sizes.shape[0] <= 1 << 32 else dtype
+    # 4-byte ends already (int32 indices) are kept as they are: no second copy at the end.
+    narrow = dtype if np.dtype(dtype).itemsize <= 4 or sizes.shape[0] > 1 << 32 else np.uint32
     a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
     pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
     keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-    return a[keep].astype(dtype), b[keep].astype(dtype)
+    return a[keep].astype(dtype, copy=False), b[keep].astype(dtype, copy=False)
 
 
 @njit(cache=True)

@@ -202,12 +202,12 @@ class OutOfCoreDedup:
         ``memory_limit`` less the resident memory (after a trim), at least :data:`LEAST_ROOM`.
         The process holds more than the budget was charged (the interpreter, the kernels, the
         document order and representatives once made). O(1) plus a ``malloc_trim``."""
-        room = self.budget.room(LEAST_ROOM)
         return_freed_memory()
         resident = resident_bytes()
-        if resident is None:
-            return room
-        return max(min(room, self.memory_limit - resident), self._least_room)
+        free = self.budget.free
+        if resident is not None:
+            free = min(free, self.memory_limit - resident)
+        return max(free, self._least_room)
 
     def _charge(self, nbytes: int) -> None:
         """Charge ``nbytes`` of per-document state to the budget (give back when negative)."""

@@ -234,7 +234,6 @@ class WorkDir:
             self.path = self._resume_path
         else:
             self.path = base / f"neardup-tmp-{os.getpid()}-{secrets.token_hex(8)}"
-        self._created = False
         self._lock: int | None = None
 
     def __enter__(self) -> WorkDir:
@@ -249,7 +248,6 @@ class WorkDir:
                 )
         try:
             self._open()
-            self._created = True
         except BaseException:
             # __exit__ does not run when __enter__ fails (an error, or a SIGTERM at any point
             # here): a run's own folder goes with it; a resumed one is the user's to keep.
