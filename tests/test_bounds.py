@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from neardup.candidates import bounds
 from neardup.candidates.bounds import (
+    first_block_order,
     gather_rows,
     possible_by_blocks,
     read_rows,
@@ -271,3 +272,19 @@ def test_gather_rows_leaves_no_file_or_map_open(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="shorter"):
         gather_rows(mapped, 2999, np.array([0, 1]), out)
     assert len(os.listdir("/proc/self/fd")) == fds and maps_of_file() == maps
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99)), max_size=80),
+    st.integers(1, 120),
+)
+def test_first_block_order_groups_pairs_by_the_block_of_their_smaller_end(ends, block_rows):
+    a = np.array([x for x, _ in ends], dtype=np.int32)
+    b = np.array([y for _, y in ends], dtype=np.int32)
+    blocks = -(-100 // block_rows)
+    order, starts = first_block_order(a, b, block_rows, blocks)
+    for i in range(blocks):
+        want = [p for p, (x, y) in enumerate(ends) if min(x, y) // block_rows == i]
+        assert order[starts[i] : starts[i + 1]].tolist() == want
+    assert starts[-1] == len(ends)

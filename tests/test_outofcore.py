@@ -133,13 +133,19 @@ def record_block_rows(monkeypatch) -> list[int]:
     """The rows of a block of each sweep of spilled count sketches (candidates.bounds), in a
     list filled as the run goes."""
     blocks: list[int] = []
-    for module in (chunks, bucket_lists):
-        by_blocks = module.possible_by_blocks
-        monkeypatch.setattr(
-            module,
-            "possible_by_blocks",
-            lambda *args, by_blocks=by_blocks: blocks.append(args[-1]) or by_blocks(*args),
-        )
+    by_blocks = bucket_lists.possible_by_blocks
+    monkeypatch.setattr(
+        bucket_lists,
+        "possible_by_blocks",
+        lambda *args: blocks.append(args[-1]) or by_blocks(*args),
+    )
+
+    class RecordedSweep(chunks.BlockSweep):
+        def __init__(self, *args):
+            blocks.append(args[-1])
+            super().__init__(*args)
+
+    monkeypatch.setattr(chunks, "BlockSweep", RecordedSweep)
     return blocks
 
 
@@ -212,8 +218,8 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         assert dedup(corpus, tmp_path, "middle", *options, "--memory-limit", "3M") == roomy
     set_blocks.clear()
     with monkeypatch.context() as m:
-        # Candidates verified in slices, ordered for reading the spill (pipeline.find_groups).
-        m.setattr(pipeline, "VERIFY_SLICE", 37)
+        # Candidates verified in slices of the budget's size, ordered for reading the spill
+        # (pipeline.find_groups, candidate_slice).
         # Spilled count sketches read in blocks of rows (candidates.bounds); the tiles of an
         # odd number of pairs read only the rows their pairs name, the others whole.
         blocks = record_block_rows(m)

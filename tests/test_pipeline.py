@@ -263,10 +263,24 @@ def edited_copies(n_bases=25, copies=12, seed=3):
 def test_verification_in_slices_gives_the_same_groups(monkeypatch, grouping, pairs):
     texts = edited_copies()
     s = Settings(grouping=grouping, pairs=pairs, bands=40, rows=2)  # loose bands: rejections
-    whole = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    calls = []
+    similarity = pipeline.Verification.similarity
+    monkeypatch.setattr(
+        pipeline.Verification,
+        "similarity",
+        lambda self, offsets, values, a, b, *rest, **options: (
+            calls.append(a.shape[0]) or similarity(self, offsets, values, a, b, *rest, **options)
+        ),
+    )
+    # Verification data built from the texts, measured through the memo of accepted pairs.
+    sig = signatures(texts, s, keep_sets=False)
+    whole = find_groups(sig, stamps(len(texts)), s, texts)
     assert whole.stats["rejected"] > 0 and whole.stats["candidates"] > 400
-    monkeypatch.setattr(pipeline, "VERIFY_SLICE", 37)
-    sliced = find_groups(signatures(texts, s), stamps(len(texts)), s)
+    assert max(calls) > 37
+    calls.clear()
+    # The candidates bounded, ordered and verified 37 at a time.
+    sliced = find_groups(sig, stamps(len(texts)), s, texts, candidate_slice=37)
+    assert max(calls) <= 37 and len(calls) > 1
     for name in ("original", "is_original", "group_size", "pair_a", "pair_b", "pair_passed"):
         assert np.array_equal(getattr(whole, name), getattr(sliced, name)), name
     np.testing.assert_array_equal(whole.pair_value, sliced.pair_value)
@@ -288,7 +302,7 @@ def test_candidates_ruled_out_by_length_and_sketches_change_nothing(monkeypatch,
     monkeypatch.setattr(
         pipeline,
         "bounded_pairs",
-        lambda pairs, sizes, sketches, threshold, size, rows, visit: filter_slices(
+        lambda pairs, sizes, sketches, threshold, size, rows, visit, parts: filter_slices(
             pairs, None, size, visit
         ),
     )

@@ -14,11 +14,15 @@ from synth_helpers import chain_corpus
 from test_bucket_lists import SIZES, SKETCHES, THRESHOLD, _parts, bucket_sets
 
 import neardup.engines.spilled_buckets as spilled_buckets
+from neardup.candidates.bounds import length_possible
 from neardup.candidates.bucket_lists import listed_pairs
+from neardup.candidates.chunks import CandidatePairs, bounded_pairs
 from neardup.cli.main import main
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import WorkDir
 from neardup.engines.spilled_buckets import SpilledBuckets, SpillStores
+from neardup.lcs import possible_pairs
+from neardup.text.units import lcs_unit_sketches
 
 
 def _spilled(work, bands, others, limit) -> SpilledBuckets:
@@ -146,3 +150,44 @@ def test_full_temp_disk_while_putting_buckets_away_is_one_clear_error(tmp_path, 
     assert "Traceback" not in result.output
     assert list(spill_dir.iterdir()) == []
     assert not files[0].exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39)), max_size=120),
+    st.integers(1, 40),
+    st.integers(1, 50),
+    st.integers(0, 2000),
+)
+def test_pairs_by_block_on_disk_are_bounded_as_in_memory(
+    tmp_path_factory, ends, slice_size, block_rows, limit
+):
+    """The candidates the lengths leave wait by block of sketches, on disk past ``limit``
+    bytes: the same pairs left, in the candidates' order, and the block files gone after."""
+    rng = np.random.default_rng(len(ends))
+    texts = [" ".join(rng.choice(list("abcdef"), int(rng.integers(1, 12)))) for _ in range(40)]
+    sizes, sketches = lcs_unit_sketches(texts)
+    folder = tmp_path_factory.mktemp("blocks")
+    path = folder / "sketches.bin"
+    sketches.tofile(path)
+    mapped = np.memmap(path, dtype=np.uint8, mode="r", shape=sketches.shape)
+    packed = np.array([x << 32 | y for x, y in ends], dtype=np.uint64)
+    documents = np.arange(40, dtype=np.int32)
+    a = np.array([x for x, _ in ends], dtype=np.int32)
+    b = np.array([y for _, y in ends], dtype=np.int32)
+    keep = possible_pairs(sizes, sketches, a, b, 0.5)
+    with WorkDir(folder, "k", "out") as work:
+        stores = SpillStores(work, limit)
+        pairs = CandidatePairs.of_packed(packed, documents)
+        got = bounded_pairs(
+            pairs, sizes, mapped, 0.5, slice_size, block_rows, block_parts=stores.block_parts
+        )
+        assert got[0].tolist() == a[keep].tolist() and got[1].tolist() == b[keep].tolist()
+        assert got[0].dtype == np.int32
+        spilled = stores.stores[0].disk_bytes
+        assert stores.figures()[1] == spilled
+        # Written once the pairs the lengths leave pass the limit, 16 bytes each at most once.
+        by_length = length_possible(sizes, np.zeros(40, dtype=bool), a, b, 0.5).sum()
+        assert (spilled > 0) == (16 * by_length > limit)
+        assert spilled % 16 == 0 and spilled <= 16 * by_length
+        assert [p.name for p in work.path.iterdir() if p.name.startswith("bounds")] == []

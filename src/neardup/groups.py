@@ -377,10 +377,11 @@ def accepted_links(
                 f"linked must hold one label per document ({n}), each its own label; "
                 f"got shape {parent.shape}"
             )
-    scratch = np.empty(n, dtype=index_type)
+    # The forest rounds' copy of the forest (none when every pair is tested at once).
+    scratch = np.empty(n if rounds else 0, dtype=index_type)
     tested = 0
     for r in range(rounds + 1):
-        scratch[:] = parent
+        scratch[:] = parent[: scratch.shape[0]]
         picked = _link_round(a, b, state, parent, scratch, r == rounds)
         if picked == 0:
             break

@@ -47,7 +47,7 @@ import numpy as np
 from neardup.candidates.bands import DistinctUnion, band_columns, packed_pairs_from_band_columns
 from neardup.candidates.bounds import sketch_block_rows
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
-from neardup.candidates.chunks import CandidatePairs, bounded_pairs, filter_slices
+from neardup.candidates.chunks import BlockParts, CandidatePairs, bounded_pairs, filter_slices
 from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import argsort64, index_union, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
@@ -304,9 +304,9 @@ class Relation:
         return ok
 
 
-#: Most pairs measured in one step of :class:`_MemoVerified`: its temporaries (about 100 bytes
-#: a pair) stay bounded however many candidates a run has (an out-of-core run orders each
-#: slice's pairs for reading, so slices are made large).
+#: Most pairs measured in one step of :class:`_MemoVerified` and of the verify stage by default:
+#: its temporaries (about 100 bytes a pair) stay bounded however many candidates a run has.
+#: An out-of-core run sizes its steps from its budget instead (``find_groups(candidate_slice=)``).
 VERIFY_SLICE = 1 << 23
 _MEMO_RUNS = 8
 
@@ -317,10 +317,17 @@ class _MemoVerified:
     per run (the pairs reported are mostly candidates already accepted; an out-of-core run
     reads verification data back for each pair it has to measure). Both measures are
     symmetric; a pair of one representative (identical normalised texts) is 1.0 without
-    measuring. Pairs are taken :data:`VERIFY_SLICE` at a time: memory O(slice + accepted)."""
+    measuring. Pairs are taken ``step`` at a time: memory O(step + accepted)."""
 
-    def __init__(self, measure: PairSimilarity, rep_of: np.ndarray, threshold: float):
+    def __init__(
+        self,
+        measure: PairSimilarity,
+        rep_of: np.ndarray,
+        threshold: float,
+        step: int = VERIFY_SLICE,
+    ):
         self.measure = measure
+        self.step = step
         self.reads_spill = getattr(measure, "reads_spill", False)  # see SetSource
         self.rep_of = rep_of
         self.threshold = threshold
@@ -329,8 +336,8 @@ class _MemoVerified:
 
     def __call__(self, a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
         out = np.empty(a.shape[0], dtype=np.float64)
-        for start in range(0, a.shape[0], VERIFY_SLICE):
-            part = slice(start, start + VERIFY_SLICE)
+        for start in range(0, a.shape[0], self.step):
+            part = slice(start, start + self.step)
             out[part] = self._slice(a[part], b[part], exact)
         return out
 
@@ -484,6 +491,7 @@ def find_groups(
     candidate_slice: int = VERIFY_SLICE,
     bucket_parts: Callable[[], BucketParts] = BucketParts,
     exact_duplicates: Callable[[np.ndarray], np.ndarray] | None = None,
+    block_parts: Callable[[int], BlockParts] = BlockParts,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -500,9 +508,13 @@ def find_groups(
     or a function asked for them as each of those steps starts (an out-of-core run's room
     shrinks as the grouping's arrays are made).
     ``pair_union`` makes the union that collects MinHash candidates (e.g. spilling to disk);
-    they are bounded ``candidate_slice`` at a time. ``bucket_parts`` makes where the band search
-    keeps the buckets of the repair round (e.g. spilling to disk); their pairs are listed and
-    bounded ``candidate_slice`` listings at a time into a ``pair_union()``.
+    they are bounded ``candidate_slice`` at a time, and verified that many at a time (the
+    verification's temporaries, about 100 bytes a pair, do not grow with the candidates).
+    ``bucket_parts`` makes where the band search keeps the buckets of the repair round (e.g.
+    spilling to disk); their pairs are listed and bounded ``candidate_slice`` listings at a
+    time into a ``pair_union()``. ``block_parts(blocks)`` makes where the candidates the
+    lengths leave wait, by block of spilled sketches, to be bounded by them (e.g. spilling to
+    disk; :func:`~neardup.candidates.chunks.bounded_pairs`).
     ``exact_duplicates(rank)`` gives each document's exact-duplicate representative (default:
     :func:`~neardup.exact_duplicates.content_representatives` of ``sig.content``; an out-of-core run reads
     the fingerprints back from disk instead, :func:`~neardup.exact_duplicates.representatives_by_parts`).
@@ -564,13 +576,14 @@ def find_groups(
         rest_keys, repair = listed_pairs(
             buckets, reps, BUCKET_MEMBERS, *bound, block_rows, union, candidate_slice
         )
-        buckets = union = None
+        buckets = union = bound = None
         star_listed = np.zeros(rest_keys.shape[0], dtype=bool)
 
         def visit(a: np.ndarray, b: np.ndarray) -> None:
             mark_among(rest_keys, a, b, star_listed)
 
         stats.update(repair)
+    del reps  # the candidates hold what they need of it
     stats["candidates"] = len(candidates)
     # Packed candidates are unpacked a slice at a time, each slice bounded before the next.
     needs_data = settings.needs_sets and sig.set_offsets is None
@@ -587,8 +600,9 @@ def find_groups(
         # copies). The LCS kernel would reject them by the same two tests. Not with
         # pairs="all", which measures every candidate again over the same documents.
         cand_a, cand_b = bounded_pairs(
-            candidates, sig.sizes, sig.sketches, settings.verify, candidate_slice, block_rows, visit
-        )
+            candidates, sig.sizes, sig.sketches, settings.verify, candidate_slice, block_rows, visit,
+            block_parts,
+        )  # fmt: skip
     else:
         cand_a, cand_b = filter_slices(candidates, None, candidate_slice, visit)
     del candidates
@@ -611,14 +625,20 @@ def find_groups(
         linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
         in_group = np.flatnonzero(group_sizes(linked) > 1)  # counts in 4 bytes, not bincount's 8
         compared = in_group[rep_of[in_group] == in_group]
+        del in_group
         if rest is not None:  # the repair round compares the ends of its pairs
             compared = index_union(n, compared, *rest)
+        many = cand_a.shape[0] > candidate_slice
+        # Only the pairs' components are read again (below): not a label per document beside
+        # the verification data.
+        pair_component = linked[cand_a] if many else None
+        del linked
         if set_source is None:
             offsets, values = sets_for(texts, compared, settings)
             rep_verified = functools.partial(settings.verification.similarity, offsets, values)
         else:
             rep_verified = set_source(compared)
-        if cand_a.shape[0] > VERIFY_SLICE:
+        if many:
             # Pairs that share documents side by side: a slice of them then needs the data of
             # few documents (an out-of-core run reads them back for each slice). Data read back
             # from disk: in the locality order of the documents (one giant component of long
@@ -627,14 +647,16 @@ def find_groups(
             if getattr(rep_verified, "reads_spill", False):
                 order = locality_pair_order(n, cand_a, cand_b)
             else:
-                order = stable_argsort(linked[cand_a])
+                order = stable_argsort(pair_component)
+            del pair_component
             cand_a = cand_a[order]
             cand_b = cand_b[order]
             del order
 
-        verified = _MemoVerified(rep_verified, rep_of, settings.verify)
+        verified = _MemoVerified(rep_verified, rep_of, settings.verify, candidate_slice)
 
         stats["documents_verified"] = int(compared.shape[0])
+        del compared
         lap("shingle_sets", "verify")
 
     relation = Relation(sig, settings, verified)
@@ -644,14 +666,16 @@ def find_groups(
         # measured on their own): a candidate whose documents are linked already is not tested.
         # Data read back from disk cost a pass a call: then one round, every candidate.
         rounds = 0 if getattr(verified, "reads_spill", False) else LINK_ROUNDS
-        kept, tested = accepted_links(n, cand_a, cand_b, relation, rounds, VERIFY_SLICE)
+        kept, tested = accepted_links(n, cand_a, cand_b, relation, rounds, candidate_slice)
         cand_a, cand_b = cand_a[kept], cand_b[kept]
         del kept
     stats["rejected"] = stats["candidates"] - considered + tested - int(cand_a.shape[0])
     stats["linked_untested"] = considered - tested
     components = connected_components(n, cand_a, cand_b)
     if rest is not None:
-        more_a, more_b, repair = repair_links(n, *rest, components, relation, rounds, VERIFY_SLICE)
+        more_a, more_b, repair = repair_links(
+            n, *rest, components, relation, rounds, candidate_slice
+        )
         if more_a.shape[0]:  # else the components stand
             # In the candidates' width: the repair's int64 ends would widen every candidate.
             index = cand_a.dtype
@@ -670,7 +694,7 @@ def find_groups(
         original = center_groups(labels, rank, relation)
     is_original = original == np.arange(n, dtype=original.dtype)
     group_size = group_sizes(original)
-    del rank, labels, reps, dup_members, cand_a, cand_b, rest  # not read by the pairs' stage
+    del rank, labels, dup_members, cand_a, cand_b, rest  # not read by the pairs' stage
     lap("groups", "pairs")
 
     if settings.pairs == "original":

@@ -245,28 +245,54 @@ def possible_by_blocks(
         return possible_pairs(sizes, sketches, a, b, threshold)
     if _mapped_file(sketches) is None:
         return _possible_in_memory(sizes, sketches, a, b, threshold)
+    sweep = BlockSweep(sizes, sketches, threshold, block_rows)
     keep = np.empty(a.shape[0], dtype=bool)
-    blocks = -(-n // block_rows)
-    per_block = np.zeros(blocks + 1, dtype=np.int64)
+    per_block = np.zeros(sweep.blocks + 1, dtype=np.int64)
     _count_first_blocks(a, b, block_rows, per_block)
-    width_shape = sketches.shape[1:]
-    row_bytes = int(np.prod(width_shape, dtype=np.int64)) * sketches.itemsize
-    buffer = np.empty((2 * block_rows, *width_shape), dtype=sketches.dtype)
-    counts = np.empty(2 * block_rows, dtype=sizes.dtype)
-    tile_starts = np.empty(blocks + 1, dtype=np.int64)
-    for i in range(blocks):
-        if per_block[i] == 0:
-            continue
+    for i in range(sweep.blocks):
+        if per_block[i]:
+            sweep.bound(i, a, b, keep, int(per_block[i]))
+    return keep
+
+
+class BlockSweep:
+    """The blocks of a sweep of :func:`possible_by_blocks` over spilled ``sketches``: a buffer
+    of two blocks of ``block_rows`` rows and their unit counts (``sizes``), kept for the whole
+    sweep, which :meth:`bound` fills for the pairs of one first block at a time. A caller that
+    holds the pairs of each first block apart (:func:`first_block_order`) bounds them block by
+    block without holding all pairs at once. Memory O(block_rows × width + blocks)."""
+
+    def __init__(self, sizes: np.ndarray, sketches: np.ndarray, threshold: float, block_rows: int):
+        if block_rows < 1:
+            raise ValueError(f"block_rows must be >= 1; got {block_rows}")
+        self.sizes, self.sketches, self.threshold = sizes, sketches, threshold
+        self.block_rows = block_rows
+        n = int(sketches.shape[0])
+        #: Blocks of rows (the last may be short).
+        self.blocks = -(-n // block_rows)
+        width_shape = sketches.shape[1:]
+        self.row_bytes = int(np.prod(width_shape, dtype=np.int64)) * sketches.itemsize
+        self.buffer = np.empty((2 * block_rows, *width_shape), dtype=sketches.dtype)
+        self.counts = np.empty(2 * block_rows, dtype=sizes.dtype)
+        self.tile_starts = np.empty(self.blocks + 1, dtype=np.int64)
+
+    def bound(self, i: int, a: np.ndarray, b: np.ndarray, keep: np.ndarray, count: int) -> None:
+        """``keep[p]`` for the ``count`` pairs ``(a[p], b[p])`` whose smaller end lies in
+        block ``i`` (other places of ``keep`` are left as they were): block ``i`` read whole,
+        and for each later block ``j`` its tile's rows or the block whole
+        (:func:`reads_rows_only`). O(pairs + count × COUNT_BUCKETS)."""
+        sizes, sketches, n = self.sizes, self.sketches, int(self.sketches.shape[0])
+        block_rows, buffer, counts = self.block_rows, self.buffer, self.counts
         first = i * block_rows
         rows_i = min(block_rows, n - first)
         read_rows(sketches, first, buffer[:rows_i])
         counts[:rows_i] = sizes[first : first + rows_i]
         # The pairs of block i grouped by the block of their larger end (a counting sort:
         # 8 bytes a pair of the block, no argsort and its copies).
-        chosen = np.empty(per_block[i], dtype=np.int64)
-        _pairs_of_block(a, b, block_rows, i, chosen, tile_starts)
-        for j in range(i, blocks):
-            start, end = int(tile_starts[j]), int(tile_starts[j + 1])
+        chosen = np.empty(count, dtype=np.int64)
+        _pairs_of_block(a, b, block_rows, i, chosen, self.tile_starts)
+        for j in range(i, self.blocks):
+            start, end = int(self.tile_starts[j]), int(self.tile_starts[j + 1])
             if start == end:
                 continue
             pairs = chosen[start:end]
@@ -274,7 +300,7 @@ def possible_by_blocks(
                 other = j * block_rows
                 rows_j = min(block_rows, n - other)
                 second = buffer[block_rows : block_rows + rows_j]
-                if reads_rows_only(end - start, rows_j, row_bytes):
+                if reads_rows_only(end - start, rows_j, self.row_bytes):
                     # Each row at its place in block j's half; the others are not looked at.
                     ends = np.maximum(a[pairs], b[pairs])
                     needed = np.unique(ends.astype(np.int64)) - other
@@ -287,9 +313,7 @@ def possible_by_blocks(
                     counts[block_rows : block_rows + rows_j] = sizes[other : other + rows_j]
             local_a = _local_rows(a[pairs], block_rows, i, j)
             local_b = _local_rows(b[pairs], block_rows, i, j)
-            keep[pairs] = possible_pairs(counts, buffer, local_a, local_b, threshold)
-        del chosen
-    return keep
+            keep[pairs] = possible_pairs(counts, buffer, local_a, local_b, self.threshold)
 
 
 def _possible_in_memory(
@@ -372,6 +396,37 @@ def _count_first_blocks(a, b, block_rows, per_block):
     """``per_block[i]``: the pairs whose smaller end lies in block ``i``. O(pairs)."""
     for p in range(a.shape[0]):
         per_block[min(a[p], b[p]) // block_rows] += 1
+
+
+def first_block_order(
+    a: np.ndarray, b: np.ndarray, block_rows: int, blocks: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs ``(a[p], b[p])`` grouped by the block of ``block_rows`` rows of their smaller
+    end, in input order within a group: ``(order, starts)``, the group of block ``i`` being
+    ``order[starts[i]:starts[i + 1]]`` (int64 both). A counting sort, O(pairs + blocks).
+
+    Example:
+        >>> order, starts = first_block_order(np.array([5, 0, 4]), np.array([1, 3, 2]), 2, 3)
+        >>> order.tolist(), starts.tolist()
+        ([0, 1, 2], [0, 2, 3, 3])
+    """
+    order = np.empty(a.shape[0], dtype=np.int64)
+    starts = np.zeros(blocks + 1, dtype=np.int64)
+    _first_block_kernel(a, b, block_rows, order, starts)
+    return order, starts
+
+
+@njit(cache=True, nogil=True)
+def _first_block_kernel(a, b, block_rows, order, starts):
+    for p in range(a.shape[0]):
+        starts[min(a[p], b[p]) // block_rows + 1] += 1
+    for i in range(starts.shape[0] - 1):
+        starts[i + 1] += starts[i]
+    at = starts[:-1].copy()
+    for p in range(a.shape[0]):
+        i = min(a[p], b[p]) // block_rows
+        order[at[i]] = p
+        at[i] += 1
 
 
 @njit(cache=True, nogil=True)

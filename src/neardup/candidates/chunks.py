@@ -24,7 +24,13 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numba import njit
 
-from neardup.candidates.bounds import length_possible, possible_by_blocks, unbounded_rows
+from neardup.candidates.bounds import (
+    BlockSweep,
+    first_block_order,
+    length_possible,
+    unbounded_rows,
+)
+from neardup.candidates.radix import argsort64
 from neardup.lcs import length_bounds, possible_pairs
 
 _LOW = np.uint64(0xFFFFFFFF)
@@ -163,6 +169,45 @@ def bound_possible(
     return keep
 
 
+class BlockParts:
+    """Pairs held apart by the block of their smaller end, for :func:`bounded_pairs` to bound
+    one block at a time: :meth:`add` puts each pair ``(a, b)`` and its place ``at`` in its
+    block's part, :meth:`take` gives a block's pairs back, in the order they were added, and
+    lets go of them. This one holds them in memory; an out-of-core run's writes them to disk
+    past a bound (:class:`neardup.engines.spilled_buckets.SpilledBlockParts`). Memory: the
+    pairs added and not taken (16 bytes a pair of 4-byte ends)."""
+
+    def __init__(self, blocks: int):
+        self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [
+            [] for _ in range(blocks)
+        ]
+
+    def add(self, a: np.ndarray, b: np.ndarray, at: np.ndarray, block_rows: int) -> None:
+        """Each pair ``(a[p], b[p])``, with its place ``at[p]`` (int64), into the part of the
+        block of ``block_rows`` rows that holds its smaller end. O(pairs + blocks)."""
+        order, starts = first_block_order(a, b, block_rows, len(self.parts))
+        for block in np.flatnonzero(np.diff(starts)).tolist():
+            picked = order[starts[block] : starts[block + 1]]
+            self._keep(block, a[picked], b[picked], at[picked])
+
+    def _keep(self, block: int, a: np.ndarray, b: np.ndarray, at: np.ndarray) -> None:
+        self.parts[block].append((a, b, at))
+
+    def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs of ``block`` and their places, in the order added; they are let go."""
+        parts, self.parts[block] = self.parts[block], []
+        return _joined(parts)
+
+
+def _joined(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The columns of ``parts`` (each ``(a, b, at)``), joined in order."""
+    if not parts:
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros(0, np.int64)
+    return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
+
+
 def bounded_pairs(
     pairs: CandidatePairs,
     sizes: np.ndarray,
@@ -171,16 +216,19 @@ def bounded_pairs(
     slice_size: int,
     block_rows: int | None = None,
     visit: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    block_parts: Callable[[int], BlockParts] = BlockParts,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs that :func:`bound_possible` leaves, taken ``slice_size`` at a time
-    (:func:`filter_slices`, ``visit`` seeing every slice). With ``block_rows`` (sketches in a
-    spill file) each slice is bounded by its lengths alone
-    (:func:`~neardup.candidates.bounds.length_possible`) and the pairs left by their sketches
-    in one sweep of blocks of that many rows
-    (:func:`~neardup.candidates.bounds.possible_by_blocks`): the same pairs, held in 32 bits
-    each between the two (8 bytes a pair, not 16), and ``pairs`` released before the sweep
-    (:meth:`CandidatePairs.release`: the caller's object is then empty). The pairs left are of
-    the pairs' :attr:`~CandidatePairs.dtype`. O(pairs)."""
+    """The pairs that :func:`bound_possible` leaves, in order, taken ``slice_size`` at a time
+    (``visit`` seeing every slice). With ``block_rows`` (sketches in a spill file) each slice
+    is bounded by its lengths alone (:func:`~neardup.candidates.bounds.length_possible`) and
+    the pairs left go, 4-byte ends and their places, to a ``block_parts(blocks)`` store
+    (:class:`BlockParts`) by the block of their smaller end; ``pairs`` is released
+    (:meth:`CandidatePairs.release`: the caller's object is then empty) and each block's pairs
+    are then bounded by their sketches in turn
+    (:class:`~neardup.candidates.bounds.BlockSweep`, the same sweep as
+    :func:`~neardup.candidates.bounds.possible_by_blocks`), so that only one block's pairs
+    and the survivors are held (the store may keep the others on disk). The pairs left are of
+    the pairs' :attr:`~CandidatePairs.dtype`. O(pairs) plus a radix sort of the survivors."""
     if block_rows is None:
 
         def keep(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -188,17 +236,33 @@ def bounded_pairs(
 
         return filter_slices(pairs, keep, slice_size, visit)
     unbounded = unbounded_rows(sketches, block_rows)
-
-    def by_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return length_possible(sizes, unbounded, a, b, threshold)
-
     dtype = pairs.dtype
-    # 4-byte ends already (int32 indices) are kept as they are: no second copy at the end.
+    # 4-byte ends already (int32 indices) are kept as they are.
     narrow = dtype if np.dtype(dtype).itemsize <= 4 or sizes.shape[0] > 1 << 32 else np.uint32
-    a, b = filter_slices(pairs, by_length, slice_size, visit, narrow)
+    sweep = BlockSweep(sizes, sketches, threshold, block_rows)
+    parts = block_parts(sweep.blocks)
+    for start, a, b in pairs.slices(slice_size):
+        if visit is not None:
+            visit(a, b)
+        left = np.flatnonzero(length_possible(sizes, unbounded, a, b, threshold))
+        parts.add(a[left].astype(narrow), b[left].astype(narrow), left + start, block_rows)
+        del a, b, left
     pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
-    keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)
-    return a[keep].astype(dtype, copy=False), b[keep].astype(dtype, copy=False)
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for block in range(sweep.blocks):
+        a, b, at = parts.take(block)
+        if a.shape[0]:
+            keep = np.empty(a.shape[0], dtype=bool)
+            sweep.bound(block, a, b, keep, a.shape[0])
+            kept.append((a[keep], b[keep], at[keep]))
+        del a, b, at
+    del sweep  # its two blocks
+    a, b, at = _joined(kept)
+    kept.clear()
+    # Back in the candidates' order (each block's survivors are in it already).
+    order = argsort64(at.astype(np.uint64))[1]
+    del at
+    return a[order].astype(dtype, copy=False), b[order].astype(dtype, copy=False)
 
 
 @njit(cache=True)

@@ -80,7 +80,7 @@ from neardup.exact_duplicates import representatives_by_parts
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
-from neardup.memory import joined_parts, resident_bytes, return_freed_memory
+from neardup.memory import index_dtype, joined_parts, resident_bytes, return_freed_memory
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
@@ -88,10 +88,9 @@ from neardup.settings import Settings
 #: beside the per-document columns charged to it (:meth:`MemoryBudget.charge`).
 SPILL_SHARE = 0.5
 #: Bytes a document that the grouping holds through its stages beside the columns of pass 1
-#: (the document order and each document's exact-duplicate representative, and the
-#: representatives' and duplicates' indices), charged to the budget while it runs: 8 bytes
-#: each in int64 indices, from 2**31 - 1 documents on; below, in int32
-#: (:func:`~neardup.memory.index_dtype`), half of it is spare.
+#: (the document order, each document's exact-duplicate representative, the representatives'
+#: and duplicates' indices), charged while it runs: 8 bytes each in int64 indices (from 2**31 - 1
+#: documents on), half of it spare in int32 (:func:`~neardup.memory.index_dtype`).
 GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
 #: take when the per-document state leaves less free (an eighth: 94 MB by default).
@@ -550,7 +549,7 @@ class OutOfCoreDedup:
         # Data of ``docs`` alone: the pairs' rows in them by one gather (a binary search over
         # ``docs`` missed the cache at every step: 6 s for 8M pairs at 10M).
         if kept is None:
-            row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, dtype=np.int64)
+            row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, index_dtype(len(docs)))
             row_of[docs] = np.arange(docs.shape[0])
         # In memory when they fit the room, or the whole process's memory with them and the
         # least room for verification's temporaries stays within the limit (a run of few
@@ -622,7 +621,7 @@ class OutOfCoreDedup:
                 # A pair whose two documents alone exceed the room gets arrays of its own.
                 return local, *sink.take(local, out=buffers[k % 2])
 
-            slot = np.empty(docs.shape[0], dtype=np.int64)
+            slot = np.empty(docs.shape[0], dtype=row_of.dtype)
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
             if progress:
                 self.progress.stage("verify", int(a.shape[0]), "pairs")
@@ -713,6 +712,7 @@ class OutOfCoreDedup:
             # sketches' blocks and the verification data take the room).
             pair_union=stores.pair_union,
             bucket_parts=stores.bucket_parts,
+            block_parts=stores.block_parts,
             # A slice's unpacked ends and bounds' temporaries within the least room.
             candidate_slice=max(self._least_room // CANDIDATE_BYTES, 1 << 10),
             exact_duplicates=self._representatives_by_parts if on_disk else None,

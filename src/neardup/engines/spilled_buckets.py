@@ -1,4 +1,4 @@
-"""The repair round's buckets and the band search's pairs past a bound, on disk.
+"""The repair round's buckets, the band search's pairs and the bounds' blocks past a bound, on disk.
 
 The MinHash band search of an out-of-core run keeps two things that grow faster than the
 documents: the distinct candidate pairs (:mod:`neardup.engines.pair_runs`) and, for the repair
@@ -7,8 +7,11 @@ round, the members of every band's buckets of 3 to 17 documents
 :class:`SpilledBuckets` holds the buckets in memory up to ``limit`` bytes, as
 :class:`~neardup.candidates.bucket_lists.BucketParts` does, and past it appends them, band by
 band, to two files of the work folder (the members, uint32, and each bucket's count, int32),
-read back in order as slices of buckets. :class:`SpillStores` makes a run's stores of both
-kinds under one bound and sums what they wrote.
+read back in order as slices of buckets. :class:`SpilledBlockParts` does the same for the
+candidates the lengths leave, held apart by block of sketches until bounded
+(:func:`neardup.candidates.chunks.bounded_pairs`: 138M pairs at 50M short documents).
+:class:`SpillStores` makes a run's stores of these kinds under one bound and sums what they
+wrote.
 
 Example:
     >>> import tempfile
@@ -28,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from neardup.candidates.bucket_lists import BucketParts, csr_slices
+from neardup.candidates.chunks import BlockParts
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import WorkDir, write_array
 from neardup.io.write import writing
@@ -93,6 +97,64 @@ def _read(path: Path, dtype: type, start: int, stop: int) -> np.ndarray:
     return values
 
 
+class SpilledBlockParts(BlockParts):
+    """:class:`~neardup.candidates.chunks.BlockParts` held in memory up to ``limit`` bytes;
+    past it every part held is appended to its block's file in ``work``
+    (``{name}-{block}.bin``: records of the two ends and the place), and a block's file is
+    read back and deleted when the block is taken. Memory: at most ``limit`` bytes and one
+    block's pairs while taken. Disk: 16 bytes a pair of 4-byte ends."""
+
+    def __init__(self, work: WorkDir, blocks: int, limit: int, name: str = "bounds"):
+        super().__init__(blocks)
+        self.work, self.limit, self.name = work, int(limit), name
+        self.held = 0
+        self.record: np.dtype | None = None  # of the first pairs added: their ends' dtype
+        self.on_disk = np.zeros(blocks, dtype=bool)
+        self.disk_bytes = 0
+
+    def _keep(self, block: int, a: np.ndarray, b: np.ndarray, at: np.ndarray) -> None:
+        super()._keep(block, a, b, at)
+        self.held += a.nbytes + b.nbytes + at.nbytes
+        if self.held > self.limit:
+            self._spill()
+
+    def _path(self, block: int) -> Path:
+        return self.work.file(f"{self.name}-{block}.bin")
+
+    def _spill(self) -> None:
+        """Append each block's parts held to its file, in order, and let go of them."""
+        for block, parts in enumerate(self.parts):
+            if not parts:
+                continue
+            a, b, at = (np.concatenate(column) for column in zip(*parts))
+            if self.record is None:
+                self.record = np.dtype([("a", a.dtype), ("b", b.dtype), ("at", np.int64)])
+            rows = np.empty(a.shape[0], dtype=self.record)
+            rows["a"], rows["b"], rows["at"] = a, b, at
+            path = self._path(block)
+            with writing(path), open(path, "ab") as fh:
+                write_array(fh, rows)
+            self.disk_bytes += rows.nbytes
+            self.on_disk[block] = True
+            parts.clear()
+        self.held = 0
+
+    def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        held = super().take(block)
+        self.held -= sum(column.nbytes for column in held)
+        if not self.on_disk[block]:
+            return held
+        path = self._path(block)
+        rows = np.fromfile(path, dtype=self.record)
+        path.unlink()
+        self.on_disk[block] = False
+        written = (rows["a"].copy(), rows["b"].copy(), rows["at"].copy())
+        del rows
+        if held[0].shape[0] == 0:
+            return written
+        return tuple(np.concatenate(pair) for pair in zip(written, held))  # type: ignore[return-value]
+
+
 class SpillStores:
     """A run's stores of the band search: the unions of its pairs (:class:`PairRuns`) and the
     repair round's buckets (:class:`SpilledBuckets`), each held in memory up to ``limit``
@@ -101,7 +163,7 @@ class SpillStores:
     def __init__(self, work: WorkDir, limit: int):
         self.work = work
         self.limit = int(limit)
-        self.stores: list[PairRuns | SpilledBuckets] = []
+        self.stores: list[PairRuns | SpilledBuckets | SpilledBlockParts] = []
 
     def pair_union(self) -> PairRuns:
         """A new union of packed pairs (``candidates-{k}`` in the work folder)."""
@@ -112,6 +174,12 @@ class SpillStores:
     def bucket_parts(self) -> SpilledBuckets:
         """A new store of buckets (``repair-buckets-{k}`` in the work folder)."""
         parts = SpilledBuckets(self.work, self.limit, f"repair-buckets-{len(self.stores)}")
+        self.stores.append(parts)
+        return parts
+
+    def block_parts(self, blocks: int) -> SpilledBlockParts:
+        """A new store of pairs by block (``bounds-{k}-{block}.bin`` in the work folder)."""
+        parts = SpilledBlockParts(self.work, blocks, self.limit, f"bounds-{len(self.stores)}")
         self.stores.append(parts)
         return parts
 
