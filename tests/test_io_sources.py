@@ -4,6 +4,7 @@ import doctest
 import gzip
 import os
 
+import numpy as np
 import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
@@ -321,12 +322,14 @@ def test_docstring_examples():
     most=st.integers(1, 300),
     last_ends=st.booleans(),
     last_read=st.booleans(),
+    at_once=st.integers(1, 8),
+    as_array=st.booleans(),
 )
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
-    tmp_path, monkeypatch, lengths, wanted, gap, most, last_ends, last_read
+    tmp_path, monkeypatch, lengths, wanted, gap, most, last_ends, last_read, at_once, as_array
 ):
     lines = [b"x" * n + (b"\r\n" if n % 3 == 0 else b"\n") for n in lengths]
     if not last_ends:
@@ -342,7 +345,10 @@ def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
     monkeypatch.setattr(
         os, "posix_fadvise", lambda fd, at, n, advice: advised.append((at, n, advice))
     )
-    got = list(io_sources.lines_at(src, [starts[i] for i in chosen], last_read))
+    # Offsets taken a few at a time, from a list or an array: the same lines.
+    monkeypatch.setattr(io_sources, "OFFSETS_AT_ONCE", at_once)
+    offsets = [starts[i] for i in chosen]
+    got = list(io_sources.lines_at(src, np.array(offsets) if as_array else offsets, last_read))
     assert got == [lines[i] for i in chosen]
     # With last_read, the pages of every line read may leave the page cache; else none.
     dropped = {b for at, n, _ in advised for b in range(at, at + n)}
@@ -352,3 +358,11 @@ def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
         assert all(
             b in dropped for i in chosen for b in range(starts[i], starts[i] + len(lines[i]))
         )
+
+
+def test_rows_by_file_are_runs_in_reading_order_else_indices():
+    runs = list(io_sources.rows_by_file(np.array([0, 0, 1, 1, 1, 3])))
+    assert runs == [(0, slice(0, 2)), (1, slice(2, 5)), (3, slice(5, 6))]
+    mixed = [(f, r.tolist()) for f, r in io_sources.rows_by_file(np.array([1, 0, 1]))]
+    assert mixed == [(0, [1]), (1, [0, 2])]
+    assert list(io_sources.rows_by_file(np.zeros(0, dtype=np.int64))) == []

@@ -61,6 +61,7 @@ from neardup.io.sources import (
     lines_at,
     open_parquet,
     parse_json_line,
+    rows_by_file,
 )
 from neardup.io.values import time_to_us, us_to_iso
 from neardup.text.canonical import TextColumn
@@ -258,23 +259,23 @@ class DocumentReader:
             )
         positions = np.asarray(positions, dtype=np.int64)
         locations = np.asarray(locations, dtype=np.int64).reshape(-1, 2)
-        for index in np.unique(locations[:, 0]).tolist():
-            rows = np.flatnonzero(locations[:, 0] == index)
+        for index, rows in rows_by_file(locations[:, 0]):
             src = self._sources[index]
             if src.path == "-":
                 src = Source(self._stdin_copy or "", src.display, "jsonl", None)
-            lines = lines_at(src, locations[rows, 1].tolist(), last_read)
-            for start in range(0, rows.shape[0], self._batch_size):
-                chunk = rows[start : start + self._batch_size]
+            lines = lines_at(src, locations[rows, 1], last_read)
+            wanted = positions[rows]  # a view when the file's rows are one run
+            for start in range(0, wanted.shape[0], self._batch_size):
+                chunk = wanted[start : start + self._batch_size]
                 batch = [next(lines) for _ in range(chunk.shape[0])]
                 # In a block where that is exact (records need every field: line by line).
                 got = None if records else self._parser.parse_lines(batch)
                 if got is None:
-                    yield self._parsed_batch(batch, positions[chunk], records)
+                    yield self._parsed_batch(batch, chunk, records)
                 else:
                     texts = TextColumn(got.texts)
                     yield DocumentBatch(
-                        got.ids, texts, got.timestamps, got.raw_timestamps, None, positions[chunk]
+                        got.ids, texts, got.timestamps, got.raw_timestamps, None, chunk
                     )
 
     def _parsed_batch(
