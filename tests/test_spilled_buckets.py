@@ -20,7 +20,7 @@ from neardup.candidates.chunks import CandidatePairs, bounded_pairs
 from neardup.cli.main import main
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import WorkDir
-from neardup.engines.spilled_buckets import SpilledBuckets, SpillStores
+from neardup.engines.spilled_buckets import SpilledBlockParts, SpilledBuckets, SpillStores
 from neardup.lcs import possible_pairs
 from neardup.text.units import lcs_unit_sketches
 
@@ -191,3 +191,17 @@ def test_pairs_by_block_on_disk_are_bounded_as_in_memory(
         assert (spilled > 0) == (16 * by_length > limit)
         assert spilled % 16 == 0 and spilled <= 16 * by_length
         assert [p.name for p in work.path.iterdir() if p.name.startswith("bounds")] == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_temp_disk_while_putting_bounded_pairs_away_is_one_clear_error(tmp_path, monkeypatch):
+    def full_disk_open(path, mode="r", *args, **kwargs):
+        return builtins.open("/dev/full" if "a" in mode else path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(spilled_buckets, "open", full_disk_open, raising=False)
+    with WorkDir(tmp_path, "k", "out") as work:
+        parts = SpilledBlockParts(work, blocks=2, limit=0)
+        ends = np.array([0, 3], dtype=np.uint32)
+        with pytest.raises(OSError, match="no space left") as error:
+            parts.add(ends, ends + 1, np.arange(2, dtype=np.int64), block_rows=2)
+        assert "bounds-1.bin" in str(error.value) or "bounds-0.bin" in str(error.value)
