@@ -96,3 +96,20 @@ def test_the_marks_then_the_directory_are_charged_to_the_budget_while_held():
 
 def test_docstrings():
     assert doctest.testmod(linked_rows).failed == 0
+
+
+@pytest.mark.parametrize("halves", [False, True])
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.sets(st.integers(0, 299)), st.data())
+def test_places_of_given_rows_are_those_of_a_binary_search(halves, n, rows, data):
+    """The rows dedup compares, placed among themselves (outofcore.set_source)."""
+    rows = np.array(sorted({r % n for r in rows}), dtype=np.int64)
+    asked = np.array(data.draw(st.lists(st.sampled_from(rows.tolist()))) if rows.size else [])
+    with pytest.MonkeyPatch.context() as patch:
+        if halves:
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        directory = LinkedRows.of_rows(n, rows)
+        got = directory.places(asked.astype(np.int32))
+    assert got.dtype == np.int32  # 4 bytes a place below 2**31 - 1 rows
+    assert got.tolist() == np.searchsorted(rows, asked).tolist()
+    assert directory.nbytes == 8 * (-(-n // 64)) + 8 * (-(-n // 64) + 1)

@@ -1,6 +1,7 @@
 """The linked rows of ``neardup pairs`` out of core: the rows ``0..n-1`` that are an end of a
 link, ascending, and the place of any of them among them (its *compact index*), in O(1) a
-row, not by a binary search.
+row, not by a binary search. ``dedup`` out of core places the documents it compares among
+them the same way (:meth:`LinkedRows.of_rows`).
 
 A rank directory does it: a bit a row (set for a linked row) and the number of linked rows
 before every 64th row, a quarter of a byte a row in all. The compact index of a linked row
@@ -18,6 +19,8 @@ Example:
     [3, 7, 9]
     >>> [x.tolist() for x in rows.compact(np.array([9 << 32 | 3], dtype=np.uint64))]
     [[2], [0]]
+    >>> rows.places(np.array([9, 3])).tolist()
+    [2, 0]
     >>> budget.free, rows.nbytes
     (76, 24)
     >>> rows.release()
@@ -33,6 +36,7 @@ from numba import njit
 from neardup.candidates.radix import in_halves
 from neardup.candidates.tables import popcount64
 from neardup.engines.spill import MemoryBudget
+from neardup.memory import index_dtype
 
 __all__ = ["LinkedRows"]
 
@@ -66,20 +70,41 @@ class LinkedRows:
         """Mark both ends of the uint64 packed pairs ``packed``. O(pairs), on two cores."""
         in_halves(_mark_ends, packed.shape[0], packed, self._marks)
 
-    def finish(self) -> np.ndarray:
-        """The linked rows (int64, ascending), the marks let go for the directory. O(n), on
-        two cores."""
+    @classmethod
+    def of_rows(cls, n: int, rows: np.ndarray) -> LinkedRows:
+        """The directory of the ``rows`` (integers in ``0..n-1``) of ``0..n-1``, finished:
+        :meth:`places` gives their compact indices. O(n + rows)."""
+        directory = cls(n)
+        directory._marks[rows] = True
+        directory.finish(listed=False)
+        return directory
+
+    def finish(self, listed: bool = True) -> np.ndarray | None:
+        """The linked rows (int64, ascending; None without ``listed``), the marks let go for
+        the directory. O(n), on two cores."""
         words = -(-self.n // 64)
         self._words = np.empty(words, dtype=np.uint64)
         counts = np.empty(words, dtype=np.int64)
         in_halves(_directory, words, self._marks, self._words, counts, size=self.n)
         self._before = np.zeros(words + 1, dtype=np.int64)
         np.cumsum(counts, out=self._before[1:])
-        linked = np.empty(int(self._before[-1]), dtype=np.int64)
-        in_halves(_listed, words, self._marks, self._before, linked, size=self.n)
+        linked = None
+        if listed:
+            linked = np.empty(int(self._before[-1]), dtype=np.int64)
+            in_halves(_listed, words, self._marks, self._before, linked, size=self.n)
         self._charge(self.nbytes - self._marks.nbytes)
         self._marks = None
         return linked
+
+    def places(self, rows: np.ndarray) -> np.ndarray:
+        """The compact index of each of ``rows`` (linked rows, any integer dtype), in the
+        linked rows' :func:`~neardup.memory.index_dtype` (after :meth:`finish`). O(rows), on
+        two cores."""
+        if self._words is None:
+            raise ValueError("the linked rows' directory was released")
+        out = np.empty(rows.shape[0], dtype=index_dtype(int(self._before[-1])))
+        in_halves(_places, rows.shape[0], rows, self._words, self._before, out)
+        return out
 
     def compact(self, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The compact indices (int64) of both ends of the uint64 packed pairs ``packed``,
@@ -137,6 +162,12 @@ def _rank(row, words, before):
     w = row >> np.uint64(6)
     below = (np.uint64(1) << (row & np.uint64(63))) - np.uint64(1)
     return before[w] + popcount64(words[w] & below)
+
+
+@njit(cache=True, nogil=True)
+def _places(half, lo, hi, rows, words, before, out):
+    for p in range(lo, hi):
+        out[p] = _rank(np.uint64(rows[p]), words, before)
 
 
 @njit(cache=True, nogil=True)

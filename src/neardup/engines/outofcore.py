@@ -66,6 +66,7 @@ from neardup.engines.base import Progress
 from neardup.engines.collected import Collected
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
+from neardup.engines.linked_rows import LinkedRows
 from neardup.engines.spill import (
     MemoryBudget,
     SpillColumn,
@@ -546,11 +547,10 @@ class OutOfCoreDedup:
         space = self._room()  # the band hashes and the candidate search's temporaries freed
         self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
         kept = self.collected.kept
-        # Data of ``docs`` alone: the pairs' rows in them by one gather (a binary search over
-        # ``docs`` missed the cache at every step: 6 s for 8M pairs at 10M).
+        # Data of ``docs`` alone: the pairs' rows in them by a rank directory, a quarter of a
+        # byte a document (a binary search over ``docs`` missed the cache: 6 s, 8M pairs, 10M).
         if kept is None:
-            row_of = np.empty(int(docs[-1]) + 1 if docs.shape[0] else 0, index_dtype(len(docs)))
-            row_of[docs] = np.arange(docs.shape[0])
+            row_of = LinkedRows.of_rows(len(self.collected), docs).places
         # In memory when they fit the room, or the whole process's memory with them and the
         # least room for verification's temporaries stays within the limit (a run of few
         # documents, whose charged columns leave the budget less room than the process has).
@@ -573,7 +573,7 @@ class OutOfCoreDedup:
 
                 if kept is not None:
                     return self._measured(measure, a, b)
-                return self._measured(measure, row_of[a], row_of[b])
+                return self._measured(measure, row_of(a), row_of(b))
 
             return verified
 
@@ -592,12 +592,12 @@ class OutOfCoreDedup:
             # alone, each document was read 2.5 times at 1M, 1.5 times in this order). Pairs
             # are held as positions in ``docs``, each temporary dropped once used: they are
             # resident beside every chunk.
-            ia, ib = row_of[a], row_of[b]
+            ia, ib = row_of(a), row_of(b)
             order = locality_pair_order(docs.shape[0], ia, ib)
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
             # within half the room that the pairs' own arrays and the documents' maps leave.
-            held = VERIFY_PAIR_BYTES * a.shape[0] + VERIFY_DOCUMENT_BYTES * row_of.shape[0]
+            held = VERIFY_PAIR_BYTES * a.shape[0] + VERIFY_DOCUMENT_BYTES * len(self.collected)
             half = max(max(space - held, self._least_room) / 2, 1.0)
             chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
@@ -621,7 +621,7 @@ class OutOfCoreDedup:
                 # A pair whose two documents alone exceed the room gets arrays of its own.
                 return local, *sink.take(local, out=buffers[k % 2])
 
-            slot = np.empty(docs.shape[0], dtype=row_of.dtype)
+            slot = np.empty(docs.shape[0], dtype=index_dtype(len(docs)))
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
             if progress:
                 self.progress.stage("verify", int(a.shape[0]), "pairs")
