@@ -196,8 +196,10 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
     if ts.size and ts.dtype.kind not in "iu":
         raise ValueError(f"timestamps must have an integer dtype, got {ts.dtype}")
     index = index_dtype(ts.size)
-    if ts.size and _ascending(ts):
-        return np.arange(ts.size, dtype=index)  # already in time order, as crawls often are
+    # One value broadcast (a run without a time field), or already in time order, as crawls
+    # often are.
+    if ts.size and (ts.strides[0] == 0 or _ascending(ts)):
+        return np.arange(ts.size, dtype=index)
     order = stable_argsort(ts)
     rank = np.empty(ts.size, dtype=index)
     rank[order] = np.arange(ts.size, dtype=index)

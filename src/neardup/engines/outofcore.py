@@ -63,7 +63,7 @@ import pyarrow as pa
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
-from neardup.engines.collected import Collected
+from neardup.engines.collected import Collected, TimestampParts, held_bytes
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.linked_rows import LinkedRows
@@ -250,7 +250,8 @@ class OutOfCoreDedup:
         # The content fingerprints (16 bytes a document) serve only the exact duplicates: past
         # the budget they wait on disk and are read back by parts (exact_duplicates.representatives_by_parts).
         content_column = SpillColumn(self.work, "content", np.uint64, self.budget, 2)
-        stamps, empty, fps, sizes = ([] for _ in range(4))
+        empty, fps, sizes = ([] for _ in range(3))
+        stamps = TimestampParts()
         # Only the writing needs the IDs, and only the re-read the locations of some documents:
         # past the budget both go to the work folder as they are read (not with a batch sink
         # or --resume, which store them themselves).
@@ -285,19 +286,18 @@ class OutOfCoreDedup:
             _sign_batch, batches(), self.workers, s, banding, kept, sink
         ):
             batch_read_by = read_by.popleft()
-            fixed = [
-                np.asarray(batch.timestamps, dtype=np.int64),
-                sig.empty,
-                sig.sizes.astype(np.int32),
-            ]
-            for parts, part in zip((stamps, empty, sizes), fixed):
+            stamp_bytes = stamps.append(np.asarray(batch.timestamps, dtype=np.int64))
+            fixed = [sig.empty, sig.sizes.astype(np.int32)]
+            for parts, part in zip((empty, sizes), fixed):
                 parts.append(part)
             if not minhash:
                 fps.append(sig.signature)
             # The fixed columns grow with N whatever the budget: charged to it, they leave the
             # spillable columns below less room (all of them on disk once N is large).
             self._charge(
-                sum(part.nbytes for part in fixed) + (sig.signature.nbytes if not minhash else 0)
+                stamp_bytes
+                + sum(part.nbytes for part in fixed)
+                + (sig.signature.nbytes if not minhash else 0)
             )
             kept_columns.add(
                 pa.array(batch.ids, type=pa.large_string()), getattr(batch, "locations", None)
@@ -322,7 +322,7 @@ class OutOfCoreDedup:
                 spilled=sum(column.disk_bytes for column in bands),
             )
             done_bytes = now_bytes
-        n = sum(len(a) for a in stamps)
+        n = len(stamps)
         for column in bands + [c for c in (sig_column, sketch_column) if c is not None]:
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
@@ -355,7 +355,7 @@ class OutOfCoreDedup:
         self.collected = Collected(
             id_column=kept_columns.ids,
             ids_path=kept_columns.ids_path,
-            timestamps=joined_parts(stamps, np.int64, (0,)),
+            timestamps=stamps.joined(),
             locations=kept_columns.locations,
             signatures=sig,
             band_columns=bands,
@@ -659,7 +659,7 @@ class OutOfCoreDedup:
             # The document order is made (find_groups says so then): nothing after reads the
             # timestamps (an index build, with its sink, keeps them for its table). A view of
             # no memory keeps rows.
-            self._charge(-c.timestamps.nbytes)
+            self._charge(-held_bytes(c.timestamps))
             c.timestamps = np.broadcast_to(np.int64(0), (len(c),))
         if name == "candidates" and self._owns_columns:
             # The content keys served the exact duplicates; nothing after reads them.
