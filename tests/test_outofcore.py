@@ -1128,3 +1128,27 @@ def test_counts_and_arrays_are_the_same_at_every_memory_limit(
         varies = dict.fromkeys(("seconds", "rejected", "linked_untested"), None)
         varies.update(repair_tested=None, repair_accepted=None)
         assert {**first.stats, **varies} == {**other.stats, **varies}
+
+
+@pytest.mark.parametrize("pairs", ["original", "all"])
+def test_band_files_are_deleted_once_the_band_search_is_done(corpus, tmp_path, monkeypatch, pairs):
+    """Spilled band hashes are read by the band search alone (and the pairs of --pairs all):
+    their files go once it is done, before the candidates are bounded."""
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    after_search = []
+    verify = pipeline.Relation.__init__
+
+    def record(self, *args, **kwargs):  # made once the candidates are found and bounded
+        after_search.append(sorted(p.name for p in spill_dir.rglob("band-*.bin")))
+        verify(self, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline.Relation, "__init__", record)
+    tight = dedup(corpus, tmp_path, "tight", "--memory-limit", "1M", "--pairs", pairs)
+    assert tight == dedup(corpus, tmp_path, "roomy", "--pairs", pairs)
+    spilled = dedup(corpus, tmp_path, "spilled", "--memory-limit", "1M", "--pairs", pairs,
+                    "--tmp-dir", str(spill_dir))  # fmt: skip
+    assert spilled == tight
+    assert len(after_search) == 3
+    # --pairs all searches the bands again for the pairs reported: the files stay till then.
+    assert (after_search[-1] == []) == (pairs == "original")

@@ -382,7 +382,9 @@ class _MemoVerified:
 
 BandKeys = Callable[[], Iterable[np.ndarray]]
 """A source of MinHash band hashes: called, it yields one ``uint64[n]`` column per band (over
-all documents), e.g. read back from disk by an out-of-core run."""
+all documents), e.g. read back from disk by an out-of-core run. When the iterable has a
+``done()`` method, the band search calls it once every band is searched (an out-of-core run
+then deletes the bands' files it will not read again)."""
 
 SetSource = Callable[[np.ndarray], PairSimilarity]
 """Verification for an out-of-core run: called with the documents whose data may be compared
@@ -405,9 +407,12 @@ def _band_search(
         columns, subset = band_columns(signature, *settings.banding()), None
     else:
         columns = band_keys()
-    return packed_pairs_from_band_columns(
+    packed = packed_pairs_from_band_columns(
         columns, mode, positions, workers, buckets, BUCKET_MEMBERS, union, subset, room
     )
+    if hasattr(columns, "done"):  # see BandKeys
+        columns.done()
+    return packed
 
 
 def candidate_edges(

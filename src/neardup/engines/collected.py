@@ -57,14 +57,34 @@ class Collected:
             return self.locations.take(positions)
         return self.locations[positions]
 
-    def band_keys(self, release: bool = False) -> Iterator[BandColumn]:
+    def band_keys(self, release: bool = False) -> BandKeyColumns:
         """Each band's hash column in turn, read a block at a time (from disk when spilled);
         with ``release`` each column's memory goes back to the budget once given, so that it
-        is freed as soon as the reader is done with it (it is not read again)."""
-        for column in self.band_columns:
+        is freed as soon as the reader is done with it, and its file is deleted once every
+        band is searched (:meth:`BandKeyColumns.done`): it is not read again."""
+        return BandKeyColumns(self.band_columns, release)
+
+
+class BandKeyColumns:
+    """The band hash columns of :meth:`Collected.band_keys`, iterated in order (each a
+    :class:`BandColumn`); :meth:`done`, called once every band is searched, deletes the
+    spilled bands' files when they are not read again (25.6 GB at 100M short documents,
+    held until the grouping ended before)."""
+
+    def __init__(self, columns: list[SpillColumn], release: bool):
+        self.columns, self.release = columns, release
+
+    def __iter__(self) -> Iterator[BandColumn]:
+        for column in self.columns:
             # Yielded straight from the call: this generator keeps no reference to the column
             # while the caller works, so the column is freed once the caller is done with it.
-            yield _read_band(column, release)
+            yield _read_band(column, self.release)
+
+    def done(self) -> None:
+        """Every band was searched: with ``release``, their files are deleted. O(bands)."""
+        if self.release:
+            for column in self.columns:
+                column.remove()
 
 
 def _read_band(column: SpillColumn, release: bool) -> BandColumn:
