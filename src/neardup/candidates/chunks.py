@@ -196,13 +196,14 @@ class BlockParts:
     def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The pairs of ``block`` and their places, in the order added; they are let go."""
         parts, self.parts[block] = self.parts[block], []
-        return _joined(parts)
+        return joined_columns(parts)
 
 
-def _joined(
+def joined_columns(
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The columns of ``parts`` (each ``(a, b, at)``), joined in order."""
+    """The columns of ``parts`` (each ``(a, b, at)``, as :class:`BlockParts` holds them),
+    joined in order. O(pairs)."""
     if not parts:
         return np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros(0, np.int64)
     return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
@@ -257,7 +258,7 @@ def bounded_pairs(
             kept.append((a[keep], b[keep], at[keep]))
         del a, b, at
     del sweep  # its two blocks
-    a, b, at = _joined(kept)
+    a, b, at = joined_columns(kept)
     kept.clear()
     # Back in the candidates' order (each block's survivors are in it already).
     order = argsort64(at.astype(np.uint64))[1]

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from neardup.candidates.bucket_lists import BucketParts, csr_slices
-from neardup.candidates.chunks import BlockParts
+from neardup.candidates.chunks import BlockParts, joined_columns
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import WorkDir, write_array
 from neardup.io.write import writing
@@ -126,7 +126,7 @@ class SpilledBlockParts(BlockParts):
         for block, parts in enumerate(self.parts):
             if not parts:
                 continue
-            a, b, at = (np.concatenate(column) for column in zip(*parts))
+            a, b, at = joined_columns(parts)
             if self.record is None:
                 self.record = np.dtype([("a", a.dtype), ("b", b.dtype), ("at", np.int64)])
             rows = np.empty(a.shape[0], dtype=self.record)
@@ -150,9 +150,9 @@ class SpilledBlockParts(BlockParts):
         self.on_disk[block] = False
         written = (rows["a"].copy(), rows["b"].copy(), rows["at"].copy())
         del rows
-        if held[0].shape[0] == 0:
+        if held[0].shape[0] == 0:  # no parts held: their empty columns' dtypes would widen
             return written
-        return tuple(np.concatenate(pair) for pair in zip(written, held))  # type: ignore[return-value]
+        return joined_columns([written, held])  # those written came first
 
 
 class SpillStores:
