@@ -484,6 +484,9 @@ def test_bounds_by_broadcast_by_lengths_and_by_joined_sketches_agree(texts, thre
 
     by_sketches = kept(bound_task, joined)
     assert kept(shared_bound_task, pairs, table=table) == by_sketches
+    flagged = pa.Table.from_batches(list(shared_bound_task([pairs], table, threshold, "left")))
+    assert flagged.num_rows == pairs.num_rows
+    assert {(r["a"], r["b"]) for r in flagged.to_pylist() if r["left"]} == by_sketches
     assert kept(length_task, joined) >= by_sketches
     # Every pair the LCS kernel accepts is kept.
     offsets, codes = lcs_units(texts, LCS_UNIT)

@@ -1,5 +1,6 @@
 """Shuffle partitions sized from the input (``neardup.engines.spark.partitions``)."""
 
+import numpy as np
 import pytest
 from test_spark import make_docs, run, write_jsonl
 
@@ -7,7 +8,9 @@ from neardup.engines.spark import job
 from neardup.engines.spark.partitions import (
     BYTES_PER_PARTITION,
     SHUFFLE_PARTITIONS,
+    _murmur3_int,
     input_bytes,
+    partition_keys,
     partitions_for,
     shuffle_partitions_chosen,
     sized_shuffles,
@@ -78,3 +81,36 @@ def test_a_run_on_files_sizes_its_shuffles_from_them_with_the_same_files(
     assert files["spark"] == files["local"]
     assert files["local"][1].count(b"\n") > 20
     assert spark.conf.get(SHUFFLE_PARTITIONS) == before
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 7, 200, 3001])
+def test_partition_keys_are_distinct_and_the_smallest_for_their_partition(partitions):
+    keys = partition_keys(partitions).astype(np.int64)
+    assert keys.shape == (partitions,) and np.unique(keys).shape == (partitions,)
+    # Brute force over every key up to the largest chosen: each chosen key is the first
+    # whose Spark place (Murmur3 of the int, seed 42, pmod) is its partition.
+    upto = np.arange(keys.max() + 1)
+    place = _murmur3_int(upto, 42).astype(np.int64) % partitions
+    assert (place[keys] == np.arange(partitions)).all()
+    for p in range(min(partitions, 50)):
+        assert keys[p] == np.flatnonzero(place == p)[0]
+
+
+def test_partition_keys_refuse_no_partitions():
+    with pytest.raises(ValueError, match="partitions must be >= 1, got 0"):
+        partition_keys(0)
+
+
+@pytest.mark.spark
+def test_partition_keys_route_rows_to_their_partition_and_hash_as_spark_does(spark):
+    ints = np.concatenate([np.arange(-300, 300), [2**31 - 1, -(2**31), 123_456_789]])
+    rows = spark.createDataFrame([(int(k),) for k in ints], "k int")
+    got = {r.k: r.h for r in rows.select("k", F.hash("k").alias("h")).collect()}
+    assert [got[int(k)] for k in ints] == _murmur3_int(ints, 42).tolist()
+    partitions = 7
+    keys = partition_keys(partitions)
+    table = spark.createDataFrame([(int(k),) for k in keys for _ in range(3)], "dest int")
+    placed = table.repartition(partitions, "dest").select("dest", F.spark_partition_id().alias("p"))
+    assert sorted({(r.dest, r.p) for r in placed.collect()}) == sorted(
+        (int(k), p) for p, k in enumerate(keys)
+    )

@@ -11,7 +11,14 @@ from test_spark import TEMPLATE, local_files, same_bytes, spark_dedup, spark_fil
 from neardup.candidates.bands import pairs_from_band_columns
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.repair import BUCKET_MEMBERS
-from neardup.engines.spark.repair import PAIR, STAR, UNLISTED, bucket_links_task
+from neardup.engines.spark.repair import (
+    PAIR,
+    STAR,
+    UNLISTED,
+    bucket_links_task,
+    distinct_links_task,
+)
+from neardup.engines.spark.tasks import BAND_ROW, _csr_binary
 from neardup.settings import Settings
 
 REPAIR_COUNTS = (
@@ -66,13 +73,44 @@ def test_bucket_links_list_the_local_engines_bucket_pairs_and_star_links():
     h = np.concatenate(columns).astype(np.int64)
     pos = np.tile(np.arange(n), bands)
     order = rng.permutation(n * bands)
-    rows = pa.record_batch(
-        {"band": band[order], "h": h[order], "ts": np.tile(ts, bands)[order], "pos": pos[order]}
+    rows = np.empty(n * bands, dtype=BAND_ROW)
+    rows["band"], rows["h"], rows["ts"], rows["pos"] = (
+        band[order],
+        h[order],
+        np.tile(ts, bands)[order],
+        pos[order],
     )
-    out = pa.Table.from_batches(list(bucket_links_task([rows.slice(0, 700), rows.slice(700)])))
-    a, b, kind = (out.column(c).to_numpy() for c in ("a", "b", "kind"))
-    star = {(x, y) for x, y, k in zip(a, b, kind) if k == STAR}
-    assert star == set(zip(star_a.tolist(), star_b.tolist()))
-    listed = {(x, y) for x, y, k in zip(a, b, kind) if k == PAIR}
-    assert listed == set(zip(pair_a.tolist(), pair_b.tolist()))
+    # Runs of uneven sizes, in two batches: the task reads them as one partition's rows.
+    cuts = np.array([0, 1, 350, 700, 1111, n * bands])
+    runs = pa.record_batch({"dest": np.zeros(5, np.int32), "rows": _csr_binary(cuts, rows)})
+    keys = np.array([10, 20, 30])
+    link_runs = pa.Table.from_batches(
+        list(bucket_links_task([runs.slice(0, 3), runs.slice(3)], keys))
+    )
+    # Each partition's links made distinct on their own: every copy of a link is in one.
+    dest = link_runs.column("dest").to_numpy()
+    out = pa.Table.from_batches(
+        [
+            batch
+            for key in keys
+            for batch in distinct_links_task(link_runs.filter(pa.array(dest == key)).to_batches())
+        ]
+    )
+    a, b, kind, times = (out.column(c).to_numpy() for c in ("a", "b", "kind", "times"))
+    star = [(x, y) for x, y, k in zip(a, b, kind) if k == STAR]
+    assert sorted(star) == sorted(set(zip(star_a.tolist(), star_b.tolist())))
+    listed = [(x, y) for x, y, k in zip(a, b, kind) if k == PAIR]
+    assert sorted(listed) == sorted(set(zip(pair_a.tolist(), pair_b.tolist())))
     assert b[kind == UNLISTED].sum() == stats["repair_unlisted"] > 0
+    # times: the buckets listing each pair, counted by brute force over the bands.
+    for x, y, k, t in zip(a, b, kind, times):
+        if k == PAIR:
+            listing = 0
+            for column in columns:
+                members = np.flatnonzero(column == column[x])
+                earliest = members[np.lexsort((members, ts[members]))[0]]
+                others = members.shape[0] - 1
+                listing += (
+                    column[y] == column[x] and earliest not in (x, y) and others <= BUCKET_MEMBERS
+                )
+            assert t == listing

@@ -7,12 +7,15 @@ from functools import partial
 
 from neardup.candidates.plan import TablePlan, plan_tables
 from neardup.engines.spark.frames import Frames
+from neardup.engines.spark.partitions import partition_keys
 from neardup.engines.spark.repair import (
     BUCKET_LINKS_SCHEMA,
-    STAR,
     bucket_links_task,
-    unlisted_pairs,
+    distinct_links_task,
+    link_totals,
+    star_links,
 )
+from neardup.engines.spark.runs import RUNS_SCHEMA, band_runs_task
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
 from neardup.settings import Settings
@@ -86,12 +89,15 @@ def minhash_candidates(
     frames: Frames, reps: DataFrame, settings: Settings
 ) -> tuple[DataFrame, DataFrame]:
     """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
-    to its earliest member; and every row of the buckets' reduce (``a, b, kind``), which also
-    lists the pairs of the buckets' other members for the repair round
-    (:func:`~neardup.engines.spark.repair.bucket_links_task`), stored with the number of pairs
-    of the buckets too large to list as its total. Cost: O(representatives × bands) rows of
-    four integers shuffled once by bucket, sorted and linked inside the reduce tasks (a
-    partition's rows in memory at once, 28 bytes each), and the links made distinct. A
+    to its earliest member, read from the stored distinct links of the buckets' reduce
+    (``a, b, kind, times``), which also list the pairs of the buckets' other members for the
+    repair round (:func:`~neardup.engines.spark.repair.bucket_links_task`), stored with
+    :func:`~neardup.engines.spark.repair.link_totals`; and those links. Cost: O(representatives × bands) rows of
+    four integers (28 bytes) shuffled once by bucket, packed in runs of up to
+    :data:`~neardup.engines.spark.tasks.RUN_ROWS` rows a partition (the shuffle moves a few
+    thousand values, not a row each); sorted and linked inside the reduce tasks (a
+    partition's rows in memory at once, 28 bytes each), and the links, packed the same way,
+    made distinct by the pair in a second shuffle. A
     bucket's rows meet in one task, but the work there is linear in them (quadratic only in
     buckets of at most 17 members) and the rows are 28 bytes: a hot bucket costs its task
     time, not quadratic work.
@@ -100,12 +106,20 @@ def minhash_candidates(
 
         cand, links = minhash_candidates(frames, reps, Settings(method="minhash"))
     """
-    # Each task sorts its partition itself (see bucket_links_task): no sort by Spark.
-    links = frames.keep(
-        band_rows(reps, settings)
-        .repartition(frames.P, "band", "h")
-        .mapInArrow(bucket_links_task, BUCKET_LINKS_SCHEMA),
-        totals=[unlisted_pairs()],
+    # The band rows cross the shuffle packed in runs, each run routed whole to its buckets'
+    # partition by its key; each task sorts its partition itself (see bucket_links_task),
+    # and its links cross the next shuffle packed too, to be made distinct.
+    keys = partition_keys(frames.P)
+    runs = reps.select("pos", "ts", "sig").mapInArrow(
+        partial(band_runs_task, settings=settings, keys=keys), RUNS_SCHEMA
     )
-    star = links.where(f"kind = {STAR}").select("a", "b")
-    return frames.keep(star.distinct()), links
+    link_runs = runs.repartition(frames.P, "dest").mapInArrow(
+        partial(bucket_links_task, keys=keys), RUNS_SCHEMA
+    )
+    links = frames.keep(
+        link_runs.repartition(frames.P, "dest").mapInArrow(
+            distinct_links_task, BUCKET_LINKS_SCHEMA
+        ),
+        totals=link_totals(),
+    )
+    return star_links(frames, links), links

@@ -137,6 +137,21 @@ class Storage:
         return fresh
 
     @staticmethod
+    def subset(stored: DataFrame, where: str, columns: Sequence[str], rows: int) -> DataFrame:
+        """The ``columns`` of the rows of a table :meth:`keep` stored that meet ``where``, known
+        to number ``rows`` (e.g. a total of that :meth:`keep`): read from the stored rows
+        each time, without a copy stored or a job to count them. Valid while ``stored`` is.
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            links = storage.keep(df, totals=[F.sum(F.when(F.col("kind") == 0, 1))])
+            star = storage.subset(links, "kind = 0", ["a", "b"], storage.totals(links)[0] or 0)
+        """
+        part = stored.where(where).select(*columns)
+        part._neardup_rows = int(rows)
+        return part
+
+    @staticmethod
     def rows(df: DataFrame) -> int:
         """The number of rows of ``df``: counted when :meth:`keep` stored it (O(1), no Spark
         job), else by a Spark job (O(rows) on the executors)."""

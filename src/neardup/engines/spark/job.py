@@ -435,7 +435,8 @@ class _Job(Frames):
             # engine, which runs it when there are representatives).
             if self.stats["documents"] > self.stats["exact_duplicates"]:
                 self.listed, self.stats["repair_unlisted"] = listed_pairs(self, links)
-            self.release(links)
+            # The candidates and the listed pairs are read from the stored links, which stay
+            # until the run's end.
         self.stats["candidates"] = self.rows(cand)
         self.lap("candidates")
         return cand, fp_pairs, fp_rep

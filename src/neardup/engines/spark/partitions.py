@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+import numpy as np
+
 from neardup.engines.spark.session import SparkSession
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "SHUFFLE_PARTITIONS",
     "adaptive_chosen",
     "input_bytes",
+    "partition_keys",
     "partitions_for",
     "shuffle_partitions_chosen",
     "sized_shuffles",
@@ -56,6 +59,51 @@ def partitions_for(input_bytes: int, cores: int) -> int:
     by_size = -(-input_bytes // BYTES_PER_PARTITION)
     by_cores = min(2 * cores, input_bytes // SMALL_PARTITION_BYTES)
     return max(1, by_size, by_cores)
+
+
+def _murmur3_int(keys: np.ndarray, seed: int) -> np.ndarray:
+    """Murmur3 (x86, 32 bits) of each int32 key as Spark computes it for an integer column
+    (``Murmur3_x86_32.hashInt``), as signed int32. O(len(keys))."""
+
+    def rotl(x: np.ndarray, r: int) -> np.ndarray:
+        return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+    k = keys.astype(np.uint32) * np.uint32(0xCC9E2D51)
+    k = rotl(k, 15) * np.uint32(0x1B873593)
+    h = rotl(np.uint32(seed) ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+    h ^= np.uint32(4)  # the key's length in bytes
+    h ^= h >> np.uint32(16)
+    h *= np.uint32(0x85EBCA6B)
+    h ^= h >> np.uint32(13)
+    h *= np.uint32(0xC2B2AE35)
+    h ^= h >> np.uint32(16)
+    return h.view(np.int32)
+
+
+def partition_keys(partitions: int) -> np.ndarray:
+    """int32 keys, the ``p``-th of which Spark's hash partitioning into ``partitions`` sends to
+    partition ``p``: it places a row by the Murmur3 hash (seed 42) of its key modulo the
+    partitions, so rows keyed by these values fill the partitions one to one, where keys
+    ``0 … partitions - 1`` would collide (a third of the partitions empty, others doubled).
+    Expected O(partitions · log(partitions)) hashes.
+
+    Example:
+        >>> partition_keys(4).tolist()
+        [12, 6, 2, 0]
+    """
+    if partitions < 1:
+        raise ValueError(f"partitions must be >= 1, got {partitions}")
+    keys = np.full(partitions, -1, dtype=np.int64)
+    start, step = 0, 8 * partitions
+    while (keys < 0).any():
+        candidates = np.arange(start, start + step, dtype=np.int64)
+        place = _murmur3_int(candidates, 42).astype(np.int64) % partitions  # pmod
+        # np.unique gives each place's first (smallest) candidate.
+        places, first = np.unique(place, return_index=True)
+        unset = keys[places] < 0
+        keys[places[unset]] = candidates[first[unset]]
+        start += step
+    return keys.astype(np.int32)
 
 
 def input_bytes(spark: SparkSession, paths: Sequence[str]) -> int:

@@ -19,7 +19,7 @@ Only pairs of integers cross the shuffles; units join only the pairs across comp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 
 import numpy as np
@@ -27,55 +27,74 @@ import pyarrow as pa
 
 from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links_decided
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
+from neardup.engines.spark.runs import mixed_place, packed_runs, run_rows
 from neardup.engines.spark.session import Column, DataFrame, F
-from neardup.engines.spark.tasks import _i64, _run_starts, record_batch
-from neardup.engines.spark.verify import relate
+from neardup.engines.spark.tasks import BAND_ROW, _i64, _run_starts, record_batch
+from neardup.engines.spark.verify import PairBounds, relate
 from neardup.groups import LINK_ROUNDS, connected_components
 from neardup.pipeline import VERIFY_SLICE
 from neardup.settings import Settings
 
 __all__ = [
     "BUCKET_LINKS_SCHEMA",
+    "LINK",
     "bucket_links_task",
+    "distinct_links_task",
+    "link_totals",
     "listed_pairs",
     "repair_task",
     "repaired_labels",
+    "star_links",
     "unbounded_pairs",
-    "unlisted_pairs",
 ]
 
 STAR, PAIR, UNLISTED = 0, 1, 2
-"""Kinds of the rows of :func:`bucket_links_task`."""
+"""Kinds of the links of :func:`bucket_links_task`."""
 
-BUCKET_LINKS_SCHEMA = "a long, b long, kind byte"
-"""The rows :func:`bucket_links_task` yields, as a Spark schema."""
+LINK = np.dtype([("a", "<i8"), ("b", "<i8"), ("kind", "i1")])
+"""One link of :func:`bucket_links_task` as it crosses a shuffle packed in a run (17 bytes)."""
+
+BUCKET_LINKS_SCHEMA = "a long, b long, kind byte, times long"
+"""The rows :func:`distinct_links_task` yields, as a Spark schema."""
 
 
-def bucket_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Reduce side of the MinHash candidates: the rows ``(band, h, ts, pos)`` of a partition
-    holding every row of its buckets, in any order -> ``(a, b, kind)``: every other member
+def bucket_links_task(
+    batches: Iterable[pa.RecordBatch], keys: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    """Reduce side of the MinHash candidates: the runs of band rows ``(band, h, ts, pos)``
+    (:func:`~neardup.engines.spark.tasks.band_runs_task`) of a partition holding every row of
+    its buckets, in any order -> runs of links (:data:`LINK`; runs as
+    :func:`~neardup.engines.spark.tasks.packed_runs` makes them, each link bound for the
+    partition of ``(a, b)`` over ``len(keys)``, where :func:`distinct_links_task` makes them
+    distinct): every other member
     ``b`` of each LSH bucket linked to its earliest member ``a`` (by time, then position; kind
     ``STAR``), as the local engine links a bucket; the pairs ``a < b`` of the other members of
     each bucket of at most ``BUCKET_MEMBERS`` of them (kind ``PAIR``, by
     :func:`~neardup.candidates.repair.bucket_pairs`, once per bucket: a pair shares a band in
-    one bucket at most); and one row ``(-1, pairs, UNLISTED)`` counting the pairs of the
+    one bucket at most); and one link ``(-1, pairs, UNLISTED)`` counting the pairs of the
     larger buckets. O(rows log rows + Σ m² over the listed buckets).
 
     The partition is sorted here by all four columns: Spark's sort of these rows compares
     whole rows (its sort prefix is the band alone, shared by a 32nd of them) and took
-    several times as long as numpy's sort of the integers.
+    several times as long as numpy's sort of the integers. The links leave packed too: a
+    pair linked in many bands would otherwise cross the shuffle of their distinct rows as
+    a Spark row each time.
 
     Example:
-        >>> rows = pa.record_batch({"band": [1, 0, 0, 0, 0], "h": [7, 7, 7, 7, 7],
-        ...                         "ts": [0, 6, 1, 5, 1], "pos": [3, 3, 9, 2, 4]})
-        >>> [tuple(r.values()) for b in bucket_links_task([rows]) for r in b.to_pylist()]
-        [(4, 9, 0), (4, 2, 0), (4, 3, 0), (2, 3, 1), (2, 9, 1), (3, 9, 1), (-1, 0, 2)]
+        >>> rows = np.zeros(5, dtype=BAND_ROW)
+        >>> rows["band"], rows["h"] = [1, 0, 0, 0, 0], 7
+        >>> rows["ts"], rows["pos"] = [0, 6, 1, 5, 1], [3, 3, 9, 2, 4]
+        >>> one = np.array([0])  # one partition (its key)
+        >>> links = list(bucket_links_task([packed_runs(rows, np.zeros(5, int), one)], one))
+        >>> [tuple(r.values()) for b in distinct_links_task(links) for r in b.to_pylist()]
+        [(4, 2, 0, 1), (4, 3, 0, 1), (4, 9, 0, 1), (2, 3, 1, 1), (2, 9, 1, 1), (3, 9, 1, 1), (-1, 0, 2, 1)]
     """
     parts = [batch for batch in batches if batch.num_rows]
     if not parts:
         return
-    table = pa.Table.from_batches(parts)
-    band, h, ts, pos = (_i64(table.column(c)) for c in ("band", "h", "ts", "pos"))
+    rows = run_rows(pa.Table.from_batches(parts), BAND_ROW)
+    band, h, ts, pos = (rows[c].astype(np.int64) for c in ("band", "h", "ts", "pos"))
+    del rows
     order = np.lexsort((pos, ts, h, band))
     band, h, pos = band[order], h[order], pos[order]
     n = pos.shape[0]
@@ -83,7 +102,7 @@ def bucket_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
     sizes = np.diff(np.append(starts, n))
     member = np.repeat(starts, sizes) != np.arange(n)
     if member.any():
-        yield _links(pos[np.repeat(starts, sizes)[member]], pos[member], STAR)
+        yield _links(pos[np.repeat(starts, sizes)[member]], pos[member], STAR, keys)
     # Positions numbered within the partition (in order): bucket_pairs packs them in 32 bits.
     nodes, members = np.unique(pos[member], return_inverse=True)
     offsets = np.concatenate([[0], np.cumsum(sizes - 1)])
@@ -96,45 +115,104 @@ def bucket_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
         )
         unlisted += stats["repair_unlisted"]
         if a.shape[0]:
-            yield _links(nodes[a], nodes[b], PAIR)
-    yield _links(np.array([-1]), np.array([unlisted]), UNLISTED)
+            yield _links(nodes[a], nodes[b], PAIR, keys)
+    yield _links(np.array([-1]), np.array([unlisted]), UNLISTED, keys)
 
 
-def _links(a: np.ndarray, b: np.ndarray, kind: int) -> pa.RecordBatch:
+def _links(a: np.ndarray, b: np.ndarray, kind: int, keys: np.ndarray) -> pa.RecordBatch:
+    """Runs of :data:`LINK` rows, each bound for the partition of its pair."""
+    links = np.empty(a.shape[0], dtype=LINK)
+    links["a"], links["b"], links["kind"] = a, b, kind
+    return packed_runs(links, mixed_place(a, b, keys.shape[0]), keys)
+
+
+def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The runs of links of :func:`bucket_links_task` holding every copy of their links ->
+    rows of :data:`BUCKET_LINKS_SCHEMA`: each distinct link with ``times``, its copies (for a
+    ``PAIR``, the buckets listing it), and one ``(-1, pairs, UNLISTED, 1)`` adding up the
+    partition's counts of pairs not listed; by kind, then pair. O(links log links).
+
+    Example:
+        >>> links = np.zeros(4, dtype=LINK)
+        >>> links["a"], links["b"], links["kind"] = [2, 2, -1, -1], [5, 5, 3, 4], [1, 1, 2, 2]
+        >>> runs = packed_runs(links, np.zeros(4, int), np.array([0]))
+        >>> [tuple(r.values()) for b in distinct_links_task([runs]) for r in b.to_pylist()]
+        [(2, 5, 1, 2), (-1, 7, 2, 1)]
+    """
+    parts = [batch for batch in batches if batch.num_rows]
+    links = run_rows(pa.Table.from_batches(parts), LINK) if parts else np.zeros(0, LINK)
+    counted = links["kind"] == UNLISTED
+    unlisted = int(links["b"][counted].sum())
+    links = links[~counted]
+    if links.shape[0]:
+        a, b, kind = links["a"], links["b"], links["kind"].astype(np.int64)
+        order = np.lexsort((b, a, kind))
+        a, b, kind = a[order], b[order], kind[order]
+        starts = _run_starts(kind, a, b)
+        times = np.diff(np.append(starts, a.shape[0]))
+        yield _link_rows(a[starts], b[starts], kind[starts], times)
+    yield _link_rows(np.array([-1]), np.array([unlisted]), np.array([UNLISTED]), np.array([1]))
+
+
+def _link_rows(a, b, kind, times) -> pa.RecordBatch:
     """Rows of :data:`BUCKET_LINKS_SCHEMA`."""
-    kinds = np.full(a.shape[0], kind, dtype=np.int8)
-    return record_batch({"a": pa.array(a), "b": pa.array(b), "kind": pa.array(kinds)})
+    return record_batch(
+        {
+            "a": pa.array(a.astype(np.int64)),
+            "b": pa.array(b.astype(np.int64)),
+            "kind": pa.array(kind.astype(np.int8)),
+            "times": pa.array(times.astype(np.int64)),
+        }
+    )
 
 
-def unlisted_pairs() -> Column:
-    """The aggregate over the rows of :func:`bucket_links_task` counting the pairs of the
-    buckets too large to list: a total the table of those rows is stored with
-    (:meth:`~neardup.engines.spark.frames.Storage.keep`), so it costs no Spark job of its own.
+def link_totals() -> list[Column]:
+    """The aggregates over the rows of :func:`distinct_links_task` that the table of those
+    rows is stored with (:meth:`~neardup.engines.spark.frames.Storage.keep`), so they cost no
+    Spark job of their own: the pairs of the buckets too large to list, the star links and
+    the listed pairs.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        links = frames.keep(rows, totals=[unlisted_pairs()])
+        links = frames.keep(rows, totals=link_totals())
     """
-    return F.sum(F.when(F.col("kind") == UNLISTED, F.col("b")))
+    kind = F.col("kind")
+    return [
+        F.sum(F.when(kind == UNLISTED, F.col("b"))),
+        F.sum(F.when(kind == STAR, F.lit(1))),
+        F.sum(F.when(kind == PAIR, F.lit(1))),
+    ]
+
+
+def star_links(frames: Frames, links: DataFrame) -> DataFrame:
+    """The star links ``a, b`` of ``links`` (the rows of :func:`distinct_links_task`, stored
+    with :func:`link_totals`), read from the stored links. O(1) here.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        cand = star_links(frames, links)
+    """
+    return frames.subset(links, f"kind = {STAR}", ["a", "b"], frames.totals(links)[1] or 0)
 
 
 def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
-    """The distinct pairs the buckets list, ``a, b, times`` (the buckets listing each), and
-    the number of pairs of the buckets too large to list (``repair_unlisted``; ``links`` is
-    stored with :func:`unlisted_pairs` as its total). Cost: one aggregation of the pairs.
+    """The distinct pairs the buckets list, ``a, b, times`` (the buckets listing each), read
+    from the stored ``links`` (the rows of :func:`distinct_links_task`, stored with
+    :func:`link_totals`), and the number of pairs of the buckets too large to list
+    (``repair_unlisted``). O(1) here.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         pairs, unlisted = listed_pairs(frames, links)
     """
-    unlisted = frames.totals(links)[0]
-    pairs = links.where(f"kind = {PAIR}").groupBy("a", "b").agg(F.count(F.lit(1)).alias("times"))
-    return frames.keep(pairs), int(unlisted or 0)
+    unlisted, _, listed = frames.totals(links)
+    pairs = frames.subset(links, f"kind = {PAIR}", ["a", "b", "times"], listed or 0)
+    return pairs, int(unlisted or 0)
 
 
 def unbounded_pairs(
     frames: Frames,
-    bound: Callable[[DataFrame], DataFrame] | None,
+    bound: PairBounds | None,
     pairs: DataFrame,
     star: DataFrame,
 ) -> tuple[DataFrame, int]:
@@ -151,12 +229,11 @@ def unbounded_pairs(
     bounded = 0
     kept = pairs.select("a", "b")
     if bound is not None:
-        left = bound(kept).withColumn("left", F.lit(True))
-        ruled_out = F.when(F.col("left").isNull(), F.col("times")).otherwise(F.lit(0))
+        ruled_out = F.when(F.col("left"), F.lit(0)).otherwise(F.col("times"))
         # One stored table answers both: the pairs left, and the listings ruled out.
-        flagged = frames.keep(pairs.join(left, ["a", "b"], "left"), totals=[F.sum(ruled_out)])
+        flagged = frames.keep(bound.flag(pairs, "left"), totals=[F.sum(ruled_out)])
         bounded = int(frames.totals(flagged)[0] or 0)
-        kept = flagged.where(F.col("left").isNotNull()).select("a", "b")
+        kept = flagged.where(F.col("left")).select("a", "b")
     oriented = star.select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"))
     return frames.keep(kept.join(oriented, ["a", "b"], "left_anti")), bounded
 

@@ -24,10 +24,13 @@ from neardup.candidates.plan import first_shared_table
 from neardup.candidates.tables import distinct_hamming_pairs
 from neardup.groups import center_groups, connected_components
 from neardup.lcs import COUNT_BUCKETS, possible_pairs
-from neardup.pipeline import Relation, Signatures, sets_for, signatures
+from neardup.pipeline import Relation, Signatures, signatures
 from neardup.settings import Settings
+from neardup.text.canonical import TextColumn
 
 __all__ = [
+    "BAND_ROW",
+    "band_rows",
     "band_rows_task",
     "bucket_pairs_task",
     "center_task",
@@ -258,8 +261,8 @@ def sign_task(
 
 def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
     """Rows ``(pos, text)`` -> ``(pos, sset)``: the data verification compares for each text
-    (:func:`neardup.pipeline.sets_for`: the sorted distinct shingle hashes, packed as binary, 8
-    bytes a hash). Cost: shingling the batch.
+    (:meth:`neardup.verify.Verification.prepare`: the sorted distinct shingle hashes or the
+    LCS units, packed as binary, 8 bytes each). Cost: shingling the batch.
 
     Example:
         >>> rows = pa.record_batch({"pos": [7], "text": ["a b c d a"]})
@@ -267,11 +270,13 @@ def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator
         >>> [len(packed) // 8 for packed in next(sets_task([rows], settings))["sset"].to_pylist()]
         [4]
     """
+    verification = settings.verification
     for batch in batches:
-        n = batch.num_rows
-        if n == 0:
+        if batch.num_rows == 0:
             continue
-        offsets, hashes = sets_for(batch.column("text").to_pylist(), np.arange(n), settings)
+        # The texts reach the kernels as the Arrow column's bytes, never as Python strs.
+        texts = TextColumn(batch.column("text"))
+        offsets, hashes = verification.prepare(texts, settings.shingle, settings.hash_name)
         yield record_batch({"pos": batch.column("pos"), "sset": _csr_binary(offsets, hashes)})
 
 
@@ -340,13 +345,14 @@ def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[
 
 
 def shared_bound_task(
-    batches: Iterable[pa.RecordBatch], table: Any, threshold: float
+    batches: Iterable[pa.RecordBatch], table: Any, threshold: float, flag: str | None = None
 ) -> Iterator[pa.RecordBatch]:
     """Rows ``(a, b)`` -> those whose LCS resemblance may reach ``threshold``, as
     :func:`bound_task` decides them, reading both ends' unit counts and count sketches from
     ``table``, a broadcast of ``(positions, sizes, sketches)`` (positions sorted, one row of
     ``sizes`` and ``sketches`` each): the pairs are bounded where they are, without a shuffle.
-    O(pairs × (log documents + 128)).
+    With a ``flag`` name: every row, all its columns, and a boolean column of that name
+    saying whether the bounds leave it. O(pairs × (log documents + 128)).
 
     Example:
         >>> sketch = lambda text: next(sign_task([pa.record_batch(
@@ -360,6 +366,8 @@ def shared_bound_task(
         [3, 8]
         >>> next(shared_bound_task([rows], table, 0.9))["b"].to_pylist()
         [3]
+        >>> next(shared_bound_task([rows], table, 0.9, flag="left"))["left"].to_pylist()
+        [True, False]
     """
     positions, sizes, sketches = table.value
     for batch in batches:
@@ -368,7 +376,9 @@ def shared_bound_task(
         a = np.searchsorted(positions, _i64(batch.column("a")))
         b = np.searchsorted(positions, _i64(batch.column("b")))
         keep = possible_pairs(sizes, sketches, a, b, threshold)
-        if keep.any():
+        if flag is not None:
+            yield batch.append_column(flag, pa.array(keep, type=pa.bool_()))
+        elif keep.any():
             yield batch.select(["a", "b"]).filter(pa.array(keep))
 
 
@@ -525,12 +535,38 @@ def table_pairs_task(
             )
 
 
+BAND_ROW = np.dtype([("band", "<i4"), ("h", "<i8"), ("ts", "<i8"), ("pos", "<i8")])
+"""One LSH band row (28 bytes): band, band hash (int64 bits), timestamp, position."""
+
+
+def band_rows(batch: pa.RecordBatch, settings: Settings) -> np.ndarray:
+    """The LSH band rows (:data:`BAND_ROW`) of every MinHash signature of ``batch``'s rows
+    ``(pos, ts, sig)``, a document's bands one after the other, ``h`` the band's hash
+    (:func:`neardup.candidates.bands.band_hashes`). O(rows × num_perm).
+
+    Example:
+        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
+        >>> sig = pa.array([np.arange(4, dtype=np.uint32).tobytes()], pa.binary())
+        >>> band_rows(pa.record_batch({"pos": [5], "ts": [0], "sig": sig}), settings)["band"].tolist()
+        [0, 1]
+    """
+    bands, rows_per_band = settings.banding()
+    n = batch.num_rows
+    sig = _signature_values(batch.column("sig"), settings)
+    h = band_hashes(np.ascontiguousarray(sig), bands, rows_per_band)
+    rows = np.empty(n * bands, dtype=BAND_ROW)
+    rows["band"] = np.tile(np.arange(bands, dtype=np.int32), n)
+    rows["h"] = h.reshape(-1).view(np.int64)
+    rows["ts"] = np.repeat(_i64(batch.column("ts")), bands)
+    rows["pos"] = np.repeat(_i64(batch.column("pos")), bands)
+    return rows
+
+
 def band_rows_task(
     batches: Iterable[pa.RecordBatch], settings: Settings
 ) -> Iterator[pa.RecordBatch]:
-    """Map side of the band stage: rows ``(pos, ts, sig)`` -> ``(band, h, pos, ts)`` for every
-    LSH band of every MinHash signature, ``h`` the band's hash
-    (:func:`neardup.candidates.bands.band_hashes`; int64 bits). O(rows × num_perm).
+    """Map side of the band stage as Spark rows: rows ``(pos, ts, sig)`` -> ``(band, h, pos,
+    ts)`` (:func:`band_rows`). O(rows × num_perm).
 
     Example:
         >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
@@ -539,21 +575,10 @@ def band_rows_task(
         >>> next(band_rows_task([rows], settings))["band"].to_pylist()
         [0, 1]
     """
-    bands, rows = settings.banding()
     for batch in batches:
-        n = batch.num_rows
-        if n == 0:
-            continue
-        sig = _signature_values(batch.column("sig"), settings)
-        h = band_hashes(np.ascontiguousarray(sig), bands, rows)
-        yield record_batch(
-            {
-                "band": pa.array(np.tile(np.arange(bands, dtype=np.int32), n)),
-                "h": pa.array(h.reshape(-1).view(np.int64)),
-                "pos": pa.array(np.repeat(_i64(batch.column("pos")), bands)),
-                "ts": pa.array(np.repeat(_i64(batch.column("ts")), bands)),
-            }
-        )
+        if batch.num_rows:
+            rows = band_rows(batch, settings)
+            yield record_batch({c: pa.array(rows[c]) for c in ("band", "h", "pos", "ts")})
 
 
 def bucket_pairs_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

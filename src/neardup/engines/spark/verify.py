@@ -9,6 +9,7 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
+from neardup.engines.spark.colocated import relate_colocated
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import (
@@ -181,6 +182,21 @@ class PairBounds:
             frames, by_length, self.sketches, ["size", "sketch"], counted=pairs
         ).mapInArrow(partial(bound_task, threshold=self.threshold), "a long, b long")
 
+    def flag(self, pairs: DataFrame, column: str) -> DataFrame:
+        """``pairs`` (``a, b, …``) with a boolean ``column``: whether the bounds leave the pair.
+        Cost: one pass over the pairs (broadcast), else the joins of :meth:`__call__` and one
+        more of the pairs left."""
+        if self._table is not None:
+            task = partial(
+                shared_bound_task, table=self._table, threshold=self.threshold, flag=column
+            )
+            kinds = [f"{c} {t}" for c, t in pairs.dtypes]
+            return pairs.mapInArrow(task, ", ".join([*kinds, f"{column} boolean"]))
+        left = self(pairs).withColumn(column, F.lit(True))
+        return pairs.join(left, ["a", "b"], "left").withColumn(
+            column, F.coalesce(F.col(column), F.lit(False))
+        )
+
 
 def _sketch_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(positions, sizes, sketches)`` of a ``pos, size, sketch`` table, by position."""
@@ -204,9 +220,10 @@ def relate(
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added (see :func:`related`), by joining
     both documents' ``data`` (``pos`` and :func:`data_columns`); ``keep`` names the columns of
     ``pairs`` kept. When the pairs have at most ``ends_at_most`` distinct ends (a bound the
-    caller knows, e.g. twice their number) and that fits a broadcast, ``data`` is first cut
-    to those ends where it is stored, so only the units of documents in a pair cross the
-    joins. Cost: two skew-safe joins of the pairs and one relation per pair.
+    caller knows, e.g. twice their number) and that fits a broadcast, each pair is related
+    where it meets its ends' data, copied there from where it is stored
+    (:func:`~neardup.engines.spark.colocated.relate_colocated`: one shuffle). Else: two
+    skew-safe joins of the pairs. Cost: that, and one relation per pair.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -214,12 +231,7 @@ def relate(
     """
     cols = data_columns(settings)
     if ends_at_most is not None and ends_at_most <= BROADCAST_POSITIONS:
-        ends = (
-            pairs.select(F.col("a").alias("pos"))
-            .unionByName(pairs.select(F.col("b").alias("pos")))
-            .distinct()
-        )
-        data = data.join(F.broadcast(ends), ["pos"], "left_semi")
+        return relate_colocated(frames, data.select("pos", *cols), pairs, keep, settings)
     joined = with_ends(frames, pairs, data, cols)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)

@@ -1,0 +1,114 @@
+"""Rows crossing a Spark shuffle packed in runs: many rows of a structured numpy dtype in one
+binary value, each run bound for one partition.
+
+Spark's shuffle does per-row work (its rows built from Arrow, hashed, serialised, read back
+and turned into Arrow again); for rows of a few integers that work is most of a shuffle's
+cost. A task that packs its rows into runs, keyed so that Spark's hash partitioning sends
+each run to the partition its rows belong to
+(:func:`~neardup.engines.spark.partitions.partition_keys`), moves a few thousand values
+instead; the receiving task unpacks them (:func:`run_rows`) and works on numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.engines.spark.tasks import _binary_csr, _csr_binary, band_rows, record_batch
+from neardup.settings import Settings
+
+__all__ = [
+    "RUNS_SCHEMA",
+    "RUN_ROWS",
+    "band_runs_task",
+    "mixed_place",
+    "packed_runs",
+    "run_rows",
+]
+
+RUN_ROWS = 4096
+"""Rows a run holds at most (115 KB of band rows): Spark hands a reduce task's runs to Python
+in Arrow batches of up to 10,000 values, whose binary column must stay under 2 GB."""
+
+RUNS_SCHEMA = "dest int, rows binary"
+"""The rows of a task that packs its output in runs (:func:`packed_runs`), as a Spark schema."""
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
+def mixed_place(first: np.ndarray, second: np.ndarray, partitions: int) -> np.ndarray:
+    """A partition in ``0 … partitions - 1`` for each key ``(first, second)`` (integers), the
+    same for equal keys in every task: the two mixed by odd multipliers, modulo the
+    partitions. O(len(first)).
+
+    Example:
+        >>> mixed_place(np.array([5, 5, 6]), np.array([1, 1, 1]), 4).tolist()
+        [0, 0, 1]
+    """
+    with np.errstate(over="ignore"):
+        mixed = first.astype(np.uint64) * _MIX[0] ^ second.astype(np.uint64) * _MIX[1]
+    return ((mixed >> np.uint64(17)) % np.uint64(partitions)).astype(np.int64)
+
+
+def packed_runs(rows: np.ndarray, place: np.ndarray, keys: np.ndarray) -> pa.RecordBatch:
+    """Rows of :data:`RUNS_SCHEMA`: the structured ``rows`` packed into runs of at most
+    :data:`RUN_ROWS`, each run's rows all bound for one partition ``place`` (an index into
+    ``keys``), ``dest`` that partition's key from
+    :func:`~neardup.engines.spark.partitions.partition_keys`. Repartitioned by ``dest``, a
+    shuffle then moves a few thousand values instead of a row each: Spark's work per row (its
+    rows built from Arrow, hashed, serialised, read back) is spent per run. O(rows).
+
+    Example:
+        >>> rows = np.zeros(3, dtype=[("pos", "<i8")])
+        >>> rows["pos"] = [4, 9, 7]
+        >>> runs = packed_runs(rows, np.array([1, 0, 1]), np.array([12, 6], np.int32))
+        >>> runs["dest"].to_pylist(), run_rows(runs, rows.dtype)["pos"].tolist()
+        ([12, 6], [9, 4, 7])
+    """
+    # A stable sort of small integers is numpy's radix sort.
+    small = np.uint16 if keys.shape[0] <= 1 << 16 else np.int64
+    order = np.argsort(place.astype(small), kind="stable")
+    rows, place = rows[order], place[order]
+    bounds = np.searchsorted(place, np.arange(keys.shape[0] + 1))
+    cuts = np.unique(np.concatenate([bounds, np.arange(0, rows.shape[0], RUN_ROWS)]))
+    return record_batch(
+        {"dest": pa.array(keys[place[cuts[:-1]]].astype(np.int32)), "rows": _csr_binary(cuts, rows)}
+    )
+
+
+def run_rows(runs: pa.RecordBatch | pa.Table, dtype: np.dtype) -> np.ndarray:
+    """The rows (structured ``dtype``) of the runs of :func:`packed_runs`, in order. O(rows).
+
+    Example:
+        >>> rows = np.array([4, 9], dtype=[("pos", "<i8")])
+        >>> run_rows(packed_runs(rows, np.zeros(2, int), np.array([0])), rows.dtype)["pos"].tolist()
+        [4, 9]
+    """
+    return _binary_csr(runs.column("rows"), dtype)[1]
+
+
+def band_runs_task(
+    batches: Iterable[pa.RecordBatch], settings: Settings, keys: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    """Map side of the band stage: rows ``(pos, ts, sig)`` -> runs (:func:`packed_runs`) of
+    the LSH band rows (:func:`~neardup.engines.spark.tasks.band_rows`) of every MinHash signature, each bound for the
+    partition of its bucket (:func:`mixed_place` of band and band hash, over ``len(keys)``
+    partitions): the rows of a bucket meet in one partition. O(rows × num_perm) for the
+    hashes, O(rows) for the runs.
+
+    Example:
+        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
+        >>> sig = pa.array([np.arange(4, dtype=np.uint32).tobytes()], pa.binary())
+        >>> batch = pa.record_batch({"pos": [0], "ts": [0], "sig": sig})
+        >>> from neardup.engines.spark.tasks import BAND_ROW
+        >>> out = run_rows(next(band_runs_task([batch], settings, np.array([12, 6]))), BAND_ROW)
+        >>> sorted(out["band"].tolist()), out["pos"].tolist()
+        ([0, 1], [0, 0])
+    """
+    for batch in batches:
+        if batch.num_rows:
+            rows = band_rows(batch, settings)
+            place = mixed_place(rows["band"], rows["h"], keys.shape[0])
+            yield packed_runs(rows, place, keys)

@@ -1,0 +1,56 @@
+"""Rows packed in runs across Spark's shuffles (``neardup.engines.spark.runs``); the tasks run
+without a Spark session."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+from neardup.candidates.bands import band_hashes  # noqa: E402
+from neardup.engines.spark import runs, tasks  # noqa: E402
+from neardup.engines.spark.runs import band_runs_task, run_rows  # noqa: E402
+from neardup.engines.spark.tasks import BAND_ROW  # noqa: E402
+from neardup.settings import Settings  # noqa: E402
+
+
+@pytest.mark.parametrize("most", [1, 5, 64, 4096])
+@pytest.mark.parametrize("partitions", [1, 3, 16])
+def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_partition(
+    monkeypatch, most, partitions
+):
+    monkeypatch.setattr(runs, "RUN_ROWS", most)
+    settings = Settings(method="minhash", num_perm=16, bands=4, rows=4)
+    rng = np.random.default_rng(partitions * most)
+    batches = []
+    for first, n in ((0, 37), (37, 0), (37, 120)):
+        sig = rng.integers(0, 6, (n, 16)).astype(np.uint32)  # few values: shared buckets
+        binary = tasks._rows_binary(sig) if n else pa.array([], pa.binary())
+        batches.append(
+            pa.record_batch(
+                {"pos": np.arange(first, first + n), "ts": rng.integers(0, 3, n), "sig": binary}
+            )
+        )
+    keys = np.arange(100, 100 + partitions, dtype=np.int32)
+    out = list(band_runs_task(batches, settings, keys))
+    assert len(out) == 2  # an empty batch yields nothing
+    got = np.concatenate([run_rows(b, BAND_ROW) for b in out])
+    expected = []
+    for batch in batches[::2]:
+        sig = tasks._signature_values(batch.column("sig"), settings)
+        h = band_hashes(sig, 4, 4)
+        for i, (pos, ts) in enumerate(zip(batch["pos"].to_pylist(), batch["ts"].to_pylist())):
+            expected += [(band, int(h[i, band].view(np.int64)), ts, pos) for band in range(4)]
+    assert sorted(map(tuple, got.tolist())) == sorted(expected)
+    bucket_place = {}
+    for batch in out:
+        offsets, rows = tasks._binary_csr(batch.column("rows"), BAND_ROW)
+        sizes = np.diff(offsets)
+        assert (sizes >= 1).all() and (sizes <= most).all()
+        for dest, lo, hi in zip(batch["dest"].to_pylist(), offsets[:-1], offsets[1:]):
+            assert dest in keys
+            for row in rows[lo:hi]:
+                # Every row of a bucket goes to one partition, in every batch.
+                bucket = (int(row["band"]), int(row["h"]))
+                assert bucket_place.setdefault(bucket, dest) == dest
+    assert len(set(bucket_place.values())) == min(partitions, len(bucket_place))
