@@ -101,6 +101,11 @@ def test_bucket_links_list_the_local_engines_bucket_pairs_and_star_links():
     assert sorted(star) == sorted(set(zip(star_a.tolist(), star_b.tolist())))
     listed = [(x, y) for x, y, k in zip(a, b, kind) if k == PAIR]
     assert sorted(listed) == sorted(set(zip(pair_a.tolist(), pair_b.tolist())))
+    # A listed pair is marked when a star link joins the same documents, either way round.
+    unordered = {(min(x, y), max(x, y)) for x, y in star}
+    marked = out.column("star").to_numpy()
+    assert [bool(m) for m, k in zip(marked, kind) if k == PAIR] == [p in unordered for p in listed]
+    assert 0 < marked.sum() < len(listed) and not marked[kind != PAIR].any()
     assert b[kind == UNLISTED].sum() == stats["repair_unlisted"] > 0
     # times: the buckets listing each pair, counted by brute force over the bands.
     for x, y, k, t in zip(a, b, kind, times):

@@ -8,7 +8,8 @@
    distinct, counting their listings (:func:`listed_pairs`).
 2. **bounds**, beside the star candidates' (:func:`unbounded_pairs`): the pairs the LCS length
    and count bounds rule out are dropped (and their listings counted), and so are the star
-   candidates among them (the star round decides those).
+   candidates among them (the star round decides those; a listed pair meets the star link of
+   the same documents where the links are made distinct, which marks it).
 3. **decision** (:func:`repaired_labels`): the pairs whose ends the verified star edges leave
    in different components are verified in tasks, then one task replays the local engine's
    choice over them (:func:`~neardup.candidates.repair.repair_links_decided`), so the links
@@ -54,7 +55,7 @@ STAR, PAIR, UNLISTED = 0, 1, 2
 LINK = np.dtype([("a", "<i8"), ("b", "<i8"), ("kind", "i1")])
 """One link of :func:`bucket_links_task` as it crosses a shuffle packed in a run (17 bytes)."""
 
-BUCKET_LINKS_SCHEMA = "a long, b long, kind byte, times long"
+BUCKET_LINKS_SCHEMA = "a long, b long, kind byte, times long, star boolean"
 """The rows :func:`distinct_links_task` yields, as a Spark schema."""
 
 
@@ -86,8 +87,8 @@ def bucket_links_task(
         >>> rows["ts"], rows["pos"] = [0, 6, 1, 5, 1], [3, 3, 9, 2, 4]
         >>> one = np.array([0])  # one partition (its key)
         >>> links = list(bucket_links_task([packed_runs(rows, np.zeros(5, int), one)], one))
-        >>> [tuple(r.values()) for b in distinct_links_task(links) for r in b.to_pylist()]
-        [(4, 2, 0, 1), (4, 3, 0, 1), (4, 9, 0, 1), (2, 3, 1, 1), (2, 9, 1, 1), (3, 9, 1, 1), (-1, 0, 2, 1)]
+        >>> [(r["a"], r["b"], r["kind"]) for b in distinct_links_task(links) for r in b.to_pylist()]
+        [(4, 2, 0), (4, 3, 0), (4, 9, 0), (2, 3, 1), (2, 9, 1), (3, 9, 1), (-1, 0, 2)]
     """
     parts = [batch for batch in batches if batch.num_rows]
     if not parts:
@@ -120,24 +121,29 @@ def bucket_links_task(
 
 
 def _links(a: np.ndarray, b: np.ndarray, kind: int, keys: np.ndarray) -> pa.RecordBatch:
-    """Runs of :data:`LINK` rows, each bound for the partition of its pair."""
+    """Runs of :data:`LINK` rows, each bound for the partition of its pair, whichever end
+    comes first: a star link and a listed pair of the same documents meet there."""
     links = np.empty(a.shape[0], dtype=LINK)
     links["a"], links["b"], links["kind"] = a, b, kind
-    return packed_runs(links, mixed_place(a, b, keys.shape[0]), keys)
+    place = mixed_place(np.minimum(a, b), np.maximum(a, b), keys.shape[0])
+    return packed_runs(links, place, keys)
 
 
 def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The runs of links of :func:`bucket_links_task` holding every copy of their links ->
-    rows of :data:`BUCKET_LINKS_SCHEMA`: each distinct link with ``times``, its copies (for a
-    ``PAIR``, the buckets listing it), and one ``(-1, pairs, UNLISTED, 1)`` adding up the
-    partition's counts of pairs not listed; by kind, then pair. O(links log links).
+    """The runs of links of :func:`bucket_links_task` holding every copy of their links (and
+    every link of the same two documents) -> rows of :data:`BUCKET_LINKS_SCHEMA`: each
+    distinct link with ``times``, its copies (for a ``PAIR``, the buckets listing it), and
+    ``star``, whether a ``PAIR`` is a star link too (in either orientation: the star round
+    decides it); and one ``(-1, pairs, UNLISTED, 1, false)`` adding up the partition's counts
+    of pairs not listed; by kind, then pair. O(links log links).
 
     Example:
-        >>> links = np.zeros(4, dtype=LINK)
-        >>> links["a"], links["b"], links["kind"] = [2, 2, -1, -1], [5, 5, 3, 4], [1, 1, 2, 2]
-        >>> runs = packed_runs(links, np.zeros(4, int), np.array([0]))
+        >>> links = np.zeros(5, dtype=LINK)
+        >>> links["a"], links["b"] = [2, 2, 5, -1, -1], [5, 5, 2, 3, 4]
+        >>> links["kind"] = [PAIR, PAIR, STAR, UNLISTED, UNLISTED]
+        >>> runs = packed_runs(links, np.zeros(5, int), np.array([0]))
         >>> [tuple(r.values()) for b in distinct_links_task([runs]) for r in b.to_pylist()]
-        [(2, 5, 1, 2), (-1, 7, 2, 1)]
+        [(5, 2, 0, 1, False), (2, 5, 1, 2, True), (-1, 7, 2, 1, False)]
     """
     parts = [batch for batch in batches if batch.num_rows]
     links = run_rows(pa.Table.from_batches(parts), LINK) if parts else np.zeros(0, LINK)
@@ -150,11 +156,27 @@ def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
         a, b, kind = a[order], b[order], kind[order]
         starts = _run_starts(kind, a, b)
         times = np.diff(np.append(starts, a.shape[0]))
-        yield _link_rows(a[starts], b[starts], kind[starts], times)
-    yield _link_rows(np.array([-1]), np.array([unlisted]), np.array([UNLISTED]), np.array([1]))
+        a, b, kind = a[starts], b[starts], kind[starts]
+        yield _link_rows(a, b, kind, times, _listed_star(a, b, kind))
+    one = np.array([1])
+    yield _link_rows(np.array([-1]), np.array([unlisted]), np.array([UNLISTED]), one, one == 0)
 
 
-def _link_rows(a, b, kind, times) -> pa.RecordBatch:
+def _listed_star(a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """For each distinct link, whether it is a ``PAIR`` (``a < b``) whose documents are also
+    linked by a ``STAR`` link, in either orientation. O(links log links)."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    # Sorted by documents, a pair's star links (kind 0) come just before it (kind 1).
+    order = np.lexsort((kind, hi, lo))
+    lo, hi, sorted_kind = lo[order], hi[order], kind[order]
+    after_star = np.zeros(order.shape[0], dtype=bool)
+    after_star[1:] = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1]) & (sorted_kind[:-1] == STAR)
+    found = np.zeros(a.shape[0], dtype=bool)
+    found[order] = after_star & (sorted_kind == PAIR)
+    return found
+
+
+def _link_rows(a, b, kind, times, star) -> pa.RecordBatch:
     """Rows of :data:`BUCKET_LINKS_SCHEMA`."""
     return record_batch(
         {
@@ -162,6 +184,7 @@ def _link_rows(a, b, kind, times) -> pa.RecordBatch:
             "b": pa.array(b.astype(np.int64)),
             "kind": pa.array(kind.astype(np.int8)),
             "times": pa.array(times.astype(np.int64)),
+            "star": pa.array(star, type=pa.bool_()),
         }
     )
 
@@ -196,7 +219,8 @@ def star_links(frames: Frames, links: DataFrame) -> DataFrame:
 
 
 def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
-    """The distinct pairs the buckets list, ``a, b, times`` (the buckets listing each), read
+    """The distinct pairs the buckets list, ``a, b, times, star`` (the buckets listing each,
+    and whether the pair is a star candidate too), read
     from the stored ``links`` (the rows of :func:`distinct_links_task`, stored with
     :func:`link_totals`), and the number of pairs of the buckets too large to list
     (``repair_unlisted``). O(1) here.
@@ -206,36 +230,33 @@ def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
         pairs, unlisted = listed_pairs(frames, links)
     """
     unlisted, _, listed = frames.totals(links)
-    pairs = frames.subset(links, f"kind = {PAIR}", ["a", "b", "times"], listed or 0)
+    pairs = frames.subset(links, f"kind = {PAIR}", ["a", "b", "times", "star"], listed or 0)
     return pairs, int(unlisted or 0)
 
 
 def unbounded_pairs(
-    frames: Frames,
-    bound: PairBounds | None,
-    pairs: DataFrame,
-    star: DataFrame,
+    frames: Frames, bound: PairBounds | None, pairs: DataFrame
 ) -> tuple[DataFrame, int]:
-    """Of the listed ``pairs`` (``a, b, times``), those the LCS bounds leave (``bound``, a
-    :class:`~neardup.engines.spark.verify.PairBounds`; None: no bounds) and that are no star
-    candidate (``star``: ``a, b`` in either orientation), as ``a, b``; and the listings the
-    bounds rule out (``repair_bounded``). Cost: the bounds and one anti-join with the star
-    candidates.
+    """Of the listed ``pairs`` (``a, b, times, star``, from :func:`listed_pairs`), those the
+    LCS bounds leave (``bound``, a :class:`~neardup.engines.spark.verify.PairBounds`; None: no
+    bounds) and that are no star candidate (``star`` false), as ``a, b``; and the listings
+    the bounds rule out (``repair_bounded``, star candidates included, as the local engine
+    counts them). Cost: one pass over the pairs, stored with the pairs left flagged.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        rest, bounded = unbounded_pairs(frames, PairBounds(frames, sketches, 0.8), pairs, cand)
+        rest, bounded = unbounded_pairs(frames, PairBounds(frames, sketches, 0.8), pairs)
     """
-    bounded = 0
-    kept = pairs.select("a", "b")
-    if bound is not None:
-        ruled_out = F.when(F.col("left"), F.lit(0)).otherwise(F.col("times"))
-        # One stored table answers both: the pairs left, and the listings ruled out.
-        flagged = frames.keep(bound.flag(pairs, "left"), totals=[F.sum(ruled_out)])
-        bounded = int(frames.totals(flagged)[0] or 0)
-        kept = flagged.where(F.col("left")).select("a", "b")
-    oriented = star.select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"))
-    return frames.keep(kept.join(oriented, ["a", "b"], "left_anti")), bounded
+    if bound is None:
+        return frames.keep(pairs.where(~F.col("star")).select("a", "b")), 0
+    left = F.col("left") & ~F.col("star")
+    ruled_out = F.when(F.col("left"), F.lit(0)).otherwise(F.col("times"))
+    # One stored table answers all three: the pairs left, their number, the listings ruled out.
+    flagged = frames.keep(
+        bound.flag(pairs, "left"), totals=[F.sum(ruled_out), F.sum(F.when(left, F.lit(1)))]
+    )
+    bounded, rest = frames.totals(flagged)
+    return frames.subset(flagged, "left AND NOT star", ["a", "b"], rest or 0), int(bounded or 0)
 
 
 def repaired_labels(
