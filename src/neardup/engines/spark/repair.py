@@ -220,10 +220,9 @@ def star_links(frames: Frames, links: DataFrame) -> DataFrame:
 
 def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
     """The distinct pairs the buckets list, ``a, b, times, star`` (the buckets listing each,
-    and whether the pair is a star candidate too), read
-    from the stored ``links`` (the rows of :func:`distinct_links_task`, stored with
-    :func:`link_totals`), and the number of pairs of the buckets too large to list
-    (``repair_unlisted``). O(1) here.
+    and whether the pair is a star candidate too), read from the stored ``links`` (the rows
+    of :func:`distinct_links_task`, stored with :func:`link_totals`), and the number of pairs
+    of the buckets too large to list (``repair_unlisted``). O(1) here.
 
     Example (needs a Spark session, so not run as a doctest)::
 
