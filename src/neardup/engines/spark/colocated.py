@@ -44,6 +44,15 @@ __all__ = [
 ]
 
 
+def _found_in(known: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each value, its index in the sorted array ``known`` (any index when absent) and
+    whether it is there. O(values × log(known))."""
+    if known.shape[0] == 0:
+        return np.zeros(values.shape[0], dtype=np.int64), np.zeros(values.shape[0], dtype=bool)
+    at = np.minimum(np.searchsorted(known, values), known.shape[0] - 1)
+    return at, known[at] == values
+
+
 def pair_places_task(
     batches: Iterable[pa.RecordBatch], partitions: int
 ) -> Iterator[pa.RecordBatch]:
@@ -109,8 +118,7 @@ def copies_task(
         if batch.num_rows == 0:
             continue
         pos = _i64(batch.column("pos"))
-        at = np.minimum(np.searchsorted(positions, pos), positions.shape[0] - 1)
-        found = positions[at] == pos
+        at, found = _found_in(positions, pos)
         counts = np.where(found, offsets[at + 1] - offsets[at], 0)
         rows = np.repeat(np.arange(pos.shape[0]), counts)
         if rows.shape[0] == 0:
@@ -166,16 +174,9 @@ def colocated_relate_task(
     a, b = _i64(pairs.column("a")), _i64(pairs.column("b"))
     positions = _i64(data.column("pos"))
     order = np.argsort(positions, kind="stable")
-    known = positions[order]
-    ends = []
-    found = np.ones(a.shape[0], dtype=bool)
-    for end in (a, b):
-        at = np.minimum(np.searchsorted(known, end), max(known.shape[0] - 1, 0))
-        if known.shape[0]:
-            found &= known[at] == end
-        else:
-            found[:] = False
-        ends.append(order[at] if known.shape[0] else at)
+    (at_a, found_a), (at_b, found_b) = (_found_in(positions[order], end) for end in (a, b))
+    found = found_a & found_b
+    ends = [order[at_a], order[at_b]] if order.shape[0] else [at_a, at_b]
     if not found.all():
         pairs = pairs.filter(pa.array(found))
         ends = [end[found] for end in ends]
