@@ -36,6 +36,7 @@ from neardup.engines.spark import (
     read_documents_spark,
     write_result,
 )
+from neardup.engines.spark import write as spark_write
 from neardup.engines.spark.frames import Storage
 from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
@@ -49,7 +50,7 @@ from neardup.engines.spark.tasks import (
     shared_bound_task,
     sign_task,
 )
-from neardup.engines.spark.write import write_output
+from neardup.engines.spark.write import sorted_pieces, write_output
 from neardup.groups import connected_components
 from neardup.io import InputError, read_documents, read_fingerprints, read_table, write_table
 from neardup.lcs import lcs_pairs
@@ -302,9 +303,11 @@ def test_pairs_passed_through_the_original_same_as_local(spark, tmp_path, pairs,
 @pytest.fixture(params=["broadcast", "salted"])
 def lookups(request, monkeypatch):
     """Both ways of a skew-safe join with a table of documents: broadcast whole, or salted on
-    its hot keys (the way of tables past ``BROADCAST_ROWS`` rows)."""
+    its hot keys (the way of tables past ``BROADCAST_ROWS`` rows; the count sketches joined to
+    the pairs too, as past ``BROADCAST_SKETCHES`` documents)."""
     if request.param == "salted":
         monkeypatch.setattr(spark_frames, "BROADCAST_ROWS", 0)
+        monkeypatch.setattr(spark_verify, "BROADCAST_SKETCHES", 0)
     return request.param
 
 
@@ -394,20 +397,58 @@ def test_stored_table_carries_its_count_and_totals(spark):
     storage.release()
 
 
-@pytest.mark.parametrize("name", ["out.tsv", "out.parquet"])
-def test_written_output_same_collected_or_streamed(spark, tmp_path, name):
+@pytest.mark.parametrize("name", ["out.tsv", "out.csv.gz", "out.parquet"])
+def test_written_output_same_collected_or_in_pieces(spark, tmp_path, monkeypatch, name):
     # A small output is collected in one job and sorted on the driver; a large one (or one of
-    # unknown size) streams sorted by Spark: the same bytes either way.
+    # unknown size) is sorted by Spark and fetched in pieces: the bytes of the local writer of
+    # the whole sorted table either way.
     rng = np.random.default_rng(7)
     rows = [(int(i), f"d{i}", bool(i % 2), float(i) / 7) for i in rng.permutation(500)]
     df = spark.createDataFrame(rows, "pos long, id string, ok boolean, v double").repartition(3)
     columns = ["id", "ok", "v"]
-    write_output(df, str(tmp_path / f"a_{name}"), ["pos"], columns, chunk_rows=64, rows=500)
-    write_output(df, str(tmp_path / f"b_{name}"), ["pos"], columns, chunk_rows=64)
-    assert (tmp_path / f"a_{name}").read_bytes() == (tmp_path / f"b_{name}").read_bytes()
-    path = tmp_path / f"a_{name}"
-    written = pd.read_parquet(path) if name.endswith(".parquet") else pd.read_csv(path, sep="\t")
-    assert list(written["id"]) == [f"d{i}" for i in range(500)]
+    write_table(
+        tmp_path / f"local_{name}",
+        {
+            "id": [f"d{i}" for i in range(500)],
+            "ok": np.arange(500) % 2 == 1,
+            "v": np.arange(500) / 7,
+        },
+    )
+    expected = (tmp_path / f"local_{name}").read_bytes()
+    for label, collect, rows in [
+        ("collected", 500, 500),
+        ("pieces", 499, 500),
+        ("counted", 1, None),
+    ]:
+        monkeypatch.setattr(spark_write, "COLLECT_ROWS", collect)
+        path = tmp_path / f"{label}_{name}"
+        write_output(df, str(path), ["pos"], columns, piece_rows=64, rows=rows)
+        assert path.read_bytes() == expected, label
+
+
+def test_written_output_empty(spark, tmp_path):
+    df = spark.createDataFrame([], "pos long, id string, n long")
+    for rows in (0, None):
+        write_output(df, str(tmp_path / "out.tsv"), ["pos"], ["id", "n"], piece_rows=1, rows=rows)
+        assert (tmp_path / "out.tsv").read_text() == "id\tn\n"
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 7])
+def test_sorted_pieces_in_order_and_bounded(spark, pieces):
+    # Range pieces: every row once, in order, each piece one partition of the range sort (so at
+    # most the rows the driver is asked to hold at once, up to the sampling's imbalance).
+    rng = np.random.default_rng(pieces)
+    keys = rng.permutation(3000)
+    df = spark.createDataFrame(
+        [(int(k) // 10, int(k) % 10, f"r{k}") for k in keys], "a long, b long, name string"
+    ).repartition(4)
+    got = list(sorted_pieces(df, ["a", "b"], ["name"], pieces=pieces))
+    assert all(piece.column_names == ["name"] for piece in got)
+    names = [n for piece in got for n in piece["name"].to_pylist()]
+    assert names == [f"r{k}" for k in range(3000)]
+    assert 1 <= len(got) and sum(p.num_rows for p in got) == 3000
+    if pieces > 1:
+        assert max(p.num_rows for p in got) < 3000
 
 
 def _brute_components(edges):
@@ -451,15 +492,14 @@ def test_bounds_by_broadcast_by_lengths_and_by_joined_sketches_agree(texts, thre
     sketches = signed["sketch"].to_pylist()
     a = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=20))
     b = data.draw(st.lists(st.integers(0, n - 1), min_size=len(a), max_size=len(a)))
-    # positions far apart and out of order: the broadcast table is searched, not indexed
-    positions = np.array(data.draw(st.permutations(range(0, 1000 * n, 1000))))
+    # Positions out of order, laid out by input (the broadcast table's rows found by its
+    # directory) or far apart (searched).
+    step = data.draw(st.sampled_from([1 << 44, (1 << 40) + 1, 3]))
+    positions = np.array(data.draw(st.permutations(range(0, step * n, step))))
     pairs = pa.record_batch({"a": positions[a].tolist(), "b": positions[b].tolist()})
-    order = np.argsort(positions)
     table = SimpleNamespace(
-        value=(
-            positions[order],
-            np.array(sizes)[order],
-            np.frombuffer(b"".join(sketches), np.uint8).reshape(n, -1)[order],
+        value=spark_verify._sketch_arrays(
+            pa.table({"pos": positions, "size": sizes, "sketch": pa.array(sketches, pa.binary())})
         )
     )
     joined = pa.record_batch(
@@ -589,9 +629,13 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
-def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path):
+def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path, monkeypatch):
     # Two inputs with a few bad rows among the good ones: skipped (and the rest deduplicated)
-    # exactly as the local engine does with --on-error skip.
+    # exactly as the local engine does with --on-error skip. The outputs are fetched in small
+    # pieces, as a large run's are (the other runs of the command line collect theirs at once).
+    monkeypatch.setattr(spark_write, "COLLECT_ROWS", 10)
+    monkeypatch.setattr(spark_write, "PIECE_ROWS", 150)
+    monkeypatch.setattr(spark_write, "PIECE_BYTES", 20_000)
     docs = make_docs(800, seed=11)
     rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in docs]
     rows[3]["ts"] = "1970-01-01T00:00:05Z"

@@ -267,23 +267,32 @@ class Frames(Storage):
             left, right, keys, how, self.hot_keys(source, keys, self.threshold)
         )
 
+    def end_hot_keys(self, pairs: DataFrame) -> DataFrame:
+        """The hot ends of ``pairs`` (``a, b, …``), as :meth:`lookup_ends` salts them: a local
+        table of ``_end`` (0: ``a``, 1: ``b``), ``_key`` and ``_S``. One Spark job, whose
+        result serves every lookup of the ends of ``pairs`` or of any subset of them (a key
+        counted too high is only salted more than it needs)."""
+        ends = pairs.select(F.lit(0).alias("_end"), F.col("a").alias("_key")).unionByName(
+            pairs.select(F.lit(1).alias("_end"), F.col("b").alias("_key"))
+        )
+        return self.hot_keys(ends, ["_end", "_key"], self.threshold)  # local: no job to split
+
     def lookup_ends(
         self,
         pairs: DataFrame,
         end_a: DataFrame,
         end_b: DataFrame,
         counted: DataFrame | None = None,
+        hot: DataFrame | None = None,
     ) -> DataFrame:
         """``pairs`` (``a, b, …``) joined with ``end_a`` on ``a``, then with ``end_b`` on ``b``
         (each at most one row per key): the two skew-safe joins of :meth:`lookup`, whose hot
-        keys at both ends are counted by one Spark job (on ``counted`` when given, as there)."""
+        keys at both ends are counted by one Spark job (on ``counted`` when given, as there),
+        or given (``hot``, from :meth:`end_hot_keys` of a table holding ``pairs``' rows)."""
         if not self.skewed:
             return pairs.join(end_a, ["a"]).join(end_b, ["b"])
-        source = pairs if counted is None else counted
-        ends = source.select(F.lit(0).alias("_end"), F.col("a").alias("_key")).unionByName(
-            source.select(F.lit(1).alias("_end"), F.col("b").alias("_key"))
-        )
-        hot = self.hot_keys(ends, ["_end", "_key"], self.threshold)  # local: no job to split
+        if hot is None:
+            hot = self.end_hot_keys(pairs if counted is None else counted)
         hot_a, hot_b = (
             hot.where(F.col("_end") == end).select(F.col("_key").alias(key), "_S")
             for end, key in ((0, "a"), (1, "b"))

@@ -349,10 +349,11 @@ def shared_bound_task(
 ) -> Iterator[pa.RecordBatch]:
     """Rows ``(a, b)`` -> those whose LCS resemblance may reach ``threshold``, as
     :func:`bound_task` decides them, reading both ends' unit counts and count sketches from
-    ``table``, a broadcast of ``(positions, sizes, sketches)`` (positions sorted, one row of
-    ``sizes`` and ``sketches`` each): the pairs are bounded where they are, without a shuffle.
-    With a ``flag`` name: every row, all its columns, and a boolean column of that name
-    saying whether the bounds leave it. O(pairs × (log documents + 128)).
+    ``table``, a broadcast of ``(rows, sizes, sketches)`` (``rows``: a
+    :class:`~neardup.engines.spark.positions.PositionRows` of the documents' positions, the
+    row of ``sizes`` and ``sketches`` of each): the pairs are bounded where they are, without
+    a shuffle. With a ``flag`` name: every row, all its columns, and a boolean column of that
+    name saying whether the bounds leave it. O(pairs × 128).
 
     Example:
         >>> sketch = lambda text: next(sign_task([pa.record_batch(
@@ -360,7 +361,9 @@ def shared_bound_task(
         >>> x, y = sketch("one two three four five"), sketch("one two three four six")
         >>> sketches = np.frombuffer(x["sketch"][0].as_py() + y["sketch"][0].as_py(), np.uint8)
         >>> from types import SimpleNamespace  # a broadcast's stand-in: its value
-        >>> table = SimpleNamespace(value=(np.array([3, 8]), np.array([5, 5]), sketches.reshape(2, -1)))
+        >>> from neardup.engines.spark.positions import PositionRows
+        >>> rows = PositionRows(np.array([3, 8]), shift=44)
+        >>> table = SimpleNamespace(value=(rows, np.array([5, 5]), sketches.reshape(2, -1)))
         >>> rows = pa.record_batch({"a": [3, 3], "b": [3, 8]})
         >>> next(shared_bound_task([rows], table, 0.8))["b"].to_pylist()
         [3, 8]
@@ -369,12 +372,12 @@ def shared_bound_task(
         >>> next(shared_bound_task([rows], table, 0.9, flag="left"))["left"].to_pylist()
         [True, False]
     """
-    positions, sizes, sketches = table.value
+    rows, sizes, sketches = table.value
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        a = np.searchsorted(positions, _i64(batch.column("a")))
-        b = np.searchsorted(positions, _i64(batch.column("b")))
+        a = rows.rows(_i64(batch.column("a")))
+        b = rows.rows(_i64(batch.column("b")))
         keep = possible_pairs(sizes, sketches, a, b, threshold)
         if flag is not None:
             yield batch.append_column(flag, pa.array(keep, type=pa.bool_()))

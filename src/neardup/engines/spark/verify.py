@@ -11,6 +11,8 @@ import pyarrow as pa
 
 from neardup.engines.spark.colocated import relate_colocated
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
+from neardup.engines.spark.positions import PositionRows
+from neardup.engines.spark.rows import POS_BITS
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import (
     _binary_rows,
@@ -105,12 +107,14 @@ def with_ends(
     table: DataFrame,
     columns: Sequence[str],
     counted: DataFrame | None = None,
+    hot: DataFrame | None = None,
 ) -> DataFrame:
     """The rows of ``pairs`` (``a, b, …``) with ``columns`` of ``table`` (``pos, …``, one row
     a position) for both ends, as ``<column>_a`` and ``<column>_b``; pairs with an end not in
     ``table`` are dropped. ``counted``: a table holding at least the pairs' rows, on which hot
-    ends are counted (default ``pairs``; see :meth:`~neardup.engines.spark.frames.Frames.lookup`).
-    Cost: two skew-safe joins.
+    ends are counted (default ``pairs``; see :meth:`~neardup.engines.spark.frames.Frames.lookup`);
+    ``hot``: those hot ends, counted already
+    (:meth:`~neardup.engines.spark.frames.Frames.end_hot_keys`). Cost: two skew-safe joins.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -121,7 +125,7 @@ def with_ends(
         ends.append(
             table.select(F.col("pos").alias(end), *[F.col(c).alias(f"{c}_{end}") for c in columns])
         )
-    return frames.lookup_ends(pairs, ends[0], ends[1], counted)
+    return frames.lookup_ends(pairs, ends[0], ends[1], counted, hot)
 
 
 BROADCAST_SKETCHES = 2_000_000
@@ -175,12 +179,15 @@ class PairBounds:
             "pos", "size", (F.col("sketch") == every_count_full).alias("unbounded")
         )
         frames = self.frames
-        by_length = with_ends(frames, pairs, lengths, ["size", "unbounded"]).mapInArrow(
+        # Both rounds salt the hot ends of ``pairs``, counted once: the pairs the lengths leave
+        # are among them.
+        hot = frames.end_hot_keys(pairs) if frames.skewed else None
+        by_length = with_ends(frames, pairs, lengths, ["size", "unbounded"], hot=hot).mapInArrow(
             partial(length_task, threshold=self.threshold), "a long, b long"
         )
-        return with_ends(
-            frames, by_length, self.sketches, ["size", "sketch"], counted=pairs
-        ).mapInArrow(partial(bound_task, threshold=self.threshold), "a long, b long")
+        return with_ends(frames, by_length, self.sketches, ["size", "sketch"], hot=hot).mapInArrow(
+            partial(bound_task, threshold=self.threshold), "a long, b long"
+        )
 
     def flag(self, pairs: DataFrame, column: str) -> DataFrame:
         """``pairs`` (``a, b, …``) with a boolean ``column``: whether the bounds leave the pair.
@@ -198,15 +205,16 @@ class PairBounds:
         )
 
 
-def _sketch_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(positions, sizes, sketches)`` of a ``pos, size, sketch`` table, by position."""
+def _sketch_arrays(table: pa.Table) -> tuple[PositionRows, np.ndarray, np.ndarray]:
+    """``(rows, sizes, sketches)`` of a ``pos, size, sketch`` table, by position (``rows``:
+    the row of each position)."""
     positions = _i64(table.column("pos"))
     sizes = _i64(table.column("size"))
     sketches = _binary_rows(table.column("sketch"), np.uint8, COUNT_BUCKETS)
     if positions.shape[0] > 1 and not (np.diff(positions) > 0).all():
         order = np.argsort(positions, kind="stable")
         positions, sizes, sketches = positions[order], sizes[order], sketches[order]
-    return positions, sizes, sketches
+    return PositionRows(positions, POS_BITS), sizes, sketches
 
 
 def relate(

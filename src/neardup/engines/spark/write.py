@@ -8,32 +8,44 @@ becomes a directory of files written by Spark.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from functools import partial
-from itertools import chain
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from neardup.engines.base import GROUP_COLUMNS, pair_columns, pair_value_column
 from neardup.engines.spark.result import SparkResult
-from neardup.engines.spark.session import DataFrame
+from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import round6_task
-from neardup.io import write_records, write_table
-from neardup.io.files import FORMAT_OF_EXTENSION, atomic_write, split_name
+from neardup.io import TableWriter, write_records
+from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.settings import Settings
 
-__all__ = ["COLLECT_ROWS", "write_originals", "write_output", "write_result"]
+__all__ = [
+    "COLLECT_ROWS",
+    "PIECE_BYTES",
+    "PIECE_ROWS",
+    "sorted_pieces",
+    "write_originals",
+    "write_output",
+    "write_result",
+]
 
 COLLECT_ROWS = 1_000_000
 """Most rows of a single-file output collected to the driver at once (one Spark job, as
-Arrow) and sorted there; a larger output, or one whose rows are not known, streams through
-the driver sorted by Spark, a partition at a time (a sampling job, a sort and a job per
-partition)."""
+Arrow) and sorted there; a larger output, or one whose rows are not known, is sorted by Spark
+and fetched in pieces (:data:`PIECE_ROWS`)."""
+
+PIECE_ROWS = 250_000
+"""Rows of each piece a large single-file output is fetched in: the output is range-partitioned
+into pieces of about this many rows, and the driver holds at most two at a time (the one being
+written and the next, fetched meanwhile), whatever the output's size."""
+
+PIECE_BYTES = 64 << 20
+"""Bytes of the originals' input rows in each piece :func:`write_originals` fetches (their rows
+vary in size, so their pieces are sized by bytes as well as rows)."""
 
 
 def _single_file_format(path: str) -> tuple[str, bool] | None:
@@ -52,102 +64,110 @@ def write_output(
     path: str,
     order: Sequence[str],
     columns: Sequence[str],
-    chunk_rows: int = 200_000,
+    piece_rows: int | None = None,
     rows: int | None = None,
 ) -> None:
     """Write ``df`` sorted by ``order`` (unique together, as the outputs' positions are): to one
-    file when ``path`` names one (``.tsv``, ``.csv``, ``.jsonl``, ``.parquet``; byte-identical
-    to :func:`neardup.io.write_table`), else to a Parquet directory written by Spark.
+    file when ``path`` names one (``.tsv``, ``.csv``, ``.jsonl``, ``.parquet``, optionally
+    compressed; byte-identical to :func:`neardup.io.write_table`), else to a Parquet directory
+    written by Spark.
 
-    A single file of at most :data:`COLLECT_ROWS` rows (``rows``, the number of rows of
-    ``df`` when the caller knows it) is collected at once and sorted on the driver. Otherwise
-    the rows stream to the driver partition by partition (uncompressed text formats keep only
-    ``chunk_rows`` rows in memory at a time; Parquet and compressed files gather the whole
-    table first).
+    A single file of at most :data:`COLLECT_ROWS` rows (``rows``, the number of rows of ``df``
+    when the caller knows it; else they are counted) is collected at once and sorted on the
+    driver. A larger one is sorted by Spark into pieces of about ``piece_rows`` rows
+    (:data:`PIECE_ROWS` unless given), fetched to the driver one after the other as Arrow and
+    written as they come (:class:`~neardup.io.write.TableWriter`), so the driver's memory is
+    bounded by two pieces whatever the output's size.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         write_output(result.groups, "groups.tsv", ["pos"], ["id", "duplicate_id"])
     """
-    ordered = df.orderBy(*order).select(*columns)
-    single = _single_file_format(path)
-    if single is None:
-        ordered.write.mode("overwrite").parquet(path)
+    if _single_file_format(path) is None:
+        df.orderBy(*order).select(*columns).write.mode("overwrite").parquet(path)
         return
-    fmt, compressed = single
-    if rows is not None and rows <= COLLECT_ROWS:
-        chunks = _collected_chunks(df, list(order), list(columns), chunk_rows)
-    else:
-        chunks = _local_chunks(ordered, list(columns), chunk_rows)
-    if fmt == "parquet" or compressed or path == "-":
-        parts = list(chunks)
-        if parts:
-            table = {c: [v for p in parts for v in p[c]] for c in columns}
-        else:
-            table = {c: [] for c in columns}
-        write_table(path, _typed(table, df, columns))
-        return
-    # The file is assembled from pieces the local writer writes: first the header alone (an
-    # empty table), then one piece per chunk of rows.
-    header = {c: [] for c in columns}
-    directory = os.path.dirname(os.path.abspath(path))
-    with (
-        tempfile.TemporaryDirectory(
-            prefix=".neardup-", dir=directory, ignore_cleanup_errors=True
-        ) as scratch,
-        atomic_write(path) as out,
-    ):
-        piece = os.path.join(scratch, "piece" + Path(path).suffix)
-        for chunk in chain([header], chunks):
-            write_table(piece, _typed(chunk, df, columns), header=chunk is header)
-            with open(piece, "rb") as fh:
-                shutil.copyfileobj(fh, out)
-
-
-def _typed(chunk: dict[str, list], df: DataFrame, columns: Sequence[str]) -> dict[str, Any]:
-    """Columns with the numpy dtypes the local command line writes (exact integers, bools)."""
+    if piece_rows is not None and piece_rows < 1:
+        raise ValueError(f"piece_rows must be at least 1, got {piece_rows}")
     kinds = dict(df.dtypes)
+    with TableWriter(path) as writer:
+        # An empty first piece: the header, and the columns' types when there are no rows.
+        writer.write(_typed(pa.table({c: pa.array([], pa.null()) for c in columns}), kinds))
+        for piece in sorted_pieces(df, order, columns, rows=rows, piece_rows=piece_rows):
+            writer.write(_typed(piece, kinds))
+
+
+def _typed(table: pa.Table, kinds: dict[str, str]) -> dict[str, Any]:
+    """Columns with the numpy dtypes the local command line writes (exact integers, bools)."""
+    dtypes = {"boolean": bool, "bigint": np.int64, "int": np.int64, "double": np.float64}
     out: dict[str, Any] = {}
-    for c in columns:
-        values = chunk[c]
-        kind = kinds.get(c)
-        if kind == "boolean":
-            out[c] = np.asarray(values, dtype=bool)
-        elif kind in ("bigint", "int"):
-            out[c] = np.asarray(values, dtype=np.int64)
-        elif kind == "double":
-            out[c] = np.asarray(values, dtype=np.float64)
+    for name, column in zip(table.column_names, table.columns):
+        dtype = dtypes.get(kinds.get(name, ""))
+        if dtype is None:
+            out[name] = column.to_pylist()
+        elif column.null_count or column.type == pa.null():
+            out[name] = np.asarray(column.to_pylist(), dtype=dtype)
         else:
-            out[c] = values
+            out[name] = np.asarray(column.to_numpy(), dtype=dtype)
     return out
 
 
-def _collected_chunks(
-    df: DataFrame, order: list[str], columns: list[str], chunk_rows: int
-) -> Iterator[dict[str, list]]:
-    """The rows of ``df`` sorted by ``order`` on the driver, ``chunk_rows`` at a time, as lists
-    per column: one Spark job brings them as Arrow (no sampling job, sort or job per partition,
-    which cost more than the sort itself for small outputs)."""
-    table = df.select(*dict.fromkeys([*order, *columns])).toArrow()
-    table = table.sort_by([(c, "ascending") for c in order])
-    for start in range(0, table.num_rows, chunk_rows):
-        part = table.slice(start, chunk_rows)
-        yield {c: part.column(c).to_pylist() for c in columns}
+def sorted_pieces(
+    df: DataFrame,
+    order: Sequence[str],
+    columns: Sequence[str],
+    *,
+    rows: int | None = None,
+    piece_rows: int | None = None,
+    pieces: int | None = None,
+) -> Iterator[pa.Table]:
+    """The rows of ``df`` sorted by ``order`` (unique together), as Arrow tables of ``columns``
+    in order: pieces of about ``piece_rows`` rows (:data:`PIECE_ROWS` unless given), or
+    ``pieces`` pieces when given.
+
+    ``rows`` is the number of rows of ``df`` when known (else one job counts them). Unless
+    ``pieces`` is given, at most :data:`COLLECT_ROWS` rows are collected in one job and sorted
+    on the driver. Otherwise they are range-partitioned and sorted by Spark, and each partition
+    is fetched in its own job as one Arrow IPC stream (the next one while the current is used):
+    the driver holds two pieces at most. Cost: one sort of ``df`` (a sampling job and a
+    shuffle) plus a job per piece.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        for piece in sorted_pieces(result.groups, ["pos"], ["id"], rows=n):
+            print(piece.num_rows)
+    """
+    fields = list(dict.fromkeys([*order, *columns]))
+    piece_rows = piece_rows or PIECE_ROWS
+    if rows is None:
+        rows = df.count()
+    if pieces is None:
+        if rows <= COLLECT_ROWS:
+            table = df.select(*fields).toArrow().sort_by([(c, "ascending") for c in order])
+            for start in range(0, table.num_rows, piece_rows):
+                yield table.slice(start, piece_rows).select(list(columns))
+            return
+        pieces = -(-rows // piece_rows)
+    ranged = df.select(*fields).repartitionByRange(pieces, *order).sortWithinPartitions(*order)
+    encoded = ranged.select(*columns).mapInArrow(_ipc_task, "ipc binary")
+    for row in encoded.toLocalIterator(prefetchPartitions=True):
+        with pa.ipc.open_stream(row[0]) as reader:
+            yield reader.read_all()
 
 
-def _local_chunks(df: DataFrame, columns: list[str], chunk_rows: int) -> Iterator[dict[str, list]]:
-    """The rows of ``df`` on the driver, ``chunk_rows`` at a time, as lists per column."""
-    chunk: dict[str, list] = {c: [] for c in columns}
-    count = 0
-    for row in df.toLocalIterator(prefetchPartitions=True):
-        for c, v in zip(columns, row):
-            chunk[c].append(v)
-        count += 1
-        if count >= chunk_rows:
-            yield chunk
-            chunk, count = {c: [] for c in columns}, 0
-    if count:
-        yield chunk
+def _ipc_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A partition's batches as one Arrow IPC stream in one binary value: a piece crosses to
+    the driver whole, rather than as a Python row object a row."""
+    sink, writer = pa.BufferOutputStream(), None
+    for batch in batches:
+        if writer is None:
+            writer = pa.ipc.new_stream(sink, batch.schema)
+        writer.write_batch(batch)
+    if writer is not None:
+        writer.close()
+        stream = sink.getvalue()
+        offsets = pa.py_buffer(np.array([0, stream.size], dtype=np.int32))
+        value = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, stream])
+        yield pa.record_batch([value], names=["ipc"])
 
 
 def _rounded_pairs(pairs: DataFrame, method: str) -> DataFrame:
@@ -184,20 +204,23 @@ def write_result(
 def write_originals(originals: DataFrame, path: str) -> None:
     """Write the originals' input rows (``pos, record``: each row as JSON text, as
     :func:`~neardup.engines.spark.read_documents_spark` returns them) in input order: to one
-    file when ``path`` names one (as :func:`neardup.io.write_records`), else as JSON Lines text
-    files written by Spark into a directory. One sort of ``originals``.
+    file when ``path`` names one (as :func:`neardup.io.write_records`), fetched to the driver in
+    pieces of at most about :data:`PIECE_ROWS` rows and :data:`PIECE_BYTES` bytes; else as JSON
+    Lines text files written by Spark into a directory. One sort of ``originals``, after one
+    job that counts their rows and bytes.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         write_originals(records.join(originals, ["pos"], "left_semi"), "originals.jsonl")
     """
-    ordered = originals.orderBy("pos")
     if _single_file_format(path) is None:
-        ordered.select("record").write.mode("overwrite").text(path)
+        originals.orderBy("pos").select("record").write.mode("overwrite").text(path)
         return
-
-    def records() -> Iterator[dict]:
-        for row in ordered.select("record").toLocalIterator(prefetchPartitions=True):
-            yield json.loads(row[0])
-
-    write_records(path, records())
+    rows, nbytes = originals.agg(F.count(F.lit(1)), F.sum(F.octet_length("record"))).first()
+    pieces = max(-(-rows // PIECE_ROWS), -(-(nbytes or 0) // PIECE_BYTES))
+    fetched = sorted_pieces(
+        originals, ["pos"], ["record"], rows=rows, pieces=pieces if pieces > 1 else None
+    )
+    write_records(
+        path, (json.loads(record) for piece in fetched for record in piece["record"].to_pylist())
+    )
