@@ -441,6 +441,24 @@ def test_bad_input_names_file_line_and_field(tmp_path, content, line, word):
     assert not (tmp_path / "g.tsv").exists()
 
 
+def test_an_engine_out_of_memory_ends_with_its_one_line(tmp_path, corpus, monkeypatch):
+    # The message an engine gives when its runtime's memory ran out (the Spark engine's says
+    # what to configure) ends the command as bad input does: one line, status 1, no output.
+    from neardup.engines import EngineMemoryError
+    from neardup.engines.local import LocalEngine
+
+    def out_of_memory(*args, **kwargs):
+        raise EngineMemoryError("Spark ran out of memory (Java heap space): give Spark more")
+
+    monkeypatch.setattr(LocalEngine, "dedup", out_of_memory)
+    result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--workers", "1")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        "neardup: error: Spark ran out of memory (Java heap space): give Spark more"
+    )
+    assert not (tmp_path / "g.tsv").exists()
+
+
 def test_invalid_utf8_is_reported(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b'{"id": "x", "text": "ok"}\n{"id": "y", "text": "\xff\xfe"}\n')

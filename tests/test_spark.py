@@ -27,7 +27,7 @@ import neardup.engines.spark as spark_engine
 import neardup.engines.spark.frames as spark_frames
 import neardup.engines.spark.verify as spark_verify
 from neardup.cli import main, spark_submit
-from neardup.engines.base import Corpus, Outputs, Progress
+from neardup.engines.base import Corpus, EngineMemoryError, Outputs, Progress
 from neardup.engines.local import groups_columns as _groups_columns
 from neardup.engines.local import pairs_columns as _pairs_columns
 from neardup.engines.spark import (
@@ -42,7 +42,7 @@ from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.rows import _plain_jsonl, rows_task
-from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS, F
+from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS, F, memory_hint
 from neardup.engines.spark.tasks import (
     bound_task,
     components_task,
@@ -424,6 +424,34 @@ def test_written_output_same_collected_or_in_pieces(spark, tmp_path, monkeypatch
         path = tmp_path / f"{label}_{name}"
         write_output(df, str(path), ["pos"], columns, piece_rows=64, rows=rows)
         assert path.read_bytes() == expected, label
+
+
+SPARK_OUT_OF_MEMORY = (
+    "An error occurred while calling o126.getResult.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 16 in stage 4.0 "
+    "failed 1 times, most recent failure: Lost task 16.0 in stage 4.0 (TID 93) (localhost "
+    "executor driver): org.apache.spark.memory.SparkOutOfMemoryError: [UNABLE_TO_ACQUIRE_MEMORY]"
+    " Unable to acquire 262144 bytes of memory, got 0. SQLSTATE: 53200\n"
+    "\tat org.apache.spark.memory.MemoryConsumer.throwOom(MemoryConsumer.java:157)\n"
+)
+"""A Spark job's failure as Py4J reports it (a 10M run's read, with a 1 GB local driver)."""
+
+
+@pytest.mark.parametrize(
+    "said", [SPARK_OUT_OF_MEMORY, "Job aborted\njava.lang.OutOfMemoryError: Java heap space\n"]
+)
+def test_memory_hint_turns_spark_out_of_memory_into_one_line(said):
+    with pytest.raises(EngineMemoryError) as raised:
+        with memory_hint():
+            raise RuntimeError(said)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("Spark ran out of memory (")
+    assert ("UNABLE_TO_ACQUIRE_MEMORY" in message) or ("Java heap space" in message)
+    assert "--driver-memory" in message and "spark.executor.memory" in message
+    # Any other error passes unchanged.
+    with pytest.raises(RuntimeError, match="^Job aborted: bad row$"):
+        with memory_hint():
+            raise RuntimeError("Job aborted: bad row")
 
 
 def test_written_output_empty(spark, tmp_path):

@@ -22,6 +22,7 @@ from neardup import signals
 from neardup._version import __version__
 from neardup.cli import compiling
 from neardup.cli.context import CONTEXT as CONTEXT  # the commands' modules take it from here
+from neardup.engines.base import EngineMemoryError
 from neardup.engines.spill import parse_size
 from neardup.io import INPUT_FORMATS, ON_ERROR
 from neardup.io.files import atomic_output
@@ -379,7 +380,9 @@ def handle_errors(command):
     """Turn bad input and bad options into one clear line and exit status 1.
 
     Wraps a command function: :class:`neardup.io.InputError` (a ``ValueError``), any other
-    ``ValueError`` and ``OSError`` end the command through :func:`fail` instead of a traceback
+    ``ValueError``, ``OSError`` and an engine's
+    :class:`~neardup.engines.base.EngineMemoryError` (its message says what to configure) end
+    the command through :func:`fail` instead of a traceback
     (unless a signal came first: the error is its consequence, and the run ends as
     :mod:`neardup.signals` says)."""
 
@@ -389,7 +392,7 @@ def handle_errors(command):
             return command(*args, **kwargs)
         except BrokenPipeError:
             closed_pipe()
-        except (ValueError, OSError) as error:
+        except (ValueError, OSError, EngineMemoryError) as error:
             signals.raise_if_received()
             fail(str(error))
 

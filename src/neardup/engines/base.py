@@ -66,6 +66,16 @@ class EngineUnavailable(ImportError):
     """
 
 
+class EngineMemoryError(MemoryError):
+    """An engine's run ran out of the memory its runtime was given (e.g. a Spark driver's or
+    executor's Java heap); the message says which and what to configure.
+
+    Example:
+        >>> str(EngineMemoryError("Spark ran out of memory (Java heap space): ..."))
+        'Spark ran out of memory (Java heap space): ...'
+    """
+
+
 class Progress:
     """What an engine tells a progress display while it runs; this one shows nothing.
 

@@ -48,6 +48,7 @@ from neardup.engines.spark.session import (
     DataFrame,
     F,
     SparkSession,
+    memory_hint,
     require_pyspark,
     spark_session,
 )
@@ -210,7 +211,11 @@ class SparkEngine:
         # checks them itself; only the files the caller writes beside them are local.
         check_outputs(outputs.beside, corpus.inputs)
         (progress or Progress()).stage("running on Spark")
-        with self._sized_to(corpus.inputs), RunMonitor(self.spark, progress) as monitor:
+        with (
+            memory_hint(),
+            self._sized_to(corpus.inputs),
+            RunMonitor(self.spark, progress) as monitor,
+        ):
             partitions = self.partitions
             clock = time.perf_counter()
             monitor.tag("read")
@@ -252,7 +257,11 @@ class SparkEngine:
                                                  Outputs(pairs="pairs.tsv"))
         """
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
-        with self._sized_to(corpus.inputs), RunMonitor(self.spark, progress) as monitor:
+        with (
+            memory_hint(),
+            self._sized_to(corpus.inputs),
+            RunMonitor(self.spark, progress) as monitor,
+        ):
             partitions = self.partitions
             monitor.tag("read")
             rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)

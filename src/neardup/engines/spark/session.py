@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from neardup.engines.base import EngineMemoryError
+
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     from pyspark import Broadcast
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -25,7 +27,14 @@ except ImportError:  # pragma: no cover - exercised only without pyspark
     Broadcast = Column = DataFrame = SparkSession = F = Window = None  # type: ignore[assignment,misc]
     HAVE_PYSPARK = False
 
-__all__ = ["HAVE_PYSPARK", "INSTALL_HINT", "PYTHON_DAEMON", "require_pyspark", "spark_session"]
+__all__ = [
+    "HAVE_PYSPARK",
+    "INSTALL_HINT",
+    "PYTHON_DAEMON",
+    "memory_hint",
+    "require_pyspark",
+    "spark_session",
+]
 
 INSTALL_HINT = "the Spark engine needs pyspark: pip install 'neardup[spark]'"
 PYTHON_DAEMON = "neardup.engines.spark.daemon"
@@ -168,3 +177,43 @@ def _quiet_loggers(spark: SparkSession) -> None:
                 log4j.core.config.Configurator.setLevel(name, error)
     except Exception:  # noqa: BLE001 - logging is a convenience; never fail a run over it
         pass
+
+
+_OUT_OF_MEMORY = ("OutOfMemoryError", "UNABLE_TO_ACQUIRE_MEMORY")
+"""Marks of Spark's errors when a JVM's heap or an executor's execution memory ran out."""
+
+MEMORY_ADVICE = (
+    "give Spark more memory: spark-submit --driver-memory / --executor-memory, "
+    "spark.driver.memory / spark.executor.memory in spark-defaults.conf, or for a run that "
+    'starts its own local session PYSPARK_SUBMIT_ARGS="--driver-memory 4g pyspark-shell" '
+    "(a local session's driver holds the executors too); more shuffle partitions "
+    "(spark.sql.shuffle.partitions) make each task smaller"
+)
+"""What :func:`memory_hint` tells a user whose run ran out of memory on Spark."""
+
+
+@contextmanager
+def memory_hint() -> Iterator[None]:
+    """Re-raise an error of the block whose text shows that a Spark JVM ran out of memory (a
+    Java ``OutOfMemoryError``, or Spark's ``UNABLE_TO_ACQUIRE_MEMORY``) as one
+    :class:`~neardup.engines.base.EngineMemoryError`: the first line of Spark's that says so
+    and :data:`MEMORY_ADVICE`, instead of pages of Java stack. Other errors pass unchanged.
+
+    Example:
+        >>> with memory_hint():  # doctest: +ELLIPSIS
+        ...     raise RuntimeError("Job aborted\\njava.lang.OutOfMemoryError: Java heap space")
+        Traceback (most recent call last):
+        ...
+        neardup.engines.base.EngineMemoryError: Spark ran out of memory (java.lang.OutOfMemoryError: ...
+    """
+    try:
+        yield
+    except Exception as error:
+        text = str(error)
+        lines = [line.strip() for line in text.splitlines()]
+        said = next((line for line in lines if any(m in line for m in _OUT_OF_MEMORY)), None)
+        if said is None:
+            raise
+        raise EngineMemoryError(
+            f"Spark ran out of memory ({said[:300]}): {MEMORY_ADVICE}"
+        ) from error
