@@ -243,7 +243,6 @@ class Frames(Storage):
         right: DataFrame,
         keys: list[str],
         how: str = "inner",
-        counted: DataFrame | None = None,
         right_rows: int | None = None,
     ) -> DataFrame:
         """``left`` joined with ``right`` (at most one row per key) on ``keys``, skew-safe.
@@ -251,10 +250,7 @@ class Frames(Storage):
         A key holding more than ``skew_threshold`` rows of ``left`` is salted: its rows get a
         salt in ``0..S-1`` (a hash of the row) and its right-hand row is repeated S times, so
         the key's rows spread over S tasks instead of one. No key can be hot below
-        ``skew_threshold`` rows in all, so small inputs take a plain join. The rows per key
-        are counted on ``counted`` when given: the table ``left`` was joined from (at least
-        its rows, with its keys), so counting does not compute ``left``'s joins a second time;
-        a key counted too high is only salted more than it needs. ``right_rows``: a bound on
+        ``skew_threshold`` rows in all, so small inputs take a plain join. ``right_rows``: a bound on
         the rows of ``right`` the caller knows (e.g. the documents); at most
         :data:`BROADCAST_ROWS`, ``right`` is broadcast instead, and nothing is counted.
         """
@@ -262,16 +258,12 @@ class Frames(Storage):
             return left.join(right, keys, how)
         if right_rows is not None and right_rows <= BROADCAST_ROWS:
             return left.join(F.broadcast(right), keys, how)
-        source = left if counted is None else counted
-        return self._salted_join(
-            left, right, keys, how, self.hot_keys(source, keys, self.threshold)
-        )
+        return self._salted_join(left, right, keys, how, self.hot_keys(left, keys, self.threshold))
 
     def end_hot_keys(self, pairs: DataFrame) -> DataFrame:
         """The hot ends of ``pairs`` (``a, b, …``), as :meth:`lookup_ends` salts them: a local
         table of ``_end`` (0: ``a``, 1: ``b``), ``_key`` and ``_S``. One Spark job, whose
-        result serves every lookup of the ends of ``pairs`` or of any subset of them (a key
-        counted too high is only salted more than it needs)."""
+        result serves every lookup of the ends of ``pairs`` or of any subset of them."""
         ends = pairs.select(F.lit(0).alias("_end"), F.col("a").alias("_key")).unionByName(
             pairs.select(F.lit(1).alias("_end"), F.col("b").alias("_key"))
         )
@@ -282,17 +274,17 @@ class Frames(Storage):
         pairs: DataFrame,
         end_a: DataFrame,
         end_b: DataFrame,
-        counted: DataFrame | None = None,
         hot: DataFrame | None = None,
     ) -> DataFrame:
         """``pairs`` (``a, b, …``) joined with ``end_a`` on ``a``, then with ``end_b`` on ``b``
         (each at most one row per key): the two skew-safe joins of :meth:`lookup`, whose hot
-        keys at both ends are counted by one Spark job (on ``counted`` when given, as there),
-        or given (``hot``, from :meth:`end_hot_keys` of a table holding ``pairs``' rows)."""
+        keys at both ends are counted by one Spark job, or given (``hot``, from
+        :meth:`end_hot_keys` of a table holding ``pairs``' rows: a key counted too high is only
+        salted more than it needs)."""
         if not self.skewed:
             return pairs.join(end_a, ["a"]).join(end_b, ["b"])
         if hot is None:
-            hot = self.end_hot_keys(pairs if counted is None else counted)
+            hot = self.end_hot_keys(pairs)
         hot_a, hot_b = (
             hot.where(F.col("_end") == end).select(F.col("_key").alias(key), "_S")
             for end, key in ((0, "a"), (1, "b"))

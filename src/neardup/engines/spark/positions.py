@@ -44,6 +44,7 @@ class PositionRows:
         n = positions.shape[0]
         parts = positions >> self.shift if n else positions
         low = positions & ((1 << self.shift) - 1)
+        # The high parts bound the extents' array before it is made, then the extents the range.
         dense = n and positions[0] >= 0 and int(parts[-1]) < SPARSE_FACTOR * n + (1 << 20)
         if dense:
             extent = np.zeros(int(parts[-1]) + 1, dtype=np.int64)

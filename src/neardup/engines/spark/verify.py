@@ -106,15 +106,13 @@ def with_ends(
     pairs: DataFrame,
     table: DataFrame,
     columns: Sequence[str],
-    counted: DataFrame | None = None,
     hot: DataFrame | None = None,
 ) -> DataFrame:
     """The rows of ``pairs`` (``a, b, …``) with ``columns`` of ``table`` (``pos, …``, one row
     a position) for both ends, as ``<column>_a`` and ``<column>_b``; pairs with an end not in
-    ``table`` are dropped. ``counted``: a table holding at least the pairs' rows, on which hot
-    ends are counted (default ``pairs``; see :meth:`~neardup.engines.spark.frames.Frames.lookup`);
-    ``hot``: those hot ends, counted already
-    (:meth:`~neardup.engines.spark.frames.Frames.end_hot_keys`). Cost: two skew-safe joins.
+    ``table`` are dropped. ``hot``: the hot ends of a table holding at least the pairs' rows,
+    counted already (:meth:`~neardup.engines.spark.frames.Frames.end_hot_keys`; default:
+    counted on ``pairs``). Cost: two skew-safe joins.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -125,7 +123,7 @@ def with_ends(
         ends.append(
             table.select(F.col("pos").alias(end), *[F.col(c).alias(f"{c}_{end}") for c in columns])
         )
-    return frames.lookup_ends(pairs, ends[0], ends[1], counted, hot)
+    return frames.lookup_ends(pairs, ends[0], ends[1], hot)
 
 
 BROADCAST_SKETCHES = 2_000_000

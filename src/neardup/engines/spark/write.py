@@ -86,8 +86,6 @@ def write_output(
     if _single_file_format(path) is None:
         df.orderBy(*order).select(*columns).write.mode("overwrite").parquet(path)
         return
-    if piece_rows is not None and piece_rows < 1:
-        raise ValueError(f"piece_rows must be at least 1, got {piece_rows}")
     kinds = dict(df.dtypes)
     with TableWriter(path) as writer:
         # An empty first piece: the header, and the columns' types when there are no rows.
@@ -97,12 +95,16 @@ def write_output(
 
 
 def _typed(table: pa.Table, kinds: dict[str, str]) -> dict[str, Any]:
-    """Columns with the numpy dtypes the local command line writes (exact integers, bools)."""
+    """Columns with the types the local command line writes: numpy's for exact integers,
+    bools and floats, Arrow's ``string`` for text (kept in Arrow, not made Python strings)."""
     dtypes = {"boolean": bool, "bigint": np.int64, "int": np.int64, "double": np.float64}
     out: dict[str, Any] = {}
     for name, column in zip(table.column_names, table.columns):
-        dtype = dtypes.get(kinds.get(name, ""))
-        if dtype is None:
+        kind = kinds.get(name, "")
+        dtype = dtypes.get(kind)
+        if kind == "string":
+            out[name] = column.cast(pa.string())
+        elif dtype is None:
             out[name] = column.to_pylist()
         elif column.null_count or column.type == pa.null():
             out[name] = np.asarray(column.to_pylist(), dtype=dtype)
@@ -136,8 +138,12 @@ def sorted_pieces(
         for piece in sorted_pieces(result.groups, ["pos"], ["id"], rows=n):
             print(piece.num_rows)
     """
+    for name, value in (("piece_rows", piece_rows), ("pieces", pieces)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
     fields = list(dict.fromkeys([*order, *columns]))
-    piece_rows = piece_rows or PIECE_ROWS
+    if piece_rows is None:
+        piece_rows = PIECE_ROWS
     if rows is None:
         rows = df.count()
     if pieces is None:
