@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import band_parts
+from neardup.candidates import band_parts, radix
 from neardup.candidates import bands as bands_module
 from neardup.candidates.bands import (
     DistinctUnion,
@@ -431,13 +431,18 @@ def test_grouped_by_hash_is_the_stable_argsort(pool, repeats, seed):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=20))
-def test_distinct_union_is_the_union_of_sets(parts):
-    union = DistinctUnion()
-    for part in parts:
-        union.add(_sorted_distinct(np.array(part, dtype=np.uint64)))
-        # The levels stay a stack of unions each more than twice the next.
-        sizes = [level.shape[0] for level in union.levels]
-        assert all(big > 2 * small for big, small in zip(sizes, sizes[1:]))
+@given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=20), st.booleans())
+def test_distinct_union_is_the_union_of_sets(parts, two_cores):
+    with pytest.MonkeyPatch.context() as patch:
+        if two_cores:  # every merge in two halves of the values, on two threads
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        union = DistinctUnion()
+        for part in parts:
+            union.add(_sorted_distinct(np.array(part, dtype=np.uint64)))
+            # The levels stay a stack of unions each more than twice the next.
+            sizes = [level.shape[0] for level in union.levels]
+            assert all(big > 2 * small for big, small in zip(sizes, sizes[1:]))
+        values = union.values()
     want = sorted({v for part in parts for v in part})
-    assert union.values().tolist() == want
+    assert values.tolist() == want

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.candidates import radix
 from neardup.candidates.bucket_lists import BucketParts, csr_slices, listed_pairs, unpacked
 from neardup.lcs import possible_pairs
 from neardup.text.units import lcs_unit_sketches
@@ -102,13 +103,27 @@ def _reference(documents, bands, others, most, threshold):
 
 
 @settings(max_examples=150, deadline=None)
-@given(bucket_sets(), st.integers(1, 300), st.sampled_from([0.0, THRESHOLD]), st.data())
+@given(
+    bucket_sets(), st.integers(1, 300), st.sampled_from([0.0, THRESHOLD]), st.booleans(), st.data()
+)
 def test_sliced_listing_gives_the_pairs_and_counts_of_every_pair_at_once(
-    mapped_sketches, case, slice_pairs, threshold, data
+    mapped_sketches, case, slice_pairs, threshold, two_cores, data
 ):
     documents, bands, others = case
     most = 16
     want, bounded, unlisted = _reference(documents, bands, others, most, threshold)
+    with pytest.MonkeyPatch.context() as patch:
+        if two_cores:  # every slice's buckets in two halves of their pairs, on two threads
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        _check_listing(mapped_sketches, documents, bands, others, most, slice_pairs, threshold,
+                       data, (want, bounded, unlisted))  # fmt: skip
+
+
+def _check_listing(
+    mapped_sketches, documents, bands, others, most, slice_pairs, threshold, data, expected
+):
+    want, bounded, unlisted = expected
     bounds = (SIZES, SKETCHES, threshold) if threshold else ()
     keys, stats = listed_pairs(
         _parts(bands, others), documents, most, *bounds, slice_pairs=slice_pairs

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.candidates import radix
 from neardup.lcs import (
     count_sketches,
     lcs_length_reference,
@@ -334,11 +335,17 @@ def test_length_bounds_bound_the_resemblance_and_are_what_the_kernel_gives_below
 )
 def test_possible_pairs_rule_out_only_what_the_kernel_rejects_untested(texts, threshold):
     """Exactly the pairs the kernel rejects by lengths or count sketches, which the reference
-    puts below the threshold too: a run may drop them before it reads any text."""
+    puts below the threshold too: a run may drop them before it reads any text. The pairs
+    decided in two halves on two threads are decided the same."""
     offsets, codes = _csr(texts)
     a, b = np.meshgrid(np.arange(len(texts)), np.arange(len(texts)))
     a, b = a.ravel(), b.ravel()
-    possible = possible_pairs(np.diff(offsets), count_sketches(offsets, codes), a, b, threshold)
+    sizes, sketches = np.diff(offsets), count_sketches(offsets, codes)
+    possible = possible_pairs(sizes, sketches, a, b, threshold)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        patch.setattr(radix.os, "cpu_count", lambda: 2)
+        assert possible_pairs(sizes, sketches, a, b, threshold).tolist() == possible.tolist()
     values = lcs_pairs(offsets, codes, a, b, threshold=threshold)
     exact = _resemblances_by_rows(texts, a, b)
     assert (exact[~possible] < threshold).all() and (values[~possible] < threshold).all()

@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.candidates import radix
 from neardup.candidates.bands import pairs_from_band_columns
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.repair import (
@@ -239,20 +240,24 @@ def test_bucket_pairs_past_the_first_output_block_are_all_listed():
 @given(
     st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=25),
     st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=25),
+    st.booleans(),
 )
-def test_mark_among_matches_a_set_of_unordered_pairs(pairs, others):
+def test_mark_among_matches_a_set_of_unordered_pairs(pairs, others, two_cores):
     listed = sorted({(min(p), max(p)) for p in pairs})
     keys = np.array([x << 32 | y for x, y in listed], dtype=np.uint64)
     other_a = np.array([p[0] for p in others], dtype=np.int64)
     other_b = np.array([p[1] for p in others], dtype=np.int64)
     found = np.zeros(keys.shape[0], dtype=bool)
-    mark_among(keys, other_a, other_b, found)
+    with pytest.MonkeyPatch.context() as patch:
+        if two_cores:  # the pairs in two halves on two threads
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        mark_among(keys, other_a, other_b, found)
     taken = {(min(p), max(p)) for p in others}
     assert found.tolist() == [pair in taken for pair in listed]
 
 
 def test_bucket_pairs_on_two_threads_list_and_count_what_one_call_does(monkeypatch):
-    from neardup.candidates import radix
     from neardup.text.units import lcs_unit_sketches
 
     rng = np.random.default_rng(5)

@@ -76,7 +76,7 @@ from neardup.candidates.band_parts import (
     partitions,
     prefix_counts,
 )
-from neardup.candidates.radix import stable_argsort
+from neardup.candidates.radix import in_halves, stable_argsort
 
 __all__ = [
     "BandBuckets",
@@ -469,8 +469,29 @@ def _merge_distinct(x, y, out):
 
 
 def _merged(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The sorted distinct union of ``x`` and ``y`` (both sorted and distinct), a view of an
+    array of their total length. From :data:`~neardup.candidates.radix.PARALLEL_MIN_KEYS`
+    values on, the values below and from the larger array's middle value are merged on two
+    threads, the upper half into a buffer of its own copied after the lower (its place is
+    known only once the lower half's duplicates are): the same union. O(len(x) + len(y))."""
     out = np.empty(x.shape[0] + y.shape[0], dtype=np.uint64)
-    return out[: _merge_distinct(x, y, out)]
+    larger = x if x.shape[0] >= y.shape[0] else y
+    middle = larger[larger.shape[0] // 2] if larger.shape[0] else np.uint64(0)
+    cut_x, cut_y = (int(np.searchsorted(v, middle)) for v in (x, y))
+    upper = np.empty(out.shape[0] - cut_x - cut_y, dtype=np.uint64)
+    halves = ((x[:cut_x], y[:cut_y], out), (x[cut_x:], y[cut_y:], upper))
+    # One call covers both halves (0..2): the whole union at once.
+    sizes = in_halves(
+        lambda half, lo, hi: _merge_distinct(*((x, y, out) if hi - lo == 2 else halves[half])),
+        2,
+        middle=1,
+        size=out.shape[0],
+    )
+    if len(sizes) == 1:
+        return out[: sizes[0]]
+    lower, higher = sizes
+    out[lower : lower + higher] = upper[:higher]
+    return out[: lower + higher]
 
 
 class DistinctUnion:

@@ -41,7 +41,7 @@ from numba import njit
 from neardup.candidates import radix
 from neardup.candidates.bands import DistinctUnion, _sorted_distinct
 from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
-from neardup.lcs import _ruled_out
+from neardup.lcs import BOUND_WORK, _ruled_out
 
 __all__ = ["BucketParts", "csr_slices", "listed_pairs", "unpacked"]
 
@@ -202,14 +202,18 @@ def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshol
     return out[: 0 if counting else found], found, ruled, unexamined
 
 
-def _in_halves(kernel, offsets: np.ndarray, members: np.ndarray, *args) -> list:
-    """``kernel(lo, hi, offsets, members, *args)`` over the buckets cut in two halves of about
-    as many members, on two threads (:func:`neardup.candidates.radix.in_halves`)."""
+def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: int, among) -> list:
+    """:func:`_pairs_kernel` over the buckets cut in two halves of about as many pairs to list,
+    on two threads (:func:`neardup.candidates.radix.in_halves`): its cost is the pairs', each
+    bounded as :data:`~neardup.lcs.BOUND_WORK` keys of a sort. O(buckets) to cut."""
+    m = np.diff(offsets)
+    listed = np.cumsum(np.where(m <= most, m * (m - 1) // 2, 0))
+    total = int(listed[-1]) if listed.shape[0] else 0
     return radix.in_halves(
-        lambda half, lo, hi: kernel(lo, hi, offsets, members, *args),
+        lambda half, lo, hi: _pairs_kernel(lo, hi, offsets, members, *bounds, most, among),
         offsets.shape[0] - 1,
-        middle=int(np.searchsorted(offsets, offsets[-1] // 2)),
-        size=members.shape[0],
+        middle=int(np.searchsorted(listed, total // 2)),
+        size=total * BOUND_WORK,
     )
 
 
@@ -289,7 +293,7 @@ def listed_pairs(
 
     ruled = unlisted = listings = 0
     for offsets, docs in slices():
-        parts = _in_halves(_pairs_kernel, offsets, docs, *bounds, most, no_pairs)
+        parts = _in_halves(offsets, docs, bounds, most, no_pairs)
         packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
         ruled += sum(p[2] for p in parts)
         unlisted += sum(p[3] for p in parts)
@@ -306,7 +310,7 @@ def listed_pairs(
         # the lengths rule out is not looked up: no such pair is left).
         left = 0
         for offsets, docs in slices() if keys.shape[0] else ():
-            left += sum(p[1] for p in _in_halves(_pairs_kernel, offsets, docs, *bounds, most, keys))
+            left += sum(p[1] for p in _in_halves(offsets, docs, bounds, most, keys))
         ruled = listings - left
     elif not isinstance(keys, np.ndarray):  # spilled: the pairs left are what the caller holds
         keys = keys[0 : len(keys)]

@@ -61,7 +61,9 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
+from neardup.candidates.radix import in_halves
 from neardup.groups import LINK_ROUNDS, accepted_links
+from neardup.lcs import BOUND_WORK
 
 __all__ = [
     "BUCKET_MEMBERS",
@@ -77,6 +79,11 @@ __all__ = [
 #: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes 9–11 % more CPU
 #: time than with star candidates alone (two alternating runs each; docs/methods.md).
 BUCKET_MEMBERS = 16
+
+#: A pair's look-up among the listed pairs (:func:`mark_among`, a binary search, about as
+#: costly as a pair's bound) as that many keys of a sort in
+#: :func:`~neardup.candidates.radix.in_halves`' measure.
+SEARCH_WORK = BOUND_WORK
 
 
 def bucket_pairs(
@@ -131,7 +138,13 @@ def mark_among(keys: np.ndarray, a: np.ndarray, b: np.ndarray, found: np.ndarray
         [True, False]
     """
     if keys.shape[0] and len(a):
-        _mark_found(keys, np.asarray(a), np.asarray(b), found)
+        a, b = np.asarray(a), np.asarray(b)
+        # Halves of the pairs on two cores: both may only set a place to True.
+        in_halves(
+            lambda half, lo, hi: _mark_found(keys, a[lo:hi], b[lo:hi], found),
+            a.shape[0],
+            size=a.shape[0] * SEARCH_WORK,
+        )
 
 
 @njit(cache=True, nogil=True)
