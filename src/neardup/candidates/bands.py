@@ -503,7 +503,8 @@ class DistinctUnion:
     merges into one growing union (near-identical documents share most bands: the union is
     then many times a band's pairs, and would be moved whole for every band). Memory: the stack
     sums to less than twice its largest level, and :meth:`values` holds two levels and
-    their merge at once.
+    their merge at once (a merge on two threads also holds its upper half's values a second
+    time while they are copied into place).
     """
 
     def __init__(self) -> None:

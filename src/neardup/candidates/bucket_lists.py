@@ -19,15 +19,13 @@ bound, not every listing of every bucket at once (3.7 GB at 50M documents).
 
 When the count sketches are in a spill file the listing bounds the pairs by their lengths
 alone; the sketches then bound the distinct pairs left, a slice of them per block of rows
-(:func:`~neardup.candidates.bounds.possible_by_blocks`), and a second pass over the buckets
-counts how often each pair left is listed, so that ``repair_bounded`` counts every listing
-the bounds rule out exactly as one listing with every bound does.
+(:func:`~neardup.candidates.bounds.possible_by_blocks`).
 
 Example:
     >>> parts = BucketParts()
     >>> parts.append((np.array([1, 2, 3, 1, 2], np.uint32), np.array([3, 2], np.int32), 0))
     >>> keys, stats = listed_pairs(parts, np.array([10, 11, 12, 13]))
-    >>> [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in keys], stats["repair_bounded"]
+    >>> [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in keys], stats["repair_unlisted"]
     ([(11, 12), (11, 13), (12, 13)], 0)
 """
 
@@ -162,18 +160,14 @@ def _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
 
 
 @njit(cache=True, nogil=True)
-def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshold, most, among):
+def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshold, most):
     """The pairs of buckets ``lo..hi-1`` of at most ``most`` members that :func:`_pair_ruled`
     leaves, packed ``min << 32 | max``, in one pass: the output doubles when full (the bounds
-    cost more than a copy, so they run once). With ``among`` (sorted packed pairs, not
-    empty) none is kept: the listings among them are counted. Returns (the pairs, how many
-    were listed or counted, listings ruled out, pairs of the larger buckets). O(Σ m² over the
-    buckets of m <= ``most`` members), times log(``among``) to count."""
-    counting = among.shape[0] > 0
+    cost more than a copy, so they run once). Returns (the pairs, the pairs of the larger
+    buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
     found = 0
-    ruled = 0
     unexamined = 0
-    out = np.empty(0 if counting else 1 << 16, np.uint64)
+    out = np.empty(1 << 16, np.uint64)
     for q in range(lo, hi):
         bucket = members[offsets[q] : offsets[q + 1]]
         m = bucket.shape[0]
@@ -185,13 +179,8 @@ def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshol
             for j in range(i + 1, m):
                 y = bucket[j]
                 if _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
-                    ruled += 1
                     continue
                 key = (np.uint64(min(x, y)) << _SHIFT) | np.uint64(max(x, y))
-                if counting:
-                    k = np.searchsorted(among, key)
-                    found += k < among.shape[0] and among[k] == key
-                    continue
                 if found == out.shape[0]:
                     grown = np.empty(2 * found, np.uint64)
                     grown[:found] = out
@@ -199,10 +188,10 @@ def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshol
                 out[found] = key
                 found += 1
     # A view: the pages past ``found`` were never touched, so they take no memory.
-    return out[: 0 if counting else found], found, ruled, unexamined
+    return out[:found], unexamined
 
 
-def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: int, among) -> list:
+def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: int) -> list:
     """:func:`_pairs_kernel` over the buckets cut in two halves of about as many pairs to list,
     on two threads (:func:`neardup.candidates.radix.in_halves`): its cost is the pairs', each
     bounded as :data:`~neardup.lcs.BOUND_WORK` keys of a sort. O(buckets) to cut."""
@@ -210,7 +199,7 @@ def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: in
     listed = np.cumsum(np.where(m <= most, m * (m - 1) // 2, 0))
     total = int(listed[-1]) if listed.shape[0] else 0
     return radix.in_halves(
-        lambda half, lo, hi: _pairs_kernel(lo, hi, offsets, members, *bounds, most, among),
+        lambda half, lo, hi: _pairs_kernel(lo, hi, offsets, members, *bounds, most),
         offsets.shape[0] - 1,
         middle=int(np.searchsorted(listed, total // 2)),
         size=total * BOUND_WORK,
@@ -256,15 +245,13 @@ def listed_pairs(
             pairs bounded by their sketches at once.
 
     Returns:
-        ``(keys, stats)``: the pairs, and the counts ``repair_bounded`` (listings the bounds
-        rule out: a pair as often as buckets list it) and ``repair_unlisted`` (pairs of the
-        buckets of more than ``most`` members, theirs and ``buckets.others``; 0: every pair
-        was examined).
+        ``(keys, stats)``: the pairs, and the count ``repair_unlisted`` (pairs of the buckets
+        of more than ``most`` members, theirs and ``buckets.others``; 0: every pair was
+        examined).
 
     Complexity: O(Σ m² × COUNT_BUCKETS) over the buckets of m <= ``most`` members plus a sort
-    of each slice's pairs and the union's merges; with ``block_rows``, a second pass over the
-    buckets of O(Σ m² × log pairs left) and the sketches' blocks read as
-    :func:`~neardup.candidates.bounds.possible_by_blocks` reads them.
+    of each slice's pairs and the union's merges; with ``block_rows``, the sketches' blocks
+    read as :func:`~neardup.candidates.bounds.possible_by_blocks` reads them.
 
     Raises:
         ValueError: ``most < 2``, or a ``threshold`` > 0 without ``sizes`` and ``sketches``.
@@ -284,21 +271,12 @@ def listed_pairs(
     else:
         bounds = (np.zeros(0, np.int64), no_sketches, unbounded, 0.0)
     union = DistinctUnion() if union is None else union
-    no_pairs = np.zeros(0, dtype=np.uint64)  # the kernel lists the pairs, counts none
-
-    def slices() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for offsets, positions in buckets.slices(most, slice_pairs):
-            docs = positions.astype(np.int64) if documents is None else documents[positions]
-            yield offsets, docs
-
-    ruled = unlisted = listings = 0
-    for offsets, docs in slices():
-        parts = _in_halves(offsets, docs, bounds, most, no_pairs)
+    unlisted = 0
+    for offsets, positions in buckets.slices(most, slice_pairs):
+        docs = positions.astype(np.int64) if documents is None else documents[positions]
+        parts = _in_halves(offsets, docs, bounds, most)
         packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
-        ruled += sum(p[2] for p in parts)
-        unlisted += sum(p[3] for p in parts)
-        # Every pair of a bucket small enough to list is listed or ruled out.
-        listings += sum(p[1] + p[2] for p in parts)
+        unlisted += sum(p[1] for p in parts)
         del parts
         # A pair listed by several buckets (of several bands): once.
         union.add(_sorted_distinct(packed))
@@ -306,16 +284,9 @@ def listed_pairs(
     keys = union.values()
     if by_blocks:
         keys = _left_by_sketches(keys, sizes, sketches, threshold, block_rows, slice_pairs)
-        # Every listing of a pair left passed the bounds; every other one was ruled out (one
-        # the lengths rule out is not looked up: no such pair is left).
-        left = 0
-        for offsets, docs in slices() if keys.shape[0] else ():
-            left += sum(p[1] for p in _in_halves(offsets, docs, bounds, most, keys))
-        ruled = listings - left
     elif not isinstance(keys, np.ndarray):  # spilled: the pairs left are what the caller holds
         keys = keys[0 : len(keys)]
-    stats = {"repair_bounded": int(ruled), "repair_unlisted": int(unlisted) + buckets.others}
-    return keys, stats
+    return keys, {"repair_unlisted": int(unlisted) + buckets.others}
 
 
 def _left_by_sketches(

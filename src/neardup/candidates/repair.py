@@ -108,10 +108,9 @@ def bucket_pairs(
             :func:`~neardup.candidates.bucket_lists.listed_pairs`.
 
     Returns:
-        ``(a, b, stats)``: the distinct pairs, ``a < b``, sorted by ``(a, b)``, and the counts
-        ``repair_bounded`` (pairs ruled out by the bounds, each as often as buckets list it)
-        and ``repair_unlisted`` (pairs of the buckets of more than ``most`` members, not
-        listed; 0: every pair was examined).
+        ``(a, b, stats)``: the distinct pairs, ``a < b``, sorted by ``(a, b)``, and the count
+        ``repair_unlisted`` (pairs of the buckets of more than ``most`` members, not listed;
+        0: every pair was examined).
 
     Complexity: O(Σ m² × COUNT_BUCKETS) over the buckets of m <= ``most`` members, O(1) per
     larger bucket, plus a sort of the pairs.

@@ -171,7 +171,9 @@ class PairRuns:
     :meth:`values` returns the union in memory when nothing was spilled, else a
     :class:`PackedFile` of the runs merged (:func:`merge_runs`): the same values, in the same
     order. Memory: at most ``limit`` bytes of pairs held, about twice that while a band's pairs
-    merge into them, and ``limit`` bytes of blocks while the runs merge. Disk: the runs and
+    merge into them (two and a half times when the merge runs on two threads:
+    :class:`~neardup.candidates.bands.DistinctUnion`), and ``limit`` bytes of blocks while the
+    runs merge. Disk: the runs and
     the merged file (8 bytes a pair each; the runs are removed once merged).
     """
 

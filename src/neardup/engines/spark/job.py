@@ -464,7 +464,7 @@ class _Job(Frames):
             bound = PairBounds(self, self.sketches, s.verify)
         rest = None
         if self.listed is not None:  # before the bounds below, which drop star candidates
-            rest, self.stats["repair_bounded"] = unbounded_pairs(self, bound, self.listed)
+            rest = unbounded_pairs(self, bound, self.listed)
         compared = [cand]  # every bucket pair of PAIRS "all" has its ends among them
         if bound is not None:
             cand = self.keep(bound(cand))

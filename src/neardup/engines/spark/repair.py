@@ -55,7 +55,7 @@ STAR, PAIR, UNLISTED = 0, 1, 2
 LINK = np.dtype([("a", "<i8"), ("b", "<i8"), ("kind", "i1")])
 """One link of :func:`bucket_links_task` as it crosses a shuffle packed in a run (17 bytes)."""
 
-BUCKET_LINKS_SCHEMA = "a long, b long, kind byte, times long, star boolean"
+BUCKET_LINKS_SCHEMA = "a long, b long, kind byte, star boolean"
 """The rows :func:`distinct_links_task` yields, as a Spark schema."""
 
 
@@ -132,10 +132,9 @@ def _links(a: np.ndarray, b: np.ndarray, kind: int, keys: np.ndarray) -> pa.Reco
 def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The runs of links of :func:`bucket_links_task` holding every copy of their links (and
     every link of the same two documents) -> rows of :data:`BUCKET_LINKS_SCHEMA`: each
-    distinct link with ``times``, its copies (for a ``PAIR``, the buckets listing it), and
-    ``star``, whether a ``PAIR`` is a star link too (in either orientation: the star round
-    decides it); and one ``(-1, pairs, UNLISTED, 1, false)`` adding up the partition's counts
-    of pairs not listed; by kind, then pair. O(links log links).
+    distinct link with ``star``, whether a ``PAIR`` is a star link too (in either
+    orientation: the star round decides it); and one ``(-1, pairs, UNLISTED, false)`` adding
+    up the partition's counts of pairs not listed; by kind, then pair. O(links log links).
 
     Example:
         >>> links = np.zeros(5, dtype=LINK)
@@ -143,7 +142,7 @@ def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
         >>> links["kind"] = [PAIR, PAIR, STAR, UNLISTED, UNLISTED]
         >>> runs = packed_runs(links, np.zeros(5, int), np.array([0]))
         >>> [tuple(r.values()) for b in distinct_links_task([runs]) for r in b.to_pylist()]
-        [(5, 2, 0, 1, False), (2, 5, 1, 2, True), (-1, 7, 2, 1, False)]
+        [(5, 2, 0, False), (2, 5, 1, True), (-1, 7, 2, False)]
     """
     parts = [batch for batch in batches if batch.num_rows]
     links = run_rows(pa.Table.from_batches(parts), LINK) if parts else np.zeros(0, LINK)
@@ -155,11 +154,11 @@ def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
         order = np.lexsort((b, a, kind))
         a, b, kind = a[order], b[order], kind[order]
         starts = _run_starts(kind, a, b)
-        times = np.diff(np.append(starts, a.shape[0]))
         a, b, kind = a[starts], b[starts], kind[starts]
-        yield _link_rows(a, b, kind, times, _listed_star(a, b, kind))
-    one = np.array([1])
-    yield _link_rows(np.array([-1]), np.array([unlisted]), np.array([UNLISTED]), one, one == 0)
+        yield _link_rows(a, b, kind, _listed_star(a, b, kind))
+    yield _link_rows(
+        np.array([-1]), np.array([unlisted]), np.array([UNLISTED]), np.zeros(1, dtype=bool)
+    )
 
 
 def _listed_star(a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
@@ -176,14 +175,13 @@ def _listed_star(a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
     return found
 
 
-def _link_rows(a, b, kind, times, star) -> pa.RecordBatch:
+def _link_rows(a, b, kind, star) -> pa.RecordBatch:
     """Rows of :data:`BUCKET_LINKS_SCHEMA`."""
     return record_batch(
         {
             "a": pa.array(a.astype(np.int64)),
             "b": pa.array(b.astype(np.int64)),
             "kind": pa.array(kind.astype(np.int8)),
-            "times": pa.array(times.astype(np.int64)),
             "star": pa.array(star, type=pa.bool_()),
         }
     )
@@ -219,8 +217,8 @@ def star_links(frames: Frames, links: DataFrame) -> DataFrame:
 
 
 def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
-    """The distinct pairs the buckets list, ``a, b, times, star`` (the buckets listing each,
-    and whether the pair is a star candidate too), read from the stored ``links`` (the rows
+    """The distinct pairs the buckets list, ``a, b, star`` (whether the pair is a star
+    candidate too), read from the stored ``links`` (the rows
     of :func:`distinct_links_task`, stored with :func:`link_totals`), and the number of pairs
     of the buckets too large to list (``repair_unlisted``). O(1) here.
 
@@ -229,33 +227,27 @@ def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
         pairs, unlisted = listed_pairs(frames, links)
     """
     unlisted, _, listed = frames.totals(links)
-    pairs = frames.subset(links, f"kind = {PAIR}", ["a", "b", "times", "star"], listed or 0)
+    pairs = frames.subset(links, f"kind = {PAIR}", ["a", "b", "star"], listed or 0)
     return pairs, int(unlisted or 0)
 
 
-def unbounded_pairs(
-    frames: Frames, bound: PairBounds | None, pairs: DataFrame
-) -> tuple[DataFrame, int]:
-    """Of the listed ``pairs`` (``a, b, times, star``, from :func:`listed_pairs`), those the
-    LCS bounds leave (``bound``, a :class:`~neardup.engines.spark.verify.PairBounds`; None: no
-    bounds) and that are no star candidate (``star`` false), as ``a, b``; and the listings
-    the bounds rule out (``repair_bounded``, star candidates included, as the local engine
-    counts them). Cost: one pass over the pairs, stored with the pairs left flagged.
+def unbounded_pairs(frames: Frames, bound: PairBounds | None, pairs: DataFrame) -> DataFrame:
+    """Of the listed ``pairs`` (``a, b, star``, from :func:`listed_pairs`), those the LCS
+    bounds leave (``bound``, a :class:`~neardup.engines.spark.verify.PairBounds`; None: no
+    bounds) and that are no star candidate (``star`` false), as ``a, b``. Cost: one pass over
+    the pairs, stored with the pairs left flagged.
 
     Example (needs a Spark session, so not run as a doctest)::
 
-        rest, bounded = unbounded_pairs(frames, PairBounds(frames, sketches, 0.8), pairs)
+        rest = unbounded_pairs(frames, PairBounds(frames, sketches, 0.8), pairs)
     """
     if bound is None:
-        return frames.keep(pairs.where(~F.col("star")).select("a", "b")), 0
+        return frames.keep(pairs.where(~F.col("star")).select("a", "b"))
     left = F.col("left") & ~F.col("star")
-    ruled_out = F.when(F.col("left"), F.lit(0)).otherwise(F.col("times"))
-    # One stored table answers all three: the pairs left, their number, the listings ruled out.
-    flagged = frames.keep(
-        bound.flag(pairs, "left"), totals=[F.sum(ruled_out), F.sum(F.when(left, F.lit(1)))]
-    )
-    bounded, rest = frames.totals(flagged)
-    return frames.subset(flagged, "left AND NOT star", ["a", "b"], rest or 0), int(bounded or 0)
+    # One stored table answers both: the pairs left and their number.
+    flagged = frames.keep(bound.flag(pairs, "left"), totals=[F.sum(F.when(left, F.lit(1)))])
+    (rest,) = frames.totals(flagged)
+    return frames.subset(flagged, "left AND NOT star", ["a", "b"], rest or 0)
 
 
 def repaired_labels(
