@@ -193,17 +193,26 @@ def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshol
 
 def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: int) -> list:
     """:func:`_pairs_kernel` over the buckets cut in two halves of about as many pairs to list,
-    on two threads (:func:`neardup.candidates.radix.in_halves`): its cost is the pairs', each
-    bounded as :data:`~neardup.lcs.BOUND_WORK` keys of a sort. O(buckets) to cut."""
+    on two threads (:func:`neardup.candidates.radix.in_halves`), each half's listing then
+    sorted and made distinct on its thread: ``[(pairs, unexamined)]``, one or two. The cost
+    is the pairs', each bounded as :data:`~neardup.lcs.BOUND_WORK` keys of a sort. O(buckets)
+    to cut."""
     m = np.diff(offsets)
     listed = np.cumsum(np.where(m <= most, m * (m - 1) // 2, 0))
     total = int(listed[-1]) if listed.shape[0] else 0
     return radix.in_halves(
-        lambda half, lo, hi: _pairs_kernel(lo, hi, offsets, members, *bounds, most),
+        lambda half, lo, hi: _sorted_listing(
+            *_pairs_kernel(lo, hi, offsets, members, *bounds, most)
+        ),
         offsets.shape[0] - 1,
         middle=int(np.searchsorted(listed, total // 2)),
         size=total * BOUND_WORK,
     )
+
+
+def _sorted_listing(pairs: np.ndarray, unexamined: int) -> tuple[np.ndarray, int]:
+    """A half's listing sorted and made distinct in its own memory, on its own thread."""
+    return _sorted_distinct(pairs), unexamined
 
 
 def unpacked(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -275,12 +284,11 @@ def listed_pairs(
     for offsets, positions in buckets.slices(most, slice_pairs):
         docs = positions.astype(np.int64) if documents is None else documents[positions]
         parts = _in_halves(offsets, docs, bounds, most)
-        packed = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
         unlisted += sum(p[1] for p in parts)
+        # A pair listed by several buckets (of several bands, or of both halves): once.
+        for listing, _ in parts:
+            union.add(listing)
         del parts
-        # A pair listed by several buckets (of several bands): once.
-        union.add(_sorted_distinct(packed))
-        del packed
     keys = union.values()
     if by_blocks:
         keys = _left_by_sketches(keys, sizes, sketches, threshold, block_rows, slice_pairs)
