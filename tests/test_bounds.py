@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import bounds
+from neardup.candidates import bounds, radix
 from neardup.candidates.bounds import (
     first_block_order,
     gather_rows,
@@ -53,6 +53,22 @@ def _plain_bound(sizes, sketches, a, b, threshold):
         common = top if (least == 255).any() else int(least.sum())
         out.append(low / top >= threshold and common >= need)
     return np.array(out, dtype=bool)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), threshold=st.sampled_from([0.5, 0.8, 1.0]), two_cores=st.booleans())
+def test_pairs_in_halves_decide_as_the_pair_by_pair_bounds(data, threshold, two_cores):
+    texts = _texts(data.draw, data.draw(st.integers(1, 12)))
+    sizes, sketches = lcs_unit_sketches(texts)
+    n = len(texts)
+    a = np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=40)), dtype=np.int64)
+    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=len(a), max_size=len(a))))
+    with pytest.MonkeyPatch.context() as patch:
+        if two_cores:  # two halves of the pairs on two threads, however few
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        got = bounds.possible_in_halves(sizes, sketches, a, b.astype(np.int64), threshold)
+    assert got.tolist() == _plain_bound(sizes, sketches, a, b, threshold).tolist()
 
 
 @settings(max_examples=40, deadline=None)

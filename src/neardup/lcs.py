@@ -51,7 +51,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import in_halves
 from neardup.eojeol import by_eojeol, eojeol_resemblance, unit_key
 from neardup.similarity import _trim_common
 
@@ -93,12 +92,6 @@ def add_to_sketch(sketch, units):
 COUNT_BUCKETS = SKETCH_BITS // 4
 """Buckets of a unit count sketch: :func:`unit_bucket` // 4, a count of 0..255 each (128 bytes
 a text)."""
-
-BOUND_WORK = 32
-"""A pair's count bound (:func:`possible_pairs`, 120-150 ns) as that many keys of a sort in
-:func:`~neardup.candidates.radix.in_halves`' measure: the pairs go to two threads from
-``PARALLEL_MIN_KEYS / BOUND_WORK`` (32,768) on, about 4 ms of work, well past a thread's
-start (0.1-0.2 ms). A repair round's band of 65,000 listed pairs took 8 ms on one core."""
 
 
 @njit(cache=True, nogil=True)
@@ -400,14 +393,7 @@ def possible_pairs(
     a = np.ascontiguousarray(a, dtype=np.int64)
     b = np.ascontiguousarray(b, dtype=np.int64)
     out = np.empty(a.shape[0], dtype=bool)
-    # Each pair is decided alone: halves of the pairs on two cores give the same answers.
-    in_halves(
-        lambda half, lo, hi: _possible_kernel(
-            sizes, sketches, a[lo:hi], b[lo:hi], float(threshold), out[lo:hi]
-        ),
-        a.shape[0],
-        size=a.shape[0] * BOUND_WORK,
-    )
+    _possible_kernel(sizes, sketches, a, b, float(threshold), out)
     return out
 
 

@@ -38,8 +38,8 @@ from numba import njit
 
 from neardup.candidates import radix
 from neardup.candidates.bands import DistinctUnion, _sorted_distinct
-from neardup.candidates.bounds import possible_by_blocks, unbounded_rows
-from neardup.lcs import BOUND_WORK, _ruled_out
+from neardup.candidates.bounds import BOUND_WORK, possible_by_blocks, unbounded_rows
+from neardup.lcs import _ruled_out
 
 __all__ = ["BucketParts", "csr_slices", "listed_pairs", "unpacked"]
 
@@ -195,7 +195,7 @@ def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: in
     """:func:`_pairs_kernel` over the buckets cut in two halves of about as many pairs to list,
     on two threads (:func:`neardup.candidates.radix.in_halves`), each half's listing then
     sorted and made distinct on its thread: ``[(pairs, unexamined)]``, one or two. The cost
-    is the pairs', each bounded as :data:`~neardup.lcs.BOUND_WORK` keys of a sort. O(buckets)
+    is the pairs', each bounded as :data:`~neardup.candidates.bounds.BOUND_WORK` keys of a sort. O(buckets)
     to cut."""
     m = np.diff(offsets)
     listed = np.cumsum(np.where(m <= most, m * (m - 1) // 2, 0))

@@ -28,10 +28,11 @@ from neardup.candidates.bounds import (
     BlockSweep,
     first_block_order,
     length_possible,
+    possible_in_halves,
     unbounded_rows,
 )
 from neardup.candidates.radix import argsort64
-from neardup.lcs import length_bounds, possible_pairs
+from neardup.lcs import length_bounds
 
 _LOW = np.uint64(0xFFFFFFFF)
 
@@ -151,7 +152,7 @@ def bound_possible(
     slice_size: int = 1 << 23,
 ) -> np.ndarray:
     """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    and, when given, their count ``sketches`` alone (:func:`neardup.lcs.possible_pairs`; else
+    and, when given, their count ``sketches`` alone (:func:`~neardup.candidates.bounds.possible_in_halves`; else
     :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per pair.
     O(pairs), ``slice_size`` pairs at a time by the lengths alone (their temporaries are about
     40 bytes a pair).
@@ -161,7 +162,7 @@ def bound_possible(
         [False]
     """
     if sketches is not None:
-        return possible_pairs(sizes, sketches, a, b, threshold)
+        return possible_in_halves(sizes, sketches, a, b, threshold)
     keep = np.empty(a.shape[0], dtype=bool)
     for start in range(0, a.shape[0], slice_size):
         part = slice(start, start + slice_size)

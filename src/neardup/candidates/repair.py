@@ -60,10 +60,10 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from neardup.candidates.bounds import BOUND_WORK
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.radix import in_halves
 from neardup.groups import LINK_ROUNDS, accepted_links
-from neardup.lcs import BOUND_WORK
 
 __all__ = [
     "BUCKET_MEMBERS",
