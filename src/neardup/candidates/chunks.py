@@ -152,7 +152,8 @@ def bound_possible(
     slice_size: int = 1 << 23,
 ) -> np.ndarray:
     """Which pairs' LCS resemblance may reach ``threshold`` by their unit counts ``sizes``
-    and, when given, their count ``sketches`` alone (:func:`~neardup.candidates.bounds.possible_in_halves`; else
+    and, when given, their count ``sketches`` alone
+    (:func:`~neardup.candidates.bounds.possible_in_halves`; else
     :func:`neardup.lcs.length_bounds`): the LCS kernel's own first tests. Bool per pair.
     O(pairs), ``slice_size`` pairs at a time by the lengths alone (their temporaries are about
     40 bytes a pair).

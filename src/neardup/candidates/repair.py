@@ -80,11 +80,6 @@ __all__ = [
 #: time than with star candidates alone (two alternating runs each; docs/methods.md).
 BUCKET_MEMBERS = 16
 
-#: A pair's look-up among the listed pairs (:func:`mark_among`, a binary search, about as
-#: costly as a pair's bound) as that many keys of a sort in
-#: :func:`~neardup.candidates.radix.in_halves`' measure.
-SEARCH_WORK = BOUND_WORK
-
 
 def bucket_pairs(
     offsets: np.ndarray,
@@ -138,11 +133,12 @@ def mark_among(keys: np.ndarray, a: np.ndarray, b: np.ndarray, found: np.ndarray
     """
     if keys.shape[0] and len(a):
         a, b = np.asarray(a), np.asarray(b)
-        # Halves of the pairs on two cores: both may only set a place to True.
+        # Halves of the pairs on two cores: both may only set a place to True. A pair's
+        # binary search costs about what a pair's bound does.
         in_halves(
             lambda half, lo, hi: _mark_found(keys, a[lo:hi], b[lo:hi], found),
             a.shape[0],
-            size=a.shape[0] * SEARCH_WORK,
+            size=a.shape[0] * BOUND_WORK,
         )
 
 
