@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import doctest
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -251,6 +253,47 @@ def test_in_halves_cuts_at_middle_by_size_and_returns_the_results() -> None:
     one_call = (os.cpu_count() or 1) < 2
     assert two == ([(0, 0, 10)] if one_call else [(0, 0, 3), (1, 3, 10)])
     assert empty_first == ([(0, 0, 10)] if one_call else [(0, 0, 0), (1, 0, 10)])
+
+
+def test_in_halves_keeps_one_thread_for_second_halves_and_nests() -> None:
+    """The second halves run on one thread kept from call to call; a kernel that cuts its own
+    work in halves from that thread runs it whole there (it cannot wait for itself)."""
+    threads: list[tuple[int, str]] = []
+
+    def inner(half: int, lo: int, hi: int) -> tuple[int, int, int]:
+        return half, lo, hi
+
+    def kernel(half: int, lo: int, hi: int) -> list:
+        threads.append((half, threading.current_thread().name))
+        return in_halves(inner, 10)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        patch.setattr(radix.os, "cpu_count", lambda: 2)
+        first = in_halves(kernel, 10)
+        again = in_halves(kernel, 10)
+    assert first == again == [[(0, 0, 5), (1, 5, 10)], [(0, 0, 10)]]
+    main = threading.current_thread().name
+    second = [name for half, name in threads if half == 1]
+    assert [name for half, name in threads if half == 0] == [main, main]
+    assert len(set(second)) == 1 and second[0].startswith("neardup-second-half")
+
+
+def test_in_halves_waits_for_the_second_half_when_the_first_fails() -> None:
+    done = threading.Event()
+
+    def kernel(half: int, lo: int, hi: int) -> None:
+        if half == 0:
+            raise ValueError("the first half failed")
+        time.sleep(0.05)
+        done.set()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
+        patch.setattr(radix.os, "cpu_count", lambda: 2)
+        with pytest.raises(ValueError, match="the first half failed"):
+            in_halves(kernel, 10)
+    assert done.is_set()
 
 
 @settings(max_examples=100, deadline=None)
