@@ -12,7 +12,9 @@ unit counts, then two sections:
    tiles, the four ways on each, in milliseconds. Where the two cross sets ``SPARSE_SHARE``.
 2. ``sweep``: ``possible_by_blocks`` over each case's pairs (uint32 ends) with that block size,
    the code of ``--before`` (``git show REV:src/neardup/candidates/bounds.py``) and the code
-   now, each in a fresh process (the kernels compiled on a small input first): seconds, bytes
+   now, each after the pass over the file that a run makes first (``unbounded_rows``, or
+   ``scanned_sketches``, which also makes the coarse sketches bounded by first), each in a
+   fresh process (the kernels compiled on a small input first): seconds, bytes
    read (a whole read counts its rows' bytes, a gather the distinct pages it touches), the
    process's ``rchar`` and ``read_bytes`` from ``/proc/self/io`` (bytes through read calls, not
    faults; bytes from the disk), its peak RSS (``VmHWM``) and what the call added to the RSS it
@@ -135,7 +137,13 @@ def child(args: argparse.Namespace) -> None:
     read["bytes"] = 0
     before_io, before_rss = _io(), _status("VmRSS")
     started = time.perf_counter()
-    keep = bounds.possible_by_blocks(sizes, sketches, a, b, 0.8, args.block_rows)
+    scan = getattr(bounds, "scanned_sketches", None)
+    if scan is None:  # the pass over the file for the unbounded rows, as a run makes it
+        bounds.unbounded_rows(sketches, args.block_rows)
+        keep = bounds.possible_by_blocks(sizes, sketches, a, b, 0.8, args.block_rows)
+    else:  # that pass makes the coarse sketches too, bounded by first
+        with scan(sketches, args.block_rows) as (_, coarse):
+            keep = bounds.possible_by_blocks(sizes, sketches, a, b, 0.8, args.block_rows, coarse)
     seconds = time.perf_counter() - started
     after_io = _io()
     peak = _status("VmHWM")
@@ -224,7 +232,13 @@ def sweep(
     )
     new = ROOT / "src" / "neardup" / "candidates" / "bounds.py"
     rows = np.load(folder / "sizes.npy").shape[0]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # The children load bounds.py as a module of its own name: numba's cache of its kernels
+    # then names that module, which the package could not import, so it is kept apart.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "NUMBA_CACHE_DIR": str(folder / "numba-cache"),
+    }
     lines = [
         f"{rows:,} rows, blocks of {block_rows:,}; one line a run",
         "",

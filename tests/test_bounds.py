@@ -94,6 +94,13 @@ def test_blocks_decide_as_the_pair_by_pair_bounds(tmp_path_factory, data):
         sizes, mapped, a.astype(np.uint32), b.astype(np.uint32), threshold, block_rows
     )
     assert narrow.tolist() == want.tolist()
+    # Bounded by the coarse sketches first: the same answers.
+    with bounds.scanned_sketches(mapped, block_rows) as (_, coarse):
+        got = possible_by_blocks(sizes, mapped, a, b, threshold, block_rows, coarse)
+    assert got.tolist() == want.tolist()
+    coarse = bounds.coarse_sketches(sketches)
+    got = possible_by_blocks(sizes, mapped, a, b, threshold, block_rows, coarse)
+    assert got.tolist() == want.tolist()
 
 
 def test_read_rows_reads_a_map_from_its_file_and_a_stored_checkpoint(tmp_path):
@@ -112,24 +119,113 @@ def test_read_rows_reads_a_map_from_its_file_and_a_stored_checkpoint(tmp_path):
 def test_block_rows_fit_two_blocks_in_the_memory_given():
     sketches = np.zeros((1000, 128), dtype=np.uint8)
     assert sketch_block_rows(sketches, None) == 1000
-    assert sketch_block_rows(sketches, 2 * 136 * 10) == 10
+    # 128 bytes of sketch, 16 of coarse sketch and 8 of unit count a row, two blocks.
+    assert sketch_block_rows(sketches, 2 * 152 * 10) == 10
+    assert sketch_block_rows(sketches, 2 * 152 * 10 - 1) == 9
     assert sketch_block_rows(sketches, 1) == 1
     assert sketch_block_rows(sketches, 1 << 30) == 1000
     with pytest.raises(ValueError, match="block_rows must be >= 1; got 0"):
         possible_by_blocks(np.zeros(1), sketches[:1], np.zeros(1), np.zeros(1), 0.5, 0)
 
 
-def test_unbounded_rows_are_the_sketches_of_every_count_255(tmp_path, monkeypatch):
-    from neardup.candidates import bounds
-
+def test_scan_finds_the_sketches_of_every_count_255(tmp_path, monkeypatch):
     sketches = np.zeros((11, 4), dtype=np.uint8)
     sketches[[2, 7, 10]] = 255
     sketches[5, :3] = 255  # not every bucket
     mapped = _mapped(tmp_path, sketches)
     monkeypatch.setattr(bounds, "SCAN_ROWS", 3)
     for block_rows in (1, 4, 100):
-        got = bounds.unbounded_rows(mapped, block_rows)
-        assert np.flatnonzero(got).tolist() == [2, 7, 10]
+        for source in (mapped, sketches):
+            with bounds.scanned_sketches(source, block_rows) as (unbounded, _):
+                assert np.flatnonzero(unbounded).tolist() == [2, 7, 10]
+
+
+def _coarse_of(sketches):
+    """Each run of FOLD buckets summed, 255 for 255 or more, written out row by row."""
+    fold = bounds.FOLD
+    width = -(-sketches.shape[1] // fold)
+    return np.array(
+        [[min(255, int(row[c * fold : (c + 1) * fold].sum())) for c in range(width)]
+         for row in sketches.astype(int)],
+        dtype=np.uint8,
+    ).reshape(sketches.shape[0], width)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.lists(st.sampled_from([0, 1, 2, 7, 40, 100, 254, 255]), min_size=20, max_size=20),
+        min_size=1,
+        max_size=9,
+    ),
+    block_rows=st.integers(1, 10),
+)
+def test_coarse_sketches_sum_runs_of_buckets_in_a_file_removed_after(
+    tmp_path_factory, rows, block_rows
+):
+    sketches = np.array(rows, dtype=np.uint8).reshape(len(rows), 20)
+    assert bounds.coarse_sketches(sketches).tolist() == _coarse_of(sketches).tolist()
+    folder = tmp_path_factory.mktemp("coarse")
+    mapped = _mapped(folder, sketches)
+    with bounds.scanned_sketches(mapped, block_rows) as (_, coarse):
+        if block_rows >= len(rows):  # one block: read once whatever the pairs
+            assert coarse is None
+        else:
+            assert isinstance(coarse, np.memmap)
+            assert coarse.tolist() == _coarse_of(sketches).tolist()
+            assert len(list(folder.iterdir())) == 2  # the sketches and their coarse sketches
+    assert [p.name for p in folder.iterdir()] == ["sketches.bin"]
+    with bounds.scanned_sketches(sketches, block_rows) as (_, in_memory):
+        assert in_memory is None  # read in place: nothing to save
+
+
+def test_coarse_file_removed_when_the_sweep_fails(tmp_path):
+    sketches = np.ones((5, 128), dtype=np.uint8)
+    mapped = _mapped(tmp_path, sketches)
+    with pytest.raises(RuntimeError, match="stop"):
+        with bounds.scanned_sketches(mapped, 2) as (_, coarse):
+            assert coarse is not None
+            raise RuntimeError("stop")
+    assert [p.name for p in tmp_path.iterdir()] == ["sketches.bin"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_coarse_bound_never_rules_out_a_pair_the_sketches_leave(data):
+    """Adversarial sketches: counts at and around the 255 cap, runs that saturate on one side
+    or both, rows of every count 255, texts of any length."""
+    n = data.draw(st.integers(2, 12))
+    # Mostly empty buckets (short texts), some near the cap so that runs saturate.
+    counts = st.sampled_from([0] * 24 + [1, 1, 2, 3, 31, 32, 33, 120, 254, 255])
+    rows = [data.draw(st.lists(counts, min_size=128, max_size=128)) for _ in range(n)]
+    sketches = np.array(rows, dtype=np.uint8)
+    for r in range(n):
+        if data.draw(st.booleans()) and data.draw(st.booleans()):
+            sketches[r] = 255  # a Korean text
+    # Unit counts at least the sketch's sum (a count stops at 255), or any (a lone length).
+    sums = sketches.astype(np.int64).sum(axis=1)
+    extra = st.sampled_from([0, 0, 0, 1, 5, 300])
+    sizes = np.array([s + data.draw(extra) for s in sums.tolist()], np.int64)
+    a = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=30)))
+    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=len(a), max_size=len(a))))
+    threshold = data.draw(st.sampled_from([0.1, 0.3, 0.5, 0.8, 0.95, 1.0]))
+    coarse_keeps = possible_pairs(sizes, bounds.coarse_sketches(sketches), a, b, threshold)
+    sketch_keeps = _plain_bound(sizes, sketches, a, b, threshold)
+    assert not (sketch_keeps & ~coarse_keeps).any()
+    assert sketch_keeps[a == b].all()  # a text with itself: never ruled out
+
+
+def test_coarse_bound_rules_out_pairs_of_short_unrelated_texts():
+    """Why the sweep bounds by the coarse sketches first: at the default threshold they
+    rule out nearly every pair of short unrelated texts, as the sketches do (99 % here)."""
+    rng = np.random.default_rng(7)
+    vocabulary = [f"w{i}" for i in range(5000)]
+    texts = [" ".join(rng.choice(vocabulary, size=30)) for _ in range(400)]
+    sizes, sketches = lcs_unit_sketches(texts)
+    a, b = np.triu_indices(len(texts), 1)
+    coarse_keeps = possible_pairs(sizes, bounds.coarse_sketches(sketches), a, b, 0.8)
+    assert possible_pairs(sizes, sketches, a, b, 0.8).sum() == 0
+    assert coarse_keeps.sum() <= 0.02 * len(a)
 
 
 def _stored(tmp_path, array):
@@ -170,6 +266,9 @@ def test_tiles_read_whole_or_row_by_row_decide_as_the_whole_arrays(tmp_path_fact
         mock.patch.object(bounds, "MAP_BYTES", map_bytes),
     ):
         assert possible_by_blocks(sizes, file, a, b, threshold, block_rows).tolist() == want
+        with bounds.scanned_sketches(file, block_rows) as (_, coarse):
+            got = possible_by_blocks(sizes, file, a, b, threshold, block_rows, coarse)
+        assert got.tolist() == want
     # Sketches in memory: read in place, a slice of pairs at a time.
     with mock.patch.object(bounds, "SCAN_ROWS", data.draw(st.integers(1, 50), label="slice")):
         assert possible_by_blocks(sizes, sketches, a, b, threshold, block_rows).tolist() == want
@@ -304,3 +403,24 @@ def test_first_block_order_groups_pairs_by_the_block_of_their_smaller_end(ends, 
         want = [p for p, (x, y) in enumerate(ends) if min(x, y) // block_rows == i]
         assert order[starts[i] : starts[i + 1]].tolist() == want
     assert starts[-1] == len(ends)
+
+
+def test_sweep_stops_bounding_by_coarse_sketches_that_do_not_pay(tmp_path):
+    """Pairs that the coarse sketches all leave (equal texts): after eight tiles the sweep
+    reads each later block once, trying the coarse sketches again every sixteenth tile; the
+    answers do not change. Pairs they rule out keep them in use."""
+    texts = ["a b c d e f g h"] * 40 + [f"w{i} x{i} y{i} z{i}" for i in range(40)]
+    sizes, sketches = lcs_unit_sketches(texts)
+    mapped = _mapped(tmp_path, sketches)
+    coarse = bounds.coarse_sketches(sketches)
+    for ends, paying in (((0, np.arange(1, 40)), False), ((40, np.arange(41, 80)), True)):
+        a = np.full(39, ends[0], dtype=np.int64)
+        b = ends[1].astype(np.int64)
+        sweep = bounds.BlockSweep(sizes, mapped, 0.8, 1, coarse)
+        keep = np.empty(a.shape[0], dtype=bool)
+        with mock.patch.object(bounds, "reads_rows_only", lambda *args: False):
+            sweep.bound(ends[0], a, b, keep, a.shape[0])
+        assert keep.tolist() == _plain_bound(sizes, sketches, a, b, 0.8).tolist()
+        assert sweep._dense_tiles == 39
+        # Paying: every tile; not: the first eight and the 16th and 32nd.
+        assert sweep._tried == (39 if paying else 10)

@@ -130,21 +130,25 @@ def dedup(corpus, tmp_path, tag, *extra):
     return {name: path.read_bytes() for name, path in out.items()}
 
 
-def record_block_rows(monkeypatch) -> list[int]:
+def record_block_rows(monkeypatch, coarse: list | None = None) -> list[int]:
     """The rows of a block of each sweep of spilled count sketches (candidates.bounds), in a
-    list filled as the run goes."""
+    list filled as the run goes; into ``coarse``, whether each sweep had coarse sketches."""
     blocks: list[int] = []
+    seen = [] if coarse is None else coarse
     by_blocks = bucket_lists.possible_by_blocks
-    monkeypatch.setattr(
-        bucket_lists,
-        "possible_by_blocks",
-        lambda *args: blocks.append(args[-1]) or by_blocks(*args),
-    )
+
+    def recorded(sizes, sketches, a, b, threshold, block_rows, coarse=None):
+        blocks.append(block_rows)
+        seen.append(coarse is not None)
+        return by_blocks(sizes, sketches, a, b, threshold, block_rows, coarse)
+
+    monkeypatch.setattr(bucket_lists, "possible_by_blocks", recorded)
 
     class RecordedSweep(chunks.BlockSweep):
-        def __init__(self, *args):
-            blocks.append(args[-1])
-            super().__init__(*args)
+        def __init__(self, sizes, sketches, threshold, block_rows, coarse=None):
+            blocks.append(block_rows)
+            seen.append(coarse is not None)
+            super().__init__(sizes, sketches, threshold, block_rows, coarse)
 
     monkeypatch.setattr(chunks, "BlockSweep", RecordedSweep)
     return blocks
@@ -223,7 +227,8 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
         # (pipeline.find_groups, candidate_slice).
         # Spilled count sketches read in blocks of rows (candidates.bounds); the tiles of an
         # odd number of pairs read only the rows their pairs name, the others whole.
-        blocks = record_block_rows(m)
+        coarse = []
+        blocks = record_block_rows(m, coarse)
         tiles = []
         m.setattr(
             bounds, "reads_rows_only", lambda pairs, *_: tiles.append(pairs) or pairs % 2 == 1
@@ -284,6 +289,7 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     if lcs and ("simhash" not in options or "all" not in options):
         assert blocks and max(blocks) < 4000, "the sketches read a few blocks of rows at a time"
         assert {p % 2 for p in tiles} == {0, 1}, "tiles read whole and row by row"
+        assert all(coarse), "blocks read whole are read as coarse sketches first"
     # SimHash without verification keeps only fixed-width columns: nothing to spill.
     if "simhash" not in options:
         assert spilled_files, "the tight run must spill its band hashes"

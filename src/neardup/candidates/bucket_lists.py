@@ -32,13 +32,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 
 import numpy as np
 from numba import njit
 
 from neardup.candidates import radix
 from neardup.candidates.bands import DistinctUnion, _sorted_distinct
-from neardup.candidates.bounds import BOUND_WORK, possible_by_blocks, unbounded_rows
+from neardup.candidates.bounds import BOUND_WORK, possible_by_blocks, scanned_sketches
 from neardup.lcs import _ruled_out
 
 __all__ = ["BucketParts", "csr_slices", "listed_pairs", "unpacked"]
@@ -271,40 +272,54 @@ def listed_pairs(
         raise ValueError("a threshold > 0 needs the sizes and sketches of the documents")
     by_blocks = threshold > 0.0 and block_rows is not None
     no_sketches = np.zeros((0, 1), dtype=np.uint8)
-    unbounded = np.zeros(0, dtype=bool)
-    if by_blocks:  # the lengths in the kernel, the sketches by blocks after
-        unbounded = unbounded_rows(sketches, block_rows)
-        bounds = (sizes, no_sketches, unbounded, float(threshold))
-    elif threshold > 0.0:
-        bounds = (sizes, sketches, unbounded, float(threshold))
-    else:
-        bounds = (np.zeros(0, np.int64), no_sketches, unbounded, 0.0)
-    union = DistinctUnion() if union is None else union
-    unlisted = 0
-    for offsets, positions in buckets.slices(most, slice_pairs):
-        docs = positions.astype(np.int64) if documents is None else documents[positions]
-        parts = _in_halves(offsets, docs, bounds, most)
-        unlisted += sum(p[1] for p in parts)
-        # A pair listed by several buckets (of several bands, or of both halves): once.
-        for listing, _ in parts:
-            union.add(listing)
-        del parts
-    keys = union.values()
-    if by_blocks:
-        keys = _left_by_sketches(keys, sizes, sketches, threshold, block_rows, slice_pairs)
-    elif not isinstance(keys, np.ndarray):  # spilled: the pairs left are what the caller holds
-        keys = keys[0 : len(keys)]
+    # The lengths in the kernel, the sketches by blocks after (their coarse sketches first).
+    scan = (
+        scanned_sketches(sketches, block_rows)
+        if by_blocks
+        else nullcontext((np.zeros(0, dtype=bool), None))
+    )
+    with scan as (unbounded, coarse):
+        if by_blocks:
+            bounds = (sizes, no_sketches, unbounded, float(threshold))
+        elif threshold > 0.0:
+            bounds = (sizes, sketches, unbounded, float(threshold))
+        else:
+            bounds = (np.zeros(0, np.int64), no_sketches, unbounded, 0.0)
+        union = DistinctUnion() if union is None else union
+        unlisted = 0
+        for offsets, positions in buckets.slices(most, slice_pairs):
+            docs = positions.astype(np.int64) if documents is None else documents[positions]
+            parts = _in_halves(offsets, docs, bounds, most)
+            unlisted += sum(p[1] for p in parts)
+            # A pair listed by several buckets (of several bands, or of both halves): once.
+            for listing, _ in parts:
+                union.add(listing)
+            del parts
+        keys = union.values()
+        if by_blocks:
+            keys = _left_by_sketches(
+                keys, sizes, sketches, coarse, threshold, block_rows, slice_pairs
+            )
+        elif not isinstance(keys, np.ndarray):  # spilled: the pairs left are what the caller holds
+            keys = keys[0 : len(keys)]
     return keys, {"repair_unlisted": int(unlisted) + buckets.others}
 
 
 def _left_by_sketches(
-    keys, sizes: np.ndarray, sketches: np.ndarray, threshold: float, block_rows: int, step: int
+    keys,
+    sizes: np.ndarray,
+    sketches: np.ndarray,
+    coarse: np.ndarray | None,
+    threshold: float,
+    block_rows: int,
+    step: int,
 ) -> np.ndarray:
     """The sorted packed ``keys`` (an array, or read by slices) that the count sketches leave,
     bounded about ``step`` at a time. A slice ends where a block of rows of their smaller ends
     begins: the pairs of each first block are then bounded by one call, which reads that block
     and the later ones once (:func:`~neardup.candidates.bounds.possible_by_blocks`), as one
-    call over every pair would. O(pairs × COUNT_BUCKETS) plus the reads."""
+    call over every pair would, bounding by the ``coarse`` sketches first. O(pairs ×
+    COUNT_BUCKETS) plus the reads."""
     kept = []
     start, total = 0, len(keys)
     while start < total:
@@ -315,7 +330,8 @@ def _left_by_sketches(
             part = part[:cut] if cut else part  # a block of more pairs than a step: cut inside
         a = (part >> _SHIFT).astype(np.uint32)
         b = (part & _LOW).astype(np.uint32)
-        kept.append(part[possible_by_blocks(sizes, sketches, a, b, threshold, block_rows)])
+        keep = possible_by_blocks(sizes, sketches, a, b, threshold, block_rows, coarse)
+        kept.append(part[keep])
         del a, b
         start += part.shape[0]
     return np.concatenate(kept) if kept else np.zeros(0, dtype=np.uint64)

@@ -29,7 +29,7 @@ from neardup.candidates.bounds import (
     first_block_order,
     length_possible,
     possible_in_halves,
-    unbounded_rows,
+    scanned_sketches,
 )
 from neardup.candidates.radix import argsort64
 from neardup.lcs import length_bounds
@@ -227,7 +227,7 @@ def bounded_pairs(
     the pairs left go, 4-byte ends and their places, to a ``block_parts(blocks)`` store
     (:class:`BlockParts`) by the block of their smaller end; ``pairs`` is released
     (:meth:`CandidatePairs.release`: the caller's object is then empty) and each block's pairs
-    are then bounded by their sketches in turn
+    are then bounded by their coarse sketches and sketches in turn
     (:class:`~neardup.candidates.bounds.BlockSweep`, the same sweep as
     :func:`~neardup.candidates.bounds.possible_by_blocks`), so that only one block's pairs
     and the survivors are held (the store may keep the others on disk). The pairs left are of
@@ -238,28 +238,28 @@ def bounded_pairs(
             return bound_possible(a, b, sizes, sketches, threshold, slice_size)
 
         return filter_slices(pairs, keep, slice_size, visit)
-    unbounded = unbounded_rows(sketches, block_rows)
     dtype = pairs.dtype
     # 4-byte ends already (int32 indices) are kept as they are.
     narrow = dtype if np.dtype(dtype).itemsize <= 4 or sizes.shape[0] > 1 << 32 else np.uint32
-    sweep = BlockSweep(sizes, sketches, threshold, block_rows)
-    parts = block_parts(sweep.blocks)
-    for start, a, b in pairs.slices(slice_size):
-        if visit is not None:
-            visit(a, b)
-        left = np.flatnonzero(length_possible(sizes, unbounded, a, b, threshold))
-        parts.add(a[left].astype(narrow), b[left].astype(narrow), left + start, block_rows)
-        del a, b, left
-    pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
     kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for block in range(sweep.blocks):
-        a, b, at = parts.take(block)
-        if a.shape[0]:
-            keep = np.empty(a.shape[0], dtype=bool)
-            sweep.bound(block, a, b, keep, a.shape[0])
-            kept.append((a[keep], b[keep], at[keep]))
-        del a, b, at
-    del sweep  # its two blocks
+    with scanned_sketches(sketches, block_rows) as (unbounded, coarse):
+        sweep = BlockSweep(sizes, sketches, threshold, block_rows, coarse)
+        parts = block_parts(sweep.blocks)
+        for start, a, b in pairs.slices(slice_size):
+            if visit is not None:
+                visit(a, b)
+            left = np.flatnonzero(length_possible(sizes, unbounded, a, b, threshold))
+            parts.add(a[left].astype(narrow), b[left].astype(narrow), left + start, block_rows)
+            del a, b, left
+        pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
+        for block in range(sweep.blocks):
+            a, b, at = parts.take(block)
+            if a.shape[0]:
+                keep = np.empty(a.shape[0], dtype=bool)
+                sweep.bound(block, a, b, keep, a.shape[0])
+                kept.append((a[keep], b[keep], at[keep]))
+            del a, b, at
+        del sweep  # its blocks
     a, b, at = joined_columns(kept)
     kept.clear()
     # Back in the candidates' order (each block's survivors are in it already).
