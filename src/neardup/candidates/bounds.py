@@ -52,7 +52,7 @@ import mmap
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -330,6 +330,7 @@ class BlockSweep:
         #: Blocks of rows (the last may be short).
         self.blocks = -(-n // block_rows)
         self.buffer = np.empty((2 * block_rows, *sketches.shape[1:]), dtype=sketches.dtype)
+        self.row_bytes = self.buffer[0].nbytes
         self.coarse_buffer = (
             None if coarse is None else np.empty((2 * block_rows, *coarse.shape[1:]), np.uint8)
         )
@@ -396,8 +397,7 @@ class BlockSweep:
         """Whether ``pairs`` pairs of a tile read only their rows of block ``j``'s sketches
         (:func:`reads_rows_only`)."""
         rows_j = min(self.block_rows, int(self.sketches.shape[0]) - j * self.block_rows)
-        width = int(np.prod(self.sketches.shape[1:], dtype=np.int64))
-        return reads_rows_only(pairs, rows_j, width * self.sketches.itemsize)
+        return reads_rows_only(pairs, rows_j, self.row_bytes)
 
     def _read_second(
         self, source: np.ndarray, buffer: np.ndarray, j: int, a: np.ndarray, b: np.ndarray,
@@ -410,8 +410,7 @@ class BlockSweep:
         other = j * block_rows
         rows_j = min(block_rows, int(source.shape[0]) - other)
         second = buffer[block_rows : block_rows + rows_j]
-        row_bytes = int(np.prod(source.shape[1:], dtype=np.int64)) * source.itemsize
-        if reads_rows_only(pairs.shape[0], rows_j, row_bytes):
+        if reads_rows_only(pairs.shape[0], rows_j, buffer[0].nbytes):
             # Each row at its place in block j's half; the others are not looked at.
             needed = np.unique(np.maximum(a[pairs], b[pairs]).astype(np.int64)) - other
             gather_rows(source, other, needed, second)
@@ -477,7 +476,7 @@ def coarse_sketches(sketches: np.ndarray) -> np.ndarray:
     """
     sketches = np.ascontiguousarray(sketches, dtype=np.uint8).reshape(sketches.shape[0], -1)
     coarse = np.empty((sketches.shape[0], coarse_width(sketches.shape[1])), dtype=np.uint8)
-    _scan_rows(sketches, np.empty(sketches.shape[0], dtype=bool), coarse)
+    _fold_rows(sketches, coarse)
     return coarse
 
 
@@ -506,37 +505,36 @@ def scanned_sketches(
     unbounded = np.empty(n, dtype=bool)
     buffer = np.empty((step, width), dtype=np.uint8)
     filename = _mapped_file(sketches)
-    if filename is None or n <= block_rows:
-        for start in range(0, n, step):
-            rows = read_rows(sketches, start, buffer[: min(step, n - start)])
-            _scan_rows(rows, unbounded[start:], None)
-        yield unbounded, None
-        return
-    handle, path = tempfile.mkstemp(
-        prefix=f"{Path(filename).name}.coarse-", dir=Path(filename).parent
-    )
-    try:
-        out = np.empty((step, coarse_width(width)), dtype=np.uint8)
+    path = file = None
+    if filename is not None and n > block_rows:
+        handle, path = tempfile.mkstemp(
+            prefix=f"{Path(filename).name}.coarse-", dir=Path(filename).parent
+        )
         # Through Python's write: a full disk raises OSError with its errno (ENOSPC).
-        with os.fdopen(handle, "wb") as file:
+        file = os.fdopen(handle, "wb")
+    try:
+        out = None if file is None else np.empty((step, coarse_width(width)), dtype=np.uint8)
+        with file or nullcontext():
             for start in range(0, n, step):
                 rows = read_rows(sketches, start, buffer[: min(step, n - start)])
-                _scan_rows(rows, unbounded[start:], out)
-                file.write(memoryview(out[: rows.shape[0]]).cast("B"))
+                unbounded[start : start + rows.shape[0]] = (rows == 255).all(axis=1)
+                if file is not None:
+                    _fold_rows(rows, out)
+                    file.write(memoryview(out[: rows.shape[0]]).cast("B"))
         del buffer, out
-        yield unbounded, np.memmap(path, np.uint8, "r", shape=(n, coarse_width(width)))
+        coarse = (
+            None if path is None else np.memmap(path, np.uint8, "r", shape=(n, coarse_width(width)))
+        )
+        yield unbounded, coarse
     finally:
-        Path(path).unlink(missing_ok=True)
+        if path is not None:
+            Path(path).unlink(missing_ok=True)
 
 
-def _scan_rows(rows: np.ndarray, unbounded: np.ndarray, coarse: np.ndarray | None) -> None:
-    """For each row of ``rows`` (uint8 count sketches, C-contiguous): whether every count is
-    255 into ``unbounded``, and its coarse sketch into ``coarse`` unless it is None.
-    O(rows × width)."""
+def _fold_rows(rows: np.ndarray, coarse: np.ndarray) -> None:
+    """The coarse sketch of each row of ``rows`` (uint8 count sketches, C-contiguous) into
+    ``coarse``. O(rows × width)."""
     m, width = rows.shape
-    unbounded[:m] = (rows == 255).all(axis=1)
-    if coarse is None:
-        return
     if width % FOLD:  # a run of FOLD buckets is a 64-bit word: the last one padded with 0s
         padded = np.zeros((m, coarse_width(width) * FOLD), dtype=np.uint8)
         padded[:, :width] = rows

@@ -196,8 +196,8 @@ def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: in
     """:func:`_pairs_kernel` over the buckets cut in two halves of about as many pairs to list,
     on two threads (:func:`neardup.candidates.radix.in_halves`), each half's listing then
     sorted and made distinct on its thread: ``[(pairs, unexamined)]``, one or two. The cost
-    is the pairs', each bounded as :data:`~neardup.candidates.bounds.BOUND_WORK` keys of a sort. O(buckets)
-    to cut."""
+    is the pairs', each bounded as :data:`~neardup.candidates.bounds.BOUND_WORK` keys of a
+    sort. O(buckets) to cut."""
     m = np.diff(offsets)
     listed = np.cumsum(np.where(m <= most, m * (m - 1) // 2, 0))
     total = int(listed[-1]) if listed.shape[0] else 0

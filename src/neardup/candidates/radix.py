@@ -293,12 +293,12 @@ def in_halves(
     (default ``count // 2``), the two halves on two threads when ``size`` (the work, default
     ``count``) is :data:`PARALLEL_MIN_KEYS` or more (else one call over the whole range): the
     first half on the calling thread, the second on a thread kept for the process
-    (:func:`_second_halves`). ``half`` is the call's index, 0 for the first half or the one call, 1 for the second: a
-    kernel that keeps apart what each half gathers picks its part by ``half`` (not by ``lo``,
-    which is 0 for both halves when ``middle`` is 0). For compiled kernels that release the
-    GIL and write only at the indices of their own half: the result is then the same as one
-    call's. Returns the kernel's results in order (one or two). O(1) beyond the kernel's
-    cost.
+    (:func:`_second_halves`). ``half`` is the call's index, 0 for the first half or the one
+    call, 1 for the second: a kernel that keeps apart what each half gathers picks its part
+    by ``half`` (not by ``lo``, which is 0 for both halves when ``middle`` is 0). For compiled
+    kernels that release the GIL and write only at the indices of their own half: the result
+    is then the same as one call's. Returns the kernel's results in order (one or two). O(1)
+    beyond the kernel's cost.
 
     Example:
         >>> seen = []
