@@ -24,32 +24,48 @@ from neardup.engines.spill import ColumnFile
 SAMPLE_SECONDS = 0.05
 
 
-def resident_bytes() -> int:
-    """This process's resident set size in bytes (Linux ``/proc/self/status``)."""
+RSS_FIELDS = ("VmRSS", "RssAnon", "RssFile")
+"""The resident set and its two parts: private memory, and pages of mapped files (the
+libraries, and spill files read through a map), which the kernel can drop but which count in
+the peak."""
+
+
+def resident_bytes() -> dict[str, int]:
+    """This process's resident set size and its parts, in bytes (Linux ``/proc/self/status``)."""
+    found = {}
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS line in /proc/self/status (Linux only)")
+            name = line.split(":", 1)[0]
+            if name in RSS_FIELDS:
+                found[name] = int(line.split()[1]) * 1024
+    if "VmRSS" not in found:
+        raise RuntimeError("no VmRSS line in /proc/self/status (Linux only)")
+    return found
 
 
 class StagePeaks:
-    """Peak resident bytes per stage name, in the order the stages began."""
+    """Peak resident bytes per stage name (of the whole set and of each part, each its own
+    maximum), in the order the stages began."""
 
     def __init__(self) -> None:
         self.current = "start"
-        self.peaks: dict[str, int] = {"start": 0}
+        self.peaks: dict[str, dict[str, int]] = {"start": {}}
 
     def enter(self, name: str) -> None:
         self.current = name
-        self.peaks.setdefault(name, 0)
-        print(f"enter {name:20s} RSS {resident_bytes() / 1e6:9.1f} MB", file=sys.stderr)
+        self.peaks.setdefault(name, {})
+        print(f"enter {name:20s} {_megabytes(resident_bytes())}", file=sys.stderr)
 
     def sample_forever(self) -> None:
         while True:
-            stage, now = self.current, resident_bytes()
-            self.peaks[stage] = max(self.peaks.get(stage, 0), now)
+            peak = self.peaks.setdefault(self.current, {})
+            for field, value in resident_bytes().items():
+                peak[field] = max(peak.get(field, 0), value)
             time.sleep(SAMPLE_SECONDS)
+
+
+def _megabytes(sizes: dict[str, int]) -> str:
+    return "  ".join(f"{field} {sizes.get(field, 0) / 1e6:9.1f} MB" for field in RSS_FIELDS)
 
 
 def column_bytes(collected: Collected) -> dict[str, int]:
@@ -115,4 +131,4 @@ if __name__ == "__main__":
         main(sys.argv[1:], standalone_mode=False)
     finally:
         for stage_name, peak in peaks.peaks.items():
-            print(f"stage {stage_name:20s} peak RSS {peak / 1e6:9.1f} MB", file=sys.stderr)
+            print(f"stage {stage_name:20s} peak {_megabytes(peak)}", file=sys.stderr)

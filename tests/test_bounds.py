@@ -1,4 +1,3 @@
-import mmap
 import os
 from pathlib import Path
 from unittest import mock
@@ -260,11 +259,7 @@ def test_tiles_read_whole_or_row_by_row_decide_as_the_whole_arrays(tmp_path_fact
     def decide(pairs: int, rows: int, row_bytes: int) -> bool:
         return data.draw(st.booleans(), label="rows only")
 
-    map_bytes = data.draw(st.sampled_from([1, mmap.ALLOCATIONGRANULARITY, bounds.MAP_BYTES]))
-    with (
-        mock.patch.object(bounds, "reads_rows_only", decide),
-        mock.patch.object(bounds, "MAP_BYTES", map_bytes),
-    ):
+    with mock.patch.object(bounds, "reads_rows_only", decide):
         assert possible_by_blocks(sizes, file, a, b, threshold, block_rows).tolist() == want
         with bounds.scanned_sketches(file, block_rows) as (_, coarse):
             got = possible_by_blocks(sizes, file, a, b, threshold, block_rows, coarse)
@@ -337,56 +332,76 @@ def test_sparse_and_dense_tiles_by_the_cost_rule(tmp_path):
 @given(data=st.data())
 def test_gather_rows_copies_just_the_rows_named(tmp_path_factory, data):
     """Rows of any width (wider than a page too), at any start, from files whose rows begin
-    at a page or not, through windows of any size: exactly ``out[rows] = array[start +
-    rows]``, the other rows of ``out`` untouched."""
+    at a page or not, with the rows' indices of any integer dtype, compiled or through the
+    map (where the C library lacks the calls): exactly ``out[rows] = array[start + rows]``, the
+    other rows of ``out`` untouched."""
     width = data.draw(st.sampled_from([1, 3, 128, 5000]), label="width")
     n = data.draw(st.integers(1, 50), label="n")
     array = np.arange(n * width, dtype=np.uint32).reshape(n, width) % 251
     start = data.draw(st.integers(0, n - 1), label="start")
+    dtype = data.draw(st.sampled_from([np.int64, np.int32, np.uint32]), label="dtype")
     rows = np.array(
-        sorted(data.draw(st.sets(st.integers(0, n - start - 1)), label="rows")), dtype=np.int64
+        sorted(data.draw(st.sets(st.integers(0, n - start - 1)), label="rows")), dtype=dtype
     )
     folder = tmp_path_factory.mktemp("gather")
     file = data.draw(st.sampled_from([_mapped, _stored]), label="file")(folder, array)
     out = np.full((n - start, width), 7, dtype=np.uint32)
     want = out.copy()
-    want[rows] = array[start + rows]
-    map_bytes = data.draw(st.sampled_from([1, 4096, 40_000, bounds.MAP_BYTES]))
-    with mock.patch.object(bounds, "MAP_BYTES", map_bytes):
+    want[rows] = array[start + rows.astype(np.int64)]
+    assert gather_rows(file, start, rows, out).tolist() == want.tolist()
+    out[:] = 7
+    with mock.patch.object(bounds, "_PREAD", None):
         assert gather_rows(file, start, rows, out).tolist() == want.tolist()
     out[:] = 7
     assert gather_rows(array, start, rows, out).tolist() == want.tolist()
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
-def test_gather_rows_leaves_no_file_or_map_open(tmp_path, monkeypatch):
-    """One map open at a time, each closed before gather_rows returns, and as many file
-    descriptors and maps of the file afterwards as before (also when it raises)."""
+def test_gather_rows_leaves_no_file_or_map_open(tmp_path):
+    """No map of the file is made, and as many file descriptors are open afterwards as
+    before (also when it raises)."""
     rng = np.random.default_rng(5)
     array = rng.integers(0, 255, size=(3000, 128), dtype=np.uint8)
     mapped = _mapped(tmp_path, array)
-    opened = []
-    real = mmap.mmap
-
-    def one_at_a_time(*args, **kwargs):
-        assert all(window.closed for window in opened)
-        opened.append(real(*args, **kwargs))
-        return opened[-1]
 
     def maps_of_file() -> int:
         return Path("/proc/self/maps").read_text().count(str(tmp_path / "sketches.bin"))
 
     fds, maps = len(os.listdir("/proc/self/fd")), maps_of_file()
-    monkeypatch.setattr(bounds, "MAP_BYTES", 8192)
-    monkeypatch.setattr(bounds.mmap, "mmap", one_at_a_time)
     rows = np.sort(rng.choice(3000, 200, replace=False))
     out = np.zeros_like(array)
     assert gather_rows(mapped, 0, rows, out)[rows].tolist() == array[rows].tolist()
-    assert len(opened) > 10 and all(window.closed for window in opened)
     assert len(os.listdir("/proc/self/fd")) == fds and maps_of_file() == maps
     with pytest.raises(OSError, match="shorter"):
         gather_rows(mapped, 2999, np.array([0, 1]), out)
     assert len(os.listdir("/proc/self/fd")) == fds and maps_of_file() == maps
+
+
+def test_gather_rows_reports_a_failed_read_with_the_system_error(tmp_path, monkeypatch):
+    """A read that fails inside the compiled loop (here: the first row's) is read again by
+    Python, which raises the system's error, or goes on with the other rows when it succeeds."""
+    array = np.arange(64 * 16, dtype=np.uint8).reshape(64, 16)
+    mapped = _mapped(tmp_path, array)
+    rows = np.array([3, 9, 40])
+    real = bounds._read_rows_at
+    calls = []
+
+    def first_read_fails(pread, fadvise, will_need, fd, first, *rest):
+        calls.append(first.shape[0])
+        return 0 if len(calls) == 1 else real(pread, fadvise, will_need, fd, first, *rest)
+
+    monkeypatch.setattr(bounds, "_read_rows_at", first_read_fails)
+    out = np.zeros_like(array)
+    assert gather_rows(mapped, 0, rows, out)[rows].tolist() == array[rows].tolist()
+    assert calls == [3, 2]  # the loop again after the row Python read
+
+    def broken(fd, length, offset):
+        raise OSError(5, "Input/output error")
+
+    calls.clear()
+    monkeypatch.setattr(bounds.os, "pread", broken)
+    with pytest.raises(OSError, match="Input/output error"):
+        gather_rows(mapped, 0, rows, out)
 
 
 @settings(max_examples=60, deadline=None)
