@@ -42,7 +42,16 @@ from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.rows import _plain_jsonl, rows_task
-from neardup.engines.spark.session import _LOG_CONFIG, _QUIET_LOGGERS, F, memory_hint
+from neardup.engines.spark.session import (
+    _LOG_CONFIG,
+    _QUIET_LOGGERS,
+    LOCAL_DRIVER_GC,
+    F,
+    SparkSession,
+    _local_defaults,
+    local_driver_memory,
+    memory_hint,
+)
 from neardup.engines.spark.tasks import (
     bound_task,
     components_task,
@@ -51,6 +60,7 @@ from neardup.engines.spark.tasks import (
     sign_task,
 )
 from neardup.engines.spark.write import sorted_pieces, write_output
+from neardup.engines.spill import machine_memory
 from neardup.groups import connected_components
 from neardup.io import InputError, read_documents, read_fingerprints, read_table, write_table
 from neardup.lcs import lcs_pairs
@@ -834,6 +844,114 @@ def test_options_read_at_the_jvm_launch_reach_it(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) <= 600 * 2**20
+
+
+@pytest.mark.parametrize(
+    ("ram_gib", "expected"),
+    [(0.5, "1g"), (4, "1g"), (8, "2g"), (24, "8g"), (40, "13g"), (512, "16g")],
+)
+def test_local_driver_memory_is_a_third_of_the_machine_within_bounds(ram_gib, expected):
+    assert local_driver_memory(int(ram_gib * 2**30)) == expected
+
+
+@pytest.fixture
+def no_spark_settings(tmp_path, monkeypatch):
+    """An environment that configures no Spark or Java setting; ``SPARK_CONF_DIR`` is an empty
+    folder (the test may write a ``spark-defaults.conf`` there)."""
+    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY", "SPARK_SUBMIT_OPTS") + tuple(
+        ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    # No JVM running in this process (another test's session may be).
+    monkeypatch.setattr(pytest.importorskip("pyspark").SparkContext, "_active_spark_context", None)
+    return tmp_path
+
+
+def _local_settings(options: dict[str, str] | None = None) -> dict[str, str]:
+    builder = SparkSession.Builder()
+    for key, value in (options or {}).items():
+        builder = builder.config(key, value)
+    return dict(_local_defaults(builder)._options)
+
+
+def test_local_defaults_where_nothing_is_configured(no_spark_settings):
+    assert _local_settings() == {
+        "spark.driver.memory": local_driver_memory(machine_memory()),
+        "spark.driver.extraJavaOptions": LOCAL_DRIVER_GC,
+    }
+    # The caller's own settings are kept as they are.
+    mine = {"spark.driver.memory": "2g", "spark.driver.extraJavaOptions": "-Dx=1"}
+    assert _local_settings(mine) == mine
+
+
+def test_local_defaults_leave_a_running_jvm_alone(no_spark_settings, monkeypatch):
+    monkeypatch.setattr(
+        pytest.importorskip("pyspark").SparkContext, "_active_spark_context", object()
+    )
+    assert _local_settings() == {}
+
+
+def test_local_defaults_yield_to_settings_wherever_the_launch_reads_them(
+    no_spark_settings, monkeypatch
+):
+    memory, java = "spark.driver.memory", "spark.driver.extraJavaOptions"
+    # spark-defaults.conf: the key at the start of a line, not in a comment or another key.
+    defaults = no_spark_settings / "spark-defaults.conf"
+    defaults.write_text("# spark.driver.memory 2g\nspark.driver.memoryOverhead 1g\n")
+    assert set(_local_settings()) == {memory, java}
+    defaults.write_text("spark.driver.memory   3g\nspark.driver.extraJavaOptions -Dx=1\n")
+    assert _local_settings() == {}
+    defaults.unlink()
+    for submit_args, left in [
+        ("--driver-memory 3g pyspark-shell", {java}),
+        ("--conf spark.driver.memory=3g pyspark-shell", {java}),
+        ("--driver-java-options -Dx=1 pyspark-shell", {memory}),
+    ]:
+        monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", submit_args)
+        assert set(_local_settings()) == left, submit_args
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "3g")
+    assert set(_local_settings()) == {java}
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY")
+    # A collector chosen by the environment's Java options: a second one would stop the JVM.
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseZGC")
+    assert set(_local_settings()) == {memory}
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Dfile.encoding=UTF-8")
+    assert set(_local_settings()) == {memory, java}
+
+
+def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path):
+    """Without any setting of the driver's memory or Java options, the JVM of a local session
+    that ``spark_session`` starts has :func:`local_driver_memory` as its heap, not Spark's 1 GB,
+    and the parallel collector."""
+    script = (
+        "from neardup.engines.spark import spark_session\n"
+        "spark = spark_session('local[1]', config={'spark.ui.enabled': 'false'})\n"
+        "print(spark.sparkContext.getConf().get('spark.driver.memory'))\n"
+        "jvm = spark.sparkContext._jvm\n"
+        "beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()\n"
+        "print('|'.join(b.getName().replace(' ', '_') for b in beans))\n"
+        "print(jvm.java.lang.Runtime.getRuntime().maxMemory())\n"
+        "spark.stop()\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PYSPARK_")
+        and k not in ("SPARK_DRIVER_MEMORY", "SPARK_CONF_DIR", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
+    }
+    env["SPARK_CONF_DIR"] = str(tmp_path)  # no spark-defaults.conf of the machine's
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    asked, collectors, max_memory = done.stdout.split()[-3:]
+    expected = local_driver_memory(machine_memory())
+    assert asked == expected
+    assert collectors == "PS_Scavenge|PS_MarkSweep"  # the parallel collector's two
+    # The heap the JVM reports is the -Xmx less a survivor space: above the next size down.
+    assert int(max_memory) > (int(expected[:-1]) - 0.5) * 2**30
 
 
 def test_only_the_noise_loggers_are_quieted(spark):
