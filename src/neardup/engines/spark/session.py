@@ -141,8 +141,8 @@ def spark_session(
 
 def local_driver_memory(ram: int) -> str:
     """``spark.driver.memory`` for a local session on a machine of ``ram`` bytes:
-    :data:`DRIVER_MEMORY_SHARE` of it in whole GiB, at least Spark's default (1g) and at most
-    16g. The heap grows to it only as the run needs: at 1M English documents (1.8 GB) on
+    :data:`DRIVER_MEMORY_SHARE` of it to the nearest GiB, at least Spark's default (1g) and
+    at most 16g. The heap grows to it only as the run needs: at 1M English documents (1.8 GB) on
     ``local[2]``, 8g instead of Spark's 1g kept every stored table in memory, and with
     :data:`LOCAL_DRIVER_GC` the run took 0.86 times as long (docs/spark.md, Figures); 10M
     short documents do not complete with 1g. O(1).
@@ -151,7 +151,7 @@ def local_driver_memory(ram: int) -> str:
         >>> local_driver_memory(24 << 30), local_driver_memory(2 << 30), local_driver_memory(1 << 40)
         ('8g', '1g', '16g')
     """
-    return f"{min(max(int(ram * DRIVER_MEMORY_SHARE) >> 30, 1), 16)}g"
+    return f"{min(max(round(ram * DRIVER_MEMORY_SHARE / 2**30), 1), 16)}g"
 
 
 def _configured(key: str, flag: str, options: dict[str, str]) -> bool:
