@@ -43,6 +43,7 @@ from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.rows import _plain_jsonl, rows_task
 from neardup.engines.spark.session import (
+    _JAVA_OPTION_VARIABLES,
     _LOG_CONFIG,
     _QUIET_LOGGERS,
     LOCAL_DRIVER_GC,
@@ -858,9 +859,7 @@ def test_local_driver_memory_is_a_third_of_the_machine_within_bounds(ram_gib, ex
 def no_spark_settings(tmp_path, monkeypatch):
     """An environment that configures no Spark or Java setting; ``SPARK_CONF_DIR`` is an empty
     folder (the test may write a ``spark-defaults.conf`` there)."""
-    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY", "SPARK_SUBMIT_OPTS") + tuple(
-        ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
-    ):
+    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY", *_JAVA_OPTION_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     # No JVM running in this process (another test's session may be).
@@ -939,7 +938,7 @@ def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path)
         k: v
         for k, v in os.environ.items()
         if not k.startswith("PYSPARK_")
-        and k not in ("SPARK_DRIVER_MEMORY", "SPARK_CONF_DIR", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
+        and k not in ("SPARK_DRIVER_MEMORY", "SPARK_CONF_DIR", *_JAVA_OPTION_VARIABLES)
     }
     env["SPARK_CONF_DIR"] = str(tmp_path)  # no spark-defaults.conf of the machine's
     done = subprocess.run(

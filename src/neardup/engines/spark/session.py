@@ -175,13 +175,20 @@ def _configured(key: str, flag: str, options: dict[str, str]) -> bool:
     return any(line.split(maxsplit=1)[:1] == [key] for line in lines)
 
 
+_JAVA_OPTION_VARIABLES = (
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "SPARK_SUBMIT_OPTS",
+)
+"""The environment variables whose Java options every JVM (or spark-submit's) reads."""
+
+
 def _collector_chosen() -> bool:
-    """Whether the environment's Java options (read by every JVM, or by spark-submit's) choose
-    a garbage collector: a second choice would stop the JVM from starting."""
-    return any(
-        "-XX:+Use" in os.environ.get(name, "") and "GC" in os.environ.get(name, "")
-        for name in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS")
-    )
+    """Whether the environment's Java options (:data:`_JAVA_OPTION_VARIABLES`) choose a
+    garbage collector: a second choice would stop the JVM from starting."""
+    options = [os.environ.get(name, "") for name in _JAVA_OPTION_VARIABLES]
+    return any("-XX:+Use" in value and "GC" in value for value in options)
 
 
 def _local_defaults(builder: SparkSession.Builder) -> SparkSession.Builder:
