@@ -2,6 +2,8 @@
 counts on corpora where the earliest member of a bucket fails against members that pass
 together (``neardup.engines.spark.repair``)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -11,15 +13,22 @@ from test_spark import TEMPLATE, local_files, same_bytes, spark_dedup, spark_fil
 from neardup.candidates.bands import pairs_from_band_columns
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.repair import BUCKET_MEMBERS
+from neardup.engines.spark.positions import PositionRows
 from neardup.engines.spark.repair import (
+    LINK,
     PAIR,
     STAR,
+    STARS,
     UNLISTED,
     bucket_links_task,
     distinct_links_task,
 )
+from neardup.engines.spark.rows import POS_BITS
+from neardup.engines.spark.runs import packed_runs
 from neardup.engines.spark.tasks import BAND_ROW, _csr_binary
+from neardup.lcs import lcs_pairs, possible_pairs
 from neardup.settings import Settings
+from neardup.text.units import lcs_unit_sketches, lcs_units
 
 REPAIR_COUNTS = (
     "repair_unlisted",
@@ -106,3 +115,69 @@ def test_bucket_links_list_the_local_engines_bucket_pairs_and_star_links():
     assert [bool(m) for m, k in zip(marked, kind) if k == PAIR] == [p in unordered for p in listed]
     assert 0 < marked.sum() < len(listed) and not marked[kind != PAIR].any()
     assert b[kind == UNLISTED].sum() == stats["repair_unlisted"] > 0
+
+
+def test_distinct_links_bounded_where_made_keep_what_the_verification_would_test():
+    # Texts of one base with 0-6 of its 10 words changed: pairs on both sides of LCS 0.8.
+    rng = np.random.default_rng(9)
+    words = [f"w{i}" for i in range(40)]
+    texts = []
+    for _ in range(60):
+        text = list(words[:10])
+        for i in rng.choice(10, rng.integers(0, 7), replace=False):
+            text[i] = words[rng.integers(10, 40)]
+        texts.append(" ".join(text))
+    sizes, sketches = lcs_unit_sketches(texts)
+    positions = np.arange(len(texts)) * 7 + 3  # sparse positions, as a run's
+    table = SimpleNamespace(value=(PositionRows(positions, POS_BITS), sizes, sketches))
+    # Star links, listed pairs (some the same documents as a star link, either way round),
+    # each link in several copies, and counts of pairs not listed.
+    a = rng.integers(0, len(texts), 400)
+    b = (a + rng.integers(1, len(texts), 400)) % len(texts)
+    kind = np.where(np.arange(400) < 200, STAR, PAIR)
+    a[300:320], b[300:320], kind[300:320] = b[:20], a[:20], PAIR
+    links = np.zeros(400 * 2 + 2, dtype=LINK)
+    links["a"][:800], links["b"][:800] = np.tile(positions[a], 2), np.tile(positions[b], 2)
+    links["kind"][:800] = np.tile(kind, 2)
+    links["a"][800:], links["b"][800:], links["kind"][800:] = -1, [5, 6], UNLISTED
+    runs = packed_runs(links, np.zeros(links.shape[0], int), np.array([0]))
+
+    whole = pa.Table.from_batches(list(distinct_links_task([runs])))
+    bounded = pa.Table.from_batches(list(distinct_links_task([runs], table, 0.8)))
+    rows = {(r["a"], r["b"], r["kind"]): r["star"] for r in whole.to_pylist()}
+    kept = {(r["a"], r["b"], r["kind"]): r["star"] for r in bounded.to_pylist()}
+    counts = {k: b for (a_, b, k), _ in kept.items() if a_ == -1}
+    assert counts == {UNLISTED: 11, STARS: sum(k == STAR for _, _, k in rows)}
+    looked = [
+        (x, y, k) for (x, y, k), star in rows.items() if k == STAR or (k == PAIR and not star)
+    ]
+    row_of = {p: i for i, p in enumerate(positions)}
+    x = np.array([row_of[x] for x, _, _ in looked])
+    y = np.array([row_of[y] for _, y, _ in looked])
+    left = possible_pairs(sizes, sketches, x, y, 0.8)
+    assert 0 < left.sum() < len(looked)
+    assert {k: False for k, ok in zip(looked, left) if ok} == {
+        k: star for k, star in kept.items() if k[0] != -1
+    }
+    # No pair the verification accepts is dropped: exact LCS against the texts themselves.
+    offsets, codes = lcs_units(texts, "word")
+    value = lcs_pairs(offsets, codes, x, y)
+    assert (value[~left] < 0.8).all() and (value >= 0.8).any()
+
+
+@pytest.mark.parametrize("high", [0, 1 << 44])  # one input, or positions of a second input
+def test_distinct_links_match_a_set_of_tuples(high):
+    rng = np.random.default_rng(high % 97)
+    n = 3000
+    links = np.zeros(n, dtype=LINK)
+    ends = rng.integers(0, 60, (n, 2)) + rng.choice([0, high], (n, 2))
+    links["a"], links["b"] = ends[:, 0], ends[:, 1]
+    links["kind"] = rng.choice([STAR, PAIR], n)
+    runs = packed_runs(links, np.zeros(n, int), np.array([0]))
+    rows = [tuple(r.values()) for b in distinct_links_task([runs]) for r in b.to_pylist()]
+
+    distinct = sorted({(int(k), int(a), int(b)) for a, b, k in links[["a", "b", "kind"]]})
+    starred = {(min(a, b), max(a, b)) for k, a, b in distinct if k == STAR}
+    expected = [(a, b, k, k == PAIR and (min(a, b), max(a, b)) in starred) for k, a, b in distinct]
+    assert rows[:-1] == expected and rows[-1] == (-1, 0, UNLISTED, False)
+    assert 0 < sum(star for *_, star in expected) < len(expected)

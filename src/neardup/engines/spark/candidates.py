@@ -18,6 +18,7 @@ from neardup.engines.spark.repair import (
 from neardup.engines.spark.runs import RUNS_SCHEMA, band_runs_task
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
+from neardup.engines.spark.verify import PairBounds
 from neardup.settings import Settings
 
 __all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
@@ -86,7 +87,7 @@ def band_rows(reps: DataFrame, settings: Settings) -> DataFrame:
 
 
 def minhash_candidates(
-    frames: Frames, reps: DataFrame, settings: Settings
+    frames: Frames, reps: DataFrame, settings: Settings, bounds: PairBounds | None = None
 ) -> tuple[DataFrame, DataFrame]:
     """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
     to its earliest member, read from the stored distinct links of the buckets' reduce
@@ -97,7 +98,10 @@ def minhash_candidates(
     :data:`~neardup.engines.spark.tasks.RUN_ROWS` rows a partition (the shuffle moves a few
     thousand values, not a row each); sorted and linked inside the reduce tasks (a
     partition's rows in memory at once, 28 bytes each), and the links, packed the same way,
-    made distinct by the pair in a second shuffle. A
+    made distinct by the pair in a second shuffle. With ``bounds`` (a
+    :class:`~neardup.engines.spark.verify.PairBounds` whose table is broadcast), the distinct
+    links are bounded there: only the candidates and listed pairs the bounds leave are
+    stored (the verification's own first tests). A
     bucket's rows meet in one task, but the work there is linear in them (quadratic only in
     buckets of at most 17 members) and the rows are 28 bytes: a hot bucket costs its task
     time, not quadratic work.
@@ -116,10 +120,11 @@ def minhash_candidates(
     link_runs = runs.repartition(frames.P, "dest").mapInArrow(
         partial(bucket_links_task, keys=keys), RUNS_SCHEMA
     )
+    task = distinct_links_task
+    if bounds is not None and bounds.shared is not None:
+        task = partial(distinct_links_task, bounds=bounds.shared, threshold=bounds.threshold)
     links = frames.keep(
-        link_runs.repartition(frames.P, "dest").mapInArrow(
-            distinct_links_task, BUCKET_LINKS_SCHEMA
-        ),
+        link_runs.repartition(frames.P, "dest").mapInArrow(task, BUCKET_LINKS_SCHEMA),
         totals=link_totals(),
     )
     return star_links(frames, links), links

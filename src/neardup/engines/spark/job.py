@@ -319,6 +319,10 @@ class _Job(Frames):
         self.sketches: DataFrame | None = None
         #: ``a, b, value`` of the candidates verification accepted, when it measured them.
         self.measured: DataFrame | None = None
+        #: The LCS bounds of the candidates (with sketches), made with the candidates.
+        self.bound: PairBounds | None = None
+        #: Whether the candidates and listed pairs were bounded as they were made distinct.
+        self.links_bounded = False
 
     # ------------------------------------------------------------------ plumbing
 
@@ -434,11 +438,23 @@ class _Job(Frames):
         """Stage 3: candidate pairs ``(a, b)`` among the representatives, and for SimHash the
         pairs of distinct fingerprints and each representative's fingerprint node, which
         ``pairs="all"`` reads again (see :mod:`neardup.engines.spark.candidates`)."""
+        s = self.settings
         self.listed = None
-        if self.settings.method == "simhash":
-            cand, fp_pairs, fp_rep = simhash_candidates(self, reps, self.settings.hamming_k)
+        if self.sketches is not None:
+            self.bound = PairBounds(self, self.sketches, s.verify)
+        if s.method == "simhash":
+            cand, fp_pairs, fp_rep = simhash_candidates(self, reps, s.hamming_k)
+            self.stats["candidates"] = self.rows(cand)
         else:
-            cand, links = minhash_candidates(self, reps, self.settings)
+            # The local engine's first tests, on the 136 bytes a document the first pass made,
+            # where the links are made distinct while their table is broadcast: most candidates
+            # stop there and are never stored. Not with pairs="all", which measures every
+            # candidate again.
+            self.links_bounded = (
+                self.bound is not None and self.bound.shared is not None and s.pairs != "all"
+            )
+            bounds = self.bound if self.links_bounded else None
+            cand, links = minhash_candidates(self, reps, s, bounds)
             fp_pairs = fp_rep = None
             # The pairs of each bucket's other members, for the repair round (as the local
             # engine, which runs it when there are representatives).
@@ -446,7 +462,8 @@ class _Job(Frames):
                 self.listed, self.stats["repair_unlisted"] = listed_pairs(self, links)
             # The candidates and the listed pairs are read from the stored links, which stay
             # until the run's end.
-        self.stats["candidates"] = self.rows(cand)
+            stars = self.totals(links)[3]
+            self.stats["candidates"] = int(stars or 0) if self.links_bounded else self.rows(cand)
         self.lap("candidates")
         return cand, fp_pairs, fp_rep
 
@@ -458,16 +475,17 @@ class _Job(Frames):
         (``pos, ts, label`` of the representatives), else None."""
         s = self.settings
         # The local engine's first tests, on the 136 bytes a document the first pass made: most
-        # candidates stop here, before any unit is built.
-        bound = None
-        if self.sketches is not None:
-            bound = PairBounds(self, self.sketches, s.verify)
+        # candidates stop here, before any unit is built (or stopped as they were made).
+        bound = self.bound
         rest = None
-        if self.listed is not None:  # before the bounds below, which drop star candidates
+        if self.listed is not None and self.links_bounded:  # bounded, the star links cut
+            rest = self.subset(self.listed, "NOT star", ["a", "b"], self.rows(self.listed))
+        elif self.listed is not None:  # before the bounds below, which drop star candidates
             rest = unbounded_pairs(self, bound, self.listed)
         compared = [cand]  # every bucket pair of PAIRS "all" has its ends among them
         if bound is not None:
-            cand = self.keep(bound(cand))
+            if not self.links_bounded:
+                cand = self.keep(bound(cand))
             self.stats["bounded"] = self.stats["candidates"] - self.rows(cand)
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]

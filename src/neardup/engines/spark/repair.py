@@ -6,10 +6,12 @@
    :data:`~neardup.candidates.repair.BUCKET_MEMBERS` of them, once per bucket holding the
    pair, and the number of pairs of the larger buckets (not listed). The pairs are made
    distinct, counting their listings (:func:`listed_pairs`).
-2. **bounds**, beside the star candidates' (:func:`unbounded_pairs`): the pairs the LCS length
-   and count bounds rule out are dropped (and their listings counted), and so are the star
-   candidates among them (the star round decides those; a listed pair meets the star link of
-   the same documents where the links are made distinct, which marks it).
+2. **bounds**, beside the star candidates': the pairs the LCS length and count bounds rule
+   out are dropped, and so are the star candidates among them (the star round decides
+   those; a listed pair meets the star link of the same documents where the links are made
+   distinct, which marks it). While the sketches are broadcast, both happen in that same
+   task (:func:`distinct_links_task` with ``bounds``), else in a pass over the stored
+   pairs (:func:`unbounded_pairs`).
 3. **decision** (:func:`repaired_labels`): the pairs whose ends the verified star edges leave
    in different components are verified in tasks, then one task replays the local engine's
    choice over them (:func:`~neardup.candidates.repair.repair_links_decided`), so the links
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +33,7 @@ from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.runs import mixed_place, packed_runs, run_rows
 from neardup.engines.spark.session import Column, DataFrame, F
-from neardup.engines.spark.tasks import BAND_ROW, _i64, _run_starts, record_batch
+from neardup.engines.spark.tasks import BAND_ROW, _i64, _run_starts, record_batch, shared_bounds
 from neardup.engines.spark.verify import PairBounds, relate
 from neardup.groups import LINK_ROUNDS, connected_components
 from neardup.pipeline import VERIFY_SLICE
@@ -49,8 +52,10 @@ __all__ = [
     "unbounded_pairs",
 ]
 
-STAR, PAIR, UNLISTED = 0, 1, 2
-"""Kinds of the links of :func:`bucket_links_task`."""
+STAR, PAIR, UNLISTED, STARS = 0, 1, 2, 3
+"""Kinds of the links of :func:`bucket_links_task`, and of the rows of
+:func:`distinct_links_task` counting a partition's pairs of the buckets too large to list
+(``UNLISTED``) and, when it bounds the links, its star links before the bounds (``STARS``)."""
 
 LINK = np.dtype([("a", "<i8"), ("b", "<i8"), ("kind", "i1")])
 """One link of :func:`bucket_links_task` as it crosses a shuffle packed in a run (17 bytes)."""
@@ -129,12 +134,22 @@ def _links(a: np.ndarray, b: np.ndarray, kind: int, keys: np.ndarray) -> pa.Reco
     return packed_runs(links, place, keys)
 
 
-def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def distinct_links_task(
+    batches: Iterable[pa.RecordBatch], bounds: Any = None, threshold: float = 1.0
+) -> Iterator[pa.RecordBatch]:
     """The runs of links of :func:`bucket_links_task` holding every copy of their links (and
     every link of the same two documents) -> rows of :data:`BUCKET_LINKS_SCHEMA`: each
     distinct link with ``star``, whether a ``PAIR`` is a star link too (in either
     orientation: the star round decides it); and one ``(-1, pairs, UNLISTED, false)`` adding
     up the partition's counts of pairs not listed; by kind, then pair. O(links log links).
+
+    With ``bounds`` (the broadcast table of
+    :func:`~neardup.engines.spark.tasks.shared_bounds`), the links are bounded here, where
+    they are made distinct, as the verification would bound them: only the star links and
+    the listed pairs that are no star link whose LCS resemblance may reach ``threshold`` are
+    yielded (``star`` false), and one more row ``(-1, star links, STARS, false)`` counts the
+    star links before the bounds (the run's candidates). The links the bounds drop (most
+    of them: 98 % at 1M English documents) are then never stored. O(links × 128) more.
 
     Example:
         >>> links = np.zeros(5, dtype=LINK)
@@ -148,30 +163,66 @@ def distinct_links_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
     links = run_rows(pa.Table.from_batches(parts), LINK) if parts else np.zeros(0, LINK)
     counted = links["kind"] == UNLISTED
     unlisted = int(links["b"][counted].sum())
+    stars = 0
     links = links[~counted]
     if links.shape[0]:
-        a, b, kind = links["a"], links["b"], links["kind"].astype(np.int64)
-        order = np.lexsort((b, a, kind))
-        a, b, kind = a[order], b[order], kind[order]
-        starts = _run_starts(kind, a, b)
-        a, b, kind = a[starts], b[starts], kind[starts]
-        yield _link_rows(a, b, kind, _listed_star(a, b, kind))
+        a, b, kind = _distinct_links(links)
+        star = _listed_star(a, b, kind)
+        if bounds is not None:
+            stars = int((kind == STAR).sum())
+            looked = np.flatnonzero((kind == STAR) | ((kind == PAIR) & ~star))
+            left = looked[shared_bounds(bounds, a[looked], b[looked], threshold)]
+            a, b, kind, star = a[left], b[left], kind[left], star[left]
+        yield _link_rows(a, b, kind, star)
+    counts = [(unlisted, UNLISTED)] + ([(stars, STARS)] if bounds is not None else [])
     yield _link_rows(
-        np.array([-1]), np.array([unlisted]), np.array([UNLISTED]), np.zeros(1, dtype=bool)
+        np.full(len(counts), -1),
+        np.array([count for count, _ in counts]),
+        np.array([kind for _, kind in counts]),
+        np.zeros(len(counts), dtype=bool),
     )
+
+
+def _in_31_bits(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(a, b, values)``: the non-negative integers ``a`` and ``b`` as int64 below 2**31 in the
+    same order and with the same equalities: themselves when they fit (values None), as
+    positions of one input of fewer than 2**31 documents do, else their ranks among both
+    (``values[rank]`` gives them back). O(n) when they fit, else O(n log n)."""
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    if not max(int(a.max(initial=0)), int(b.max(initial=0))) >> 31:
+        return a, b, None
+    values, ranks = np.unique(np.concatenate([a, b]), return_inverse=True)
+    return ranks[: a.shape[0]], ranks[a.shape[0] :], values
+
+
+def _distinct_links(links: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(a, b, kind)`` (int64) of the distinct ``STAR`` and ``PAIR`` rows of ``links``
+    (:data:`LINK`, positions ``>= 0``), by kind, then ``a``, then ``b``. Each link is one
+    63-bit key (kind, then both ends in 31 bits, :func:`_in_31_bits`), so one sort of
+    integers makes them distinct: a three-key ``np.lexsort`` took most of this task's time.
+    O(links log links)."""
+    a, b, values = _in_31_bits(links["a"], links["b"])
+    key = np.unique((links["kind"].astype(np.int64) << 62) | (a << 31) | b)
+    kind, a, b = key >> 62, (key >> 31) & _LOW31, key & _LOW31
+    if values is not None:
+        a, b = values[a], values[b]
+    return a, b, kind
+
+
+_LOW31 = (1 << 31) - 1
 
 
 def _listed_star(a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
     """For each distinct link, whether it is a ``PAIR`` (``a < b``) whose documents are also
     linked by a ``STAR`` link, in either orientation. O(links log links)."""
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    # Sorted by documents, a pair's star links (kind 0) come just before it (kind 1).
-    order = np.lexsort((kind, hi, lo))
-    lo, hi, sorted_kind = lo[order], hi[order], kind[order]
-    after_star = np.zeros(order.shape[0], dtype=bool)
-    after_star[1:] = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1]) & (sorted_kind[:-1] == STAR)
+    lo, hi, _ = _in_31_bits(np.minimum(a, b), np.maximum(a, b))
+    documents = (lo << 31) | hi  # each unordered pair of documents as one integer
     found = np.zeros(a.shape[0], dtype=bool)
-    found[order] = after_star & (sorted_kind == PAIR)
+    pair, star = kind == PAIR, kind == STAR
+    if pair.any() and star.any():
+        stars = np.sort(documents[star])
+        wanted = documents[pair]
+        found[pair] = stars[np.searchsorted(stars, wanted).clip(max=stars.shape[0] - 1)] == wanted
     return found
 
 
@@ -190,8 +241,8 @@ def _link_rows(a, b, kind, star) -> pa.RecordBatch:
 def link_totals() -> list[Column]:
     """The aggregates over the rows of :func:`distinct_links_task` that the table of those
     rows is stored with (:meth:`~neardup.engines.spark.frames.Storage.keep`), so they cost no
-    Spark job of their own: the pairs of the buckets too large to list, the star links and
-    the listed pairs.
+    Spark job of their own: the pairs of the buckets too large to list, the star links, the
+    listed pairs and the star links before the bounds (None when the links were not bounded).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -202,6 +253,7 @@ def link_totals() -> list[Column]:
         F.sum(F.when(kind == UNLISTED, F.col("b"))),
         F.sum(F.when(kind == STAR, F.lit(1))),
         F.sum(F.when(kind == PAIR, F.lit(1))),
+        F.sum(F.when(kind == STARS, F.col("b"))),
     ]
 
 
@@ -226,7 +278,7 @@ def listed_pairs(frames: Frames, links: DataFrame) -> tuple[DataFrame, int]:
 
         pairs, unlisted = listed_pairs(frames, links)
     """
-    unlisted, _, listed = frames.totals(links)
+    unlisted, _, listed, _ = frames.totals(links)
     pairs = frames.subset(links, f"kind = {PAIR}", ["a", "b", "star"], listed or 0)
     return pairs, int(unlisted or 0)
 

@@ -41,6 +41,7 @@ __all__ = [
     "round6_task",
     "sets_task",
     "shared_bound_task",
+    "shared_bounds",
     "sign_task",
     "table_pairs_task",
     "table_rows_task",
@@ -344,6 +345,17 @@ def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[
             )
 
 
+def shared_bounds(table: Any, a: np.ndarray, b: np.ndarray, threshold: float) -> np.ndarray:
+    """For each pair of positions ``(a[p], b[p])``, whether its LCS resemblance may reach
+    ``threshold`` by both ends' unit counts and count sketches
+    (:func:`neardup.lcs.possible_pairs`), read from ``table``, a broadcast of ``(rows, sizes,
+    sketches)`` (``rows``: a :class:`~neardup.engines.spark.positions.PositionRows` of the
+    documents' positions, the row of ``sizes`` and ``sketches`` of each). O(pairs × 128).
+    Example: see :func:`shared_bound_task`."""
+    rows, sizes, sketches = table.value
+    return possible_pairs(sizes, sketches, rows.rows(a), rows.rows(b), threshold)
+
+
 def shared_bound_task(
     batches: Iterable[pa.RecordBatch], table: Any, threshold: float, flag: str | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -372,13 +384,10 @@ def shared_bound_task(
         >>> next(shared_bound_task([rows], table, 0.9, flag="left"))["left"].to_pylist()
         [True, False]
     """
-    rows, sizes, sketches = table.value
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        a = rows.rows(_i64(batch.column("a")))
-        b = rows.rows(_i64(batch.column("b")))
-        keep = possible_pairs(sizes, sketches, a, b, threshold)
+        keep = shared_bounds(table, _i64(batch.column("a")), _i64(batch.column("b")), threshold)
         if flag is not None:
             yield batch.append_column(flag, pa.array(keep, type=pa.bool_()))
         elif keep.any():

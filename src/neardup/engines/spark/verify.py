@@ -161,16 +161,18 @@ class PairBounds:
         self.frames = frames
         self.sketches = sketches
         self.threshold = threshold
-        self._table = None
+        #: The broadcast of the counts and sketches (None past :data:`BROADCAST_SKETCHES`),
+        #: which tasks may read with :func:`~neardup.engines.spark.tasks.shared_bounds`.
+        self.shared = None
         if frames.stats["documents"] <= BROADCAST_SKETCHES:
-            self._table = frames.share(_sketch_arrays(sketches.toArrow()))
+            self.shared = frames.share(_sketch_arrays(sketches.toArrow()))
 
     def __call__(self, pairs: DataFrame) -> DataFrame:
         """The rows ``a, b`` of ``pairs`` the bounds leave. Cost: one pass over the pairs
         (broadcast) or four joins of small rows."""
         pairs = pairs.select("a", "b")
-        if self._table is not None:
-            task = partial(shared_bound_task, table=self._table, threshold=self.threshold)
+        if self.shared is not None:
+            task = partial(shared_bound_task, table=self.shared, threshold=self.threshold)
             return pairs.mapInArrow(task, "a long, b long")
         every_count_full = F.lit(bytes([255]) * COUNT_BUCKETS)
         lengths = self.sketches.select(
@@ -191,9 +193,9 @@ class PairBounds:
         """``pairs`` (``a, b, …``) with a boolean ``column``: whether the bounds leave the pair.
         Cost: one pass over the pairs (broadcast), else the joins of :meth:`__call__` and one
         more of the pairs left."""
-        if self._table is not None:
+        if self.shared is not None:
             task = partial(
-                shared_bound_task, table=self._table, threshold=self.threshold, flag=column
+                shared_bound_task, table=self.shared, threshold=self.threshold, flag=column
             )
             kinds = [f"{c} {t}" for c, t in pairs.dtypes]
             return pairs.mapInArrow(task, ", ".join([*kinds, f"{column} boolean"]))
