@@ -259,13 +259,13 @@ def test_tiles_read_whole_or_row_by_row_decide_as_the_whole_arrays(tmp_path_fact
     def decide(pairs: int, rows: int, row_bytes: int) -> bool:
         return data.draw(st.booleans(), label="rows only")
 
-    with mock.patch.object(bounds, "reads_rows_only", decide):
+    # A tile's pairs bounded a slice at a time, and sketches in memory read in place so.
+    slices = mock.patch.object(bounds, "SCAN_ROWS", data.draw(st.integers(1, 50), label="slice"))
+    with mock.patch.object(bounds, "reads_rows_only", decide), slices:
         assert possible_by_blocks(sizes, file, a, b, threshold, block_rows).tolist() == want
         with bounds.scanned_sketches(file, block_rows) as (_, coarse):
             got = possible_by_blocks(sizes, file, a, b, threshold, block_rows, coarse)
         assert got.tolist() == want
-    # Sketches in memory: read in place, a slice of pairs at a time.
-    with mock.patch.object(bounds, "SCAN_ROWS", data.draw(st.integers(1, 50), label="slice")):
         assert possible_by_blocks(sizes, sketches, a, b, threshold, block_rows).tolist() == want
     # The ends as given, not copied to int64 whole.
     assert a.dtype == dtype and b.dtype == dtype

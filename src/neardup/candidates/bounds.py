@@ -384,24 +384,37 @@ class BlockSweep:
             if start == end:
                 continue
             pairs = chosen[start:end]
-            local_a = _local_rows(a[pairs], block_rows, i, j)
-            local_b = _local_rows(b[pairs], block_rows, i, j)
             if self._coarse_first(pairs.shape[0], i, j):
                 self._read_second(self.coarse, self.coarse_buffer, j, a, b, pairs)
-                maybe = possible_in_halves(
-                    self.counts, self.coarse_buffer, local_a, local_b, self.threshold
-                )
+                maybe = self._possible(self.coarse_buffer, a, b, pairs, i, j)
                 keep[pairs[~maybe]] = False
-                pairs, local_a, local_b = pairs[maybe], local_a[maybe], local_b[maybe]
+                pairs = pairs[maybe]
                 self._tried += 1
                 self._paid += pairs.shape[0] == 0 or self._sparse(pairs.shape[0], j)
                 if pairs.shape[0] == 0:
                     continue
             if j != i:
                 self._read_second(self.sketches, self.buffer, j, a, b, pairs)
-            keep[pairs] = possible_in_halves(
-                self.counts, self.buffer, local_a, local_b, self.threshold
+            keep[pairs] = self._possible(self.buffer, a, b, pairs, i, j)
+
+    def _possible(
+        self, buffer: np.ndarray, a: np.ndarray, b: np.ndarray, pairs: np.ndarray, i: int, j: int
+    ) -> np.ndarray:
+        """:func:`~neardup.lcs.possible_pairs` of the ``pairs`` (places in ``a`` and ``b``) of
+        the tile of blocks ``i`` and ``j``, from the rows of both blocks in ``buffer`` and
+        :attr:`counts`: :data:`SCAN_ROWS` pairs at a time, so that their places in the buffer
+        and the temporaries that find them (about 60 bytes a pair) are held for one slice, not
+        for a tile (pairs of nearby documents, as chains of edits make, put most of a block's
+        pairs in its tile with itself). O(pairs × COUNT_BUCKETS)."""
+        out = np.empty(pairs.shape[0], dtype=bool)
+        for start in range(0, pairs.shape[0], SCAN_ROWS):
+            part = pairs[start : start + SCAN_ROWS]
+            local_a = _local_rows(a[part], self.block_rows, i, j)
+            local_b = _local_rows(b[part], self.block_rows, i, j)
+            out[start : start + SCAN_ROWS] = possible_in_halves(
+                self.counts, buffer, local_a, local_b, self.threshold
             )
+        return out
 
     def _coarse_first(self, pairs: int, i: int, j: int) -> bool:
         """Whether the tile of ``pairs`` pairs of blocks ``i`` and ``j`` is bounded by the

@@ -31,7 +31,6 @@ from neardup.candidates.bounds import (
     possible_in_halves,
     scanned_sketches,
 )
-from neardup.candidates.radix import argsort64
 from neardup.lcs import length_bounds
 
 _LOW = np.uint64(0xFFFFFFFF)
@@ -241,7 +240,7 @@ def bounded_pairs(
     dtype = pairs.dtype
     # 4-byte ends already (int32 indices) are kept as they are.
     narrow = dtype if np.dtype(dtype).itemsize <= 4 or sizes.shape[0] > 1 << 32 else np.uint32
-    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    kept: tuple[list[np.ndarray], ...] = ([], [], [])  # each block's survivors: a, b, at
     with scanned_sketches(sketches, block_rows) as (unbounded, coarse):
         sweep = BlockSweep(sizes, sketches, threshold, block_rows, coarse)
         parts = block_parts(sweep.blocks)
@@ -257,15 +256,66 @@ def bounded_pairs(
             if a.shape[0]:
                 keep = np.empty(a.shape[0], dtype=bool)
                 sweep.bound(block, a, b, keep, a.shape[0])
-                kept.append((a[keep], b[keep], at[keep]))
+                for column, values in zip(kept, (a, b, at)):
+                    column.append(values[keep])
             del a, b, at
         del sweep  # its blocks
-    a, b, at = joined_columns(kept)
-    kept.clear()
-    # Back in the candidates' order (each block's survivors are in it already).
-    order = argsort64(at.astype(np.uint64))[1]
-    del at
-    return a[order].astype(dtype, copy=False), b[order].astype(dtype, copy=False)
+    # Back in the candidates' order: each block's survivors are in it already, so their runs
+    # are merged, each column joined as its parts are let go (a radix argsort of the places,
+    # its copies and scratch held about 64 bytes a survivor at once; now 24).
+    runs = np.cumsum([0] + [part.shape[0] for part in kept[2]])
+    at = _joined(kept[2], np.int64)
+    a, b = _joined(kept[0], narrow), _joined(kept[1], narrow)
+    out_a, out_b = np.empty(a.shape[0], dtype=dtype), np.empty(b.shape[0], dtype=dtype)
+    _merge_runs(at, runs, a, b, out_a, out_b)
+    return out_a, out_b
+
+
+def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
+    """``parts`` joined in order (``dtype`` when there are none), the list emptied. O(n)."""
+    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    parts.clear()
+    return joined
+
+
+@njit(cache=True, nogil=True)
+def _merge_runs(keys, runs, a, b, out_a, out_b):
+    """Write ``a`` and ``b`` into ``out_a`` and ``out_b`` in the order of their distinct
+    ``keys``, which ascend within each run ``runs[r] .. runs[r + 1]``: a merge of the runs
+    through a binary heap of their heads. Compiled; O(n log runs), no memory but the heap."""
+    k = runs.shape[0] - 1
+    head = runs[:-1].copy()
+    heap = np.empty(k, dtype=np.int64)
+    size = 0
+    for r in range(k):
+        if head[r] < runs[r + 1]:
+            heap[size] = r
+            size += 1
+            i = size - 1
+            while i > 0 and keys[head[heap[(i - 1) // 2]]] > keys[head[heap[i]]]:
+                heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
+                i = (i - 1) // 2
+    w = 0
+    while size > 0:
+        r = heap[0]
+        out_a[w] = a[head[r]]
+        out_b[w] = b[head[r]]
+        w += 1
+        head[r] += 1
+        if head[r] == runs[r + 1]:
+            size -= 1
+            heap[0] = heap[size]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= size:
+                break
+            if child + 1 < size and keys[head[heap[child + 1]]] < keys[head[heap[child]]]:
+                child += 1
+            if keys[head[heap[child]]] >= keys[head[heap[i]]]:
+                break
+            heap[i], heap[child] = heap[child], heap[i]
+            i = child
 
 
 @njit(cache=True)
