@@ -755,7 +755,10 @@ def test_run_monitor_shows_tasks_and_counts_shuffles_by_stage(spark):
         spark.range(0, 40, numPartitions=8).select(slow("id").alias("x")).collect()
         monitor.tag("shuffled")
         spark.range(0, 20_000, numPartitions=4).repartition(3, "id").count()
+        monitor.tag(None)  # between a run's stages and the caller's next: the last one shown
+        spark.range(0, 40, numPartitions=8).select(slow("id").alias("x")).collect()
     assert ("slow", 8, "tasks") in recorder.stages
+    assert {name for name, _, _ in recorder.stages} == {"slow", "shuffled"}
     assert 0 < recorder.done
     written = monitor.shuffle_written()
     assert list(written) == ["slow", "shuffled"]

@@ -56,12 +56,15 @@ class RunMonitor:
 
     def tag(self, stage: str | None) -> None:
         """Spark jobs started from now on (from this thread) belong to job group
-        ``neardup:<stage>``; None: the caller's group again. O(1)."""
+        ``neardup:<stage>``; None: the caller's group again. The display keeps the stage named
+        last: the Spark stages of its last job may still show as running just after that job
+        returned, and would otherwise appear (and count in the summary's seconds) as a stage
+        of their own. O(1)."""
         if stage is not None and stage not in self.stages:
             self.stages.append(stage)
         group = self._caller_group if stage is None else GROUP_PREFIX + stage
         self.sc.setLocalProperty("spark.jobGroup.id", group)
-        self._label = stage
+        self._label = stage if stage is not None else self._label
 
     def __enter__(self) -> RunMonitor:
         if self.progress is not None:
