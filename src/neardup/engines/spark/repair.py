@@ -183,6 +183,10 @@ def distinct_links_task(
     )
 
 
+_LOW31 = (1 << 31) - 1
+"""The low 31 bits: one end of a link packed by :func:`_distinct_links`."""
+
+
 def _in_31_bits(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``(a, b, values)``: the non-negative integers ``a`` and ``b`` as int64 below 2**31 in the
     same order and with the same equalities: themselves when they fit (values None), as
@@ -207,9 +211,6 @@ def _distinct_links(links: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     if values is not None:
         a, b = values[a], values[b]
     return a, b, kind
-
-
-_LOW31 = (1 << 31) - 1
 
 
 def _listed_star(a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
