@@ -32,6 +32,7 @@ from neardup.candidates.bounds import (
     scanned_sketches,
 )
 from neardup.lcs import length_bounds
+from neardup.memory import joined_parts
 
 _LOW = np.uint64(0xFFFFFFFF)
 
@@ -264,18 +265,11 @@ def bounded_pairs(
     # are merged, each column joined as its parts are let go (a radix argsort of the places,
     # its copies and scratch held about 64 bytes a survivor at once; now 24).
     runs = np.cumsum([0] + [part.shape[0] for part in kept[2]])
-    at = _joined(kept[2], np.int64)
-    a, b = _joined(kept[0], narrow), _joined(kept[1], narrow)
+    at = joined_parts(kept[2], np.int64, (0,))
+    a, b = joined_parts(kept[0], narrow, (0,)), joined_parts(kept[1], narrow, (0,))
     out_a, out_b = np.empty(a.shape[0], dtype=dtype), np.empty(b.shape[0], dtype=dtype)
     _merge_runs(at, runs, a, b, out_a, out_b)
     return out_a, out_b
-
-
-def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
-    """``parts`` joined in order (``dtype`` when there are none), the list emptied. O(n)."""
-    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    parts.clear()
-    return joined
 
 
 @njit(cache=True, nogil=True)
