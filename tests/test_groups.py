@@ -16,6 +16,7 @@ from neardup.groups import (
     document_order,
     edges_to_original,
     group_table,
+    in_time_order,
     locality_order,
     locality_pair_order,
     originals_of,
@@ -71,6 +72,9 @@ def test_document_order_is_the_stable_time_order(ts, ascending):
     want = np.empty(ts.size, dtype=np.int64)
     want[sorted(range(ts.size), key=lambda i: (ts[i], i))] = np.arange(ts.size)
     assert document_order(ts).tolist() == want.tolist()
+    # In time order exactly when the order is the identity (then no order is held).
+    assert in_time_order(ts) == (want.tolist() == list(range(ts.size)))
+    assert in_time_order(np.broadcast_to(np.int64(ts[0] if ts.size else 0), (ts.size,)))
 
 
 @settings(max_examples=150, deadline=None)
@@ -462,3 +466,52 @@ def test_accepted_links_bad_input():
         accepted_links(2, np.array([0]), np.array([2]), lambda x, y: x >= 0)
     with pytest.raises(ValueError, match="step must be >= 1"):
         accepted_links(2, np.array([0]), np.array([1]), lambda x, y: x >= 0, step=0)
+
+
+@pytest.mark.parametrize(
+    "linked",
+    [[0, 0, 1], [0, 3, 2], [0, -1, 2], [1, 1], [0, 0, 2, 3]],
+    ids=["label-not-its-own", "past-the-end", "negative", "a-document-short", "one-too-many"],
+)
+def test_accepted_links_refuses_labels_that_are_not_their_own(linked):
+    with pytest.raises(ValueError, match="each its own label"):
+        accepted_links(3, arr(0), arr(2), lambda x, y: np.ones(x.shape, bool), linked=arr(*linked))
+
+
+def test_accepted_links_starts_from_valid_labels():
+    kept, tested = accepted_links(
+        4, arr(0, 1, 2), arr(1, 2, 3), lambda x, y: np.ones(x.shape, bool), linked=arr(0, 0, 2, 3)
+    )
+    # 0-1 are linked already: untested; 1-2 and 2-3 join the rest.
+    assert kept.tolist() == [1, 2] and tested == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 30),
+    st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29)), max_size=40),
+    st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29)), max_size=15),
+    st.integers(0, 2**32 - 1),
+)
+def test_accepted_links_over_the_labels_themselves_decide_the_same(n, pairs, before, seed):
+    """With overwrite_linked the union-find starts from the labels given (no copy): the same
+    pairs are kept and tested; without it the labels are left as they were."""
+    a, b = (np.array([p[k] % n for p in pairs], dtype=np.int64) for k in (0, 1))
+    la, lb = (np.array([p[k] % n for p in before], dtype=np.int64) for k in (0, 1))
+    rejected = np.random.default_rng(seed).random((n, n)) < 0.3
+
+    def accept(x, y):
+        return ~rejected[np.minimum(x, y), np.maximum(x, y)]
+
+    linked = connected_components(n, la, lb)
+    kept = accepted_links(n, a, b, accept, linked=linked)
+    assert np.array_equal(linked, connected_components(n, la, lb))  # untouched
+    own = linked.copy()
+    kept_own = accepted_links(n, a, b, accept, linked=own, overwrite_linked=True)
+    assert kept_own[0].tolist() == kept[0].tolist() and kept_own[1] == kept[1]
+    # The given labels became the forest: their roots are the components with the kept pairs.
+    roots = np.array([groups.find_root(own, x) for x in range(n)])
+    want = connected_components(
+        n, np.concatenate([la, a[kept[0]]]), np.concatenate([lb, b[kept[0]]])
+    )
+    assert np.array_equal(connected_components(n, np.arange(n), roots), want)

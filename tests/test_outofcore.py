@@ -18,7 +18,7 @@ from neardup import pipeline
 from neardup.candidates import bands, bounds, bucket_lists, chunks
 from neardup.cli import main
 from neardup.cli.options import Reporter
-from neardup.engines import local, outofcore, spill
+from neardup.engines import id_file, local, outofcore, spill
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.outofcore import OutOfCoreDedup
 from neardup.engines.pair_runs import PairRuns
@@ -384,7 +384,13 @@ def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_sh
         job = OutOfCoreDedup(reopen(False), reopen, settings, work, memory_limit, workers=2)
         collected = job.collect()
         kept = collected.kept
+        parked, checkpointed = [], work.completed("group")
+        park = work.park
+        work.park = lambda name, values: parked.append(values.copy()) or park(name, values)
         groups = job.group()
+        # The document order (timestamps out of order) waited in the work folder, and is gone.
+        assert len(parked) == (0 if checkpointed else 1)
+        assert not work.file("document-order.npy").exists()
         # Everything kept was given back; the columns still held in memory stay charged.
         assert job.budget.free == job.budget.limit - job.charged
         assert job.charged == _held_column_bytes(collected, settings)
@@ -644,15 +650,15 @@ def test_full_temp_disk_while_putting_ids_away_is_one_clear_error_and_leaves_no_
 
     monkeypatch.setattr(os, "fdopen", full_disk_fdopen)
     with pytest.raises(OSError, match="no space left") as caught:
-        spill.write_ids(tmp_path / "ids.arrow", ids)
+        id_file.write_ids(tmp_path / "ids.arrow", ids)
     monkeypatch.undo()
     assert str(tmp_path / "ids.arrow") in str(caught.value)
     assert list(tmp_path.iterdir()) == []
     # No descriptor left on the full disk nor the folder (a count of all of them would also
     # see those that threads of earlier tests in this process close meanwhile).
     assert _descriptors_open_to("/dev/full", str(tmp_path)) <= before
-    spill.write_ids(tmp_path / "ids.arrow", ids)  # whole, once the disk has room
-    assert spill.read_ids(tmp_path / "ids.arrow").equals(ids)
+    id_file.write_ids(tmp_path / "ids.arrow", ids)  # whole, once the disk has room
+    assert id_file.read_ids(tmp_path / "ids.arrow").equals(ids)
     assert [p.name for p in tmp_path.iterdir()] == ["ids.arrow"]
 
 

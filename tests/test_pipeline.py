@@ -10,7 +10,7 @@ from neardup import pipeline
 from neardup.candidates.bands import candidate_pairs
 from neardup.candidates.chunks import bound_possible, filter_slices
 from neardup.engines.local import signatures_parallel
-from neardup.groups import connected_components, originals_of
+from neardup.groups import connected_components, document_order, originals_of
 from neardup.lcs import lcs_pairs
 from neardup.pipeline import Signatures, find_groups, signatures
 from neardup.settings import Settings
@@ -173,6 +173,31 @@ def test_shuffled_input_gives_the_same_groups():
     order = np.arange(len(texts))
     shuffled = np.random.default_rng(1).permutation(len(texts))
     assert groups_by_id(order) == groups_by_id(shuffled)
+
+
+@pytest.mark.parametrize("grouping", ["components", "center"])
+def test_the_document_order_waits_parked_and_is_not_held_when_in_time_order(grouping):
+    texts = near_duplicate_texts() * 3
+    s = Settings(grouping=grouping)
+    sig = signatures(texts, s)
+    parked = []
+
+    def park(values):
+        parked.append(values.copy())
+        return lambda: parked[-1]
+
+    for times in (np.arange(len(texts)) * 7 % 11, np.zeros(len(texts), dtype=np.int64)):
+        parked.clear()
+        held = find_groups(sig, times, s)
+        away = find_groups(sig, times, s, park=park)
+        for name in ("original", "is_original", "group_size", "pair_a", "pair_b"):
+            np.testing.assert_array_equal(getattr(away, name), getattr(held, name))
+        if times.any():  # out of time order: the order is parked, and it is the order
+            assert len(parked) == 1
+            np.testing.assert_array_equal(parked[0], document_order(times))
+            assert held.original.tolist() != find_groups(sig, times * 0, s).original.tolist()
+        else:  # the identity: nothing held
+            assert parked == []
 
 
 def test_sets_built_from_texts_equal_sets_kept_in_signatures():
@@ -348,6 +373,23 @@ def test_star_candidates_take_the_earliest_ranked_member_of_each_bucket(seed):
     assert sorted(zip(a.tolist(), b.tolist())) == sorted(
         zip(reps[left].tolist(), reps[right].tolist())
     )
+
+
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_no_rank_is_the_identity_order(method):
+    """Documents in time order pass no rank: the candidates of the identity order."""
+    rng = np.random.default_rng(3)
+    s = Settings(method=method, bands=8, rows=2, hamming_k=3)
+    n = 300
+    sig = signatures([f"doc {i}" for i in range(n)], s)
+    if method == "minhash":
+        sig.signature = rng.integers(0, 3, size=(n, s.num_perm), dtype=np.uint32)
+    else:  # fingerprints a few low bits apart
+        sig.signature = rng.integers(0, 64, size=sig.signature.shape).astype(sig.signature.dtype)
+    reps = np.flatnonzero(rng.random(n) < 0.8)
+    found = [pipeline.candidate_edges(sig, reps, rank, s) for rank in (None, np.arange(n))]
+    a, b = (sorted(zip(*c.slice(0, len(c)))) for c in found)
+    assert a == b and len(a) > 0
 
 
 @pytest.mark.parametrize("reads_spill", [False, True])

@@ -160,6 +160,18 @@ def _ascending(values):
     return True
 
 
+@njit(cache=True, nogil=True)
+def _own_labels(labels):
+    """Whether every label is a document whose label is itself (no array of n made, as
+    ``labels[labels]`` would)."""
+    n = labels.shape[0]
+    for i in range(n):
+        g = labels[i]
+        if g < 0 or g >= n or labels[g] != g:
+            return False
+    return True
+
+
 def _compact_labels(labels: np.ndarray) -> np.ndarray:
     """Labels mapped into ``0..n-1`` (unchanged if they already are): the rank of each among
     the distinct labels, by one radix sort."""
@@ -170,6 +182,19 @@ def _compact_labels(labels: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- public API
+
+
+def in_time_order(timestamps: np.ndarray) -> bool:
+    """Whether the documents are in time order already: ``timestamps`` (one integer a
+    document) never decrease, or are one value broadcast (a run without a time field). Then
+    :func:`document_order` is the identity. O(n), O(1) for a broadcast value.
+
+    Example:
+        >>> in_time_order(np.array([10, 10, 30])), in_time_order(np.array([30, 10]))
+        (True, False)
+    """
+    ts = np.asarray(timestamps)
+    return ts.ndim == 1 and (ts.size == 0 or ts.strides[0] == 0 or bool(_ascending(ts)))
 
 
 def document_order(timestamps: np.ndarray) -> np.ndarray:
@@ -198,7 +223,7 @@ def document_order(timestamps: np.ndarray) -> np.ndarray:
     index = index_dtype(ts.size)
     # One value broadcast (a run without a time field), or already in time order, as crawls
     # often are.
-    if ts.size and (ts.strides[0] == 0 or _ascending(ts)):
+    if in_time_order(ts):
         return np.arange(ts.size, dtype=index)
     order = stable_argsort(ts)
     rank = np.empty(ts.size, dtype=index)
@@ -320,6 +345,7 @@ def accepted_links(
     rounds: int = LINK_ROUNDS,
     step: int = 1 << 23,
     linked: np.ndarray | None = None,
+    overwrite_linked: bool = False,
 ) -> tuple[np.ndarray, int]:
     """Which candidate pairs to keep so that the connected components of the kept pairs are
     those of every pair ``accept`` would accept, testing as few pairs as it can.
@@ -344,6 +370,9 @@ def accepted_links(
             component, as :func:`connected_components` gives) of links accepted before: the
             pairs are then decided on top of them, and a pair inside one of those components is
             not tested.
+        overwrite_linked: the union-find starts from ``linked`` itself when it is of
+            :func:`~neardup.memory.index_dtype` (no copy: it then holds the forest, labels no
+            more); else from a copy.
 
     Returns:
         ``(kept, tested)``: ascending int64 indices into ``a``/``b`` of the accepted pairs that
@@ -373,8 +402,8 @@ def accepted_links(
     else:
         # A label is the smallest index of its component, so it is its own label: the labels
         # are a forest of depth one, a valid start for the union-find.
-        parent = np.asarray(linked).astype(index_type)
-        if parent.shape != (n,) or (n and not np.array_equal(parent[parent], parent)):
+        parent = np.asarray(linked).astype(index_type, copy=not overwrite_linked)
+        if parent.shape != (n,) or not _own_labels(parent):
             raise ValueError(
                 f"linked must hold one label per document ({n}), each its own label; "
                 f"got shape {parent.shape}"

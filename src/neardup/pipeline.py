@@ -60,6 +60,7 @@ from neardup.groups import (
     center_groups,
     connected_components,
     document_order,
+    in_time_order,
     locality_pair_order,
     originals_of,
 )
@@ -418,7 +419,7 @@ def _band_search(
 def candidate_edges(
     sig: Signatures,
     reps: np.ndarray,
-    rank: np.ndarray,
+    rank: np.ndarray | None,
     settings: Settings,
     band_keys: BandKeys | None = None,
     workers: int = 1,
@@ -430,7 +431,9 @@ def candidate_edges(
     """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
     With ``buckets`` (MinHash), the band search adds to it, band by band, the buckets the
     repair round lists without their representatives, members as positions in ``reps``
-    (:mod:`neardup.candidates.bucket_lists`).
+    (:mod:`neardup.candidates.bucket_lists`). ``rank``: the document order
+    (:func:`~neardup.groups.document_order`), or None when the documents are in time order
+    (the identity, not held).
 
     SimHash takes its pairs from ``hamming`` (default: searched here,
     :meth:`HammingSearch.star_edges`). MinHash reads its band hashes from ``band_keys`` when
@@ -443,11 +446,14 @@ def candidate_edges(
         return CandidatePairs.of_arrays(empty, empty)
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
+        if rank is None:
+            rank = np.arange(sig.signature.shape[0], dtype=reps.dtype)
         return CandidatePairs.of_arrays(*hamming.star_edges(reps, rank))
     # The star kernels only compare positions, and keep the earlier of equal ones (a run's
     # members ascend): the ranks serve, without the radix sort that numbered them (about 50
-    # B a representative at once, more than the band search's partitions at 50M).
-    positions = rank[reps]
+    # B a representative at once, more than the band search's partitions at 50M); in time
+    # order their places among the representatives serve (the default, None).
+    positions = None if rank is None else rank[reps]
     packed = _band_search(
         sig, settings, reps, band_keys, pair_union, room, "star", workers, positions, buckets
     )
@@ -481,6 +487,11 @@ def all_pairs(
     return (*filter_slices(pairs, relation, candidate_slice), None)
 
 
+def _held(values: np.ndarray) -> Callable[[], np.ndarray]:
+    """``find_groups``'s default ``park``: the values stay in memory."""
+    return lambda: values
+
+
 def find_groups(
     sig: Signatures,
     timestamps: np.ndarray,
@@ -497,6 +508,7 @@ def find_groups(
     bucket_parts: Callable[[], BucketParts] = BucketParts,
     exact_duplicates: Callable[[np.ndarray], np.ndarray] | None = None,
     block_parts: Callable[[int], BlockParts] = BlockParts,
+    park: Callable[[np.ndarray], Callable[[], np.ndarray]] | None = None,
 ) -> Groups:
     """Stage 2: exact duplicates, candidates, verification, groups and pairs (module docstring).
 
@@ -523,6 +535,10 @@ def find_groups(
     ``exact_duplicates(rank)`` gives each document's exact-duplicate representative (default:
     :func:`~neardup.exact_duplicates.content_representatives` of ``sig.content``; an out-of-core run reads
     the fingerprints back from disk instead, :func:`~neardup.exact_duplicates.representatives_by_parts`).
+    ``park(values)`` keeps the document order from the candidates to the groups, which alone
+    read it again, and returns the function that gives it back (default: held in memory; an
+    out-of-core run puts it in its work folder, 0.4 GB at 100M documents). Documents already
+    in time order (or of one timestamp) have the identity as their order: it is not held then.
     Cost: O(n log n) plus the candidate search (about O(n log n) for SimHash tables,
     O(n · bands) for LSH) plus verification O(Σ set sizes of candidate pairs).
     """
@@ -548,7 +564,9 @@ def find_groups(
 
     # Only the order is used from here; the caller may let go of the timestamps once told
     # of the exact duplicates' stage.
-    rank, timestamps = document_order(timestamps), None
+    in_order = in_time_order(timestamps)
+    rank = np.arange(n, dtype=index_dtype(n)) if in_order else document_order(timestamps)
+    timestamps = None
     if on_stage is not None:
         on_stage("exact duplicates")
     if exact_duplicates is None:
@@ -556,6 +574,8 @@ def find_groups(
     else:
         rep_of = exact_duplicates(rank)
     reps, dup_members = representatives_and_members(rep_of)
+    if in_order:  # the identity: made again for the groups
+        rank = None
     stats["exact_duplicates"] = int(dup_members.shape[0])
     lap("exact_duplicates", "candidates")
 
@@ -568,6 +588,10 @@ def find_groups(
     candidates = candidate_edges(
         sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union, room()
     )
+    # Nothing reads the order again until the groups: 4 bytes a document out of the way of
+    # the verification's.
+    order_back = None if rank is None else (park or _held)(rank)
+    del rank
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
     # Sketches in a spill file are read two blocks of rows at a time, not through their map.
     block_rows = None
@@ -639,8 +663,9 @@ def find_groups(
         pair_component = linked[cand_a] if many else None
         del linked
         if set_source is None:
-            offsets, values = sets_for(texts, compared, settings)
-            rep_verified = functools.partial(settings.verification.similarity, offsets, values)
+            rep_verified = functools.partial(
+                settings.verification.similarity, *sets_for(texts, compared, settings)
+            )
         else:
             rep_verified = set_source(compared)
         if many:
@@ -659,6 +684,7 @@ def find_groups(
             del order
 
         verified = _MemoVerified(rep_verified, rep_of, settings.verify, candidate_slice)
+        del rep_verified  # held by ``verified`` alone, and let go with it
 
         stats["documents_verified"] = int(compared.shape[0])
         del compared
@@ -678,28 +704,31 @@ def find_groups(
     stats["linked_untested"] = considered - tested
     components = connected_components(n, cand_a, cand_b)
     if rest is not None:
+        # The repair's union-find starts from the components themselves (no copy of 4 bytes
+        # a document beside them), which are then made again, with the pairs it accepted.
         more_a, more_b, repair = repair_links(
-            n, *rest, components, relation, rounds, candidate_slice
+            n, *rest, components, relation, rounds, candidate_slice, overwrite_labels=True
         )
-        if more_a.shape[0]:  # else the components stand
+        components = None
+        if more_a.shape[0]:
             # In the candidates' width: the repair's int64 ends would widen every candidate.
             index = cand_a.dtype
             cand_a = np.concatenate([cand_a, more_a], dtype=index)
             cand_b = np.concatenate([cand_b, more_b], dtype=index)
-            components = connected_components(n, cand_a, cand_b)
+        components = connected_components(n, cand_a, cand_b)
         stats.update(repair)
     lap("verify", "groups")
 
     # Each exact duplicate joins its representative's component (no list of their links).
     labels = with_duplicates(components, rep_of, dup_members)
-    del components
+    del components, dup_members
+    rank = np.arange(n, dtype=index_dtype(n)) if order_back is None else order_back()
     if settings.grouping == "components":
         original = originals_of(labels, rank)
     else:
         original = center_groups(labels, rank, relation)
+    del rank, labels, cand_a, cand_b, rest  # not read by the pairs' stage
     is_original = original == np.arange(n, dtype=original.dtype)
-    group_size = group_sizes(original)
-    del rank, labels, dup_members, cand_a, cand_b, rest  # not read by the pairs' stage
     lap("groups", "pairs")
 
     if settings.pairs == "original":
@@ -726,6 +755,11 @@ def find_groups(
         )
     lap("pairs")
 
+    # The group sizes once the verification's data and remembered values are gone: 4 bytes a
+    # document that the pairs' stage does not read.
+    del relation, verified, hamming
+    group_size = group_sizes(original)
+    stats["seconds"]["groups"] += time.perf_counter() - clock
     groups = int(is_original.sum())
     stats.update(
         pairs=int(pair_a.shape[0]),

@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.candidates.band_parts import BandColumn
+from neardup.engines.id_file import MappedIds, read_ids
 from neardup.engines.kept import KeptSets
-from neardup.engines.spill import ColumnFile, SpillColumn, read_ids
+from neardup.engines.spill import ColumnFile, SpillColumn
 from neardup.io import ReadStats
 from neardup.memory import joined_parts
 from neardup.pipeline import Signatures
@@ -50,6 +51,12 @@ class Collected:
         if self.id_column is None:
             self.id_column = read_ids(self.ids_path)
         return self.id_column
+
+    def mapped_ids(self) -> pa.ChunkedArray | MappedIds:
+        """The IDs to write the outputs from: those in memory, or their file through a map
+        whose pages the writer drops as it goes (:class:`~neardup.engines.id_file.MappedIds`):
+        not read whole. O(chunks)."""
+        return self.id_column if self.id_column is not None else MappedIds(self.ids_path)
 
     def locations_at(self, positions: np.ndarray) -> np.ndarray:
         """The input locations of the documents at the ascending ``positions``."""

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from neardup.engines.spill import ColumnFile, IdFile, MemoryBudget, WorkDir, read_ids
+from neardup.engines.id_file import IdFile, read_ids
+from neardup.engines.spill import ColumnFile, MemoryBudget, WorkDir
 from neardup.memory import joined_parts
 
 __all__ = ["KeptColumns"]

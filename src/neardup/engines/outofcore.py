@@ -51,6 +51,7 @@ union of the same bound, and the pairs the bounds leave (8 bytes a pair).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -64,17 +65,11 @@ from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
 from neardup.engines.collected import Collected, TimestampParts, held_bytes
+from neardup.engines.id_file import write_ids
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.linked_rows import LinkedRows
-from neardup.engines.spill import (
-    MemoryBudget,
-    SpillColumn,
-    SpilledRows,
-    WorkDir,
-    read_ids,
-    write_ids,
-)
+from neardup.engines.spill import MemoryBudget, SpillColumn, SpilledRows, WorkDir
 from neardup.engines.spilled_buckets import SpillStores
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.exact_duplicates import representatives_by_parts
@@ -408,7 +403,6 @@ class OutOfCoreDedup:
             files=info["files"],
         )
         stats.skipped_reasons.update(info["skipped_reasons"])
-        ids = read_ids(w.file("ids.arrow"))
         timestamps = w.load("timestamps")
         n = timestamps.shape[0]
         bands = []
@@ -430,9 +424,9 @@ class OutOfCoreDedup:
             sketches=w.load("sketches", mmap=True) if w.file("sketches.npy").exists() else None,
         )
         locations = w.load("locations") if w.file("locations.npy").exists() else None
-        return Collected(
-            ids, timestamps, locations, sig, bands, stats=stats, seconds=info["seconds"]
-        )
+        c = Collected(None, timestamps, locations, sig, bands, stats=stats, seconds=info["seconds"])
+        c.ids_path = w.file("ids.arrow")  # read when written (Collected.mapped_ids)
+        return c
 
     # -- pass 2 ------------------------------------------------------------------------------
 
@@ -716,6 +710,7 @@ class OutOfCoreDedup:
             # A slice's unpacked ends and bounds' temporaries within the least room.
             candidate_slice=max(self._least_room // CANDIDATE_BYTES, 1 << 10),
             exact_duplicates=self._representatives_by_parts if on_disk else None,
+            park=functools.partial(self.work.park, "document-order"),
         )
         self._charge(-grouping)
         runs, written = stores.figures()

@@ -33,11 +33,11 @@ import secrets
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from numba import njit
 
 from neardup.candidates.bounds import read_rows
@@ -326,6 +326,27 @@ class WorkDir:
             self.file(name + ".npy"), mmap_mode="r" if mmap else None, allow_pickle=False
         )
 
+    def park(self, name: str, values: np.ndarray) -> Callable[[], np.ndarray]:
+        """Put ``values`` in ``name.npy`` until the function returned reads them back, once (the
+        file is then deleted): an array read again only later stays out of memory meanwhile.
+        O(bytes) written and read.
+
+        Example:
+            >>> import tempfile
+            >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
+            ...     back = work.park("order", np.arange(3))
+            ...     back().tolist(), work.file("order.npy").exists()
+            ([0, 1, 2], False)
+        """
+        self.save(name, values)
+
+        def back() -> np.ndarray:
+            parked = self.load(name)
+            self.file(name + ".npy").unlink()
+            return parked
+
+        return back
+
     def save_json(self, name: str, value: Any) -> None:
         """Store ``value`` as ``name.json``, atomically as :meth:`save` (a crash mid-write must
         not leave a checkpoint that ``--resume`` would half read)."""
@@ -342,55 +363,6 @@ def write_array(fh, values: np.ndarray) -> None:
     # Through Python's write, not ndarray.tofile: a full disk then raises ENOSPC with its errno
     # (tofile reports a short write without one).
     fh.write(memoryview(values).cast("B"))
-
-
-class IdFile:
-    """IDs (Arrow strings) written to an Arrow IPC file part by part, as they are read:
-    :func:`read_ids` reads the parts back as one column. A full disk or an unwritable folder
-    is one clear error (:func:`writing`). Memory: none between writes.
-
-    Example:
-        >>> import tempfile
-        >>> path = Path(tempfile.mkdtemp()) / "ids.arrow"
-        >>> ids = IdFile(path)
-        >>> for part in (["a", "b"], ["c"]):
-        ...     ids.write(pa.array(part, type=pa.large_string()))
-        >>> ids.close()
-        >>> read_ids(path).to_pylist()
-        ['a', 'b', 'c']
-    """
-
-    def __init__(self, path: Path):
-        self.path = path
-        with writing(path):
-            self._sink = pa.OSFile(str(path), "wb")
-            self._writer = pa.ipc.new_file(self._sink, pa.schema([("id", pa.large_string())]))
-
-    def write(self, ids: pa.Array | pa.ChunkedArray) -> None:
-        """Append ``ids`` (``large_string``). O(len(ids))."""
-        with writing(self.path):
-            self._writer.write_table(pa.table({"id": ids}))
-
-    def close(self) -> None:
-        """Write the file's footer and close it."""
-        with writing(self.path):
-            self._writer.close()
-            self._sink.close()
-
-
-def write_ids(path: Path, ids: pa.ChunkedArray) -> None:
-    """Store the IDs (Arrow ``large_string``) as an Arrow IPC file, whole or none (an error
-    leaves none, :func:`atomic_write`); a full disk is one clear error (:func:`writing`). O(n)."""
-    with writing(path), atomic_write(path) as sink:
-        with pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer:
-            writer.write_table(pa.table({"id": ids}))
-
-
-def read_ids(path: Path) -> pa.ChunkedArray:
-    """The IDs of :func:`write_ids`'s file, read whole (not mapped: the file may be removed
-    while they are in use). O(n)."""
-    with pa.OSFile(str(path), "rb") as source:
-        return pa.ipc.open_file(source).read_all().column("id")
 
 
 class ColumnFile:
