@@ -1,14 +1,19 @@
 """Tests of neardup.engines.id_file: the IDs put away in pass 1, batched, and read through a
 map whose pages are dropped."""
 
+import itertools
 import os
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from neardup.engines import id_file
-from neardup.engines.id_file import IdFile, MappedIds, read_ids
+from neardup.engines.id_file import IdFile, MappedIds, read_ids, take_ids
 
 
 def _resident_file_bytes() -> int:
@@ -73,3 +78,46 @@ def test_ids_are_written_in_batches_of_about_a_set_size(tmp_path, monkeypatch):
     # Stored whole (as a resumed run does): batched the same way.
     id_file.write_ids(tmp_path / "whole.arrow", column)
     assert read_ids(tmp_path / "whole.arrow").equals(column)
+
+
+@given(
+    chunk_sizes=st.lists(st.integers(0, 6), min_size=1, max_size=6),
+    picks=st.lists(st.integers(0, 10**6), max_size=40),
+)
+def test_take_ids_is_a_take_of_the_joined_chunks(chunk_sizes, picks):
+    values = [f"id{i}" for i in range(sum(chunk_sizes))]
+    starts = np.cumsum([0, *chunk_sizes])
+    ids = pa.chunked_array(
+        [values[a:b] for a, b in zip(starts[:-1], starts[1:])], type=pa.large_string()
+    )
+    positions = np.array([p % len(values) for p in picks] if values else [], dtype=np.int64)
+    taken = take_ids(ids, positions)
+    assert taken.type == pa.large_string()
+    assert taken.to_pylist() == [values[p] for p in positions]
+
+
+@hypothesis_settings(max_examples=30, deadline=None)
+@given(
+    chunk_sizes=st.lists(st.integers(0, 6), min_size=1, max_size=6),
+    picks=st.lists(st.integers(0, 10**6), max_size=40),
+    take_rows=st.integers(1, 8),
+)
+def test_take_ids_through_a_map_takes_a_block_at_a_time_and_drops_its_pages(
+    tmp_path_factory, chunk_sizes, picks, take_rows
+):
+    values = [f"id{i}" for i in range(sum(chunk_sizes))]
+    path = tmp_path_factory.mktemp("ids") / "ids.arrow"
+    with mock.patch.object(id_file, "ID_BATCH_BYTES", 1):  # a batch (a chunk) a part
+        ids_file = IdFile(path)
+        for a, b in itertools.pairwise(np.cumsum([0, *chunk_sizes]).tolist()):
+            ids_file.write(pa.array(values[a:b], type=pa.large_string()))
+        ids_file.close()
+    mapped = MappedIds(path)
+    releases = []
+    mapped.release = lambda: releases.append(1)
+    positions = np.array([p % len(values) for p in picks] if values else [], dtype=np.int64)
+    with mock.patch.object(MappedIds, "TAKE_ROWS", take_rows):
+        taken = take_ids(mapped, positions)
+    assert taken.type == pa.large_string()
+    assert taken.to_pylist() == [values[p] for p in positions]
+    assert len(releases) == max(-(-len(positions) // take_rows), 1)

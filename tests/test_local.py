@@ -1,26 +1,19 @@
 """The local engine: the same bytes whatever the number of workers, the memory limit, and whether
 the corpus is a file read out of core or a table kept in memory."""
 
-import itertools
 import json
-from unittest import mock
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
-from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as st
 from test_outofcore import make_corpus
 
 from neardup.engines import GROUP_COLUMNS, Corpus, EngineOptions, Outputs, local, pair_columns
-from neardup.engines.id_file import IdFile, MappedIds
 from neardup.engines.local import (
     LocalEngine,
     groups_columns,
     open_engine,
     pairs_columns,
-    take_ids,
 )
 from neardup.io import TableWriter, read_table, write_table
 from neardup.pipeline import find_groups, signatures
@@ -192,48 +185,6 @@ def test_fingerprint_is_the_same_for_any_number_of_workers(rows):
         two = LocalEngine(2).fingerprint(texts, settings)
         np.testing.assert_array_equal(one, two)
         np.testing.assert_array_equal(one, signatures(texts, settings).signature)
-
-
-@given(
-    chunk_sizes=st.lists(st.integers(0, 6), min_size=1, max_size=6),
-    picks=st.lists(st.integers(0, 10**6), max_size=40),
-)
-def test_take_ids_is_a_take_of_the_joined_chunks(chunk_sizes, picks):
-    values = [f"id{i}" for i in range(sum(chunk_sizes))]
-    starts = np.cumsum([0, *chunk_sizes])
-    ids = pa.chunked_array(
-        [values[a:b] for a, b in zip(starts[:-1], starts[1:])], type=pa.large_string()
-    )
-    positions = np.array([p % len(values) for p in picks] if values else [], dtype=np.int64)
-    taken = take_ids(ids, positions)
-    assert taken.type == pa.large_string()
-    assert taken.to_pylist() == [values[p] for p in positions]
-
-
-@hypothesis_settings(max_examples=30, deadline=None)
-@given(
-    chunk_sizes=st.lists(st.integers(0, 6), min_size=1, max_size=6),
-    picks=st.lists(st.integers(0, 10**6), max_size=40),
-    take_rows=st.integers(1, 8),
-)
-def test_take_ids_through_a_map_takes_a_block_at_a_time_and_drops_its_pages(
-    tmp_path_factory, chunk_sizes, picks, take_rows
-):
-    values = [f"id{i}" for i in range(sum(chunk_sizes))]
-    path = tmp_path_factory.mktemp("ids") / "ids.arrow"
-    ids_file = IdFile(path)
-    for a, b in itertools.pairwise(np.cumsum([0, *chunk_sizes]).tolist()):
-        ids_file.write(pa.array(values[a:b], type=pa.large_string()))
-    ids_file.close()
-    mapped = MappedIds(path)
-    releases = []
-    mapped.release = lambda: releases.append(1)
-    positions = np.array([p % len(values) for p in picks] if values else [], dtype=np.int64)
-    with mock.patch.object(MappedIds, "TAKE_ROWS", take_rows):
-        taken = take_ids(mapped, positions)
-    assert taken.type == pa.large_string()
-    assert taken.to_pylist() == [values[p] for p in positions]
-    assert len(releases) == max(-(-len(positions) // take_rows), 1)
 
 
 def test_the_columns_are_the_ones_every_engine_writes(rows):

@@ -15,12 +15,13 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from neardup.io.files import atomic_write
 from neardup.io.write import writing
 
-__all__ = ["ID_BATCH_BYTES", "IdFile", "MappedIds", "read_ids", "write_ids"]
+__all__ = ["ID_BATCH_BYTES", "IdFile", "MappedIds", "read_ids", "take_ids", "write_ids"]
 
 #: IDs are written to their file in record batches of about this many bytes: a batch per read
 #: batch (2,000 IDs) made 50,000 chunks at 100M documents, each a separate take for the writers
@@ -128,7 +129,9 @@ class MappedIds:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(self._map)))
         self.column: pa.ChunkedArray = reader.read_all().column("id")
-        # Reading the batches touches most of the file's pages (181 MB of 191 at 10M IDs).
+        # Opening reads every batch's metadata, and the map brings their neighbouring pages in
+        # too (181 MB of a 191 MB file of 2,000-ID batches at 10M IDs; little in batches of
+        # ID_BATCH_BYTES).
         self.release()
 
     def __len__(self) -> int:
@@ -138,7 +141,52 @@ class MappedIds:
         """The IDs of rows ``start..start+length-1``, a view of the map. O(chunks)."""
         return self.column.slice(start, length)
 
+    def take(self, positions: np.ndarray) -> pa.Array:
+        """The IDs at ``positions`` (any order), :data:`TAKE_ROWS` at a time, the pages read
+        dropped after each (scattered rows touch a page each). O(positions + chunks × takes)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        parts = []
+        for start in range(0, max(positions.shape[0], 1), self.TAKE_ROWS):
+            parts.append(take_ids(self.column, positions[start : start + self.TAKE_ROWS]))
+            self.release()
+        return pa.concat_arrays(parts)
+
+    def to_numpy(self) -> np.ndarray:
+        """Every ID, read whole into Python strings (for the HTML report, which takes them all). O(n)."""
+        return self.column.to_numpy()
+
     def release(self) -> None:
         """Drop the pages read so far from the process's resident memory. O(mapped pages)."""
         if hasattr(mmap, "MADV_DONTNEED"):
             self._map.madvise(mmap.MADV_DONTNEED)
+
+
+def take_ids(ids: pa.ChunkedArray | MappedIds, positions: np.ndarray) -> pa.Array:
+    """``ids[positions]``, taken chunk by chunk: Arrow's ``take`` of a column of several
+    chunks first joins them all, a copy of the whole column for every piece written; IDs
+    read through a map are taken by :meth:`MappedIds.take`.
+    O(positions × log(positions) + chunks).
+
+    Example:
+        >>> take_ids(pa.chunked_array([["a", "b"], ["c"]]), np.array([2, 0, 2])).to_pylist()
+        ['c', 'a', 'c']
+    """
+    if isinstance(ids, MappedIds):
+        return ids.take(positions)
+    positions = np.asarray(positions, dtype=np.int64)
+    if ids.num_chunks <= 1:
+        return ids.combine_chunks().take(pa.array(positions))
+    starts = np.cumsum([0, *(len(chunk) for chunk in ids.chunks)])
+    chunk_of = np.searchsorted(starts, positions, side="right") - 1
+    order = np.argsort(chunk_of, kind="stable")
+    bounds = np.searchsorted(chunk_of[order], np.arange(ids.num_chunks + 1))
+    parts = [
+        ids.chunk(k).take(pa.array(positions[order[lo:hi]] - starts[k]))
+        for k, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        if hi > lo
+    ]
+    if not parts:
+        return pa.array([], type=ids.type)
+    back = np.empty_like(order)
+    back[order] = np.arange(order.shape[0])
+    return pa.concat_arrays(parts).take(pa.array(back))

@@ -37,7 +37,7 @@ from neardup.engines.base import (
     pair_columns,
     pair_value_column,
 )
-from neardup.engines.id_file import MappedIds
+from neardup.engines.id_file import MappedIds, take_ids
 from neardup.engines.outofcore import OutOfCoreDedup
 from neardup.engines.pairs_outofcore import OutOfCorePairs
 from neardup.engines.spill import WorkDir, input_identity, parse_memory_limit, run_key
@@ -114,46 +114,6 @@ def _id_column(ids) -> pa.ChunkedArray | MappedIds:
     if isinstance(ids, (pa.Array, pa.ChunkedArray)):
         return ids if isinstance(ids, pa.ChunkedArray) else pa.chunked_array([ids])
     return pa.chunked_array([pa.array(ids, type=pa.string())], type=pa.string())
-
-
-def take_ids(ids: pa.ChunkedArray | MappedIds, positions: np.ndarray) -> pa.Array:
-    """``ids[positions]``, taken chunk by chunk: Arrow's ``take`` of a column of several
-    chunks first joins them all, a copy of the whole column for every piece written. IDs read
-    through a map are taken :attr:`~neardup.engines.id_file.MappedIds.TAKE_ROWS` at a time, the
-    pages read dropped after each (scattered rows touch a page each).
-    O(positions × log(positions) + chunks).
-
-    Example:
-        >>> take_ids(pa.chunked_array([["a", "b"], ["c"]]), np.array([2, 0, 2])).to_pylist()
-        ['c', 'a', 'c']
-    """
-    positions = np.asarray(positions, dtype=np.int64)
-    if isinstance(ids, MappedIds):
-        parts = []
-        for start in range(0, max(positions.shape[0], 1), MappedIds.TAKE_ROWS):
-            parts.append(_taken(ids.column, positions[start : start + MappedIds.TAKE_ROWS]))
-            ids.release()
-        return pa.concat_arrays(parts)
-    return _taken(ids, positions)
-
-
-def _taken(ids: pa.ChunkedArray, positions: np.ndarray) -> pa.Array:
-    if ids.num_chunks <= 1:
-        return ids.combine_chunks().take(pa.array(positions))
-    starts = np.cumsum([0, *(len(chunk) for chunk in ids.chunks)])
-    chunk_of = np.searchsorted(starts, positions, side="right") - 1
-    order = np.argsort(chunk_of, kind="stable")
-    bounds = np.searchsorted(chunk_of[order], np.arange(ids.num_chunks + 1))
-    parts = [
-        ids.chunk(k).take(pa.array(positions[order[lo:hi]] - starts[k]))
-        for k, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-        if hi > lo
-    ]
-    if not parts:
-        return pa.array([], type=ids.type)
-    back = np.empty_like(order)
-    back[order] = np.arange(order.shape[0])
-    return pa.concat_arrays(parts).take(pa.array(back))
 
 
 def groups_columns(ids, groups: Groups, start: int = 0, stop: int | None = None) -> dict:
@@ -613,7 +573,7 @@ def _write_report(
     stats = {k: v for k, v in groups.stats.items() if not isinstance(v, dict)}
     stats["seconds"] = {"read + signatures": read_seconds, **groups.stats.get("seconds", {})}
     run = html_report.RunData(
-        ids=(ids.column if isinstance(ids, MappedIds) else ids).to_numpy(),
+        ids=ids.to_numpy(),
         original=groups.original,
         pair_a=groups.pair_a,
         pair_b=groups.pair_b,
