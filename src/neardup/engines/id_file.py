@@ -152,7 +152,8 @@ class MappedIds:
         return pa.concat_arrays(parts)
 
     def to_numpy(self) -> np.ndarray:
-        """Every ID, read whole into Python strings (for the HTML report, which takes them all). O(n)."""
+        """Every ID, read whole into Python strings (for the HTML report, which takes them
+        all). O(n)."""
         return self.column.to_numpy()
 
     def release(self) -> None:
