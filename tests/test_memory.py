@@ -1,9 +1,18 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from memory_helpers import mapped_resident_bytes
 
-from neardup.memory import resident_bytes, return_freed_memory
+from neardup.memory import (
+    drop_mapped_pages,
+    resident_bytes,
+    return_freed_memory,
+    take_mapped,
+)
 
 
 def test_is_harmless_to_call_at_any_time():
@@ -72,3 +81,39 @@ print(resident_bytes() - before)
     )
     assert int(done.stdout) > 40_000_000
     assert resident_bytes() > 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+def test_drop_mapped_pages_gives_back_what_reads_of_a_map_brought_in(tmp_path):
+    path = tmp_path / "values.bin"
+    np.arange(2_000_000, dtype=np.int32).tofile(path)  # 8 MB
+    values = np.memmap(path, dtype=np.int32, mode="r")
+    assert int(values[::1024].sum()) == sum(range(0, 2_000_000, 1024))  # a value a page
+    assert mapped_resident_bytes(path) > 7_000_000
+    drop_mapped_pages(values[10:])  # through a view as well
+    assert mapped_resident_bytes(path) == 0
+    assert values[1_999_999] == 1_999_999  # read again: mapped again
+    in_memory = np.arange(5)
+    drop_mapped_pages(in_memory)  # nothing to drop
+    assert in_memory.tolist() == [0, 1, 2, 3, 4]
+
+
+@given(
+    st.lists(st.integers(0, 999), max_size=300).map(sorted),
+    st.integers(1, 1200),
+)
+def test_take_mapped_is_the_take_whatever_the_span(rows, span):
+    values = np.arange(1000, dtype=np.int64) * 7
+    rows = np.array(rows, dtype=np.int32)
+    np.testing.assert_array_equal(take_mapped(values, rows, span), values[rows])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+def test_take_mapped_leaves_no_page_of_the_map_resident(tmp_path):
+    path = tmp_path / "values.bin"
+    np.arange(2_000_000, dtype=np.int32).tofile(path)
+    values = np.memmap(path, dtype=np.int32, mode="r")
+    rows = np.arange(0, 2_000_000, 999, dtype=np.int32)
+    taken = take_mapped(values, rows, span=1 << 18)
+    np.testing.assert_array_equal(taken, rows)
+    assert mapped_resident_bytes(path) == 0

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from io_helpers import dead_pid
+from memory_helpers import mapped_resident_bytes
 
 from neardup import pipeline
 from neardup.candidates import bands, bounds, bucket_lists, chunks
@@ -335,7 +336,19 @@ def test_job_equals_find_groups_in_memory(
         job.collect()
         # Spilled while read (their files go once the band search is done).
         assert any(c.spilled for c in job.collected.band_columns) == (method == "minhash")
+        # The empty flags and unit counts of every document in one batch fit the budget;
+        # appended batch by batch, the budget fills first and they go to disk.
+        flags = job.collected.flag_columns.values()
+        assert all(c.spilled for c in flags) == (batch_size < 10_000)
         groups = job.group()
+        # The empty flags and unit counts went to disk too (once the budget was full, or for
+        # the grouping), read through maps whose pages were dropped after the candidates'
+        # bounds and the re-read's costs.
+        for name in ("empty", "sizes"):
+            column = getattr(job.collected.signatures, name)
+            assert isinstance(column, np.memmap)
+            assert mapped_resident_bytes(column.filename) == 0
+        assert groups.stats["empty_documents"] == expected.stats["empty_documents"]
         # The content fingerprints went to disk: the exact duplicates were found by parts.
         assert by_parts == [len(everything.ids)]
         # Past the budget the IDs wait in the work folder: read back while it exists.
@@ -391,15 +404,17 @@ def _job_groups(corpus, tmp_path, settings, memory_limit, resume=False, total_sh
         # The document order (timestamps out of order) waited in the work folder, and is gone.
         assert len(parked) == (0 if checkpointed else 1)
         assert not work.file("document-order.npy").exists()
-        # Everything kept was given back; the columns still held in memory stay charged.
-        assert job.budget.free == job.budget.limit - job.charged
+        # Everything kept was given back; the columns still held in memory stay charged, and
+        # the empty flags and unit counts still in memory keep what they took.
+        flags = sum(column.held for column in collected.flag_columns.values())
+        assert job.budget.free == job.budget.limit - job.charged - flags
         assert job.charged == _held_column_bytes(collected, settings)
     return groups, job.figures, kept
 
 
 def _held_column_bytes(collected, settings) -> int:
     sig = collected.signatures
-    held = [collected.timestamps, sig.empty, sig.sizes]
+    held = [collected.timestamps]
     # The content fingerprints of a run that lets them go are their spill column's, taken from
     # the budget (not a charge); those kept whole are charged.
     if collected.content_column is None or collected.content_column.held == 0:

@@ -1,9 +1,11 @@
 import functools
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_helpers import mapped_resident_bytes
 from synth_helpers import chain_corpus
 
 from neardup import pipeline
@@ -450,3 +452,30 @@ def test_repair_finds_the_pairs_star_candidates_lose_in_memory_and_from_spilled_
     )
     labels = connected_components(len(texts), a, b)
     np.testing.assert_array_equal(got.original, originals_of(labels, np.arange(len(texts))))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+def test_mapped_flags_and_unit_counts_hold_no_pages_once_the_candidates_are_bounded(tmp_path):
+    """An out-of-core run's empty flags and unit counts may be file maps: the empty flags are
+    read once at the start and the unit counts by the candidates' bounds; from the shingle
+    sets on (the stages of the peak) neither holds a page. The groups are those of arrays."""
+    texts = edited_copies()
+    s = Settings(bands=40, rows=2)
+    sig = signatures(texts, s, keep_sets=False)
+    mapped = {}
+    for name in ("empty", "sizes"):
+        path = tmp_path / f"{name}.bin"
+        getattr(sig, name).tofile(path)
+        mapped[name] = np.memmap(path, dtype=getattr(sig, name).dtype, mode="r")
+    on_map = Signatures(**{**vars(sig), **mapped})
+    held_when_compared = []
+
+    def source(docs):
+        held_when_compared.extend(mapped_resident_bytes(m.filename) for m in mapped.values())
+        return functools.partial(s.verification.similarity, *pipeline.sets_for(texts, docs, s))
+
+    got = find_groups(on_map, stamps(len(texts)), s, set_source=source)
+    want = find_groups(sig, stamps(len(texts)), s, texts)
+    assert got.stats["candidates"] > 0 and held_when_compared == [0, 0]
+    for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))

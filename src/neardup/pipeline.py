@@ -65,7 +65,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
-from neardup.memory import index_dtype, return_freed_memory
+from neardup.memory import drop_mapped_pages, index_dtype, return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -549,6 +549,8 @@ def find_groups(
             f"timestamps must have one value per document ({n}); got {timestamps.shape[0]}"
         )
     stats: dict = {"documents": n, "seconds": {}}
+    empty_documents = int(sig.empty.sum())  # read once: mapped flags' pages are dropped after
+    drop_mapped_pages(sig.empty)
     clock = time.perf_counter()
 
     def room() -> int | None:
@@ -635,6 +637,7 @@ def find_groups(
     else:
         cand_a, cand_b = filter_slices(candidates, None, candidate_slice, visit)
     del candidates
+    drop_mapped_pages(sig.sizes)  # read again only for the compared documents, if at all
     if visit is not None:  # the listed pairs that no star candidate is
         rest = unpacked(rest_keys[~star_listed])
         del rest_keys, star_listed
@@ -766,6 +769,6 @@ def find_groups(
         groups=groups,
         duplicates_removed=n - groups,
         largest_group=int(group_size.max()) if n else 0,
-        empty_documents=int(sig.empty.sum()),
+        empty_documents=empty_documents,
     )
     return Groups(original, is_original, group_size, pair_a, pair_b, pair_value, pair_passed, stats)

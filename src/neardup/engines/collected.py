@@ -41,6 +41,9 @@ class Collected:
     #: Every document's verification data, when pass 1 built and kept them (else None).
     kept: KeptSets | None = None
     ids_path: Path | None = None  # the IDs' file (Arrow IPC) when ``id_column`` is None
+    #: The columns of :attr:`Signatures.empty` and :attr:`Signatures.sizes`, by those names
+    #: (none for a resumed run, whose arrays are maps of its checkpoint).
+    flag_columns: dict[str, SpillColumn] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return self.timestamps.shape[0]
@@ -57,6 +60,16 @@ class Collected:
         whose pages the writer drops as it goes (:class:`~neardup.engines.id_file.MappedIds`):
         not read whole. O(chunks)."""
         return self.id_column if self.id_column is not None else MappedIds(self.ids_path)
+
+    def spill_flags(self, name: str) -> int:
+        """Move the column ``name`` of :attr:`flag_columns` to disk: the signatures' array
+        becomes a read-only map of its file (the candidates' bounds alone read it whole, and
+        their readers drop its pages after: :func:`~neardup.memory.drop_mapped_pages`).
+        Returns the bytes moved out of memory. O(its bytes)."""
+        column = self.flag_columns[name]
+        moved = column.spill()
+        setattr(self.signatures, name, column.array())
+        return moved
 
     def locations_at(self, positions: np.ndarray) -> np.ndarray:
         """The input locations of the documents at the ascending ``positions``."""

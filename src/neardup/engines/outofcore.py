@@ -6,14 +6,14 @@ The texts are never all in memory. The job makes three passes over the inputs:
    document only fixed-width columns stay — the timestamp (int64 µs), the SimHash
    fingerprint, where the text lives in its input — and the IDs as an Arrow string column.
    The 128-bit content fingerprints, MinHash band hashes (``bands`` × 8 bytes a document), the
-   count sketches of the LCS units (LCS verification: 128 bytes a document) and, when the
-   MinHash estimate decides (no verification), the signatures go to
-   :class:`~neardup.engines.spill.SpillColumn` objects: in memory while the budget allows,
-   else appended to files in the run's work folder. When verification needs data and the
-   input's size is known, the workers also build every document's verification data (LCS
-   units or shingle sets) and keep them (:class:`KeptSets`) while they look like fitting the
-   budget beside the rest, judged from the share of the input read; once they do not, they are
-   dropped, after a few batches on an input far over the budget.
+   count sketches of the LCS units (LCS verification: 128 bytes a document), the unit counts
+   and empty flags (5 bytes) and, when the MinHash estimate decides (no verification), the
+   signatures go to :class:`~neardup.engines.spill.SpillColumn` objects: in memory while the
+   budget allows, else appended to files in the run's work folder. When verification needs
+   data and the input's size is known, the workers also build every document's verification
+   data (LCS units or shingle sets) and keep them (:class:`KeptSets`) while they look like
+   fitting the budget beside the rest, judged from the share of the input read; once they do
+   not, they are dropped, after a few batches on an input far over the budget.
 2. **Group** (:func:`neardup.pipeline.find_groups`, the same code as every engine): exact
    duplicates (content fingerprints that spilled are read back a part of their hashes at a
    time: :func:`neardup.exact_duplicates.representatives_by_parts`), candidates band by band
@@ -32,12 +32,12 @@ Same input and options give the same bytes as :func:`neardup.pipeline.find_group
 whole collection in memory, whatever the budget and the number of workers (tests compare them).
 
 Memory: the budget is half of ``memory_limit``. Charged to it first
-(:meth:`MemoryBudget.charge`): the fixed columns, about ``21 + len(id)`` bytes a document (the
+(:meth:`MemoryBudget.charge`): the fixed columns, about ``16 + len(id)`` bytes a document (the
 IDs and locations go to the work folder while pass 1 reads, once the budget keeps less than
 :data:`LEAST_ROOM` of itself free: :mod:`neardup.engines.kept_columns`), and the grouping's
 arrays (:data:`GROUPING_BYTES` a document). The spillable part (``8 × bands`` bytes a document
-for MinHash band hashes, 128 for the sketches, 16 for the content fingerprints, the
-verification data kept from pass 1) gets the room those leave, spills once N grows, and
+for MinHash band hashes, 128 for the sketches, 16 for the content fingerprints, 5 for the unit
+counts and empty flags, the verification data kept from pass 1) gets the room those leave, spills once N grows, and
 band hash columns still in memory spill when the grouping's arrays are charged; the band
 search's temporaries (:mod:`neardup.candidates.band_parts`), the sketches' blocks
 (:mod:`neardup.candidates.bounds`) and the verification chunks take the room left (no more
@@ -76,7 +76,13 @@ from neardup.exact_duplicates import representatives_by_parts
 from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader, ReadStats
 from neardup.lcs import COUNT_BUCKETS
-from neardup.memory import index_dtype, joined_parts, resident_bytes, return_freed_memory
+from neardup.memory import (
+    index_dtype,
+    joined_parts,
+    resident_bytes,
+    return_freed_memory,
+    take_mapped,
+)
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
@@ -230,11 +236,8 @@ class OutOfCoreDedup:
             else []
         )
         estimate = minhash and s.verify is None
-        sig_column = (
-            SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
-            if estimate
-            else None
-        )
+        sig_column = SpillColumn(self.work, "signatures", np.uint32, self.budget, s.num_perm)
+        sig_column = sig_column if estimate else None
         # The count sketches of the LCS units (128 bytes a document): candidates they rule out
         # are dropped before any text is read again.
         sketch_column = (
@@ -245,7 +248,11 @@ class OutOfCoreDedup:
         # The content fingerprints (16 bytes a document) serve only the exact duplicates: past
         # the budget they wait on disk and are read back by parts (exact_duplicates.representatives_by_parts).
         content_column = SpillColumn(self.work, "content", np.uint64, self.budget, 2)
-        empty, fps, sizes = ([] for _ in range(3))
+        # Read whole by the candidates' bounds alone: past the budget, or spilled for the
+        # grouping, they are read through maps (Collected.spill_flags).
+        empty_column = SpillColumn(self.work, "empty", np.bool_, self.budget)
+        size_column = SpillColumn(self.work, "sizes", np.int32, self.budget)
+        fps: list[np.ndarray] = []
         stamps = TimestampParts()
         # Only the writing needs the IDs, and only the re-read the locations of some documents:
         # past the budget both go to the work folder as they are read (not with a batch sink
@@ -282,18 +289,13 @@ class OutOfCoreDedup:
         ):
             batch_read_by = read_by.popleft()
             stamp_bytes = stamps.append(np.asarray(batch.timestamps, dtype=np.int64))
-            fixed = [sig.empty, sig.sizes.astype(np.int32)]
-            for parts, part in zip((empty, sizes), fixed):
-                parts.append(part)
+            empty_column.append(sig.empty)
+            size_column.append(sig.sizes)
             if not minhash:
                 fps.append(sig.signature)
             # The fixed columns grow with N whatever the budget: charged to it, they leave the
             # spillable columns below less room (all of them on disk once N is large).
-            self._charge(
-                stamp_bytes
-                + sum(part.nbytes for part in fixed)
-                + (sig.signature.nbytes if not minhash else 0)
-            )
+            self._charge(stamp_bytes + (sig.signature.nbytes if not minhash else 0))
             kept_columns.add(
                 pa.array(batch.ids, type=pa.large_string()), getattr(batch, "locations", None)
             )
@@ -318,7 +320,8 @@ class OutOfCoreDedup:
             )
             done_bytes = now_bytes
         n = len(stamps)
-        for column in bands + [c for c in (sig_column, sketch_column) if c is not None]:
+        columns = [empty_column, size_column, sig_column, sketch_column]
+        for column in bands + [c for c in columns if c is not None]:
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
         content_column.finish()
@@ -330,8 +333,7 @@ class OutOfCoreDedup:
             if not self._owns_columns:  # a batch sink or a resumed run keeps them whole
                 content_column.release()
                 self._charge(content.nbytes)
-        # Each column is joined and its batches' parts let go before the next is joined: the
-        # parts and the joined columns are never all held at once (0.7 GB twice at 10M).
+        # The fingerprints' parts are let go as they are joined: never all held twice.
         if minhash:
             signature = (
                 sig_column.array() if sig_column is not None else np.zeros((n, 0), np.uint32)
@@ -341,8 +343,8 @@ class OutOfCoreDedup:
         sig = Signatures(
             content=content,
             signature=signature,
-            empty=joined_parts(empty, bool, (0,)),
-            sizes=joined_parts(sizes, np.int32, (0,)),
+            empty=empty_column.array(),
+            sizes=size_column.array(),
             sketches=sketch_column.array() if sketch_column is not None else None,
         )
         kept_columns.finish()
@@ -359,6 +361,7 @@ class OutOfCoreDedup:
             stats=self.reader.stats,
             seconds=time.perf_counter() - started,
             kept=kept if kept is not None and kept.active else None,
+            flag_columns={"empty": empty_column, "sizes": size_column},
         )
         return_freed_memory()
         if self.work.resume:
@@ -419,8 +422,8 @@ class OutOfCoreDedup:
         sig = Signatures(
             content=w.load("content"),
             signature=signature,
-            empty=w.load("empty"),
-            sizes=w.load("sizes"),
+            empty=w.load("empty", mmap=True),
+            sizes=w.load("sizes", mmap=True),
             sketches=w.load("sketches", mmap=True) if w.file("sketches.npy").exists() else None,
         )
         locations = w.load("locations") if w.file("locations.npy").exists() else None
@@ -457,11 +460,6 @@ class OutOfCoreDedup:
         if found != positions.shape[0]:
             raise ValueError(INPUTS_CHANGED)
 
-    def _units(self, docs: np.ndarray) -> np.ndarray:
-        """An upper bound of each document's verification data, in values (pass 1's
-        :attr:`Signatures.sizes`: shingles, or LCS units)."""
-        return self.collected.signatures.sizes[docs].astype(np.int64)
-
     def _sets(
         self, docs: np.ndarray, spill: bool = False
     ) -> tuple[np.ndarray, np.ndarray | SpilledRows]:
@@ -472,7 +470,7 @@ class OutOfCoreDedup:
         :class:`~neardup.engines.spill.SpilledRows` in the work folder (row i: ``docs[i]``),
         returned in place of the values."""
         started = time.perf_counter()
-        units = self._units(docs)
+        units = take_mapped(self.collected.signatures.sizes, docs).astype(np.int64)
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
         # Pass 1 counted the LCS units exactly: their places are known before they are made,
         # and each worker writes its batch's units there itself. Shingle counts only bound
@@ -522,7 +520,7 @@ class OutOfCoreDedup:
         When pass 1 kept every document's data (:class:`KeptSets`), pairs are measured over
         those, nothing read again. Otherwise the texts of ``docs`` are read again once, in
         input order, and their data built by the worker threads. When the data fit the budget
-        (estimated from pass 1: :meth:`_units` values of the measure's item size) they are kept
+        (estimated from pass 1: their unit counts in the measure's item size) they are kept
         in memory. Otherwise they are spilled to the work folder, and every call works through
         its pairs in chunks, in the reverse Cuthill-McKee order of their documents, each chunk
         reading back the data of at most half a budget's worth of documents
@@ -537,9 +535,10 @@ class OutOfCoreDedup:
         if self.collected.sketch_column is not None:
             self.collected.signatures.sketches = None
             self.collected.sketch_column.release()
-        cost = verification.itemsize * self._units(docs)
+        # The chunks below hold 4 bytes a compared document (unit counts), not its index.
+        units, documents = take_mapped(self.collected.signatures.sizes, docs), int(docs.shape[0])
         space = self._room()  # the band hashes and the candidate search's temporaries freed
-        self.progress.stage("shingle sets", int(docs.shape[0]), "docs")
+        self.progress.stage("shingle sets", documents, "docs")
         kept = self.collected.kept
         # Data of ``docs`` alone: the pairs' rows in them by a rank directory, a quarter of a
         # byte a document (a binary search over ``docs`` missed the cache: 6 s, 8M pairs, 10M).
@@ -549,7 +548,7 @@ class OutOfCoreDedup:
         # least room for verification's temporaries stays within the limit (a run of few
         # documents, whose charged columns leave the budget less room than the process has).
         resident = resident_bytes()
-        total = int(cost.sum())
+        total = verification.itemsize * int(units.sum())
         fits = total <= space or (
             resident is not None and resident + total + self._least_room <= self.memory_limit
         )
@@ -557,7 +556,7 @@ class OutOfCoreDedup:
             if kept is not None:  # over every document: a document's row is its index
                 offsets, values = kept.arrays()
                 self.collected.kept = None
-                self.progress.advance(int(docs.shape[0]))
+                self.progress.advance(documents)
             else:
                 offsets, values = self._sets(docs)
 
@@ -587,17 +586,18 @@ class OutOfCoreDedup:
             # are held as positions in ``docs``, each temporary dropped once used: they are
             # resident beside every chunk.
             ia, ib = row_of(a), row_of(b)
-            order = locality_pair_order(docs.shape[0], ia, ib)
+            order = locality_pair_order(documents, ia, ib)
             ia, ib = ia[order], ib[order]
             # Two chunks are resident at once (one measured while the next is read), each
             # within half the room that the pairs' own arrays and the documents' maps leave.
             held = VERIFY_PAIR_BYTES * a.shape[0] + VERIFY_DOCUMENT_BYTES * len(self.collected)
             half = max(max(space - held, self._least_room) / 2, 1.0)
-            chunk_of = chunks_of_pairs(ia, ib, np.asarray(cost, dtype=np.float64), half)
+            # In units: half / itemsize (a power of two) makes the chunks bytes would.
+            chunk_of = chunks_of_pairs(ia, ib, units, half / verification.itemsize)
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             del chunk_of
             spans = list(zip([0, *bounds.tolist()], [*bounds.tolist(), a.shape[0]]))
-            mark = np.zeros(docs.shape[0], dtype=bool)
+            mark = np.zeros(documents, dtype=bool)
 
             # Chunk k's data go to buffer k % 2, the next chunk's while this one is measured:
             # two buffers of a chunk's most, their pages mapped once for the whole run (and
@@ -615,7 +615,7 @@ class OutOfCoreDedup:
                 # A pair whose two documents alone exceed the room gets arrays of its own.
                 return local, *sink.take(local, out=buffers[k % 2])
 
-            slot = np.empty(docs.shape[0], dtype=index_dtype(len(docs)))
+            slot = np.empty(documents, dtype=index_dtype(documents))
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
             if progress:
                 self.progress.stage("verify", int(a.shape[0]), "pairs")
@@ -726,13 +726,16 @@ class OutOfCoreDedup:
         return groups
 
     def _spill_for_grouping(self) -> None:
-        """Spill the band hash columns pass 1 left in memory, the last read first, until the
+        """Spill the band hash columns pass 1 left in memory, the last read first, then the
+        empty flags and unit counts (0.5 GB at 100M documents, held to the end), until the
         budget, charged the grouping's arrays, has its least room free (at 10M documents the
         band search ran 0.3 GB over the limit beside both). O(bytes spilled)."""
-        for column in reversed(self.collected.band_columns):
+        c = self.collected
+        spills = [column.spill for column in reversed(c.band_columns)]
+        for spill in spills + [functools.partial(c.spill_flags, name) for name in c.flag_columns]:
             if self.budget.free >= self._least_room:
                 return
-            self.figures["spilled bytes"] += column.spill()
+            self.figures["spilled bytes"] += spill()
 
     def _representatives_by_parts(self, rank: np.ndarray) -> np.ndarray:
         """The exact duplicates' representatives from the content keys on disk, the parts in

@@ -632,7 +632,7 @@ class SpilledRows:
     are packed from the place the unpacked CSR would give them (byte ``8 * at``), so that
     several threads write their batches at once, at places known before the data are made;
     the rest of that place stays a hole of the sparse file. Text counted in characters then
-    takes half the disk, the page cache and the reads. Memory: 20 bytes a row.
+    takes half the disk, the page cache and the reads. Memory: 16 bytes a row.
 
     Example:
         >>> import tempfile
@@ -650,7 +650,7 @@ class SpilledRows:
         with writing(self.path):
             self._file = open(self.path, "wb", buffering=0)
         self._start = np.zeros(rows, dtype=np.int64)  # a row's first byte in the file
-        self._lengths = np.zeros(rows, dtype=np.int64)  # its values
+        self._lengths = np.zeros(rows, dtype=np.int32)  # its values (as pass 1's sizes)
         self._high = np.zeros(rows, dtype=np.uint32)  # its values' high word, or _WIDE
         self._lock = threading.Lock()
         #: Bytes written to the file.
