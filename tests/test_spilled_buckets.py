@@ -14,9 +14,10 @@ from synth_helpers import chain_corpus
 from test_bucket_lists import SIZES, SKETCHES, THRESHOLD, _parts, bucket_sets
 
 import neardup.engines.spilled_buckets as spilled_buckets
+from neardup.candidates import chunks
 from neardup.candidates.bounds import length_possible
 from neardup.candidates.bucket_lists import listed_pairs
-from neardup.candidates.chunks import CandidatePairs, bounded_pairs
+from neardup.candidates.chunks import BlockParts, CandidatePairs, bounded_pairs
 from neardup.cli.main import main
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import WorkDir
@@ -158,12 +159,15 @@ def test_full_temp_disk_while_putting_buckets_away_is_one_clear_error(tmp_path, 
     st.integers(1, 40),
     st.integers(1, 50),
     st.integers(0, 2000),
+    st.sampled_from([chunks.PLACES32_UP_TO, 0]),
 )
 def test_pairs_by_block_on_disk_are_bounded_as_in_memory(
-    tmp_path_factory, ends, slice_size, block_rows, limit
+    tmp_path_factory, ends, slice_size, block_rows, limit, places32_up_to
 ):
     """The candidates the lengths leave wait by block of sketches, on disk past ``limit``
-    bytes: the same pairs left, in the candidates' order, and the block files gone after."""
+    bytes: the same pairs left, in the candidates' order, and the block files gone after;
+    their places in 4 bytes or, past :data:`~neardup.candidates.chunks.PLACES32_UP_TO`
+    candidates, in 8."""
     rng = np.random.default_rng(len(ends))
     texts = [" ".join(rng.choice(list("abcdef"), int(rng.integers(1, 12)))) for _ in range(40)]
     sizes, sketches = lcs_unit_sketches(texts)
@@ -179,17 +183,21 @@ def test_pairs_by_block_on_disk_are_bounded_as_in_memory(
     with WorkDir(folder, "k", "out") as work:
         stores = SpillStores(work, limit)
         pairs = CandidatePairs.of_packed(packed, documents)
-        got = bounded_pairs(
-            pairs, sizes, mapped, 0.5, slice_size, block_rows, block_parts=stores.block_parts
-        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(chunks, "PLACES32_UP_TO", places32_up_to)
+            got = bounded_pairs(
+                pairs, sizes, mapped, 0.5, slice_size, block_rows, block_parts=stores.block_parts
+            )
         assert got[0].tolist() == a[keep].tolist() and got[1].tolist() == b[keep].tolist()
         assert got[0].dtype == np.int32
         spilled = stores.stores[0].disk_bytes
         assert stores.figures()[1] == spilled
-        # Written once the pairs the lengths leave pass the limit, 16 bytes each at most once.
+        # Written once the pairs the lengths leave pass the limit, 12 bytes each (4-byte
+        # ends and places; 16 with 8-byte places) at most once.
+        record = 12 if places32_up_to else 16
         by_length = length_possible(sizes, np.zeros(40, dtype=bool), a, b, 0.5).sum()
-        assert (spilled > 0) == (16 * by_length > limit)
-        assert spilled % 16 == 0 and spilled <= 16 * by_length
+        assert (spilled > 0) == (record * by_length > limit)
+        assert spilled % record == 0 and spilled <= record * by_length
         assert [p.name for p in work.path.iterdir() if p.name.startswith("bounds")] == []
 
 
@@ -205,3 +213,49 @@ def test_full_temp_disk_while_putting_bounded_pairs_away_is_one_clear_error(tmp_
         with pytest.raises(OSError, match="no space left") as error:
             parts.add(ends, ends + 1, np.arange(2, dtype=np.int64), block_rows=2)
         assert "bounds-1.bin" in str(error.value) or "bounds-0.bin" in str(error.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29)), max_size=20), max_size=8),
+    st.integers(0, 400),
+    st.sampled_from([np.uint32, np.int64]),
+    st.integers(1, 7),
+)
+def test_block_parts_on_disk_give_back_what_memory_does(
+    tmp_path_factory, adds, limit, place_dtype, take_records
+):
+    """Pairs added in several calls, some written past ``limit`` bytes and some held, come
+    back by block in the order added, read a few records at a time into their own columns;
+    nothing stays held or on disk."""
+    want = BlockParts(blocks=3)
+    with WorkDir(tmp_path_factory.mktemp("parts"), "k", "out") as work:
+        parts = SpilledBlockParts(work, blocks=3, limit=limit)
+        place = 0
+        for pairs in adds:
+            a = np.array([x for x, _ in pairs], dtype=np.uint32)
+            b = np.array([y for _, y in pairs], dtype=np.uint32)
+            at = np.arange(place, place + a.shape[0]).astype(place_dtype)
+            place += a.shape[0]
+            for store in (want, parts):
+                store.add(a, b, at, block_rows=10)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(spilled_buckets, "TAKE_RECORDS", take_records)
+            for block in range(3):
+                got, expected = parts.take(block), want.take(block)
+                for column, wanted in zip(got, expected):
+                    assert column.tolist() == wanted.tolist()
+                    assert column.flags.owndata or column.base is None or column.size == 0
+        assert parts.held == 0
+        assert [p.name for p in work.path.iterdir() if p.name.startswith("bounds")] == []
+
+
+def test_a_truncated_block_file_is_an_error(tmp_path):
+    with WorkDir(tmp_path, "k", "out") as work:
+        parts = SpilledBlockParts(work, blocks=1, limit=0)
+        ends = np.array([0, 1, 2], dtype=np.uint32)
+        parts.add(ends, ends + 1, np.arange(3, dtype=np.uint32), block_rows=10)
+        path = work.file("bounds-0.bin")
+        path.write_bytes(path.read_bytes()[:-5])  # a record cut short
+        with pytest.raises(ValueError, match="bounds-0.bin ends before row"):
+            parts.take(0)

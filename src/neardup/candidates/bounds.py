@@ -63,6 +63,7 @@ from numba import njit
 
 from neardup.candidates.radix import in_halves
 from neardup.lcs import possible_pairs
+from neardup.memory import index_dtype
 
 #: A pair's count bound (:func:`neardup.lcs.possible_pairs`, 120-150 ns) in keys of a sort,
 #: the measure of :func:`~neardup.candidates.radix.in_halves`: the pairs of
@@ -376,8 +377,8 @@ class BlockSweep:
             read_rows(self.coarse, first, self.coarse_buffer[:rows_i])
         self.counts[:rows_i] = self.sizes[first : first + rows_i]
         # The pairs of block i grouped by the block of their larger end (a counting sort:
-        # 8 bytes a pair of the block, no argsort and its copies).
-        chosen = np.empty(count, dtype=np.int64)
+        # 4 bytes a pair of the block below 2**31 - 1 pairs, no argsort and its copies).
+        chosen = np.empty(count, dtype=index_dtype(a.shape[0]))
         _pairs_of_block(a, b, block_rows, i, chosen, self.tile_starts)
         for j in range(i, self.blocks):
             start, end = int(self.tile_starts[j]), int(self.tile_starts[j + 1])

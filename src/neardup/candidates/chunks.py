@@ -35,6 +35,9 @@ from neardup.lcs import length_bounds
 from neardup.memory import joined_parts
 
 _LOW = np.uint64(0xFFFFFFFF)
+#: :func:`bounded_pairs` keeps the places of at most this many candidates in 4 bytes (a place
+#: is below it), of more in 8; 0 keeps them in 8 (tests cover both widths).
+PLACES32_UP_TO = 1 << 32
 
 
 class CandidatePairs:
@@ -177,7 +180,7 @@ class BlockParts:
     block's part, :meth:`take` gives a block's pairs back, in the order they were added, and
     lets go of them. This one holds them in memory; an out-of-core run's writes them to disk
     past a bound (:class:`neardup.engines.spilled_buckets.SpilledBlockParts`). Memory: the
-    pairs added and not taken (16 bytes a pair of 4-byte ends)."""
+    pairs added and not taken (12 bytes a pair of 4-byte ends and places)."""
 
     def __init__(self, blocks: int):
         self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [
@@ -185,8 +188,8 @@ class BlockParts:
         ]
 
     def add(self, a: np.ndarray, b: np.ndarray, at: np.ndarray, block_rows: int) -> None:
-        """Each pair ``(a[p], b[p])``, with its place ``at[p]`` (int64), into the part of the
-        block of ``block_rows`` rows that holds its smaller end. O(pairs + blocks)."""
+        """Each pair ``(a[p], b[p])``, with its place ``at[p]``, into the part of the block of
+        ``block_rows`` rows that holds its smaller end. O(pairs + blocks)."""
         order, starts = first_block_order(a, b, block_rows, len(self.parts))
         for block in np.flatnonzero(np.diff(starts)).tolist():
             picked = order[starts[block] : starts[block + 1]]
@@ -207,7 +210,7 @@ def joined_columns(
     """The columns of ``parts`` (each ``(a, b, at)``, as :class:`BlockParts` holds them),
     joined in order. O(pairs)."""
     if not parts:
-        return np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros(0, np.int64)
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros(0, np.uint32)
     return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
 
 
@@ -224,8 +227,9 @@ def bounded_pairs(
     """The pairs that :func:`bound_possible` leaves, in order, taken ``slice_size`` at a time
     (``visit`` seeing every slice). With ``block_rows`` (sketches in a spill file) each slice
     is bounded by its lengths alone (:func:`~neardup.candidates.bounds.length_possible`) and
-    the pairs left go, 4-byte ends and their places, to a ``block_parts(blocks)`` store
-    (:class:`BlockParts`) by the block of their smaller end; ``pairs`` is released
+    the pairs left go, 4-byte ends and places (below 2**32 pairs), to a
+    ``block_parts(blocks)`` store (:class:`BlockParts`) by the block of their smaller end;
+    ``pairs`` is released
     (:meth:`CandidatePairs.release`: the caller's object is then empty) and each block's pairs
     are then bounded by their coarse sketches and sketches in turn
     (:class:`~neardup.candidates.bounds.BlockSweep`, the same sweep as
@@ -241,6 +245,7 @@ def bounded_pairs(
     dtype = pairs.dtype
     # 4-byte ends already (int32 indices) are kept as they are.
     narrow = dtype if np.dtype(dtype).itemsize <= 4 or sizes.shape[0] > 1 << 32 else np.uint32
+    place = np.uint32 if len(pairs) <= PLACES32_UP_TO else np.int64
     kept: tuple[list[np.ndarray], ...] = ([], [], [])  # each block's survivors: a, b, at
     with scanned_sketches(sketches, block_rows) as (unbounded, coarse):
         sweep = BlockSweep(sizes, sketches, threshold, block_rows, coarse)
@@ -249,8 +254,9 @@ def bounded_pairs(
             if visit is not None:
                 visit(a, b)
             left = np.flatnonzero(length_possible(sizes, unbounded, a, b, threshold))
-            parts.add(a[left].astype(narrow), b[left].astype(narrow), left + start, block_rows)
-            del a, b, left
+            at = (left + start).astype(place)
+            parts.add(a[left].astype(narrow), b[left].astype(narrow), at, block_rows)
+            del a, b, left, at
         pairs.release()  # 8 bytes a candidate, not read again, beside the sketches' blocks
         for block in range(sweep.blocks):
             a, b, at = parts.take(block)
@@ -263,9 +269,9 @@ def bounded_pairs(
         del sweep  # its blocks
     # Back in the candidates' order: each block's survivors are in it already, so their runs
     # are merged, each column joined as its parts are let go (a radix argsort of the places,
-    # its copies and scratch held about 64 bytes a survivor at once; now 24).
+    # its copies and scratch held about 64 bytes a survivor at once; now 20).
     runs = np.cumsum([0] + [part.shape[0] for part in kept[2]])
-    at = joined_parts(kept[2], np.int64, (0,))
+    at = joined_parts(kept[2], place, (0,))
     a, b = joined_parts(kept[0], narrow, (0,)), joined_parts(kept[1], narrow, (0,))
     out_a, out_b = np.empty(a.shape[0], dtype=dtype), np.empty(b.shape[0], dtype=dtype)
     _merge_runs(at, runs, a, b, out_a, out_b)

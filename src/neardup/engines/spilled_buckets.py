@@ -102,14 +102,14 @@ class SpilledBlockParts(BlockParts):
     past it every part held is appended to its block's file in ``work``
     (``{name}-{block}.bin``: records of the two ends and the place), and a block's file is
     read back and deleted when the block is taken. Memory: at most ``limit`` bytes and one
-    block's pairs while taken. Disk: 16 bytes a pair of 4-byte ends."""
+    block's pairs while taken. Disk: 12 bytes a pair of 4-byte ends and places."""
 
     def __init__(self, work: WorkDir, blocks: int, limit: int, name: str = "bounds"):
         super().__init__(blocks)
         self.work, self.limit, self.name = work, int(limit), name
         self.held = 0
-        self.record: np.dtype | None = None  # of the first pairs added: their ends' dtype
-        self.on_disk = np.zeros(blocks, dtype=bool)
+        self.record: np.dtype | None = None  # of the first pairs added: their columns' dtypes
+        self.on_disk = np.zeros(blocks, dtype=np.int64)  # each block's pairs written
         self.disk_bytes = 0
 
     def _keep(self, block: int, a: np.ndarray, b: np.ndarray, at: np.ndarray) -> None:
@@ -123,36 +123,60 @@ class SpilledBlockParts(BlockParts):
 
     def _spill(self) -> None:
         """Append each block's parts held to its file, in order, and let go of them."""
-        for block, parts in enumerate(self.parts):
-            if not parts:
-                continue
-            a, b, at = joined_columns(parts)
-            if self.record is None:
-                self.record = np.dtype([("a", a.dtype), ("b", b.dtype), ("at", np.int64)])
-            rows = np.empty(a.shape[0], dtype=self.record)
-            rows["a"], rows["b"], rows["at"] = a, b, at
-            path = self._path(block)
-            with writing(path), open(path, "ab") as fh:
-                write_array(fh, rows)
-            self.disk_bytes += rows.nbytes
-            self.on_disk[block] = True
-            parts.clear()
-        self.held = 0
+        for block in range(len(self.parts)):
+            self._write(block)
+
+    def _write(self, block: int) -> None:
+        """Append the parts of ``block`` held to its file, in order, and let go of them."""
+        parts = self.parts[block]
+        if not parts:
+            return
+        a, b, at = joined_columns(parts)
+        parts.clear()
+        if self.record is None:
+            self.record = np.dtype([("a", a.dtype), ("b", b.dtype), ("at", at.dtype)])
+        rows = np.empty(a.shape[0], dtype=self.record)
+        rows["a"], rows["b"], rows["at"] = a, b, at
+        path = self._path(block)
+        with writing(path), open(path, "ab") as fh:
+            write_array(fh, rows)
+        self.held -= a.nbytes + b.nbytes + at.nbytes
+        self.disk_bytes += rows.nbytes
+        self.on_disk[block] += rows.shape[0]
 
     def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        held = super().take(block)
-        self.held -= sum(column.nbytes for column in held)
         if not self.on_disk[block]:
+            held = super().take(block)
+            self.held -= sum(column.nbytes for column in held)
             return held
+        # The parts held follow those written, in the file: the columns are then read once
+        # into arrays of their own (the file's records, and a join of two sets of columns,
+        # were each a copy of the block's pairs: 0.9 GB for the 56M pairs of a block
+        # of star candidates, whose smaller ends are the buckets' first documents, at 100M).
+        self._write(block)
         path = self._path(block)
-        rows = np.fromfile(path, dtype=self.record)
+        columns = _read_columns(path, self.record, int(self.on_disk[block]))
         path.unlink()
-        self.on_disk[block] = False
-        written = (rows["a"].copy(), rows["b"].copy(), rows["at"].copy())
-        del rows
-        if held[0].shape[0] == 0:  # no parts held: their empty columns' dtypes would widen
-            return written
-        return joined_columns([written, held])  # those written came first
+        self.on_disk[block] = 0
+        return columns
+
+
+#: Records of a block's file read at a time into its columns (16 MB of 16-byte records).
+TAKE_RECORDS = 1 << 20
+
+
+def _read_columns(path: Path, record: np.dtype, rows: int) -> tuple[np.ndarray, ...]:
+    """The columns of the ``rows`` rows of ``record`` in the file ``path``, read
+    :data:`TAKE_RECORDS` rows at a time: only the columns are held whole. O(rows)."""
+    columns = tuple(np.empty(rows, dtype=record[name]) for name in record.names)
+    with open(path, "rb") as fh:
+        for start in range(0, rows, TAKE_RECORDS):
+            part = np.fromfile(fh, dtype=record, count=min(TAKE_RECORDS, rows - start))
+            if part.shape[0] != min(TAKE_RECORDS, rows - start):
+                raise ValueError(f"{path} ends before row {start + TAKE_RECORDS}")
+            for column, name in zip(columns, record.names):
+                column[start : start + part.shape[0]] = part[name]
+    return columns
 
 
 class SpillStores:
