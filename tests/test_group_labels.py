@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.candidates.radix as radix
-from neardup.group_labels import group_sizes, min_rank_members, with_duplicates
+from neardup.group_labels import group_sizes, min_rank_members, own_labels, with_duplicates
 from neardup.groups import connected_components, originals_of
 
 HALVES = pytest.mark.parametrize("halves", ["one thread", "two halves"])
@@ -106,3 +106,16 @@ def test_exact_duplicates_join_their_representatives_components(halves, n, seed,
         dup = np.flatnonzero(rep_of != np.arange(n))
         joined = bfs_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
         assert with_duplicates(connected_components(n, a, b), rep_of, dup).tolist() == joined
+        # Written over the labels given: the same labels, in their array.
+        labels = connected_components(n, a, b)
+        assert with_duplicates(labels, rep_of, dup, overwrite_labels=True) is labels
+        assert labels.tolist() == joined
+
+
+@HALVES
+@given(st.lists(st.integers(0, 20), max_size=40))
+def test_own_labels_are_the_documents_labelled_by_themselves(halves, picks):
+    with cut_in(halves):
+        labels = np.array(picks, dtype=np.int32)
+        want = [label == i for i, label in enumerate(picks)]
+        assert own_labels(labels).tolist() == want

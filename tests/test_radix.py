@@ -307,3 +307,23 @@ def test_index_union_is_numpys_union1d(n: int, data: st.DataObject) -> None:
     got = index_union(n, *parts)
     assert got.dtype == np.int64
     assert got.tolist() == want.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sets(st.integers(0, 2**64 - 1)), max_size=10), st.data())
+def test_merged_runs_are_the_sorted_union_carrying_each_keys_value(key_sets, data):
+    # Runs of distinct keys (as the remembered verified values hold): each its own sorted run,
+    # with a value per key; the merge is the union sorted, each value still beside its key.
+    seen: set[int] = set()
+    runs = []
+    for keys in key_sets:
+        keys = sorted(keys - seen)
+        seen |= set(keys)
+        values = data.draw(st.lists(st.floats(0, 1), min_size=len(keys), max_size=len(keys)))
+        runs.append((np.array(keys, dtype=np.uint64), np.array(values, dtype=np.float64)))
+    expected = sorted((int(k), float(v)) for keys, values in runs for k, v in zip(keys, values))
+    given_runs = list(runs)
+    keys, values = radix.merged_runs(given_runs)
+    assert given_runs == []
+    assert keys.dtype == np.uint64 and values.dtype == np.float64
+    assert list(zip(keys.tolist(), values.tolist())) == expected

@@ -20,7 +20,7 @@ from numba import njit
 from neardup.candidates.radix import in_halves
 from neardup.memory import index_dtype
 
-__all__ = ["group_sizes", "min_rank_members", "with_duplicates"]
+__all__ = ["group_sizes", "min_rank_members", "own_labels", "with_duplicates"]
 
 
 def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -86,13 +86,36 @@ def _gathered(half, lo, hi, index, values, out):
         out[i] = values[index[i]]
 
 
-def with_duplicates(labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray) -> np.ndarray:
+def own_labels(labels: np.ndarray) -> np.ndarray:
+    """Whether each document is its own label or original (``labels[i] == i``): bool per
+    document, with no array of the indices beside it. O(n), in two halves on two threads.
+
+    Example:
+        >>> own_labels(np.array([0, 0, 2, 1])).tolist()
+        [True, False, True, False]
+    """
+    out = np.empty(labels.shape[0], dtype=bool)
+    in_halves(_own, labels.shape[0], labels, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _own(half, lo, hi, labels, out):
+    for i in range(lo, hi):
+        out[i] = labels[i] == i
+
+
+def with_duplicates(
+    labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray, overwrite_labels: bool = False
+) -> np.ndarray:
     """The component labels of every document once each exact duplicate ``d`` in ``members``
     joins the component of its representative ``rep_of[d]``: ``labels`` are those of
     :func:`connected_components` over pairs among representatives (each the smallest index of
     its component), and so is the result, without joining the duplicates' links to those pairs
-    (0.8 GB at 10M documents); of the dtype of ``labels`` (int32 or int64). O(n + members);
-    the per-document pass in two halves on two threads.
+    (0.8 GB at 10M documents); of the dtype of ``labels`` (int32 or int64). With
+    ``overwrite_labels`` the result is written over ``labels`` (no array of n beside them: the
+    duplicates first, which read only representatives' labels, then the representatives).
+    O(n + members); each per-document pass in two halves on two threads.
 
     Example:
         >>> with_duplicates(np.array([0, 0, 2, 3]), np.array([0, 1, 2, 1]), np.array([3])).tolist()
@@ -101,8 +124,9 @@ def with_duplicates(labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray)
     labels = np.asarray(labels)
     smallest = np.arange(labels.shape[0], dtype=labels.dtype)
     _smallest_with(labels, rep_of, members, smallest)
-    out = np.empty_like(labels)
-    in_halves(_relabelled, labels.shape[0], labels, rep_of, smallest, out)
+    out = labels if overwrite_labels else np.empty_like(labels)
+    for representatives in (False, True):
+        in_halves(_relabelled, labels.shape[0], labels, rep_of, smallest, out, representatives)
     return out
 
 
@@ -116,9 +140,11 @@ def _smallest_with(labels, rep_of, members, smallest):
 
 
 @njit(cache=True, nogil=True)
-def _relabelled(half, lo, hi, labels, rep_of, smallest, out):
+def _relabelled(half, lo, hi, labels, rep_of, smallest, out, representatives):
+    # A representative is its own; until the representatives' pass their labels are as given.
     for i in range(lo, hi):
-        out[i] = smallest[labels[rep_of[i]]]
+        if (rep_of[i] == i) == representatives:
+            out[i] = smallest[labels[rep_of[i]]]
 
 
 @njit(cache=True, nogil=True)

@@ -49,11 +49,11 @@ from neardup.candidates.bounds import sketch_block_rows
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.chunks import BlockParts, CandidatePairs, bounded_pairs, filter_slices
 from neardup.candidates.hamming import HammingSearch
-from neardup.candidates.radix import argsort64, index_union, stable_argsort
+from neardup.candidates.radix import index_union, merged_runs, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
 from neardup.candidates.tables import IdenticalBuckets
 from neardup.exact_duplicates import content_representatives, representatives_and_members
-from neardup.group_labels import group_sizes, with_duplicates
+from neardup.group_labels import group_sizes, own_labels, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -376,8 +376,7 @@ class _MemoVerified:
             if accepted.any():
                 self.runs.append((new_keys[accepted], values[accepted]))
             if len(self.runs) > _MEMO_RUNS:  # keep lookups cheap for callers of many small calls
-                keys, order = argsort64(np.concatenate([k for k, _ in self.runs]))
-                self.runs = [(keys, np.concatenate([v for _, v in self.runs])[order])]
+                self.runs = [merged_runs(self.runs)]
         return out
 
 
@@ -654,7 +653,9 @@ def find_groups(
             )
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
-        linked = with_duplicates(connected_components(n, cand_a, cand_b), rep_of, dup_members)
+        linked = with_duplicates(
+            connected_components(n, cand_a, cand_b), rep_of, dup_members, overwrite_labels=True
+        )
         in_group = np.flatnonzero(group_sizes(linked) > 1)  # counts in 4 bytes, not bincount's 8
         compared = in_group[rep_of[in_group] == in_group]
         del in_group
@@ -723,15 +724,19 @@ def find_groups(
     lap("verify", "groups")
 
     # Each exact duplicate joins its representative's component (no list of their links).
-    labels = with_duplicates(components, rep_of, dup_members)
+    labels = with_duplicates(components, rep_of, dup_members, overwrite_labels=True)
     del components, dup_members
-    rank = np.arange(n, dtype=index_dtype(n)) if order_back is None else order_back()
-    if settings.grouping == "components":
-        original = originals_of(labels, rank)
+    if settings.grouping == "components" and order_back is None:
+        # In time order a group's smallest index, its label, is its earliest document.
+        original, rank = labels, None
     else:
-        original = center_groups(labels, rank, relation)
+        rank = np.arange(n, dtype=index_dtype(n)) if order_back is None else order_back()
+        if settings.grouping == "components":
+            original = originals_of(labels, rank)
+        else:
+            original = center_groups(labels, rank, relation)
     del rank, labels, cand_a, cand_b, rest  # not read by the pairs' stage
-    is_original = original == np.arange(n, dtype=original.dtype)
+    is_original = own_labels(original)
     lap("groups", "pairs")
 
     if settings.pairs == "original":

@@ -31,6 +31,7 @@ from neardup.candidates.bounds import (
     possible_in_halves,
     scanned_sketches,
 )
+from neardup.candidates.radix import merge_runs_carrying
 from neardup.lcs import length_bounds
 from neardup.memory import joined_parts
 
@@ -274,48 +275,8 @@ def bounded_pairs(
     at = joined_parts(kept[2], place, (0,))
     a, b = joined_parts(kept[0], narrow, (0,)), joined_parts(kept[1], narrow, (0,))
     out_a, out_b = np.empty(a.shape[0], dtype=dtype), np.empty(b.shape[0], dtype=dtype)
-    _merge_runs(at, runs, a, b, out_a, out_b)
+    merge_runs_carrying(at, runs, a, b, out_a, out_b)
     return out_a, out_b
-
-
-@njit(cache=True, nogil=True)
-def _merge_runs(keys, runs, a, b, out_a, out_b):
-    """Write ``a`` and ``b`` into ``out_a`` and ``out_b`` in the order of their distinct
-    ``keys``, which ascend within each run ``runs[r] .. runs[r + 1]``: a merge of the runs
-    through a binary heap of their heads. Compiled; O(n log runs), no memory but the heap."""
-    k = runs.shape[0] - 1
-    head = runs[:-1].copy()
-    heap = np.empty(k, dtype=np.int64)
-    size = 0
-    for r in range(k):
-        if head[r] < runs[r + 1]:
-            heap[size] = r
-            size += 1
-            i = size - 1
-            while i > 0 and keys[head[heap[(i - 1) // 2]]] > keys[head[heap[i]]]:
-                heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
-                i = (i - 1) // 2
-    w = 0
-    while size > 0:
-        r = heap[0]
-        out_a[w] = a[head[r]]
-        out_b[w] = b[head[r]]
-        w += 1
-        head[r] += 1
-        if head[r] == runs[r + 1]:
-            size -= 1
-            heap[0] = heap[size]
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= size:
-                break
-            if child + 1 < size and keys[head[heap[child + 1]]] < keys[head[heap[child]]]:
-                child += 1
-            if keys[head[heap[child]]] >= keys[head[heap[i]]]:
-                break
-            heap[i], heap[child] = heap[child], heap[i]
-            i = child
 
 
 @njit(cache=True)

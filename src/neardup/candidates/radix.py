@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 from numba import njit
 
+from neardup.memory import joined_parts
+
 __all__ = [
     "DIGIT_BITS",
     "PARALLEL_MIN_KEYS",
@@ -36,6 +38,8 @@ __all__ = [
     "digits",
     "in_halves",
     "index_union",
+    "merge_runs_carrying",
+    "merged_runs",
     "order_keys",
     "sort_range",
     "sorted_carrying",
@@ -284,6 +288,77 @@ def sorted_carrying(
         for future in done:
             future.result()
     return keys_out, payload_out
+
+
+@njit(cache=True, nogil=True)
+def merge_runs_carrying(keys, runs, a, b, out_a, out_b):
+    """Write ``a`` and ``b`` into ``out_a`` and ``out_b`` in the order of their distinct
+    ``keys``, which ascend within each run ``runs[r] .. runs[r + 1]`` (int64 bounds): a merge
+    of the runs through a binary heap of their heads (``a`` may be ``keys`` themselves).
+    Compiled; O(n log runs), no memory but the heap.
+
+    Example:
+        >>> keys = np.array([1, 4, 2, 3])
+        >>> out_a, out_b = np.empty(4, np.int64), np.empty(4, np.int64)
+        >>> merge_runs_carrying(keys, np.array([0, 2, 4]), keys, keys * 10, out_a, out_b)
+        >>> out_a.tolist(), out_b.tolist()
+        ([1, 2, 3, 4], [10, 20, 30, 40])
+    """
+    k = runs.shape[0] - 1
+    head = runs[:-1].copy()
+    heap = np.empty(k, dtype=np.int64)
+    size = 0
+    for r in range(k):
+        if head[r] < runs[r + 1]:
+            heap[size] = r
+            size += 1
+            i = size - 1
+            while i > 0 and keys[head[heap[(i - 1) // 2]]] > keys[head[heap[i]]]:
+                heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
+                i = (i - 1) // 2
+    w = 0
+    while size > 0:
+        r = heap[0]
+        out_a[w] = a[head[r]]
+        out_b[w] = b[head[r]]
+        w += 1
+        head[r] += 1
+        if head[r] == runs[r + 1]:
+            size -= 1
+            heap[0] = heap[size]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= size:
+                break
+            if child + 1 < size and keys[head[heap[child + 1]]] < keys[head[heap[child]]]:
+                child += 1
+            if keys[head[heap[child]]] >= keys[head[heap[i]]]:
+                break
+            heap[i], heap[child] = heap[child], heap[i]
+            i = child
+
+
+def merged_runs(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted runs ``(keys, values)`` of distinct keys merged into one sorted run; the list
+    is emptied as its columns are joined, so that at most the joined columns and the merged
+    ones are held (32 bytes a pair of 8-byte keys and values; a sort of the joined keys
+    carrying their places held 72). O(n log runs).
+
+    Example:
+        >>> runs = [(np.array([1, 4]), np.array([0.1, 0.4])), (np.array([2]), np.array([0.2]))]
+        >>> keys, values = merged_runs(runs)
+        >>> keys.tolist(), values.tolist(), runs
+        ([1, 2, 4], [0.1, 0.2, 0.4], [])
+    """
+    bounds = np.cumsum([0] + [keys.shape[0] for keys, _ in runs], dtype=np.int64)
+    key_parts, value_parts = [keys for keys, _ in runs], [values for _, values in runs]
+    runs.clear()
+    keys = joined_parts(key_parts, np.uint64, (0,))
+    values = joined_parts(value_parts, np.float64, (0,))
+    out_keys, out_values = np.empty_like(keys), np.empty_like(values)
+    merge_runs_carrying(keys, bounds, keys, values, out_keys, out_values)
+    return out_keys, out_values
 
 
 def in_halves(
