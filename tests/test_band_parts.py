@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +14,8 @@ from neardup.candidates import band_parts
 from neardup.candidates.band_parts import (
     PREFIX_BITS,
     BandColumn,
+    StagedBand,
+    StagedPart,
     gathered,
     partitions,
     prefix_counts,
@@ -100,3 +105,66 @@ def test_a_column_read_in_blocks_skips_blocks_without_rows(monkeypatch):
 @pytest.mark.parametrize("most", [None, 1, 3])
 def test_empty_column_has_no_partition(most):
     assert list(partitions(prefix_counts(BandColumn.of(np.zeros(0, np.uint64)), None), most)) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 3000),
+    st.integers(1, 400),
+    st.sampled_from([1, 7, 100, 1000]),
+    st.booleans(),
+    st.sampled_from([64, 1000, band_parts.BLOCK_ROWS]),
+)
+def test_a_staged_band_gives_each_partition_as_its_column_does(
+    tmp_path_factory, seed, n, distinct, most, with_subset, block_rows
+):
+    """Written once by partition to a staging file, read in blocks of any size, a band gives
+    every partition the hashes and indices that gathering it from the column gives; the file
+    goes with the last partition taken."""
+    column = _column(seed, n, distinct)
+    subset = None
+    if with_subset:
+        subset = np.flatnonzero(np.random.default_rng(seed + 1).random(n) < 0.6)
+    path = tmp_path_factory.mktemp("staged") / "band.staged"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(band_parts, "BLOCK_ROWS", block_rows)
+        band = BandColumn.of(column)
+        on_disk = BandColumn(band.rows, band.read, staging=path)
+        counts = prefix_counts(band, subset)
+        ranges = list(partitions(counts, most))
+        staged = StagedBand(on_disk, subset, counts, ranges)
+        for k, (lo, hi) in enumerate(ranges):
+            assert path.exists()
+            keys, order = gathered(StagedPart(staged, k), subset, counts, lo, hi)
+            want_keys, want_order = gathered(band, subset, counts, lo, hi)
+            assert keys.tolist() == want_keys.tolist()
+            assert order.dtype == np.uint32 and order.tolist() == want_order.tolist()
+    assert not path.exists()
+
+
+def test_a_truncated_staging_file_is_an_error(tmp_path):
+    column = _column(3, 500, 50)
+    band = BandColumn.of(column)
+    path = tmp_path / "band.staged"
+    counts = prefix_counts(band, None)
+    ranges = list(partitions(counts, 100))
+    staged = StagedBand(BandColumn(band.rows, band.read, staging=path), None, counts, ranges)
+    path.write_bytes(path.read_bytes()[:-4])  # the last index cut off
+    with pytest.raises(ValueError, match="band.staged ends before the rows of partition"):
+        gathered(StagedPart(staged, len(ranges) - 1), None, counts, *ranges[-1])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_while_staging_is_one_clear_error_naming_the_file(tmp_path, monkeypatch):
+    def full_disk_open(path, mode="r", *args, **kwargs):
+        # /dev/full fails every write with ENOSPC, as a full disk does.
+        return builtins.open("/dev/full" if "w" in mode else path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(band_parts, "open", full_disk_open, raising=False)
+    band = BandColumn.of(_column(5, 400, 40))
+    on_disk = BandColumn(band.rows, band.read, staging=tmp_path / "band.staged")
+    counts = prefix_counts(band, None)
+    with pytest.raises(OSError, match="no space left") as error:
+        StagedBand(on_disk, None, counts, list(partitions(counts, 100)))
+    assert "band.staged" in str(error.value)

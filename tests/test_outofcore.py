@@ -439,7 +439,8 @@ def test_bands_searched_in_partitions_give_the_groups_of_whole_bands(
 ):
     """With partitions of a few documents (the room of a 1 MB limit), every band of the
     candidates' search (and of the pairs', with pairs="all") is read from its spill file in
-    many partitions of its hashes: the same groups, pairs and counts as whole bands."""
+    many partitions of its hashes, staged by partition in a file of its own: the same groups,
+    pairs and counts as whole bands."""
     settings = Settings(**options)
     (tmp_path / "whole").mkdir()
     whole, _, _ = _job_groups(corpus, tmp_path / "whole", settings, memory_limit=1 << 20)
@@ -451,11 +452,23 @@ def test_bands_searched_in_partitions_give_the_groups_of_whole_bands(
         parts_of_bands.append(len(parts))
         return parts
 
+    staged_files = []
+    staged_band = bands.StagedBand
+
+    def staged(column, *args):
+        staged_files.append(column.staging)
+        return staged_band(column, *args)
+
     monkeypatch.setattr(bands, "MIN_PART_ROWS", 1)
     monkeypatch.setattr(bands, "partitions", counted)
+    monkeypatch.setattr(bands, "StagedBand", staged)
     (tmp_path / "parts").mkdir()
     split, _, _ = _job_groups(corpus, tmp_path / "parts", settings, memory_limit=1 << 20)
     assert min(parts_of_bands) > 1
+    # The bands on disk were staged (those left in memory are gathered from it), and each
+    # staging file went with its band.
+    assert 0 < len(staged_files) <= len(parts_of_bands)
+    assert not any(path.exists() for path in staged_files)
     _same_groups(split, whole)
     assert {**split.stats, "seconds": None} == {**whole.stats, "seconds": None}
 

@@ -72,6 +72,8 @@ from neardup.candidates.band_parts import (
     PREFIX_BITS,
     ROW_BYTES,
     BandColumn,
+    StagedBand,
+    StagedPart,
     gathered,
     partitions,
     prefix_counts,
@@ -613,22 +615,29 @@ def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
 
 def _band_parts(
     columns: Iterable[np.ndarray | BandColumn], subset: np.ndarray | None, most_rows: int | None
-) -> Iterator[tuple[BandColumn, np.ndarray, int, int]]:
+) -> Iterator[tuple[BandColumn | StagedPart, np.ndarray, int, int]]:
     """Every band's partitions (:mod:`neardup.candidates.band_parts`) of at most ``most_rows``
     documents (None: a band whole), band after band, as ``(column, prefix counts, lo, hi)``:
-    a band's counting pass runs when its first partition is asked for."""
+    a band's counting pass (and, on disk in several partitions, its staging pass) runs when
+    its first partition is asked for."""
     for column in columns:
         band = BandColumn.of(column)
         n = band.rows if subset is None else subset.shape[0]
         if n > _MAX_DOCS:
             raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
         counts = prefix_counts(band, subset)
-        for lo, hi in partitions(counts, most_rows):
-            yield band, counts, lo, hi
+        ranges = list(partitions(counts, most_rows))
+        if len(ranges) > 1 and band.staging is not None:  # one more read, not one a partition
+            staged = StagedBand(band, subset, counts, ranges)
+            for k, (lo, hi) in enumerate(ranges):
+                yield StagedPart(staged, k), counts, lo, hi
+        else:
+            for lo, hi in ranges:
+                yield band, counts, lo, hi
 
 
 def _part_pairs(
-    part: tuple[BandColumn, np.ndarray, int, int],
+    part: tuple[BandColumn | StagedPart, np.ndarray, int, int],
     subset: np.ndarray | None,
     mode: str,
     positions: np.ndarray | None,

@@ -112,7 +112,7 @@ def _read_band(column: SpillColumn, release: bool) -> BandColumn:
     read whole (8 B a document) nor through its map; with ``release`` its memory goes back
     to the budget (it is not read again)."""
     if column.spilled:
-        keys = BandColumn(column.rows, column.read_rows)
+        keys = BandColumn(column.rows, column.read_rows, column.path.with_suffix(".staged"))
     else:
         keys = BandColumn.of(column.array())
     if release:
