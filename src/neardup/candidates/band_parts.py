@@ -54,6 +54,7 @@ __all__ = [
     "ROW_BYTES",
     "BandColumn",
     "StagedBand",
+    "StagedPart",
     "gathered",
     "partitions",
 ]
@@ -259,7 +260,18 @@ class StagedBand:
     their own, in column order; :meth:`part` gives partition ``k``'s rows back, and the file is
     deleted once every partition's are taken. One pass over the column, a block at a time,
     each partition's rows of a block written with one positional write of each kind.
-    Disk: 12 bytes a row. Memory: 12 bytes a row of a block."""
+    Disk: 12 bytes a row. Memory: 12 bytes a row of a block.
+
+    Example:
+        >>> import tempfile
+        >>> values = np.array([9, 3 << 60, 9, 3 << 60, 5], dtype=np.uint64)
+        >>> staging = Path(tempfile.mkdtemp()) / "band.staged"
+        >>> column = BandColumn(5, lambda start, stop: values[start:stop], staging)
+        >>> counts = prefix_counts(column, None)
+        >>> staged = StagedBand(column, None, counts, list(partitions(counts, 2)))
+        >>> [o.tolist() for _, o in (staged.part(0), staged.part(1))], staging.exists()
+        ([[0, 2, 4], [1, 3]], False)
+    """
 
     def __init__(
         self,

@@ -37,8 +37,9 @@ IDs and locations go to the work folder while pass 1 reads, once the budget keep
 :data:`LEAST_ROOM` of itself free: :mod:`neardup.engines.kept_columns`), and the grouping's
 arrays (:data:`GROUPING_BYTES` a document). The spillable part (``8 × bands`` bytes a document
 for MinHash band hashes, 128 for the sketches, 16 for the content fingerprints, 5 for the unit
-counts and empty flags, the verification data kept from pass 1) gets the room those leave, spills once N grows, and
-band hash columns still in memory spill when the grouping's arrays are charged; the band
+counts and empty flags, the verification data kept from pass 1) gets the room those leave,
+spills once N grows, and band hash columns (then the unit counts and empty flags) still in
+memory spill when the grouping's arrays are charged; the band
 search's temporaries (:mod:`neardup.candidates.band_parts`), the sketches' blocks
 (:mod:`neardup.candidates.bounds`) and the verification chunks take the room left (no more
 than the limit less the resident memory), at least :data:`LEAST_ROOM`. Not charged: the
