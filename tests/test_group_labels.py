@@ -119,3 +119,25 @@ def test_own_labels_are_the_documents_labelled_by_themselves(halves, picks):
         labels = np.array(picks, dtype=np.int32)
         want = [label == i for i, label in enumerate(picks)]
         assert own_labels(labels).tolist() == want
+
+
+@HALVES
+@settings(max_examples=150, deadline=None)
+@given(graphs, st.lists(st.integers(0, 59), max_size=60))
+def test_without_an_order_the_index_is_the_rank(halves, graph, picks):
+    """Documents in time order (rank None): the originals of the index order; components'
+    labels, each its group's smallest member, come back themselves, and any other labels are
+    ranked by index."""
+    with cut_in(halves):
+        n, edges = graph
+        a, b = edge_arrays(edges)
+        identity = np.arange(n, dtype=np.int64)
+        components = connected_components(n, a, b)
+        want = originals_of(components, identity).tolist()
+        if n == 0:
+            return
+        assert originals_of(components, None) is components
+        assert components.tolist() == want
+        labels = np.array([p % n for p in picks[:n]] + list(range(len(picks), n)), np.int64)
+        got = min_rank_members(labels, None)
+        assert got.tolist() == min_rank_members(labels, identity).tolist()

@@ -23,12 +23,13 @@ from neardup.memory import index_dtype
 __all__ = ["group_sizes", "min_rank_members", "own_labels", "with_duplicates"]
 
 
-def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Per document, the member of its group of smallest ``rank`` (ties: the smaller index),
-    of the dtype of ``labels``: int32 or int64 group labels in ``0..n-1``. O(n), one array of
-    n beside the result. When every label is its group's smallest member (as from
-    :func:`neardup.groups.connected_components`) and ``rank`` does not decrease with the index
-    (documents in time order), the labels are the answer: one pass checks it, no other.
+def min_rank_members(labels: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
+    """Per document, the member of its group of smallest ``rank`` (ties: the smaller index;
+    None: documents in time order, the index is the rank), of the dtype of ``labels``: int32 or
+    int64 group labels in ``0..n-1``. O(n), one array of n beside the result. When every label
+    is its group's smallest member (as from :func:`neardup.groups.connected_components`) and
+    ``rank`` does not decrease with the index, the labels are the answer: one pass checks it,
+    no other, and they come back copied (with ``rank`` None, themselves: no array of n more).
 
     Example:
         >>> min_rank_members(np.array([0, 0, 2, 0]), np.array([3, 1, 0, 2])).tolist()
@@ -36,7 +37,9 @@ def min_rank_members(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """
     n = labels.size
     if n and all(in_halves(_smallest_are_earliest, n, labels, rank)):
-        return labels.copy()
+        return labels if rank is None else labels.copy()
+    if rank is None:
+        rank = np.arange(n, dtype=labels.dtype)
     best, best_after = np.full(n, -1, dtype=labels.dtype), np.full(n, -1, dtype=labels.dtype)
     in_halves(_min_rank_members, n, labels, rank, best, best_after)
     in_halves(_earlier_members, n, rank, best, best_after)
@@ -154,8 +157,11 @@ def _smallest_are_earliest(half, lo, hi, labels, rank):
     its group's smallest member, which has the smallest rank."""
     for i in range(lo, hi):
         g = labels[i]
-        if g > i or labels[g] != g or (i > 0 and rank[i] < rank[i - 1]):
+        if g > i or labels[g] != g:
             return False
+        if rank is not None:
+            if i > 0 and rank[i] < rank[i - 1]:
+                return False
     return True
 
 

@@ -427,14 +427,17 @@ def accepted_links(
     return np.flatnonzero(state == _ACCEPTED), tested
 
 
-def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
+def originals_of(labels: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
     """Index of the original (the member of smallest rank) of every document's group.
 
     Args:
         labels: integer group label per document, length n (any values; documents with equal
             labels form one group), e.g. from :func:`connected_components`.
         rank: integer ordering key per document, length n, usually :func:`document_order`.
-            Raw timestamps work too: equal keys are broken by the smaller index.
+            Raw timestamps work too: equal keys are broken by the smaller index. None: the
+            documents are in time order (the index is the rank); labels that are each their
+            group's smallest member, as :func:`connected_components` gives, are then returned
+            themselves (no copy).
 
     Returns:
         array of length n, int32 or int64 as ``labels``: ``originals[d]`` is the index of d's
@@ -449,8 +452,9 @@ def originals_of(labels: np.ndarray, rank: np.ndarray) -> np.ndarray:
         [1, 1, 2, 1]
     """
     labels = _index_array("labels", labels)
-    rank = _index_array("rank", rank)
-    _check_same_length("rank", rank, "labels", labels.size)
+    if rank is not None:
+        rank = _index_array("rank", rank)
+        _check_same_length("rank", rank, "labels", labels.size)
     return min_rank_members(_compact_labels(labels), rank)
 
 

@@ -74,13 +74,13 @@ def return_freed_memory() -> None:
     trim(0)
 
 
-def drop_mapped_pages(values: np.ndarray) -> None:
+def drop_mapped_pages(values: np.ndarray | mmap.mmap) -> None:
     """Drop the pages that reads of ``values`` brought into this process's resident memory,
-    when ``values`` is (a view of) a read-only file map (``np.memmap``); nothing for an array
-    in memory. A column read whole at one stage and rarely after (the unit counts of 100M
-    documents, 0.4 GB) then stays out of the later stages' peak: ``madvise(MADV_DONTNEED)``
-    unmaps the pages, the kernel's page cache keeps the data and a later read maps them again.
-    O(mapped pages).
+    when ``values`` is a file map or (a view of) an array over one (``np.memmap``); nothing
+    for an array in memory. A column read whole at one stage and rarely after (the unit counts
+    of 100M documents, 0.4 GB) then stays out of the later stages' peak:
+    ``madvise(MADV_DONTNEED)`` unmaps the pages, the kernel's page cache keeps the data and a
+    later read maps them again. O(mapped pages).
 
     Example:
         >>> import tempfile
@@ -93,15 +93,11 @@ def drop_mapped_pages(values: np.ndarray) -> None:
         >>> values[1:].tolist()
         [1, 2, 3]
     """
-    base = values
-    while isinstance(base, np.ndarray):
-        mapped = getattr(base, "_mmap", None)
-        if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-            mapped.madvise(mmap.MADV_DONTNEED)
-            return
-        base = base.base
-    if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        base.madvise(mmap.MADV_DONTNEED)
+    mapped = values
+    while isinstance(mapped, np.ndarray):  # a view's base, up to the map of a np.memmap
+        mapped = getattr(mapped, "_mmap", None) or mapped.base
+    if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 #: Values of a mapped column that :func:`take_mapped` reads between two drops of its pages

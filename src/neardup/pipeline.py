@@ -726,15 +726,12 @@ def find_groups(
     # Each exact duplicate joins its representative's component (no list of their links).
     labels = with_duplicates(components, rep_of, dup_members, overwrite_labels=True)
     del components, dup_members
-    if settings.grouping == "components" and order_back is None:
-        # In time order a group's smallest index, its label, is its earliest document.
-        original, rank = labels, None
+    if settings.grouping == "components":  # in time order the labels serve (None: no order)
+        rank = None if order_back is None else order_back()
+        original = originals_of(labels, rank)
     else:
         rank = np.arange(n, dtype=index_dtype(n)) if order_back is None else order_back()
-        if settings.grouping == "components":
-            original = originals_of(labels, rank)
-        else:
-            original = center_groups(labels, rank, relation)
+        original = center_groups(labels, rank, relation)
     del rank, labels, cand_a, cand_b, rest  # not read by the pairs' stage
     is_original = own_labels(original)
     lap("groups", "pairs")

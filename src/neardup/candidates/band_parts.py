@@ -37,7 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.io.write import writing
+from neardup.io.write import pwrite_all, writing
 
 __all__ = [
     "BLOCK_ROWS",
@@ -301,8 +300,8 @@ class StagedBand:
                 bounds = _by_partition(block, block_rows, first, part_of, len(ranges), keys, order)
                 for k in np.flatnonzero(np.diff(bounds)).tolist():
                     s, e = int(bounds[k]), int(bounds[k + 1])
-                    _pwrite(fh.fileno(), keys[s:e], 8 * int(written[k]))
-                    _pwrite(fh.fileno(), order[s:e], 8 * rows + 4 * int(written[k]))
+                    pwrite_all(fh.fileno(), keys[s:e], 8 * int(written[k]))
+                    pwrite_all(fh.fileno(), order[s:e], 8 * rows + 4 * int(written[k]))
                     written[k] += e - s
                 first += int(bounds[-1])
         self._rows = rows
@@ -324,14 +323,6 @@ class StagedBand:
             if self._left == 0:
                 self.path.unlink()
         return keys, order
-
-
-def _pwrite(fd: int, values: np.ndarray, offset: int) -> None:
-    """All of ``values`` at byte ``offset`` of ``fd`` (positional writes until done)."""
-    data = memoryview(np.ascontiguousarray(values)).cast("B")
-    while data:
-        done = os.pwrite(fd, data, offset)
-        data, offset = data[done:], offset + done
 
 
 class StagedPart:

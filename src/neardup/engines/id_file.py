@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from neardup.io.files import atomic_write
 from neardup.io.write import writing
+from neardup.memory import drop_mapped_pages
 
 __all__ = ["ID_BATCH_BYTES", "IdFile", "MappedIds", "read_ids", "take_ids", "write_ids"]
 
@@ -158,8 +159,7 @@ class MappedIds:
 
     def release(self) -> None:
         """Drop the pages read so far from the process's resident memory. O(mapped pages)."""
-        if hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED)
+        drop_mapped_pages(self._map)
 
 
 def take_ids(ids: pa.ChunkedArray | MappedIds, positions: np.ndarray) -> pa.Array:

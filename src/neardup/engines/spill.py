@@ -42,7 +42,7 @@ from numba import njit
 
 from neardup.candidates.bounds import read_rows
 from neardup.io.files import atomic_write, process_gone
-from neardup.io.write import writing
+from neardup.io.write import pwrite_all, writing
 from neardup.memory import return_freed_memory
 
 MANIFEST = "manifest.json"
@@ -673,12 +673,8 @@ class SpilledRows:
             self._lengths[rows],
             self._high[rows],
         )
-        data = memoryview(words[:used]).cast("B")
-        place = 8 * at
         with writing(self.path):
-            while data:
-                done = os.pwrite(self._file.fileno(), data, place)
-                data, place = data[done:], place + done
+            pwrite_all(self._file.fileno(), words[:used], 8 * at)
         with self._lock:
             self.disk_bytes += 4 * used
 

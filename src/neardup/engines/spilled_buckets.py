@@ -109,7 +109,7 @@ class SpilledBlockParts(BlockParts):
         self.work, self.limit, self.name = work, int(limit), name
         self.held = 0
         self.record: np.dtype | None = None  # of the first pairs added: their columns' dtypes
-        self.on_disk = np.zeros(blocks, dtype=np.int64)  # each block's pairs written
+        self.written = np.zeros(blocks, dtype=np.int64)  # each block's pairs in its file
         self.disk_bytes = 0
 
     def _keep(self, block: int, a: np.ndarray, b: np.ndarray, at: np.ndarray) -> None:
@@ -142,10 +142,10 @@ class SpilledBlockParts(BlockParts):
             write_array(fh, rows)
         self.held -= a.nbytes + b.nbytes + at.nbytes
         self.disk_bytes += rows.nbytes
-        self.on_disk[block] += rows.shape[0]
+        self.written[block] += rows.shape[0]
 
     def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if not self.on_disk[block]:
+        if not self.written[block]:
             held = super().take(block)
             self.held -= sum(column.nbytes for column in held)
             return held
@@ -155,9 +155,9 @@ class SpilledBlockParts(BlockParts):
         # of star candidates, whose smaller ends are the buckets' first documents, at 100M).
         self._write(block)
         path = self._path(block)
-        columns = _read_columns(path, self.record, int(self.on_disk[block]))
+        columns = _read_columns(path, self.record, int(self.written[block]))
         path.unlink()
-        self.on_disk[block] = 0
+        self.written[block] = 0
         return columns
 
 

@@ -20,6 +20,7 @@ import csv
 import errno
 import io
 import json
+import os
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -557,3 +558,22 @@ def writing(path: Path | str) -> Iterator[None]:
         yield
     except OSError as error:
         raise disk_error(error, path) from error
+
+
+def pwrite_all(fd: int, values: np.ndarray, offset: int) -> None:
+    """Write all of ``values`` (a contiguous array, its bytes) at byte ``offset`` of the open
+    file ``fd``: positional writes until every byte is written (one may write fewer). It
+    releases the GIL: threads may write other places of one file at once. O(bytes).
+
+    Example:
+        >>> import tempfile
+        >>> path = tempfile.mkdtemp() + "/v.bin"
+        >>> with open(path, "wb") as fh:
+        ...     pwrite_all(fh.fileno(), np.array([7], np.uint32), 4)
+        >>> np.fromfile(path, np.uint32).tolist()
+        [0, 7]
+    """
+    data = memoryview(np.ascontiguousarray(values)).cast("B")
+    while data:
+        done = os.pwrite(fd, data, offset)
+        data, offset = data[done:], offset + done
