@@ -6,9 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import neardup.candidates.radix as radix
 from neardup import exact_duplicates as exact
 from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
-from neardup.exact_duplicates import content_representatives, representatives_by_parts
+from neardup.exact_duplicates import (
+    Duplicates,
+    content_representatives,
+    representatives_and_members,
+    representatives_by_parts,
+)
 
 #: Fingerprints from a few values of each word: many equal ones, and equal first words with
 #: different second words (a probe that meets the tag but not the fingerprint).
@@ -148,3 +154,27 @@ def test_representatives_by_parts_through_spill_files(tmp_path):
 def test_representatives_by_parts_checks_the_ranks():
     with pytest.raises(ValueError, match=r"one value per document \(3\); got 2"):
         representatives_by_parts(lambda s, e: None, 3, np.arange(2), 0, list)
+
+
+@pytest.mark.parametrize("halves", [False, True])
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=200), st.booleans(), st.data())
+def test_duplicates_give_each_document_its_representative(halves, contents, wide, data):
+    """Duplicates hold the duplicates alone; the representative of any document (duplicate
+    or not, in any order, repeated) is that of ``rep_of``, in the dtype of the documents."""
+    first = {}
+    rep_of = np.array([first.setdefault(c, i) for i, c in enumerate(contents)])
+    rep_of = rep_of.astype(np.int64 if wide else np.int32)
+    reps, members = representatives_and_members(rep_of)
+    duplicates = Duplicates.of(rep_of, members)
+    assert len(duplicates) == sum(r != i for i, r in enumerate(rep_of.tolist()))
+    assert duplicates.members.tolist() == [i for i, r in enumerate(rep_of.tolist()) if r != i]
+    docs = np.array(data.draw(st.lists(st.integers(0, len(contents) - 1), max_size=50)))
+    docs = docs.astype(data.draw(st.sampled_from([np.int32, np.int64, np.uint64])))
+    with pytest.MonkeyPatch.context() as patch:
+        if halves:  # as a million documents are: two halves on two threads
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        found = duplicates.representatives(docs)
+    assert found.dtype == docs.dtype
+    assert found.tolist() == rep_of[docs.astype(np.int64)].tolist()

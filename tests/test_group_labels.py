@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.candidates.radix as radix
+from neardup.exact_duplicates import Duplicates
 from neardup.group_labels import group_sizes, min_rank_members, own_labels, with_duplicates
 from neardup.groups import connected_components, originals_of
 
@@ -105,10 +106,11 @@ def test_exact_duplicates_join_their_representatives_components(halves, n, seed,
         a, b = rng.choice(reps, m), rng.choice(reps, m)
         dup = np.flatnonzero(rep_of != np.arange(n))
         joined = bfs_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
-        assert with_duplicates(connected_components(n, a, b), rep_of, dup).tolist() == joined
+        dups = Duplicates.of(rep_of, dup)
+        assert with_duplicates(connected_components(n, a, b), dups).tolist() == joined
         # Written over the labels given: the same labels, in their array.
         labels = connected_components(n, a, b)
-        assert with_duplicates(labels, rep_of, dup, overwrite_labels=True) is labels
+        assert with_duplicates(labels, dups, overwrite_labels=True) is labels
         assert labels.tolist() == joined
 
 

@@ -8,7 +8,7 @@ from graph_helpers import bfs_components
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import groups
+from neardup import groups, memory
 from neardup.groups import (
     accepted_links,
     center_groups,
@@ -124,7 +124,9 @@ def test_vertices_by_degree_is_a_stable_argsort(degrees, shape):
         degree[:] = degree[0]
     elif shape == "reversed":
         degree = np.sort(degree)[::-1].copy()
-    assert groups._by_degree(degree).tolist() == np.argsort(degree, kind="stable").tolist()
+    order = np.empty(degree.shape[0], dtype=np.int32)
+    groups._by_degree(degree, order)
+    assert order.tolist() == np.argsort(degree, kind="stable").tolist()
 
 
 def test_chain_components_rule():
@@ -515,3 +517,16 @@ def test_accepted_links_over_the_labels_themselves_decide_the_same(n, pairs, bef
         n, np.concatenate([la, a[kept[0]]]), np.concatenate([lb, b[kept[0]]])
     )
     assert np.array_equal(connected_components(n, np.arange(n), roots), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(graphs())
+def test_locality_order_in_8_byte_indices_equals_the_4_byte_one(graph):
+    """Past 2**31 - 1 vertices or edges the graph is held in 8-byte integers: the same order."""
+    n, a, b = graph
+    narrow = locality_order(n, a, b)
+    assert narrow.dtype == np.int32
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memory, "INDEX32_BELOW", 0)
+        wide = locality_order(n, a, b)
+    assert wide.dtype == np.int64 and wide.tolist() == narrow.tolist()

@@ -479,3 +479,39 @@ def test_mapped_flags_and_unit_counts_hold_no_pages_once_the_candidates_are_boun
     assert got.stats["candidates"] > 0 and held_when_compared == [0, 0]
     for name in ("original", "group_size", "pair_a", "pair_b", "pair_value", "pair_passed"):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+
+RULES = [
+    Settings(method="simhash", hamming_k=12),
+    Settings(method="simhash", hamming_k=12, verify="jaccard:0.5"),
+    Settings(method="minhash", threshold=0.5, verify="none"),
+    Settings(method="minhash", threshold=0.5, verify="jaccard:0.7"),
+    Settings(method="minhash", threshold=0.5, verify="lcs:0.7"),
+]
+
+
+@pytest.mark.parametrize("s", RULES, ids=lambda s: f"{s.method}-{s.verify}")
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=12, max_size=12), st.data())
+def test_passes_from_the_values_is_the_relations_decision(s, words, data):
+    """The pairs' decision taken from their reported values equals the relation measuring them
+    again, for every rule: SimHash (with and without verification), MinHash (estimate,
+    Jaccard, LCS); texts drawn to sit on either side of the threshold."""
+    base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    vocabulary = ("nu", "xi", "omicron", "pi")
+    texts = [" ".join(base)]
+    for k in range(1, 12):  # the first k words replaced: from near copies to strangers
+        texts.append(" ".join([vocabulary[w] for w in words[:k]] + base[k:]))
+    sig = signatures(texts, s, keep_sets=s.verify is not None)
+    relation = pipeline.Relation(sig, s)
+    n = len(texts)
+    every_a, every_b = np.triu_indices(n, 1)
+    drawn = st.lists(st.integers(0, n - 1), min_size=5, max_size=5)
+    # Every pair once, then pairs drawn in any order (repeats, a document with itself).
+    a = np.concatenate([every_a, data.draw(drawn)])
+    b = np.concatenate([every_b, data.draw(drawn)])
+    values = relation.similarity(a, b)
+    want = np.asarray(relation(a, b), dtype=bool)
+    assert want.any() and not want.all()  # pairs on both sides of the rule
+    assert relation.passes(a, b, values).tolist() == want.tolist()
+    assert relation.passes(a[:0], b[:0], values[:0]).shape == (0,)

@@ -1,6 +1,7 @@
 """Exact duplicates: documents of one content fingerprint (the 128-bit hash of the normalised
 text) share a representative, the earliest of them (:func:`content_representatives`); the
-later stages compare representatives only (:func:`representatives_and_members`).
+later stages compare representatives only (:func:`representatives_and_members`), and find a
+duplicate's representative in :class:`Duplicates`, which holds the duplicates alone.
 
 Fingerprints read back from disk (an out-of-core run past its budget) are split into parts by
 the top bits of their hash, so that one part's fingerprints, indices and table fit the room:
@@ -15,6 +16,8 @@ Example:
     >>> rep_of = content_representatives(c, np.array([0, 1, 2]))
     >>> [x.tolist() for x in (rep_of, *representatives_and_members(rep_of))]
     [[0, 1, 0], [0, 1], [2]]
+    >>> Duplicates.of(rep_of, np.array([2])).representatives(np.array([2, 1])).tolist()
+    [0, 1]
     >>> class Part(list):  # a part's rows in memory (a run puts them on disk)
     ...     def read(self):
     ...         return np.concatenate(self)
@@ -28,16 +31,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import argsort64
+from neardup.candidates.radix import argsort64, in_halves
 from neardup.memory import index_dtype
+from neardup.rank_directory import directory_of, holds, rank_of
 
 __all__ = [
     "PARALLEL_MIN_DOCUMENTS",
+    "Duplicates",
     "PartStore",
     "content_representatives",
     "representatives_and_members",
@@ -183,6 +189,56 @@ def _split_own(rep_of, reps, members):
         else:
             members[m] = d
             m += 1
+
+
+@dataclass(frozen=True)
+class Duplicates:
+    """The exact duplicates of ``n`` documents with their representatives, without an index a
+    document: ``members``, the duplicates (ascending), ``reps``, the representative of each
+    (both of :func:`~neardup.memory.index_dtype`), and a rank directory of the members
+    (:mod:`neardup.rank_directory`: ``words``, ``before``), which finds whether a document is a
+    duplicate, and its place in ``members``, in O(1). Twice the index width a duplicate and a
+    quarter of a byte a document: 0.12 GB for 100M documents of which 12.5M are duplicates,
+    where ``rep_of`` (:func:`content_representatives`) takes 0.38 GB from the candidates to
+    the pairs.
+
+    Example:
+        >>> d = Duplicates.of(np.array([0, 0, 2, 2, 0]), np.array([1, 3, 4]))
+        >>> len(d), d.representatives(np.array([4, 2, 3])).tolist()
+        (3, [0, 2, 2])
+    """
+
+    members: np.ndarray
+    reps: np.ndarray
+    words: np.ndarray
+    before: np.ndarray
+
+    @classmethod
+    def of(cls, rep_of: np.ndarray, members: np.ndarray) -> Duplicates:
+        """The duplicates ``members`` (ascending, as :func:`representatives_and_members`
+        gives them) of ``rep_of``. O(n), a byte a document while the directory is built."""
+        marks = np.zeros(rep_of.shape[0], dtype=bool)
+        marks[members] = True
+        words, before = directory_of(marks)
+        return cls(members, rep_of[members], words, before)
+
+    def __len__(self) -> int:
+        return int(self.members.shape[0])
+
+    def representatives(self, docs: np.ndarray) -> np.ndarray:
+        """The representative of each of ``docs`` (document indices, any integer dtype; a
+        representative is its own), of their dtype. O(len(docs)), on two cores."""
+        docs = np.asarray(docs)
+        out = np.empty(docs.shape[0], dtype=docs.dtype)
+        in_halves(_representatives, docs.shape[0], docs, self.words, self.before, self.reps, out)
+        return out
+
+
+@njit(cache=True, nogil=True)
+def _representatives(half, lo, hi, docs, words, before, reps, out):
+    for i in range(lo, hi):
+        d = np.uint64(docs[i])
+        out[i] = reps[rank_of(d, words, before)] if holds(d, words) else docs[i]
 
 
 #: Bytes a document of a part holds while :func:`representatives_by_parts` solves the part:

@@ -18,7 +18,9 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.radix import in_halves
+from neardup.exact_duplicates import Duplicates
 from neardup.memory import index_dtype
+from neardup.rank_directory import holds
 
 __all__ = ["group_sizes", "min_rank_members", "own_labels", "with_duplicates"]
 
@@ -109,45 +111,53 @@ def _own(half, lo, hi, labels, out):
 
 
 def with_duplicates(
-    labels: np.ndarray, rep_of: np.ndarray, members: np.ndarray, overwrite_labels: bool = False
+    labels: np.ndarray, duplicates: Duplicates, overwrite_labels: bool = False
 ) -> np.ndarray:
-    """The component labels of every document once each exact duplicate ``d`` in ``members``
-    joins the component of its representative ``rep_of[d]``: ``labels`` are those of
+    """The component labels of every document once each exact duplicate of ``duplicates``
+    joins the component of its representative: ``labels`` are those of
     :func:`connected_components` over pairs among representatives (each the smallest index of
     its component), and so is the result, without joining the duplicates' links to those pairs
     (0.8 GB at 10M documents); of the dtype of ``labels`` (int32 or int64). With
     ``overwrite_labels`` the result is written over ``labels`` (no array of n beside them: the
     duplicates first, which read only representatives' labels, then the representatives).
-    O(n + members); each per-document pass in two halves on two threads.
+    O(n + duplicates); each pass in two halves on two threads.
 
     Example:
-        >>> with_duplicates(np.array([0, 0, 2, 3]), np.array([0, 1, 2, 1]), np.array([3])).tolist()
+        >>> dups = Duplicates.of(np.array([0, 1, 2, 1]), np.array([3]))
+        >>> with_duplicates(np.array([0, 0, 2, 3]), dups).tolist()
         [0, 0, 2, 0]
     """
     labels = np.asarray(labels)
+    members, reps = duplicates.members, duplicates.reps
     smallest = np.arange(labels.shape[0], dtype=labels.dtype)
-    _smallest_with(labels, rep_of, members, smallest)
+    _smallest_with(labels, members, reps, smallest)
     out = labels if overwrite_labels else np.empty_like(labels)
-    for representatives in (False, True):
-        in_halves(_relabelled, labels.shape[0], labels, rep_of, smallest, out, representatives)
+    in_halves(_duplicates_relabelled, members.shape[0], labels, members, reps, smallest, out)
+    in_halves(_representatives_relabelled, labels.shape[0], labels, duplicates.words, smallest, out)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _smallest_with(labels, rep_of, members, smallest):
+def _smallest_with(labels, members, reps, smallest):
     # A label is the smallest index of its component; a duplicate may be smaller still.
-    for d in members:
-        root = labels[rep_of[d]]
-        if d < smallest[root]:
-            smallest[root] = d
+    for j in range(members.shape[0]):
+        root = labels[reps[j]]
+        if members[j] < smallest[root]:
+            smallest[root] = members[j]
 
 
 @njit(cache=True, nogil=True)
-def _relabelled(half, lo, hi, labels, rep_of, smallest, out, representatives):
-    # A representative is its own; until the representatives' pass their labels are as given.
+def _duplicates_relabelled(half, lo, hi, labels, members, reps, smallest, out):
+    for j in range(lo, hi):
+        out[members[j]] = smallest[labels[reps[j]]]
+
+
+@njit(cache=True, nogil=True)
+def _representatives_relabelled(half, lo, hi, labels, words, smallest, out):
+    # After the duplicates' pass: a representative's label is still as given.
     for i in range(lo, hi):
-        if (rep_of[i] == i) == representatives:
-            out[i] = smallest[labels[rep_of[i]]]
+        if not holds(np.uint64(i), words):
+            out[i] = smallest[labels[i]]
 
 
 @njit(cache=True, nogil=True)

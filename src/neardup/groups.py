@@ -610,9 +610,9 @@ def edges_to_original(originals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
-def _by_degree(degree):
-    """The vertices by increasing ``degree`` (int64, >= 0), ties by index: a counting sort,
-    O(n + largest degree)."""
+def _by_degree(degree, order):
+    """The vertices by increasing ``degree`` (integers >= 0), ties by index, into ``order``:
+    a counting sort, O(n + largest degree)."""
     n = degree.shape[0]
     largest = 0
     for v in range(n):
@@ -622,19 +622,17 @@ def _by_degree(degree):
         starts[degree[v] + 1] += 1
     for d in range(largest + 1):
         starts[d + 1] += starts[d]
-    order = np.empty(n, dtype=np.int64)
     for v in range(n):
         order[starts[degree[v]]] = v
         starts[degree[v]] += 1
-    return order
 
 
 @njit(cache=True, nogil=True)
-def _cuthill_mckee(indptr, neighbours, degree):
+def _cuthill_mckee(indptr, neighbours, degree, order):
     n = degree.shape[0]
-    order = np.empty(n, dtype=np.int64)
     seen = np.zeros(n, dtype=np.bool_)
-    by_degree = _by_degree(degree)
+    by_degree = np.empty_like(order)
+    _by_degree(degree, by_degree)
     k = 0
     for start in by_degree:  # each component from its vertex of least degree
         if seen[start]:
@@ -654,17 +652,20 @@ def _cuthill_mckee(indptr, neighbours, degree):
                     order[k] = w
                     k += 1
             if k - first > 1:  # the new vertices by increasing degree, ties by index
-                keys = np.sort(degree[order[first:k]] * n + order[first:k])
+                keys = np.sort(degree[order[first:k]].astype(np.int64) * n + order[first:k])
                 order[first:k] = keys % n
-    return order[::-1].copy()
+    for i in range(n // 2):  # reversed in place: no copy of n beside the graph
+        order[i], order[n - 1 - i] = order[n - 1 - i], order[i]
 
 
 def locality_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """An order of the ``n`` vertices that keeps the two ends of each edge ``(a[p], b[p])``
     close: the reverse Cuthill–McKee order (breadth first from a vertex of least degree in each
     component, the neighbours of a vertex by increasing degree, the whole reversed), which keeps
-    the adjacency matrix near its diagonal. int64[n], a permutation: ``order[i]`` is the vertex
-    at place ``i``. Deterministic. O(n log n + edges).
+    the adjacency matrix near its diagonal. A permutation of :func:`~neardup.memory.index_dtype`
+    ``(n)``: ``order[i]`` is the vertex at place ``i``. Deterministic. O(n log n + edges); the
+    graph in 4-byte vertices and offsets while they fit (about 22 bytes a vertex and 8 an edge,
+    not twice that).
 
     An out-of-core run measures candidate pairs in chunks that each read their documents' data:
     pairs taken in this order read each document's data in fewer chunks.
@@ -678,8 +679,12 @@ def locality_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _check_same_length("b", b, "a", a.shape[0])
     _check_indices("a", a, n)
     _check_indices("b", b, n)
-    indptr, neighbours = _adjacency(n, a, b)
-    return _cuthill_mckee(indptr, neighbours, np.diff(indptr))
+    indptr = np.zeros(n + 1, dtype=index_dtype(2 * a.shape[0]))
+    neighbours = np.empty(2 * a.shape[0], dtype=index_dtype(n))
+    _adjacency(a, b, indptr, neighbours)
+    order = np.empty(n, dtype=neighbours.dtype)
+    _cuthill_mckee(indptr, neighbours, np.diff(indptr), order)
+    return order
 
 
 def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -725,21 +730,20 @@ def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _adjacency(n, a, b):
-    """CSR adjacency ``(indptr, neighbours)`` of the undirected edges ``(a[p], b[p])``: a
-    counting sort by vertex, O(n + edges). The order of a vertex's neighbours does not matter
-    to :func:`_cuthill_mckee`, which orders the vertices it reaches by degree and index."""
-    indptr = np.zeros(n + 1, dtype=np.int64)
+def _adjacency(a, b, indptr, neighbours):
+    """CSR adjacency (``indptr``, zeros of n + 1, and ``neighbours``, of twice the edges) of
+    the undirected edges ``(a[p], b[p])``: a counting sort by vertex, O(n + edges). The order
+    of a vertex's neighbours does not matter to :func:`_cuthill_mckee`, which orders the
+    vertices it reaches by degree and index."""
+    n = indptr.shape[0] - 1
     for p in range(a.shape[0]):
         indptr[a[p] + 1] += 1
         indptr[b[p] + 1] += 1
     for v in range(n):
         indptr[v + 1] += indptr[v]
     fill = indptr[:-1].copy()
-    neighbours = np.empty(indptr[n], dtype=np.int64)
     for p in range(a.shape[0]):
         neighbours[fill[a[p]]] = b[p]
         fill[a[p]] += 1
         neighbours[fill[b[p]]] = a[p]
         fill[b[p]] += 1
-    return indptr, neighbours

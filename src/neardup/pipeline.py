@@ -52,7 +52,11 @@ from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import index_union, merged_runs, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
 from neardup.candidates.tables import IdenticalBuckets
-from neardup.exact_duplicates import content_representatives, representatives_and_members
+from neardup.exact_duplicates import (
+    Duplicates,
+    content_representatives,
+    representatives_and_members,
+)
 from neardup.group_labels import group_sizes, own_labels, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
@@ -291,6 +295,20 @@ class Relation:
             return self.verified(a, b, exact=True)
         return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
 
+    def passes(self, a: np.ndarray, b: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """What :meth:`__call__` decides for the pairs ``(a[p], b[p])``, given their
+        :meth:`similarity` ``values``: from the values alone where they are the rule's measure
+        (SimHash without verification, MinHash with it), so that those pairs are not measured
+        again. O(pairs)."""
+        s = self.settings
+        if a.shape[0] == 0:
+            return np.zeros(0, dtype=bool)
+        if s.method == "simhash" and s.verify is None:
+            return values <= s.hamming_k
+        if s.method == "minhash" and s.verify is not None:
+            return values >= s.verify
+        return np.asarray(self(a, b), dtype=bool)
+
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Whether each pair ``(a[p], b[p])`` meets the run's rule (bool per pair)."""
         s = self.settings
@@ -323,14 +341,14 @@ class _MemoVerified:
     def __init__(
         self,
         measure: PairSimilarity,
-        rep_of: np.ndarray,
+        duplicates: Duplicates,
         threshold: float,
         step: int = VERIFY_SLICE,
     ):
         self.measure = measure
         self.step = step
         self.reads_spill = getattr(measure, "reads_spill", False)  # see SetSource
-        self.rep_of = rep_of
+        self.duplicates = duplicates
         self.threshold = threshold
         #: Sorted pair keys and their values, one run per measured slice.
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []
@@ -345,7 +363,7 @@ class _MemoVerified:
     def _slice(self, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:
         # Temporaries are dropped before measuring: an out-of-core run sizes its chunks of
         # verification data by the memory left beside them.
-        ra, rb = self.rep_of[a], self.rep_of[b]
+        ra, rb = self.duplicates.representatives(a), self.duplicates.representatives(b)
         out = np.ones(ra.shape[0], dtype=np.float64)
         key = (np.minimum(ra, rb).astype(np.uint64) << np.uint64(32)) | np.maximum(ra, rb).astype(
             np.uint64
@@ -574,10 +592,13 @@ def find_groups(
         rep_of = content_representatives(sig.content, rank, workers)
     else:
         rep_of = exact_duplicates(rank)
-    reps, dup_members = representatives_and_members(rep_of)
+    reps, members = representatives_and_members(rep_of)
+    # The duplicates alone from here on, not an index a document (0.38 GB at 100M).
+    duplicates = Duplicates.of(rep_of, members)
+    del rep_of, members
     if in_order:  # the identity: made again for the groups
         rank = None
-    stats["exact_duplicates"] = int(dup_members.shape[0])
+    stats["exact_duplicates"] = len(duplicates)
     lap("exact_duplicates", "candidates")
 
     # SimHash: one search serves the candidates and, with pairs="all", the pairs reported.
@@ -654,10 +675,10 @@ def find_groups(
         # Every comparison happens inside a candidate component: only its members need sets,
         # and exact duplicates (same normalised text) have their representative's set.
         linked = with_duplicates(
-            connected_components(n, cand_a, cand_b), rep_of, dup_members, overwrite_labels=True
+            connected_components(n, cand_a, cand_b), duplicates, overwrite_labels=True
         )
         in_group = np.flatnonzero(group_sizes(linked) > 1)  # counts in 4 bytes, not bincount's 8
-        compared = in_group[rep_of[in_group] == in_group]
+        compared = in_group[duplicates.representatives(in_group) == in_group]
         del in_group
         if rest is not None:  # the repair round compares the ends of its pairs
             compared = index_union(n, compared, *rest)
@@ -687,7 +708,7 @@ def find_groups(
             cand_b = cand_b[order]
             del order
 
-        verified = _MemoVerified(rep_verified, rep_of, settings.verify, candidate_slice)
+        verified = _MemoVerified(rep_verified, duplicates, settings.verify, candidate_slice)
         del rep_verified  # held by ``verified`` alone, and let go with it
 
         stats["documents_verified"] = int(compared.shape[0])
@@ -724,8 +745,8 @@ def find_groups(
     lap("verify", "groups")
 
     # Each exact duplicate joins its representative's component (no list of their links).
-    labels = with_duplicates(components, rep_of, dup_members, overwrite_labels=True)
-    del components, dup_members
+    labels = with_duplicates(components, duplicates, overwrite_labels=True)
+    del components, duplicates
     if settings.grouping == "components":  # in time order the labels serve (None: no order)
         rank = None if order_back is None else order_back()
         original = originals_of(labels, rank)
@@ -752,12 +773,8 @@ def find_groups(
         )
     if settings.pairs == "all":  # all_pairs keeps the pairs the relation accepts
         pair_passed = np.ones(pair_a.shape[0], dtype=bool)
-    else:  # the decision that accepted candidates (verified values are remembered: no re-measure)
-        pair_passed = (
-            np.asarray(relation(pair_a, pair_b), dtype=bool)
-            if pair_a.shape[0]
-            else (np.zeros(0, dtype=bool))
-        )
+    else:  # the decision that accepted candidates, from the values (no pair measured again)
+        pair_passed = relation.passes(pair_a, pair_b, pair_value)
     lap("pairs")
 
     # The group sizes once the verification's data and remembered values are gone: 4 bytes a

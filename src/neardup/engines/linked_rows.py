@@ -3,12 +3,11 @@ link, ascending, and the place of any of them among them (its *compact index*), 
 row, not by a binary search. ``dedup`` out of core places the documents it compares among
 them the same way (:meth:`LinkedRows.of_rows`).
 
-A rank directory does it: a bit a row (set for a linked row) and the number of linked rows
-before every 64th row, a quarter of a byte a row in all. The compact index of a linked row
-``r`` is the count before its word plus the set bits of its word below ``r``. The ends are
-marked a byte a row first (threads may write the same byte at once, not the same word), then
-the directory and the linked rows are built from the marks, every kernel on two cores over
-halves of its input (:func:`~neardup.candidates.radix.in_halves`).
+A rank directory does it (:mod:`neardup.rank_directory`): a bit a row (set for a linked row)
+and the number of linked rows before every 64th row, a quarter of a byte a row in all. The
+ends are marked a byte a row first, then the directory and the linked rows are built from the
+marks, every kernel on two cores over halves of its input
+(:func:`~neardup.candidates.radix.in_halves`).
 
 Example:
     >>> from neardup.engines.spill import MemoryBudget
@@ -34,9 +33,9 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.radix import in_halves
-from neardup.candidates.tables import popcount64
 from neardup.engines.spill import MemoryBudget
 from neardup.memory import index_dtype
+from neardup.rank_directory import directory_of, listed_rows, rank_of
 
 __all__ = ["LinkedRows"]
 
@@ -82,16 +81,8 @@ class LinkedRows:
     def finish(self, listed: bool = True) -> np.ndarray | None:
         """The linked rows (int64, ascending; None without ``listed``), the marks let go for
         the directory. O(n), on two cores."""
-        words = -(-self.n // 64)
-        self._words = np.empty(words, dtype=np.uint64)
-        counts = np.empty(words, dtype=np.int64)
-        in_halves(_directory, words, self._marks, self._words, counts, size=self.n)
-        self._before = np.zeros(words + 1, dtype=np.int64)
-        np.cumsum(counts, out=self._before[1:])
-        linked = None
-        if listed:
-            linked = np.empty(int(self._before[-1]), dtype=np.int64)
-            in_halves(_listed, words, self._marks, self._before, linked, size=self.n)
+        self._words, self._before = directory_of(self._marks)
+        linked = listed_rows(self._marks, self._before) if listed else None
         self._charge(self.nbytes - self._marks.nbytes)
         self._marks = None
         return linked
@@ -135,43 +126,13 @@ def _mark_ends(half, lo, hi, packed, marks):
 
 
 @njit(cache=True, nogil=True)
-def _directory(half, lo, hi, marks, words, counts):
-    n = marks.shape[0]
-    for w in range(lo, hi):
-        bits = np.uint64(0)
-        for i in range(w * 64, min(n, w * 64 + 64)):
-            if marks[i]:
-                bits |= np.uint64(1) << np.uint64(i - w * 64)
-        words[w] = bits
-        counts[w] = popcount64(bits)
-
-
-@njit(cache=True, nogil=True)
-def _listed(half, lo, hi, marks, before, out):
-    n = marks.shape[0]
-    for w in range(lo, hi):
-        r = before[w]
-        for i in range(w * 64, min(n, w * 64 + 64)):
-            if marks[i]:
-                out[r] = i
-                r += 1
-
-
-@njit(cache=True, nogil=True)
-def _rank(row, words, before):
-    w = row >> np.uint64(6)
-    below = (np.uint64(1) << (row & np.uint64(63))) - np.uint64(1)
-    return before[w] + popcount64(words[w] & below)
-
-
-@njit(cache=True, nogil=True)
 def _places(half, lo, hi, rows, words, before, out):
     for p in range(lo, hi):
-        out[p] = _rank(np.uint64(rows[p]), words, before)
+        out[p] = rank_of(np.uint64(rows[p]), words, before)
 
 
 @njit(cache=True, nogil=True)
 def _compact_ends(half, lo, hi, packed, words, before, a, b):
     for p in range(lo, hi):
-        a[p] = _rank(packed[p] >> np.uint64(32), words, before)
-        b[p] = _rank(packed[p] & _LOW, words, before)
+        a[p] = rank_of(packed[p] >> np.uint64(32), words, before)
+        b[p] = rank_of(packed[p] & _LOW, words, before)

@@ -91,9 +91,10 @@ from neardup.settings import Settings
 #: beside the per-document columns charged to it (:meth:`MemoryBudget.charge`).
 SPILL_SHARE = 0.5
 #: Bytes a document that the grouping holds through its stages beside the columns of pass 1
-#: (the document order, each document's exact-duplicate representative, the representatives'
-#: and duplicates' indices), charged while it runs: 8 bytes each in int64 indices (from 2**31 - 1
-#: documents on), half of it spare in int32 (:func:`~neardup.memory.index_dtype`).
+#: (the document order, the representatives' indices, each exact duplicate's index and
+#: representative: `~neardup.exact_duplicates.Duplicates`), charged while it runs: 8 bytes each
+#: in int64 indices (from 2**31 - 1 documents on), at most 24 whatever the share of
+#: duplicates, half of it spare in int32 (:func:`~neardup.memory.index_dtype`).
 GROUPING_BYTES = 24
 #: The least share of the budget that the sketches' blocks and the verification chunks may
 #: take when the per-document state leaves less free (an eighth: 94 MB by default).

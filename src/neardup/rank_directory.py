@@ -1,0 +1,99 @@
+"""A rank directory: a set of the rows ``0..n-1``, and the place of any of its rows among
+them (its *rank*), in O(1) a row, not by a binary search.
+
+A bit a row (set for a row of the set) and the number of set rows before every 64th row, a
+quarter of a byte a row in all. The rank of a set row ``r`` is the count before its word plus
+the set bits of its word below ``r``. The directory is built from marks, a byte a row (threads
+may write the same byte at once, not the same word), every kernel on two cores over halves of
+its input (:func:`~neardup.candidates.radix.in_halves`). The compiled :func:`rank_of` and
+:func:`holds` are called from other kernels.
+
+Example:
+    >>> marks = np.zeros(10, dtype=bool)
+    >>> marks[[3, 7, 9]] = True
+    >>> words, before = directory_of(marks)
+    >>> listed_rows(marks, before).tolist()
+    [3, 7, 9]
+    >>> int(rank_of(np.uint64(9), words, before)), bool(holds(np.uint64(8), words))
+    (2, False)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from neardup.candidates.radix import in_halves
+from neardup.candidates.tables import popcount64
+
+__all__ = ["directory_of", "holds", "listed_rows", "rank_of"]
+
+
+def directory_of(marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The directory of the rows where the bool ``marks`` are set: ``(words, before)``, a
+    uint64 bit a row and the int64 count of set rows before each word (one more, the total,
+    at the end). O(n), on two cores.
+
+    Example:
+        >>> [x.tolist() for x in directory_of(np.array([0, 1, 1], dtype=bool))]
+        [[6], [0, 2]]
+    """
+    n = marks.shape[0]
+    count = -(-n // 64)
+    words = np.empty(count, dtype=np.uint64)
+    counts = np.empty(count, dtype=np.int64)
+    in_halves(_directory, count, marks, words, counts, size=n)
+    before = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(counts, out=before[1:])
+    return words, before
+
+
+def listed_rows(marks: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """The rows where ``marks`` are set, ascending (int64), from the directory's counts
+    ``before``. O(n), on two cores.
+
+    Example:
+        >>> marks = np.array([0, 1, 1], dtype=bool)
+        >>> listed_rows(marks, directory_of(marks)[1]).tolist()
+        [1, 2]
+    """
+    out = np.empty(int(before[-1]), dtype=np.int64)
+    in_halves(_listed, before.shape[0] - 1, marks, before, out, size=marks.shape[0])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _directory(half, lo, hi, marks, words, counts):
+    n = marks.shape[0]
+    for w in range(lo, hi):
+        bits = np.uint64(0)
+        for i in range(w * 64, min(n, w * 64 + 64)):
+            if marks[i]:
+                bits |= np.uint64(1) << np.uint64(i - w * 64)
+        words[w] = bits
+        counts[w] = popcount64(bits)
+
+
+@njit(cache=True, nogil=True)
+def _listed(half, lo, hi, marks, before, out):
+    n = marks.shape[0]
+    for w in range(lo, hi):
+        r = before[w]
+        for i in range(w * 64, min(n, w * 64 + 64)):
+            if marks[i]:
+                out[r] = i
+                r += 1
+
+
+@njit(cache=True, nogil=True)
+def rank_of(row, words, before):
+    """The number of set rows below ``row`` (a uint64): its rank, if it is set. O(1)."""
+    w = row >> np.uint64(6)
+    below = (np.uint64(1) << (row & np.uint64(63))) - np.uint64(1)
+    return before[w] + popcount64(words[w] & below)
+
+
+@njit(cache=True, nogil=True)
+def holds(row, words):
+    """Whether ``row`` (a uint64) is set. O(1)."""
+    return (words[row >> np.uint64(6)] >> (row & np.uint64(63))) & np.uint64(1) == np.uint64(1)
