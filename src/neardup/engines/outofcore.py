@@ -472,19 +472,19 @@ class OutOfCoreDedup:
         :class:`~neardup.engines.spill.SpilledRows` in the work folder (row i: ``docs[i]``),
         returned in place of the values."""
         started = time.perf_counter()
-        units = take_mapped(self.collected.signatures.sizes, docs).astype(np.int64)
+        units = take_mapped(self.collected.signatures.sizes, docs)
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
-        # Pass 1 counted the LCS units exactly: their places are known before they are made,
-        # and each worker writes its batch's units there itself. Shingle counts only bound
-        # the set sizes: sets are placed here, in order.
+        # Pass 1 counted the LCS units exactly: each worker writes its batch's units at places
+        # known before they are made. Shingle counts only bound sets: placed here, in order.
         exact = self.settings.verify_measure == "lcs"
         if exact:
-            np.cumsum(units, out=offsets[1:])
+            np.cumsum(units, dtype=np.int64, out=offsets[1:])
+        total, units = int(units.sum(dtype=np.int64)), None  # not held while texts are read
         if spill:
             target = SpilledRows(self.work, "verification", docs.shape[0])
             write = target.put
         else:
-            target = np.empty(int(offsets[-1]) if exact else int(units.sum()), dtype=np.uint64)
+            target = np.empty(int(offsets[-1]) if exact else total, dtype=np.uint64)
 
             def write(row: int, at: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
                 copy_into(target, at, part)
