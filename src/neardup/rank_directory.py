@@ -86,14 +86,27 @@ def _listed(half, lo, hi, marks, before, out):
 
 
 @njit(cache=True, nogil=True)
-def rank_of(row, words, before):
-    """The number of set rows below ``row`` (a uint64): its rank, if it is set. O(1)."""
+def rank_of(row: np.uint64, words: np.ndarray, before: np.ndarray) -> int:
+    """The number of set rows below ``row`` (a uint64) in the directory ``(words, before)``:
+    its rank, if it is set. O(1).
+
+    Example:
+        >>> words, before = directory_of(np.array([1, 0, 1, 1], dtype=bool))
+        >>> int(rank_of(np.uint64(3), words, before))
+        2
+    """
     w = row >> np.uint64(6)
     below = (np.uint64(1) << (row & np.uint64(63))) - np.uint64(1)
     return before[w] + popcount64(words[w] & below)
 
 
 @njit(cache=True, nogil=True)
-def holds(row, words):
-    """Whether ``row`` (a uint64) is set. O(1)."""
+def holds(row: np.uint64, words: np.ndarray) -> bool:
+    """Whether ``row`` (a uint64) is set in the directory's ``words``. O(1).
+
+    Example:
+        >>> words, _ = directory_of(np.array([1, 0, 1], dtype=bool))
+        >>> bool(holds(np.uint64(1), words)), bool(holds(np.uint64(2), words))
+        (False, True)
+    """
     return (words[row >> np.uint64(6)] >> (row & np.uint64(63))) & np.uint64(1) == np.uint64(1)
