@@ -14,7 +14,6 @@ from neardup.candidates import bands as bands_module
 from neardup.candidates.bands import (
     DistinctUnion,
     _grouped_by_hash,
-    _sorted_distinct,
     band_buckets,
     band_columns,
     band_hashes,
@@ -439,7 +438,7 @@ def test_distinct_union_is_the_union_of_sets(parts, two_cores):
             patch.setattr(radix.os, "cpu_count", lambda: 2)
         union = DistinctUnion()
         for part in parts:
-            union.add(_sorted_distinct(np.array(part, dtype=np.uint64)))
+            union.add(radix.sorted_distinct(np.array(part, dtype=np.uint64)))
             # The levels stay a stack of unions each more than twice the next.
             sizes = [level.shape[0] for level in union.levels]
             assert all(big > 2 * small for big, small in zip(sizes, sizes[1:]))

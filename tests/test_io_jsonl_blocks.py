@@ -351,3 +351,20 @@ def test_lines_parsed_in_halves_as_in_one_block(data, time_field):
         patch.setattr(radix.os, "cpu_count", lambda: 2)
         halves = _parsed(parser.parse_lines(lines))
     assert halves == whole
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=12), max_size=20),
+    st.integers(0, 3),
+    st.sampled_from([pa.string(), pa.large_string(), pa.binary()]),
+)
+def test_lines_block_is_the_lines_each_ended_by_a_break(lines, skip, kind):
+    array = pa.array(lines, pa.string()).cast(kind)[skip:]  # a slice: the array's offset
+    expected = b"".join(line.encode() + b"\n" for line in lines[skip:])
+    assert bytes(jsonl_blocks.lines_block(array)) == expected
+
+
+def test_lines_block_refuses_nulls():
+    with pytest.raises(ValueError, match="no null, got 1"):
+        jsonl_blocks.lines_block(pa.array(["{}", None]))

@@ -206,6 +206,33 @@ def test_sorted_pairs_of_wide_indices_is_a_lexsort(pairs: list[tuple[int, int]])
     assert [x.tolist() for x in got] == [a[order].tolist(), b[order].tolist(), d[order].tolist()]
 
 
+@settings(deadline=None)
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=60)
+    | st.lists(st.integers(0, 5), max_size=60),
+    st.sampled_from([np.int64, np.uint64, np.int32, np.uint32]),
+    st.booleans(),
+)
+def test_sorted_distinct_is_numpys_unique(values, dtype, in_place: bool) -> None:
+    if dtype is not np.int64:  # every value in the dtype's range
+        info = np.iinfo(dtype)
+        values = [v % (int(info.max) + 1) if info.min == 0 else v % (1 << 31) for v in values]
+    array = np.array(values, dtype=dtype)
+    before = array.copy()
+    out = radix.sorted_distinct(array, in_place=in_place)
+    assert out.dtype == array.dtype
+    assert np.array_equal(out, np.unique(before))
+    if in_place:  # the front of the array itself
+        assert out.shape[0] == 0 or np.shares_memory(out, array)
+    else:
+        assert np.array_equal(array, before)
+
+
+def test_sorted_distinct_refuses_2d() -> None:
+    with pytest.raises(ValueError, match=r"1-D, got shape \(2, 2\)"):
+        radix.sorted_distinct(np.zeros((2, 2), np.int64))
+
+
 def test_bad_keys_are_refused() -> None:
     with pytest.raises(ValueError, match="integer, bool or float dtype, got complex128"):
         order_keys(np.array([1j]))

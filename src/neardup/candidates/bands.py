@@ -78,7 +78,7 @@ from neardup.candidates.band_parts import (
     partitions,
     prefix_counts,
 )
-from neardup.candidates.radix import in_halves, stable_argsort
+from neardup.candidates.radix import in_halves, sorted_distinct, stable_argsort
 
 __all__ = [
     "BandBuckets",
@@ -421,25 +421,6 @@ def band_buckets(
 
 
 @njit(cache=True, nogil=True)
-def _compact_distinct(values):
-    """The distinct values of the sorted ``values``, moved to its front in place, as a view.
-    O(n), no temporary."""
-    k = 0
-    for i in range(values.shape[0]):
-        if k == 0 or values[i] != values[k - 1]:
-            values[k] = values[i]
-            k += 1
-    return values[:k]
-
-
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of ``values``, in its own memory (sorted in place; a view
-    of it): no copy of the pairs of a band. O(n log n)."""
-    values.sort()  # np.unique of numpy 2.x takes a slow hash-based path for integers
-    return _compact_distinct(values)
-
-
-@njit(cache=True, nogil=True)
 def _merge_distinct(x, y, out):
     """The sorted distinct union of ``x`` and ``y`` (both sorted and distinct) written to the
     front of ``out`` (room for ``len(x) + len(y)`` values); returns its length. O(len(x) +
@@ -665,7 +646,7 @@ def _part_pairs(
             members, counts = _rest_members_kernel(order, starts, sizes, positions, most, total)
             rest.append((members, counts, int(np.sum(others * (others - 1) // 2))))
     del order, starts, sizes
-    return _sorted_distinct(band_pairs)
+    return sorted_distinct(band_pairs, in_place=True)
 
 
 def _collect(task: tuple, buckets: list | None) -> np.ndarray | None:

@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import in_halves
+from neardup.candidates.radix import in_halves, sorted_distinct
 from neardup.lcs import possible_pairs
 from neardup.memory import index_dtype
 
@@ -448,7 +448,7 @@ class BlockSweep:
         second = buffer[block_rows : block_rows + rows_j]
         if reads_rows_only(pairs.shape[0], rows_j, buffer[0].nbytes):
             # Each row at its place in block j's half; the others are not looked at.
-            needed = np.unique(np.maximum(a[pairs], b[pairs]).astype(np.int64)) - other
+            needed = sorted_distinct(np.maximum(a[pairs], b[pairs]).astype(np.int64)) - other
             gather_rows(source, other, needed, second)
             counts[block_rows + needed] = sizes[other + needed]
         else:

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates import radix
-from neardup.candidates.bands import DistinctUnion, _sorted_distinct
+from neardup.candidates.bands import DistinctUnion
 from neardup.candidates.bounds import BOUND_WORK, possible_by_blocks, scanned_sketches
 from neardup.lcs import _ruled_out
 
@@ -213,7 +213,7 @@ def _in_halves(offsets: np.ndarray, members: np.ndarray, bounds: tuple, most: in
 
 def _sorted_listing(pairs: np.ndarray, unexamined: int) -> tuple[np.ndarray, int]:
     """A half's listing sorted and made distinct in its own memory, on its own thread."""
-    return _sorted_distinct(pairs), unexamined
+    return radix.sorted_distinct(pairs, in_place=True), unexamined
 
 
 def unpacked(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

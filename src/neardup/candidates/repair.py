@@ -62,7 +62,7 @@ from numba import njit
 
 from neardup.candidates.bounds import BOUND_WORK
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
-from neardup.candidates.radix import in_halves
+from neardup.candidates.radix import in_halves, sorted_distinct
 from neardup.groups import LINK_ROUNDS, accepted_links
 
 __all__ = [
@@ -249,7 +249,7 @@ def repair_links_decided(
     passed = np.asarray(passed, dtype=bool)
     order = np.lexsort((b, a))
     a, b, label_a, label_b, passed = (x[order] for x in (a, b, label_a, label_b, passed))
-    nodes = np.unique(np.concatenate([a, b, label_a, label_b]))
+    nodes = sorted_distinct(np.concatenate([a, b, label_a, label_b]), in_place=True)
     number = functools.partial(np.searchsorted, nodes)
     labels = np.arange(nodes.shape[0], dtype=np.int64)
     labels[number(a)] = number(label_a)

@@ -42,9 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from neardup.candidates.bands import _sorted_distinct
 from neardup.candidates.plan import TablePlan, plan_tables
-from neardup.candidates.radix import digit_starts, in_halves
+from neardup.candidates.radix import digit_starts, in_halves, sorted_distinct
 from neardup.candidates.tables import IdenticalBuckets, distinct_hamming_pairs
 from neardup.engines.spill import ColumnFile, WorkDir
 from neardup.engines.workers import ordered_map
@@ -247,7 +246,7 @@ def _unit_links(
         if with_pairs:
             pairs = np.empty(_pairs_size(buckets.offsets, a, b, identical), np.uint64)
             _fill_pairs(buckets.offsets, members, a, b, identical, pairs)
-            pairs = _sorted_distinct(pairs)
+            pairs = sorted_distinct(pairs, in_place=True)
         linked.result()
     return UnitLinks(links, pairs, int(distinct.shape[0]) if identical else 0, int(a.shape[0]))
 

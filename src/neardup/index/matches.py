@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from neardup.candidates.radix import sorted_distinct
 from neardup.index.cache import Tables, mapped_counts
 from neardup.index.errors import IndexDamagedError, check_int
 from neardup.index.minhash import (
@@ -422,7 +423,7 @@ class Matcher:
         if positions.size <= 1:
             return positions
         if self.minhash:
-            return np.unique(positions)
+            return sorted_distinct(positions)
         _, first = np.unique(self.tables.fps[positions], return_index=True)
         return positions[first]
 
@@ -490,7 +491,7 @@ class Matcher:
         large level of few distinct fingerprints, at least the first ``need`` by ID."""
         values = None
         if level.size > _FETCH_ALL:
-            values = np.unique(self.tables.fps[level])
+            values = sorted_distinct(self.tables.fps[level], in_place=True)
             if values.size > _FETCH_ALL:
                 values = None
         if values is None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from neardup.candidates.radix import sorted_distinct
+
 __all__ = ["LiveRows", "MAX_POSITION", "merge_rows", "sort_rows"]
 
 #: The largest position a table row holds (rows are uint32).
@@ -139,7 +141,9 @@ class LiveRows:
         """Mark positions dead (ignored by probes, dropped at the next merge). Returns how many
         were alive. O(len(positions))."""
         positions = np.asarray(positions, np.int64)
-        positions = np.unique(positions[(positions >= 0) & (positions < self.size)])
+        positions = sorted_distinct(
+            positions[(positions >= 0) & (positions < self.size)], in_place=True
+        )
         was = self.alive[positions]
         count = int(np.count_nonzero(was))
         # Delta positions all exceed the main tables' largest, so this counts main rows.

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from neardup.candidates.radix import sorted_distinct
 from neardup.groups import connected_components
 from neardup.quality.metrics import (
     BCubed,
@@ -311,7 +312,7 @@ def _evaluate_pairs(
     pa_, pb_ = codes[start : start + m], codes[start + m : start + 2 * m]
     distinct = pa_ != pb_
     pa_, pb_ = np.minimum(pa_, pb_)[distinct], np.maximum(pa_, pb_)[distinct]
-    keys = np.unique(pa_ * v + pb_)
+    keys = sorted_distinct(pa_ * v + pb_, in_place=True)
     pa_, pb_ = keys // v, keys % v
     scorer = Scorer(truth, np.asarray(vocab, dtype=object))
     components = connected_components(v, pa_, pb_)

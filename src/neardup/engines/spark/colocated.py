@@ -20,6 +20,7 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
+from neardup.candidates.radix import sorted_distinct
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.partitions import partition_keys
 from neardup.engines.spark.runs import mixed_place
@@ -70,7 +71,9 @@ def pair_places_task(
             continue
         a, b = _i64(batch.column("a")), _i64(batch.column("b"))
         place = mixed_place(a, b, partitions)
-        wanted = np.unique(np.concatenate([a, b]) * partitions + np.concatenate([place, place]))
+        wanted = sorted_distinct(
+            np.concatenate([a, b]) * partitions + np.concatenate([place, place]), in_place=True
+        )
         yield record_batch(
             {
                 "pos": pa.array(wanted // partitions),
@@ -89,7 +92,9 @@ def wanted_by_place(places: pa.Table, partitions: int) -> tuple[np.ndarray, np.n
         >>> [x.tolist() for x in wanted_by_place(table, 2)]
         [[1, 5], [0, 1, 3], [0, 0, 1]]
     """
-    key = np.unique(_i64(places.column("pos")) * partitions + _i64(places.column("place")))
+    key = sorted_distinct(
+        _i64(places.column("pos")) * partitions + _i64(places.column("place")), in_place=True
+    )
     pos = key // partitions
     heads = np.flatnonzero(np.diff(pos, prepend=-1) != 0)
     offsets = np.append(heads, key.shape[0])

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from neardup.candidates.radix import sorted_distinct, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links_decided
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.runs import mixed_place, packed_runs, run_rows
@@ -101,7 +102,7 @@ def bucket_links_task(
     rows = run_rows(pa.Table.from_batches(parts), BAND_ROW)
     band, h, ts, pos = (rows[c].astype(np.int64) for c in ("band", "h", "ts", "pos"))
     del rows
-    order = np.lexsort((pos, ts, h, band))
+    order = _bucket_order(band, h, ts, pos)
     band, h, pos = band[order], h[order], pos[order]
     n = pos.shape[0]
     starts = _run_starts(band, h)
@@ -123,6 +124,20 @@ def bucket_links_task(
         if a.shape[0]:
             yield _links(nodes[a], nodes[b], PAIR, keys)
     yield _links(np.array([-1]), np.array([unlisted]), UNLISTED, keys)
+
+
+def _bucket_order(band: np.ndarray, h: np.ndarray, ts: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``np.lexsort((pos, ts, h, band))`` of band rows: a sort by position, then stable radix
+    sorts (:func:`~neardup.candidates.radix.stable_argsort`) by time (skipped when all times
+    are equal), band hash and band. The first sort need not be stable: rows of equal
+    position are one document's rows in different bands, or the same row. A four-key
+    ``np.lexsort`` took half of the task (0.31 s for a million rows; this, 0.08 s).
+    O(rows × key bytes)."""
+    order = np.argsort(pos)
+    if ts.shape[0] and ts.min() != ts.max():
+        order = order[stable_argsort(ts[order])]
+    order = order[stable_argsort(h[order])]
+    return order[stable_argsort(band[order])]
 
 
 def _links(a: np.ndarray, b: np.ndarray, kind: int, keys: np.ndarray) -> pa.RecordBatch:
@@ -206,7 +221,7 @@ def _distinct_links(links: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     integers makes them distinct: a three-key ``np.lexsort`` took most of this task's time.
     O(links log links)."""
     a, b, values = _in_31_bits(links["a"], links["b"])
-    key = np.unique((links["kind"].astype(np.int64) << 62) | (a << 31) | b)
+    key = sorted_distinct((links["kind"].astype(np.int64) << 62) | (a << 31) | b, in_place=True)
     kind, a, b = key >> 62, (key >> 31) & _LOW31, key & _LOW31
     if values is not None:
         a, b = values[a], values[b]
@@ -374,7 +389,7 @@ def repair_task(
     end_labels = np.concatenate([label_a, label_b])
     order = np.argsort(ends, kind="stable")
     ends, end_labels = ends[order], end_labels[order]
-    star = np.unique(end_labels)
+    star = sorted_distinct(end_labels)
     number = partial(np.searchsorted, star)
     joined = connected_components(
         star.shape[0],

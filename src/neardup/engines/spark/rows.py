@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import _binary_csr, record_batch
+from neardup.engines.spark.tasks import record_batch
 from neardup.io.fingerprints import fingerprint_line
-from neardup.io.jsonl_blocks import BlockParser, scan_block
+from neardup.io.jsonl_blocks import BlockParser, lines_block, scan_block
 from neardup.io.rows import (
     BadRow,
     InputError,
@@ -129,17 +129,14 @@ def _plain_jsonl(
     n = batch.num_rows
     if values.null_count:
         return None
-    offsets, data = _binary_csr(values.cast(pa.binary()), np.uint8)
-    # The lines back to back, each ended by "\n" as in the file.
-    block = np.full(data.shape[0] + n, ord("\n"), dtype=np.uint8)
-    text = np.ones(block.shape[0], dtype=bool)
-    text[offsets[1:] + np.arange(n)] = False
-    block[text] = data
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    block = lines_block(values)  # the lines back to back, each ended by "\n" as in the file
     starts, plain = scan_block(block)
     if not plain or starts.shape[0] != n + 1:
         return None
     parser = BlockParser(*names, max_doc_bytes=max_doc_bytes)
-    parsed = parser.parse(block.tobytes(), starts) if parser.usable else None
+    parsed = parser.parse(block, starts) if parser.usable else None
     if parsed is None:
         return None
     missing = pa.nulls(n, pa.string())
