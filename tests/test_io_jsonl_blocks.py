@@ -355,7 +355,12 @@ def test_lines_parsed_in_halves_as_in_one_block(data, time_field):
 
 @settings(deadline=None)
 @given(
-    st.lists(st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=12), max_size=20),
+    st.lists(
+        st.text(
+            st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=12
+        ),
+        max_size=20,
+    ),
     st.integers(0, 3),
     st.sampled_from([pa.string(), pa.large_string(), pa.binary()]),
 )
