@@ -484,7 +484,7 @@ class OutOfCoreDedup:
             target = SpilledRows(self.work, "verification", docs.shape[0])
             write = target.put
         else:
-            target = np.empty(int(offsets[-1]) if exact else total, dtype=np.uint64)
+            target = np.empty(total, dtype=np.uint64)
 
             def write(row: int, at: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
                 copy_into(target, at, part)

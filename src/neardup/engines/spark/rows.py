@@ -129,8 +129,6 @@ def _plain_jsonl(
     n = batch.num_rows
     if values.null_count:
         return None
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
     block = lines_block(values)  # the lines back to back, each ended by "\n" as in the file
     starts, plain = scan_block(block)
     if not plain or starts.shape[0] != n + 1:
