@@ -211,12 +211,15 @@ def test_same_groups_and_pairs_as_local(
     assert passed.all() == (grouping == "center" or pairs == "all")
 
 
-@pytest.fixture(params=["broadcast", "joined"])
+@pytest.fixture(params=["broadcast", "coarse", "joined"])
 def sketches_shared(request, monkeypatch):
-    """Both ways of bounding pairs by their sketches: broadcast to the tasks, or joined to the
-    pairs (the way of corpora past ``BROADCAST_SKETCHES`` documents)."""
-    if request.param == "joined":
+    """The three ways of bounding pairs by their sketches: broadcast to the tasks, coarse
+    sketches broadcast (the way of corpora past ``BROADCAST_SKETCHES`` documents), or joined
+    to the pairs (past ``BROADCAST_COARSE``)."""
+    if request.param != "broadcast":
         monkeypatch.setattr(spark_verify, "BROADCAST_SKETCHES", 0)
+    if request.param == "joined":
+        monkeypatch.setattr(spark_verify, "BROADCAST_COARSE", 0)
     return request.param
 
 
@@ -311,14 +314,17 @@ def test_pairs_passed_through_the_original_same_as_local(spark, tmp_path, pairs,
     assert list(rows.itertuples(index=False, name=None)) == expected
 
 
-@pytest.fixture(params=["broadcast", "salted"])
+@pytest.fixture(params=["broadcast", "salted", "salted-coarse"])
 def lookups(request, monkeypatch):
     """Both ways of a skew-safe join with a table of documents: broadcast whole, or salted on
     its hot keys (the way of tables past ``BROADCAST_ROWS`` rows; the count sketches joined to
-    the pairs too, as past ``BROADCAST_SKETCHES`` documents)."""
-    if request.param == "salted":
+    the pairs too, as past ``BROADCAST_COARSE`` documents, or to the pairs their coarse
+    sketches leave, as past ``BROADCAST_SKETCHES``)."""
+    if request.param.startswith("salted"):
         monkeypatch.setattr(spark_frames, "BROADCAST_ROWS", 0)
         monkeypatch.setattr(spark_verify, "BROADCAST_SKETCHES", 0)
+    if request.param == "salted":
+        monkeypatch.setattr(spark_verify, "BROADCAST_COARSE", 0)
     return request.param
 
 

@@ -486,6 +486,8 @@ class _Job(Frames):
         if bound is not None:
             if not self.links_bounded:
                 cand = self.keep(bound(cand))
+            elif not bound.exact:  # bounded by coarse sketches: both sets cut to the bounds'
+                cand, rest = self._refined(bound, cand, rest)
             self.stats["bounded"] = self.stats["candidates"] - self.rows(cand)
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]
@@ -511,6 +513,22 @@ class _Job(Frames):
             self.stats.update(repair)
         self.lap("verify")
         return edges, n_edges, labels
+
+    def _refined(
+        self, bound: PairBounds, cand: DataFrame, rest: DataFrame | None
+    ) -> tuple[DataFrame, DataFrame | None]:
+        """The star candidates ``cand`` and the listed pairs ``rest`` (both ``a, b``) that the
+        coarse sketches left, cut to those the sketches leave by one
+        :meth:`~neardup.engines.spark.verify.PairBounds.refine` of both, stored."""
+        both = cand.withColumn("star", F.lit(True))
+        if rest is not None:
+            both = both.unionByName(rest.withColumn("star", F.lit(False)))
+        left = self.keep(bound.refine(both), totals=[F.sum(F.col("star").cast("long"))])
+        stars = int(self.totals(left)[0] or 0)
+        cand = self.subset(left, "star", ["a", "b"], stars)
+        if rest is not None:
+            rest = self.subset(left, "NOT star", ["a", "b"], self.rows(left) - stars)
+        return cand, rest
 
     def components(self, reps: DataFrame, edges: DataFrame, n_edges: int) -> DataFrame:
         """``pos, ts, label`` of every representative: the connected components of ``edges``."""

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.candidates.bands import band_hashes
-from neardup.candidates.bounds import length_possible
+from neardup.candidates.bounds import coarse_sketches, length_possible
 from neardup.candidates.plan import first_shared_table
 from neardup.candidates.tables import distinct_hamming_pairs
 from neardup.groups import center_groups, connected_components
@@ -311,10 +311,11 @@ def length_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator
 
 
 def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[pa.RecordBatch]:
-    """Rows ``(a, b, size_a, sketch_a, size_b, sketch_b)`` -> ``(a, b)`` of the pairs whose LCS
-    resemblance may reach ``threshold`` (:func:`neardup.lcs.possible_pairs`): the others are
-    exactly those the LCS kernel rejects by its length and count tests, so dropping them
-    changes no decision. O(pairs × 128).
+    """Rows ``(a, b, …, size_a, sketch_a, size_b, sketch_b)`` -> ``(a, b, …)`` (the columns
+    but the ends' sizes and sketches) of the pairs whose LCS resemblance may reach
+    ``threshold`` (:func:`neardup.lcs.possible_pairs`): the others are exactly those the LCS
+    kernel rejects by its length and count tests, so dropping them changes no decision.
+    O(pairs × 128).
 
     Example:
         >>> sketch = lambda text: next(sign_task([pa.record_batch(
@@ -326,6 +327,7 @@ def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[
         >>> next(bound_task([rows], 0.8))["b"].to_pylist()
         [1]
     """
+    ends = ("size_a", "sketch_a", "size_b", "sketch_b")
     for batch in batches:
         m = batch.num_rows
         if m == 0:
@@ -340,9 +342,34 @@ def bound_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[
         a = np.arange(m, dtype=np.int64)
         keep = possible_pairs(sizes, sketches, a, a + m, threshold)
         if keep.any():
-            yield record_batch(
-                {"a": batch.column("a").filter(keep), "b": batch.column("b").filter(keep)}
+            yield batch.select([c for c in batch.schema.names if c not in ends]).filter(
+                pa.array(keep)
             )
+
+
+def coarse_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Rows ``(pos, size, sketch)`` -> the same rows with each count sketch replaced by its
+    coarse sketch (:func:`neardup.candidates.bounds.coarse_sketches`: 16 bytes instead of
+    128, each run of eight buckets summed), which bounds pairs as the sketches do but more
+    loosely: it rules out no pair they leave. O(rows × 128).
+
+    Example:
+        >>> rows = pa.record_batch({"pos": [7], "size": [5], "sketch": [bytes(range(128))]})
+        >>> row = next(coarse_task([rows])).to_pylist()[0]
+        >>> row["pos"], row["size"], list(row["sketch"][:3])
+        (7, 5, [28, 92, 156])
+    """
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        coarse = coarse_sketches(_binary_rows(batch.column("sketch"), np.uint8, COUNT_BUCKETS))
+        yield record_batch(
+            {
+                "pos": batch.column("pos"),
+                "size": batch.column("size"),
+                "sketch": _rows_binary(coarse),
+            }
+        )
 
 
 def shared_bounds(table: Any, a: np.ndarray, b: np.ndarray, threshold: float) -> np.ndarray:

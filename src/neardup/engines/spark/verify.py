@@ -18,6 +18,7 @@ from neardup.engines.spark.tasks import (
     _binary_rows,
     _i64,
     bound_task,
+    coarse_task,
     length_task,
     relate_task,
     sets_task,
@@ -27,6 +28,7 @@ from neardup.lcs import COUNT_BUCKETS
 from neardup.settings import Settings
 
 __all__ = [
+    "BROADCAST_COARSE",
     "BROADCAST_SKETCHES",
     "PairBounds",
     "data_columns",
@@ -128,8 +130,14 @@ def with_ends(
 
 BROADCAST_SKETCHES = 2_000_000
 """Most documents whose unit counts and count sketches (136 bytes a document: 272 MB) are
-broadcast, so that the candidates are bounded where they are, without a shuffle; beyond, both
-ends' rows are joined to the pairs (:class:`PairBounds`)."""
+broadcast, so that the candidates are bounded where they are, without a shuffle; beyond, their
+coarse sketches are (:data:`BROADCAST_COARSE`)."""
+
+BROADCAST_COARSE = 12_000_000
+"""Most documents whose unit counts and coarse sketches (24 bytes a document: 288 MB) are
+broadcast past :data:`BROADCAST_SKETCHES`: the candidates are bounded where they are by those,
+and the few they leave (on short texts 1.06 times the pairs the sketches leave) joined to the
+sketches of their ends; beyond, both ends' rows are joined to all the pairs (:class:`PairBounds`)."""
 
 
 class PairBounds:
@@ -140,10 +148,14 @@ class PairBounds:
     While the documents number at most :data:`BROADCAST_SKETCHES`, their counts and sketches
     are brought to the driver once and broadcast, and each task bounds the pairs it holds
     (:func:`~neardup.engines.spark.tasks.shared_bound_task`): no pair crosses a shuffle.
-    Beyond, both ends' rows are joined to the pairs in two rounds, the unit counts (9 bytes a
-    document, :func:`~neardup.engines.spark.tasks.length_task`), then the count sketches of
-    the pairs their lengths leave (:func:`~neardup.engines.spark.tasks.bound_task`). Both
-    ways decide alike.
+    Up to :data:`BROADCAST_COARSE`, the counts and coarse sketches
+    (:func:`~neardup.engines.spark.tasks.coarse_task`, an eighth of the bytes) are, and the
+    pairs they leave are bounded again by their ends' sketches (:meth:`refine`), joined from
+    the rows of those ends alone. Beyond, both ends' rows are joined to the pairs in two
+    rounds, the unit counts (9 bytes a document,
+    :func:`~neardup.engines.spark.tasks.length_task`), then the count sketches of the pairs
+    their lengths leave (:func:`~neardup.engines.spark.tasks.bound_task`). Every way decides
+    alike: the coarse sketches rule out no pair the sketches leave.
 
     Args:
         frames: the run.
@@ -161,19 +173,28 @@ class PairBounds:
         self.frames = frames
         self.sketches = sketches
         self.threshold = threshold
-        #: The broadcast of the counts and sketches (None past :data:`BROADCAST_SKETCHES`),
-        #: which tasks may read with :func:`~neardup.engines.spark.tasks.shared_bounds`.
+        #: The broadcast of the counts and sketches or coarse sketches (None past
+        #: :data:`BROADCAST_COARSE`), which tasks may read with
+        #: :func:`~neardup.engines.spark.tasks.shared_bounds`.
         self.shared = None
-        if frames.stats["documents"] <= BROADCAST_SKETCHES:
+        #: Whether the pairs :attr:`shared` leaves are those the sketches leave (else a
+        #: superset, which :meth:`refine` cuts to them).
+        self.exact = True
+        documents = frames.stats["documents"]
+        if documents <= BROADCAST_SKETCHES:
             self.shared = frames.share(_sketch_arrays(sketches.toArrow()))
+        elif documents <= BROADCAST_COARSE:
+            coarse = sketches.mapInArrow(coarse_task, "pos long, size long, sketch binary")
+            self.shared = frames.share(_sketch_arrays(coarse.toArrow()))
+            self.exact = False
 
     def __call__(self, pairs: DataFrame) -> DataFrame:
         """The rows ``a, b`` of ``pairs`` the bounds leave. Cost: one pass over the pairs
-        (broadcast) or four joins of small rows."""
+        (broadcast; with coarse sketches, :meth:`refine` too) or four joins of small rows."""
         pairs = pairs.select("a", "b")
         if self.shared is not None:
             task = partial(shared_bound_task, table=self.shared, threshold=self.threshold)
-            return pairs.mapInArrow(task, "a long, b long")
+            return self.refine(pairs.mapInArrow(task, "a long, b long"))
         every_count_full = F.lit(bytes([255]) * COUNT_BUCKETS)
         lengths = self.sketches.select(
             "pos", "size", (F.col("sketch") == every_count_full).alias("unbounded")
@@ -185,15 +206,45 @@ class PairBounds:
         by_length = with_ends(frames, pairs, lengths, ["size", "unbounded"], hot=hot).mapInArrow(
             partial(length_task, threshold=self.threshold), "a long, b long"
         )
-        return with_ends(frames, by_length, self.sketches, ["size", "sketch"], hot=hot).mapInArrow(
-            partial(bound_task, threshold=self.threshold), "a long, b long"
+        return self._by_sketches(by_length, self.sketches, hot)
+
+    def refine(self, pairs: DataFrame) -> DataFrame:
+        """Of ``pairs`` (``a, b, …``) that :attr:`shared` left, those the count sketches leave
+        (``pairs`` itself when :attr:`exact`), all columns kept. The sketches of the pairs'
+        ends alone are picked where they are stored (the ends broadcast while they fit
+        :data:`~neardup.engines.spark.frames.BROADCAST_POSITIONS`) and joined to the pairs.
+        Cost: a pass over the stored sketches, two joins of the pairs."""
+        if self.exact:
+            return pairs
+        frames = self.frames
+        ends = pairs.select(F.col("a").alias("pos")).unionByName(
+            pairs.select(F.col("b").alias("pos"))
+        )
+        ends = frames.keep(ends.distinct())
+        if frames.rows(ends) <= BROADCAST_POSITIONS:
+            ends = F.broadcast(ends)
+        table = self.sketches.join(ends, ["pos"], "left_semi")
+        return self._by_sketches(
+            pairs, table, frames.end_hot_keys(pairs) if frames.skewed else None
+        )
+
+    def _by_sketches(self, pairs: DataFrame, table: DataFrame, hot: DataFrame | None) -> DataFrame:
+        """The rows of ``pairs`` (``a, b, …``) the count sketches of ``table`` (``pos, size,
+        sketch``, holding both ends of every pair) leave: two joins and
+        :func:`~neardup.engines.spark.tasks.bound_task`."""
+        kinds = [f"{c} {t}" for c, t in pairs.dtypes]
+        ends = ["size_a", "sketch_a", "size_b", "sketch_b"]
+        # The joins put their key first: the task keeps the pairs' columns in their order.
+        joined = with_ends(self.frames, pairs, table, ["size", "sketch"], hot=hot)
+        return joined.select(*pairs.columns, *ends).mapInArrow(
+            partial(bound_task, threshold=self.threshold), ", ".join(kinds)
         )
 
     def flag(self, pairs: DataFrame, column: str) -> DataFrame:
         """``pairs`` (``a, b, …``) with a boolean ``column``: whether the bounds leave the pair.
         Cost: one pass over the pairs (broadcast), else the joins of :meth:`__call__` and one
         more of the pairs left."""
-        if self.shared is not None:
+        if self.shared is not None and self.exact:
             task = partial(
                 shared_bound_task, table=self.shared, threshold=self.threshold, flag=column
             )
@@ -206,12 +257,14 @@ class PairBounds:
 
 
 def _sketch_arrays(table: pa.Table) -> tuple[PositionRows, np.ndarray, np.ndarray]:
-    """``(rows, sizes, sketches)`` of a ``pos, size, sketch`` table, by position (``rows``:
-    the row of each position)."""
+    """``(rows, sizes, sketches)`` of a ``pos, size, sketch`` table (sketches of any one
+    width), by position (``rows``: the row of each position)."""
     positions = _i64(table.column("pos"))
     sizes = _i64(table.column("size"))
-    sketches = _binary_rows(table.column("sketch"), np.uint8, COUNT_BUCKETS)
-    if positions.shape[0] > 1 and not (np.diff(positions) > 0).all():
+    n = positions.shape[0]
+    width = len(table.column("sketch")[0].as_py()) if n else COUNT_BUCKETS
+    sketches = _binary_rows(table.column("sketch"), np.uint8, width)
+    if n > 1 and not (np.diff(positions) > 0).all():
         order = np.argsort(positions, kind="stable")
         positions, sizes, sketches = positions[order], sizes[order], sketches[order]
     return PositionRows(positions, POS_BITS), sizes, sketches
