@@ -27,8 +27,8 @@ from neardup.engines.spark.repair import (
     distinct_links_task,
 )
 from neardup.engines.spark.rows import POS_BITS
-from neardup.engines.spark.runs import packed_runs
-from neardup.engines.spark.tasks import BAND_ROW, _csr_binary
+from neardup.engines.spark.runs import packed_runs, run_rows
+from neardup.engines.spark.tasks import BAND_ROW, UNTIMED_BAND_ROW, _csr_binary
 from neardup.lcs import lcs_pairs, possible_pairs
 from neardup.settings import Settings
 from neardup.text.units import lcs_unit_sketches, lcs_units
@@ -64,6 +64,29 @@ def test_repair_round_same_files_and_counts_as_local(spark, tmp_path, grouping, 
     same_bytes(tmp_path)
     assert {k: stats[k] for k in REPAIR_COUNTS} == {k: groups.stats[k] for k in REPAIR_COUNTS}
     assert stats["groups"] == groups.stats["groups"]
+
+
+def test_untimed_band_rows_give_the_links_of_rows_of_one_time():
+    # Documents all of one time: their band rows cross the shuffle without it (20 bytes, not
+    # 28), and the reduce links them as it links the rows with that time.
+    rng = np.random.default_rng(6)
+    m = 2000
+    rows = np.zeros(m, dtype=BAND_ROW)
+    rows["band"], rows["h"] = rng.integers(0, 4, m), rng.integers(0, 40, m)
+    rows["ts"], rows["pos"] = 7, rng.permutation(m)
+    untimed = np.zeros(m, dtype=UNTIMED_BAND_ROW)
+    for column in untimed.dtype.names:
+        untimed[column] = rows[column]
+    keys, one = np.array([10, 20]), np.zeros(m, int)
+
+    def links(table, timed):
+        runs = packed_runs(table, one, keys[:1])
+        batches = list(bucket_links_task([runs], keys, timed))
+        return sorted(tuple(r) for b in batches for r in run_rows(b, LINK).tolist())
+
+    timed_links = links(rows, True)
+    assert len(timed_links) > m // 2
+    assert links(untimed, False) == timed_links
 
 
 def test_bucket_links_list_the_local_engines_bucket_pairs_and_star_links():

@@ -16,8 +16,9 @@ from neardup.settings import Settings  # noqa: E402
 
 @pytest.mark.parametrize("most", [1, 5, 64, 4096])
 @pytest.mark.parametrize("partitions", [1, 3, 16])
+@pytest.mark.parametrize("timed", [True, False])
 def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_partition(
-    monkeypatch, most, partitions
+    monkeypatch, most, partitions, timed
 ):
     monkeypatch.setattr(runs, "RUN_ROWS", most)
     settings = Settings(method="minhash", num_perm=16, bands=4, rows=4)
@@ -32,19 +33,22 @@ def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_parti
             )
         )
     keys = np.arange(100, 100 + partitions, dtype=np.int32)
-    out = list(band_runs_task(batches, settings, keys))
+    out = list(band_runs_task(batches, settings, keys, timed))
     assert len(out) == 2  # an empty batch yields nothing
-    got = np.concatenate([run_rows(b, BAND_ROW) for b in out])
+    row_type = tasks.band_row_type(timed)
+    assert row_type == BAND_ROW if timed else row_type.itemsize == 20
+    got = np.concatenate([run_rows(b, row_type) for b in out])
     expected = []
     for batch in batches[::2]:
         sig = tasks._signature_values(batch.column("sig"), settings)
         h = band_hashes(sig, 4, 4)
         for i, (pos, ts) in enumerate(zip(batch["pos"].to_pylist(), batch["ts"].to_pylist())):
-            expected += [(band, int(h[i, band].view(np.int64)), ts, pos) for band in range(4)]
+            times = (ts,) if timed else ()  # untimed rows leave the (equal) times out
+            expected += [(band, int(h[i, band].view(np.int64)), *times, pos) for band in range(4)]
     assert sorted(map(tuple, got.tolist())) == sorted(expected)
     bucket_place = {}
     for batch in out:
-        offsets, rows = tasks._binary_csr(batch.column("rows"), BAND_ROW)
+        offsets, rows = tasks._binary_csr(batch.column("rows"), row_type)
         sizes = np.diff(offsets)
         assert (sizes >= 1).all() and (sizes <= most).all()
         for dest, lo, hi in zip(batch["dest"].to_pylist(), offsets[:-1], offsets[1:]):

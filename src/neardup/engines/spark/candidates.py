@@ -87,7 +87,11 @@ def band_rows(reps: DataFrame, settings: Settings) -> DataFrame:
 
 
 def minhash_candidates(
-    frames: Frames, reps: DataFrame, settings: Settings, bounds: PairBounds | None = None
+    frames: Frames,
+    reps: DataFrame,
+    settings: Settings,
+    bounds: PairBounds | None = None,
+    timed: bool = True,
 ) -> tuple[DataFrame, DataFrame]:
     """Candidate pairs ``(a, b)`` of MinHash representatives: every member of an LSH bucket
     to its earliest member, read from the stored distinct links of the buckets' reduce
@@ -96,7 +100,8 @@ def minhash_candidates(
     :func:`~neardup.engines.spark.repair.link_totals`; and those links. Cost: O(representatives × bands) rows of
     four integers (28 bytes) shuffled once by bucket, packed in runs of up to
     :data:`~neardup.engines.spark.tasks.RUN_ROWS` rows a partition (the shuffle moves a few
-    thousand values, not a row each); sorted and linked inside the reduce tasks (a
+    thousand values, not a row each; 20 bytes a row without the times when the documents'
+    are all equal: not ``timed``); sorted and linked inside the reduce tasks (a
     partition's rows in memory at once, 28 bytes each), and the links, packed the same way,
     made distinct by the pair in a second shuffle. With ``bounds`` (a
     :class:`~neardup.engines.spark.verify.PairBounds` whose table is broadcast), the distinct
@@ -115,10 +120,10 @@ def minhash_candidates(
     # and its links cross the next shuffle packed too, to be made distinct.
     keys = partition_keys(frames.P)
     runs = reps.select("pos", "ts", "sig").mapInArrow(
-        partial(band_runs_task, settings=settings, keys=keys), RUNS_SCHEMA
+        partial(band_runs_task, settings=settings, keys=keys, timed=timed), RUNS_SCHEMA
     )
     link_runs = runs.repartition(frames.P, "dest").mapInArrow(
-        partial(bucket_links_task, keys=keys), RUNS_SCHEMA
+        partial(bucket_links_task, keys=keys, timed=timed), RUNS_SCHEMA
     )
     task = distinct_links_task
     if bounds is not None and bounds.shared is not None:

@@ -147,9 +147,19 @@ class Storage:
             links = storage.keep(df, totals=[F.sum(F.when(F.col("kind") == 0, 1))])
             star = storage.subset(links, "kind = 0", ["a", "b"], storage.totals(links)[0] or 0)
         """
-        part = stored.where(where).select(*columns)
-        part._neardup_rows = int(rows)
-        return part
+        return Storage.counted(stored.where(where).select(*columns), rows)
+
+    @staticmethod
+    def counted(df: DataFrame, rows: int) -> DataFrame:
+        """``df``, known to number ``rows`` (which :meth:`rows` then answers without a job).
+        O(1).
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            reps = storage.counted(sig.join(copies, ["pos"], "left_anti"), n - n_copies)
+        """
+        df._neardup_rows = int(rows)
+        return df
 
     @staticmethod
     def rows(df: DataFrame) -> int:

@@ -323,6 +323,8 @@ class _Job(Frames):
         self.bound: PairBounds | None = None
         #: Whether the candidates and listed pairs were bounded as they were made distinct.
         self.links_bounded = False
+        #: Whether the documents' times differ (else the band rows leave them out).
+        self.timed = True
 
     # ------------------------------------------------------------------ plumbing
 
@@ -363,10 +365,12 @@ class _Job(Frames):
                 partial(sign_task, settings=s, bounds=s.lcs_bounded),
                 _signature_schema(s, s.lcs_bounded),
             ),
-            totals=[F.sum(F.col("empty").cast("long"))],
+            totals=[F.sum(F.col("empty").cast("long")), F.min("ts"), F.max("ts")],
         )
         self.stats["documents"] = n = self.rows(sig)
-        self.stats["empty_documents"] = int(self.totals(sig)[0] or 0)
+        empty, first, last = self.totals(sig)
+        self.stats["empty_documents"] = int(empty or 0)
+        self.timed = first != last
         self.skewed = n > self.threshold
         self.lap("signatures")
         self.texts = docs.select("pos", "text")
@@ -425,11 +429,17 @@ class _Job(Frames):
         )
         copies = docrep.where("rep != pos").select("pos")
         self.stats["exact_duplicates"] = n_copies = int(self.totals(docrep)[0] or 0)
-        if n_copies <= BROADCAST_POSITIONS:
-            copies = F.broadcast(copies)  # the signatures stay where they were made
-        reps = self.keep(
-            sig.join(copies, ["pos"], "left_anti").select("pos", "ts", "c0", "c1", "sig")
+        reps = sig.join(
+            F.broadcast(copies) if n_copies <= BROADCAST_POSITIONS else copies, ["pos"], "left_anti"
         )
+        reps = reps.select("pos", "ts", "c0", "c1", "sig")
+        if n_copies <= BROADCAST_POSITIONS:
+            # The signatures stay where they were stored: each reader takes the
+            # representatives' rows from them, where a stored copy wrote them all again (at 10M
+            # short documents 4.8 GB, 24 s).
+            reps = self.counted(reps, n - n_copies)
+        else:
+            reps = self.keep(reps)
         self.data = reps.select("pos", "sig")
         self.lap("exact_duplicates")
         return content, docrep, reps
@@ -454,7 +464,7 @@ class _Job(Frames):
                 self.bound is not None and self.bound.shared is not None and s.pairs != "all"
             )
             bounds = self.bound if self.links_bounded else None
-            cand, links = minhash_candidates(self, reps, s, bounds)
+            cand, links = minhash_candidates(self, reps, s, bounds, self.timed)
             fp_pairs = fp_rep = None
             # The pairs of each bucket's other members, for the repair round (as the local
             # engine, which runs it when there are representatives).

@@ -34,7 +34,13 @@ from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.runs import mixed_place, packed_runs, run_rows
 from neardup.engines.spark.session import Column, DataFrame, F
-from neardup.engines.spark.tasks import BAND_ROW, _i64, _run_starts, record_batch, shared_bounds
+from neardup.engines.spark.tasks import (
+    _i64,
+    _run_starts,
+    band_row_type,
+    record_batch,
+    shared_bounds,
+)
 from neardup.engines.spark.verify import PairBounds, relate
 from neardup.groups import LINK_ROUNDS, connected_components
 from neardup.pipeline import VERIFY_SLICE
@@ -66,10 +72,11 @@ BUCKET_LINKS_SCHEMA = "a long, b long, kind byte, star boolean"
 
 
 def bucket_links_task(
-    batches: Iterable[pa.RecordBatch], keys: np.ndarray
+    batches: Iterable[pa.RecordBatch], keys: np.ndarray, timed: bool = True
 ) -> Iterator[pa.RecordBatch]:
     """Reduce side of the MinHash candidates: the runs of band rows ``(band, h, ts, pos)``
-    (:func:`~neardup.engines.spark.tasks.band_runs_task`) of a partition holding every row of
+    (:func:`~neardup.engines.spark.tasks.band_runs_task`; ``(band, h, pos)`` when not
+    ``timed``, all times equal) of a partition holding every row of
     its buckets, in any order -> runs of links (:data:`LINK`; runs as
     :func:`~neardup.engines.spark.tasks.packed_runs` makes them, each link bound for the
     partition of ``(a, b)`` over ``len(keys)``, where :func:`distinct_links_task` makes them
@@ -88,6 +95,7 @@ def bucket_links_task(
     a Spark row each time.
 
     Example:
+        >>> from neardup.engines.spark.tasks import BAND_ROW
         >>> rows = np.zeros(5, dtype=BAND_ROW)
         >>> rows["band"], rows["h"] = [1, 0, 0, 0, 0], 7
         >>> rows["ts"], rows["pos"] = [0, 6, 1, 5, 1], [3, 3, 9, 2, 4]
@@ -99,8 +107,9 @@ def bucket_links_task(
     parts = [batch for batch in batches if batch.num_rows]
     if not parts:
         return
-    rows = run_rows(pa.Table.from_batches(parts), BAND_ROW)
-    band, h, ts, pos = (rows[c].astype(np.int64) for c in ("band", "h", "ts", "pos"))
+    rows = run_rows(pa.Table.from_batches(parts), band_row_type(timed))
+    band, h, pos = (rows[c].astype(np.int64) for c in ("band", "h", "pos"))
+    ts = rows["ts"].astype(np.int64) if timed else np.zeros_like(pos)
     del rows
     order = _bucket_order(band, h, ts, pos)
     band, h, pos = band[order], h[order], pos[order]

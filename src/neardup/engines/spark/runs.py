@@ -90,13 +90,14 @@ def run_rows(runs: pa.RecordBatch | pa.Table, dtype: np.dtype) -> np.ndarray:
 
 
 def band_runs_task(
-    batches: Iterable[pa.RecordBatch], settings: Settings, keys: np.ndarray
+    batches: Iterable[pa.RecordBatch], settings: Settings, keys: np.ndarray, timed: bool = True
 ) -> Iterator[pa.RecordBatch]:
     """Map side of the band stage: rows ``(pos, ts, sig)`` -> runs (:func:`packed_runs`) of
-    the LSH band rows (:func:`~neardup.engines.spark.tasks.band_rows`) of every MinHash signature, each bound for the
-    partition of its bucket (:func:`mixed_place` of band and band hash, over ``len(keys)``
-    partitions): the rows of a bucket meet in one partition. O(rows × num_perm) for the
-    hashes, O(rows) for the runs.
+    the LSH band rows (:func:`~neardup.engines.spark.tasks.band_rows`, without their times
+    when the documents' times are all equal: not ``timed``) of every MinHash signature, each
+    bound for the partition of its bucket (:func:`mixed_place` of band and band hash, over
+    ``len(keys)`` partitions): the rows of a bucket meet in one partition. O(rows ×
+    num_perm) for the hashes, O(rows) for the runs.
 
     Example:
         >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
@@ -109,6 +110,6 @@ def band_runs_task(
     """
     for batch in batches:
         if batch.num_rows:
-            rows = band_rows(batch, settings)
+            rows = band_rows(batch, settings, timed)
             place = mixed_place(rows["band"], rows["h"], keys.shape[0])
             yield packed_runs(rows, place, keys)

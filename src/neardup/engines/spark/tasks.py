@@ -30,6 +30,8 @@ from neardup.text.canonical import TextColumn
 
 __all__ = [
     "BAND_ROW",
+    "UNTIMED_BAND_ROW",
+    "band_row_type",
     "band_rows",
     "band_rows_task",
     "bucket_pairs_task",
@@ -577,11 +579,22 @@ def table_pairs_task(
 BAND_ROW = np.dtype([("band", "<i4"), ("h", "<i8"), ("ts", "<i8"), ("pos", "<i8")])
 """One LSH band row (28 bytes): band, band hash (int64 bits), timestamp, position."""
 
+UNTIMED_BAND_ROW = np.dtype([("band", "<i4"), ("h", "<i8"), ("pos", "<i8")])
+"""One LSH band row of a run whose documents all have the same time (20 bytes): the
+timestamp orders nothing there, so it does not cross the shuffle."""
 
-def band_rows(batch: pa.RecordBatch, settings: Settings) -> np.ndarray:
-    """The LSH band rows (:data:`BAND_ROW`) of every MinHash signature of ``batch``'s rows
-    ``(pos, ts, sig)``, a document's bands one after the other, ``h`` the band's hash
-    (:func:`neardup.candidates.bands.band_hashes`). O(rows × num_perm).
+
+def band_row_type(timed: bool) -> np.dtype:
+    """:data:`BAND_ROW`, or :data:`UNTIMED_BAND_ROW` when the documents' times are all equal
+    (not ``timed``). O(1)."""
+    return BAND_ROW if timed else UNTIMED_BAND_ROW
+
+
+def band_rows(batch: pa.RecordBatch, settings: Settings, timed: bool = True) -> np.ndarray:
+    """The LSH band rows (:data:`BAND_ROW`; :data:`UNTIMED_BAND_ROW` when not ``timed``) of
+    every MinHash signature of ``batch``'s rows ``(pos, ts, sig)``, a document's bands one
+    after the other, ``h`` the band's hash (:func:`neardup.candidates.bands.band_hashes`).
+    O(rows × num_perm).
 
     Example:
         >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
@@ -593,10 +606,11 @@ def band_rows(batch: pa.RecordBatch, settings: Settings) -> np.ndarray:
     n = batch.num_rows
     sig = _signature_values(batch.column("sig"), settings)
     h = band_hashes(np.ascontiguousarray(sig), bands, rows_per_band)
-    rows = np.empty(n * bands, dtype=BAND_ROW)
+    rows = np.empty(n * bands, dtype=band_row_type(timed))
     rows["band"] = np.tile(np.arange(bands, dtype=np.int32), n)
     rows["h"] = h.reshape(-1).view(np.int64)
-    rows["ts"] = np.repeat(_i64(batch.column("ts")), bands)
+    if timed:
+        rows["ts"] = np.repeat(_i64(batch.column("ts")), bands)
     rows["pos"] = np.repeat(_i64(batch.column("pos")), bands)
     return rows
 
