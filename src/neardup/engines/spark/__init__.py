@@ -24,13 +24,15 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    table whose prefix the two values share
    (:func:`~neardup.candidates.plan.first_shared_table`, a pure function of the two values
    and the plan), so it is reported exactly once.
-   MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band,
-   shuffled once by bucket; each reduce task sorts its rows and links every bucket as a star
+   MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band
+   (without the timestamp when all documents have the same time), shuffled once by bucket; each reduce task sorts its rows and links every bucket as a star
    to its earliest member, and lists the pairs of its other members for the repair round
    (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
 4. **verification** — with LCS verification, candidate pairs are first bounded by both
    documents' unit counts and count sketches, which stage 1 made (broadcast to the tasks up to
-   :data:`~neardup.engines.spark.verify.BROADCAST_SKETCHES` documents, joined to the pairs
+   :data:`~neardup.engines.spark.verify.BROADCAST_SKETCHES` documents; up to
+   :data:`~neardup.engines.spark.verify.BROADCAST_COARSE`, their coarse sketches, and the
+   sketches of the ends of the pairs those leave joined to them; all joined to the pairs
    beyond), and dropped where :func:`neardup.lcs.possible_pairs` rules them out (the LCS
    kernel's own first tests, so no decision changes). The units or shingle sets are then built
    only for documents that can still be compared, in the tasks that read their texts (the
