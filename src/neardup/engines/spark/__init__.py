@@ -14,8 +14,9 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    MinHash signature, and with LCS verification each text's unit count and count sketch.
 2. **exact duplicates** — group by content fingerprint; every document points to its group's
    earliest member, its *representative*. Only representatives go on: a text repeated 500,000
-   times is one row from here on (the group is found by an aggregation, which Spark combines on
-   the map side, so the hot key never lands whole in one task).
+   times is one row from here on. The content keys cross one shuffle packed in runs, each
+   bound for its content's partition, where a reduce task sorts them
+   (:mod:`neardup.engines.spark.exact`): a hot content costs its task linear work.
 3. **candidates** among representatives —
    SimHash: representatives with the same fingerprint are linked to the earliest of them; each
    distinct fingerprint is emitted once per permutation table under the key
@@ -25,8 +26,9 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    (:func:`~neardup.candidates.plan.first_shared_table`, a pure function of the two values
    and the plan), so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band
-   (without the timestamp when all documents have the same time), shuffled once by bucket; each reduce task sorts its rows and links every bucket as a star
-   to its earliest member, and lists the pairs of its other members for the repair round
+   (without the timestamp when all documents have the same time), shuffled once by bucket;
+   each reduce task sorts its rows and links every bucket as a star to its earliest member,
+   and lists the pairs of its other members for the repair round
    (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
 4. **verification** — with LCS verification, candidate pairs are first bounded by both
    documents' unit counts and count sketches, which stage 1 made (broadcast to the tasks up to

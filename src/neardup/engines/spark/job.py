@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
+from neardup.engines.spark.exact import representatives
 from neardup.engines.spark.frames import (
     BROADCAST_POSITIONS,
     DEFAULT_SKEW_THRESHOLD,
@@ -417,17 +418,19 @@ class _Job(Frames):
 
     def exact_duplicates(self, sig: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         """Stage 2: every document points to the earliest document with its content, its
-        representative. Returns the contents held by more than one document (``c0, c1, rep``),
-        every document's ``pos, ts, rep`` and the representatives' ``pos, ts, c0, c1, sig``."""
-        n = self.stats["documents"]  # a bound on the rows of every table of documents below
-        content = self.earliest(sig, ["c0", "c1"], "rep").where("n > 1").select("c0", "c1", "rep")
+        representative. Returns the heads of the contents held by more than one document
+        (``rep``, once for each other document holding the content), every document's ``pos,
+        ts, rep`` (:func:`~neardup.engines.spark.exact.representatives`) and the
+        representatives' ``pos, ts, c0, c1, sig``."""
+        n = self.stats["documents"]
         docrep = self.keep(
-            self.lookup(
-                sig.select("pos", "ts", "c0", "c1"), content, ["c0", "c1"], "left", right_rows=n
-            ).select("pos", "ts", F.coalesce("rep", "pos").alias("rep")),
+            representatives(self, sig),
             totals=[F.sum((F.col("rep") != F.col("pos")).cast("long"))],
         )
         copies = docrep.where("rep != pos").select("pos")
+        # The heads of the contents held by more than one document (repeated: readers take
+        # them as distinct positions).
+        content = docrep.where("rep != pos").select("rep")
         self.stats["exact_duplicates"] = n_copies = int(self.totals(docrep)[0] or 0)
         reps = sig.join(
             F.broadcast(copies) if n_copies <= BROADCAST_POSITIONS else copies, ["pos"], "left_anti"
