@@ -432,17 +432,12 @@ class _Job(Frames):
         # them as distinct positions).
         content = docrep.where("rep != pos").select("rep")
         self.stats["exact_duplicates"] = n_copies = int(self.totals(docrep)[0] or 0)
-        reps = sig.join(
-            F.broadcast(copies) if n_copies <= BROADCAST_POSITIONS else copies, ["pos"], "left_anti"
-        )
+        # Fitting a broadcast, the signatures stay where they were stored: each reader takes
+        # the representatives' rows from them (a stored copy: 4.8 GB, 24 s at 10M).
+        fits = n_copies <= BROADCAST_POSITIONS
+        reps = sig.join(F.broadcast(copies) if fits else copies, ["pos"], "left_anti")
         reps = reps.select("pos", "ts", "c0", "c1", "sig")
-        if n_copies <= BROADCAST_POSITIONS:
-            # The signatures stay where they were stored: each reader takes the
-            # representatives' rows from them, where a stored copy wrote them all again (at 10M
-            # short documents 4.8 GB, 24 s).
-            reps = self.counted(reps, n - n_copies)
-        else:
-            reps = self.keep(reps)
+        reps = self.counted(reps, n - n_copies) if fits else self.keep(reps)
         self.data = reps.select("pos", "sig")
         self.lap("exact_duplicates")
         return content, docrep, reps
@@ -500,7 +495,7 @@ class _Job(Frames):
             if not self.links_bounded:
                 cand = self.keep(bound(cand))
             elif not bound.exact:  # bounded by coarse sketches: both sets cut to the bounds'
-                cand, rest = self._refined(bound, cand, rest)
+                cand, rest = bound.refined(cand, rest)
             self.stats["bounded"] = self.stats["candidates"] - self.rows(cand)
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]
@@ -526,22 +521,6 @@ class _Job(Frames):
             self.stats.update(repair)
         self.lap("verify")
         return edges, n_edges, labels
-
-    def _refined(
-        self, bound: PairBounds, cand: DataFrame, rest: DataFrame | None
-    ) -> tuple[DataFrame, DataFrame | None]:
-        """The star candidates ``cand`` and the listed pairs ``rest`` (both ``a, b``) that the
-        coarse sketches left, cut to those the sketches leave by one
-        :meth:`~neardup.engines.spark.verify.PairBounds.refine` of both, stored."""
-        both = cand.withColumn("star", F.lit(True))
-        if rest is not None:
-            both = both.unionByName(rest.withColumn("star", F.lit(False)))
-        left = self.keep(bound.refine(both), totals=[F.sum(F.col("star").cast("long"))])
-        stars = int(self.totals(left)[0] or 0)
-        cand = self.subset(left, "star", ["a", "b"], stars)
-        if rest is not None:
-            rest = self.subset(left, "NOT star", ["a", "b"], self.rows(left) - stars)
-        return cand, rest
 
     def components(self, reps: DataFrame, edges: DataFrame, n_edges: int) -> DataFrame:
         """``pos, ts, label`` of every representative: the connected components of ``edges``."""

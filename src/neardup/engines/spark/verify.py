@@ -228,6 +228,23 @@ class PairBounds:
             pairs, table, frames.end_hot_keys(pairs) if frames.skewed else None
         )
 
+    def refined(
+        self, cand: DataFrame, rest: DataFrame | None
+    ) -> tuple[DataFrame, DataFrame | None]:
+        """The star candidates ``cand`` and the listed pairs ``rest`` (both ``a, b``) that
+        :attr:`shared` left, cut to those the sketches leave by one :meth:`refine` of both,
+        stored. Cost: that of :meth:`refine` over both."""
+        frames = self.frames
+        both = cand.withColumn("star", F.lit(True))
+        if rest is not None:
+            both = both.unionByName(rest.withColumn("star", F.lit(False)))
+        left = frames.keep(self.refine(both), totals=[F.sum(F.col("star").cast("long"))])
+        stars = int(frames.totals(left)[0] or 0)
+        cand = frames.subset(left, "star", ["a", "b"], stars)
+        if rest is not None:
+            rest = frames.subset(left, "NOT star", ["a", "b"], frames.rows(left) - stars)
+        return cand, rest
+
     def _by_sketches(self, pairs: DataFrame, table: DataFrame, hot: DataFrame | None) -> DataFrame:
         """The rows of ``pairs`` (``a, b, …``) the count sketches of ``table`` (``pos, size,
         sketch``, holding both ends of every pair) leave: two joins and
