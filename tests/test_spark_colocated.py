@@ -106,16 +106,7 @@ def test_a_partition_without_pairs_or_data_yields_an_empty_table_of_the_schema()
 def test_units_joined_past_the_broadcast_give_the_local_engines_files(spark, tmp_path, monkeypatch):
     # Past BROADCAST_POSITIONS the pairs' ends cannot be broadcast: the units are joined to
     # the pairs, one end after the other (and the texts to shingle are joined too).
-    from test_spark import local_files, same_bytes, spark_dedup, spark_files
-    from test_spark_repair import REPAIR_COUNTS, repair_corpus
+    from test_spark_repair import repair_run_as_local
 
     monkeypatch.setattr(spark_verify, "BROADCAST_POSITIONS", 0)
-    docs = repair_corpus()
-    settings = Settings(pairs="all")
-    groups = local_files(docs, settings, tmp_path)
-    assert groups.stats["repair_accepted"] > 0
-    result = spark_dedup(spark, docs, settings, 3)
-    stats = dict(result.stats)
-    spark_files(result, settings, tmp_path)
-    same_bytes(tmp_path)
-    assert {k: stats[k] for k in REPAIR_COUNTS} == {k: groups.stats[k] for k in REPAIR_COUNTS}
+    repair_run_as_local(spark, tmp_path, Settings(pairs="all"))

@@ -22,13 +22,17 @@ from neardup.engines.spark.repair import (
     STAR,
     STARS,
     UNLISTED,
-    _bucket_order,
     bucket_links_task,
     distinct_links_task,
 )
 from neardup.engines.spark.rows import POS_BITS
 from neardup.engines.spark.runs import packed_runs, run_rows
-from neardup.engines.spark.tasks import BAND_ROW, UNTIMED_BAND_ROW, _csr_binary
+from neardup.engines.spark.tasks import (
+    BAND_ROW,
+    UNTIMED_BAND_ROW,
+    _csr_binary,
+    earliest_first_order,
+)
 from neardup.lcs import lcs_pairs, possible_pairs
 from neardup.settings import Settings
 from neardup.text.units import lcs_unit_sketches, lcs_units
@@ -47,6 +51,20 @@ def repair_corpus():
     of one template (buckets too large to repair)."""
     docs = [(d["id"], d["text"], k % 5) for k, d in enumerate(chain_corpus(bases=12))]
     return docs + [(f"v{i}", TEMPLATE.format(1000 + i), i % 3) for i in range(30)]
+
+
+def repair_run_as_local(spark, tmp_path, settings, partitions=3):
+    """Run :func:`repair_corpus` locally and on Spark: the files byte-identical and the repair
+    counts equal (the local engine's repair round accepting links). Returns both stats."""
+    docs = repair_corpus()
+    groups = local_files(docs, settings, tmp_path)
+    assert groups.stats["repair_accepted"] > 0
+    result = spark_dedup(spark, docs, settings, partitions)
+    stats = dict(result.stats)
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    assert {k: stats[k] for k in REPAIR_COUNTS} == {k: groups.stats[k] for k in REPAIR_COUNTS}
+    return stats, groups.stats
 
 
 @pytest.mark.spark
@@ -227,5 +245,5 @@ def test_bucket_order_is_the_four_key_lexsort(rows, one_time):
     band, h, ts, pos = (np.array(c, dtype=np.int64).reshape(-1) for c in zip(*kept or [(0,) * 4]))
     if not kept:
         band = h = ts = pos = np.zeros(0, np.int64)
-    order = _bucket_order(band, h, ts, pos)
+    order = earliest_first_order(band, h, ts, pos)
     assert np.array_equal(order, np.lexsort((pos, ts, h, band)))

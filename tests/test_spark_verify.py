@@ -96,17 +96,8 @@ def test_coarse_bounds_give_the_local_engines_files_and_repair_counts(spark, tmp
     # Past BROADCAST_SKETCHES the links are bounded where they are made by the coarse
     # sketches, and the candidates and listed pairs they leave cut to the sketches' by a
     # join: the repair round lists the same pairs as the local engine.
-    from test_spark import local_files, same_bytes, spark_dedup, spark_files
-    from test_spark_repair import REPAIR_COUNTS, repair_corpus
+    from test_spark_repair import repair_run_as_local
 
     monkeypatch.setattr(spark_verify, "BROADCAST_SKETCHES", 0)
-    docs = repair_corpus()
-    settings = Settings()
-    groups = local_files(docs, settings, tmp_path)
-    assert groups.stats["repair_accepted"] > 0
-    result = spark_dedup(spark, docs, settings, 3)
-    stats = dict(result.stats)
-    spark_files(result, settings, tmp_path)
-    same_bytes(tmp_path)
-    assert {k: stats[k] for k in REPAIR_COUNTS} == {k: groups.stats[k] for k in REPAIR_COUNTS}
-    assert stats["candidates"] == groups.stats["candidates"]
+    stats, local = repair_run_as_local(spark, tmp_path, Settings())
+    assert stats["candidates"] == local["candidates"]

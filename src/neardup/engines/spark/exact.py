@@ -18,12 +18,11 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
-from neardup.candidates.radix import stable_argsort
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.partitions import partition_keys
 from neardup.engines.spark.runs import RUNS_SCHEMA, mixed_place, packed_runs, run_rows
 from neardup.engines.spark.session import DataFrame
-from neardup.engines.spark.tasks import _i64, _run_starts, record_batch
+from neardup.engines.spark.tasks import _i64, _run_starts, earliest_first_order, record_batch
 
 __all__ = ["CONTENT_ROW", "content_reps_task", "content_runs_task", "representatives"]
 
@@ -73,13 +72,7 @@ def content_reps_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
     rows = run_rows(pa.Table.from_batches(parts), CONTENT_ROW)
     c0, c1, ts, pos = (np.ascontiguousarray(rows[c]) for c in CONTENT_ROW.names)
     del rows
-    # The earliest first within each content: a sort by position, then stable radix sorts
-    # by time (skipped when all are equal) and the content's halves.
-    order = np.argsort(pos)
-    if ts.min() != ts.max():
-        order = order[stable_argsort(ts[order])]
-    order = order[stable_argsort(c1[order])]
-    order = order[stable_argsort(c0[order])]
+    order = earliest_first_order(c0, c1, ts, pos)
     c0, c1, ts, pos = c0[order], c1[order], ts[order], pos[order]
     starts = _run_starts(c0, c1)
     rep = np.repeat(pos[starts], np.diff(np.append(starts, pos.shape[0])))

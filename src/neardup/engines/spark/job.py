@@ -427,10 +427,10 @@ class _Job(Frames):
             representatives(self, sig),
             totals=[F.sum((F.col("rep") != F.col("pos")).cast("long"))],
         )
-        copies = docrep.where("rep != pos").select("pos")
-        # The heads of the contents held by more than one document (repeated: readers take
-        # them as distinct positions).
-        content = docrep.where("rep != pos").select("rep")
+        # The copies, and the heads of the contents held by more than one document (repeated:
+        # readers take them as distinct positions).
+        copied = docrep.where("rep != pos")
+        copies, content = copied.select("pos"), copied.select("rep")
         self.stats["exact_duplicates"] = n_copies = int(self.totals(docrep)[0] or 0)
         # Fitting a broadcast, the signatures stay where they were stored: each reader takes
         # the representatives' rows from them (a stored copy: 4.8 GB, 24 s at 10M).
