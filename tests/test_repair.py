@@ -8,6 +8,7 @@ from neardup.candidates.bands import pairs_from_band_columns
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.repair import (
     bucket_pairs,
+    bucket_stars,
     mark_among,
     repair_links,
     repair_links_decided,
@@ -276,3 +277,64 @@ def test_bucket_pairs_on_two_threads_list_and_count_what_one_call_does(monkeypat
         monkeypatch.undo()
         assert one[0].tolist() == two[0].tolist() and one[1].tolist() == two[1].tolist()
         assert one[2] == two[2] and one[0].shape[0] > 0
+
+
+def _brute_stars(band, h, ts, pos):
+    """Each bucket of two rows or more by a dictionary: (band, head, sorted members)."""
+    buckets: dict = {}
+    for row in range(len(pos)):
+        buckets.setdefault((int(band[row]), int(h[row])), []).append(row)
+    stars = []
+    for (b, _), rows in buckets.items():
+        if len(rows) > 1:
+            head = min(rows, key=lambda r: (int(ts[r]), int(pos[r])))
+            stars.append((b, int(pos[head]), sorted(int(pos[r]) for r in rows if r != head)))
+    return sorted(stars)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # band
+            st.sampled_from([0, 1, -1, 2**63 - 1, -(2**63), 77]),  # hash: many collisions
+            st.integers(0, 2),  # time
+        ),
+        max_size=60,
+    ),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_bucket_stars_link_each_bucket_to_its_earliest_row(rows, timed, rnd):
+    n = len(rows)
+    positions = rnd.sample(range(1000), n)  # distinct positions in any order
+    band = np.array([r[0] for r in rows], dtype=np.int32)
+    h = np.array([r[1] for r in rows], dtype=np.int64)
+    ts = np.array([r[2] for r in rows], dtype=np.int64) if timed else np.zeros(n, np.int64)
+    pos = np.array(positions, dtype=np.int64)
+    stars = bucket_stars(band, h, ts if timed else None, pos)
+    found = [
+        (
+            int(stars.bands[q]),
+            int(stars.heads[stars.offsets[q]]),
+            sorted(stars.members[stars.offsets[q] : stars.offsets[q + 1]].tolist()),
+        )
+        for q in range(stars.bands.shape[0])
+    ]
+    assert np.all(np.diff(stars.bands) >= 0)  # by band, as the per-band listing reads them
+    assert all(  # one head a bucket
+        np.all(stars.heads[stars.offsets[q] : stars.offsets[q + 1]] == found[q][1])
+        for q in range(len(found))
+    )
+    assert sorted(found) == _brute_stars(band, h, ts, pos)
+
+
+def test_bucket_stars_of_a_hot_bucket_and_no_rows():
+    n = 50_000
+    rng = np.random.default_rng(3)
+    pos = rng.permutation(n).astype(np.int64) + 10
+    stars = bucket_stars(np.zeros(n, np.int32), np.full(n, 5, np.int64), None, pos)
+    assert stars.offsets.tolist() == [0, n - 1] and set(stars.heads.tolist()) == {10}
+    assert sorted(stars.members.tolist()) == list(range(11, n + 10))
+    empty = bucket_stars(np.zeros(0, np.int32), np.zeros(0, np.int64), None, np.zeros(0, np.int64))
+    assert empty.offsets.tolist() == [0] and empty.members.shape == (0,)

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -67,7 +68,9 @@ from neardup.groups import LINK_ROUNDS, accepted_links
 
 __all__ = [
     "BUCKET_MEMBERS",
+    "BucketStars",
     "bucket_pairs",
+    "bucket_stars",
     "mark_among",
     "repair_links",
     "repair_links_decided",
@@ -79,6 +82,124 @@ __all__ = [
 #: its pairs are counted. On the 1M-document benchmark corpus ``dedup`` takes 9–11 % more CPU
 #: time than with star candidates alone (two alternating runs each; docs/methods.md).
 BUCKET_MEMBERS = 16
+
+
+class BucketStars(NamedTuple):
+    """The LSH buckets of :func:`bucket_stars` holding two rows or more, by band: bucket ``q``
+    (of band ``bands[q]``, ascending) links its head to the members ``members[offsets[q]:
+    offsets[q + 1]]``, and ``heads`` repeats the head for each of them (int64 positions)."""
+
+    heads: np.ndarray
+    members: np.ndarray
+    offsets: np.ndarray
+    bands: np.ndarray
+
+
+def bucket_stars(
+    band: np.ndarray, h: np.ndarray, ts: np.ndarray | None, pos: np.ndarray
+) -> BucketStars:
+    """The star of every LSH bucket of band rows in any order: the rows of equal band and
+    band hash ``(band, h)`` (a bucket) link every member to their earliest, the *head*
+    (smallest ``(ts, pos)``; ``ts`` None: all times equal), as the local engine links a
+    bucket. Buckets of one row are left out.
+
+    One compiled pass: the rows by band (a counting sort), then each band's hashes into an
+    open-addressing table that keeps each bucket's count and head, and the members of the
+    buckets of two rows or more placed together. O(rows), no sort: on a Spark reduce task's
+    7.4M band rows the task took 0.6 s, against 1.2 s with radix sorts by hash and band and
+    1.4 s with a sort by all four columns. Within a band, buckets come in the order their
+    first rows come, and a bucket's members in the input's order; its head and members do
+    not depend on the order.
+
+    Example:
+        >>> stars = bucket_stars(np.array([0, 0, 1, 0]), np.array([7, 7, 7, 7]), None,
+        ...                      np.array([9, 4, 5, 6]))
+        >>> stars.heads.tolist(), stars.members.tolist(), stars.offsets.tolist(), stars.bands.tolist()
+        ([4, 4], [9, 6], [0, 2], [0])
+    """
+    band = np.ascontiguousarray(band, dtype=np.int64)
+    if band.shape[0] and band.min() < 0:
+        raise ValueError(f"bands must be >= 0, got {int(band.min())}")
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    ts = np.zeros_like(pos) if ts is None else np.ascontiguousarray(ts, dtype=np.int64)
+    h = np.ascontiguousarray(h, dtype=np.int64)
+    n = pos.shape[0]
+    heads, members = np.empty(n, np.int64), np.empty(n, np.int64)
+    offsets, bands = np.empty(n + 1, np.int64), np.empty(n, np.int64)
+    width = int(band.max()) + 1 if n else 0
+    links, buckets = _bucket_stars_kernel(band, h, ts, pos, width, heads, members, offsets, bands)
+    return BucketStars(
+        heads[:links].copy(),
+        members[:links].copy(),
+        offsets[: buckets + 1].copy(),
+        bands[:buckets].copy(),
+    )
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, nogil=True)
+def _bucket_stars_kernel(band, h, ts, pos, width, heads, members, offsets, bands):
+    """:func:`bucket_stars` over bands ``0 .. width - 1``. Returns the links and buckets
+    written."""
+    n = pos.shape[0]
+    starts = np.zeros(width + 1, np.int64)
+    for i in range(n):
+        starts[band[i] + 1] += 1
+    widest = 0
+    for b in range(width):
+        widest = max(widest, starts[b + 1])
+        starts[b + 1] += starts[b]
+    # The rows copied in band order: a band's rows are then read in sequence, not gathered.
+    bh, bt, bp = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    fill = starts[:width].copy()
+    for i in range(n):
+        j = fill[band[i]]
+        bh[j], bt[j], bp[j] = h[i], ts[i], pos[i]
+        fill[band[i]] = j + 1
+    bits = 4
+    while (1 << bits) < 2 * widest:
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    # A slot's fields side by side (one cache line): the band that stamped it last (the
+    # table is reused band after band), the hash, the head's row, the rows, the members' place.
+    slots = np.empty((1 << bits, 5), np.int64)
+    slots[:, 0] = -1
+    slot_of = np.empty(n, np.int64)
+    links = 0
+    buckets = 0
+    offsets[0] = 0
+    for b in range(width):
+        lo, hi = starts[b], starts[b + 1]
+        for j in range(lo, hi):
+            s = np.int64((np.uint64(bh[j]) * _MIX) >> shift)
+            while slots[s, 0] == b and slots[s, 1] != bh[j]:
+                s = (s + 1) & mask
+            if slots[s, 0] != b:
+                slots[s, 0], slots[s, 1], slots[s, 2], slots[s, 3], slots[s, 4] = b, bh[j], j, 1, -1
+            else:
+                slots[s, 3] += 1
+                e = slots[s, 2]
+                if bt[j] < bt[e] or (bt[j] == bt[e] and bp[j] < bp[e]):
+                    slots[s, 2] = j
+            slot_of[j] = s
+        for j in range(lo, hi):  # each bucket of two rows or more, its room for its members
+            s = slot_of[j]
+            if slots[s, 3] > 1 and slots[s, 4] < 0:
+                slots[s, 4] = links
+                links += slots[s, 3] - 1
+                bands[buckets] = b
+                buckets += 1
+                offsets[buckets] = links
+        for j in range(lo, hi):
+            s = slot_of[j]
+            if slots[s, 3] > 1 and j != slots[s, 2]:
+                heads[slots[s, 4]] = bp[slots[s, 2]]
+                members[slots[s, 4]] = bp[j]
+                slots[s, 4] += 1
+    return links, buckets
 
 
 def bucket_pairs(

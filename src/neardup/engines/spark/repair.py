@@ -30,15 +30,18 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.candidates.radix import sorted_distinct
-from neardup.candidates.repair import BUCKET_MEMBERS, bucket_pairs, repair_links_decided
+from neardup.candidates.repair import (
+    BUCKET_MEMBERS,
+    bucket_pairs,
+    bucket_stars,
+    repair_links_decided,
+)
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Frames
 from neardup.engines.spark.runs import mixed_place, packed_runs, run_rows
 from neardup.engines.spark.session import Column, DataFrame, F
 from neardup.engines.spark.tasks import (
     _i64,
-    _run_starts,
     band_row_type,
-    earliest_first_order,
     record_batch,
     shared_bounds,
 )
@@ -87,11 +90,13 @@ def bucket_links_task(
     each bucket of at most ``BUCKET_MEMBERS`` of them (kind ``PAIR``, by
     :func:`~neardup.candidates.repair.bucket_pairs`, once per bucket: a pair shares a band in
     one bucket at most); and one link ``(-1, pairs, UNLISTED)`` counting the pairs of the
-    larger buckets. O(rows log rows + Σ m² over the listed buckets).
+    larger buckets. O(rows + Σ m² over the listed buckets).
 
-    The partition is sorted here by all four columns: Spark's sort of these rows compares
-    whole rows (its sort prefix is the band alone, shared by a 32nd of them) and took
-    several times as long as numpy's sort of the integers. The links leave packed too: a
+    The partition's buckets are found here by one compiled pass over a hash table
+    (:func:`~neardup.candidates.repair.bucket_stars`), no sort: Spark's sort of these rows
+    compares whole rows (its sort prefix is the band alone, shared by a 32nd of them) and
+    took several times as long as numpy's sort of the integers, which took twice as long as
+    this pass. The links leave packed too: a
     pair linked in many bands would otherwise cross the shuffle of their distinct rows as
     a Spark row each time.
 
@@ -109,23 +114,16 @@ def bucket_links_task(
     if not parts:
         return
     rows = run_rows(pa.Table.from_batches(parts), band_row_type(timed))
-    band, h, pos = (rows[c].astype(np.int64) for c in ("band", "h", "pos"))
-    ts = rows["ts"].astype(np.int64) if timed else np.zeros_like(pos)
+    stars = bucket_stars(rows["band"], rows["h"], rows["ts"] if timed else None, rows["pos"])
     del rows
-    order = earliest_first_order(band, h, ts, pos)
-    band, h, pos = band[order], h[order], pos[order]
-    n = pos.shape[0]
-    starts = _run_starts(band, h)
-    sizes = np.diff(np.append(starts, n))
-    member = np.repeat(starts, sizes) != np.arange(n)
-    if member.any():
-        yield _links(pos[np.repeat(starts, sizes)[member]], pos[member], STAR, keys)
+    if stars.members.shape[0]:
+        yield _links(stars.heads, stars.members, STAR, keys)
     # Positions numbered within the partition (in order): bucket_pairs packs them in 32 bits.
-    nodes, members = np.unique(pos[member], return_inverse=True)
-    offsets = np.concatenate([[0], np.cumsum(sizes - 1)])
-    firsts = np.flatnonzero(np.diff(band[starts], prepend=-1) != 0)  # each band's first
+    nodes, members = np.unique(stars.members, return_inverse=True)
+    offsets = stars.offsets
+    firsts = np.flatnonzero(np.diff(stars.bands, prepend=-1) != 0)  # each band's first
     unlisted = 0
-    for first, stop in zip(firsts, np.append(firsts[1:], starts.shape[0])):
+    for first, stop in zip(firsts, np.append(firsts[1:], stars.bands.shape[0])):
         base = offsets[first]
         a, b, stats = bucket_pairs(
             offsets[first : stop + 1] - base, members[base : offsets[stop]], BUCKET_MEMBERS
