@@ -326,6 +326,8 @@ class _Job(Frames):
         self.links_bounded = False
         #: Whether the documents' times differ (else the band rows leave them out).
         self.timed = True
+        #: ``pos, ts`` of every representative (the components' nodes), set by stage 2.
+        self.nodes: DataFrame | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -427,8 +429,7 @@ class _Job(Frames):
             representatives(self, sig),
             totals=[F.sum((F.col("rep") != F.col("pos")).cast("long"))],
         )
-        # The copies, and the heads of the contents held by more than one document (repeated:
-        # readers take them as distinct positions).
+        # The copies; the heads of contents held more than once (repeated: read as distinct).
         copied = docrep.where("rep != pos")
         copies, content = copied.select("pos"), copied.select("rep")
         self.stats["exact_duplicates"] = n_copies = int(self.totals(docrep)[0] or 0)
@@ -439,6 +440,8 @@ class _Job(Frames):
         reps = reps.select("pos", "ts", "c0", "c1", "sig")
         reps = self.counted(reps, n - n_copies) if fits else self.keep(reps)
         self.data = reps.select("pos", "sig")
+        # From docrep's 24-byte rows, not from the signatures (about 700 bytes) under reps.
+        self.nodes = docrep.where("rep = pos").select("pos", "ts")
         self.lap("exact_duplicates")
         return content, docrep, reps
 
@@ -516,16 +519,15 @@ class _Job(Frames):
         self.stats["linked_untested"] = 0  # every candidate is verified
         labels = None
         if self.listed is not None:
-            labels = self.components(reps, edges, n_edges)
+            labels = self.components(edges, n_edges)
             labels, repair = repaired_labels(self, self.data, rest, labels, s)
             self.stats.update(repair)
         self.lap("verify")
         return edges, n_edges, labels
 
-    def components(self, reps: DataFrame, edges: DataFrame, n_edges: int) -> DataFrame:
+    def components(self, edges: DataFrame, n_edges: int) -> DataFrame:
         """``pos, ts, label`` of every representative: the connected components of ``edges``."""
-        nodes = reps.select("pos", "ts")
-        return components(self, edges, nodes, n_edges, self.engine.components_local_max)
+        return components(self, edges, self.nodes, n_edges, self.engine.components_local_max)
 
     def groups(
         self,
@@ -541,7 +543,7 @@ class _Job(Frames):
         Returns every document's ``pos, rep, orig``, each original's ``orig, group_size,
         original_id``, and GROUPS."""
         if labels is None:
-            labels = self.components(reps, edges, n_edges)
+            labels = self.components(edges, n_edges)
         n = self.stats["documents"]  # a bound on the rows of every table of documents below
         if self.settings.grouping == "components":
             first = self.earliest(labels, ["label"], "orig").select("label", "orig")
