@@ -379,7 +379,7 @@ class _Job(Frames):
         self.texts = docs.select("pos", "text")
         if s.lcs_bounded:
             self.sketches = sig.select("pos", "size", "sketch")
-        return self.run(docs.select("pos", "id"), sig)
+        return self.run(self.keep(docs.select("pos", "id")), sig)  # read 5 times: not with texts
 
     def run_fingerprints(self, rows: DataFrame) -> SparkResult:
         """The stages on fingerprint rows (``pos, id, fp, ts``): the fingerprint is both the
@@ -415,7 +415,7 @@ class _Job(Frames):
         doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges, labels)
         stored_pairs, pairs, order = self.pairs(ids, doc_orig, docrep, reps, fp_pairs, fp_rep)
         # Everything but the tables the results read has been consumed.
-        self.release(keep=(doc_orig, per_orig, stored_pairs))
+        self.release(keep=(ids, doc_orig, per_orig, stored_pairs))
         return SparkResult(groups, pairs, self.stats, order, self.release)
 
     def exact_duplicates(self, sig: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
