@@ -27,7 +27,8 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    and the plan), so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band
    (without the timestamp when all documents have the same time), shuffled once by bucket;
-   each reduce task sorts its rows and links every bucket as a star to its earliest member,
+   each reduce task finds its buckets by a hash table (no sort) and links every bucket as a
+   star to its earliest member,
    and lists the pairs of its other members for the repair round
    (:mod:`neardup.engines.spark.repair`). Only integers cross this shuffle.
 4. **verification** — with LCS verification, candidate pairs are first bounded by both

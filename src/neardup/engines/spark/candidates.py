@@ -101,7 +101,7 @@ def minhash_candidates(
     four integers (28 bytes) shuffled once by bucket, packed in runs of up to
     :data:`~neardup.engines.spark.tasks.RUN_ROWS` rows a partition (the shuffle moves a few
     thousand values, not a row each; 20 bytes a row without the times when the documents'
-    are all equal: not ``timed``); sorted and linked inside the reduce tasks (a
+    are all equal: not ``timed``); grouped by a hash table and linked inside the reduce tasks (a
     partition's rows in memory at once, 28 bytes each), and the links, packed the same way,
     made distinct by the pair in a second shuffle. With ``bounds`` (a
     :class:`~neardup.engines.spark.verify.PairBounds` whose table is broadcast), the distinct
@@ -116,7 +116,7 @@ def minhash_candidates(
         cand, links = minhash_candidates(frames, reps, Settings(method="minhash"))
     """
     # The band rows cross the shuffle packed in runs, each run routed whole to its buckets'
-    # partition by its key; each task sorts its partition itself (see bucket_links_task),
+    # partition by its key; each task finds its buckets itself (see bucket_links_task),
     # and its links cross the next shuffle packed too, to be made distinct.
     keys = partition_keys(frames.P)
     runs = reps.select("pos", "ts", "sig").mapInArrow(

@@ -412,7 +412,7 @@ class _Job(Frames):
         content, docrep, reps = self.exact_duplicates(sig)
         cand, fp_pairs, fp_rep = self.candidates(reps)
         edges, n_edges, labels = self.verify(reps, cand, content)
-        doc_orig, per_orig, groups = self.groups(ids, docrep, reps, edges, n_edges, labels)
+        doc_orig, per_orig, groups = self.groups(ids, docrep, edges, n_edges, labels)
         stored_pairs, pairs, order = self.pairs(ids, doc_orig, docrep, reps, fp_pairs, fp_rep)
         # Everything but the tables the results read has been consumed.
         self.release(keep=(ids, doc_orig, per_orig, stored_pairs))
@@ -533,7 +533,6 @@ class _Job(Frames):
         self,
         ids: DataFrame,
         docrep: DataFrame,
-        reps: DataFrame,
         edges: DataFrame,
         n_edges: int,
         labels: DataFrame | None,
