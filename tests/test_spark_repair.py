@@ -7,8 +7,6 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from synth_helpers import chain_corpus
 from test_spark import TEMPLATE, local_files, same_bytes, spark_dedup, spark_files
 
@@ -31,7 +29,6 @@ from neardup.engines.spark.tasks import (
     BAND_ROW,
     UNTIMED_BAND_ROW,
     _csr_binary,
-    earliest_first_order,
 )
 from neardup.lcs import lcs_pairs, possible_pairs
 from neardup.settings import Settings
@@ -225,25 +222,3 @@ def test_distinct_links_match_a_set_of_tuples(high):
     expected = [(a, b, k, k == PAIR and (min(a, b), max(a, b)) in starred) for k, a, b in distinct]
     assert rows[:-1] == expected and rows[-1] == (-1, 0, UNLISTED, False)
     assert 0 < sum(star for *_, star in expected) < len(expected)
-
-
-@settings(deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 3), st.integers(-3, 3), st.integers(0, 2), st.integers(0, 30)),
-        max_size=80,
-    ),
-    st.booleans(),
-)
-def test_bucket_order_is_the_four_key_lexsort(rows, one_time):
-    # Rows as band rows are: a document (position) once per band, with one time.
-    seen, kept = set(), []
-    for band, h, ts, pos in rows:
-        if (band, pos) not in seen:
-            seen.add((band, pos))
-            kept.append((band, h * (1 << 61), 0 if one_time else pos % 3 + ts, pos))
-    band, h, ts, pos = (np.array(c, dtype=np.int64).reshape(-1) for c in zip(*kept or [(0,) * 4]))
-    if not kept:
-        band = h = ts = pos = np.zeros(0, np.int64)
-    order = earliest_first_order(band, h, ts, pos)
-    assert np.array_equal(order, np.lexsort((pos, ts, h, band)))

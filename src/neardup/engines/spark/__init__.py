@@ -15,8 +15,9 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
 2. **exact duplicates** — group by content fingerprint; every document points to its group's
    earliest member, its *representative*. Only representatives go on: a text repeated 500,000
    times is one row from here on. The content keys cross one shuffle packed in runs, each
-   bound for its content's partition, where a reduce task sorts them
-   (:mod:`neardup.engines.spark.exact`): a hot content costs its task linear work.
+   bound for its content's partition, where a reduce task names the representatives by the
+   local engine's hash table of contents (:mod:`neardup.engines.spark.exact`): a hot content
+   costs its task linear work.
 3. **candidates** among representatives —
    SimHash: representatives with the same fingerprint are linked to the earliest of them; each
    distinct fingerprint is emitted once per permutation table under the key

@@ -5,9 +5,9 @@ A Spark aggregation by content, then a skew-safe join of every document with its
 earliest member, counted the hot contents first and shuffled the documents twice (at 10M
 documents three jobs, 46 s on two cores). Here each map task packs its documents' content keys
 (16 bytes, with the time and position) into runs bound for the partition of their content
-(:func:`~neardup.engines.spark.runs.packed_runs`), and each reduce task sorts its rows and
-names every document's representative: a content held by many documents costs its partition
-linear work, as an LSH bucket does, and needs no salting.
+(:func:`~neardup.engines.spark.runs.packed_runs`), and each reduce task names every
+document's representative by the local engine's hash table of contents: a content held by
+many documents costs its partition linear work, as an LSH bucket does, and needs no salting.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.partitions import partition_keys
 from neardup.engines.spark.runs import RUNS_SCHEMA, mixed_place, packed_runs, run_rows
 from neardup.engines.spark.session import DataFrame
-from neardup.engines.spark.tasks import _i64, _run_starts, earliest_first_order, record_batch
+from neardup.engines.spark.tasks import _i64, record_batch
+from neardup.exact_duplicates import content_representatives
+from neardup.groups import document_order
 
 __all__ = ["CONTENT_ROW", "content_reps_task", "content_runs_task", "representatives"]
 
@@ -56,8 +58,10 @@ def content_runs_task(
 def content_reps_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Reduce side: the runs of :func:`content_runs_task` of a partition holding every
     document of its contents -> ``(pos, ts, rep)`` of each document, ``rep`` the position of
-    the earliest document with its content (by time, then position), as the local engine
-    names a document's representative. O(rows × key bytes): radix sorts, no comparison sort.
+    the earliest document with its content (by time, then position), named as the local
+    engine names it: :func:`~neardup.exact_duplicates.content_representatives` (one pass over
+    a hash table of the content keys) in the order of :func:`~neardup.groups.document_order`
+    over the rows sorted by position. O(rows log rows) for that sort, O(rows) after it.
 
     Example:
         >>> rows = np.zeros(4, dtype=CONTENT_ROW)
@@ -70,19 +74,18 @@ def content_reps_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
     if not parts:
         return
     rows = run_rows(pa.Table.from_batches(parts), CONTENT_ROW)
-    c0, c1, ts, pos = (np.ascontiguousarray(rows[c]) for c in CONTENT_ROW.names)
-    del rows
-    order = earliest_first_order(c0, c1, ts, pos)
-    c0, c1, ts, pos = c0[order], c1[order], ts[order], pos[order]
-    starts = _run_starts(c0, c1)
-    rep = np.repeat(pos[starts], np.diff(np.append(starts, pos.shape[0])))
-    yield record_batch({"pos": pa.array(pos), "ts": pa.array(ts), "rep": pa.array(rep)})
+    rows = rows[np.argsort(rows["pos"])]  # rank by (time, position): time ties go by position
+    content = np.stack([rows["c0"], rows["c1"]], axis=1).view(np.uint64)
+    rep = rows["pos"][content_representatives(content, document_order(rows["ts"]))]
+    yield record_batch(
+        {"pos": pa.array(rows["pos"]), "ts": pa.array(rows["ts"]), "rep": pa.array(rep)}
+    )
 
 
 def representatives(frames: Frames, sig: DataFrame) -> DataFrame:
     """``pos, ts, rep`` of every document of ``sig`` (``pos, ts, c0, c1, …``): ``rep`` the
     position of the earliest document with its content (``c0, c1``), by time then position.
-    Cost: one shuffle of 32-byte rows packed in runs, and radix sorts inside the reduce tasks.
+    Cost: one shuffle of 32-byte rows packed in runs, and a hash table inside the reduce tasks.
 
     Example (needs a Spark session, so not run as a doctest)::
 
