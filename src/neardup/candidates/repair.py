@@ -86,8 +86,8 @@ BUCKET_MEMBERS = 16
 
 class BucketStars(NamedTuple):
     """The LSH buckets of :func:`bucket_stars` holding two rows or more, by band: bucket ``q``
-    (of band ``bands[q]``, ascending) links its head to the members ``members[offsets[q]:
-    offsets[q + 1]]``, and ``heads`` repeats the head for each of them (int64 positions)."""
+    (of band ``bands[q]``, ascending) links its head ``heads[q]`` to the members
+    ``members[offsets[q]:offsets[q + 1]]`` (int64 positions)."""
 
     heads: np.ndarray
     members: np.ndarray
@@ -115,7 +115,7 @@ def bucket_stars(
         >>> stars = bucket_stars(np.array([0, 0, 1, 0]), np.array([7, 7, 7, 7]), None,
         ...                      np.array([9, 4, 5, 6]))
         >>> stars.heads.tolist(), stars.members.tolist(), stars.offsets.tolist(), stars.bands.tolist()
-        ([4, 4], [9, 6], [0, 2], [0])
+        ([4], [9, 6], [0, 2], [0])
     """
     band = np.ascontiguousarray(band, dtype=np.int64)
     if band.shape[0] and band.min() < 0:
@@ -129,7 +129,7 @@ def bucket_stars(
     width = int(band.max()) + 1 if n else 0
     links, buckets = _bucket_stars_kernel(band, h, ts, pos, width, heads, members, offsets, bands)
     return BucketStars(
-        heads[:links].copy(),
+        heads[:buckets].copy(),
         members[:links].copy(),
         offsets[: buckets + 1].copy(),
         bands[:buckets].copy(),
@@ -190,13 +190,13 @@ def _bucket_stars_kernel(band, h, ts, pos, width, heads, members, offsets, bands
             if slots[s, 3] > 1 and slots[s, 4] < 0:
                 slots[s, 4] = links
                 links += slots[s, 3] - 1
+                heads[buckets] = bp[slots[s, 2]]
                 bands[buckets] = b
                 buckets += 1
                 offsets[buckets] = links
         for j in range(lo, hi):
             s = slot_of[j]
             if slots[s, 3] > 1 and j != slots[s, 2]:
-                heads[slots[s, 4]] = bp[slots[s, 2]]
                 members[slots[s, 4]] = bp[j]
                 slots[s, 4] += 1
     return links, buckets

@@ -117,7 +117,7 @@ def bucket_links_task(
     stars = bucket_stars(rows["band"], rows["h"], rows["ts"] if timed else None, rows["pos"])
     del rows
     if stars.members.shape[0]:
-        yield _links(stars.heads, stars.members, STAR, keys)
+        yield _links(np.repeat(stars.heads, np.diff(stars.offsets)), stars.members, STAR, keys)
     # Positions numbered within the partition (in order): bucket_pairs packs them in 32 bits.
     nodes, members = np.unique(stars.members, return_inverse=True)
     offsets = stars.offsets
