@@ -375,11 +375,12 @@ class _Job(Frames):
         self.stats["empty_documents"] = int(empty or 0)
         self.timed = first != last
         self.skewed = n > self.threshold
+        ids = self.keep(docs.select("pos", "id"))  # read 5 times: apart from the texts
         self.lap("signatures")
         self.texts = docs.select("pos", "text")
         if s.lcs_bounded:
             self.sketches = sig.select("pos", "size", "sketch")
-        return self.run(self.keep(docs.select("pos", "id")), sig)  # read 5 times: not with texts
+        return self.run(ids, sig)
 
     def run_fingerprints(self, rows: DataFrame) -> SparkResult:
         """The stages on fingerprint rows (``pos, id, fp, ts``): the fingerprint is both the
