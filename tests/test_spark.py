@@ -355,6 +355,23 @@ def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitio
         assert result.stats["center_rounds"] > 0
 
 
+@pytest.mark.parametrize("skew_threshold", [100, None])
+def test_untimed_corpus_same_as_local(spark, tmp_path, skew_threshold):
+    # One time for every document: each component's original is its smallest position, the
+    # components' label; the copies and the members of larger groups alone are looked up (with
+    # a low skew threshold by salted joins, the template's group being hot).
+    docs = [(d[0], d[1], 0) for d in make_docs(300, seed=4, templates=600, variants=60)]
+    settings = Settings(method="minhash", pairs="original", shingle="word:3", threshold=0.7)
+    groups = local_files(docs, settings, tmp_path)
+    assert groups.stats["largest_group"] >= 600 and groups.stats["groups"] > 100
+    options = {} if skew_threshold is None else {"skew_threshold": skew_threshold}
+    result = spark_dedup(spark, docs, settings, 3, **options)
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
+    for key in ("groups", "largest_group", "duplicates_removed"):
+        assert result.stats[key] == groups.stats[key], key
+
+
 def test_salted_lookup_and_split_cells(spark):
     job = _Job(SparkEngine(spark, partitions=3, skew_threshold=10), Settings())
     job.skewed = True

@@ -11,7 +11,7 @@ from neardup.engines.spark.tasks import center_task, components_task
 from neardup.engines.spark.verify import data_columns, related
 from neardup.settings import Settings
 
-__all__ = ["DEFAULT_COMPONENTS_LOCAL_MAX", "center", "components"]
+__all__ = ["DEFAULT_COMPONENTS_LOCAL_MAX", "center", "components", "document_groups"]
 
 DEFAULT_COMPONENTS_LOCAL_MAX = 16_000_000
 """Most verified edges whose connected components one task finds by union-find (about 64
@@ -186,3 +186,54 @@ def center(
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
+
+
+def document_groups(
+    frames: Frames, ids: DataFrame, docrep: DataFrame, rep_orig: DataFrame
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Every document's group, from its exact-duplicate representative (``docrep``: ``pos,
+    rep``) and every representative's original (``rep_orig``: ``rep, orig``). Returns every
+    document's ``pos, rep, orig`` (stored), each group of two documents or more as ``orig,
+    group_size, original_id`` (stored), and GROUPS (``pos, id, duplicate_id, original_id,
+    is_original, group_size``, with ``ids``: ``pos, id``); sets the run's counts ``groups``,
+    ``largest_group`` and ``duplicates_removed``.
+
+    A representative's row is its own, so only the copies look their representative's
+    original up; a document alone in its group is its own original, of size 1, so only the
+    documents of larger groups are counted and named by their original. Cost: a join of the
+    copies, an aggregation and a join of the members of larger groups, and GROUPS' joins by
+    position and by original.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        doc_orig, per_orig, groups = document_groups(frames, ids, docrep, rep_orig)
+    """
+    n = frames.stats["documents"]  # a bound on the rows of every table of documents below
+    copies = docrep.where("rep != pos").select("pos", "rep")
+    own = rep_orig.select(F.col("rep").alias("pos"), "rep", "orig")
+    moved = frames.lookup(copies, rep_orig, ["rep"], right_rows=n).select("pos", "rep", "orig")
+    doc_orig = frames.keep(
+        own.unionByName(moved), totals=[F.sum((F.col("pos") != F.col("orig")).cast("long"))]
+    )
+    members = int(frames.totals(doc_orig)[0] or 0)  # documents that are not their original
+    sizes = (
+        doc_orig.where("pos != orig")
+        .groupBy("orig")
+        .agg((F.count(F.lit(1)) + 1).alias("group_size"))
+    )
+    orig_ids = ids.select(F.col("pos").alias("orig"), F.col("id").alias("original_id"))
+    per_orig = frames.keep(sizes.join(orig_ids, ["orig"]), totals=[F.max("group_size")])
+    named = frames.lookup(doc_orig, per_orig, ["orig"], "left", right_rows=members)
+    original_id = F.coalesce("original_id", "id")
+    groups = named.join(ids, ["pos"]).select(
+        "pos",
+        "id",
+        original_id.alias("duplicate_id"),
+        original_id.alias("original_id"),
+        (F.col("pos") == F.col("orig")).alias("is_original"),
+        F.coalesce("group_size", F.lit(1).cast("long")).alias("group_size"),
+    )
+    frames.stats["groups"] = n - members
+    frames.stats["largest_group"] = int(frames.totals(per_orig)[0] or min(n, 1))
+    frames.stats["duplicates_removed"] = members
+    return doc_orig, per_orig, groups

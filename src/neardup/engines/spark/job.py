@@ -25,7 +25,12 @@ from neardup.engines.spark.frames import (
     Storage,
     default_checkpoint,
 )
-from neardup.engines.spark.groups import DEFAULT_COMPONENTS_LOCAL_MAX, center, components
+from neardup.engines.spark.groups import (
+    DEFAULT_COMPONENTS_LOCAL_MAX,
+    center,
+    components,
+    document_groups,
+)
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
 from neardup.engines.spark.partitions import (
@@ -539,43 +544,23 @@ class _Job(Frames):
         labels: DataFrame | None,
     ) -> tuple[DataFrame, DataFrame, DataFrame]:
         """Stage 5: groups over the representatives (the components ``labels`` when given,
-        else those of ``edges``), then every document takes its representative's original.
-        Returns every document's ``pos, rep, orig``, each original's ``orig, group_size,
+        else those of ``edges``), then every document takes its representative's original
+        (:func:`~neardup.engines.spark.groups.document_groups`). Returns every document's
+        ``pos, rep, orig``, each group of two documents or more as ``orig, group_size,
         original_id``, and GROUPS."""
         if labels is None:
             labels = self.components(edges, n_edges)
-        n = self.stats["documents"]  # a bound on the rows of every table of documents below
-        if self.settings.grouping == "components":
-            first = self.earliest(labels, ["label"], "orig").select("label", "orig")
-            rep_orig = self.lookup(labels, first, ["label"], right_rows=n).select(
-                F.col("pos").alias("rep"), "orig"
-            )
-        else:
+        if self.settings.grouping == "center":
             centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
             rep_orig = centers.select(F.col("pos").alias("rep"), F.col("center").alias("orig"))
-        doc_orig = self.keep(
-            self.lookup(docrep.select("pos", "rep"), rep_orig, ["rep"], right_rows=n).select(
-                "pos", "rep", "orig"
-            )
-        )
-        sizes = doc_orig.groupBy("orig").agg(F.count(F.lit(1)).alias("group_size"))
-        orig_ids = ids.select(F.col("pos").alias("orig"), F.col("id").alias("original_id"))
-        per_orig = self.keep(sizes.join(orig_ids, ["orig"]), totals=[F.max("group_size")])
-        groups = (
-            self.lookup(doc_orig, per_orig, ["orig"], right_rows=n)
-            .join(ids, ["pos"])
-            .select(
-                "pos",
-                "id",
-                F.col("original_id").alias("duplicate_id"),
-                "original_id",
-                (F.col("pos") == F.col("orig")).alias("is_original"),
-                "group_size",
-            )
-        )
-        self.stats["groups"] = self.rows(per_orig)
-        self.stats["largest_group"] = int(self.totals(per_orig)[0] or 0)
-        self.stats["duplicates_removed"] = self.stats["documents"] - self.stats["groups"]
+        elif self.timed:
+            first = self.earliest(labels, ["label"], "orig").select("label", "orig")
+            rep_orig = self.lookup(
+                labels, first, ["label"], right_rows=self.stats["documents"]
+            ).select(F.col("pos").alias("rep"), "orig")
+        else:  # one time for all: the earliest member is the smallest position, the label
+            rep_orig = labels.select(F.col("pos").alias("rep"), F.col("label").alias("orig"))
+        doc_orig, per_orig, groups = document_groups(self, ids, docrep, rep_orig)
         self.lap("groups")
         return doc_orig, per_orig, groups
 
