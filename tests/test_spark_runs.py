@@ -58,3 +58,22 @@ def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_parti
                 bucket = (int(row["band"]), int(row["h"]))
                 assert bucket_place.setdefault(bucket, dest) == dest
     assert len(set(bucket_place.values())) == min(partitions, len(bucket_place))
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [BAND_ROW, np.dtype([("a", "<i8"), ("b", "<i8"), ("kind", "i1")]), np.dtype([("x", "<u2")])],
+)
+def test_taken_rows_equal_fancy_indexing(dtype):
+    # Whole rows copied as opaque items: the same rows as numpy's field-by-field indexing,
+    # for unaligned row sizes, repeated and empty orders, and a strided (non-contiguous) input.
+    rng = np.random.default_rng(len(dtype.names))
+    rows = np.zeros(500, dtype=dtype)
+    for name in dtype.names:
+        rows[name] = rng.integers(0, 1 << 15, rows.shape[0])
+    for order in (rng.integers(0, 500, 2000), np.arange(500)[::-1], np.zeros(0, np.int64)):
+        assert (runs.taken_rows(rows, order) == rows[order]).all()
+        assert runs.taken_rows(rows, order).dtype == dtype
+    strided = rows[::3]
+    order = rng.integers(0, strided.shape[0], 300)
+    assert (runs.taken_rows(strided, order) == strided[order]).all()

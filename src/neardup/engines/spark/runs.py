@@ -26,6 +26,7 @@ __all__ = [
     "mixed_place",
     "packed_runs",
     "run_rows",
+    "taken_rows",
 ]
 
 RUN_ROWS = 4096
@@ -70,12 +71,26 @@ def packed_runs(rows: np.ndarray, place: np.ndarray, keys: np.ndarray) -> pa.Rec
     # A stable sort of small integers is numpy's radix sort.
     small = np.uint16 if keys.shape[0] <= 1 << 16 else np.int64
     order = np.argsort(place.astype(small), kind="stable")
-    rows, place = rows[order], place[order]
+    rows, place = taken_rows(rows, order), place[order]
     bounds = np.searchsorted(place, np.arange(keys.shape[0] + 1))
     cuts = np.unique(np.concatenate([bounds, np.arange(0, rows.shape[0], RUN_ROWS)]))
     return record_batch(
         {"dest": pa.array(keys[place[cuts[:-1]]].astype(np.int32)), "rows": _csr_binary(cuts, rows)}
     )
+
+
+def taken_rows(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``rows[order]`` for a contiguous structured array, each row copied whole: numpy's
+    ``take`` of the rows seen as opaque items of their size, where its fancy indexing copies
+    field by field (58 ns a 20-byte band row against 2 ns). O(len(order)).
+
+    Example:
+        >>> rows = np.array([(1, 10), (2, 20)], dtype=[("a", "<i4"), ("b", "<i8")])
+        >>> taken_rows(rows, np.array([1, 0, 1]))["b"].tolist()
+        [20, 10, 20]
+    """
+    opaque = np.dtype((np.void, rows.dtype.itemsize))
+    return np.take(np.ascontiguousarray(rows).view(opaque), order).view(rows.dtype)
 
 
 def run_rows(runs: pa.RecordBatch | pa.Table, dtype: np.dtype) -> np.ndarray:
