@@ -419,7 +419,9 @@ class _Job(Frames):
         cand, fp_pairs, fp_rep = self.candidates(reps)
         edges, n_edges, labels = self.verify(reps, cand, content)
         doc_orig, per_orig, groups = self.groups(ids, docrep, edges, n_edges, labels)
-        stored_pairs, pairs, order = self.pairs(ids, doc_orig, docrep, reps, fp_pairs, fp_rep)
+        stored_pairs, pairs, order = self.pairs(
+            ids, doc_orig, per_orig, docrep, reps, fp_pairs, fp_rep
+        )
         # Everything but the tables the results read has been consumed.
         self.release(keep=(ids, doc_orig, per_orig, stored_pairs))
         return SparkResult(groups, pairs, self.stats, order, self.release)
@@ -568,13 +570,15 @@ class _Job(Frames):
         self,
         ids: DataFrame,
         doc_orig: DataFrame,
+        per_orig: DataFrame,
         docrep: DataFrame,
         reps: DataFrame,
         fp_pairs: DataFrame | None,
         fp_rep: DataFrame | None,
     ) -> tuple[DataFrame, DataFrame, tuple[str, ...]]:
-        """Stage 6: PAIRS with the documents' IDs. Returns the stored pairs they are read from,
-        PAIRS, and the columns PAIRS is sorted by in the local engine's output."""
+        """Stage 6: PAIRS with the documents' IDs (an original's from ``per_orig``, the groups of
+        two documents or more, with ``pairs="original"``). Returns the stored pairs they are
+        read from, PAIRS, and the columns PAIRS is sorted by in the local engine's output."""
         s = self.settings
         name = pair_value_column(s.method)
         if s.pairs == "original":
@@ -585,11 +589,16 @@ class _Job(Frames):
             order = ("pos_a", "pos_b")
         stored = self.keep(pairs)
         self.stats["pairs"] = self.rows(stored)
-        id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
-        id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         n = self.stats["documents"]
+        if s.pairs == "original":  # each pair's first end is the original of a larger group
+            id_a = per_orig.select(F.col("orig").alias("pos_a"), F.col("original_id").alias("id_a"))
+            rows_a = self.rows(per_orig)
+        else:
+            id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
+            rows_a = n
+        id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         named = self.lookup(
-            self.lookup(stored, id_a, ["pos_a"], right_rows=n), id_b, ["pos_b"], right_rows=n
+            self.lookup(stored, id_a, ["pos_a"], right_rows=rows_a), id_b, ["pos_b"], right_rows=n
         ).select("pos_a", "pos_b", "id_a", "id_b", F.col("value").alias(name), "passed")
         self.lap("pairs")
         return stored, named, order
