@@ -223,7 +223,7 @@ def document_groups(
     )
     orig_ids = ids.select(F.col("pos").alias("orig"), F.col("id").alias("original_id"))
     per_orig = frames.keep(sizes.join(orig_ids, ["orig"]), totals=[F.max("group_size")])
-    named = frames.lookup(doc_orig, per_orig, ["orig"], "left", right_rows=members)
+    named = frames.lookup(doc_orig, per_orig, ["orig"], how="left", right_rows=members)
     original_id = F.coalesce("original_id", "id")
     groups = named.join(ids, ["pos"]).select(
         "pos",
