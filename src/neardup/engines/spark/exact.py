@@ -20,7 +20,13 @@ import pyarrow as pa
 
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.partitions import partition_keys
-from neardup.engines.spark.runs import RUNS_SCHEMA, mixed_place, packed_runs, run_rows
+from neardup.engines.spark.runs import (
+    RUNS_SCHEMA,
+    mixed_place,
+    packed_runs,
+    run_rows,
+    taken_rows,
+)
 from neardup.engines.spark.session import DataFrame
 from neardup.engines.spark.tasks import _i64, record_batch
 from neardup.exact_duplicates import content_representatives
@@ -74,7 +80,8 @@ def content_reps_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
     if not parts:
         return
     rows = run_rows(pa.Table.from_batches(parts), CONTENT_ROW)
-    rows = rows[np.argsort(rows["pos"])]  # rank by (time, position): time ties go by position
+    # Ranked by (time, position): time ties go by position.
+    rows = taken_rows(rows, np.argsort(rows["pos"]))
     content = np.stack([rows["c0"], rows["c1"]], axis=1).view(np.uint64)
     rep = rows["pos"][content_representatives(content, document_order(rows["ts"]))]
     yield record_batch(
