@@ -581,21 +581,19 @@ class _Job(Frames):
         read from, PAIRS, and the columns PAIRS is sorted by in the local engine's output."""
         s = self.settings
         name = pair_value_column(s.method)
-        if s.pairs == "original":
-            pairs = original_pairs(self, self.data, doc_orig, s, self.measured)
-            order = ("pos_b",)
-        else:
-            pairs = all_pairs(self, self.data, docrep, reps, fp_pairs, fp_rep, s)
-            order = ("pos_a", "pos_b")
-        stored = self.keep(pairs)
-        self.stats["pairs"] = self.rows(stored)
         n = self.stats["documents"]
         if s.pairs == "original":  # each pair's first end is the original of a larger group
+            pairs = original_pairs(self, self.data, doc_orig, s, self.measured)
+            order = ("pos_b",)
             id_a = per_orig.select(F.col("orig").alias("pos_a"), F.col("original_id").alias("id_a"))
             rows_a = self.rows(per_orig)
         else:
+            pairs = all_pairs(self, self.data, docrep, reps, fp_pairs, fp_rep, s)
+            order = ("pos_a", "pos_b")
             id_a = ids.select(F.col("pos").alias("pos_a"), F.col("id").alias("id_a"))
             rows_a = n
+        stored = self.keep(pairs)
+        self.stats["pairs"] = self.rows(stored)
         id_b = ids.select(F.col("pos").alias("pos_b"), F.col("id").alias("id_b"))
         named = self.lookup(
             self.lookup(stored, id_a, ["pos_a"], right_rows=rows_a), id_b, ["pos_b"], right_rows=n
