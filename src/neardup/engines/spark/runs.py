@@ -82,7 +82,7 @@ def packed_runs(rows: np.ndarray, place: np.ndarray, keys: np.ndarray) -> pa.Rec
 def taken_rows(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
     """``rows[order]`` for a contiguous structured array, each row copied whole: numpy's
     ``take`` of the rows seen as opaque items of their size, where its fancy indexing copies
-    field by field (58 ns a 20-byte band row against 2 ns). O(len(order)).
+    field by field (17 ns a 20-byte band row against 2 ns). O(len(order)).
 
     Example:
         >>> rows = np.array([(1, 10), (2, 20)], dtype=[("a", "<i4"), ("b", "<i8")])
