@@ -46,10 +46,12 @@ from neardup.engines.spark.session import (
     _JAVA_OPTION_VARIABLES,
     _LOG_CONFIG,
     _QUIET_LOGGERS,
+    KRYO_SERIALIZER,
     LOCAL_DRIVER_GC,
     F,
     SparkSession,
     _local_defaults,
+    _serializer_default,
     local_driver_memory,
     memory_hint,
 )
@@ -428,6 +430,16 @@ def test_stored_table_carries_its_count_and_totals(spark):
         sc.setLocalProperty("spark.jobGroup.id", None)
     assert figures == (100, (99, 99, None))
     assert sorted(r.id for r in kept.collect()) == list(range(100))
+    storage.release()
+
+
+def test_stored_table_is_kept_serialised_and_spills_to_disk(spark):
+    # A row a byte-array region, not an object a row for the JVM's collector to trace.
+    storage = Storage(spark, "local")
+    kept = storage.keep(spark.range(50).select("id", F.lit("text").alias("t")))
+    level = kept._neardup_stored.getStorageLevel()
+    assert (level.useMemory(), level.useDisk(), level.deserialized()) == (True, True, False)
+    assert sorted(r.id for r in kept.where("id % 10 = 0").collect()) == [0, 10, 20, 30, 40]
     storage.release()
 
 
@@ -910,6 +922,30 @@ def test_local_defaults_where_nothing_is_configured(no_spark_settings):
     assert _local_settings(mine) == mine
 
 
+def _serializer_settings(options: dict[str, str] | None = None) -> dict[str, str]:
+    builder = SparkSession.Builder()
+    for key, value in (options or {}).items():
+        builder = builder.config(key, value)
+    return dict(_serializer_default(builder)._options)
+
+
+def test_kryo_unless_a_serializer_is_configured(no_spark_settings, monkeypatch):
+    key = "spark.serializer"
+    assert _serializer_settings() == {key: KRYO_SERIALIZER}
+    java = {key: "org.apache.spark.serializer.JavaSerializer"}
+    assert _serializer_settings(java) == java
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--conf {key}={java[key]} pyspark-shell")
+    assert _serializer_settings() == {}
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    (no_spark_settings / "spark-defaults.conf").write_text(f"{key} {java[key]}\n")
+    assert _serializer_settings() == {}
+    (no_spark_settings / "spark-defaults.conf").unlink()
+    monkeypatch.setattr(
+        pytest.importorskip("pyspark").SparkContext, "_active_spark_context", object()
+    )
+    assert _serializer_settings() == {}
+
+
 def test_local_defaults_leave_a_running_jvm_alone(no_spark_settings, monkeypatch):
     monkeypatch.setattr(
         pytest.importorskip("pyspark").SparkContext, "_active_spark_context", object()
@@ -949,7 +985,7 @@ def test_local_defaults_yield_to_settings_wherever_the_launch_reads_them(
 def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path):
     """Without any setting of the driver's memory or Java options, the JVM of a local session
     that ``spark_session`` starts has :func:`local_driver_memory` as its heap, not Spark's 1 GB,
-    and the parallel collector."""
+    the parallel collector and Kryo."""
     script = (
         "from neardup.engines.spark import spark_session\n"
         "spark = spark_session('local[1]', config={'spark.ui.enabled': 'false'})\n"
@@ -958,6 +994,7 @@ def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path)
         "beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()\n"
         "print('|'.join(b.getName().replace(' ', '_') for b in beans))\n"
         "print(jvm.java.lang.Runtime.getRuntime().maxMemory())\n"
+        "print(spark.sparkContext.getConf().get('spark.serializer'))\n"
         "spark.stop()\n"
     )
     env = {
@@ -971,7 +1008,8 @@ def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path)
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    asked, collectors, max_memory = done.stdout.split()[-3:]
+    asked, collectors, max_memory, serializer = done.stdout.split()[-4:]
+    assert serializer == KRYO_SERIALIZER
     expected = local_driver_memory(machine_memory())
     assert asked == expected
     assert set(collectors.split("|")) == {"PS_Scavenge", "PS_MarkSweep"}  # the parallel GC

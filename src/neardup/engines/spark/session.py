@@ -17,19 +17,20 @@ from pathlib import Path
 from neardup.engines.base import EngineMemoryError
 
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
-    from pyspark import Broadcast
+    from pyspark import Broadcast, StorageLevel
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
     HAVE_PYSPARK = True
 except ImportError:  # pragma: no cover - exercised only without pyspark
-    Broadcast = Column = DataFrame = SparkSession = F = Window = None  # type: ignore[assignment,misc]
+    Broadcast = Column = DataFrame = SparkSession = F = Window = StorageLevel = None  # type: ignore[assignment,misc]
     HAVE_PYSPARK = False
 
 __all__ = [
     "HAVE_PYSPARK",
     "INSTALL_HINT",
+    "KRYO_SERIALIZER",
     "LOCAL_DRIVER_GC",
     "PYTHON_DAEMON",
     "local_driver_memory",
@@ -56,6 +57,12 @@ configured (``spark.driver.extraJavaOptions``, ``--driver-java-options``, or a c
 environment's Java options). A local run is one batch job on the machine's cores: the
 throughput collector's pauses cost less than the default G1's concurrent work beside the
 tasks (docs/spark.md, Figures)."""
+_SERIALIZER_KEY = "spark.serializer"
+KRYO_SERIALIZER = "org.apache.spark.serializer.KryoSerializer"
+"""The serializer of a session that neardup starts, unless ``spark.serializer`` is configured:
+the tables a run stores are kept serialised (:meth:`neardup.engines.spark.frames.Storage.keep`),
+and Kryo writes and reads them faster than Java's serialization (1M documents on
+``local[2]``: 1.02x the run with rows stored as objects, against 1.10x with Java's)."""
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 
 _LOG_CONFIG = Path(__file__).resolve().parents[2] / "data" / "spark-log4j2.properties"
@@ -99,7 +106,9 @@ def spark_session(
     warnings a user cannot act on, are set to ERROR in any session; other loggers are untouched.
     A session this call starts forks its Python workers from :data:`PYTHON_DAEMON`, which
     imports the engine's task modules once per executor instead of once per worker (unless the
-    configuration names another ``spark.python.daemon.module``). A local session this call
+    configuration names another ``spark.python.daemon.module``) and serialises with
+    :data:`KRYO_SERIALIZER` unless ``spark.serializer`` is configured (``config``,
+    ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``). A local session this call
     starts gets a Java heap of :func:`local_driver_memory` unless ``spark.driver.memory`` is
     configured (``config``, ``PYSPARK_SUBMIT_ARGS``, ``SPARK_DRIVER_MEMORY`` or
     ``spark-defaults.conf``): Spark's own default, 1 GB, holds a local run's executors too;
@@ -130,6 +139,8 @@ def spark_session(
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     with _driver_log_config():
+        if not launched_by_submit:
+            builder = _serializer_default(builder)
         if local and not launched_by_submit:
             builder = _local_defaults(builder)
         if _DAEMON_KEY not in (config or {}):
@@ -189,6 +200,18 @@ def _collector_chosen() -> bool:
     garbage collector: a second choice would stop the JVM from starting."""
     options = [os.environ.get(name, "") for name in _JAVA_OPTION_VARIABLES]
     return any("-XX:+Use" in value and "GC" in value for value in options)
+
+
+def _serializer_default(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """``builder`` with :data:`KRYO_SERIALIZER` unless ``spark.serializer`` is configured where
+    a JVM that pyspark launches reads it; unchanged when a SparkContext is running."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None or _configured(
+        _SERIALIZER_KEY, _SERIALIZER_KEY, builder._options
+    ):
+        return builder
+    return builder.config(_SERIALIZER_KEY, KRYO_SERIALIZER)
 
 
 def _local_defaults(builder: SparkSession.Builder) -> SparkSession.Builder:
