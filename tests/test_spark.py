@@ -25,6 +25,7 @@ from synth_helpers import chain_corpus
 
 import neardup.engines.spark as spark_engine
 import neardup.engines.spark.frames as spark_frames
+import neardup.engines.spark.job as spark_job
 import neardup.engines.spark.verify as spark_verify
 from neardup.cli import main, spark_submit
 from neardup.engines.base import Corpus, EngineMemoryError, Outputs, Progress
@@ -357,17 +358,32 @@ def test_skewed_corpus_same_as_local(spark, tmp_path, method, grouping, partitio
         assert result.stats["center_rounds"] > 0
 
 
-@pytest.mark.parametrize("skew_threshold", [100, None])
-def test_untimed_corpus_same_as_local(spark, tmp_path, skew_threshold):
+@pytest.mark.parametrize(
+    ("skew_threshold", "serialised"), [(100, False), (None, False), (None, True)]
+)
+def test_untimed_corpus_same_as_local(spark, tmp_path, monkeypatch, skew_threshold, serialised):
     # One time for every document: each component's original is its smallest position, the
     # components' label; the copies and the members of larger groups alone are looked up (with
-    # a low skew threshold by salted joins, the template's group being hot).
+    # a low skew threshold by salted joins, the template's group being hot). Past
+    # SERIALISED_DOCUMENTS, the run's stored tables are serialised: the same files.
+    if serialised:
+        monkeypatch.setattr(spark_job, "SERIALISED_DOCUMENTS", 0)
+    kept_deserialised = []
+    keep = Storage.keep
+
+    def spied_keep(storage, df, totals=()):
+        stored = keep(storage, df, totals)
+        kept_deserialised.append(stored._neardup_stored.getStorageLevel().deserialized())
+        return stored
+
+    monkeypatch.setattr(Storage, "keep", spied_keep)
     docs = [(d[0], d[1], 0) for d in make_docs(300, seed=4, templates=600, variants=60)]
     settings = Settings(method="minhash", pairs="original", shingle="word:3", threshold=0.7)
     groups = local_files(docs, settings, tmp_path)
     assert groups.stats["largest_group"] >= 600 and groups.stats["groups"] > 100
     options = {} if skew_threshold is None else {"skew_threshold": skew_threshold}
     result = spark_dedup(spark, docs, settings, 3, **options)
+    assert (False in kept_deserialised) == serialised
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
     for key in ("groups", "largest_group", "duplicates_removed"):
@@ -433,12 +449,18 @@ def test_stored_table_carries_its_count_and_totals(spark):
     storage.release()
 
 
-def test_stored_table_is_kept_serialised_and_spills_to_disk(spark):
-    # A row a byte-array region, not an object a row for the JVM's collector to trace.
+@pytest.mark.parametrize("serialised", [False, True])
+def test_stored_table_serialised_when_asked_and_spilled_to_disk(spark, serialised):
+    # Serialised: a few byte arrays a partition, not an object a row for the collector to trace.
     storage = Storage(spark, "local")
+    storage.serialised = serialised
     kept = storage.keep(spark.range(50).select("id", F.lit("text").alias("t")))
     level = kept._neardup_stored.getStorageLevel()
-    assert (level.useMemory(), level.useDisk(), level.deserialized()) == (True, True, False)
+    assert (level.useMemory(), level.useDisk(), level.deserialized()) == (
+        True,
+        True,
+        not serialised,
+    )
     assert sorted(r.id for r in kept.where("id % 10 = 0").collect()) == [0, 10, 20, 30, 40]
     storage.release()
 

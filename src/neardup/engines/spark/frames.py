@@ -24,6 +24,7 @@ __all__ = [
     "BROADCAST_POSITIONS",
     "BROADCAST_ROWS",
     "DEFAULT_SKEW_THRESHOLD",
+    "SERIALISED_DOCUMENTS",
     "Frames",
     "Storage",
     "default_checkpoint",
@@ -42,6 +43,12 @@ BROADCAST_ROWS = 1_000_000
 """Most rows of the right-hand side of a skew-safe join (:meth:`Frames.lookup`; a few columns,
 tens of bytes a row) sent whole to every task, so that the left side is joined where it is:
 no shuffle of it, so no hot key, and no Spark job to look for one."""
+
+SERIALISED_DOCUMENTS = 4_000_000
+"""Documents from which a run keeps its stored tables serialised (:attr:`Storage.serialised`).
+Measured on ``local[2]`` (8 GB heap, Kryo): 10M short documents 0.86x the run with an object a
+stored row (409.8 against 475.6 s), 1M English documents 1.09x (106.8 against 97.6 s); the
+threshold lies between, where the stored rows begin to crowd the heap."""
 
 ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""
@@ -97,6 +104,9 @@ class Storage:
     def __init__(self, spark: SparkSession, checkpoint: str):
         self.spark = spark
         self.checkpoint = checkpoint
+        #: Keep the tables serialised (:meth:`keep`); a run sets it from its documents'
+        #: number (:data:`SERIALISED_DOCUMENTS`).
+        self.serialised = False
         self._held: list[DataFrame] = []  # checkpointed tables of this run
         self._shared: list = []  # broadcasts of this run
 
@@ -114,13 +124,13 @@ class Storage:
         rows as Spark holds them (its internal rows): wrapped through ``javaRDD`` instead,
         every read of the table converted each row to a ``Row`` object and back in the JVM.
 
-        A local checkpoint keeps the rows serialised (pyspark's ``StorageLevel.MEMORY_AND_DISK``:
-        a few byte arrays a partition, spilled to disk when memory is short), not as Spark's
-        default for it, an object a row: at 10M documents the stored tables are millions of
-        objects, which the JVM's collector traced again and again (62.6 of 481 s in pauses,
-        full collections 31.7 s; 15.6 s serialised). Reading them back costs a
-        deserialisation, which Kryo (:func:`~neardup.engines.spark.session.spark_session`'s
-        default serializer) keeps cheap.
+        With :attr:`serialised`, a local checkpoint keeps the rows serialised (pyspark's
+        ``StorageLevel.MEMORY_AND_DISK``: a few byte arrays a partition, spilled to disk when
+        memory is short), else as Spark's default for it, an object a row. At 10M documents
+        the stored tables are millions of objects, which the JVM's collector traced again and
+        again (55.8 of 475.6 s in pauses, full collections 29.3 s; about 16 s serialised); at
+        1M, reading serialised rows back cost more than the collector saved (see
+        :data:`SERIALISED_DOCUMENTS`).
 
         The rows are stored by the job that counts them (what an eager checkpoint does), and
         the count is kept: :meth:`rows` answers it without a Spark job of its own. ``totals``
@@ -131,7 +141,8 @@ class Storage:
         if self.checkpoint == "reliable":
             done = df.checkpoint(eager=False)
         else:
-            done = df.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+            level = StorageLevel.MEMORY_AND_DISK if self.serialised else None
+            done = df.localCheckpoint(eager=False, storageLevel=level)
         jdf = done._jdf
         stored = jdf.queryExecution().logical().rdd()
         fresh = DataFrame(

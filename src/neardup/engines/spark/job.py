@@ -21,6 +21,7 @@ from neardup.engines.spark.exact import representatives
 from neardup.engines.spark.frames import (
     BROADCAST_POSITIONS,
     DEFAULT_SKEW_THRESHOLD,
+    SERIALISED_DOCUMENTS,
     Frames,
     Storage,
     default_checkpoint,
@@ -362,6 +363,9 @@ class _Job(Frames):
         """Stage 1 on documents (``pos, id, text, ts``), then the other stages."""
         s = self.settings
         self.tag("signatures")
+        # Known when read by neardup's readers; a caller's table of unknown size may be large.
+        documents = getattr(docs, "_neardup_rows", None)
+        self.serialised = documents is None or documents >= SERIALISED_DOCUMENTS
         docs = docs.select(
             F.col("pos").cast("long"),
             F.col("id").cast("string"),
@@ -400,6 +404,7 @@ class _Job(Frames):
         n = rows.count()
         self.stats["documents"] = n
         self.skewed = n > self.threshold
+        self.serialised = n >= SERIALISED_DOCUMENTS
         sig = rows.select(
             "pos",
             "ts",

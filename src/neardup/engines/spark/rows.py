@@ -297,7 +297,8 @@ def accept_rows(
         raise
     if repeated:
         storage.release(checked)
-    return accepted, stats
+    # Counted: the run then knows its documents' number without a job of its own.
+    return Storage.counted(accepted, stats.documents), stats
 
 
 class _Summary(NamedTuple):
