@@ -25,7 +25,6 @@ from synth_helpers import chain_corpus
 
 import neardup.engines.spark as spark_engine
 import neardup.engines.spark.frames as spark_frames
-import neardup.engines.spark.job as spark_job
 import neardup.engines.spark.verify as spark_verify
 from neardup.cli import main, spark_submit
 from neardup.engines.base import Corpus, EngineMemoryError, Outputs, Progress
@@ -367,7 +366,7 @@ def test_untimed_corpus_same_as_local(spark, tmp_path, monkeypatch, skew_thresho
     # a low skew threshold by salted joins, the template's group being hot). Past
     # SERIALISED_DOCUMENTS, the run's stored tables are serialised: the same files.
     if serialised:
-        monkeypatch.setattr(spark_job, "SERIALISED_DOCUMENTS", 0)
+        monkeypatch.setattr(spark_frames, "SERIALISED_DOCUMENTS", 0)
     kept_deserialised = []
     keep = Storage.keep
 
@@ -927,11 +926,14 @@ def no_spark_settings(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _local_settings(options: dict[str, str] | None = None) -> dict[str, str]:
+def _local_settings(
+    options: dict[str, str] | None = None, defaults=_local_defaults
+) -> dict[str, str]:
+    """The settings ``defaults`` leaves on a builder given ``options``."""
     builder = SparkSession.Builder()
     for key, value in (options or {}).items():
         builder = builder.config(key, value)
-    return dict(_local_defaults(builder)._options)
+    return dict(defaults(builder)._options)
 
 
 def test_local_defaults_where_nothing_is_configured(no_spark_settings):
@@ -945,10 +947,7 @@ def test_local_defaults_where_nothing_is_configured(no_spark_settings):
 
 
 def _serializer_settings(options: dict[str, str] | None = None) -> dict[str, str]:
-    builder = SparkSession.Builder()
-    for key, value in (options or {}).items():
-        builder = builder.config(key, value)
-    return dict(_serializer_default(builder)._options)
+    return _local_settings(options, _serializer_default)
 
 
 def test_kryo_unless_a_serializer_is_configured(no_spark_settings, monkeypatch):

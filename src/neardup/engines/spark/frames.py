@@ -104,11 +104,16 @@ class Storage:
     def __init__(self, spark: SparkSession, checkpoint: str):
         self.spark = spark
         self.checkpoint = checkpoint
-        #: Keep the tables serialised (:meth:`keep`); a run sets it from its documents'
-        #: number (:data:`SERIALISED_DOCUMENTS`).
+        #: Keep the tables serialised (:meth:`keep`); see :meth:`size_for`.
         self.serialised = False
         self._held: list[DataFrame] = []  # checkpointed tables of this run
         self._shared: list = []  # broadcasts of this run
+
+    def size_for(self, documents: int | None) -> None:
+        """Store the tables of a run over ``documents`` documents serialised from
+        :data:`SERIALISED_DOCUMENTS` on; ``None`` (a number not known without a Spark job of
+        its own) counts as large. O(1)."""
+        self.serialised = documents is None or documents >= SERIALISED_DOCUMENTS
 
     def keep(self, df: DataFrame, totals: Sequence[Column] = ()) -> DataFrame:
         """Materialise ``df`` for the stages that read it again, and cut its lineage: a table

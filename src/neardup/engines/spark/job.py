@@ -21,7 +21,6 @@ from neardup.engines.spark.exact import representatives
 from neardup.engines.spark.frames import (
     BROADCAST_POSITIONS,
     DEFAULT_SKEW_THRESHOLD,
-    SERIALISED_DOCUMENTS,
     Frames,
     Storage,
     default_checkpoint,
@@ -363,9 +362,7 @@ class _Job(Frames):
         """Stage 1 on documents (``pos, id, text, ts``), then the other stages."""
         s = self.settings
         self.tag("signatures")
-        # Known when read by neardup's readers; a caller's table of unknown size may be large.
-        documents = getattr(docs, "_neardup_rows", None)
-        self.serialised = documents is None or documents >= SERIALISED_DOCUMENTS
+        self.size_for(getattr(docs, "_neardup_rows", None))  # counted by neardup's readers
         docs = docs.select(
             F.col("pos").cast("long"),
             F.col("id").cast("string"),
@@ -404,7 +401,7 @@ class _Job(Frames):
         n = rows.count()
         self.stats["documents"] = n
         self.skewed = n > self.threshold
-        self.serialised = n >= SERIALISED_DOCUMENTS
+        self.size_for(n)
         sig = rows.select(
             "pos",
             "ts",

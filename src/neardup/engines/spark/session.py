@@ -142,8 +142,8 @@ def spark_session(
     with _driver_log_config():
         if not launched_by_submit:
             builder = _serializer_default(builder)
-        if local and not launched_by_submit:
-            builder = _local_defaults(builder)
+            if local:
+                builder = _local_defaults(builder)
         if _DAEMON_KEY not in (config or {}):
             builder = _launch_jvm(builder)
         spark = builder.getOrCreate()
