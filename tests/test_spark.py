@@ -50,6 +50,7 @@ from neardup.engines.spark.session import (
     LOCAL_DRIVER_GC,
     F,
     SparkSession,
+    StorageLevel,
     _local_defaults,
     _serializer_default,
     local_driver_memory,
@@ -370,9 +371,10 @@ def test_untimed_corpus_same_as_local(spark, tmp_path, monkeypatch, skew_thresho
     kept_deserialised = []
     keep = Storage.keep
 
-    def spied_keep(storage, df, totals=()):
-        stored = keep(storage, df, totals)
-        kept_deserialised.append(stored._neardup_stored.getStorageLevel().deserialized())
+    def spied_keep(storage, df, totals=(), columnar=False):
+        stored = keep(storage, df, totals, columnar)
+        if stored._neardup_stored is not stored:  # a checkpoint, not a columnar table
+            kept_deserialised.append(stored._neardup_stored.getStorageLevel().deserialized())
         return stored
 
     monkeypatch.setattr(Storage, "keep", spied_keep)
@@ -462,6 +464,29 @@ def test_stored_table_serialised_when_asked_and_spilled_to_disk(spark, serialise
     )
     assert sorted(r.id for r in kept.where("id % 10 = 0").collect()) == [0, 10, 20, 30, 40]
     storage.release()
+
+
+def test_columnar_table_read_from_its_cache_and_released(spark):
+    # Spark's in-memory columns (memory and disk), counted and totalled by the job that
+    # stores them; a reader of one column reads it from the cache; release frees it.
+    storage = Storage(spark, "local")
+    storage.serialised = True  # no bearing on a columnar table
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    sc.setLocalProperty("spark.jobGroup.id", "neardup-test-columnar")
+    try:
+        df = spark.range(60).select("id", F.concat(F.lit("t"), F.col("id")).alias("t"))
+        kept = storage.keep(df, totals=[F.max("id")], columnar=True)
+        assert len(tracker.getJobIdsForGroup("neardup-test-columnar")) == 1
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert kept.is_cached and kept.storageLevel == StorageLevel.MEMORY_AND_DISK_DESER
+    assert (Storage.rows(kept), Storage.totals(kept)) == (60, (59,))
+    ids = kept.select("id").where("id % 20 = 0")
+    assert "InMemoryTableScan" in ids._jdf.queryExecution().executedPlan().toString()
+    assert sorted(r.id for r in ids.collect()) == [0, 20, 40]
+    storage.release()
+    assert not kept.is_cached
 
 
 @pytest.mark.parametrize("name", ["out.tsv", "out.csv.gz", "out.parquet"])

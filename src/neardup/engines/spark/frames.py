@@ -1,13 +1,14 @@
 """The DataFrame plumbing of a Spark run: stored tables with short plans, skew-safe joins.
 
-:class:`Storage` materialises the tables a run reads more than once as checkpoints and frees
-them; :class:`Frames` adds the joins and shuffles that stay balanced when one key holds many
-rows (see "Skew" in :mod:`neardup.engines.spark`).
+:class:`Storage` materialises the tables a run reads more than once (as checkpoints; the two
+widest in Spark's columnar cache) and frees them; :class:`Frames` adds the joins and shuffles
+that stay balanced when one key holds many rows (see "Skew" in :mod:`neardup.engines.spark`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -56,7 +57,7 @@ ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 def unpersist(df: DataFrame) -> None:
     """Free the executors' storage of ``df``, a table this engine returned (e.g. the documents
-    of :func:`~neardup.engines.spark.read_documents_spark`) or any persisted DataFrame. Tables
+    of :func:`~neardup.engines.spark.read_documents_spark`) or any persisted DataFrame. Most tables
     this engine stores are checkpoints, which ``DataFrame.unpersist`` does not free. O(1) on the
     driver; ``df`` (and anything computed from it) must not be read afterwards.
 
@@ -115,9 +116,11 @@ class Storage:
         its own) counts as large. O(1)."""
         self.serialised = documents is None or documents >= SERIALISED_DOCUMENTS
 
-    def keep(self, df: DataFrame, totals: Sequence[Column] = ()) -> DataFrame:
-        """Materialise ``df`` for the stages that read it again, and cut its lineage: a table
-        with a short plan. O(rows of ``df``) on the executors.
+    def keep(
+        self, df: DataFrame, totals: Sequence[Column] = (), columnar: bool = False
+    ) -> DataFrame:
+        """Materialise ``df`` for the stages that read it again, and (but for ``columnar``) cut
+        its lineage: a table with a short plan. O(rows of ``df``) on the executors.
 
         Persisting alone would keep each stored table's whole plan inside the plans that read
         it; tables read twice by the next stage then make plans grow exponentially with the
@@ -137,23 +140,25 @@ class Storage:
         1M, reading serialised rows back cost more than the collector saved (see
         :data:`SERIALISED_DOCUMENTS`).
 
+        With ``columnar``, for a table whose plan is short and whose readers each take some of
+        its columns (the read rows: their checks, IDs and texts; the signatures), the rows go
+        to Spark's in-memory columnar cache instead (``DataFrame.persist``, memory and disk):
+        a few buffers a column for each batch of rows, so no object a row for the collector,
+        and a reader of some columns leaves the bytes of the others (the texts, the
+        signatures) untouched, where a serialised row is read whole. The table keeps its own
+        plan (a plan holding a cached one runs it from the cache), hence short plans only.
+        With a reliable checkpoint (which survives the loss of an executor), a checkpoint.
+
         The rows are stored by the job that counts them (what an eager checkpoint does), and
         the count is kept: :meth:`rows` answers it without a Spark job of its own. ``totals``
         (aggregate columns over ``df``'s columns, e.g. ``F.sum("n")``) are computed by that
         same job, and :meth:`totals` answers them: a figure of a stored table then costs no
         job of its own either.
         """
-        if self.checkpoint == "reliable":
-            done = df.checkpoint(eager=False)
+        if columnar and self.checkpoint == "local":
+            stored = fresh = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         else:
-            level = StorageLevel.MEMORY_AND_DISK if self.serialised else None
-            done = df.localCheckpoint(eager=False, storageLevel=level)
-        jdf = done._jdf
-        stored = jdf.queryExecution().logical().rdd()
-        fresh = DataFrame(
-            self.spark._jsparkSession.internalCreateDataFrame(stored, jdf.schema(), False),
-            self.spark,
-        )
+            stored, fresh = self._checkpointed(df)
         if totals:
             # The first job over the marked rows computes and stores them: this one.
             found = fresh.agg(F.count(F.lit(1)), *totals).first()
@@ -166,6 +171,22 @@ class Storage:
         fresh._neardup_rows = int(count)
         self._held.append(fresh)
         return fresh
+
+    def _checkpointed(self, df: DataFrame) -> tuple[Any, DataFrame]:
+        """(the stored rows' RDD, a fresh DataFrame of them) of a checkpoint of ``df``, kept
+        as :meth:`keep` says."""
+        if self.checkpoint == "reliable":
+            done = df.checkpoint(eager=False)
+        else:
+            level = StorageLevel.MEMORY_AND_DISK if self.serialised else None
+            done = df.localCheckpoint(eager=False, storageLevel=level)
+        jdf = done._jdf
+        stored = jdf.queryExecution().logical().rdd()
+        fresh = DataFrame(
+            self.spark._jsparkSession.internalCreateDataFrame(stored, jdf.schema(), False),
+            self.spark,
+        )
+        return stored, fresh
 
     @staticmethod
     def subset(stored: DataFrame, where: str, columns: Sequence[str], rows: int) -> DataFrame:

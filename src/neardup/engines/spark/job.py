@@ -375,6 +375,7 @@ class _Job(Frames):
                 _signature_schema(s, s.lcs_bounded),
             ),
             totals=[F.sum(F.col("empty").cast("long")), F.min("ts"), F.max("ts")],
+            columnar=True,
         )
         self.stats["documents"] = n = self.rows(sig)
         empty, first, last = self.totals(sig)

@@ -300,7 +300,7 @@ def read_documents_spark(
         kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
         record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
     reader = Storage(spark, default_checkpoint(spark))
-    checked = reader.keep(_union(checked_parts))
+    checked = reader.keep(_union(checked_parts), columnar=True)
     records = _union(record_parts)
     docs, stats = accept_rows(checked, on_error, units, reader)
     return docs, stats, records
@@ -371,7 +371,7 @@ def read_fingerprints_spark(
             )
         )
     reader = Storage(spark, default_checkpoint(spark))
-    checked = reader.keep(_union(parts))
+    checked = reader.keep(_union(parts), columnar=True)
     rows, stats = accept_rows(checked, on_error, units, reader)
     stats.bytes = 0
     return rows, stats

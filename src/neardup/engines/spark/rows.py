@@ -284,7 +284,7 @@ def accept_rows(
             good = good.join(drop, ["pos"], "left_anti")
         accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes")
         if repeated:
-            accepted = storage.keep(accepted)
+            accepted = storage.keep(accepted, columnar=True)
             totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
             stats.documents, stats.bytes = int(totals[0]), int(totals[1] or 0)
         else:
