@@ -466,7 +466,7 @@ def test_stored_table_serialised_when_asked_and_spilled_to_disk(spark, serialise
     storage.release()
 
 
-def test_columnar_table_read_from_its_cache_and_released(spark):
+def test_columnar_table_read_from_its_cache_and_released(spark, monkeypatch):
     # Spark's in-memory columns (memory and disk), counted and totalled by the job that
     # stores them; a reader of one column reads it from the cache; release frees it.
     storage = Storage(spark, "local")
@@ -487,6 +487,12 @@ def test_columnar_table_read_from_its_cache_and_released(spark):
     assert sorted(r.id for r in ids.collect()) == [0, 20, 40]
     storage.release()
     assert not kept.is_cached
+    # Under a reliable checkpoint (which survives the loss of an executor), a checkpoint.
+    reliable = Storage(spark, "reliable")
+    checkpointed = []
+    monkeypatch.setattr(reliable, "_checkpointed", lambda d: checkpointed.append(d) or (d, d))
+    assert Storage.rows(reliable.keep(df, columnar=True)) == 60
+    assert checkpointed == [df] and not df.is_cached
 
 
 @pytest.mark.parametrize("name", ["out.tsv", "out.csv.gz", "out.parquet"])
