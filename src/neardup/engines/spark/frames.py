@@ -107,7 +107,7 @@ class Storage:
         self.checkpoint = checkpoint
         #: Keep the tables serialised (:meth:`keep`); see :meth:`size_for`.
         self.serialised = False
-        self._held: list[DataFrame] = []  # checkpointed tables of this run
+        self._held: list[DataFrame] = []  # stored tables of this run
         self._shared: list = []  # broadcasts of this run
 
     def size_for(self, documents: int | None) -> None:

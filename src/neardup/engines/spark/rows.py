@@ -284,9 +284,10 @@ def accept_rows(
             good = good.join(drop, ["pos"], "left_anti")
         accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes")
         if repeated:
-            accepted = storage.keep(accepted, columnar=True)
-            totals = accepted.agg(F.count(F.lit(1)), F.sum("nbytes")).first()
-            stats.documents, stats.bytes = int(totals[0]), int(totals[1] or 0)
+            # Counted and summed by the job that stores them, not by one of its own.
+            accepted = storage.keep(accepted, totals=[F.sum("nbytes")], columnar=True)
+            stats.documents = Storage.rows(accepted)
+            stats.bytes = int(Storage.totals(accepted)[0] or 0)
         else:
             # Only bad rows to leave out: the stored rows back the accepted ones (a filter
             # on a short plan) instead of a second stored copy of every text.
