@@ -17,7 +17,8 @@ from neardup.engines.spark.repair import (
 )
 from neardup.engines.spark.runs import RUNS_SCHEMA, band_runs_task
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import band_rows_task, table_pairs_task, table_rows_task
+from neardup.engines.spark.tables import TABLE_PAIRS_SCHEMA, table_pairs_task, table_runs_task
+from neardup.engines.spark.tasks import band_rows_task
 from neardup.engines.spark.verify import PairBounds
 from neardup.settings import Settings
 
@@ -31,8 +32,10 @@ def simhash_candidates(
     the earliest representative with its fingerprint, its *node*, and the pairs of distinct
     fingerprints within ``hamming_k`` bits by the permutation tables. Returns the candidates,
     the fingerprint pairs (nodes ``a, b`` and ``dist``) and every representative's
-    ``pos, fp, node``, which ``pairs="all"`` reads again. Cost: O(representatives × tables) rows shuffled once, and
-    :func:`~neardup.candidates.tables.distinct_hamming_pairs` on each prefix group.
+    ``pos, fp, node``, which ``pairs="all"`` reads again. Cost: O(distinct fingerprints ×
+    tables) rows of 20 bytes shuffled once, packed in runs, and
+    :func:`~neardup.candidates.tables.distinct_hamming_pairs` on each partition's rows of each
+    table (:mod:`neardup.engines.spark.tables`).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -56,18 +59,13 @@ def simhash_candidates(
     n_distinct = int(frames.totals(fp_rep)[0] or 0)
     plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
     masks = plan.masks
-    rows = distinct.mapInArrow(
-        partial(table_rows_task, masks=masks), "t int, key long, fp long, node long"
-    )
-    cells = frames.split_cells(rows, ["t", "key"], "fp")
+    # Packed in runs, each bound for its prefix key's partition: see neardup.engines.spark.tables.
+    keys = partition_keys(frames.P)
+    runs = distinct.mapInArrow(partial(table_runs_task, masks=masks, keys=keys), RUNS_SCHEMA)
     frames.stats["tables"] = plan.num_tables
     fp_pairs = frames.keep(
-        frames.reduce(
-            cells,
-            ["t", "key", "lo", "hi"],
-            [],
-            partial(table_pairs_task, masks=masks, hamming_k=hamming_k),
-            "a long, b long, dist int",
+        runs.repartition(frames.P, "dest").mapInArrow(
+            partial(table_pairs_task, masks=masks, hamming_k=hamming_k), TABLE_PAIRS_SCHEMA
         )
     )
     return star.unionByName(fp_pairs.select("a", "b")), fp_pairs, fp_rep

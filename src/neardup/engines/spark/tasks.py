@@ -20,8 +20,6 @@ import pyarrow as pa
 
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.bounds import coarse_sketches, length_possible
-from neardup.candidates.plan import first_shared_table
-from neardup.candidates.tables import distinct_hamming_pairs
 from neardup.groups import center_groups, connected_components
 from neardup.lcs import COUNT_BUCKETS, possible_pairs
 from neardup.pipeline import Relation, Signatures, signatures
@@ -45,8 +43,6 @@ __all__ = [
     "shared_bound_task",
     "shared_bounds",
     "sign_task",
-    "table_pairs_task",
-    "table_rows_task",
 ]
 
 _CHUNK_ROWS = 50_000
@@ -468,112 +464,6 @@ def relate_task(
         columns["ok"] = pa.array(ok)
         columns["value"] = value_col
         yield record_batch(columns)
-
-
-def table_rows_task(
-    batches: Iterable[pa.RecordBatch], masks: np.ndarray
-) -> Iterator[pa.RecordBatch]:
-    """Map side of the table stage: rows ``(fp, node)`` of distinct fingerprints ->
-    ``(t, key, fp, node)``, each fingerprint once per table ``t`` of the plan, keyed by its
-    prefix in that table, ``fp & masks[t]`` (:attr:`neardup.candidates.plan.TablePlan.masks`;
-    int64 bits). O(rows × tables).
-
-    Example:
-        >>> rows = pa.record_batch({"fp": [0x1234], "node": [5]})
-        >>> out = next(table_rows_task([rows], np.array([0xFF00, 0x00FF], dtype=np.uint64)))
-        >>> out["t"].to_pylist(), [hex(key) for key in out["key"].to_pylist()]
-        ([0, 1], ['0x1200', '0x34'])
-    """
-    tables = masks.shape[0]
-    for batch in batches:
-        n = batch.num_rows
-        if n == 0:
-            continue
-        fp = _u64(batch.column("fp"))
-        node = _i64(batch.column("node"))
-        fps = np.tile(fp, tables)
-        yield record_batch(
-            {
-                "t": pa.array(np.repeat(np.arange(tables, dtype=np.int32), n)),
-                "key": pa.array((fps & np.repeat(masks, n)).view(np.int64)),
-                "fp": pa.array(fps.view(np.int64)),
-                "node": pa.array(np.tile(node, tables)),
-            }
-        )
-
-
-def _prefix_group_pairs(
-    fp: np.ndarray,
-    rows: np.ndarray,
-    table: int,
-    masks: np.ndarray,
-    hamming_k: int,
-    cross: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs ``(i, j)`` of ``rows`` (indices into ``fp``) within ``hamming_k`` bits that table
-    ``table`` owns (:func:`first_shared_table`); with ``cross``, only pairs whose ``cross``
-    values differ (two sub-blocks of a split key). Returns (i, j, distance)."""
-    values = fp[rows]
-    ia, ib, dist = distinct_hamming_pairs(values, hamming_k)
-    keep = first_shared_table(values[ia], values[ib], masks) == table
-    if cross is not None:
-        keep &= cross[ia] != cross[ib]
-    return rows[ia[keep]], rows[ib[keep]], dist[keep].astype(np.int32)
-
-
-def table_pairs_task(
-    batches: Iterable[pa.RecordBatch], masks: np.ndarray, hamming_k: int
-) -> Iterator[pa.RecordBatch]:
-    """Reduce side of the table stage: pairs within ``hamming_k`` inside each prefix group.
-
-    Input sorted by (t, key, lo, hi). Ordinary groups of one table are searched together with
-    one :func:`distinct_hamming_pairs` call (a pair of two groups never passes the first-table
-    filter, since it does not share that table's prefix); a cell (lo, hi) of a split hot group
-    keeps the pairs between its two sub-blocks (or inside its one sub-block when lo == hi).
-    Returns rows ``(a, b, dist)``: the two nodes and their distance in bits. Cost: that of
-    :func:`distinct_hamming_pairs` on each group, plus O(pairs × tables) for the filter.
-
-    Example:
-        >>> rows = pa.record_batch({
-        ...     "t": pa.array([0, 0], pa.int32()), "key": [0x1200, 0x1200], "lo": [0, 0],
-        ...     "hi": [0, 0], "S": [1, 1], "blk": [0, 0], "fp": [0x1234, 0x1235], "node": [3, 9]})
-        >>> masks = np.array([0xFF00, 0x00FF], dtype=np.uint64)
-        >>> next(table_pairs_task([rows], masks, hamming_k=1)).to_pydict()
-        {'a': [3], 'b': [9], 'dist': [1]}
-    """
-    for chunk in _chunks_by_key(batches, ("t", "key", "lo", "hi")):
-        t = _i64(chunk.column("t"))
-        key = _i64(chunk.column("key"))
-        lo = _i64(chunk.column("lo"))
-        hi = _i64(chunk.column("hi"))
-        split = _i64(chunk.column("S")) > 1
-        blk = _i64(chunk.column("blk"))
-        fp = _u64(chunk.column("fp"))
-        node = _i64(chunk.column("node"))
-        groups: list[tuple[np.ndarray, int, np.ndarray | None]] = []
-        plain = np.flatnonzero(~split)
-        for table in np.unique(t[plain]).tolist():
-            groups.append((plain[t[plain] == table], table, None))
-        hot = np.flatnonzero(split)
-        if hot.shape[0]:
-            starts = _run_starts(t[hot], key[hot], lo[hot], hi[hot])
-            for s, e in zip(starts.tolist(), np.append(starts[1:], hot.shape[0]).tolist()):
-                rows = hot[s:e]
-                r0 = rows[0]
-                groups.append((rows, int(t[r0]), None if lo[r0] == hi[r0] else blk[rows]))
-        found = [
-            _prefix_group_pairs(fp, rows, table, masks, hamming_k, cross)
-            for rows, table, cross in groups
-            if rows.shape[0] >= 2
-        ]
-        if found:
-            yield record_batch(
-                {
-                    "a": pa.array(node[np.concatenate([f[0] for f in found])]),
-                    "b": pa.array(node[np.concatenate([f[1] for f in found])]),
-                    "dist": pa.array(np.concatenate([f[2] for f in found])),
-                }
-            )
 
 
 BAND_ROW = np.dtype([("band", "<i4"), ("h", "<i8"), ("ts", "<i8"), ("pos", "<i8")])
