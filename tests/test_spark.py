@@ -36,12 +36,13 @@ from neardup.engines.spark import (
     read_documents_spark,
     write_result,
 )
+from neardup.engines.spark import rows as spark_rows
 from neardup.engines.spark import write as spark_write
 from neardup.engines.spark.frames import Storage
 from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
-from neardup.engines.spark.rows import _plain_jsonl, rows_task
+from neardup.engines.spark.rows import _plain_jsonl, _seed_rows, rows_task
 from neardup.engines.spark.session import (
     _JAVA_OPTION_VARIABLES,
     _LOG_CONFIG,
@@ -1251,6 +1252,54 @@ def test_rows_task_reads_a_plain_jsonl_batch_as_line_by_line(lines, at_once):
     fast = next(rows_task([batch(values)], "jsonl", names, max_doc_bytes=8)).to_pylist()
     one_by_one = next(rows_task([batch([*values, ""])], "jsonl", names, max_doc_bytes=8))
     assert fast == one_by_one.to_pylist()
+
+
+@pytest.mark.parametrize(
+    "lines, at_once",
+    [
+        (
+            [
+                "a\t00000000000000ff\t2024-01-02T03:04:05Z",
+                "b\tFFFFFFFFFFFFFFFF\t",
+                "c\t0123456789abcdef\t17",
+            ],
+            True,
+        ),
+        (["é\t00000000000000ff\t2024-01-02T03:04:05.123456Z", "z\t0000000000000001\t"], True),
+        (["\ufeffa\t00000000000000ff\t1", "b\t00000000000000fe\t2"], False),  # a BOM
+        (["id\tfingerprint\ttimestamp", "a\t00000000000000ff\t1"], False),  # a header
+        (["a\\tb\t00000000000000ff\t1"], False),  # an escaped tab in the ID
+        (["a\t00000000000000ff", "b\t00000000000000fe\t"], False),  # two fields
+        (["a\t00000000000000fg\t1"], False),  # not hex
+        (["a\t00000000000000ff\tsoon"], False),
+        (["a\t00000000000000ff\t2024-01-02"], False),  # a date the rows read one by one
+        (["a\t00000000000000ff\t1", ""], False),  # a blank line
+        (["a\t00000000000000ff\t1", "\t00000000000000fe\t2"], False),  # an empty ID
+        (["a\u0085b\t00000000000000ff\t1"], False),  # a C1 control character
+        (["x" * 1025 + "\t00000000000000ff\t1"], False),  # too long an ID
+    ],
+)
+@pytest.mark.parametrize("kind", ["fp_tsv", "fp_plain"])
+def test_rows_task_reads_seed_rows_at_once_as_line_by_line(monkeypatch, lines, at_once, kind):
+    # Seed rows the local bulk reader takes are parsed at once by its compiled pass; any
+    # other batch is read line by line: the same checked rows either way.
+    n = len(lines)
+    batch = pa.record_batch(
+        {
+            "_nd_pos": list(range(n)),
+            "_nd_line": list(range(1, n + 1)),
+            "_nd_src": ["s.tsv"] * n,
+            "value": lines,
+        }
+    )
+    names = ("id", "fingerprint", "timestamp")
+    assert (_seed_rows(batch) is not None) == at_once
+    fast = [row for b in rows_task([batch], kind, names) for row in b.to_pylist()]
+    monkeypatch.setattr(spark_rows, "_seed_rows", lambda batch: None)
+    one_by_one = [row for b in rows_task([batch], kind, names) for row in b.to_pylist()]
+    assert fast == one_by_one
+    if at_once:
+        assert [row["reason"] for row in fast] == [None] * n
 
 
 FINGERPRINT_BAD_LINES = [

@@ -42,6 +42,7 @@ from neardup.io.files import (
     split_name,
 )
 from neardup.io.id_table import IdTable
+from neardup.io.jsonl_blocks import lines_block
 from neardup.io.rows import (
     BadRow,
     ReadStats,
@@ -625,7 +626,7 @@ def _read_seed_block(
     fd: int, k: int, span: tuple[int, int], buf: np.ndarray, out: _SeedColumns
 ) -> _SeedBlock:
     """Read the bytes ``span`` of ``fd`` into ``buf`` (a worker's, reused from block to
-    block) and parse its seed rows (:func:`_parse_seed_block`) into block ``k``'s stretch of
+    block) and parse its seed rows (:func:`_parsed_seed_block`) into block ``k``'s stretch of
     ``out``."""
     start, end = span
     size = end - start
@@ -639,17 +640,30 @@ def _read_seed_block(
             return _SeedBlock(False)  # the file shrank while being read
         got += read
     rows = slice(out.row_at[k], out.row_at[k + 1])
-    ids, id_offsets = out.ids[start - out.base : end - out.base], out.id_offsets[rows]
-    n, ok, ascending, ascii = _parse_seed_block(
+    return _parsed_seed_block(
         buf,
-        _HEX_DIGITS,
-        _ID_STOPS,
-        _MONTH_DAYS,
         out.fps[rows],
         out.micros[rows],
         out.forms[rows],
-        ids,
-        id_offsets,
+        out.ids[start - out.base : end - out.base],
+        out.id_offsets[rows],
+    )
+
+
+def _parsed_seed_block(
+    buf: np.ndarray,
+    fps: np.ndarray,
+    micros: np.ndarray,
+    forms: np.ndarray,
+    ids: np.ndarray,
+    id_offsets: np.ndarray,
+) -> _SeedBlock:
+    """Parse the seed rows of ``buf`` (whole lines) into the given columns
+    (:func:`_parse_seed_block`), then check their IDs as the row checks would: length, and
+    past ASCII, UTF-8 and the characters no ID may hold. ``ok`` False when the bulk reader
+    does not take the block."""
+    n, ok, ascending, ascii = _parse_seed_block(
+        buf, _HEX_DIGITS, _ID_STOPS, _MONTH_DAYS, fps, micros, forms, ids, id_offsets
     )
     if not ok:
         return _SeedBlock(False)
@@ -667,6 +681,34 @@ def _read_seed_block(
         if pc.any(pc.match_substring_regex(id_column, FORBIDDEN_RE2)).as_py():
             return _SeedBlock(False)  # a C1 control character or a line separator
     return _SeedBlock(True, n, id_column, ascending)
+
+
+def seed_lines(lines: pa.StringArray) -> tuple[pa.StringArray, np.ndarray, np.ndarray] | None:
+    """The IDs, fingerprints (uint64) and times (microseconds since the epoch, 0 when absent)
+    of ``lines``, each one seed row ``ID <TAB> 16 hex digits <TAB> timestamp`` without its
+    line end, parsed by the bulk reader's compiled pass over the lines joined; None unless
+    every line is a row the bulk reader takes (then each is read on its own, as
+    :func:`fingerprint_line` reads it, with the same result for these). O(bytes).
+
+    Example:
+        >>> ids, fps, times = seed_lines(pa.array(["a\\t00000000000000ff\\t2", "b\\tffffffffffffffff\\t"]))
+        >>> ids.to_pylist(), fps.tolist(), times.tolist()
+        (['a', 'b'], [255, 18446744073709551615], [2000000, 0])
+        >>> seed_lines(pa.array(["id\\tfingerprint\\ttimestamp"])) is None
+        True
+    """
+    n = len(lines)
+    if n == 0 or lines.null_count:
+        return None
+    buf = lines_block(lines)
+    fps = np.empty(n + 1, dtype=np.uint64)
+    micros = np.empty(n + 1, dtype=np.int64)
+    forms = np.empty(n + 1, dtype=np.uint8)
+    id_offsets = np.empty(n + 2, dtype=np.int32)
+    block = _parsed_seed_block(buf, fps, micros, forms, np.empty_like(buf), id_offsets)
+    if not block.ok or block.rows != n:
+        return None  # a blank line (which the parser skips) or a row it does not take
+    return block.ids, fps[:n], micros[:n]
 
 
 def _distinct_ids(blocks: list[_SeedBlock]) -> bool:

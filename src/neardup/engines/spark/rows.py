@@ -13,11 +13,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import record_batch
-from neardup.io.fingerprints import fingerprint_line
+from neardup.io.fingerprints import fingerprint_line, seed_lines
 from neardup.io.jsonl_blocks import BlockParser, lines_block, scan_block
 from neardup.io.rows import (
     BadRow,
@@ -118,6 +119,38 @@ def _fingerprint(fields: Fields, fingerprint_format: str) -> tuple[str, int, int
     return ident, fp, 0 if us is None else us
 
 
+def _seed_rows(batch: pa.RecordBatch) -> pa.RecordBatch | None:
+    """The checked rows of a batch of tab-separated fingerprint lines (``value``) when every
+    line is a seed row the local bulk reader takes (:func:`~neardup.io.fingerprints.seed_lines`:
+    an ID, 16 hex digits, a timestamp or nothing), parsed at once by its compiled pass; None
+    otherwise (then the batch is read line by line, as for a hex or ``auto`` fingerprint
+    format). O(bytes)."""
+    values = batch.column("value")
+    if values.null_count or pc.any(pc.starts_with(values, "\ufeff")).as_py():
+        return None  # a BOM: dropped from a file's first line by the line-by-line reading
+    parsed = seed_lines(values)
+    if parsed is None:
+        return None
+    ids, fps, times = parsed
+    n = batch.num_rows
+    missing = pa.nulls(n, pa.string())
+    return record_batch(
+        {
+            "pos": batch.column("_nd_pos"),
+            "line": batch.column("_nd_line"),
+            "src": batch.column("_nd_src"),
+            "id": ids,
+            "text": pa.repeat(pa.scalar("", pa.string()), n),
+            "ts": pa.array(times),
+            "fp": pa.array(fps.view(np.int64)),
+            "nbytes": pa.array(np.zeros(n, dtype=np.int64)),
+            "reason": missing,
+            "field": missing,
+            "detail": missing,
+        }
+    )
+
+
 def _plain_jsonl(
     batch: pa.RecordBatch, names: tuple[str, str, str | None], max_doc_bytes: int | None
 ) -> pa.RecordBatch | None:
@@ -186,7 +219,11 @@ def rows_task(
         n = batch.num_rows
         if n == 0:
             continue
-        fast = _plain_jsonl(batch, names, max_doc_bytes) if kind == "jsonl" else None
+        fast = None
+        if kind == "jsonl":
+            fast = _plain_jsonl(batch, names, max_doc_bytes)
+        elif kind in ("fp_tsv", "fp_plain") and fingerprint_format != "dec":
+            fast = _seed_rows(batch)
         if fast is not None:
             yield fast
             continue
