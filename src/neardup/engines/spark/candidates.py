@@ -59,7 +59,8 @@ def simhash_candidates(
     n_distinct = int(frames.totals(fp_rep)[0] or 0)
     plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
     masks = plan.masks
-    # Packed in runs, each bound for its prefix key's partition: see neardup.engines.spark.tables.
+    # Packed in runs: Spark's work per row was most of this shuffle's cost (see the module
+    # neardup.engines.spark.tables).
     keys = partition_keys(frames.P)
     runs = distinct.mapInArrow(partial(table_runs_task, masks=masks, keys=keys), RUNS_SCHEMA)
     frames.stats["tables"] = plan.num_tables

@@ -123,8 +123,8 @@ def _seed_rows(batch: pa.RecordBatch) -> pa.RecordBatch | None:
     """The checked rows of a batch of tab-separated fingerprint lines (``value``) when every
     line is a seed row the local bulk reader takes (:func:`~neardup.io.fingerprints.seed_lines`:
     an ID, 16 hex digits, a timestamp or nothing), parsed at once by its compiled pass; None
-    otherwise (then the batch is read line by line, as for a hex or ``auto`` fingerprint
-    format). O(bytes)."""
+    otherwise, and the batch is read line by line. Only for the ``hex`` and ``auto``
+    fingerprint formats, which read 16 hex digits as hex. O(bytes)."""
     values = batch.column("value")
     if values.null_count or pc.any(pc.starts_with(values, "\ufeff")).as_py():
         return None  # a BOM: dropped from a file's first line by the line-by-line reading
