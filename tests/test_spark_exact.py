@@ -33,10 +33,10 @@ def _representatives(c0, c1, ts, pos, partitions, batch_rows):
     out = {}
     for key in keys:
         part = runs.filter(pa.array(dest == key)).to_batches()
-        for batch in content_reps_task(part):
-            assert batch.column("ts").to_pylist() == [
-                ts[np.flatnonzero(pos == p)[0]] for p in batch.column("pos").to_pylist()
-            ]
+        for batch in content_reps_task(part, keyed=True):
+            at = [np.flatnonzero(pos == p)[0] for p in batch.column("pos").to_pylist()]
+            assert batch.column("ts").to_pylist() == ts[at].tolist()
+            assert batch.column("c0").to_pylist() == c0[at].tolist()  # the key, when asked
             out.update(zip(batch.column("pos").to_pylist(), batch.column("rep").to_pylist()))
     return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 from neardup.candidates.plan import TablePlan, plan_tables
+from neardup.engines.spark.exact import representatives
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.partitions import partition_keys
 from neardup.engines.spark.repair import (
@@ -41,17 +42,13 @@ def simhash_candidates(
 
         cand, fp_pairs, fp_rep = simhash_candidates(frames, reps, 3)
     """
-    r = reps.select("pos", "ts", F.col("sig").alias("fp"))
-    heads = frames.earliest(r, ["fp"], "node")
-    node = F.coalesce("node", "pos")
+    # A fingerprint's node is found as a content's representative is, the fingerprint for
+    # the content: one shuffle packed in runs, no aggregation nor join of Spark's.
+    r = reps.select("pos", "ts", F.col("sig").alias("c0"), F.lit(0).cast("long").alias("c1"))
     fp_rep = frames.keep(
-        frames.lookup(
-            r,
-            heads.where("n > 1").select("fp", "node"),
-            ["fp"],
-            "left",
-            right_rows=frames.rows(reps),
-        ).select("pos", "fp", node.alias("node")),
+        representatives(frames, r, keyed=True).select(
+            "pos", F.col("c0").alias("fp"), F.col("rep").alias("node")
+        ),
         totals=[F.sum((F.col("node") == F.col("pos")).cast("long"))],
     )
     star = fp_rep.where("node != pos").select(F.col("node").alias("a"), F.col("pos").alias("b"))

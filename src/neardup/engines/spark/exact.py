@@ -61,13 +61,16 @@ def content_runs_task(
         yield packed_runs(rows, mixed_place(rows["c0"], rows["c1"], keys.shape[0]), keys)
 
 
-def content_reps_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def content_reps_task(
+    batches: Iterable[pa.RecordBatch], keyed: bool = False
+) -> Iterator[pa.RecordBatch]:
     """Reduce side: the runs of :func:`content_runs_task` of a partition holding every
-    document of its contents -> ``(pos, ts, rep)`` of each document, ``rep`` the position of
-    the earliest document with its content (by time, then position), named as the local
-    engine names it: :func:`~neardup.exact_duplicates.content_representatives` (one pass over
-    a hash table of the content keys) in the order of :func:`~neardup.groups.document_order`
-    over the rows sorted by position. O(rows log rows) for that sort, O(rows) after it.
+    document of its contents -> ``(pos, ts, rep)`` of each document (and its key's first half
+    ``c0`` when ``keyed``), ``rep`` the position of the earliest document with its content (by
+    time, then position), named as the local engine names it:
+    :func:`~neardup.exact_duplicates.content_representatives` (one pass over a hash table of
+    the content keys) in the order of :func:`~neardup.groups.document_order` over the rows
+    sorted by position. O(rows log rows) for that sort, O(rows) after it.
 
     Example:
         >>> rows = np.zeros(4, dtype=CONTENT_ROW)
@@ -84,15 +87,17 @@ def content_reps_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
     rows = taken_rows(rows, np.argsort(rows["pos"]))
     content = np.stack([rows["c0"], rows["c1"]], axis=1).view(np.uint64)
     rep = rows["pos"][content_representatives(content, document_order(rows["ts"]))]
-    yield record_batch(
-        {"pos": pa.array(rows["pos"]), "ts": pa.array(rows["ts"]), "rep": pa.array(rep)}
-    )
+    out = {"pos": pa.array(rows["pos"]), "ts": pa.array(rows["ts"]), "rep": pa.array(rep)}
+    if keyed:
+        out["c0"] = pa.array(rows["c0"])
+    yield record_batch(out)
 
 
-def representatives(frames: Frames, sig: DataFrame) -> DataFrame:
-    """``pos, ts, rep`` of every document of ``sig`` (``pos, ts, c0, c1, …``): ``rep`` the
-    position of the earliest document with its content (``c0, c1``), by time then position.
-    Cost: one shuffle of 32-byte rows packed in runs, and a hash table inside the reduce tasks.
+def representatives(frames: Frames, sig: DataFrame, keyed: bool = False) -> DataFrame:
+    """``pos, ts, rep`` (and ``c0`` when ``keyed``) of every document of ``sig`` (``pos, ts,
+    c0, c1, …``): ``rep`` the position of the earliest document with its content (``c0,
+    c1``), by time then position. Cost: one shuffle of 32-byte rows packed in runs, and a hash
+    table inside the reduce tasks.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -103,5 +108,6 @@ def representatives(frames: Frames, sig: DataFrame) -> DataFrame:
         partial(content_runs_task, keys=keys), RUNS_SCHEMA
     )
     return runs.repartition(frames.P, "dest").mapInArrow(
-        content_reps_task, "pos long, ts long, rep long"
+        partial(content_reps_task, keyed=keyed),
+        "pos long, ts long, rep long" + (", c0 long" if keyed else ""),
     )

@@ -3,10 +3,10 @@
 Every function here runs in an executor (``mapInArrow``) and calls the kernels the local engine
 calls (:func:`neardup.pipeline.signatures`, :func:`neardup.candidates.bands.band_hashes`,
 :class:`neardup.pipeline.Relation`, :func:`neardup.groups.center_groups`) on the numpy arrays
-of a batch, so both engines decide alike. They are module-level functions because Spark pickles a task by reference; a task's
-options are bound with :func:`functools.partial`. Spark columns are signed, so uint64 values
-(fingerprints, hashes) travel as int64 bit patterns and packed arrays (MinHash signatures,
-shingle sets) as binary.
+of a batch, so both engines decide alike. They are module-level functions because Spark
+pickles a task by reference; a task's options are bound with :func:`functools.partial`. Spark
+columns are signed, so uint64 values (fingerprints, hashes) travel as int64 bit patterns and
+packed arrays (MinHash signatures, shingle sets) as binary.
 """
 
 from __future__ import annotations
