@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 from neardup.candidates.plan import TablePlan, plan_tables
-from neardup.engines.spark.exact import representatives
+from neardup.engines.spark.exact import earliest_by
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.partitions import partition_keys
 from neardup.engines.spark.repair import (
@@ -42,11 +42,8 @@ def simhash_candidates(
 
         cand, fp_pairs, fp_rep = simhash_candidates(frames, reps, 3)
     """
-    # A fingerprint's node is found as a content's representative is, the fingerprint for
-    # the content: one shuffle packed in runs, no aggregation nor join of Spark's.
-    r = reps.select("pos", "ts", F.col("sig").alias("c0"), F.lit(0).cast("long").alias("c1"))
     fp_rep = frames.keep(
-        representatives(frames, r, keyed=True).select(
+        earliest_by(frames, reps, "sig").select(
             "pos", F.col("c0").alias("fp"), F.col("rep").alias("node")
         ),
         totals=[F.sum((F.col("node") == F.col("pos")).cast("long"))],

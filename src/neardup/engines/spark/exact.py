@@ -27,12 +27,18 @@ from neardup.engines.spark.runs import (
     run_rows,
     taken_rows,
 )
-from neardup.engines.spark.session import DataFrame
+from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import _i64, record_batch
 from neardup.exact_duplicates import content_representatives
 from neardup.groups import document_order
 
-__all__ = ["CONTENT_ROW", "content_reps_task", "content_runs_task", "representatives"]
+__all__ = [
+    "CONTENT_ROW",
+    "content_reps_task",
+    "content_runs_task",
+    "earliest_by",
+    "representatives",
+]
 
 CONTENT_ROW = np.dtype([("c0", "<i8"), ("c1", "<i8"), ("ts", "<i8"), ("pos", "<i8")])
 """One document's content key (two 64-bit halves), time and position (32 bytes)."""
@@ -111,3 +117,19 @@ def representatives(frames: Frames, sig: DataFrame, keyed: bool = False) -> Data
         partial(content_reps_task, keyed=keyed),
         "pos long, ts long, rep long" + (", c0 long" if keyed else ""),
     )
+
+
+def earliest_by(frames: Frames, rows: DataFrame, key: str) -> DataFrame:
+    """``pos, ts, rep, c0`` of every row of ``rows`` (``pos, ts`` and the long column
+    ``key``): ``rep`` the position of the earliest row with its key (by time, then position),
+    ``c0`` the key; found as :func:`representatives` names a content's earliest document, the
+    key for the content. Cost: that of :func:`representatives`: one shuffle of 32-byte rows
+    packed in runs, no aggregation nor join of Spark's, and a key held by many rows costs its
+    task linear work.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        nodes = earliest_by(frames, reps.select("pos", "ts", "sig"), "sig")
+    """
+    by_key = rows.select("pos", "ts", F.col(key).alias("c0"), F.lit(0).cast("long").alias("c1"))
+    return representatives(frames, by_key, keyed=True)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
-from neardup.engines.spark.exact import representatives
+from neardup.engines.spark.exact import earliest_by, representatives
 from neardup.engines.spark.frames import (
     BROADCAST_POSITIONS,
     DEFAULT_SKEW_THRESHOLD,
@@ -558,11 +558,10 @@ class _Job(Frames):
         if self.settings.grouping == "center":
             centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
             rep_orig = centers.select(F.col("pos").alias("rep"), F.col("center").alias("orig"))
-        elif self.timed:
-            first = self.earliest(labels, ["label"], "orig").select("label", "orig")
-            rep_orig = self.lookup(
-                labels, first, ["label"], right_rows=self.stats["documents"]
-            ).select(F.col("pos").alias("rep"), "orig")
+        elif self.timed:  # each representative to its component's earliest member
+            rep_orig = earliest_by(self, labels, "label").select(
+                F.col("pos").alias("rep"), F.col("rep").alias("orig")
+            )
         else:  # one time for all: the earliest member is the smallest position, the label
             rep_orig = labels.select(F.col("pos").alias("rep"), F.col("label").alias("orig"))
         doc_orig, per_orig, groups = document_groups(self, ids, docrep, rep_orig)
