@@ -8,6 +8,8 @@ documents three jobs, 46 s on two cores). Here each map task packs its documents
 (:func:`~neardup.engines.spark.runs.packed_runs`), and each reduce task names every
 document's representative by the local engine's hash table of contents: a content held by
 many documents costs its partition linear work, as an LSH bucket does, and needs no salting.
+The same shuffle names the earliest row of any other key (:func:`earliest_by`): a SimHash
+fingerprint's earliest representative, a component's earliest member.
 """
 
 from __future__ import annotations
