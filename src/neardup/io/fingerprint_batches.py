@@ -43,7 +43,6 @@ from neardup.io.fingerprints import (
     FingerprintTable,
     _block_spans,
     _read_seed_block,
-    _SeedBlock,
     _SeedColumns,
     fingerprint_sources,
     row_batches,
@@ -51,6 +50,7 @@ from neardup.io.fingerprints import (
 )
 from neardup.io.id_table import IdTable
 from neardup.io.rows import ReadStats, RowChecks
+from neardup.io.seed_rows import SeedBlock
 from neardup.io.values import check_fingerprint_format, stamp_texts
 
 __all__ = ["BATCH_ROWS", "FingerprintBatches"]
@@ -235,7 +235,7 @@ class _Parsed:
     last: bytes = b""
 
 
-def _parsed(block: _SeedBlock, out: _SeedColumns, rows: RowChecks) -> _Parsed:
+def _parsed(block: SeedBlock, out: _SeedColumns, rows: RowChecks) -> _Parsed:
     """``block`` (parsed at the start of ``out``) as a batch of its own arrays: ``out`` is
     the next block's."""
     if not block.ok or block.rows == 0:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import record_batch
-from neardup.io.fingerprints import fingerprint_line, seed_lines
+from neardup.io.fingerprints import fingerprint_line
 from neardup.io.jsonl_blocks import BlockParser, lines_block, scan_block
 from neardup.io.rows import (
     BadRow,
@@ -30,6 +30,7 @@ from neardup.io.rows import (
     valid_text,
     valid_time,
 )
+from neardup.io.seed_rows import seed_lines
 from neardup.io.sources import json_object_line
 from neardup.io.values import short_repr
 
@@ -121,7 +122,7 @@ def _fingerprint(fields: Fields, fingerprint_format: str) -> tuple[str, int, int
 
 def _seed_rows(batch: pa.RecordBatch) -> pa.RecordBatch | None:
     """The checked rows of a batch of tab-separated fingerprint lines (``value``) when every
-    line is a seed row the local bulk reader takes (:func:`~neardup.io.fingerprints.seed_lines`:
+    line is a seed row the local bulk reader takes (:func:`~neardup.io.seed_rows.seed_lines`:
     an ID, 16 hex digits, a timestamp or nothing), parsed at once by its compiled pass; None
     otherwise, and the batch is read line by line. Only for the ``hex`` and ``auto``
     fingerprint formats, which read 16 hex digits as hex. O(bytes)."""
