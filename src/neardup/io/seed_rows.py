@@ -237,7 +237,8 @@ def seed_lines(lines: pa.StringArray) -> tuple[pa.StringArray, np.ndarray, np.nd
     of ``lines``, each one seed row ``ID <TAB> 16 hex digits <TAB> timestamp`` without its
     line end, parsed by the bulk reader's compiled pass over the lines joined; None unless
     every line is a row the bulk reader takes (then each is read on its own, as
-    :func:`fingerprint_line` reads it, with the same result for these). O(bytes).
+    :func:`~neardup.io.fingerprints.fingerprint_line` reads it, with the same result for
+    these). O(bytes).
 
     Example:
         >>> ids, fps, times = seed_lines(pa.array(["a\\t00000000000000ff\\t2", "b\\tffffffffffffffff\\t"]))

@@ -27,7 +27,7 @@ __all__ = ["band_rows", "minhash_candidates", "simhash_candidates"]
 
 
 def simhash_candidates(
-    frames: Frames, reps: DataFrame, hamming_k: int
+    frames: Frames, reps: DataFrame, hamming_k: int, distinct: bool = False
 ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Candidate pairs ``(a, b)`` of SimHash representatives (``pos, ts, sig``): each one to
     the earliest representative with its fingerprint, its *node*, and the pairs of distinct
@@ -36,18 +36,21 @@ def simhash_candidates(
     ``pos, fp, node``, which ``pairs="all"`` reads again. Cost: O(distinct fingerprints ×
     tables) rows of 20 bytes shuffled once, packed in runs, and
     :func:`~neardup.candidates.tables.distinct_hamming_pairs` on each partition's rows of each
-    table (:mod:`neardup.engines.spark.tables`).
+    table (:mod:`neardup.engines.spark.tables`). ``distinct``: the representatives' fingerprints
+    are known to differ (they were the content keys of the exact duplicates), so each is its
+    own node, with no shuffle.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         cand, fp_pairs, fp_rep = simhash_candidates(frames, reps, 3)
     """
-    fp_rep = frames.keep(
-        earliest_by(frames, reps, "sig").select(
+    if distinct:
+        nodes = reps.select("pos", F.col("sig").alias("fp"), F.col("pos").alias("node"))
+    else:
+        nodes = earliest_by(frames, reps, "sig").select(
             "pos", F.col("c0").alias("fp"), F.col("rep").alias("node")
-        ),
-        totals=[F.sum((F.col("node") == F.col("pos")).cast("long"))],
-    )
+        )
+    fp_rep = frames.keep(nodes, totals=[F.sum((F.col("node") == F.col("pos")).cast("long"))])
     star = fp_rep.where("node != pos").select(F.col("node").alias("a"), F.col("pos").alias("b"))
     distinct = fp_rep.where("node = pos").select("fp", "node")
     n_distinct = int(frames.totals(fp_rep)[0] or 0)

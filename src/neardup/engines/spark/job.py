@@ -333,6 +333,8 @@ class _Job(Frames):
         self.timed = True
         #: ``pos, ts`` of every representative (the components' nodes), set by stage 2.
         self.nodes: DataFrame | None = None
+        #: Whether the contents are the fingerprints (so the representatives' all differ).
+        self.fingerprint_rows = False
 
     # ------------------------------------------------------------------ plumbing
 
@@ -393,6 +395,7 @@ class _Job(Frames):
         """The stages on fingerprint rows (``pos, id, fp, ts``): the fingerprint is both the
         content and the signature."""
         self.tag("signatures")
+        self.fingerprint_rows = True
         rows = rows.select(
             F.col("pos").cast("long"),
             F.col("id").cast("string"),
@@ -465,7 +468,9 @@ class _Job(Frames):
         if self.sketches is not None:
             self.bound = PairBounds(self, self.sketches, s.verify)
         if s.method == "simhash":
-            cand, fp_pairs, fp_rep = simhash_candidates(self, reps, s.hamming_k)
+            cand, fp_pairs, fp_rep = simhash_candidates(
+                self, reps, s.hamming_k, distinct=self.fingerprint_rows
+            )
             self.stats["candidates"] = self.rows(cand)
         else:
             # The local engine's first tests, on the 136 bytes a document the first pass made,
