@@ -2,6 +2,7 @@
 
 import csv
 import doctest
+import io
 import json
 import os
 from datetime import datetime
@@ -325,3 +326,62 @@ def test_tsv_and_csv_write_read_round_trip_property(rows):
 
 def test_docstring_examples():
     assert doctest.testmod(io_write).failed == 0
+
+
+def _reference_lines(columns: list[list], fmt: str) -> bytes:
+    """Rows encoded one cell at a time by the standard library (csv) or the TSV rule."""
+
+    def cell(v):
+        if v is None:
+            return ""
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v)
+
+    rows = [[cell(v) for v in row] for row in zip(*columns)]
+    if fmt == "tsv":
+        return "".join("\t".join(map(nio.tsv_escape, r)) + "\n" for r in rows).encode()
+    lines = []
+    for r in rows:  # ended by "\r\n", so that the writer quotes a lone "\r" too
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\r\n").writerow(r)
+        lines.append(out.getvalue()[:-2] + "\n")
+    return "".join(lines).encode()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda k: st.tuples(
+            st.lists(st.sampled_from(["text", "int", "bool"]), min_size=k, max_size=k),
+            st.integers(0, 12),
+            st.integers(0, 3),
+            st.randoms(use_true_random=False),
+        )
+    )
+)
+def test_encoded_chunk_is_each_row_encoded_on_its_own(spec):
+    # Columns of strings (any character to escape), integers and booleans, with nulls, as
+    # arrays sliced from a larger one (a chunk of a table starts inside its buffers).
+    kinds, n, skip, rnd = spec
+    values = []
+    for kind in kinds:
+        # Some columns hold nothing to escape, so their cells are the arrays as given.
+        chars = rnd.choice(['\t\n\r\\",; abé한\x00\x85', "ab é한"])
+        make = {
+            "text": lambda chars=chars: "".join(
+                rnd.choice(chars) for _ in range(rnd.randint(0, 5))
+            ),
+            "int": lambda: rnd.randint(-(2**40), 2**40),
+            "bool": lambda: rnd.random() < 0.5,
+        }[kind]
+        nulls = rnd.choice([0, 0.2])
+        values.append([None if rnd.random() < nulls else make() for _ in range(n + skip)])
+    # Large strings are taken as they are, offsets and all.
+    types = [pa.large_string() if k == "text" and rnd.random() < 0.5 else None for k in kinds]
+    arrays = [pa.array(v, t).slice(skip) for v, t in zip(values, types)]
+    names = [f"c{j}" for j in range(len(kinds))]
+    columns = [v[skip:] for v in values]
+    for fmt in ("tsv", "csv"):
+        got = bytes(io_write._encode_chunk(names, arrays, fmt))
+        assert got == _reference_lines(columns, fmt)

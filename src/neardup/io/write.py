@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from numba import njit
 
 from neardup.io.files import atomic_output, compressing, resolve_output
 from neardup.io.values import short_repr, tsv_escape
@@ -111,6 +112,15 @@ def _any(mask: pa.Array) -> bool:
     return bool(pc.any(mask).as_py())
 
 
+def _holds_any(s: pa.Array, codes: bytes, below: int = 0) -> bool:
+    """Whether the strings of ``s`` (large_string) hold any of the ASCII bytes ``codes`` or a
+    byte below ``below``, read from its UTF-8 data: no multi-byte sequence holds an ASCII byte,
+    so the test is exact. A pass over the bytes a code, where a regular expression over the
+    strings took about 40 times as long. O(bytes × codes)."""
+    data = np.frombuffer(_string_bytes(s), np.uint8)
+    return bool((below and (data < below).any()) or any((data == c).any() for c in codes))
+
+
 def _cells(name: str, arr: pa.Array, fmt: str) -> pa.Array:
     """Each value as its encoded text cell (large_string, no nulls)."""
     t = arr.type
@@ -148,25 +158,25 @@ def _cells(name: str, arr: pa.Array, fmt: str) -> pa.Array:
     else:
         raise TypeError(f"column {name!r} has type {t}, which a text table cannot hold")
     if fmt == "tsv":
-        if _any(pc.match_substring_regex(s, r"[\\\t\n\r]")):
+        if _holds_any(s, b"\\\t\n\r"):
             s = pc.replace_substring(s, "\\", "\\\\")
             s = pc.replace_substring(s, "\t", "\\t")
             s = pc.replace_substring(s, "\n", "\\n")
             s = pc.replace_substring(s, "\r", "\\r")
         return pc.fill_null(s, _lit(""))
     if fmt == "csv":
-        need = pc.match_substring_regex(s, r'[,"\r\n]')
-        if _any(need):
+        if _holds_any(s, b',"\r\n'):
+            need = pc.match_substring_regex(s, r'[,"\r\n]')
             quoted = pc.binary_join_element_wise(
                 _lit('"'), pc.replace_substring(s, '"', '""'), _lit('"'), _lit("")
             )
             s = pc.if_else(need, quoted, s)
         return pc.fill_null(s, _lit(""))
     # JSON string literal
-    if _any(pc.match_substring_regex(s, r'[\\"\x00-\x1f]')):
+    if _holds_any(s, b'\\"', below=0x20):
         s = pc.replace_substring(s, "\\", "\\\\")
         s = pc.replace_substring(s, '"', '\\"')
-        if _any(pc.match_substring_regex(s, r"[\x00-\x1f]")):
+        if _holds_any(s, b"", below=0x20):
             for code in range(32):
                 ch = chr(code)
                 if _any(pc.match_substring(s, ch)):
@@ -194,27 +204,53 @@ def _string_bytes(arr: pa.Array) -> memoryview | bytes:
 
 def _encode_chunk(names: list[str], arrays: list[pa.Array], fmt: str) -> memoryview | bytes:
     cells = [_cells(name, arr, fmt) for name, arr in zip(names, arrays)]
-    if fmt == "jsonl":
-        parts: list[Any] = []
-        for i, (name, cell) in enumerate(zip(names, cells)):
-            parts.append(
-                _lit(("{" if i == 0 else ",") + json.dumps(name, ensure_ascii=False) + ":")
-            )
-            parts.append(cell)
-        parts.append(_lit("}\n"))
-        lines = pc.binary_join_element_wise(*parts, _lit(""))
-    else:
-        sep = "\t" if fmt == "tsv" else ","
-        if len(cells) == 1:
-            only = cells[0]
-            if fmt == "csv":
-                # A lone empty field would read back as a blank line.
-                only = pc.if_else(pc.equal(only, _lit("")), _lit('""'), only)
-            row = only
-        else:
-            row = pc.binary_join_element_wise(*cells, _lit(sep))
-        lines = pc.binary_join_element_wise(row, _lit(""), _lit("\n"))
-    return _string_bytes(lines)
+    if fmt != "jsonl":
+        if len(cells) == 1 and fmt == "csv":
+            # A lone empty field would read back as a blank line.
+            cells = [pc.if_else(pc.equal(cells[0], _lit("")), _lit('""'), cells[0])]
+        return memoryview(_joined_lines(cells, b"\t" if fmt == "tsv" else b","))
+    parts: list[Any] = []
+    for i, (name, cell) in enumerate(zip(names, cells)):
+        parts.append(_lit(("{" if i == 0 else ",") + json.dumps(name, ensure_ascii=False) + ":"))
+        parts.append(cell)
+    parts.append(_lit("}\n"))
+    return _string_bytes(pc.binary_join_element_wise(*parts, _lit("")))
+
+
+def _joined_lines(cells: list[pa.Array], sep: bytes) -> np.ndarray:
+    """The rows' lines (uint8): each row's cells (large_string arrays of one length, no
+    nulls) joined by ``sep``, ended by ``\\n``. Sized from the offsets, then each column's
+    cells copied into place by a compiled loop (without the GIL, so the encoding threads
+    overlap): a third of the time of two Arrow joins. O(bytes)."""
+    offsets = [
+        np.frombuffer(c.buffers()[1], np.int64)[c.offset : c.offset + len(c) + 1] for c in cells
+    ]
+    at = np.zeros(len(cells[0]) + 1, np.int64)
+    for o in offsets:
+        at[1:] += np.diff(o) + 1  # the cell and the byte after it
+    np.cumsum(at, out=at)
+    out = np.empty(int(at[-1]), np.uint8)
+    for j, (cell, o) in enumerate(zip(cells, offsets)):
+        data = cell.buffers()[2]
+        end = sep[0] if j + 1 < len(cells) else ord("\n")
+        _place_cells(out, at, o, np.frombuffer(data, np.uint8) if data else _NO_BYTES, end)
+    return out
+
+
+_NO_BYTES = np.zeros(0, np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _place_cells(out, at, offsets, data, end):
+    """Cell ``i`` (``data[offsets[i]:offsets[i + 1]]``) copied to ``out`` from ``at[i]``, then
+    the byte ``end``; ``at[i]`` moves past them."""
+    for i in range(offsets.shape[0] - 1):
+        p = at[i]
+        for q in range(offsets[i], offsets[i + 1]):
+            out[p] = data[q]
+            p += 1
+        out[p] = end
+        at[i] = p + 1
 
 
 def _encoded_chunk(
