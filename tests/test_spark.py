@@ -591,6 +591,39 @@ def _brute_components(edges):
     return label
 
 
+@hypothesis_settings(max_examples=25, deadline=None)
+@given(
+    texts=st.lists(st.text(st.sampled_from("ab cé한\u00a0\n.,가나 ")), min_size=1, max_size=9),
+    skip=st.integers(0, 2),
+    large=st.booleans(),
+    method=st.sampled_from(["minhash", "simhash"]),
+    bounds=st.booleans(),
+)
+def test_sign_task_reads_the_arrow_texts_as_the_local_signatures_read_strs(
+    texts, skip, large, method, bounds
+):
+    # The task hands the column's bytes to the kernels; the local engine's batch of Python
+    # strs is the reference. Sliced columns start inside their buffers.
+    column = pa.array(["x y z"] * skip + texts, pa.large_string() if large else pa.string())
+    n = len(texts)
+    batch = pa.record_batch({"pos": list(range(n)), "ts": [0] * n, "text": column.slice(skip)})
+    settings = Settings(method=method)
+    bounds = bounds and settings.lcs_bounded  # the bounds of LCS verification only
+    out = pa.Table.from_batches(sign_task([batch], settings, bounds=bounds))
+    want = signatures(texts, settings, keep_sets=False, bounds=bounds)
+    assert out["c0"].to_numpy().view(np.uint64).tolist() == want.content[:, 0].tolist()
+    assert out["c1"].to_numpy().view(np.uint64).tolist() == want.content[:, 1].tolist()
+    assert out["empty"].to_pylist() == want.empty.tolist()
+    if method == "simhash":
+        assert out["sig"].to_numpy().view(np.uint64).tolist() == want.signature.tolist()
+    else:
+        packed = [np.frombuffer(v, np.uint32).tolist() for v in out["sig"].to_pylist()]
+        assert packed == want.signature.tolist()
+    if bounds:
+        assert out["size"].to_pylist() == want.sizes.tolist()
+        assert [bytes(v) for v in out["sketch"].to_pylist()] == [bytes(r) for r in want.sketches]
+
+
 @hypothesis_settings(max_examples=30, deadline=None)
 @given(
     texts=st.lists(
