@@ -47,6 +47,7 @@ from neardup.engines.spark.session import (
     _JAVA_OPTION_VARIABLES,
     _LOG_CONFIG,
     _QUIET_LOGGERS,
+    CACHE_COMPRESSION_KEY,
     KRYO_SERIALIZER,
     LOCAL_DRIVER_GC,
     F,
@@ -1080,6 +1081,7 @@ def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path)
         "print('|'.join(b.getName().replace(' ', '_') for b in beans))\n"
         "print(jvm.java.lang.Runtime.getRuntime().maxMemory())\n"
         "print(spark.sparkContext.getConf().get('spark.serializer'))\n"
+        f"print(spark.conf.get('{CACHE_COMPRESSION_KEY}'))\n"
         "spark.stop()\n"
     )
     env = {
@@ -1093,13 +1095,32 @@ def test_a_local_session_gets_a_share_of_the_machine_unless_configured(tmp_path)
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    asked, collectors, max_memory, serializer = done.stdout.split()[-4:]
+    asked, collectors, max_memory, serializer, compressed = done.stdout.split()[-5:]
     assert serializer == KRYO_SERIALIZER
+    assert compressed == "false"
     expected = local_driver_memory(machine_memory())
     assert asked == expected
     assert set(collectors.split("|")) == {"PS_Scavenge", "PS_MarkSweep"}  # the parallel GC
     # The heap the JVM reports is the -Xmx less a survivor space.
     assert int(max_memory) > 0.8 * int(expected[:-1]) * 2**30
+
+
+def test_a_configured_cache_compression_is_kept(tmp_path):
+    # Set where the launched JVM reads it (spark-defaults.conf), not in the call's config.
+    (tmp_path / "spark-defaults.conf").write_text(f"{CACHE_COMPRESSION_KEY} true\n")
+    script = (
+        "from neardup.engines.spark import spark_session\n"
+        "spark = spark_session('local[1]', config={'spark.ui.enabled': 'false'})\n"
+        f"print(spark.conf.get('{CACHE_COMPRESSION_KEY}'))\n"
+        "spark.stop()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env["SPARK_CONF_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "true"
 
 
 def test_only_the_noise_loggers_are_quieted(spark):
