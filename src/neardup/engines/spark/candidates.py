@@ -52,14 +52,14 @@ def simhash_candidates(
         )
     fp_rep = frames.keep(nodes, totals=[F.sum((F.col("node") == F.col("pos")).cast("long"))])
     star = fp_rep.where("node != pos").select(F.col("node").alias("a"), F.col("pos").alias("b"))
-    distinct = fp_rep.where("node = pos").select("fp", "node")
+    heads = fp_rep.where("node = pos").select("fp", "node")
     n_distinct = int(frames.totals(fp_rep)[0] or 0)
     plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
     masks = plan.masks
     # Packed in runs: Spark's work per row was most of this shuffle's cost (see the module
     # neardup.engines.spark.tables).
     keys = partition_keys(frames.P)
-    runs = distinct.mapInArrow(partial(table_runs_task, masks=masks, keys=keys), RUNS_SCHEMA)
+    runs = heads.mapInArrow(partial(table_runs_task, masks=masks, keys=keys), RUNS_SCHEMA)
     frames.stats["tables"] = plan.num_tables
     fp_pairs = frames.keep(
         runs.repartition(frames.P, "dest").mapInArrow(
