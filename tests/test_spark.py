@@ -64,6 +64,7 @@ from neardup.engines.spark.tasks import (
     length_task,
     shared_bound_task,
     sign_task,
+    signature_names,
 )
 from neardup.engines.spark.write import sorted_pieces, write_output
 from neardup.engines.spill import machine_memory
@@ -1270,6 +1271,23 @@ def test_rows_task_reports_a_bad_row_as_the_local_reader(ident, text, ts):
     )
 
 
+CHECKED_NAMES = [field.split()[0] for field in spark_rows.CHECKED_SCHEMA.split(", ")]
+
+
+def raw_lines(values: list[str], src: str = "d.jsonl") -> pa.RecordBatch:
+    """A batch of input lines as the reader hands them to its tasks: positions from 0, lines
+    from 1."""
+    n = len(values)
+    return pa.record_batch(
+        {
+            "_nd_pos": list(range(n)),
+            "_nd_line": list(range(1, n + 1)),
+            "_nd_src": [src] * n,
+            "value": values,
+        }
+    )
+
+
 @pytest.mark.parametrize(
     "lines, at_once",
     [
@@ -1289,23 +1307,60 @@ def test_rows_task_reports_a_bad_row_as_the_local_reader(ident, text, ts):
 def test_rows_task_reads_a_plain_jsonl_batch_as_line_by_line(lines, at_once):
     # Good lines are parsed at once; a blank line sends the same lines one by one.
     values = [json.dumps(line, ensure_ascii=bool(i % 2)) for i, line in enumerate(lines)]
-
-    def batch(rows):
-        n = len(rows)
-        return pa.record_batch(
-            {
-                "_nd_pos": list(range(n)),
-                "_nd_line": list(range(1, n + 1)),
-                "_nd_src": ["d.jsonl"] * n,
-                "value": rows,
-            }
-        )
-
+    batch = raw_lines
     names = ("id", "text", "ts")
     assert (_plain_jsonl(batch(values), names, 8) is not None) == at_once
     fast = next(rows_task([batch(values)], "jsonl", names, max_doc_bytes=8)).to_pylist()
     one_by_one = next(rows_task([batch([*values, ""])], "jsonl", names, max_doc_bytes=8))
     assert fast == one_by_one.to_pylist()
+
+
+@hypothesis_settings(max_examples=25, deadline=None)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.builds(
+                lambda i, text: json.dumps({"id": f"d{i}", "text": text}),
+                st.integers(0, 9),
+                st.text(st.sampled_from("ab cé한\u00a0.가 ")),
+            ),
+            st.sampled_from(['{"id": "x"}', '{"id": 1, "text": 2}', "not json", "", "  "]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    method=st.sampled_from(["minhash", "simhash"]),
+    bounds=st.booleans(),
+)
+def test_signed_rows_task_is_rows_task_and_sign_task_on_the_good_rows(lines, method, bounds):
+    # Bad rows (a missing field, a wrong type, a broken line) and blank lines among the good
+    # ones, or none: the checked rows as rows_task gives them, each good one signed as
+    # sign_task signs its text, each bad one with null signature columns.
+    raw = raw_lines(lines)
+    settings = Settings(method=method)
+    bounds = bounds and settings.lcs_bounded
+    options = {"kind": "jsonl", "names": ("id", "text", None), "max_doc_bytes": None}
+    checked = [row for b in rows_task([raw], **options) for row in b.to_pylist()]
+    got = [
+        row
+        for b in spark_rows.signed_rows_task([raw], settings, bounds, **options)
+        for row in b.to_pylist()
+    ]
+    assert [{k: row[k] for k in CHECKED_NAMES} for row in got] == checked
+    good = [row for row in checked if row["reason"] is None]
+    texts = pa.record_batch(
+        {
+            "pos": pa.array([row["pos"] for row in good], pa.int64()),
+            "ts": pa.array([row["ts"] for row in good], pa.int64()),
+            "text": pa.array([row["text"] for row in good], pa.string()),
+        }
+    )
+    want = [row for b in sign_task([texts], settings, bounds) for row in b.to_pylist()]
+    names = signature_names(bounds)
+    assert all(list(row) == [*CHECKED_NAMES, *names] for row in got)
+    signed = [{k: row[k] for k in names} for row in got if row["reason"] is None]
+    assert signed == [{k: row[k] for k in names} for row in want]
+    assert all(row[k] is None for row in got if row["reason"] is not None for k in names)
 
 
 @pytest.mark.parametrize(
@@ -1337,15 +1392,7 @@ def test_rows_task_reads_a_plain_jsonl_batch_as_line_by_line(lines, at_once):
 def test_rows_task_reads_seed_rows_at_once_as_line_by_line(monkeypatch, lines, at_once, kind):
     # Seed rows the local bulk reader takes are parsed at once by its compiled pass; any
     # other batch is read line by line: the same checked rows either way.
-    n = len(lines)
-    batch = pa.record_batch(
-        {
-            "_nd_pos": list(range(n)),
-            "_nd_line": list(range(1, n + 1)),
-            "_nd_src": ["s.tsv"] * n,
-            "value": lines,
-        }
-    )
+    n, batch = len(lines), raw_lines(lines, "s.tsv")
     names = ("id", "fingerprint", "timestamp")
     assert (_seed_rows(batch) is not None) == at_once
     fast = [row for b in rows_task([batch], kind, names) for row in b.to_pylist()]

@@ -50,6 +50,7 @@ from neardup.engines.spark.read import (
 )
 from neardup.engines.spark.repair import listed_pairs, repaired_labels, unbounded_pairs
 from neardup.engines.spark.result import SparkResult
+from neardup.engines.spark.rows import SIGNATURE_COLUMNS
 from neardup.engines.spark.session import (
     DataFrame,
     F,
@@ -58,7 +59,7 @@ from neardup.engines.spark.session import (
     require_pyspark,
     spark_session,
 )
-from neardup.engines.spark.tasks import _signature_values, sign_task
+from neardup.engines.spark.tasks import _signature_values, sign_task, sign_task_schema
 from neardup.engines.spark.verify import PairBounds, relate, with_shingle_sets
 from neardup.engines.spark.write import write_originals, write_result
 from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes, check_outputs
@@ -183,7 +184,7 @@ class SparkEngine:
         """
         docs = self.spark.createDataFrame(list(enumerate(texts)), "pos long, text string")
         signed = docs.select("pos", F.lit(0).cast("long").alias("ts"), "text").mapInArrow(
-            partial(sign_task, settings=settings), _signature_schema(settings)
+            partial(sign_task, settings=settings), sign_task_schema(settings)
         )
         values = [row.sig for row in signed.orderBy("pos").select("sig").toLocalIterator()]
         kind = pa.int64() if settings.method == "simhash" else pa.binary()
@@ -226,10 +227,10 @@ class SparkEngine:
             clock = time.perf_counter()
             monitor.tag("read")
             docs, read_stats, raw = read_documents_spark(
-                self.spark, corpus.inputs, **corpus.reading
+                self.spark, corpus.inputs, **corpus.reading, sign=settings
             )
             read_seconds = time.perf_counter() - clock
-            result = self._run(settings, lambda job: job.run_texts(docs), monitor)
+            result = self._run(settings, lambda job: job.run_texts(docs, signed=True), monitor)
             result.hold([docs])
             clock = time.perf_counter()
             monitor.tag("write")
@@ -360,34 +361,39 @@ class _Job(Frames):
 
     # ------------------------------------------------------------------ the stages
 
-    def run_texts(self, docs: DataFrame) -> SparkResult:
-        """Stage 1 on documents (``pos, id, text, ts``), then the other stages."""
-        s = self.settings
+    def run_texts(self, docs: DataFrame, signed: bool = False) -> SparkResult:
+        """Stage 1 on documents (``pos, id, text, ts``), then the other stages; ``signed``: they
+        hold their signature columns too (``read_documents_spark``'s ``sign``), only counted."""
+        s, bounded = self.settings, self.settings.lcs_bounded
         self.tag("signatures")
         self.size_for(getattr(docs, "_neardup_rows", None))  # counted by neardup's readers
+        signature = [c for c in SIGNATURE_COLUMNS if signed and c in docs.columns]
         docs = docs.select(
             F.col("pos").cast("long"),
             F.col("id").cast("string"),
             F.col("text").cast("string"),
             F.col("ts").cast("long"),
+            *signature,
         )
-        sig = self.keep(
-            docs.select("pos", "ts", "text").mapInArrow(
-                partial(sign_task, settings=s, bounds=s.lcs_bounded),
-                _signature_schema(s, s.lcs_bounded),
-            ),
-            totals=[F.sum(F.col("empty").cast("long")), F.min("ts"), F.max("ts")],
-            columnar=True,
-        )
-        self.stats["documents"] = n = self.rows(sig)
-        empty, first, last = self.totals(sig)
+        totals = [F.sum(F.col("empty").cast("long")), F.min("ts"), F.max("ts")]
+        if signed:
+            # Read from the stored documents' columns (not their texts), no copy of its own.
+            sig = docs.select("pos", "ts", *signature)
+            n, *found = sig.agg(F.count(F.lit(1)), *totals).first()
+        else:
+            signing = partial(sign_task, settings=s, bounds=bounded)
+            sig = docs.select("pos", "ts", "text").mapInArrow(signing, sign_task_schema(s, bounded))
+            sig = self.keep(sig, totals=totals, columnar=True)
+            n, found = self.rows(sig), self.totals(sig)
+        self.stats["documents"] = n
+        empty, first, last = found
         self.stats["empty_documents"] = int(empty or 0)
         self.timed = first != last
         self.skewed = n > self.threshold
         ids = self.keep(docs.select("pos", "id"))  # read 5 times: apart from the texts
         self.lap("signatures")
         self.texts = docs.select("pos", "text")
-        if s.lcs_bounded:
+        if bounded:
             self.sketches = sig.select("pos", "size", "sketch")
         return self.run(ids, sig)
 
@@ -790,10 +796,3 @@ def _shuffle_figures(monitor: RunMonitor, partitions: int) -> dict[str, float]:
     return {"shuffle partitions": partitions} | {
         f"shuffle MB: {stage}": n / 1e6 for stage, n in written.items()
     }
-
-
-def _signature_schema(settings: Settings, bounds: bool = False) -> str:
-    """The rows :func:`~neardup.engines.spark.tasks.sign_task` yields, as a Spark schema."""
-    kind = "long" if settings.method == "simhash" else "binary"
-    sketches = ", size long, sketch binary" if bounds else ""
-    return f"pos long, ts long, c0 long, c1 long, sig {kind}, empty boolean{sketches}"

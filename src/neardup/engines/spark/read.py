@@ -13,12 +13,20 @@ from collections.abc import Sequence
 from functools import partial
 
 from neardup.engines.spark.frames import Storage, default_checkpoint
-from neardup.engines.spark.rows import CHECKED_SCHEMA, POS_BITS, accept_rows, rows_task
+from neardup.engines.spark.rows import (
+    CHECKED_SCHEMA,
+    POS_BITS,
+    accept_rows,
+    rows_task,
+    signed_rows_schema,
+    signed_rows_task,
+)
 from neardup.engines.spark.session import DataFrame, F, SparkSession, Window, require_pyspark
 from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
 from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.io.rows import check_field_names, check_on_error, missing_column
 from neardup.io.values import check_fingerprint_format
+from neardup.settings import Settings
 
 __all__ = [
     "check_columns",
@@ -237,6 +245,7 @@ def read_documents_spark(
     input_format: str | None = None,
     on_error: str = "raise",
     max_doc_bytes: int | None = DEFAULT_MAX_DOC_BYTES,
+    sign: Settings | None = None,
 ) -> tuple[DataFrame, ReadStats, DataFrame]:
     """Read documents with Spark's readers: JSON Lines, CSV / TSV (with a header) or Parquet.
 
@@ -251,6 +260,12 @@ def read_documents_spark(
     Returns ``(docs, stats, records)``: ``docs`` with ``pos, id, text, ts, fp, nbytes``
     (stored in the executors: :func:`unpersist` ``(docs)`` when done); ``records`` with ``pos, record`` (each input
     row as JSON text, computed lazily, for writing originals back).
+
+    With ``sign`` (the run's settings), the task that checks a row also signs its text
+    (:func:`~neardup.engines.spark.rows.signed_rows_task`): ``docs`` then also hold the
+    signature columns (``c0, c1, sig, empty``, and ``size, sketch`` when
+    :attr:`~neardup.settings.Settings.lcs_bounded`), and the texts cross from the JVM to the
+    Python workers once instead of twice (read, then signed from the stored rows).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -291,12 +306,13 @@ def read_documents_spark(
             record = F.to_json(
                 F.struct(*[F.col(f"`{c}`") for c in data_cols]), {"ignoreNullFields": "false"}
             )
-        checked_parts.append(
-            task_input.mapInArrow(
-                partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes),
-                CHECKED_SCHEMA,
-            )
-        )
+        task = partial(rows_task, kind=kind, names=names, max_doc_bytes=max_doc_bytes)
+        schema = CHECKED_SCHEMA
+        if sign is not None:
+            bounds = sign.lcs_bounded
+            task = partial(signed_rows_task, settings=sign, bounds=bounds, **task.keywords)
+            schema = signed_rows_schema(sign, bounds)
+        checked_parts.append(task_input.mapInArrow(task, schema))
         kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
         record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
     reader = Storage(spark, default_checkpoint(spark))

@@ -17,7 +17,12 @@ import pyarrow.compute as pc
 
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
-from neardup.engines.spark.tasks import record_batch
+from neardup.engines.spark.tasks import (
+    record_batch,
+    signature_columns,
+    signature_names,
+    signature_schema,
+)
 from neardup.io.fingerprints import fingerprint_line
 from neardup.io.jsonl_blocks import BlockParser, lines_block, scan_block
 from neardup.io.rows import (
@@ -33,8 +38,17 @@ from neardup.io.rows import (
 from neardup.io.seed_rows import seed_lines
 from neardup.io.sources import json_object_line
 from neardup.io.values import short_repr
+from neardup.settings import Settings
 
-__all__ = ["CHECKED_SCHEMA", "POS_BITS", "accept_rows", "rows_task"]
+__all__ = [
+    "CHECKED_SCHEMA",
+    "POS_BITS",
+    "SIGNATURE_COLUMNS",
+    "accept_rows",
+    "rows_task",
+    "signed_rows_schema",
+    "signed_rows_task",
+]
 
 POS_BITS = 44
 """Global positions are ``input index << 44 | position inside the input``."""
@@ -44,6 +58,10 @@ CHECKED_SCHEMA = (
     "reason string, field string, detail string"
 )
 """The rows :func:`rows_task` yields: a good row has ``reason`` null; a bad one, its reason."""
+
+SIGNATURE_COLUMNS = signature_names(bounds=True)
+"""The columns :func:`signed_rows_task` adds to the checked rows (``size`` and ``sketch`` only
+with the LCS bounds), which the accepted rows carry on."""
 
 LineOf = Callable[[int], int]
 """The 1-based line (or row) of a position, where the checked rows do not hold it."""
@@ -272,6 +290,48 @@ def rows_task(
         yield out if not blank.any() else out.filter(pa.array(~blank))
 
 
+def signed_rows_schema(settings: Settings, bounds: bool = False) -> str:
+    """The rows :func:`signed_rows_task` yields, as a Spark schema: :data:`CHECKED_SCHEMA` and
+    the signature columns of :func:`~neardup.engines.spark.tasks.signature_schema`. O(1)."""
+    return f"{CHECKED_SCHEMA}, {signature_schema(settings, bounds)}"
+
+
+def signed_rows_task(
+    batches: Iterable[pa.RecordBatch], settings: Settings, bounds: bool = False, **options: Any
+) -> Iterator[pa.RecordBatch]:
+    """:func:`rows_task` (``options`` are its ``kind``, ``names`` and ``max_doc_bytes``) and
+    stage 1 in the same task: each good row also gets the
+    :func:`~neardup.engines.spark.tasks.signature_columns` of its text, a bad row nulls. So
+    each text crosses from the JVM to Python once, as read, instead of again from the stored
+    rows for its signature. Cost: that of :func:`rows_task` plus the signing of the good rows.
+
+    Example:
+        >>> raw = pa.record_batch({
+        ...     "_nd_pos": [0, 1], "_nd_line": [1, 2], "_nd_src": ["d.jsonl", "d.jsonl"],
+        ...     "value": ['{"id": "a", "text": "x y"}', '{"id": "b"}']})
+        >>> out = next(signed_rows_task([raw], Settings(method="simhash"), kind="jsonl",
+        ...                             names=("id", "text", None)))
+        >>> out["reason"].to_pylist(), out["sig"].is_null().to_pylist()
+        ([None, "missing field 'text'"], [False, True])
+    """
+    for checked in rows_task(batches, **options):
+        good = checked.column("reason").is_null()
+        if good.false_count == 0:
+            signed = signature_columns(checked.column("text"), settings, bounds)
+        else:
+            rows = np.flatnonzero(good.to_numpy(zero_copy_only=False))
+            # Each good row takes its signature's place among the good ones; a bad row, a null.
+            place = np.full(checked.num_rows, -1, dtype=np.int64)
+            place[rows] = np.arange(len(rows))
+            at = pa.array(place, mask=place < 0)
+            texts = checked.column("text").take(pa.array(rows))
+            signed = {
+                name: column.take(at)
+                for name, column in signature_columns(texts, settings, bounds).items()
+            }
+        yield record_batch({**dict(zip(checked.schema.names, checked.columns)), **signed})
+
+
 def accept_rows(
     checked: DataFrame,
     on_error: str,
@@ -287,8 +347,9 @@ def accept_rows(
     here, or, when no ID repeats, it backs the accepted rows (freed with them by
     :func:`~neardup.engines.spark.frames.unpersist`). ``units`` names the unit of each input
     (``"line"`` or ``"row"``) by input index.
-    Returns the accepted rows (``pos, id, text, ts, fp, nbytes``, held by ``storage``) and the
-    counters. Cost: one query of aggregations over ``checked`` (:func:`_summary`); a join
+    Returns the accepted rows (``pos, id, text, ts, fp, nbytes``, and the
+    :data:`SIGNATURE_COLUMNS` of rows :func:`signed_rows_task` checked; held by ``storage``) and
+    the counters. Cost: one query of aggregations over ``checked`` (:func:`_summary`); a join
     more when an ID repeats.
 
     Example (needs a Spark session, so not run as a doctest)::
@@ -320,7 +381,8 @@ def accept_rows(
             if repeated <= BROADCAST_POSITIONS:
                 drop = F.broadcast(drop)
             good = good.join(drop, ["pos"], "left_anti")
-        accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes")
+        signed = [c for c in SIGNATURE_COLUMNS if c in checked.columns]
+        accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes", *signed)
         if repeated:
             # Counted and summed by the job that stores them, not by one of its own.
             accepted = storage.keep(accepted, totals=[F.sum("nbytes")], columnar=True)

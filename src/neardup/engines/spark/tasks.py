@@ -42,6 +42,10 @@ __all__ = [
     "shared_bound_task",
     "shared_bounds",
     "sign_task",
+    "sign_task_schema",
+    "signature_columns",
+    "signature_names",
+    "signature_schema",
 ]
 
 _CHUNK_ROWS = 50_000
@@ -218,16 +222,68 @@ def _pairs_within_runs(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarr
     return left, right
 
 
+def signature_names(bounds: bool = False) -> tuple[str, ...]:
+    """The names of the columns :func:`signature_columns` gives, in order. O(1)."""
+    return ("c0", "c1", "sig", "empty") + (("size", "sketch") if bounds else ())
+
+
+def signature_schema(settings: Settings, bounds: bool = False) -> str:
+    """The columns :func:`signature_columns` gives, as a Spark schema (the signature a long for
+    SimHash, packed binary for MinHash; ``size`` and ``sketch`` with ``bounds``). O(1).
+
+    Example:
+        >>> signature_schema(Settings(method="simhash"))
+        'c0 long, c1 long, sig long, empty boolean'
+    """
+    kind = "long" if settings.method == "simhash" else "binary"
+    sketches = ", size long, sketch binary" if bounds else ""
+    return f"c0 long, c1 long, sig {kind}, empty boolean{sketches}"
+
+
+def signature_columns(
+    texts: pa.Array | pa.ChunkedArray, settings: Settings, bounds: bool = False
+) -> dict[str, pa.Array]:
+    """Stage 1 on a column of texts (none null): the 128-bit content fingerprint as two int64
+    halves ``c0``, ``c1``, the SimHash fingerprint (int64 bits) or the MinHash signature (packed
+    uint32) ``sig``, and ``empty``, whether the text has no shingles; with ``bounds`` (LCS
+    verification: :attr:`~neardup.settings.Settings.lcs_bounded`) also ``size`` and
+    ``sketch``, the unit count and count sketch (128 bytes) by which :func:`bound_task` rules
+    pairs out before any unit is built. Cost: that of :func:`neardup.pipeline.signatures` on
+    the texts.
+
+    Example:
+        >>> columns = signature_columns(pa.array(["a b c d", "A b, c d!"]), Settings(), bounds=True)
+        >>> list(columns), columns["size"].to_pylist()
+        (['c0', 'c1', 'sig', 'empty', 'size', 'sketch'], [4, 4])
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    # The texts reach the kernels as the Arrow column's bytes: as Python strs, each text was
+    # made a str and encoded back to UTF-8 (a third of the task on short texts).
+    sig = signatures(TextColumn(texts), settings, keep_sets=False, bounds=bounds)
+    columns = {
+        "c0": pa.array(sig.content[:, 0].view(np.int64)),
+        "c1": pa.array(sig.content[:, 1].view(np.int64)),
+        "sig": _signature_column(sig.signature),
+        "empty": pa.array(sig.empty),
+    }
+    if bounds:
+        columns["size"] = pa.array(sig.sizes, type=pa.int64())
+        columns["sketch"] = _rows_binary(sig.sketches)
+    return columns
+
+
+def sign_task_schema(settings: Settings, bounds: bool = False) -> str:
+    """The rows :func:`sign_task` yields, as a Spark schema. O(1)."""
+    return f"pos long, ts long, {signature_schema(settings, bounds)}"
+
+
 def sign_task(
     batches: Iterable[pa.RecordBatch], settings: Settings, bounds: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    """Stage 1 on one partition: rows ``(pos, ts, text)`` -> ``(pos, ts, c0, c1, sig, empty)``:
-    the 128-bit content fingerprint as two int64 halves, the SimHash fingerprint (int64 bits) or
-    the MinHash signature (packed uint32), and whether the text has no shingles; with ``bounds``
-    (LCS verification: :attr:`~neardup.settings.Settings.lcs_bounded`) also ``size`` and
-    ``sketch``, the unit count and count sketch (128 bytes) by which :func:`bound_task` rules
-    pairs out before any unit is built. Cost: that of :func:`neardup.pipeline.signatures` on
-    the batch's texts.
+    """Stage 1 on one partition: rows ``(pos, ts, text)`` -> ``(pos, ts)`` and the
+    :func:`signature_columns` of the texts. Cost: that of :func:`neardup.pipeline.signatures`
+    on the batch's texts.
 
     Example:
         >>> rows = pa.record_batch({"pos": [0, 1], "ts": [0, 0], "text": ["a b c d", "A b, c d!"]})
@@ -241,21 +297,8 @@ def sign_task(
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        # The texts reach the kernels as the Arrow column's bytes: as Python strs, each text was
-        # made a str and encoded back to UTF-8 (a third of the task on short texts).
-        sig = signatures(TextColumn(batch.column("text")), settings, keep_sets=False, bounds=bounds)
-        columns = {
-            "pos": batch.column("pos"),
-            "ts": batch.column("ts"),
-            "c0": pa.array(sig.content[:, 0].view(np.int64)),
-            "c1": pa.array(sig.content[:, 1].view(np.int64)),
-            "sig": _signature_column(sig.signature),
-            "empty": pa.array(sig.empty),
-        }
-        if bounds:
-            columns["size"] = pa.array(sig.sizes, type=pa.int64())
-            columns["sketch"] = _rows_binary(sig.sketches)
-        yield record_batch(columns)
+        signed = signature_columns(batch.column("text"), settings, bounds)
+        yield record_batch({"pos": batch.column("pos"), "ts": batch.column("ts"), **signed})
 
 
 def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
