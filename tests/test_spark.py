@@ -25,6 +25,8 @@ from synth_helpers import chain_corpus
 
 import neardup.engines.spark as spark_engine
 import neardup.engines.spark.frames as spark_frames
+import neardup.engines.spark.job as spark_job
+import neardup.engines.spark.read as spark_read
 import neardup.engines.spark.verify as spark_verify
 from neardup.cli import main, spark_submit
 from neardup.engines.base import Corpus, EngineMemoryError, Outputs, Progress
@@ -790,10 +792,22 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
-def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("signed_while_read", [True, False])
+def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path, monkeypatch, signed_while_read):
     # Two inputs with a few bad rows among the good ones: skipped (and the rest deduplicated)
     # exactly as the local engine does with --on-error skip. The outputs are fetched in small
     # pieces, as a large run's are (the other runs of the command line collect theirs at once).
+    # The rows are signed by the task that reads them, or (past the documents for that) from
+    # the stored rows.
+    if not signed_while_read:
+        monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", 0)
+    signs = []
+
+    def reading(*args, sign=None, **options):
+        signs.append(sign is not None)
+        return read_documents_spark(*args, sign=sign, **options)
+
+    monkeypatch.setattr(spark_job, "read_documents_spark", reading)
     monkeypatch.setattr(spark_write, "COLLECT_ROWS", 10)
     monkeypatch.setattr(spark_write, "PIECE_ROWS", 150)
     monkeypatch.setattr(spark_write, "PIECE_BYTES", 20_000)
@@ -851,9 +865,32 @@ def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path, monkeypatch):
             }
             assert shuffled["candidates"] > 0 and shuffled["exact_duplicates"] > 0
         outputs[engine] = {k: p.read_bytes() for k, p in out.items()}
+    assert signs == [signed_while_read]
     assert outputs["spark"] == outputs["local"]
     assert outputs["local"]["pairs"].count(b"\n") > 50
     assert outputs["local"]["groups"].count(b"\n") == 800 + 1 - 3  # header, 3 rows skipped
+
+
+def test_signs_while_reading_estimates_the_documents_from_the_first_lines(
+    spark, tmp_path, monkeypatch
+):
+    # 300 lines of 3 lengths in turn; the first 30 hold the mean of all, so the estimate is
+    # the true count; any other input is read and signed apart.
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": f"{i:03}", "text": "ab " * (i % 3)}) + "\n" for i in range(300))
+    )
+    monkeypatch.setattr(spark_read, "SAMPLE_LINES", 30)
+    for most, signs in ((300, True), (299, False)):
+        monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", most)
+        assert spark_read.signs_while_reading(spark, [str(path)]) is signs
+    monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", 10_000)
+    assert spark_read.signs_while_reading(spark, [str(path), str(path)])
+    (tmp_path / "d.jsonl.gz").write_bytes(b"")
+    (tmp_path / "d.csv").write_text("id,text\n1,a\n")
+    for others in (["d.jsonl.gz"], ["d.csv"], ["."], ["*.jsonl"], ["missing.jsonl"]):
+        inputs = [str(path), *(str(tmp_path / name) for name in others)]
+        assert not spark_read.signs_while_reading(spark, inputs), others
 
 
 class _Recorder(Progress):

@@ -47,6 +47,7 @@ from neardup.engines.spark.read import (
     read_dataframe,
     read_documents_spark,
     read_fingerprints_spark,
+    signs_while_reading,
 )
 from neardup.engines.spark.repair import listed_pairs, repaired_labels, unbounded_pairs
 from neardup.engines.spark.result import SparkResult
@@ -226,11 +227,12 @@ class SparkEngine:
             partitions = self.partitions
             clock = time.perf_counter()
             monitor.tag("read")
-            docs, read_stats, raw = read_documents_spark(
-                self.spark, corpus.inputs, **corpus.reading, sign=settings
-            )
+            fmt = corpus.reading.get("input_format")
+            signed = signs_while_reading(self.spark, corpus.inputs, fmt)
+            reading = dict(corpus.reading, sign=settings if signed else None)
+            docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **reading)
             read_seconds = time.perf_counter() - clock
-            result = self._run(settings, lambda job: job.run_texts(docs, signed=True), monitor)
+            result = self._run(settings, lambda job: job.run_texts(docs, signed), monitor)
             result.hold([docs])
             clock = time.perf_counter()
             monitor.tag("write")
@@ -243,12 +245,8 @@ class SparkEngine:
                     write_originals(originals, outputs.keep)
             finally:
                 result.release()
-        seconds = result.stats["seconds"]
-        result.stats["seconds"] = {
-            "read": read_seconds,
-            **seconds,
-            "write": time.perf_counter() - clock,
-        }
+        seconds = {"read": read_seconds, **result.stats["seconds"]}
+        result.stats["seconds"] = seconds | {"write": time.perf_counter() - clock}
         return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor, partitions))
 
     def pairs(
