@@ -45,9 +45,10 @@ stored rows hold the signatures beside the texts (about 700 bytes a document): o
 outgrows the executors' memory sooner than the two it replaces, and whose every narrow read
 then takes whole spilled batches from disk. Measured on ``local[2]`` (8 GB heap) against the
 run signing the stored rows: 1M English documents 0.89-0.91x (112.8 and 131.2 against 127.1
-and 143.9 s), 3M short documents 0.93x (133.3 against 143.7 s), 10M short documents 1.03x
-(539.6 against 525.0 s); the threshold lies between, where :data:`SERIALISED_DOCUMENTS
-<neardup.engines.spark.frames.SERIALISED_DOCUMENTS>` finds the stored rows crowding the heap."""
+and 143.9 s), 3M short documents 0.87-0.93x (127.4 and 133.3 against 147.3 and 143.7 s), 10M
+short documents 1.03x (539.6 against 525.0 s); the threshold lies between, where
+:data:`SERIALISED_DOCUMENTS <neardup.engines.spark.frames.SERIALISED_DOCUMENTS>` finds the
+stored rows crowding the heap."""
 
 SAMPLE_LINES = 10_000
 """Lines of the input read to estimate its documents (:func:`signs_while_reading`)."""
