@@ -259,7 +259,7 @@ def signs_while_reading(
     (:func:`read_documents_spark`'s ``sign``): for single uncompressed JSON Lines files of at
     most :data:`SIGNED_READ_DOCUMENTS` lines in all, estimated as their bytes divided by the
     mean bytes of a line among the first :data:`SAMPLE_LINES` of them. Cost: the files'
-    listing and one Spark job reading those lines.
+    listing and a Spark job reading those lines (their lengths sent to the driver).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -273,13 +273,10 @@ def signs_while_reading(
     if 0 in sizes:
         return False  # an empty input, or a missing one the reader reports
     total = sum(sizes)
-    lines, sampled = (
-        spark.read.text([str(p) for p in paths])
-        .limit(SAMPLE_LINES)
-        .agg(F.count(F.lit(1)), F.sum(F.octet_length("value") + 1))
-        .first()
-    )
-    return lines > 0 and total * lines <= SIGNED_READ_DOCUMENTS * sampled
+    # A limit collected reads the first partitions only (an aggregate over it reads them all).
+    lengths = spark.read.text([str(p) for p in paths]).select(F.octet_length("value"))
+    sample = [row[0] + 1 for row in lengths.limit(SAMPLE_LINES).collect()]
+    return bool(sample) and total * len(sample) <= SIGNED_READ_DOCUMENTS * sum(sample)
 
 
 def read_documents_spark(
