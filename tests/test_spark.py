@@ -891,6 +891,7 @@ def test_signs_while_reading_estimates_the_documents_from_the_first_lines(
     for others in (["d.jsonl.gz"], ["d.csv"], ["."], ["*.jsonl"], ["missing.jsonl"]):
         inputs = [str(path), *(str(tmp_path / name) for name in others)]
         assert not spark_read.signs_while_reading(spark, inputs), others
+    assert not spark_read.signs_while_reading(spark, [str(path), "-"])
 
 
 class _Recorder(Progress):

@@ -256,16 +256,19 @@ def signs_while_reading(
     spark: SparkSession, paths: Sequence[str], input_format: str | None = None
 ) -> bool:
     """Whether ``dedup`` signs the rows of ``paths`` in the task that reads them
-    (:func:`read_documents_spark`'s ``sign``): for single uncompressed JSON Lines files of at
-    most :data:`SIGNED_READ_DOCUMENTS` lines in all, estimated as their bytes divided by the
-    mean bytes of a line among the first :data:`SAMPLE_LINES` of them. Cost: the files'
-    listing and a Spark job reading those lines (their lengths sent to the driver).
+    (:func:`read_documents_spark`'s ``sign``): for uncompressed JSON Lines files (not
+    directories or globs) of at most :data:`SIGNED_READ_DOCUMENTS` lines in all, estimated as
+    their bytes divided by the mean bytes of a line among the first :data:`SAMPLE_LINES` of
+    them. Cost: the files' listing and a Spark job reading those lines (their lengths sent to
+    the driver).
 
     Example (needs a Spark session, so not run as a doctest)::
 
         signs_while_reading(spark, ["docs.jsonl"])  # True for a million documents
     """
     for path in map(str, paths):
+        if path == "-":
+            return False  # the reader says why it cannot
         compressed = split_name(path)[1] is not None
         if _is_glob_or_dir(path) or compressed or _document_format(path, input_format) != "jsonl":
             return False
