@@ -4,6 +4,8 @@ Every Spark test shares one local session (``spark`` fixture in conftest.py) and
 pyspark or Java is missing; the pure helpers are tested without Spark.
 """
 
+import bz2
+import gzip
 import json
 import os
 import signal
@@ -886,9 +888,12 @@ def test_signs_while_reading_estimates_the_documents_from_the_first_lines(
         assert spark_read.signs_while_reading(spark, [str(path)]) is signs
     monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", 10_000)
     assert spark_read.signs_while_reading(spark, [str(path), str(path)])
-    (tmp_path / "d.jsonl.gz").write_bytes(b"")
+    # Compressed files whose bytes, read as text, would make the estimate tiny.
+    (tmp_path / "d.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))
+    (tmp_path / "d.jsonl.bz2").write_bytes(bz2.compress(path.read_bytes()))
     (tmp_path / "d.csv").write_text("id,text\n1,a\n")
-    for others in (["d.jsonl.gz"], ["d.csv"], ["."], ["*.jsonl"], ["missing.jsonl"]):
+    cases = ["d.jsonl.gz"], ["d.jsonl.bz2"], ["d.csv"], ["."], ["*.jsonl"], ["missing.jsonl"]
+    for others in cases:
         inputs = [str(path), *(str(tmp_path / name) for name in others)]
         assert not spark_read.signs_while_reading(spark, inputs), others
     assert not spark_read.signs_while_reading(spark, [str(path), "-"])

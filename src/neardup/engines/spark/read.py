@@ -128,10 +128,16 @@ def file_extension(path: str) -> str:
         >>> file_extension("hdfs:///in/Docs.JSONL.bz2"), file_extension("out/part-0/")
         ('jsonl', '')
     """
+    return _split_name(path)[0]
+
+
+def _split_name(path: str) -> tuple[str, bool]:
+    """(:func:`file_extension`, whether the name ends in a compression suffix Spark reads)."""
     name = path.rstrip("/")
     if name.lower().endswith(".bz2"):
-        name = name[: -len(".bz2")]
-    return split_name(name)[0]
+        return split_name(name[: -len(".bz2")])[0], True
+    ext, compression = split_name(name)
+    return ext, compression is not None
 
 
 def _is_glob_or_dir(path: str) -> bool:
@@ -269,7 +275,7 @@ def signs_while_reading(
     for path in map(str, paths):
         if path == "-":
             return False  # the reader says why it cannot
-        compressed = split_name(path)[1] is not None
+        compressed = _split_name(path)[1]
         if _is_glob_or_dir(path) or compressed or _document_format(path, input_format) != "jsonl":
             return False
     sizes = [input_bytes(spark, [path]) for path in paths]
