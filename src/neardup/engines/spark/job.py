@@ -51,7 +51,6 @@ from neardup.engines.spark.read import (
 )
 from neardup.engines.spark.repair import listed_pairs, repaired_labels, unbounded_pairs
 from neardup.engines.spark.result import SparkResult
-from neardup.engines.spark.rows import SIGNATURE_COLUMNS
 from neardup.engines.spark.session import (
     DataFrame,
     F,
@@ -60,7 +59,12 @@ from neardup.engines.spark.session import (
     require_pyspark,
     spark_session,
 )
-from neardup.engines.spark.tasks import _signature_values, sign_task, sign_task_schema
+from neardup.engines.spark.tasks import (
+    _signature_values,
+    sign_task,
+    sign_task_schema,
+    signature_names,
+)
 from neardup.engines.spark.verify import PairBounds, relate, with_shingle_sets
 from neardup.engines.spark.write import write_originals, write_result
 from neardup.io import DEFAULT_MAX_DOC_BYTES, ReadStats, check_max_doc_bytes, check_outputs
@@ -365,7 +369,7 @@ class _Job(Frames):
         s, bounded = self.settings, self.settings.lcs_bounded
         self.tag("signatures")
         self.size_for(getattr(docs, "_neardup_rows", None))  # counted by neardup's readers
-        signature = [c for c in SIGNATURE_COLUMNS if signed and c in docs.columns]
+        signature = signature_names(bounded) if signed else ()
         docs = docs.select(
             F.col("pos").cast("long"),
             F.col("id").cast("string"),

@@ -235,9 +235,9 @@ def signature_schema(settings: Settings, bounds: bool = False) -> str:
         >>> signature_schema(Settings(method="simhash"))
         'c0 long, c1 long, sig long, empty boolean'
     """
-    kind = "long" if settings.method == "simhash" else "binary"
-    sketches = ", size long, sketch binary" if bounds else ""
-    return f"c0 long, c1 long, sig {kind}, empty boolean{sketches}"
+    sig = "long" if settings.method == "simhash" else "binary"
+    kinds = {"sig": sig, "empty": "boolean", "sketch": "binary"}  # the others: long
+    return ", ".join(f"{name} {kinds.get(name, 'long')}" for name in signature_names(bounds))
 
 
 def signature_columns(
