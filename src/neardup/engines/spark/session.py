@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from neardup.engines.base import EngineMemoryError
+from neardup.engines.spark.class_archive import archive_options
 
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     from pyspark import Broadcast, StorageLevel
@@ -148,7 +149,8 @@ def spark_session(
         )
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
-    with _driver_log_config():
+    launches = not launched_by_submit and _no_jvm()
+    with _driver_java_options(builder._options if launches else None):
         if not launched_by_submit:
             builder = _serializer_default(builder)
             if local:
@@ -272,12 +274,22 @@ def _launch_jvm(builder: SparkSession.Builder) -> SparkSession.Builder:
     return builder.config(_DAEMON_KEY, PYTHON_DAEMON)
 
 
+def _no_jvm() -> bool:
+    """Whether this process has no JVM yet, so that creating a session launches one."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None and SparkContext._active_spark_context is None
+
+
 @contextmanager
-def _driver_log_config() -> Iterator[None]:
+def _driver_java_options(launch_options: dict[str, str] | None) -> Iterator[None]:
     """While a session is created: the JVM that pyspark may launch reads :data:`_LOG_CONFIG`,
-    given first in ``SPARK_SUBMIT_OPTS`` so a ``-Dlog4j2.configurationFile`` of the user's
-    (there, or in ``spark.driver.extraJavaOptions``) still wins. Skipped when a log4j2 file is
-    in Spark's configuration folder (it would be overridden) or the file is missing."""
+    and, when ``launch_options`` (the builder's settings) say a JVM is launched, the class
+    archive's options (:func:`~neardup.engines.spark.class_archive.archive_options`), both
+    given first in ``SPARK_SUBMIT_OPTS`` so that Java options of the user's (there, or in
+    ``spark.driver.extraJavaOptions``) still win. The log configuration is skipped when a
+    log4j2 file is in Spark's configuration folder (it would be overridden) or the file is
+    missing."""
     saved = os.environ.get("SPARK_SUBMIT_OPTS")
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
@@ -285,9 +297,18 @@ def _driver_log_config() -> Iterator[None]:
     user_file = conf_dir is not None and any(
         os.path.exists(os.path.join(conf_dir, name)) for name in _LOG4J2_FILES
     )
+    ours = []
     if not user_file and _LOG_CONFIG.is_file():
-        ours = f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
-        os.environ["SPARK_SUBMIT_OPTS"] = f"{ours} {saved}" if saved else ours
+        ours.append(f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}")
+    if launch_options is not None:
+        theirs = [launch_options.get(_DRIVER_JAVA_OPTIONS_KEY, "")]
+        theirs += [
+            os.environ.get(name, "") for name in (*_JAVA_OPTION_VARIABLES, "PYSPARK_SUBMIT_ARGS")
+        ]
+        ours.append(archive_options(" ".join(theirs)))
+    ours = [option for option in ours if option]
+    if ours:
+        os.environ["SPARK_SUBMIT_OPTS"] = " ".join([*ours, saved] if saved else ours)
     try:
         yield
     finally:
