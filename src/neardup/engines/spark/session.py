@@ -123,7 +123,9 @@ def spark_session(
     starts gets a Java heap of :func:`local_driver_memory` unless ``spark.driver.memory`` is
     configured (``config``, ``PYSPARK_SUBMIT_ARGS``, ``SPARK_DRIVER_MEMORY`` or
     ``spark-defaults.conf``): Spark's own default, 1 GB, holds a local run's executors too;
-    and the :data:`LOCAL_DRIVER_GC` collector unless Java options are configured.
+    and the :data:`LOCAL_DRIVER_GC` collector unless Java options are configured. A JVM this
+    call launches (any master) maps the archive of Spark's classes that an earlier one wrote,
+    or writes it as it exits (:mod:`neardup.engines.spark.class_archive`).
     Cost: a few seconds to start the JVM the first time.
 
     Example (needs a Spark session, so not run as a doctest)::
