@@ -62,7 +62,6 @@ KEPT_ARCHIVES = 2
 """Archives of other Java and Spark installations (or class paths) kept beside a new one: the
 most recently written; older ones are removed, so the folder holds at most three."""
 
-
 _MAGIC = bytes.fromhex("a8ab0bf0")
 """The first bytes of a whole dynamic archive (HotSpot's ``0xf00baba8``, little-endian)."""
 
