@@ -23,13 +23,24 @@ MAGIC = bytes.fromhex("a8ab0bf0")
 
 @pytest.fixture
 def fake_java(tmp_path, monkeypatch):
-    """A Java home whose ``bin/java`` is a plain file, and no class path variable set."""
+    """A Java home whose ``bin/java`` records its arguments in ``java.args`` beside it and
+    exits with the status in ``java.status`` (0 when missing), and no class path variable
+    or Java options in the environment."""
     pytest.importorskip("pyspark")
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
-    java.write_bytes(b"#!/bin/sh\n")
+    here = java.parent
+    java.write_text(
+        f'#!/bin/sh\necho "$@" > {here}/java.args\n'
+        f"exit $(cat {here}/java.status 2>/dev/null || echo 0)\n"
+    )
+    java.chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
-    for name in (*class_archive._CLASS_PATH_VARIABLES, ARCHIVE_VARIABLE):
+    for name in (
+        *class_archive._CLASS_PATH_VARIABLES,
+        *class_archive._OPTION_VARIABLES,
+        ARCHIVE_VARIABLE,
+    ):
         monkeypatch.delenv(name, raising=False)
     return java
 
@@ -134,6 +145,21 @@ def test_a_users_own_class_sharing_is_left_alone(fake_java, tmp_path, options):
     assert archive_options("-Dx=1 -XX:+UseParallelGC", folder=tmp_path) != ""
 
 
+def test_no_archive_is_written_by_a_jvm_that_would_not_start(fake_java, tmp_path, monkeypatch):
+    """Java 17 refuses to start when asked to write an archive without its own base archive
+    mapped (a JDK without one, -Xshare:off): a probe with the session's and the environment's
+    Java options decides first."""
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dfrom.submit=1")
+    assert archive_options("-Dmine='a b'", folder=tmp_path).startswith("-XX:ArchiveClassesAtExit=")
+    probed = (fake_java.parent / "java.args").read_text().split()
+    assert probed[0].startswith("-XX:ArchiveClassesAtExit=") and probed[-1] == "-version"
+    assert "-Dmine=a" in probed and "-Dfrom.submit=1" in probed  # quoted as a shell would
+    (fake_java.parent / "java.status").write_text("1")
+    assert archive_options(folder=tmp_path) == ""
+    archive_path(tmp_path).write_bytes(MAGIC)  # mapping one needs no probe
+    assert archive_options(folder=tmp_path).startswith("-XX:SharedArchiveFile=")
+
+
 @pytest.mark.parametrize("value", ["0", "off", "False", " no "])
 def test_the_archive_can_be_turned_off(fake_java, tmp_path, monkeypatch, value):
     monkeypatch.setenv(ARCHIVE_VARIABLE, value)
@@ -164,6 +190,20 @@ def test_the_launch_gets_the_archive_before_the_users_java_options(
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:SharedArchiveFile=/opt/app.jsa")
     with _driver_java_options({}):
         assert "Archive" not in os.environ["SPARK_SUBMIT_OPTS"]
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS")
+    # The session's Java options from spark-defaults.conf when the builder has none.
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    archive_path().write_bytes(MAGIC)
+    (conf / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dx=1\n")
+    with _driver_java_options({}):
+        assert f"-XX:SharedArchiveFile={archive_path()}" in os.environ["SPARK_SUBMIT_OPTS"]
+    (conf / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Xshare:off\n")
+    with _driver_java_options({}):
+        assert "Archive" not in os.environ["SPARK_SUBMIT_OPTS"]
+    with _driver_java_options({"spark.driver.extraJavaOptions": "-Dx=1"}):  # the builder's win
+        assert "Archive" in os.environ["SPARK_SUBMIT_OPTS"]
 
 
 _SESSION_SCRIPT = """

@@ -24,7 +24,9 @@ class path): a new Java or Spark gets a new archive, never a stale one, and writ
 removes all but the two newest of other installations. Its log lines are off. Nothing is
 added when the Java options of the environment or of the session mention class sharing, or
 when ``NEARDUP_SPARK_CLASS_ARCHIVE=0``; none is written for a class path with a folder that
-holds files (Java refuses: Spark's configuration folder with a ``spark-defaults.conf``, say).
+holds files (Java refuses: Spark's configuration folder with a ``spark-defaults.conf``, say),
+nor by a JVM that a ``java -version`` probe with the same options shows would not start
+(Java 17 refuses to start one that should write an archive without its own base archive).
 Executors of a cluster are other JVMs on other machines and start as they did.
 
 Measured (docs/spark.md, Figures), whole commands on ``local[2]``: 100,000 English documents
@@ -37,7 +39,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 __all__ = ["ARCHIVE_VARIABLE", "archive_options", "archive_path", "whole_archive"]
@@ -148,20 +153,58 @@ def _writable_class_path() -> bool:
     return True
 
 
+_OPTION_VARIABLES = (
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "SPARK_SUBMIT_OPTS",
+    "PYSPARK_SUBMIT_ARGS",
+)
+"""The environment's variables that hold the driver JVM's options (or spark-submit's)."""
+
+
 def _disabled(java_options: str) -> bool:
     if os.environ.get(ARCHIVE_VARIABLE, "").strip().lower() in ("0", "off", "false", "no"):
         return True
-    return any(mark in java_options for mark in _SHARING_MARKS)
+    options = [java_options, *(os.environ.get(name, "") for name in _OPTION_VARIABLES)]
+    return any(mark in option for option in options for mark in _SHARING_MARKS)
+
+
+def _writer_starts(java: Path, java_options: str) -> bool:
+    """Whether a JVM given ``java_options`` (and the environment's) starts when asked to write
+    an archive at exit: Java 17 refuses to start at all when its own base archive is not
+    mapped (a JDK without one, ``-Xshare:off``). A probe of ``java -version``, about 0.3 s,
+    made only by a run that would write the archive."""
+    try:
+        options = shlex.split(java_options)
+    except ValueError:
+        options = []
+    options += shlex.split(os.environ.get("SPARK_SUBMIT_OPTS", ""))
+    with tempfile.TemporaryDirectory(prefix="neardup-cds-") as folder:
+        probe = [str(java), f"-XX:ArchiveClassesAtExit={folder}/probe.jsa", _QUIET, *options]
+        try:
+            done = subprocess.run(
+                [*probe, "-version"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
+    return done.returncode == 0
 
 
 def archive_options(java_options: str = "", folder: str | os.PathLike | None = None) -> str:
     """The Java options that give a driver JVM about to be launched the class archive of
     :func:`archive_path` (in ``folder``): map it when it is whole, else write it at the JVM's
-    exit. ``java_options``: the Java options already set for that JVM (the environment's and the
-    session's); any mention of class sharing there, or :data:`ARCHIVE_VARIABLE` set to 0,
-    means ``""``, as do a folder where nothing can be written (with no archive in it), a class
-    path that holds a folder with files in it (Java writes no archive for it) and a machine
-    without pyspark or Java. O(1): a few ``stat`` calls and folder listings.
+    exit. ``java_options``: the Java options the session sets for that JVM
+    (``spark.driver.extraJavaOptions``); any mention of class sharing there or in the
+    environment's (:data:`_OPTION_VARIABLES`), or :data:`ARCHIVE_VARIABLE` set to 0, means
+    ``""``, as do a folder where nothing can be written (with no archive in it), a class path
+    that holds a folder with files in it (Java writes no archive for it), a JVM that would not
+    start with the option (:func:`_writer_starts`) and a machine without pyspark or Java.
+    O(1): a few ``stat`` calls and folder listings, and a probe before a JVM writes.
 
     Example:
         >>> import tempfile
@@ -183,6 +226,8 @@ def archive_options(java_options: str = "", folder: str | os.PathLike | None = N
     except OSError:
         return ""
     if not os.access(path.parent, os.W_OK) or not _writable_class_path():
+        return ""
+    if not _writer_starts(_java(), java_options):
         return ""
     _prune(path)
     return f"-XX:ArchiveClassesAtExit={path} {_QUIET}"

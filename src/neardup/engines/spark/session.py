@@ -188,6 +188,12 @@ def _configured(key: str, flag: str, options: dict[str, str]) -> bool:
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if flag in submit_args or key in submit_args:
         return True
+    return _default(key) is not None
+
+
+def _default(key: str) -> str | None:
+    """The value of Spark setting ``key`` in ``spark-defaults.conf`` (in ``SPARK_CONF_DIR``,
+    else pyspark's Spark home): the rest of the line that starts with it, or None."""
     conf_dir = os.environ.get("SPARK_CONF_DIR")
     if conf_dir is None:
         from pyspark.find_spark_home import _find_spark_home
@@ -196,8 +202,12 @@ def _configured(key: str, flag: str, options: dict[str, str]) -> bool:
     try:
         lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
     except OSError:
-        return False
-    return any(line.split(maxsplit=1)[:1] == [key] for line in lines)
+        return None
+    for line in lines:
+        words = line.split(maxsplit=1)
+        if words[:1] == [key]:
+            return words[1].strip() if len(words) > 1 else ""
+    return None
 
 
 _JAVA_OPTION_VARIABLES = (
@@ -303,11 +313,10 @@ def _driver_java_options(launch_options: dict[str, str] | None) -> Iterator[None
     if not user_file and _LOG_CONFIG.is_file():
         ours.append(f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}")
     if launch_options is not None:
-        theirs = [launch_options.get(_DRIVER_JAVA_OPTIONS_KEY, "")]
-        theirs += [
-            os.environ.get(name, "") for name in (*_JAVA_OPTION_VARIABLES, "PYSPARK_SUBMIT_ARGS")
-        ]
-        ours.append(archive_options(" ".join(theirs)))
+        java_options = launch_options.get(_DRIVER_JAVA_OPTIONS_KEY)
+        if java_options is None:
+            java_options = _default(_DRIVER_JAVA_OPTIONS_KEY) or ""
+        ours.append(archive_options(java_options))
     ours = [option for option in ours if option]
     if ours:
         os.environ["SPARK_SUBMIT_OPTS"] = " ".join([*ours, saved] if saved else ours)
