@@ -114,7 +114,7 @@ def test_no_archive_is_written_for_a_class_path_folder_with_files(fake_java, tmp
     assert archive_options(folder=tmp_path) != ""
 
 
-def test_a_new_archive_leaves_the_two_newest_others(fake_java, tmp_path):
+def test_a_new_archive_leaves_the_two_others_written_or_used_last(fake_java, tmp_path):
     others = []
     for age in range(4):
         other = tmp_path / f"spark-classes-{age:016x}.jsa"
@@ -129,6 +129,17 @@ def test_a_new_archive_leaves_the_two_newest_others(fake_java, tmp_path):
     archive_path(tmp_path).write_bytes(MAGIC)
     archive_options(folder=tmp_path)  # maps it: nothing removed
     assert [other.exists() for other in others] == [True, True, False, False]
+    # The archive in use goes last: mapping it marks it used.
+    used = archive_path(tmp_path)
+    os.utime(used, (1, 1))
+    archive_options(folder=tmp_path)
+    newest = tmp_path / "spark-classes-ffffffffffffffff.jsa"
+    newest.write_bytes(MAGIC)
+    fake_java.write_text(fake_java.read_text() + "\n")  # another Java build: a new archive
+    assert archive_path(tmp_path) != used
+    archive_options(folder=tmp_path)
+    assert used.exists() and newest.exists()
+    assert not others[0].exists() and not others[1].exists()
 
 
 @pytest.mark.parametrize(

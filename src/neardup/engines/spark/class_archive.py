@@ -21,9 +21,9 @@ The archive lives beside numba's cache (``NUMBA_CACHE_DIR``, else the package's
 ``__pycache__``), 100–200 MB, named by a digest of what the JVM checks it against
 (pyspark's version and Spark home, the Java executable, the variables that make up the
 class path): a new Java or Spark gets a new archive, never a stale one, and writing one
-removes all but the two newest of other installations. Its log lines are off. Nothing is
-added when the Java options of the environment or of the session mention class sharing, or
-when ``NEARDUP_SPARK_CLASS_ARCHIVE=0``; none is written for a class path with a folder that
+removes all but the two of other installations written or used last. Its log lines are off.
+Nothing is added when the Java options of the environment or of the session mention class
+sharing, or when ``NEARDUP_SPARK_CLASS_ARCHIVE=0``; none is written for a class path with a folder that
 holds files (Java refuses: Spark's configuration folder with a ``spark-defaults.conf``, say),
 nor by a JVM that a ``java -version`` probe with the same options shows would not start
 (Java 17 refuses to start one that should write an archive without its own base archive).
@@ -65,7 +65,7 @@ must match."""
 
 KEPT_ARCHIVES = 2
 """Archives of other Java and Spark installations (or class paths) kept beside a new one: the
-most recently written; older ones are removed, so the folder holds at most three."""
+most recently written or used; older ones are removed, so the folder holds at most three."""
 
 _MAGIC = bytes.fromhex("a8ab0bf0")
 """The first bytes of a whole dynamic archive (HotSpot's ``0xf00baba8``, little-endian)."""
@@ -220,6 +220,8 @@ def archive_options(java_options: str = "", folder: str | os.PathLike | None = N
     if path is None:
         return ""
     if whole_archive(path):
+        with contextlib.suppress(OSError):  # marked as used, so pruning keeps it longest
+            os.utime(path)
         return f"-XX:SharedArchiveFile={path} {_QUIET}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +236,8 @@ def archive_options(java_options: str = "", folder: str | os.PathLike | None = N
 
 
 def _prune(path: Path) -> None:
-    """Remove all but the :data:`KEPT_ARCHIVES` newest archives other than ``path``."""
+    """Remove all but the :data:`KEPT_ARCHIVES` archives other than ``path`` that were
+    written or used last (a JVM given one marks it used: its modification time)."""
     others = []
     for other in path.parent.glob("spark-classes-*.jsa"):
         if other != path:
