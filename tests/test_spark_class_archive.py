@@ -165,6 +165,7 @@ def test_no_archive_is_written_by_a_jvm_that_would_not_start(fake_java, tmp_path
     probed = (fake_java.parent / "java.args").read_text().split()
     assert probed[0].startswith("-XX:ArchiveClassesAtExit=") and probed[-1] == "-version"
     assert "-Dmine=a" in probed and "-Dfrom.submit=1" in probed  # quoted as a shell would
+    assert archive_options("-Dmine='a b", folder=tmp_path) == ""  # unbalanced quotes
     (fake_java.parent / "java.status").write_text("1")
     assert archive_options(folder=tmp_path) == ""
     archive_path(tmp_path).write_bytes(MAGIC)  # mapping one needs no probe
