@@ -45,7 +45,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["ARCHIVE_VARIABLE", "archive_options", "archive_path", "whole_archive"]
+__all__ = [
+    "ARCHIVE_VARIABLE",
+    "JAVA_OPTION_VARIABLES",
+    "archive_options",
+    "archive_path",
+    "spark_conf_dir",
+    "whole_archive",
+]
 
 ARCHIVE_VARIABLE = "NEARDUP_SPARK_CLASS_ARCHIVE"
 """Set to ``0`` (or ``off``, ``false``, ``no``) to start the driver JVM without the archive."""
@@ -124,11 +131,22 @@ def whole_archive(path: str | os.PathLike) -> bool:
         return False
 
 
-def _class_path_folders(spark_home: str) -> list[str]:
+def spark_conf_dir() -> str:
+    """Spark's configuration folder for a JVM that pyspark launches: ``SPARK_CONF_DIR``, else
+    ``conf`` in pyspark's Spark home."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir is None:
+        from pyspark.find_spark_home import _find_spark_home
+
+        conf_dir = os.path.join(_find_spark_home(), "conf")
+    return conf_dir
+
+
+def _class_path_folders() -> list[str]:
     """The folders Spark's launcher puts on the driver's class path: its configuration folder
-    (``SPARK_CONF_DIR``, else ``conf`` in Spark's home), Hadoop's and YARN's, and the folders
-    named in ``SPARK_DIST_CLASSPATH`` and ``SPARK_CLASSPATH``."""
-    folders = [os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")]
+    (:func:`spark_conf_dir`), Hadoop's and YARN's, and the folders named in
+    ``SPARK_DIST_CLASSPATH`` and ``SPARK_CLASSPATH``."""
+    folders = [spark_conf_dir()]
     folders += [os.environ.get(name, "") for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")]
     for name in ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH"):
         folders += os.environ.get(name, "").split(os.pathsep)
@@ -139,9 +157,7 @@ def _writable_class_path() -> bool:
     """Whether Java can write an archive for the driver's class path: it refuses one with a
     folder that holds files (a ``spark-defaults.conf`` in Spark's configuration folder), and
     says so as the JVM exits."""
-    from pyspark.find_spark_home import _find_spark_home
-
-    for folder in _class_path_folders(_find_spark_home()):
+    for folder in _class_path_folders():
         try:
             with os.scandir(folder) as entries:
                 if any(True for _ in entries):
@@ -153,13 +169,15 @@ def _writable_class_path() -> bool:
     return True
 
 
-_OPTION_VARIABLES = (
+JAVA_OPTION_VARIABLES = (
     "JAVA_TOOL_OPTIONS",
     "_JAVA_OPTIONS",
     "JDK_JAVA_OPTIONS",
     "SPARK_SUBMIT_OPTS",
-    "PYSPARK_SUBMIT_ARGS",
 )
+"""The environment variables whose Java options every JVM (or spark-submit's) reads."""
+
+_OPTION_VARIABLES = (*JAVA_OPTION_VARIABLES, "PYSPARK_SUBMIT_ARGS")
 """The environment's variables that hold the driver JVM's options (or spark-submit's)."""
 
 

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from neardup.engines.base import EngineMemoryError
-from neardup.engines.spark.class_archive import archive_options
+from neardup.engines.spark.class_archive import JAVA_OPTION_VARIABLES as _JAVA_OPTION_VARIABLES
+from neardup.engines.spark.class_archive import archive_options, spark_conf_dir
 
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     from pyspark import Broadcast, StorageLevel
@@ -194,13 +195,8 @@ def _configured(key: str, flag: str, options: dict[str, str]) -> bool:
 def _default(key: str) -> str | None:
     """The value of Spark setting ``key`` in ``spark-defaults.conf`` (in ``SPARK_CONF_DIR``,
     else pyspark's Spark home): the rest of the line that starts with it, or None."""
-    conf_dir = os.environ.get("SPARK_CONF_DIR")
-    if conf_dir is None:
-        from pyspark.find_spark_home import _find_spark_home
-
-        conf_dir = os.path.join(_find_spark_home(), "conf")
     try:
-        lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
+        lines = (Path(spark_conf_dir()) / "spark-defaults.conf").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
@@ -208,15 +204,6 @@ def _default(key: str) -> str | None:
         if words[:1] == [key]:
             return words[1].strip() if len(words) > 1 else ""
     return None
-
-
-_JAVA_OPTION_VARIABLES = (
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "SPARK_SUBMIT_OPTS",
-)
-"""The environment variables whose Java options every JVM (or spark-submit's) reads."""
 
 
 def _collector_chosen() -> bool:
