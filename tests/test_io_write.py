@@ -10,6 +10,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
@@ -385,3 +386,44 @@ def test_encoded_chunk_is_each_row_encoded_on_its_own(spec):
     for fmt in ("tsv", "csv"):
         got = bytes(io_write._encode_chunk(names, arrays, fmt))
         assert got == _reference_lines(columns, fmt)
+
+
+_INTEGER_TYPES = [
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint16(),
+    pa.uint32(),
+    pa.uint64(),
+]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.sampled_from([*_INTEGER_TYPES, pa.bool_()]),
+    st.integers(0, 40),
+    st.integers(0, 9),
+    st.sampled_from(["", "null"]),
+    st.randoms(use_true_random=False),
+)
+def test_number_cells_are_arrows_casts_to_text(kind, n, skip, null_text, rnd):
+    # Arrow's own cast is the reference: the compiled cells must be its bytes, for every
+    # integer width (its extremes included), booleans, nulls or none, and an array sliced
+    # from a larger one.
+    if pa.types.is_boolean(kind):
+        draw = lambda: rnd.random() < 0.5  # noqa: E731
+    else:
+        info = np.iinfo(kind.to_pandas_dtype())
+        picks = [int(info.min), int(info.max), 0, -1 if info.min < 0 else 1, 9, 10]
+        draw = lambda: (  # noqa: E731
+            rnd.choice(picks) if rnd.random() < 0.3 else rnd.randint(int(info.min), int(info.max))
+        )
+    nulls = rnd.choice([0.0, 0.3])
+    values = [None if rnd.random() < nulls else draw() for _ in range(n + skip)]
+    arr = pa.array(values, kind).slice(skip)
+    got = io_write._number_cells(arr, null_text)
+    want = pc.fill_null(arr.cast(pa.large_string()), null_text)
+    assert got.type == pa.large_string()
+    assert got.to_pylist() == want.to_pylist()
