@@ -17,8 +17,14 @@ def run_python(code: str, *arguments: str) -> list[str]:
 
 
 def test_dedup_loads_neither_pandas_nor_scipy_linalg(tmp_path):
+    # Two near-duplicates: GROUPS and PAIRS then hold integer and boolean cells, whose
+    # encoding must not go through Arrow's to_numpy of booleans (it imports pandas).
     docs = tmp_path / "docs.jsonl"
-    docs.write_text('{"id": "a", "text": "the cat sat on the mat"}\n', encoding="utf-8")
+    text = "the cat sat on the mat " * 5
+    docs.write_text(
+        f'{{"id": "a", "text": "{text}"}}\n{{"id": "b", "text": "{text}too"}}\n',
+        encoding="utf-8",
+    )
     code = (
         "import sys\n"
         "from neardup.cli import main, startup\n"
@@ -26,9 +32,14 @@ def test_dedup_loads_neither_pandas_nor_scipy_linalg(tmp_path):
         "main(sys.argv[1:], standalone_mode=False)\n"
         "print([m for m in ('pandas', 'scipy.linalg', 'numba', 'pyarrow') if m in sys.modules])\n"
     )
-    lines = run_python(code, "dedup", str(docs), "-o", str(tmp_path / "groups.tsv"), "--quiet")
+    pairs = tmp_path / "pairs.tsv"
+    lines = run_python(
+        code, "dedup", str(docs), "-o", str(tmp_path / "groups.tsv"), "--pairs-out", str(pairs),
+        "--quiet",
+    )  # fmt: skip
     assert lines[-1] == "['numba', 'pyarrow']"
-    assert (tmp_path / "groups.tsv").read_text().count("\n") == 2  # header and the document
+    assert (tmp_path / "groups.tsv").read_text().count("\n") == 3  # header and the documents
+    assert pairs.read_text().splitlines()[1].split("\t")[:2] == ["a", "b"]
 
 
 def test_pyarrow_converts_pandas_objects_once_pandas_is_imported():
