@@ -3,8 +3,6 @@
 import doctest
 import gzip
 import json
-import os
-import sys
 
 import pytest
 import zstandard
@@ -179,41 +177,3 @@ def test_a_zstd_input_cut_short_is_unreadable_input_not_fewer_documents(tmp_path
     path.write_bytes(whole[: len(whole) - 7])
     with pytest.raises(InputError, match=r"docs.jsonl.zst, line \d+: unreadable input.*cut short"):
         read_documents([path]).read_all()
-
-
-def test_atomic_write_starts_writing_back_each_stretch_of_bytes(tmp_path, monkeypatch):
-    # Each request covers the bytes written since the last one, from the start of the file,
-    # once a stretch's worth has been written and flushed: the closing fsync then waits only
-    # for the tail.
-    calls = []
-    monkeypatch.setattr(io_files, "WRITE_BACK_BYTES", 1000)
-    monkeypatch.setattr(
-        io_files,
-        "start_write_back",
-        lambda fd, offset, size: calls.append((offset, size, os.fstat(fd).st_size)),
-    )
-    pieces = [bytes([65 + i % 26]) * (150 + 37 * i) for i in range(40)]
-    target = tmp_path / "out.bin"
-    with io_files.atomic_write(target) as fh:
-        for piece in pieces:
-            fh.write(piece)
-    assert target.read_bytes() == b"".join(pieces)
-    assert calls, "no write-back was requested"
-    ends = [offset + size for offset, size, _ in calls]
-    assert [offset for offset, _, _ in calls] == [0, *ends[:-1]]
-    assert all(size >= 1000 for _, size, _ in calls)
-    assert all(on_disk >= end for (_, _, on_disk), end in zip(calls, ends))
-    assert sum(map(len, pieces)) - ends[-1] < 1000 + max(map(len, pieces))
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
-def test_start_write_back_reaches_the_system(tmp_path):
-    path = tmp_path / "f.bin"
-    path.write_bytes(b"x" * 10_000)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        assert io_files._SYNC_RANGE is not None
-        assert io_files._SYNC_RANGE(fd, 0, 10_000, io_files._SYNC_FILE_RANGE_WRITE) == 0
-        io_files.start_write_back(fd, 0, 10_000)
-    finally:
-        os.close(fd)

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import glob
 import gzip
@@ -41,7 +40,7 @@ import secrets
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from typing import IO
 import zstandard
 
 from neardup import signals
+from neardup.io.write_back import WritingBack
 
 #: Input formats of :func:`~neardup.io.read_documents` (``txt`` means a directory of ``*.txt``
 #: files).
@@ -520,55 +520,6 @@ def _left_by_dead_process(name: str) -> bool:
     return match is not None and process_gone(int(match[1]))
 
 
-#: Bytes written to an output between two requests that the system start writing them to
-#: disk (:func:`start_write_back`).
-WRITE_BACK_BYTES = 64 << 20
-_SYNC_FILE_RANGE_WRITE = 2  # Linux's SYNC_FILE_RANGE_WRITE
-
-
-def _sync_file_range() -> Callable[..., int] | None:
-    try:
-        function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None  # not Linux: the final fsync writes everything
-    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    return function
-
-
-_SYNC_RANGE = _sync_file_range()
-
-
-def start_write_back(fd: int, offset: int, size: int) -> None:
-    """Ask the system to start writing the bytes ``offset..offset+size-1`` of the file ``fd``
-    to disk, without waiting for them (Linux ``sync_file_range(SYNC_FILE_RANGE_WRITE)``;
-    nothing elsewhere). The output's closing fsync then waits only for its last bytes: a
-    400 MB GROUPS file was otherwise written to disk all at once at the end of the run, the
-    run's processors idle meanwhile. O(1)."""
-    if _SYNC_RANGE is not None:
-        _SYNC_RANGE(fd, offset, size, _SYNC_FILE_RANGE_WRITE)  # advisory: errors do not matter
-
-
-class _WritingBack(io.BufferedWriter):
-    """A buffered output that starts writing its bytes to disk every :data:`WRITE_BACK_BYTES`
-    (:func:`start_write_back`) while the run goes on."""
-
-    def __init__(self, raw: io.FileIO, buffer_size: int) -> None:
-        super().__init__(raw, buffer_size)
-        self._written_back = 0
-        self._pending = 0
-
-    def write(self, data) -> int:
-        size = super().write(data)
-        self._pending += size
-        if self._pending >= WRITE_BACK_BYTES:
-            self.flush()
-            end = self.tell()
-            start_write_back(self.fileno(), self._written_back, end - self._written_back)
-            self._written_back = end
-            self._pending = 0
-        return size
-
-
 @contextmanager
 def atomic_write(
     target: str | os.PathLike, *, join_output_set: bool = False
@@ -597,7 +548,7 @@ def atomic_write(
     target = os.fspath(target)
     directory = os.path.dirname(os.path.abspath(target))
     tmp, fd = _unique_temp(directory, f".{os.path.basename(target)}", ".tmp")
-    f = _WritingBack(io.FileIO(fd, "wb"), _BUFFER_BYTES)
+    f = WritingBack(io.FileIO(fd, "wb"), _BUFFER_BYTES)
     try:
         yield f
         f.flush()
