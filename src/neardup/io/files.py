@@ -548,7 +548,7 @@ def atomic_write(
     target = os.fspath(target)
     directory = os.path.dirname(os.path.abspath(target))
     tmp, fd = _unique_temp(directory, f".{os.path.basename(target)}", ".tmp")
-    f = WritingBack(io.FileIO(fd, "wb"), _BUFFER_BYTES)
+    f = WritingBack(os.fdopen(fd, "wb", buffering=0), _BUFFER_BYTES)
     try:
         yield f
         f.flush()
