@@ -427,3 +427,26 @@ def test_number_cells_are_arrows_casts_to_text(kind, n, skip, null_text, rnd):
     want = pc.fill_null(arr.cast(pa.large_string()), null_text)
     assert got.type == pa.large_string()
     assert got.to_pylist() == want.to_pylist()
+
+
+def test_encoded_chunk_takes_columns_over_read_only_buffers(tmp_path):
+    # IDs read through a map of an Arrow file sit in read-only buffers, the integer and
+    # boolean cells in writable ones: the rows' lines are laid out from both.
+    ids = ["a", "b\tc", "", "ünï"]
+    path = tmp_path / "ids.arrow"
+    with (
+        pa.OSFile(str(path), "wb") as sink,
+        pa.ipc.new_file(sink, pa.schema([("id", pa.large_string())])) as writer,
+    ):
+        writer.write_table(pa.table({"id": pa.array(ids, pa.large_string())}))
+    with pa.memory_map(str(path)) as source:
+        mapped = pa.ipc.open_file(source).read_all().column("id").chunk(0)
+    assert not mapped.buffers()[2].is_mutable
+    frozen = pa.LargeStringArray.from_buffers(
+        4, pa.py_buffer(np.array([0, 1, 1, 2, 3], np.int64).tobytes()), pa.py_buffer(b"xyz")
+    )
+    columns = [ids, [1, -2, None, 40], [True, None, False, True], ["x", "", "y", "z"]]
+    arrays = [mapped, pa.array(columns[1]), pa.array(columns[2]), frozen]
+    for fmt in ("tsv", "csv"):
+        got = bytes(io_write._encode_chunk(["a", "b", "c", "d"], arrays, fmt))
+        assert got == _reference_lines(columns, fmt)

@@ -326,16 +326,27 @@ def _joined_lines(cells: list[pa.Array], sep: bytes) -> np.ndarray:
     Arrow joins made a string a row twice, and a pass a column wrote each row's line in five
     places. O(bytes)."""
     offsets = tuple(
-        np.frombuffer(c.buffers()[1], np.int64)[c.offset : c.offset + len(c) + 1] for c in cells
+        _read_only(np.frombuffer(c.buffers()[1], np.int64)[c.offset : c.offset + len(c) + 1])
+        for c in cells
     )
     data = tuple(
-        np.frombuffer(c.buffers()[2], np.uint8) if c.buffers()[2] else _NO_BYTES for c in cells
+        _read_only(np.frombuffer(c.buffers()[2], np.uint8)) if c.buffers()[2] else _NO_BYTES
+        for c in cells
     )
     size = sum(int(o[-1] - o[0]) for o in offsets) + len(cells) * len(cells[0])
     return _laid_out_rows(offsets, data, sep[0], size)
 
 
-_NO_BYTES = np.zeros(0, np.uint8)
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """A read-only view of ``values``. The compiled loop takes the columns as a tuple of
+    arrays of one type, and Arrow's buffers are writable or not (a mapped file's are not):
+    each a different type to numba."""
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
+_NO_BYTES = _read_only(np.zeros(0, np.uint8))
 
 
 @njit(cache=True, nogil=True)
