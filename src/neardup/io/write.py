@@ -216,6 +216,18 @@ def _bits(bitmap: pa.Buffer, offset: int, n: int) -> np.ndarray:
 
 
 @njit(inline="always")
+def _null_at(valid, i):
+    """Whether row ``i`` is null by ``valid`` (bool; empty: no row is)."""
+    return valid.shape[0] > 0 and not valid[i]
+
+
+@njit(inline="always")
+def _magnitude(v):
+    """|v| as uint64: the magnitude of the most negative int64 does not fit an int64."""
+    return np.uint64(0) - np.uint64(v) if v < 0 else np.uint64(v)
+
+
+@njit(inline="always")
 def _digits(magnitude):
     """The decimal digits of ``magnitude`` (uint64 ≥ 0): 1 to 20."""
     count = 1
@@ -233,20 +245,18 @@ def _decimal_cells(values, valid, null):
     offsets = np.empty(n + 1, np.int64)
     offsets[0] = 0
     for i in range(n):
-        if valid.shape[0] and not valid[i]:
+        if _null_at(valid, i):
             size = null.shape[0]
         else:
-            v = values[i]
-            size = _digits(np.uint64(0) - np.uint64(v) if v < 0 else np.uint64(v)) + (v < 0)
+            size = _digits(_magnitude(values[i])) + (values[i] < 0)
         offsets[i + 1] = offsets[i] + size
     data = np.empty(offsets[n], np.uint8)
     for i in range(n):
-        if valid.shape[0] and not valid[i]:
+        if _null_at(valid, i):
             data[offsets[i] : offsets[i + 1]] = null
             continue
         v = values[i]
-        # The magnitude of the most negative int64 does not fit an int64: take it as uint64.
-        m = np.uint64(0) - np.uint64(v) if v < 0 else np.uint64(v)
+        m = _magnitude(v)
         p = offsets[i + 1]
         while True:
             p -= 1
@@ -271,14 +281,14 @@ def _bool_cells(bits, valid, null):
     offsets = np.empty(n + 1, np.int64)
     offsets[0] = 0
     for i in range(n):
-        if valid.shape[0] and not valid[i]:
+        if _null_at(valid, i):
             offsets[i + 1] = offsets[i] + null.shape[0]
         else:
-            offsets[i + 1] = offsets[i] + (4 if bits[i] else 5)
+            offsets[i + 1] = offsets[i] + (_TRUE.shape[0] if bits[i] else _FALSE.shape[0])
     data = np.empty(offsets[n], np.uint8)
     for i in range(n):
         p = offsets[i]
-        if valid.shape[0] and not valid[i]:
+        if _null_at(valid, i):
             data[p : offsets[i + 1]] = null
             continue
         word = _TRUE if bits[i] else _FALSE
@@ -325,14 +335,12 @@ def _joined_lines(cells: list[pa.Array], sep: bytes) -> np.ndarray:
     after row by a compiled loop (without the GIL, so the encoding threads overlap), where two
     Arrow joins made a string a row twice, and a pass a column wrote each row's line in five
     places. O(bytes)."""
+    buffers = [c.buffers() for c in cells]
     offsets = tuple(
-        _read_only(np.frombuffer(c.buffers()[1], np.int64)[c.offset : c.offset + len(c) + 1])
-        for c in cells
+        _read_only(np.frombuffer(b[1], np.int64)[c.offset : c.offset + len(c) + 1])
+        for c, b in zip(cells, buffers)
     )
-    data = tuple(
-        _read_only(np.frombuffer(c.buffers()[2], np.uint8)) if c.buffers()[2] else _NO_BYTES
-        for c in cells
-    )
+    data = tuple(_read_only(np.frombuffer(b[2], np.uint8)) if b[2] else _NO_BYTES for b in buffers)
     size = sum(int(o[-1] - o[0]) for o in offsets) + len(cells) * len(cells[0])
     return _laid_out_rows(offsets, data, sep[0], size)
 
