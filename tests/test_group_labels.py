@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 import neardup.candidates.radix as radix
 from neardup.exact_duplicates import Duplicates
-from neardup.group_labels import group_sizes, min_rank_members, own_labels, with_duplicates
+from neardup.group_labels import (
+    group_sizes,
+    min_rank_members,
+    not_own_labels,
+    own_labels,
+    with_duplicates,
+)
 from neardup.groups import connected_components, originals_of
 
 HALVES = pytest.mark.parametrize("halves", ["one thread", "two halves"])
@@ -91,6 +97,25 @@ def test_group_sizes_count_the_documents_sharing_an_original(halves, picks):
 
 
 @HALVES
+@settings(max_examples=150, deadline=None)
+@given(graphs, st.sampled_from([np.int32, np.int64]))
+def test_group_sizes_over_own_originals_are_written_over_the_counts(halves, graph, dtype):
+    """Originals that are their own (those of a grouping): the sizes of the general path, from
+    one array, whatever the halves."""
+    n, pairs = graph
+    a = np.array([p for p, _ in pairs], dtype=np.int64)
+    b = np.array([q for _, q in pairs], dtype=np.int64)
+    originals = originals_of(connected_components(n, a, b), None).astype(dtype)
+    counts = defaultdict(int)
+    for o in originals.tolist():
+        counts[o] += 1
+    with cut_in(halves):
+        sizes = group_sizes(originals, own_labels(originals))
+    assert sizes.dtype == group_sizes(originals).dtype
+    assert sizes.tolist() == [counts[o] for o in originals.tolist()]
+
+
+@HALVES
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 2**31), st.integers(0, 30))
 def test_exact_duplicates_join_their_representatives_components(halves, n, seed, m):
@@ -121,6 +146,17 @@ def test_own_labels_are_the_documents_labelled_by_themselves(halves, picks):
         labels = np.array(picks, dtype=np.int32)
         want = [label == i for i, label in enumerate(picks)]
         assert own_labels(labels).tolist() == want
+
+
+@HALVES
+@settings(deadline=None)
+@given(st.lists(st.integers(0, 20), max_size=40), st.sampled_from([np.int32, np.int64]))
+def test_not_own_labels_are_the_documents_not_labelled_by_themselves(halves, picks, dtype):
+    with cut_in(halves):
+        labels = np.array(picks, dtype=dtype)
+        found = not_own_labels(labels, own_labels(labels))
+        assert found.dtype == dtype
+        assert found.tolist() == [i for i, label in enumerate(picks) if label != i]
 
 
 @HALVES

@@ -12,7 +12,7 @@ from numba import njit
 
 import neardup.candidates.radix as radix
 import neardup.rank_directory as rank_directory
-from neardup.rank_directory import directory_of, holds, listed_rows, rank_of
+from neardup.rank_directory import directory_of, holds, listed_rows, rank_of, ranks_of
 
 
 @njit(cache=True)
@@ -38,6 +38,10 @@ def test_membership_and_ranks_are_those_of_a_sorted_list(halves, n, data):
             patch.setattr(radix.os, "cpu_count", lambda: 2)
         words, before = directory_of(marks)
         listed = listed_rows(marks, before)
+        # Every set row's rank, in a query order of their own (repeats too), on two cores.
+        queries = np.array(data.draw(st.lists(st.sampled_from(rows))) if rows else [], np.int64)
+        ranked = ranks_of(queries, words, before, np.int32)
+    assert ranked.dtype == np.int32 and ranked.tolist() == [rows.index(r) for r in queries]
     assert words.shape[0] == -(-n // 64) and before.tolist()[-1] == len(rows)
     assert listed.tolist() == rows
     ranks, held = _lookups(np.arange(n), words, before)

@@ -43,6 +43,7 @@ from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, s
 from neardup.candidates.tables import IdenticalBuckets
 from neardup.group_labels import group_sizes, min_rank_members
 from neardup.memory import index_dtype
+from neardup.rank_directory import directory_of, ranks_of
 
 GROUPINGS = ("components", "center")
 
@@ -707,17 +708,17 @@ def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _check_indices("b", b, n)
     if a.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    # Over the vertices named only: marks, not a sort.
+    # Over the vertices named only: marks, then their ranks by a directory of a quarter of a
+    # byte a vertex (a cumulative count of the marks took 4 bytes a vertex: 0.4 GB at 100M).
     mark = np.zeros(n, dtype=bool)
     mark[a] = True
     mark[b] = True
-    index = index_dtype(n)
-    rank = np.cumsum(mark, dtype=index)
-    rank -= 1
-    named = int(rank[-1]) + 1
+    words, before = directory_of(mark)
     del mark
-    la, lb = rank[a], rank[b]
-    del rank
+    named = int(before[-1])
+    index = index_dtype(named)
+    la, lb = ranks_of(a, words, before, index), ranks_of(b, words, before, index)
+    del words, before
     place = np.empty(named, dtype=index)
     place[locality_order(named, la, lb)] = np.arange(named, dtype=index)
     pa, pb = place[la], place[lb]

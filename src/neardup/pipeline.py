@@ -57,7 +57,7 @@ from neardup.exact_duplicates import (
     content_representatives,
     representatives_and_members,
 )
-from neardup.group_labels import group_sizes, own_labels, with_duplicates
+from neardup.group_labels import group_sizes, not_own_labels, own_labels, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
     accepted_links,
@@ -672,27 +672,23 @@ def find_groups(
                 "verification needs shingle sets: pass the texts, a set source, "
                 "or signatures computed with keep_sets=True"
             )
-        # Every comparison happens inside a candidate component: only its members need sets,
-        # and exact duplicates (same normalised text) have their representative's set.
-        linked = with_duplicates(
-            connected_components(n, cand_a, cand_b), duplicates, overwrite_labels=True
+        # Every comparison happens inside a group of two or more: only its representatives
+        # need sets (exact duplicates, the same normalised text, have their representative's):
+        # the candidates' ends, the representatives of exact duplicates, and the ends of the
+        # repair round's pairs. Marked, not found from the groups' labels and their sizes
+        # (which held 12 bytes a document at once: 1.2 GB at 100M).
+        compared = index_union(
+            n, cand_a, cand_b, duplicates.reps, *(rest or ()), without=duplicates.members
         )
-        in_group = np.flatnonzero(group_sizes(linked) > 1)  # counts in 4 bytes, not bincount's 8
-        compared = in_group[duplicates.representatives(in_group) == in_group]
-        del in_group
-        if rest is not None:  # the repair round compares the ends of its pairs
-            compared = index_union(n, compared, *rest)
         many = cand_a.shape[0] > candidate_slice
-        # Only the pairs' components are read again (below): not a label per document beside
-        # the verification data.
-        pair_component = linked[cand_a] if many else None
-        del linked
         if set_source is None:
             rep_verified = functools.partial(
                 settings.verification.similarity, *sets_for(texts, compared, settings)
             )
         else:
             rep_verified = set_source(compared)
+        stats["documents_verified"] = int(compared.shape[0])
+        del compared  # not beside the pairs' order (8 bytes a compared document)
         if many:
             # Pairs that share documents side by side: a slice of them then needs the data of
             # few documents (an out-of-core run reads them back for each slice). Data read back
@@ -702,8 +698,11 @@ def find_groups(
             if getattr(rep_verified, "reads_spill", False):
                 order = locality_pair_order(n, cand_a, cand_b)
             else:
-                order = stable_argsort(pair_component)
-            del pair_component
+                linked = with_duplicates(
+                    connected_components(n, cand_a, cand_b), duplicates, overwrite_labels=True
+                )
+                order = stable_argsort(linked[cand_a])
+                del linked
             cand_a = cand_a[order]
             cand_b = cand_b[order]
             del order
@@ -711,8 +710,6 @@ def find_groups(
         verified = _MemoVerified(rep_verified, duplicates, settings.verify, candidate_slice)
         del rep_verified  # held by ``verified`` alone, and let go with it
 
-        stats["documents_verified"] = int(compared.shape[0])
-        del compared
         lap("shingle_sets", "verify")
 
     relation = Relation(sig, settings, verified)
@@ -758,7 +755,7 @@ def find_groups(
     lap("groups", "pairs")
 
     if settings.pairs == "original":
-        pair_b = np.flatnonzero(~is_original).astype(original.dtype)
+        pair_b = not_own_labels(original, is_original)
         pair_a, pair_value = original[pair_b], None
     else:
         pair_a, pair_b, pair_value = all_pairs(
@@ -780,7 +777,7 @@ def find_groups(
     # The group sizes once the verification's data and remembered values are gone: 4 bytes a
     # document that the pairs' stage does not read.
     del relation, verified, hamming
-    group_size = group_sizes(original)
+    group_size = group_sizes(original, is_original)
     stats["seconds"]["groups"] += time.perf_counter() - clock
     groups = int(is_original.sum())
     stats.update(

@@ -26,7 +26,7 @@ from numba import njit
 from neardup.candidates.radix import in_halves
 from neardup.candidates.tables import popcount64
 
-__all__ = ["directory_of", "holds", "listed_rows", "rank_of"]
+__all__ = ["directory_of", "holds", "listed_rows", "rank_of", "ranks_of"]
 
 
 def directory_of(marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -60,6 +60,26 @@ def listed_rows(marks: np.ndarray, before: np.ndarray) -> np.ndarray:
     out = np.empty(int(before[-1]), dtype=np.int64)
     in_halves(_listed, before.shape[0] - 1, marks, before, out, size=marks.shape[0])
     return out
+
+
+def ranks_of(rows: np.ndarray, words: np.ndarray, before: np.ndarray, dtype) -> np.ndarray:
+    """The rank of each of ``rows`` (set rows of the directory ``(words, before)``, any integer
+    dtype), as ``dtype``. O(rows), on two cores.
+
+    Example:
+        >>> words, before = directory_of(np.array([0, 1, 0, 1], dtype=bool))
+        >>> ranks_of(np.array([3, 1]), words, before, np.int32).tolist()
+        [1, 0]
+    """
+    out = np.empty(rows.shape[0], dtype=dtype)
+    in_halves(_ranks, rows.shape[0], rows, words, before, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _ranks(half, lo, hi, rows, words, before, out):
+    for p in range(lo, hi):
+        out[p] = rank_of(np.uint64(rows[p]), words, before)
 
 
 @njit(cache=True, nogil=True)

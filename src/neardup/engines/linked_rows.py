@@ -35,7 +35,7 @@ from numba import njit
 from neardup.candidates.radix import in_halves
 from neardup.engines.spill import MemoryBudget
 from neardup.memory import index_dtype
-from neardup.rank_directory import directory_of, listed_rows, rank_of
+from neardup.rank_directory import directory_of, listed_rows, rank_of, ranks_of
 
 __all__ = ["LinkedRows"]
 
@@ -93,9 +93,7 @@ class LinkedRows:
         two cores."""
         if self._words is None:
             raise ValueError("the linked rows' directory was released")
-        out = np.empty(rows.shape[0], dtype=index_dtype(int(self._before[-1])))
-        in_halves(_places, rows.shape[0], rows, self._words, self._before, out)
-        return out
+        return ranks_of(rows, self._words, self._before, index_dtype(int(self._before[-1])))
 
     def compact(self, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The compact indices (int64) of both ends of the uint64 packed pairs ``packed``,
@@ -123,12 +121,6 @@ def _mark_ends(half, lo, hi, packed, marks):
     for p in range(lo, hi):
         marks[packed[p] >> np.uint64(32)] = True
         marks[packed[p] & _LOW] = True
-
-
-@njit(cache=True, nogil=True)
-def _places(half, lo, hi, rows, words, before, out):
-    for p in range(lo, hi):
-        out[p] = rank_of(np.uint64(rows[p]), words, before)
 
 
 @njit(cache=True, nogil=True)
