@@ -203,9 +203,9 @@ def test_spilling_gives_the_same_bytes_as_memory(corpus, tmp_path, options, monk
     set_blocks = []
     build_sets = OutOfCoreDedup._sets
 
-    def record_block(self, docs, spill=False):
+    def record_block(self, docs, spill=False, lengths=None):
         set_blocks.append(docs.shape[0])
-        return build_sets(self, docs, spill)
+        return build_sets(self, docs, spill, lengths)
 
     monkeypatch.setattr(OutOfCoreDedup, "_sets", record_block)
     roomy = dedup(corpus, tmp_path, "roomy", *options, "--workers", "1")
@@ -937,11 +937,13 @@ def test_spilled_rows_give_back_every_row_exactly(tmp_path):
             offsets = np.concatenate([[0], np.cumsum([r.shape[0] for r in part])])
             store.put(int(lo), int(place[lo]), offsets, np.concatenate([rows[0][:0], *part]))
         store.finish()
-        # 4 bytes a value where the values share a high word other than all ones, else 8.
+        # Where the values share a high word other than all ones, that word and 4 bytes a
+        # value, else 8 bytes a value; nothing for an empty row.
         highs = [set((r >> np.uint64(32)).tolist()) for r in rows]
         assert store.disk_bytes == sum(
-            (4 if len(h) == 1 and h != {0xFFFFFFFF} else 8) * r.shape[0]
+            (4 + 4 * r.shape[0] if len(h) == 1 and h != {0xFFFFFFFF} else 8 * r.shape[0])
             for h, r in zip(highs, rows)
+            if r.shape[0]
         )
         assert store.disk_bytes < 8 * int(place[-1])
         for trial in range(30):
@@ -959,6 +961,23 @@ def test_spilled_rows_give_back_every_row_exactly(tmp_path):
             expected = [rows[i] for i in wanted]
             assert offsets.tolist() == [0, *np.cumsum([len(e) for e in expected]).tolist()]
             np.testing.assert_array_equal(values, np.concatenate([rows[0][:0], *expected]))
+
+
+def test_spilled_rows_hold_the_lengths_they_are_given(tmp_path):
+    """Rows whose lengths the caller holds (the LCS units counted in pass 1) are read back
+    through that very array, filled by the puts; lengths of another type or size are refused."""
+    rows = [np.arange(3, dtype=np.uint64), np.zeros(0, np.uint64), np.array([2**40], np.uint64)]
+    lengths = np.array([3, 0, 1], dtype=np.int32)
+    with WorkDir(tmp_path, "k", "x") as work:
+        store = SpilledRows(work, "v", 3, lengths)
+        store.put(0, 0, np.array([0, 3, 3, 4]), np.concatenate(rows))
+        store.finish()
+        assert store._lengths is lengths and lengths.tolist() == [3, 0, 1]
+        offsets, values = store.take(np.array([0, 2]))
+        assert offsets.tolist() == [0, 3, 4] and values.tolist() == [0, 1, 2, 2**40]
+        for wrong in (np.zeros(3, np.int64), np.zeros(2, np.int32)):
+            with pytest.raises(ValueError, match="lengths must be int32, one a row"):
+                SpilledRows(work, "w", 3, wrong)
 
 
 def test_spilled_rows_of_a_truncated_file_are_an_error(tmp_path):

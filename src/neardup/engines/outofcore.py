@@ -463,14 +463,15 @@ class OutOfCoreDedup:
             raise ValueError(INPUTS_CHANGED)
 
     def _sets(
-        self, docs: np.ndarray, spill: bool = False
+        self, docs: np.ndarray, spill: bool = False, lengths: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray | SpilledRows]:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
         the real size are never touched), or with ``spill`` into
         :class:`~neardup.engines.spill.SpilledRows` in the work folder (row i: ``docs[i]``),
-        returned in place of the values."""
+        returned in place of the values; ``lengths``, the caller's int32 counts of the LCS
+        units of ``docs``, then serve as the rows' lengths (not held twice)."""
         started = time.perf_counter()
         units = take_mapped(self.collected.signatures.sizes, docs)
         offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
@@ -481,7 +482,7 @@ class OutOfCoreDedup:
             np.cumsum(units, dtype=np.int64, out=offsets[1:])
         total, units = int(units.sum(dtype=np.int64)), None  # not held while texts are read
         if spill:
-            target = SpilledRows(self.work, "verification", docs.shape[0])
+            target = SpilledRows(self.work, "verification", docs.shape[0], lengths)
             write = target.put
         else:
             target = np.empty(total, dtype=np.uint64)
@@ -575,7 +576,9 @@ class OutOfCoreDedup:
         # More than the budget: the data of every compared document are built once and
         # spilled to the work folder; pairs are measured in chunks whose documents' data fit
         # the budget, each chunk reading its documents' data back from the spill.
-        sink = self._sets(docs, spill=True)[1]
+        # The LCS units were counted exactly in pass 1: the rows' lengths are ``units``.
+        exact = self.settings.verify_measure == "lcs"
+        sink = self._sets(docs, spill=True, lengths=units if exact else None)[1]
 
         def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)

@@ -627,12 +627,16 @@ class SpilledRows:
     many times, a few rows at a time (:meth:`take`).
 
     A row whose values share their high 32 bits (the LCS units of a text counted in
-    characters: each is a code point and a tag) is stored as their low 32 bits, 4 bytes a
-    value; other rows (word or shingle hashes) 8 bytes a value. The rows of one :meth:`put`
-    are packed from the place the unpacked CSR would give them (byte ``8 * at``), so that
-    several threads write their batches at once, at places known before the data are made;
-    the rest of that place stays a hole of the sparse file. Text counted in characters then
-    takes half the disk, the page cache and the reads. Memory: 16 bytes a row.
+    characters: each is a code point and a tag) is stored as that shared word and then their
+    low 32 bits, 4 bytes a value; other rows (word or shingle hashes) 8 bytes a value, marked
+    by the lowest bit of the row's place in the file (places are multiples of 4). The rows of
+    one :meth:`put` are packed from the place the unpacked CSR would give them (byte
+    ``8 * at``), so that several threads write their batches at once, at places known before
+    the data are made; the rest of that place stays a hole of the sparse file. Text counted in
+    characters then takes half the disk, the page cache and the reads. Memory: 12 bytes a row
+    (the place, 8, and the length, 4), or 8 when the caller holds the rows' lengths already
+    and gives them (``lengths``, int32, filled by :meth:`put`: the LCS units counted in pass
+    1).
 
     Example:
         >>> import tempfile
@@ -642,16 +646,22 @@ class SpilledRows:
         ...     rows.put(0, 0, np.array([0, 2]), np.array([5, 6], dtype=np.uint64))
         ...     offsets, values = rows.take(np.array([0, 2]))
         ...     offsets.tolist(), values.tolist(), rows.disk_bytes
-        ([0, 2, 4], [5, 6, 1099511627776, 9], 28)
+        ([0, 2, 4], [5, 6, 1099511627776, 9], 36)
     """
 
-    def __init__(self, work: WorkDir, name: str, rows: int):
+    def __init__(self, work: WorkDir, name: str, rows: int, lengths: np.ndarray | None = None):
+        if lengths is not None and (lengths.dtype != np.int32 or lengths.shape != (rows,)):
+            raise ValueError(
+                f"lengths must be int32, one a row ({rows}); got {lengths.dtype} of shape "
+                f"{lengths.shape}"
+            )
         self.path = work.file(name + ".bin")
         with writing(self.path):
             self._file = open(self.path, "wb", buffering=0)
-        self._start = np.zeros(rows, dtype=np.int64)  # a row's first byte in the file
-        self._lengths = np.zeros(rows, dtype=np.int32)  # its values (as pass 1's sizes)
-        self._high = np.zeros(rows, dtype=np.uint32)  # its values' high word, or _WIDE
+        # A row's first byte in the file, plus 1 when it is stored 8 bytes a value.
+        self._start = np.zeros(rows, dtype=np.int64)
+        # Its values (as pass 1's sizes).
+        self._lengths = np.zeros(rows, dtype=np.int32) if lengths is None else lengths
         self._lock = threading.Lock()
         #: Bytes written to the file.
         self.disk_bytes = 0
@@ -671,7 +681,6 @@ class SpilledRows:
             8 * at,
             self._start[rows],
             self._lengths[rows],
-            self._high[rows],
         )
         with writing(self.path):
             pwrite_all(self._file.fileno(), words[:used], 8 * at)
@@ -698,34 +707,39 @@ class SpilledRows:
         """
         rows = np.asarray(rows, dtype=np.int64)
         lengths = self._lengths[rows]
-        high = self._high[rows]
-        starts = self._start[rows]
         offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         n = int(offsets[-1])
         values = out[:n] if out is not None and out.shape[0] >= n else np.empty(n, np.uint64)
         if n == 0:
             return offsets, values
-        nbytes = np.where(high == _WIDE, 8, 4) * lengths
+        starts = self._start[rows]
+        wide = (starts & 1).astype(bool)
+        starts &= ~1
+        # A narrow row (of one value or more) is its shared high word, then its low words.
+        nbytes = np.where(wide, 8 * lengths, np.where(lengths > 0, 4 + 4 * lengths, 0))
         packed = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(nbytes, out=packed[1:])
         tail = values.nbytes - int(packed[-1])
         _read_spans(self.path, values, tail + packed, starts, nbytes)
-        _unpack_rows(values.view(np.uint32), tail // 4, lengths, high)
+        _unpack_rows(values.view(np.uint32), tail // 4, lengths, wide)
         return offsets, values
 
 
 @njit(cache=True, nogil=True)
-def _pack_rows(words, offsets, base, start, lengths, high):
+def _pack_rows(words, offsets, base, start, lengths):
     """Pack in place the CSR rows of uint64 values held as ``words`` (2 a value, native
-    order): a row 1 word a value (the low word) if its values share their high word, else 2
-    (low, high), from the front (value i is read before words ``≤ 2i + 1`` are written).
-    Records each row's file byte (from ``base``), length and shared high word (or
-    ``_WIDE``). The words used."""
+    order), from the front: a row whose values share their high word (not ``_WIDE``) as that
+    word and then their low words, any other row as its values' two words (low, high).
+    Records each row's file byte (from ``base``; plus 1 for a row of two words a value) and
+    length. The words used.
+
+    No word is written before it is read: a row's shared word goes at most where its first
+    value's low word lies (read first), and a row of L >= 1 values packs into at most its 2L
+    words, so the place written never passes the place read."""
     w = 0
     for r in range(offsets.shape[0] - 1):
         lo, hi = offsets[r], offsets[r + 1]
-        start[r] = base + 4 * w
         lengths[r] = hi - lo
         shared = words[2 * lo + 1 - _LOW] if hi > lo else np.uint32(0)
         narrow = shared != _WIDE
@@ -733,28 +747,43 @@ def _pack_rows(words, offsets, base, start, lengths, high):
             if words[2 * i + 1 - _LOW] != shared:
                 narrow = False
                 break
-        high[r] = shared if narrow else _WIDE
-        for i in range(lo, hi):
-            low, top = words[2 * i + _LOW], words[2 * i + 1 - _LOW]
-            words[w] = low
-            w += 1
-            if not narrow:
-                words[w] = top
+        start[r] = base + 4 * w + (0 if narrow else 1)
+        if hi == lo:
+            continue
+        if narrow:
+            first = words[2 * lo + _LOW]
+            words[w] = shared
+            words[w + 1] = first
+            w += 2
+            for i in range(lo + 1, hi):
+                words[w] = words[2 * i + _LOW]
                 w += 1
+        else:
+            for i in range(lo, hi):
+                low, top = words[2 * i + _LOW], words[2 * i + 1 - _LOW]
+                words[w] = low
+                words[w + 1] = top
+                w += 2
     return w
 
 
 @njit(cache=True, nogil=True)
-def _unpack_rows(words, read, lengths, high):
+def _unpack_rows(words, read, lengths, wide):
     """Widen packed rows read at ``words[read:]`` into uint64 values over ``words`` (2 words
     a value, native order), front to back: value i is written over words ``2i, 2i + 1`` once
-    read, and every later value's words lie at or after ``2i + 2``."""
+    read, and every later value's words (and a later row's shared word) lie at or after
+    ``2i + 2``."""
     i = 0
     for r in range(lengths.shape[0]):
-        shared = high[r]
+        if lengths[r] == 0:
+            continue
+        shared = np.uint32(0)
+        if not wide[r]:
+            shared = words[read]
+            read += 1
         for _ in range(lengths[r]):
             low = words[read]
-            if shared == _WIDE:
+            if wide[r]:
                 top = words[read + 1]
                 read += 2
             else:
