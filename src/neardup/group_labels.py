@@ -2,9 +2,10 @@
 threads (:func:`~neardup.candidates.radix.in_halves`): the member of smallest rank of each
 group, group sizes, and exact duplicates joined to their representatives' components.
 
-A pass that gathers per group (a best member, a count) lets each half write its own array,
-and a second pass over the documents merges the two: the result is that of one pass over all
-documents, in the same order, whatever the number of threads.
+A pass that gathers per group a best member lets each half write its own array, and a second
+pass over the documents merges the two; a count is split by group instead, each half counting
+the groups of its half of the labels over all documents (one array): the result is that of one
+pass over all documents, in the same order, whatever the number of threads.
 
 Example:
     >>> import numpy as np
