@@ -261,11 +261,7 @@ class OutOfCoreDedup:
         # or --resume, which store them themselves).
         self._owns_columns = sink is None and not self.work.resume
         kept_columns = KeptColumns(
-            self.work,
-            self.budget,
-            self._charge,
-            self._least_room,
-            may_spill=self._owns_columns,
+            self.work, self.budget, self._charge, self._least_room, may_spill=self._owns_columns
         )
         total = self.reader.total_bytes()
         # Without a known total nothing tells early whether the data would fit; a resumed run
@@ -577,8 +573,8 @@ class OutOfCoreDedup:
         # spilled to the work folder; pairs are measured in chunks whose documents' data fit
         # the budget, each chunk reading its documents' data back from the spill.
         # The LCS units were counted exactly in pass 1: the rows' lengths are ``units``.
-        exact = self.settings.verify_measure == "lcs"
-        sink = self._sets(docs, spill=True, lengths=units if exact else None)[1]
+        lcs = self.settings.verify_measure == "lcs"
+        sink = self._sets(docs, spill=True, lengths=units if lcs else None)[1]
 
         def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
