@@ -140,7 +140,7 @@ def not_own_labels(labels: np.ndarray, own: np.ndarray) -> np.ndarray:
     n = labels.shape[0]
     middle = n // 2
     first = middle - int(np.count_nonzero(own[:middle]))  # members in the first half
-    out = np.empty(n - int(np.count_nonzero(own)), dtype=labels.dtype)
+    out = np.empty(first + n - middle - int(np.count_nonzero(own[middle:])), dtype=labels.dtype)
     in_halves(_not_own, n, labels, out, first, middle=middle)
     return out
 
