@@ -419,6 +419,25 @@ def test_locality_order_recovers_a_shuffled_path():
 # --------------------------------------------------------------------------- accepted_links
 
 
+def _verdicts(pairs: list[tuple[int, int, bool]], step: int, dtype: type):
+    """The ends of ``pairs`` (``(x, y, accepted)``) as two arrays of ``dtype``, one verdict per
+    unordered pair (the first given, as a symmetric measure gives), the pairs asked so far, and
+    the ``accept`` that answers and records them, in calls of 1 to ``step`` pairs."""
+    a = np.array([p[0] for p in pairs], dtype=dtype)
+    b = np.array([p[1] for p in pairs], dtype=dtype)
+    verdict: dict[tuple[int, int], bool] = {}
+    for x, y, ok in pairs:
+        verdict.setdefault((min(x, y), max(x, y)), ok)
+    asked: list[tuple[int, int]] = []
+
+    def accept(x, y):
+        assert 0 < x.size <= step
+        asked.extend(zip(x.tolist(), y.tolist()))
+        return np.array([verdict[(min(i, j), max(i, j))] for i, j in asked[-x.size :]], bool)
+
+    return a, b, verdict, asked, accept
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.integers(1, 30),
@@ -430,18 +449,7 @@ def test_accepted_links_give_the_components_of_all_accepted_pairs(n, pairs, roun
     """Against brute force: the kept pairs are accepted ones, link exactly what all accepted
     pairs link, and no pair is tested twice."""
     pairs = [(x % n, y % n, ok) for x, y, ok in pairs]
-    a = np.array([p[0] for p in pairs], dtype=np.int64)
-    b = np.array([p[1] for p in pairs], dtype=np.int64)
-    verdict = {}
-    for x, y, ok in pairs:  # one verdict per unordered pair, as a symmetric measure gives
-        verdict.setdefault((min(x, y), max(x, y)), ok)
-    asked = []
-
-    def accept(x, y):
-        assert 0 < x.size <= step
-        asked.extend(zip(x.tolist(), y.tolist()))
-        return np.array([verdict[(min(i, j), max(i, j))] for i, j in zip(x, y)], dtype=bool)
-
+    a, b, verdict, asked, accept = _verdicts(pairs, step, np.int64)
     kept, tested = accepted_links(n, a, b, accept, rounds, step)
     assert tested == len(asked)
     assert all(verdict[(min(x, y), max(x, y))] for x, y in zip(a[kept], b[kept]))
@@ -459,6 +467,22 @@ def test_accepted_links_skip_pairs_already_linked():
     a, b = np.array([0, 0, 1, 0]), np.array([1, 2, 2, 3])
     kept, tested = accepted_links(4, a, b, lambda x, y: x < 0, rounds=1)
     assert kept.tolist() == [] and tested == 4
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.booleans()), max_size=60),
+    st.integers(1, 8),
+)
+def test_accepted_links_without_rounds_test_every_pair_of_two_documents(pairs, step):
+    """With no forest rounds and no labels before, nothing is linked before the tests: every
+    pair of two documents is tested once, in order, and every accepted one is kept."""
+    a, b, verdict, asked, accept = _verdicts(pairs, step, np.int32)
+    kept, tested = accepted_links(10, a, b, accept, rounds=0, step=step)
+    apart = [i for i, (x, y, _) in enumerate(pairs) if x != y]
+    assert asked == [pairs[i][:2] for i in apart] and tested == len(asked)
+    assert kept.dtype == np.int64
+    assert kept.tolist() == [i for i in apart if verdict[tuple(sorted(pairs[i][:2]))]]
 
 
 def test_accepted_links_bad_input():

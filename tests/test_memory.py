@@ -9,6 +9,7 @@ from memory_helpers import mapped_resident_bytes
 
 from neardup.memory import (
     drop_mapped_pages,
+    map_pages,
     resident_bytes,
     return_freed_memory,
     take_mapped,
@@ -96,6 +97,22 @@ def test_drop_mapped_pages_gives_back_what_reads_of_a_map_brought_in(tmp_path):
     in_memory = np.arange(5)
     drop_mapped_pages(in_memory)  # nothing to drop
     assert in_memory.tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+def test_map_pages_makes_every_page_of_a_map_resident(tmp_path, dtype):
+    path = tmp_path / "values.bin"
+    values = np.arange((1 << 23) // np.dtype(dtype).itemsize).astype(dtype)  # whole pages
+    values.tofile(path)
+    mapped = np.memmap(path, dtype=dtype, mode="r")
+    assert mapped_resident_bytes(path) == 0
+    map_pages(mapped)
+    assert mapped_resident_bytes(path) == path.stat().st_size
+    drop_mapped_pages(mapped)
+    map_pages(mapped[: mapped.shape[0] // 2])  # a view maps its own pages only
+    assert mapped_resident_bytes(path) == path.stat().st_size // 2
+    map_pages(np.zeros(0, dtype))  # nothing to read
 
 
 @given(

@@ -5,6 +5,7 @@ import builtins
 import json
 import os
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -532,7 +533,15 @@ def test_keeping_falls_back_to_a_re_read_when_the_estimate_was_too_small(corpus,
     _same_groups(got, expected)
 
 
-def test_a_re_read_that_finds_other_texts_is_an_error(corpus, tmp_path):
+@pytest.mark.parametrize("spilled", [False, True])
+def test_a_re_read_that_finds_other_texts_is_an_error(corpus, tmp_path, monkeypatch, spilled):
+    """Whether the re-read data are spilled or kept in memory (the process then seeming to
+    hold nothing of a large limit), texts whose LCS units differ from pass 1's counts stop
+    the run."""
+    made, puts = [], []
+    init, put = SpilledRows.__init__, SpilledRows.put
+    monkeypatch.setattr(SpilledRows, "__init__", lambda *args: made.append(1) or init(*args))
+    monkeypatch.setattr(SpilledRows, "put", lambda *args: puts.append(1) or put(*args))
     changed = tmp_path / "docs.jsonl"
     changed.write_bytes(corpus.read_bytes())
     reader = read_documents([changed], time_field="ts", on_error="skip")
@@ -540,10 +549,14 @@ def test_a_re_read_that_finds_other_texts_is_an_error(corpus, tmp_path):
         job = OutOfCoreDedup(reader, None, Settings(), work, memory_limit=1 << 20, workers=2)
         job.collect()
         assert job.collected.kept is None
+        if not spilled:
+            monkeypatch.setattr(outofcore, "resident_bytes", lambda: 0)
+            job.memory_limit = 1 << 40
         # Same size and offsets, fewer LCS units: "alpha beta" becomes one word.
         changed.write_bytes(changed.read_bytes().replace(b"alpha beta", b"alphazbeta"))
         with pytest.raises(ValueError, match="inputs changed"):
             job.group()
+    assert len(made) == spilled and not puts  # the batch that changed was the first
 
 
 def test_temp_dir_is_empty_after_a_failed_run(corpus, tmp_path):
@@ -645,7 +658,7 @@ def test_full_temp_disk_while_spilling_verification_data_is_one_clear_error(tmp_
     with WorkDir(tmp_path, "k", "x") as work:
         rows = SpilledRows(work, "verification", 1)
         with pytest.raises(OSError, match="no space left") as caught:
-            rows.put(0, 0, np.array([0, 3]), np.arange(3, dtype=np.uint64))
+            rows.put(0, np.array([0, 3]), np.arange(3, dtype=np.uint64))
         assert str(rows.path) in str(caught.value)
 
 
@@ -931,12 +944,17 @@ def test_spilled_rows_give_back_every_row_exactly(tmp_path):
         # Batches put in any order, as worker threads do.
         cuts = [0, *np.sort(rng.choice(np.arange(1, len(rows)), 20, replace=False)), len(rows)]
         batches = list(zip(cuts[:-1], cuts[1:]))
-        for b in rng.permutation(len(batches)):
-            lo, hi = batches[b]
+
+        def put(batch: int) -> None:
+            lo, hi = batches[batch]
             part = rows[lo:hi]
             offsets = np.concatenate([[0], np.cumsum([r.shape[0] for r in part])])
-            store.put(int(lo), int(place[lo]), offsets, np.concatenate([rows[0][:0], *part]))
+            store.put(int(lo), offsets, np.concatenate([rows[0][:0], *part]))
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(put, rng.permutation(len(batches))))
         store.finish()
+        assert store.path.stat().st_size == store.disk_bytes  # appended: no holes
         # Where the values share a high word other than all ones, that word and 4 bytes a
         # value, else 8 bytes a value; nothing for an empty row.
         highs = [set((r >> np.uint64(32)).tolist()) for r in rows]
@@ -970,7 +988,7 @@ def test_spilled_rows_hold_the_lengths_they_are_given(tmp_path):
     lengths = np.array([3, 0, 1], dtype=np.int32)
     with WorkDir(tmp_path, "k", "x") as work:
         store = SpilledRows(work, "v", 3, lengths)
-        store.put(0, 0, np.array([0, 3, 3, 4]), np.concatenate(rows))
+        store.put(0, np.array([0, 3, 3, 4]), np.concatenate(rows))
         store.finish()
         assert store._lengths is lengths and lengths.tolist() == [3, 0, 1]
         offsets, values = store.take(np.array([0, 2]))
@@ -983,7 +1001,7 @@ def test_spilled_rows_hold_the_lengths_they_are_given(tmp_path):
 def test_spilled_rows_of_a_truncated_file_are_an_error(tmp_path):
     with WorkDir(tmp_path, "k", "x") as work:
         store = SpilledRows(work, "v", 2)
-        store.put(0, 0, np.array([0, 100, 200]), np.arange(200, dtype=np.uint64))
+        store.put(0, np.array([0, 100, 200]), np.arange(200, dtype=np.uint64))
         store.finish()
         os.truncate(store.path, 500)
         with pytest.raises(OSError, match="shorter than written"):

@@ -69,7 +69,7 @@ from neardup.groups import (
     originals_of,
 )
 from neardup.lcs import count_sketches
-from neardup.memory import drop_mapped_pages, index_dtype, return_freed_memory
+from neardup.memory import drop_mapped_pages, index_dtype, map_pages, return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
@@ -509,6 +509,20 @@ def _held(values: np.ndarray) -> Callable[[], np.ndarray]:
     return lambda: values
 
 
+def _pair_values(
+    relation: Relation, a: np.ndarray | None, b: np.ndarray, step: int, original=None
+) -> np.ndarray:
+    """``relation.similarity(a, b)`` (uint8 Hamming distances for SimHash, else float64),
+    ``step`` pairs at a time; with ``original`` (and ``a`` None) of the pairs ``(original[b],
+    b)``, whose left ends are not held. O(pairs) plus the measure."""
+    out = np.empty(b.shape[0], np.uint8 if relation.settings.method == "simhash" else float)
+    for start in range(0, b.shape[0], step):
+        part = b[start : start + step]
+        left = original[part] if a is None else a[start : start + step]
+        out[start : start + part.shape[0]] = relation.similarity(left, part)
+    return out
+
+
 def find_groups(
     sig: Signatures,
     timestamps: np.ndarray,
@@ -610,14 +624,16 @@ def find_groups(
     candidates = candidate_edges(
         sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union, room()
     )
-    # Nothing reads the order again until the groups: 4 bytes a document out of the way of
-    # the verification's.
+    # Nothing reads the order again until the groups: 4 bytes a document out of the way.
     order_back = None if rank is None else (park or _held)(rank)
     del rank
     return_freed_memory()  # the band search's temporaries, before the bounds' blocks
-    # Sketches in a spill file are read two blocks of rows at a time, not through their map.
+    # Sketches in a spill file are read two blocks of rows at a time, not through their map;
+    # the unit counts whole, their map's pages resident before the room is measured, so that
+    # the blocks leave them theirs (0.4 GB at 100M documents).
     block_rows = None
     if isinstance(sig.sketches, np.memmap):
+        map_pages(sig.sizes)
         block_rows = sketch_block_rows(sig.sketches, room())
     visit = rest = None
     if buckets is not None:  # see candidates.repair; before the bounds below, which drop stars
@@ -644,12 +660,10 @@ def find_groups(
         and settings.pairs != "all"
         and sig.sizes is not None
     ):
-        # Stage 1 counted every text's LCS units, and LCS ≤ the shorter length: candidates
-        # whose shorter text is below the threshold of the longer are rejected before any
-        # text is read again, and so are those whose count sketches bound the LCS below it
-        # (an out-of-core run then re-reads fewer documents: a fifth at 1M documents of few
-        # copies). The LCS kernel would reject them by the same two tests. Not with
-        # pairs="all", which measures every candidate again over the same documents.
+        # Stage 1 counted every text's LCS units (LCS ≤ the shorter length) and sketches:
+        # candidates they bound below the threshold are rejected before any text is read
+        # again, as the LCS kernel would by the same tests (an out-of-core run re-reads a
+        # fifth fewer at 1M). Not with pairs="all", which measures every candidate again.
         cand_a, cand_b = bounded_pairs(
             candidates, sig.sizes, sig.sketches, settings.verify, candidate_slice, block_rows, visit,
             block_parts,
@@ -672,11 +686,9 @@ def find_groups(
                 "verification needs shingle sets: pass the texts, a set source, "
                 "or signatures computed with keep_sets=True"
             )
-        # Every comparison happens inside a group of two or more: only its representatives
-        # need sets (exact duplicates, the same normalised text, have their representative's):
-        # the candidates' ends, the representatives of exact duplicates, and the ends of the
-        # repair round's pairs. Marked, not found from the groups' labels and their sizes
-        # (which held 12 bytes a document at once: 1.2 GB at 100M).
+        # Only representatives need sets (an exact duplicate has its representative's): the
+        # candidates' ends, the representatives of exact duplicates, the ends of the repair
+        # round's pairs. Marked, not found from the groups' labels and sizes (1.2 GB at 100M).
         compared = index_union(
             n, cand_a, cand_b, duplicates.reps, *(rest or ()), without=duplicates.members
         )
@@ -751,32 +763,29 @@ def find_groups(
         rank = np.arange(n, dtype=index_dtype(n)) if order_back is None else order_back()
         original = center_groups(labels, rank, relation)
     del rank, labels, cand_a, cand_b, rest  # not read by the pairs' stage
-    is_original = own_labels(original)
     lap("groups", "pairs")
 
     if settings.pairs == "original":
-        pair_b = not_own_labels(original, is_original)
-        pair_a, pair_value = original[pair_b], None
-    else:
+        # The members' values a slice at a time, neither their originals nor the originals'
+        # flags (made again after) beside the measure's temporaries: 0.2 GB at 100M.
+        pair_b = not_own_labels(original, own_labels(original))
+        pair_value = _pair_values(relation, None, pair_b, candidate_slice, original)
+        pair_a = original[pair_b]
+        # The decision that accepted candidates, from the values (no pair measured again).
+        pair_passed = relation.passes(pair_a, pair_b, pair_value)
+    else:  # all_pairs keeps the pairs the relation accepts
         pair_a, pair_b, pair_value = all_pairs(
             sig, settings, relation, band_keys, workers, hamming, pair_union, candidate_slice,
             room(),
         )  # fmt: skip
-    if pair_value is None:
-        pair_value = (
-            relation.similarity(pair_a, pair_b)
-            if pair_a.shape[0]
-            else (np.zeros(0, dtype=np.uint8 if settings.method == "simhash" else np.float64))
-        )
-    if settings.pairs == "all":  # all_pairs keeps the pairs the relation accepts
+        if pair_value is None:
+            pair_value = _pair_values(relation, pair_a, pair_b, candidate_slice)
         pair_passed = np.ones(pair_a.shape[0], dtype=bool)
-    else:  # the decision that accepted candidates, from the values (no pair measured again)
-        pair_passed = relation.passes(pair_a, pair_b, pair_value)
     lap("pairs")
 
-    # The group sizes once the verification's data and remembered values are gone: 4 bytes a
-    # document that the pairs' stage does not read.
+    # The flags and group sizes once the verification's data and remembered values are gone.
     del relation, verified, hamming
+    is_original = own_labels(original)
     group_size = group_sizes(original, is_original)
     stats["seconds"]["groups"] += time.perf_counter() - clock
     groups = int(is_original.sum())

@@ -39,6 +39,10 @@ _LOW = np.uint64(0xFFFFFFFF)
 #: :func:`bounded_pairs` keeps the places of at most this many candidates in 4 bytes (a place
 #: is below it), of more in 8; 0 keeps them in 8 (tests cover both widths).
 PLACES32_UP_TO = 1 << 32
+#: :func:`bounded_pairs` bounds a block's pairs this many slices at a time: a slice is sized
+#: for 48 bytes a pair (the caller's), a piece holds about 17 (two 4-byte ends, a place, the
+#: sweep's 4-byte index of it and its flag).
+BLOCK_PIECE_SLICES = 2
 
 
 class CandidatePairs:
@@ -178,10 +182,11 @@ def bound_possible(
 class BlockParts:
     """Pairs held apart by the block of their smaller end, for :func:`bounded_pairs` to bound
     one block at a time: :meth:`add` puts each pair ``(a, b)`` and its place ``at`` in its
-    block's part, :meth:`take` gives a block's pairs back, in the order they were added, and
-    lets go of them. This one holds them in memory; an out-of-core run's writes them to disk
-    past a bound (:class:`neardup.engines.spilled_buckets.SpilledBlockParts`). Memory: the
-    pairs added and not taken (12 bytes a pair of 4-byte ends and places)."""
+    block's part, :meth:`pieces` gives a block's pairs back a piece at a time, in the order
+    they were added, and lets go of them. This one holds them in memory; an out-of-core run's
+    writes them to disk past a bound
+    (:class:`neardup.engines.spilled_buckets.SpilledBlockParts`). Memory: the pairs added and
+    not taken (12 bytes a pair of 4-byte ends and places)."""
 
     def __init__(self, blocks: int):
         self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [
@@ -199,10 +204,14 @@ class BlockParts:
     def _keep(self, block: int, a: np.ndarray, b: np.ndarray, at: np.ndarray) -> None:
         self.parts[block].append((a, b, at))
 
-    def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs of ``block`` and their places, in the order added; they are let go."""
+    def pieces(self, block: int, size: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The pairs of ``block`` and their places, in the order added, ``size`` pairs a piece
+        (the last may be short); they are let go."""
         parts, self.parts[block] = self.parts[block], []
-        return joined_columns(parts)
+        a, b, at = joined_columns(parts)
+        del parts
+        for start in range(0, a.shape[0], size):
+            yield a[start : start + size], b[start : start + size], at[start : start + size]
 
 
 def joined_columns(
@@ -234,8 +243,9 @@ def bounded_pairs(
     (:meth:`CandidatePairs.release`: the caller's object is then empty) and each block's pairs
     are then bounded by their coarse sketches and sketches in turn
     (:class:`~neardup.candidates.bounds.BlockSweep`, the same sweep as
-    :func:`~neardup.candidates.bounds.possible_by_blocks`), so that only one block's pairs
-    and the survivors are held (the store may keep the others on disk). The pairs left are of
+    :func:`~neardup.candidates.bounds.possible_by_blocks`), :data:`BLOCK_PIECE_SLICES` slices
+    of a block's pairs at a time, so that only those pairs and the survivors are held (the
+    store may keep the others on disk). The pairs left are of
     the pairs' :attr:`~CandidatePairs.dtype`. O(pairs) plus a radix sort of the survivors."""
     if block_rows is None:
 
@@ -263,13 +273,15 @@ def bounded_pairs(
         # those spilled since are free but resident (0.4 GB at 100M documents) until trimmed.
         return_freed_memory()
         for block in range(sweep.blocks):
-            a, b, at = parts.take(block)
-            if a.shape[0]:
+            # A block's pairs a piece at a time: the first blocks hold the stars' centres, the
+            # buckets' first documents (56M pairs, 0.95 GB with the sweep's index of them, in
+            # the first block at 100M short documents). Each piece reads block ``block`` again.
+            for a, b, at in parts.pieces(block, BLOCK_PIECE_SLICES * slice_size):
                 keep = np.empty(a.shape[0], dtype=bool)
                 sweep.bound(block, a, b, keep, a.shape[0])
                 for column, values in zip(kept, (a, b, at)):
                     column.append(values[keep])
-            del a, b, at
+                del a, b, at, keep
         del sweep  # its blocks
     # Back in the candidates' order: each block's survivors are in it already, so their runs
     # are merged, each column joined as its parts are let go (a radix argsort of the places,

@@ -85,6 +85,7 @@ from neardup.memory import (
     take_mapped,
 )
 from neardup.pipeline import Groups, PairSimilarity, Signatures, find_groups, signatures
+from neardup.rank_directory import directory_of, listed_rows, ranks_of
 from neardup.settings import Settings
 
 #: Share of ``memory_limit`` that spillable columns (band hashes, shingle sets) may hold,
@@ -460,33 +461,41 @@ class OutOfCoreDedup:
 
     def _sets(
         self, docs: np.ndarray, spill: bool = False, lengths: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray | SpilledRows]:
+    ) -> tuple[np.ndarray, np.ndarray] | SpilledRows:
         """Verification data (shingle sets or LCS units) of the documents ``docs`` (ascending),
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
-        the real size are never touched), or with ``spill`` into
-        :class:`~neardup.engines.spill.SpilledRows` in the work folder (row i: ``docs[i]``),
-        returned in place of the values; ``lengths``, the caller's int32 counts of the LCS
-        units of ``docs``, then serve as the rows' lengths (not held twice)."""
+        the real size are never touched), or with ``spill`` the
+        :class:`~neardup.engines.spill.SpilledRows` of the work folder that hold them (row i:
+        ``docs[i]``; ``lengths``, the caller's int32 counts of the LCS units of ``docs``, are
+        their lengths, not held twice, and no place of a row is held: 8 bytes a row)."""
         started = time.perf_counter()
-        units = take_mapped(self.collected.signatures.sizes, docs)
-        offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
-        # Pass 1 counted the LCS units exactly: each worker writes its batch's units at places
-        # known before they are made. Shingle counts only bound sets: placed here, in order.
-        exact = self.settings.verify_measure == "lcs"
-        if exact:
-            np.cumsum(units, dtype=np.int64, out=offsets[1:])
-        total, units = int(units.sum(dtype=np.int64)), None  # not held while texts are read
+        # Pass 1 counted the LCS units exactly: each worker writes its batch's units, at
+        # places known before they are made in memory, checked against the counts. Shingle
+        # counts only bound sets: placed here, in order.
+        exact, offsets = self.settings.verify_measure == "lcs", None
         if spill:
             target = SpilledRows(self.work, "verification", docs.shape[0], lengths)
-            write = target.put
+
+            def write(row: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
+                given = lengths[row : row + part_offsets.shape[0] - 1] if exact else None
+                if exact and not np.array_equal(np.diff(part_offsets), given):
+                    raise ValueError(INPUTS_CHANGED)
+                target.put(row, part_offsets, part)
         else:
-            target = np.empty(total, dtype=np.uint64)
+            units = take_mapped(self.collected.signatures.sizes, docs)
+            offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+            if exact:
+                np.cumsum(units, dtype=np.int64, out=offsets[1:])
+            target, units = np.empty(int(units.sum(dtype=np.int64)), np.uint64), None
 
-            def write(row: int, at: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
-                copy_into(target, at, part)
+            def write(row: int, part_offsets: np.ndarray, part: np.ndarray) -> None:
+                place = offsets[row : row + part_offsets.shape[0]]
+                if exact and not np.array_equal(place - place[0], part_offsets):
+                    raise ValueError(INPUTS_CHANGED)
+                copy_into(target, int(place[0]), part)
 
-        row, end = 0, 0
+        row = 0
         for batch, (part_offsets, part) in ordered_map(
             _batch_sets,
             # Spilled data are read many times, the texts no more: leave the page cache to them.
@@ -494,14 +503,13 @@ class OutOfCoreDedup:
             self.workers,
             self.settings,
             docs,
-            offsets,
             write if exact else None,
         ):
             m = len(batch)
             if not exact:
-                offsets[row + 1 : row + m + 1] = end + part_offsets[1:]
-                write(row, end, part_offsets, part)
-                end += part.shape[0]
+                if offsets is not None:
+                    offsets[row + 1 : row + m + 1] = offsets[row] + part_offsets[1:]
+                write(row, part_offsets, part)
             row += m
             self.progress.advance(m, spilled=target.disk_bytes if spill else None)
         self.figures["documents re-read"] += int(docs.shape[0])
@@ -509,7 +517,7 @@ class OutOfCoreDedup:
         if spill:
             target.finish()
             self.figures["spilled bytes"] += target.disk_bytes
-            return offsets, target
+            return target
         return offsets, target[: offsets[-1]]
 
     def set_source(self, docs: np.ndarray) -> PairSimilarity:
@@ -574,18 +582,15 @@ class OutOfCoreDedup:
         # the budget, each chunk reading its documents' data back from the spill.
         # The LCS units were counted exactly in pass 1: the rows' lengths are ``units``.
         lcs = self.settings.verify_measure == "lcs"
-        sink = self._sets(docs, spill=True, lengths=units if lcs else None)[1]
+        sink = self._sets(docs, spill=True, lengths=units if lcs else None)
 
         def chunked(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
             out = np.empty(a.shape[0], dtype=np.float64)
             if a.shape[0] == 0:
                 return out
-            # Pairs in the reverse Cuthill-McKee order of their documents, so that a
-            # document's pairs mostly share a chunk and its data are read in few chunks (the
-            # candidates of long texts of one language form one giant component: by component
-            # alone, each document was read 2.5 times at 1M, 1.5 times in this order). Pairs
-            # are held as positions in ``docs``, each temporary dropped once used: they are
-            # resident beside every chunk.
+            # Pairs in the reverse Cuthill-McKee order of their documents: a document's pairs
+            # mostly share a chunk, its data read in few chunks (by component alone, 2.5 times
+            # at 1M; 1.5 times so). Pairs as positions in ``docs``, resident beside every chunk.
             ia, ib = row_of(a), row_of(b)
             order = locality_pair_order(documents, ia, ib)
             ia, ib = ia[order], ib[order]
@@ -606,17 +611,18 @@ class OutOfCoreDedup:
             room = int(half // verification.itemsize)
             buffers = [np.empty(room, np.uint64), np.empty(room, np.uint64)]
 
-            def load(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-                """The documents of chunk k's pairs (ascending) and their data."""
+            def load(k: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray]:
+                """The directory of chunk k's documents and their data (CSR, in row order)."""
                 start, end = spans[k]
                 mark[ia[start:end]] = True
                 mark[ib[start:end]] = True
-                local = np.flatnonzero(mark)
+                # Pairs' rows by the directory, not a slot a document (0.11 GB at 100M).
+                directory = directory_of(mark)
+                local = listed_rows(mark, directory[1])
                 mark[local] = False
                 # A pair whose two documents alone exceed the room gets arrays of its own.
-                return local, *sink.take(local, out=buffers[k % 2])
+                return directory, *sink.take(local, out=buffers[k % 2])
 
-            slot = np.empty(documents, dtype=index_dtype(documents))
             progress = self._stage == "verify" and a.shape[0] >= 2 * VERIFY_STEP
             if progress:
                 self.progress.stage("verify", int(a.shape[0]), "pairs")
@@ -625,15 +631,15 @@ class OutOfCoreDedup:
             with ThreadPoolExecutor(1) as reader:
                 loading = reader.submit(load, 0)
                 for k, (start, end) in enumerate(spans):
-                    local, chunk_offsets, chunk_values = loading.result()
+                    (words, before), chunk_offsets, chunk_values = loading.result()
                     if k + 1 < len(spans):
                         loading = reader.submit(load, k + 1)
-                    slot[local] = np.arange(local.shape[0])
+                    place = index_dtype(before[-1])
                     out[order[start:end]] = verification.similarity(
                         chunk_offsets,
                         chunk_values,
-                        slot[ia[start:end]],
-                        slot[ib[start:end]],
+                        ranks_of(ia[start:end], words, before, place),
+                        ranks_of(ib[start:end], words, before, place),
                         exact,
                         self.workers,
                     )
@@ -768,22 +774,16 @@ def _batch_sets(
     batch: DocumentBatch,
     settings: Settings,
     docs: np.ndarray,
-    offsets: np.ndarray,
-    write: Callable[[int, int, np.ndarray, np.ndarray], None] | None,
+    write: Callable[[int, np.ndarray, np.ndarray], None] | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The batch's verification data (CSR); with ``write``, they are written instead (its
-    arguments: the batch's first row in ``docs``, its place by the final ``offsets``, the
-    data), and None returned."""
+    arguments: the batch's first row in ``docs``, the data), and None returned."""
     part_offsets, part = settings.verification.prepare(
         batch.texts, settings.shingle, settings.hash_name
     )
     if write is None:
         return part_offsets, part
-    row = int(np.searchsorted(docs, batch.positions[0]))
-    place = offsets[row : row + len(batch) + 1]
-    if not np.array_equal(place - place[0], part_offsets):
-        raise ValueError(INPUTS_CHANGED)
-    write(row, int(place[0]), part_offsets, part)
+    write(int(np.searchsorted(docs, batch.positions[0])), part_offsets, part)
     return part_offsets, None
 
 

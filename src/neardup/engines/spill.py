@@ -629,21 +629,21 @@ class SpilledRows:
     A row whose values share their high 32 bits (the LCS units of a text counted in
     characters: each is a code point and a tag) is stored as that shared word and then their
     low 32 bits, 4 bytes a value; other rows (word or shingle hashes) 8 bytes a value, marked
-    by the lowest bit of the row's place in the file (places are multiples of 4). The rows of
-    one :meth:`put` are packed from the place the unpacked CSR would give them (byte
-    ``8 * at``), so that several threads write their batches at once, at places known before
-    the data are made; the rest of that place stays a hole of the sparse file. Text counted in
-    characters then takes half the disk, the page cache and the reads. Memory: 12 bytes a row
-    (the place, 8, and the length, 4), or 8 when the caller holds the rows' lengths already
-    and gives them (``lengths``, int32, filled by :meth:`put`: the LCS units counted in pass
-    1).
+    by the lowest bit of the row's place among its put's bytes (a multiple of 4). The rows of
+    one :meth:`put` are packed, then appended at the file's end, reserved under a lock: threads
+    write their batches at once, in any order. Text counted in characters then takes half the
+    disk, the page cache and the reads. Memory: 8 bytes a row (that place, and the length),
+    4 when the caller holds the rows' lengths and gives them (``lengths``, int32, filled by
+    :meth:`put`: the LCS units counted in pass 1), and 16 bytes a put. :meth:`finish`, then
+    :meth:`take`.
 
     Example:
         >>> import tempfile
         >>> with WorkDir(tempfile.mkdtemp(), key="k", name_hint="g.tsv") as work:
         ...     rows = SpilledRows(work, "v", 3)
-        ...     rows.put(1, 2, np.array([0, 1, 3]), np.array([7, 2**40, 9], dtype=np.uint64))
-        ...     rows.put(0, 0, np.array([0, 2]), np.array([5, 6], dtype=np.uint64))
+        ...     rows.put(1, np.array([0, 1, 3]), np.array([7, 2**40, 9], dtype=np.uint64))
+        ...     rows.put(0, np.array([0, 2]), np.array([5, 6], dtype=np.uint64))
+        ...     rows.finish()
         ...     offsets, values = rows.take(np.array([0, 2]))
         ...     offsets.tolist(), values.tolist(), rows.disk_bytes
         ([0, 2, 4], [5, 6, 1099511627776, 9], 36)
@@ -658,39 +658,43 @@ class SpilledRows:
         self.path = work.file(name + ".bin")
         with writing(self.path):
             self._file = open(self.path, "wb", buffering=0)
-        # A row's first byte in the file, plus 1 when it is stored 8 bytes a value.
-        self._start = np.zeros(rows, dtype=np.int64)
+        # A row's first byte among its put's (+1: stored 8 bytes a value): not a file's 8.
+        self._start = np.zeros(rows, dtype=np.uint32)
         # Its values (as pass 1's sizes).
         self._lengths = np.zeros(rows, dtype=np.int32) if lengths is None else lengths
         self._lock = threading.Lock()
-        #: Bytes written to the file.
+        self._puts: list[tuple[int, int]] = []  # each put's first row and byte in the file
+        self._put_rows = self._put_starts = np.zeros(0, dtype=np.int64)  # in row order
+        #: Bytes written to the file (its end, where the next rows go).
         self.disk_bytes = 0
 
-    def put(self, row: int, at: int, offsets: np.ndarray, values: np.ndarray) -> None:
-        """Store the rows ``row, row + 1, …`` of the CSR ``(offsets, values)`` (offsets from 0)
-        from value place ``at`` of the unpacked rows: one positional write, which releases the
+    def put(self, row: int, offsets: np.ndarray, values: np.ndarray) -> None:
+        """Store the rows ``row, row + 1, …`` of the CSR ``(offsets, values)`` (offsets from
+        0): one positional write at the file's end, reserved under a lock, which releases the
         GIL (other threads may put other rows meanwhile). ``values`` (uint64, contiguous) are
         packed in place, so they are lost: a batch's units are given away. O(len(values))."""
         if values.dtype != np.uint64 or not values.flags.c_contiguous:
             raise ValueError(f"values must be contiguous uint64; got {values.dtype}")
+        if values.nbytes >= 1 << 32:  # a row's place in its put is 4 bytes
+            raise ValueError(f"a put holds less than 4 GiB of values; got {values.nbytes:,} bytes")
         rows = slice(row, row + offsets.shape[0] - 1)
         words = values.view(np.uint32)
-        used = _pack_rows(
-            words,
-            np.asarray(offsets, dtype=np.int64),
-            8 * at,
-            self._start[rows],
-            self._lengths[rows],
-        )
-        with writing(self.path):
-            pwrite_all(self._file.fileno(), words[:used], 8 * at)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        used = _pack_rows(words, offsets, self._start[rows], self._lengths[rows])
         with self._lock:
-            self.disk_bytes += 4 * used
+            at, self.disk_bytes = self.disk_bytes, self.disk_bytes + 4 * used
+            self._puts.append((row, at))
+        with writing(self.path):
+            pwrite_all(self._file.fileno(), words[:used], at)
 
     def finish(self) -> None:
         """Close the file for writing (every row is put)."""
         with writing(self.path):
             self._file.close()
+        self._puts.sort()
+        self._put_rows = np.array([row for row, _ in self._puts], dtype=np.int64)
+        self._put_starts = np.array([at for _, at in self._puts], dtype=np.int64)
+        self._puts = []
 
     def take(
         self, rows: np.ndarray, out: np.ndarray | None = None
@@ -713,9 +717,11 @@ class SpilledRows:
         values = out[:n] if out is not None and out.shape[0] >= n else np.empty(n, np.uint64)
         if n == 0:
             return offsets, values
-        starts = self._start[rows]
-        wide = (starts & 1).astype(bool)
-        starts &= ~1
+        places = self._start[rows]
+        wide = (places & 1).astype(bool)
+        put = np.searchsorted(self._put_rows, rows, side="right") - 1
+        starts = self._put_starts[put] + (places & ~np.uint32(1))
+        del places, put
         # A narrow row (of one value or more) is its shared high word, then its low words.
         nbytes = np.where(wide, 8 * lengths, np.where(lengths > 0, 4 + 4 * lengths, 0))
         packed = np.zeros(rows.shape[0] + 1, dtype=np.int64)
@@ -727,12 +733,12 @@ class SpilledRows:
 
 
 @njit(cache=True, nogil=True)
-def _pack_rows(words, offsets, base, start, lengths):
+def _pack_rows(words, offsets, start, lengths):
     """Pack in place the CSR rows of uint64 values held as ``words`` (2 a value, native
     order), from the front: a row whose values share their high word (not ``_WIDE``) as that
     word and then their low words, any other row as its values' two words (low, high).
-    Records each row's file byte (from ``base``; plus 1 for a row of two words a value) and
-    length. The words used.
+    Records each row's first byte among the packed words (plus 1 for a row of two words a
+    value) and length. The words used.
 
     No word is written before it is read: a row's shared word goes at most where its first
     value's low word lies (read first), and a row of L >= 1 values packs into at most its 2L
@@ -747,7 +753,7 @@ def _pack_rows(words, offsets, base, start, lengths):
             if words[2 * i + 1 - _LOW] != shared:
                 narrow = False
                 break
-        start[r] = base + 4 * w + (0 if narrow else 1)
+        start[r] = 4 * w + (0 if narrow else 1)
         if hi == lo:
             continue
         if narrow:

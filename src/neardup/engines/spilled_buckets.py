@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from neardup.candidates.bucket_lists import BucketParts, csr_slices
-from neardup.candidates.chunks import BlockParts, joined_columns
+from neardup.candidates.chunks import BlockParts
 from neardup.engines.pair_runs import PairRuns
 from neardup.engines.spill import WorkDir, write_array
 from neardup.io.write import writing
@@ -101,8 +102,9 @@ class SpilledBlockParts(BlockParts):
     """:class:`~neardup.candidates.chunks.BlockParts` held in memory up to ``limit`` bytes;
     past it every part held is appended to its block's file in ``work``
     (``{name}-{block}.bin``: records of the two ends and the place), and a block's file is
-    read back and deleted when the block is taken. Memory: at most ``limit`` bytes and one
-    block's pairs while taken. Disk: 12 bytes a pair of 4-byte ends and places."""
+    read back a piece at a time and deleted when the block is taken. Memory: at most ``limit``
+    bytes and one piece of a block's pairs while taken. Disk: 12 bytes a pair of 4-byte ends
+    and places."""
 
     def __init__(self, work: WorkDir, blocks: int, limit: int, name: str = "bounds"):
         super().__init__(blocks)
@@ -127,55 +129,65 @@ class SpilledBlockParts(BlockParts):
             self._write(block)
 
     def _write(self, block: int) -> None:
-        """Append the parts of ``block`` held to its file, in order, and let go of them."""
+        """Append the parts of ``block`` held to its file, in order, a part at a time (not
+        joined first: the first block, of the stars' centres, holds most of what is held, and
+        its join and records were two more copies of it at the candidates' peak), and let go
+        of them."""
         parts = self.parts[block]
         if not parts:
             return
-        a, b, at = joined_columns(parts)
-        parts.clear()
-        if self.record is None:
-            self.record = np.dtype([("a", a.dtype), ("b", b.dtype), ("at", at.dtype)])
-        rows = np.empty(a.shape[0], dtype=self.record)
-        rows["a"], rows["b"], rows["at"] = a, b, at
         path = self._path(block)
         with writing(path), open(path, "ab") as fh:
-            write_array(fh, rows)
-        self.held -= a.nbytes + b.nbytes + at.nbytes
-        self.disk_bytes += rows.nbytes
-        self.written[block] += rows.shape[0]
+            while parts:
+                a, b, at = parts.pop(0)
+                if self.record is None:
+                    self.record = np.dtype([("a", a.dtype), ("b", b.dtype), ("at", at.dtype)])
+                rows = np.empty(a.shape[0], dtype=self.record)
+                rows["a"], rows["b"], rows["at"] = a, b, at
+                write_array(fh, rows)
+                self.held -= a.nbytes + b.nbytes + at.nbytes
+                self.disk_bytes += rows.nbytes
+                self.written[block] += rows.shape[0]
+                del a, b, at, rows
 
-    def take(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def pieces(self, block: int, size: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         if not self.written[block]:
-            held = super().take(block)
-            self.held -= sum(column.nbytes for column in held)
-            return held
-        # The parts held follow those written, in the file: the columns are then read once
-        # into arrays of their own (the file's records, and a join of two sets of columns,
-        # were each a copy of the block's pairs: 0.9 GB for the 56M pairs of a block
-        # of star candidates, whose smaller ends are the buckets' first documents, at 100M).
+            self.held -= sum(column.nbytes for part in self.parts[block] for column in part)
+            yield from super().pieces(block, size)
+            return
+        # The parts held follow those written, in the file: each piece's columns are then read
+        # into arrays of their own, not through the file's records whole (a block of star
+        # candidates, whose smaller ends are the buckets' first documents, held 56M pairs at
+        # 100M documents: 0.67 GB of records, and as much again in columns).
         self._write(block)
-        path = self._path(block)
-        columns = _read_columns(path, self.record, int(self.written[block]))
-        path.unlink()
+        path, rows = self._path(block), int(self.written[block])
         self.written[block] = 0
-        return columns
+        try:
+            with open(path, "rb") as fh:
+                for start in range(0, rows, size):
+                    yield _read_columns(fh, path, self.record, start, min(size, rows - start))
+        finally:
+            path.unlink()
 
 
 #: Records of a block's file read at a time into its columns (16 MB of 16-byte records).
 TAKE_RECORDS = 1 << 20
 
 
-def _read_columns(path: Path, record: np.dtype, rows: int) -> tuple[np.ndarray, ...]:
-    """The columns of the ``rows`` rows of ``record`` in the file ``path``, read
-    :data:`TAKE_RECORDS` rows at a time: only the columns are held whole. O(rows)."""
+def _read_columns(
+    fh: BinaryIO, path: Path, record: np.dtype, first: int, rows: int
+) -> tuple[np.ndarray, ...]:
+    """The columns of the next ``rows`` rows of ``record`` of the open file ``fh`` (of
+    ``path``; row ``first`` next), read :data:`TAKE_RECORDS` rows at a time: only the columns
+    are held whole. O(rows)."""
     columns = tuple(np.empty(rows, dtype=record[name]) for name in record.names)
-    with open(path, "rb") as fh:
-        for start in range(0, rows, TAKE_RECORDS):
-            part = np.fromfile(fh, dtype=record, count=min(TAKE_RECORDS, rows - start))
-            if part.shape[0] != min(TAKE_RECORDS, rows - start):
-                raise ValueError(f"{path} ends before row {start + TAKE_RECORDS}")
-            for column, name in zip(columns, record.names):
-                column[start : start + part.shape[0]] = part[name]
+    for start in range(0, rows, TAKE_RECORDS):
+        count = min(TAKE_RECORDS, rows - start)
+        part = np.fromfile(fh, dtype=record, count=count)
+        if part.shape[0] != count:
+            raise ValueError(f"{path} ends before row {first + start + count}")
+        for column, name in zip(columns, record.names):
+            column[start : start + count] = part[name]
     return columns
 
 
