@@ -111,7 +111,7 @@ def map_pages(values: np.ndarray) -> None:
     """
     flat = np.asarray(values).reshape(-1)
     if flat.shape[0]:
-        step = max(mmap.PAGESIZE // max(flat.itemsize, 1), 1)
+        step = max(mmap.PAGESIZE // flat.itemsize, 1)
         int(np.add.reduce(flat[::step], dtype=np.int64))
 
 
