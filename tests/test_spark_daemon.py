@@ -1,4 +1,5 @@
-"""The Python worker daemon of Spark runs: the engine's modules are loaded before workers fork."""
+"""The Python worker daemon of Spark runs: the engine's modules are loaded, and numba's compiler
+set up, before workers fork."""
 
 import os
 import struct
@@ -15,8 +16,10 @@ pytestmark = [
 
 def test_the_daemon_loads_the_task_modules_before_it_serves():
     """Started as Spark starts it, the daemon announces its port only after it has imported the
-    task modules (pyarrow's library is mapped into the process that will fork the workers), and
-    it stops when its standard input closes, as when the executor stops."""
+    task modules (pyarrow's library is mapped into the process that will fork the workers) and
+    set up numba's compiler (its registries import Python's ``cmath`` extension, which nothing
+    imported before), and it stops when its standard input closes, as when the executor
+    stops."""
     pytest.importorskip("pyspark")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     daemon = subprocess.Popen(
@@ -30,10 +33,26 @@ def test_the_daemon_loads_the_task_modules_before_it_serves():
         (port,) = struct.unpack("!i", daemon.stdout.read(4))
         assert 0 < port < 65536
         with open(f"/proc/{daemon.pid}/maps") as maps:
-            assert "libarrow" in maps.read()
+            mapped = maps.read()
+        assert "libarrow" in mapped
+        if "cmath" not in sys.builtin_module_names:
+            assert "/cmath." in mapped
     finally:
         daemon.stdin.close()
         assert daemon.wait(timeout=60) is not None
+
+
+def test_prepare_sets_up_numba_that_the_task_modules_leave_unset():
+    """The task modules alone leave numba's compiler unset (the set-up is what the daemon adds
+    for its workers); :func:`prepare` sets it up."""
+    code = (
+        "import sys, neardup.engines.spark.tasks;"
+        "before = 'numba.np.arraymath' in sys.modules;"
+        "from neardup.engines.spark.daemon import prepare; prepare();"
+        "print(before, 'numba.np.arraymath' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_workers_of_a_session_fork_from_the_preloading_daemon(spark):

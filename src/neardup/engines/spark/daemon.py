@@ -1,13 +1,15 @@
 """The Python worker daemon of a neardup run: pyspark's own daemon, started after the modules
-the engine's tasks run have been imported.
+the engine's tasks run have been imported and numba's compiler has been set up.
 
 Each executor starts one Python daemon (Spark's ``spark.python.daemon.module``) and forks one
 worker from it per Python task slot; a forked worker starts with everything its daemon
-imported. pyspark's daemon imports little, so each worker imported numpy, pyarrow, numba and
-the kernels' modules at its first task: about 0.9 s of CPU per worker on an idle core
-(``python -X importtime``), paid by every worker of every executor. This daemon pays it once
-per executor. The kernels' compiled code stays lazy: a worker loads from numba's cache only
-the kernels its tasks call.
+imported and set up. pyspark's daemon imports little, so each worker imported numpy, pyarrow,
+numba and the kernels' modules at its first task (about 0.9 s of CPU per worker on an idle
+core, ``python -X importtime``), and then set up numba's compiler at its first kernel (0.4-0.6
+s more: the typing and code generation registries, numba's extension entry points, and, where
+scipy is installed, scipy's BLAS, which numba looks for). This daemon pays both once per
+executor (:func:`prepare`). The kernels' compiled code stays lazy: a worker loads from numba's
+cache only the kernels its tasks call, each in milliseconds.
 
 :func:`~neardup.engines.spark.session.spark_session` sets it
 (:data:`~neardup.engines.spark.session.PYTHON_DAEMON`) for the sessions it starts, unless the
@@ -17,11 +19,27 @@ must have neardup installed, as every task of a run needs it anyway.
 
 from __future__ import annotations
 
+import numpy as np
+
 # The kernels the run's tasks call, and through the package the engine's other modules
 # (imported for their side effect: loaded once here, inherited by every forked worker).
 import neardup.engines.spark.tasks  # noqa: F401
+from neardup.candidates.radix import compact_distinct
+
+
+def prepare() -> None:
+    """Set up numba's compiler in this process by loading one small kernel (compiled into
+    numba's cache first if it is not there): what every process pays at its first kernel,
+    paid here once for the workers this process forks. About 0.5 s, once.
+
+    Example:
+        >>> prepare()  # the second call costs microseconds
+    """
+    compact_distinct(np.zeros(1, dtype=np.int64))
+
 
 if __name__ == "__main__":  # Spark runs ``python -m neardup.engines.spark.daemon``
     from pyspark import daemon
 
+    prepare()
     daemon.manager()
