@@ -23,7 +23,7 @@ The texts are never all in memory. The job makes three passes over the inputs:
    candidate are **read again** — only those, through their input locations, nearby lines in
    one read — and their data built by the compiled kernels in parallel batches, each written by
    its worker in its final place (LCS units, counted in pass 1), kept in memory or spilled
-   (:class:`~neardup.engines.spill.SpilledRows`); verification, groups, pairs.
+   (:class:`~neardup.engines.spilled_rows.SpilledRows`); verification, groups, pairs.
 3. **Write** (:meth:`neardup.engines.local.LocalEngine.dedup`) GROUPS and PAIRS from the
    columns (Arrow ``take`` on the IDs), and the originals' rows from a third read of just them
    (:meth:`OutOfCoreDedup.refetch`).
@@ -70,8 +70,9 @@ from neardup.engines.id_file import write_ids
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.linked_rows import LinkedRows
-from neardup.engines.spill import MemoryBudget, SpillColumn, SpilledRows, WorkDir
+from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.engines.spilled_buckets import SpillStores
+from neardup.engines.spilled_rows import SpilledRows
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.exact_duplicates import representatives_by_parts
 from neardup.groups import locality_pair_order
@@ -466,7 +467,7 @@ class OutOfCoreDedup:
         CSR in that order: their texts re-read and prepared by worker threads, batch by batch,
         into one array sized from pass 1 (so a block never exists twice in memory; pages past
         the real size are never touched), or with ``spill`` the
-        :class:`~neardup.engines.spill.SpilledRows` of the work folder that hold them (row i:
+        :class:`~neardup.engines.spilled_rows.SpilledRows` of the work folder that hold them (row i:
         ``docs[i]``; ``lengths``, the caller's int32 counts of the LCS units of ``docs``, are
         their lengths, not held twice, and no place of a row is held: 8 bytes a row)."""
         started = time.perf_counter()
