@@ -18,7 +18,6 @@ from memory_helpers import mapped_resident_bytes
 from neardup import pipeline
 from neardup.candidates import bands, bounds, bucket_lists, chunks
 from neardup.cli import main
-from neardup.cli.options import Reporter
 from neardup.engines import id_file, local, outofcore, spill
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.outofcore import OutOfCoreDedup
@@ -738,50 +737,6 @@ def test_unwritable_or_missing_temp_dir(corpus, tmp_path):
     )
     assert result.exit_code != 0
     assert "missing" in result.output
-
-
-def test_resume_continues_after_an_interrupt_and_refuses_changed_options(
-    corpus, tmp_path, monkeypatch
-):
-    spill_dir = tmp_path / "spill"
-    spill_dir.mkdir()
-    clean = dedup(corpus, tmp_path, "clean")
-    args = ("--resume", "--tmp-dir", spill_dir, "--memory-limit", "1M")
-    out = outputs(tmp_path, "resumed")
-    command = [
-        "dedup",
-        str(corpus),
-        "-o",
-        str(out["groups.tsv"]),
-        "--pairs-out",
-        str(out["pairs.tsv"]),
-        "--keep",
-        str(out["keep.jsonl"]),
-        "--time-field",
-        "ts",
-        "--on-error",
-        "skip",
-        "-q",
-        *map(str, args),
-    ]
-    with monkeypatch.context() as m:
-        m.setattr(Reporter, "stage", _interrupt_at("verify", Reporter))
-        result = CliRunner().invoke(main, command)
-        assert result.exit_code == 1 and "Aborted" in result.output
-    kept = list(spill_dir.iterdir())
-    assert len(kept) == 1
-    assert json.loads((kept[0] / "manifest.json").read_text())["stages"] == ["collect"]
-
-    changed = CliRunner().invoke(main, command + ["--threshold", "0.75"])
-    assert changed.exit_code == 1 and "other inputs or options" in changed.output
-
-    # Pass 1 is not run again: signing fails if it is.
-    with monkeypatch.context() as m:
-        m.setattr(outofcore, "_sign_batch", None)
-        result = CliRunner().invoke(main, command)
-    assert result.exit_code == 0, result.output
-    assert {name: p.read_bytes() for name, p in out.items()} == clean
-    assert list(spill_dir.iterdir()) == []
 
 
 def test_memory_limit_parsing():

@@ -33,16 +33,15 @@ class Collected:
     band_columns: list[SpillColumn] = field(default_factory=list)
     #: The column of :attr:`Signatures.sketches` (LCS verification), or None.
     sketch_column: SpillColumn | None = None
-    #: The column of the content fingerprints (None for a resumed run). When it went to disk
-    #: :attr:`Signatures.content` may hold no values: pass 2 then reads them back by parts.
+    #: The column of the content fingerprints. When it went to disk :attr:`Signatures.content`
+    #: may hold no values: pass 2 then reads them back by parts.
     content_column: SpillColumn | None = None
     stats: ReadStats = field(default_factory=ReadStats)
     seconds: float = 0.0
     #: Every document's verification data, when pass 1 built and kept them (else None).
     kept: KeptSets | None = None
     ids_path: Path | None = None  # the IDs' file (Arrow IPC) when ``id_column`` is None
-    #: The columns of :attr:`Signatures.empty` and :attr:`Signatures.sizes`, by those names
-    #: (none for a resumed run, whose arrays are maps of its checkpoint).
+    #: The columns of :attr:`Signatures.empty` and :attr:`Signatures.sizes`, by those names.
     flag_columns: dict[str, SpillColumn] = field(default_factory=dict)
 
     def __len__(self) -> int:

@@ -101,10 +101,12 @@ class KeptColumns:
         if self.may_spill and self.budget.free < self.least_room:
             self._to_disk()
 
-    def finish(self) -> None:
-        """End of pass 1: move the columns to disk if the budget's room is short now, and set
-        :attr:`ids`, :attr:`ids_path` and :attr:`locations`."""
-        if self._id_file is None and self.may_spill and self.budget.free < self.least_room:
+    def finish(self, to_disk: bool = False) -> None:
+        """End of pass 1: move the columns to disk if the budget's room is short now, or
+        ``to_disk`` asks (a ``--resume`` checkpoint records their files), and set :attr:`ids`,
+        :attr:`ids_path` and :attr:`locations`."""
+        short = self.may_spill and self.budget.free < self.least_room
+        if self._id_file is None and (short or to_disk):
             self._to_disk()
         if self._id_file is not None:
             self._id_file.close()

@@ -57,7 +57,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import fields
 
 import numpy as np
 import pyarrow as pa
@@ -65,8 +64,8 @@ import pyarrow as pa
 from neardup.candidates.bands import band_hashes
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
+from neardup.engines.checkpoint import load_collected, load_groups, save_collected, save_groups
 from neardup.engines.collected import Collected, TimestampParts, held_bytes
-from neardup.engines.id_file import write_ids
 from neardup.engines.kept import KeptSets, copy_into
 from neardup.engines.kept_columns import KeptColumns
 from neardup.engines.linked_rows import LinkedRows
@@ -76,7 +75,7 @@ from neardup.engines.spilled_rows import SpilledRows
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.exact_duplicates import representatives_by_parts
 from neardup.groups import locality_pair_order
-from neardup.io import DocumentBatch, DocumentReader, ReadStats
+from neardup.io import DocumentBatch, DocumentReader
 from neardup.lcs import COUNT_BUCKETS
 from neardup.memory import (
     index_dtype,
@@ -121,9 +120,6 @@ INPUTS_CHANGED = (
     "the inputs changed while the run was reading them (documents differ from the first "
     "pass); run again on inputs that stay put"
 )
-
-#: The arrays of :class:`~neardup.pipeline.Groups` that ``--resume`` checkpoints (all but stats).
-_GROUP_ARRAYS = tuple(f.name for f in fields(Groups) if f.name != "stats")
 
 
 class BatchSink:
@@ -226,9 +222,14 @@ class OutOfCoreDedup:
         also goes through ``sink`` when given (not with ``--resume``)."""
         if sink is not None and self.work.resume:
             raise ValueError("a batch sink sees every batch: it cannot resume a run")
+        # Only writing needs the IDs, and only the re-read the locations of some documents:
+        # past the budget both go to the work folder as they are read (not with a batch sink,
+        # which stores them itself).
+        self._owns_columns = sink is None
         if self.work.completed("collect"):
-            self.collected = self._load_collected()
-            return self.collected
+            c = self.collected = load_collected(self.work, self.settings, self.budget)
+            self._charge(held_bytes(c.timestamps) + held_bytes(c.signatures.signature))
+            return c
         s = self.settings
         started = time.perf_counter()
         warm_up(s)
@@ -258,10 +259,6 @@ class OutOfCoreDedup:
         size_column = SpillColumn(self.work, "sizes", np.int32, self.budget)
         fps: list[np.ndarray] = []
         stamps = TimestampParts()
-        # Only the writing needs the IDs, and only the re-read the locations of some documents:
-        # past the budget both go to the work folder as they are read (not with a batch sink
-        # or --resume, which store them themselves).
-        self._owns_columns = sink is None and not self.work.resume
         kept_columns = KeptColumns(
             self.work, self.budget, self._charge, self._least_room, may_spill=self._owns_columns
         )
@@ -320,17 +317,20 @@ class OutOfCoreDedup:
             )
             done_bytes = now_bytes
         n = len(stamps)
-        columns = [empty_column, size_column, sig_column, sketch_column]
-        for column in bands + [c for c in columns if c is not None]:
+        named = {f"band-{j}": column for j, column in enumerate(bands)}
+        for column in (sig_column, sketch_column, content_column, empty_column, size_column):
+            if column is not None:
+                named[column.path.stem] = column
+        for column in named.values():
+            if self.work.resume:
+                column.spill()  # the checkpoint records its file (engines.checkpoint)
             column.finish()
             self.figures["spilled bytes"] += column.disk_bytes
-        content_column.finish()
-        self.figures["spilled bytes"] += content_column.disk_bytes
         if content_column.spilled and self._owns_columns:
             content = np.zeros((n, 0), dtype=np.uint64)  # rows without memory: see group
         else:
             content = content_column.read()
-            if not self._owns_columns:  # a batch sink or a resumed run keeps them whole
+            if not self._owns_columns:  # a batch sink keeps them whole
                 content_column.release()
                 self._charge(content.nbytes)
         # The fingerprints' parts are let go as they are joined: never all held twice.
@@ -347,7 +347,7 @@ class OutOfCoreDedup:
             sizes=size_column.array(),
             sketches=sketch_column.array() if sketch_column is not None else None,
         )
-        kept_columns.finish()
+        kept_columns.finish(to_disk=self.work.resume)
         self.figures["spilled bytes"] += kept_columns.disk_bytes
         self.collected = Collected(
             id_column=kept_columns.ids,
@@ -365,71 +365,8 @@ class OutOfCoreDedup:
         )
         return_freed_memory()
         if self.work.resume:
-            self._save_collected(sig_column)
+            save_collected(self.work, s, self.collected, named)
         return self.collected
-
-    def _save_collected(self, sig_column: SpillColumn | None) -> None:
-        c, w = self.collected, self.work
-        for name in ("content", "empty", "sizes", "sketches"):
-            if getattr(c.signatures, name) is not None:
-                w.save(name, getattr(c.signatures, name))
-        w.save("timestamps", c.timestamps)
-        if c.locations is not None:
-            w.save("locations", c.locations)
-        if self.settings.method == "simhash":
-            w.save("fingerprints", c.signatures.signature)
-        for j, column in enumerate(c.band_columns + ([sig_column] if sig_column else [])):
-            w.save(f"spill-{j}", column.array())
-        write_ids(w.file("ids.arrow"), c.ids)
-        stats = c.stats
-        w.save_json(
-            "collect",
-            {
-                "documents": stats.documents,
-                "bytes": stats.bytes,
-                "skipped": stats.skipped,
-                "skipped_reasons": dict(stats.skipped_reasons),
-                "files": stats.files,
-                "seconds": c.seconds,
-                "spill_columns": len(c.band_columns),
-            },
-        )
-        w.complete("collect")
-
-    def _load_collected(self) -> Collected:
-        w, s = self.work, self.settings
-        info = w.load_json("collect")
-        stats = ReadStats(
-            documents=info["documents"],
-            bytes=info["bytes"],
-            skipped=info["skipped"],
-            files=info["files"],
-        )
-        stats.skipped_reasons.update(info["skipped_reasons"])
-        timestamps = w.load("timestamps")
-        n = timestamps.shape[0]
-        bands = []
-        for j in range(info["spill_columns"]):
-            column = SpillColumn(w, f"resumed-{j}", np.uint64, self.budget)
-            column.append(w.load(f"spill-{j}"))
-            bands.append(column)
-        if s.method == "simhash":
-            signature = w.load("fingerprints")
-        elif s.verify is None:
-            signature = w.load(f"spill-{info['spill_columns']}", mmap=True)
-        else:
-            signature = np.zeros((n, 0), np.uint32)
-        sig = Signatures(
-            content=w.load("content"),
-            signature=signature,
-            empty=w.load("empty", mmap=True),
-            sizes=w.load("sizes", mmap=True),
-            sketches=w.load("sketches", mmap=True) if w.file("sketches.npy").exists() else None,
-        )
-        locations = w.load("locations") if w.file("locations.npy").exists() else None
-        c = Collected(None, timestamps, locations, sig, bands, stats=stats, seconds=info["seconds"])
-        c.ids_path = w.file("ids.arrow")  # read when written (Collected.mapped_ids)
-        return c
 
     # -- pass 2 ------------------------------------------------------------------------------
 
@@ -691,20 +628,20 @@ class OutOfCoreDedup:
         """Pass 2: :func:`neardup.pipeline.find_groups` over the collected columns."""
         c = self.collected
         if self.work.completed("group"):
-            return self._load_groups()
+            return load_groups(self.work)
         grouping = GROUPING_BYTES * len(c)
         self._charge(grouping)
         self._spill_for_grouping()
         stores = SpillStores(self.work, max(self._least_room, 64))
         on_disk = c.signatures.content.shape[1] == 0  # the content keys: read back by parts
+        release_bands = self.settings.pairs != "all" and not self.work.resume
         groups = find_groups(
             c.signatures,
             c.timestamps,
             self.settings,
-            # With pairs="all" the band hashes are read again for the pairs.
-            band_keys=(lambda: c.band_keys(release=self.settings.pairs != "all"))
-            if c.band_columns
-            else None,
+            # With pairs="all" the band hashes are read again for the pairs, and a
+            # checkpoint's files stay until the run ends: neither deletes them once searched.
+            band_keys=(lambda: c.band_keys(release=release_bands)) if c.band_columns else None,
             set_source=self.set_source,
             on_stage=self._on_stage,
             workers=self.workers,
@@ -727,10 +664,7 @@ class OutOfCoreDedup:
         for column in c.band_columns:
             column.release()
         if self.work.resume:
-            for name in _GROUP_ARRAYS:
-                self.work.save(name, getattr(groups, name))
-            self.work.save_json("group", groups.stats)
-            self.work.complete("group")
+            save_groups(self.work, groups)
         return groups
 
     def _spill_for_grouping(self) -> None:
@@ -758,17 +692,13 @@ class OutOfCoreDedup:
             self._content_part,
             self.workers,
         )
-        column.remove()
+        if not self.work.resume:  # a checkpoint's file stays until the run ends
+            column.remove()
         return rep
 
     def _content_part(self, part: int) -> SpillColumn:
         """A part's store of content keys and indices, on disk from its first row."""
         return SpillColumn(self.work, f"content-{part}", np.uint64, MemoryBudget(0), 3)
-
-    def _load_groups(self) -> Groups:
-        w = self.work
-        arrays = [w.load(name) for name in _GROUP_ARRAYS]
-        return Groups(*arrays, stats=w.load_json("group"))
 
 
 def _batch_sets(

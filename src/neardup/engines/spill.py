@@ -363,6 +363,18 @@ def write_array(fh, values: np.ndarray) -> None:
     fh.write(memoryview(values).cast("B"))
 
 
+def _checked_size(path: Path, nbytes: int) -> int:
+    """``nbytes``, the size a checkpoint recorded for ``path``; ValueError naming the file and
+    both sizes if it has another (none: 0 bytes)."""
+    found = path.stat().st_size if path.exists() else 0
+    if found != nbytes:
+        raise ValueError(
+            f"--resume: {path} holds {found} bytes, its checkpoint {nbytes}: the work folder "
+            f"was changed; remove {path.parent} to start the run again"
+        )
+    return int(nbytes)
+
+
 class ColumnFile:
     """A per-document column written to a file of the work folder (whole, or appended batch by
     batch) and read back by rows (:meth:`take`), never through a memory map: an out-of-core run
@@ -390,6 +402,18 @@ class ColumnFile:
                 write_array(fh, np.ascontiguousarray(array))
         #: Bytes written to the file.
         self.disk_bytes = int(array.nbytes)
+
+    @classmethod
+    def reopen(cls, work: WorkDir, name: str, dtype, row_shape: tuple, rows: int) -> ColumnFile:
+        """The column whose file ``name.bin`` in ``work`` already holds ``rows`` rows (a
+        ``--resume`` checkpoint's); ValueError if the file's size says otherwise. O(1)."""
+        column = cls.__new__(cls)
+        column.path, column.dtype = work.file(name + ".bin"), np.dtype(dtype)
+        column.row_shape, column.rows = tuple(row_shape), int(rows)
+        column.disk_bytes = _checked_size(
+            column.path, rows * column.dtype.itemsize * int(np.prod(row_shape))
+        )
+        return column
 
     def __len__(self) -> int:
         return self.rows
@@ -457,6 +481,17 @@ class SpillColumn:
         self._parts: list[np.ndarray] = []
         self._held = 0
         self._file = None
+
+    @classmethod
+    def reopen(
+        cls, work: WorkDir, name: str, dtype, budget: MemoryBudget, rows: int, width: int = 1
+    ) -> SpillColumn:
+        """The spilled column whose file ``name.bin`` in ``work`` already holds ``rows`` rows
+        (a ``--resume`` checkpoint's); ValueError if the file's size says otherwise. O(1)."""
+        column = cls(work, name, dtype, budget, width)
+        column.disk_bytes = _checked_size(column.path, rows * width * column.dtype.itemsize)
+        column.rows = int(rows)
+        return column
 
     @property
     def held(self) -> int:
