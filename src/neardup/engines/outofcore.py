@@ -228,7 +228,11 @@ class OutOfCoreDedup:
         self._owns_columns = sink is None
         if self.work.completed("collect"):
             c = self.collected = load_collected(self.work, self.settings, self.budget)
-            self._charge(held_bytes(c.timestamps) + held_bytes(c.signatures.signature))
+            # Charged as pass 1 charges them: MinHash's signatures are a spill column's map.
+            simhash = self.settings.method == "simhash"
+            self._charge(
+                held_bytes(c.timestamps) + (c.signatures.signature.nbytes if simhash else 0)
+            )
             return c
         s = self.settings
         started = time.perf_counter()
