@@ -188,17 +188,23 @@ def test_a_crash_while_checkpointing_leaves_no_checkpoint(corpus, clean, tmp_pat
     assert {name: p.read_bytes() for name, p in out.items()} == clean("--memory-limit", "1M")
 
 
-def test_a_damaged_checkpoint_is_one_clear_error(corpus, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, cut", [("band-3.bin", 8), ("ids.arrow", None)])
+def test_a_damaged_checkpoint_is_one_clear_error(corpus, tmp_path, monkeypatch, name, cut):
+    """A recorded file cut short, or gone, is one error naming it and the folder to remove."""
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
     command = _command(corpus, outputs(tmp_path, "resumed"), spill_dir, "--memory-limit", "1M")
     _interrupted(command, "verify", monkeypatch)
     (folder,) = spill_dir.iterdir()
-    band = folder / "band-3.bin"
-    size = band.stat().st_size
-    with open(band, "r+b") as fh:
-        fh.truncate(size - 8)
+    damaged = folder / name
+    size = damaged.stat().st_size
+    if cut is None:
+        damaged.unlink()
+    else:
+        with open(damaged, "r+b") as fh:
+            fh.truncate(size - cut)
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert str(band) in result.output and f"holds {size - 8} bytes" in result.output
+    left = 0 if cut is None else size - cut
+    assert f"{damaged} holds {left} bytes, its checkpoint {size}" in result.output
     assert f"remove {folder} to start the run again" in result.output

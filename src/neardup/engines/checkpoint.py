@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from neardup.engines.collected import Collected, held_bytes
-from neardup.engines.spill import ColumnFile, MemoryBudget, SpillColumn, WorkDir
+from neardup.engines.spill import ColumnFile, MemoryBudget, SpillColumn, WorkDir, checked_size
 from neardup.io import ReadStats
 from neardup.pipeline import Groups, Signatures
 from neardup.settings import Settings
@@ -101,6 +101,7 @@ def save_collected(
             },
             "timestamp": int(stamps[0]) if constant and len(stamps) else None,
             "locations": c.locations.rows if c.locations is not None else None,
+            "ids_bytes": c.ids_path.stat().st_size,
         },
     )
     work.complete("collect")
@@ -145,6 +146,7 @@ def load_collected(work: WorkDir, settings: Settings, budget: MemoryBudget) -> C
         sketches=sketches.array() if sketches is not None else None,
     )
     located = info["locations"]
+    checked_size(work.file("ids.arrow"), info["ids_bytes"])
     return Collected(
         id_column=None,
         timestamps=timestamps,

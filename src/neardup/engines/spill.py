@@ -363,7 +363,7 @@ def write_array(fh, values: np.ndarray) -> None:
     fh.write(memoryview(values).cast("B"))
 
 
-def _checked_size(path: Path, nbytes: int) -> int:
+def checked_size(path: Path, nbytes: int) -> int:
     """``nbytes``, the size a checkpoint recorded for ``path``; ValueError naming the file and
     both sizes if it has another (none: 0 bytes)."""
     found = path.stat().st_size if path.exists() else 0
@@ -410,7 +410,7 @@ class ColumnFile:
         column = cls.__new__(cls)
         column.path, column.dtype = work.file(name + ".bin"), np.dtype(dtype)
         column.row_shape, column.rows = tuple(row_shape), int(rows)
-        column.disk_bytes = _checked_size(
+        column.disk_bytes = checked_size(
             column.path, rows * column.dtype.itemsize * int(np.prod(row_shape))
         )
         return column
@@ -489,7 +489,7 @@ class SpillColumn:
         """The spilled column whose file ``name.bin`` in ``work`` already holds ``rows`` rows
         (a ``--resume`` checkpoint's); ValueError if the file's size says otherwise. O(1)."""
         column = cls(work, name, dtype, budget, width)
-        column.disk_bytes = _checked_size(column.path, rows * width * column.dtype.itemsize)
+        column.disk_bytes = checked_size(column.path, rows * width * column.dtype.itemsize)
         column.rows = int(rows)
         return column
 
