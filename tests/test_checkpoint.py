@@ -1,6 +1,7 @@
-"""``--resume`` (engines/checkpoint): a run interrupted at any stage continues with the same
-bytes at any memory limit; pass 1's checkpoint copies no column, and a resumed run holds what
-the first held; a crash while checkpointing leaves none; a damaged one is one clear error."""
+"""``--resume`` (engines/checkpoint): a run interrupted at a stage after pass 1 continues with
+the same bytes, at the tightest memory limit and the default; pass 1's checkpoint copies no
+column, and a resumed run holds what the first held; a crash while checkpointing leaves none;
+a damaged checkpoint is one clear error."""
 
 import json
 
