@@ -8,7 +8,14 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_outofcore import _interrupt_at, dedup, make_corpus, outputs, write_jsonl
+from test_outofcore import (
+    _interrupt_at,
+    dedup,
+    dedup_args,
+    make_corpus,
+    outputs,
+    write_jsonl,
+)
 
 from neardup.cli import main
 from neardup.cli.options import Reporter
@@ -42,25 +49,7 @@ def clean(corpus, tmp_path_factory):
 
 
 def _command(corpus, out, spill_dir, *options):
-    return [
-        "dedup",
-        str(corpus),
-        "-o",
-        str(out["groups.tsv"]),
-        "--pairs-out",
-        str(out["pairs.tsv"]),
-        "--keep",
-        str(out["keep.jsonl"]),
-        "--time-field",
-        "ts",
-        "--on-error",
-        "skip",
-        "-q",
-        "--resume",
-        "--tmp-dir",
-        str(spill_dir),
-        *options,
-    ]
+    return dedup_args(corpus, out, "--resume", "--tmp-dir", spill_dir, *options)
 
 
 def _interrupted(command, stage, monkeypatch):

@@ -108,24 +108,29 @@ def outputs(tmp_path, tag):
     return {name: tmp_path / f"{tag}.{name}" for name in ("groups.tsv", "pairs.tsv", "keep.jsonl")}
 
 
-def dedup(corpus, tmp_path, tag, *extra):
-    out = outputs(tmp_path, tag)
-    result = run(
+def dedup_args(corpus, out, *extra) -> list[str]:
+    """``neardup dedup`` of ``corpus`` into the files of :func:`outputs` ``out``."""
+    return [
         "dedup",
-        corpus,
+        str(corpus),
         "-o",
-        out["groups.tsv"],
+        str(out["groups.tsv"]),
         "--pairs-out",
-        out["pairs.tsv"],
+        str(out["pairs.tsv"]),
         "--keep",
-        out["keep.jsonl"],
+        str(out["keep.jsonl"]),
         "--time-field",
         "ts",
         "--on-error",
         "skip",
         "-q",
-        *extra,
-    )
+        *map(str, extra),
+    ]
+
+
+def dedup(corpus, tmp_path, tag, *extra):
+    out = outputs(tmp_path, tag)
+    result = run(*dedup_args(corpus, out, *extra))
     assert result.exit_code == 0, result.output
     return {name: path.read_bytes() for name, path in out.items()}
 
