@@ -20,6 +20,7 @@ from neardup.candidates.band_parts import (
     partitions,
     prefix_counts,
 )
+from neardup.rank_directory import RowSet
 
 
 def _column(seed: int, n: int, distinct: int) -> np.ndarray:
@@ -55,8 +56,8 @@ def test_partitions_in_order_are_the_stable_sort(seed, n, distinct, most, with_s
     subset = None
     if with_subset:
         rng = np.random.default_rng(seed + 1)
-        subset = np.flatnonzero(rng.random(n) < 0.6)
-    searched = column if subset is None else column[subset]
+        subset = RowSet.of_marks(rng.random(n) < 0.6)
+    searched = column if subset is None else column[subset.rows()]
     keys, order, parts = _sorted_in_parts(column, subset, most)
     want = np.argsort(searched, kind="stable")
     assert order.dtype == np.uint32
@@ -83,7 +84,7 @@ def test_equal_hashes_share_a_partition_whatever_their_positions(monkeypatch):
 
 def test_one_bucket_of_every_document_is_one_partition():
     column = np.full(1000, 12345, dtype=np.uint64)
-    keys, order, parts = _sorted_in_parts(column, np.arange(0, 1000, 3), 10)
+    keys, order, parts = _sorted_in_parts(column, RowSet.of_marks(np.arange(1000) % 3 == 0), 10)
     assert len(parts) == 1
     assert order.tolist() == list(range(334))
 
@@ -97,7 +98,7 @@ def test_a_column_read_in_blocks_skips_blocks_without_rows(monkeypatch):
         reads.append((start, stop))
         return values[start:stop]
 
-    blocks = list(BandColumn(10, read).blocks(np.array([1, 2, 9])))
+    blocks = list(BandColumn(10, read).blocks(RowSet.of_marks(np.isin(np.arange(10), [1, 2, 9]))))
     assert reads == [(0, 3), (9, 10)]
     assert [(b.tolist(), r.tolist()) for b, r in blocks] == [([0, 1, 2], [1, 2]), ([9], [0])]
 
@@ -125,7 +126,7 @@ def test_a_staged_band_gives_each_partition_as_its_column_does(
     column = _column(seed, n, distinct)
     subset = None
     if with_subset:
-        subset = np.flatnonzero(np.random.default_rng(seed + 1).random(n) < 0.6)
+        subset = RowSet.of_marks(np.random.default_rng(seed + 1).random(n) < 0.6)
     path = tmp_path_factory.mktemp("staged") / "band.staged"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(band_parts, "BLOCK_ROWS", block_rows)

@@ -23,6 +23,7 @@ from neardup.candidates.bands import (
     rank_positions,
 )
 from neardup.lsh import candidate_probability
+from neardup.rank_directory import RowSet
 
 # --------------------------------------------------------------------------- references
 
@@ -331,7 +332,8 @@ def test_bands_side_by_side_and_in_partitions_give_the_pairs_of_whole_bands(
     buckets in their order, are those of each band sorted whole, one at a time."""
     rng = np.random.default_rng(seed)
     sig = rng.integers(0, 4, size=(n, bands * 2), dtype=np.uint32)  # small values: buckets
-    subset = np.flatnonzero(rng.random(n) < 0.7) if with_subset else None
+    marks = rng.random(n) < 0.7
+    subset = np.flatnonzero(marks) if with_subset else None
     searched = n if subset is None else subset.shape[0]
     positions = rng.permutation(searched).astype(np.int64) if mode == "star" else None
     whole = [c if subset is None else c[subset] for c in band_columns(sig, bands, 2)]
@@ -340,7 +342,8 @@ def test_bands_side_by_side_and_in_partitions_give_the_pairs_of_whole_bands(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bands_module, "MIN_PART_ROWS", 1)  # partitions of a few documents
         columns = band_columns(sig, bands, 2)
-        assert _search(columns, mode, positions, workers, subset, room) == want
+        rows = RowSet.of_marks(marks) if with_subset else None
+        assert _search(columns, mode, positions, workers, rows, room) == want
         assert _search(whole, mode, None, workers, None, room) == want_by_index
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
         pairs_from_band_columns(band_columns(sig, bands, 2), mode, None, 0)

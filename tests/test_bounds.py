@@ -128,15 +128,17 @@ def test_block_rows_fit_two_blocks_in_the_memory_given():
 
 
 def test_scan_finds_the_sketches_of_every_count_255(tmp_path, monkeypatch):
-    sketches = np.zeros((11, 4), dtype=np.uint8)
-    sketches[[2, 7, 10]] = 255
+    every = [2, 7, 10, 63, 64, 129, 149]  # across the words of the bits
+    sketches = np.zeros((150, 4), dtype=np.uint8)
+    sketches[every] = 255
     sketches[5, :3] = 255  # not every bucket
     mapped = _mapped(tmp_path, sketches)
     monkeypatch.setattr(bounds, "SCAN_ROWS", 3)
     for block_rows in (1, 4, 100):
         for source in (mapped, sketches):
             with bounds.scanned_sketches(source, block_rows) as (unbounded, _):
-                assert np.flatnonzero(unbounded).tolist() == [2, 7, 10]
+                flags = np.unpackbits(unbounded.view(np.uint8), bitorder="little")
+                assert unbounded.shape == (3,) and np.flatnonzero(flags).tolist() == every
 
 
 def _coarse_of(sketches):

@@ -12,7 +12,6 @@ from neardup.engines.spill import MemoryBudget, SpillColumn, WorkDir
 from neardup.exact_duplicates import (
     Duplicates,
     content_representatives,
-    representatives_and_members,
     representatives_by_parts,
 )
 
@@ -165,10 +164,13 @@ def test_duplicates_give_each_document_its_representative(halves, contents, wide
     first = {}
     rep_of = np.array([first.setdefault(c, i) for i, c in enumerate(contents)])
     rep_of = rep_of.astype(np.int64 if wide else np.int32)
-    reps, members = representatives_and_members(rep_of)
-    duplicates = Duplicates.of(rep_of, members)
+    duplicates = Duplicates.of(rep_of)
     assert len(duplicates) == sum(r != i for i, r in enumerate(rep_of.tolist()))
     assert duplicates.members.tolist() == [i for i, r in enumerate(rep_of.tolist()) if r != i]
+    own = [i for i, r in enumerate(rep_of.tolist()) if r == i]
+    rows = duplicates.representative_rows()
+    assert rows.rows().tolist() == own and rows.dtype == rep_of.dtype
+    assert rows.take(np.arange(len(own))[::-1]).tolist() == own[::-1]
     docs = np.array(data.draw(st.lists(st.integers(0, len(contents) - 1), max_size=50)))
     docs = docs.astype(data.draw(st.sampled_from([np.int32, np.int64, np.uint64])))
     with pytest.MonkeyPatch.context() as patch:

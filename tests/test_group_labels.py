@@ -131,7 +131,7 @@ def test_exact_duplicates_join_their_representatives_components(halves, n, seed,
         a, b = rng.choice(reps, m), rng.choice(reps, m)
         dup = np.flatnonzero(rep_of != np.arange(n))
         joined = bfs_components(n, np.concatenate([a, rep_of[dup]]), np.concatenate([b, dup]))
-        dups = Duplicates.of(rep_of, dup)
+        dups = Duplicates.of(rep_of)
         assert with_duplicates(connected_components(n, a, b), dups).tolist() == joined
         # Written over the labels given: the same labels, in their array.
         labels = connected_components(n, a, b)

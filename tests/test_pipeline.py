@@ -15,6 +15,7 @@ from neardup.engines.local import signatures_parallel
 from neardup.groups import connected_components, document_order, originals_of
 from neardup.lcs import lcs_pairs
 from neardup.pipeline import Signatures, find_groups, signatures
+from neardup.rank_directory import RowSet
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance
 from neardup.verify import jaccard_pairs
@@ -353,7 +354,7 @@ def test_candidates_ruled_out_by_length_and_sketches_change_nothing(monkeypatch,
 def _star_candidates(texts, s):
     sig = signatures(texts, s)
     n = len(texts)
-    reps = np.arange(n)
+    reps = RowSet.of_marks(np.ones(n, dtype=bool))
     candidates = pipeline.candidate_edges(sig, reps, np.arange(n), s)
     return candidates.slice(0, len(candidates))
 
@@ -367,9 +368,10 @@ def test_star_candidates_take_the_earliest_ranked_member_of_each_bucket(seed):
     n = 300
     sig = signatures([f"doc {i}" for i in range(n)], s)
     sig.signature = rng.integers(0, 3, size=(n, s.num_perm), dtype=np.uint32)
-    reps = np.flatnonzero(rng.random(n) < 0.8)
+    marks = rng.random(n) < 0.8
+    reps = np.flatnonzero(marks)
     rank = rng.permutation(n).astype(np.int64)
-    candidates = pipeline.candidate_edges(sig, reps, rank, s)
+    candidates = pipeline.candidate_edges(sig, RowSet.of_marks(marks), rank, s)
     a, b = candidates.slice(0, len(candidates))
     left, right = candidate_pairs(sig.signature[reps], 8, 2, rank=rank[reps], mode="star")
     assert sorted(zip(a.tolist(), b.tolist())) == sorted(
@@ -388,7 +390,7 @@ def test_no_rank_is_the_identity_order(method):
         sig.signature = rng.integers(0, 3, size=(n, s.num_perm), dtype=np.uint32)
     else:  # fingerprints a few low bits apart
         sig.signature = rng.integers(0, 64, size=sig.signature.shape).astype(sig.signature.dtype)
-    reps = np.flatnonzero(rng.random(n) < 0.8)
+    reps = RowSet.of_marks(rng.random(n) < 0.8)
     found = [pipeline.candidate_edges(sig, reps, rank, s) for rank in (None, np.arange(n))]
     a, b = (sorted(zip(*c.slice(0, len(c)))) for c in found)
     assert a == b and len(a) > 0

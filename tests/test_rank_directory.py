@@ -12,7 +12,7 @@ from numba import njit
 
 import neardup.candidates.radix as radix
 import neardup.rank_directory as rank_directory
-from neardup.rank_directory import directory_of, holds, listed_rows, rank_of, ranks_of
+from neardup.rank_directory import RowSet, directory_of, holds, listed_rows, rank_of, ranks_of
 
 
 @njit(cache=True)
@@ -65,6 +65,55 @@ def test_no_rows():
     words, before = directory_of(np.zeros(0, dtype=bool))
     assert words.shape == (0,) and before.tolist() == [0]
     assert listed_rows(np.zeros(0, dtype=bool), before).shape == (0,)
+
+
+def _row_sets(n):
+    """Sets of ``n`` rows that a select must cross: none, all, sparse, dense, and few rows far
+    apart (long runs of unset words between two samples), beside random ones."""
+    return st.one_of(
+        st.sets(st.integers(0, n - 1)),
+        st.just(set()),
+        st.just(set(range(n))),
+        st.sets(st.integers(0, n - 1), max_size=3),
+        st.builds(lambda step: set(range(0, n, step)), st.integers(1, 300)),
+        st.builds(lambda k: set(range(n)) - set(range(k, n, 5)), st.integers(0, 60)),
+    )
+
+
+@pytest.mark.parametrize("halves", [False, True])
+@settings(max_examples=120, deadline=None)
+@given(st.integers(1, 2000), st.data())
+def test_a_row_set_is_its_sorted_rows(halves, n, data):
+    """A RowSet, made from marks or as the complement of a directory's words, gives what the
+    sorted list of its rows gives: the row at any place (select, in any order, repeated),
+    the rows of any range, and values at its rows, in the dtype asked."""
+    rows = sorted(data.draw(_row_sets(n)))
+    marks = np.zeros(n, dtype=bool)
+    marks[rows] = True
+    dtype = data.draw(st.sampled_from([None, np.int32, np.int64]))
+    places = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=80)) if rows else []
+    start, stop = sorted(data.draw(st.lists(st.integers(-3, n + 3), min_size=2, max_size=2)))
+    with pytest.MonkeyPatch.context() as patch:
+        if halves:
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        complement = RowSet.complement(directory_of(~marks)[0], n, dtype)
+        for row_set in (RowSet.of_marks(marks), complement):
+            assert len(row_set) == len(rows)
+            assert row_set.rows().tolist() == rows
+            taken = row_set.take(np.array(places, dtype=np.int64))
+            assert taken.tolist() == [rows[p] for p in places]
+            assert row_set.rows(start, stop).tolist() == [r for r in rows if start <= r < stop]
+            values = np.arange(n, dtype=np.int64) * 7 + 1
+            assert row_set.compress(values).tolist() == [7 * r + 1 for r in rows]
+    assert complement.dtype == np.dtype(dtype or np.int32) and taken.dtype == complement.dtype
+
+
+def test_a_row_set_refuses_what_does_not_fit_it():
+    with pytest.raises(ValueError, match="130 rows take 3 words, got 2"):
+        RowSet.complement(np.zeros(2, dtype=np.uint64), 130)
+    with pytest.raises(ValueError, match=r"one entry a row \(5\), got 4"):
+        RowSet.of_marks(np.ones(5, dtype=bool)).compress(np.zeros(4))
 
 
 def test_docstrings():

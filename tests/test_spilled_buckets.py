@@ -195,7 +195,7 @@ def test_pairs_by_block_on_disk_are_bounded_as_in_memory(
         # Written once the pairs the lengths leave pass the limit, 12 bytes each (4-byte
         # ends and places; 16 with 8-byte places) at most once.
         record = 12 if places32_up_to else 16
-        by_length = length_possible(sizes, np.zeros(40, dtype=bool), a, b, 0.5).sum()
+        by_length = length_possible(sizes, np.zeros(1, dtype=np.uint64), a, b, 0.5).sum()
         assert (spilled > 0) == (record * by_length > limit)
         assert spilled % record == 0 and spilled <= record * by_length
         assert [p.name for p in work.path.iterdir() if p.name.startswith("bounds")] == []

@@ -1,6 +1,6 @@
 """Exact duplicates: documents of one content fingerprint (the 128-bit hash of the normalised
 text) share a representative, the earliest of them (:func:`content_representatives`); the
-later stages compare representatives only (:func:`representatives_and_members`), and find a
+later stages compare representatives only (:meth:`Duplicates.representative_rows`), and find a
 duplicate's representative in :class:`Duplicates`, which holds the duplicates alone.
 
 Fingerprints read back from disk (an out-of-core run past its budget) are split into parts by
@@ -14,9 +14,10 @@ document below :data:`~neardup.memory.INDEX32_BELOW` documents, else 8).
 Example:
     >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
     >>> rep_of = content_representatives(c, np.array([0, 1, 2]))
-    >>> [x.tolist() for x in (rep_of, *representatives_and_members(rep_of))]
-    [[0, 1, 0], [0, 1], [2]]
-    >>> Duplicates.of(rep_of, np.array([2])).representatives(np.array([2, 1])).tolist()
+    >>> duplicates = Duplicates.of(rep_of)
+    >>> rep_of.tolist(), duplicates.members.tolist(), duplicates.representative_rows().rows().tolist()
+    ([0, 1, 0], [2], [0, 1])
+    >>> duplicates.representatives(np.array([2, 1])).tolist()
     [0, 1]
     >>> class Part(list):  # a part's rows in memory (a run puts them on disk)
     ...     def read(self):
@@ -39,14 +40,13 @@ from numba import njit
 
 from neardup.candidates.radix import argsort64, in_halves
 from neardup.memory import index_dtype
-from neardup.rank_directory import directory_of, holds, rank_of
+from neardup.rank_directory import RowSet, directory_of, holds, rank_of
 
 __all__ = [
     "PARALLEL_MIN_DOCUMENTS",
     "Duplicates",
     "PartStore",
     "content_representatives",
-    "representatives_and_members",
     "representatives_by_parts",
 ]
 
@@ -155,22 +155,6 @@ def _first_of_equal(content, order, table, part, part_bits, index_bits, rep):
             slot = (slot + np.uint64(1)) & mask
 
 
-def representatives_and_members(rep_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(reps, members)``: the ascending indices of the documents that are their own
-    representative in ``rep_of`` (:func:`content_representatives`), and of the others (the
-    exact duplicates), both of the dtype of ``rep_of``. One pass to count and one to fill:
-    no mask nor array of all the indices beside them. O(n).
-
-    Example:
-        >>> [x.tolist() for x in representatives_and_members(np.array([0, 0, 2, 2]))]
-        [[0, 2], [1, 3]]
-    """
-    reps = np.empty(_count_own(rep_of), dtype=rep_of.dtype)
-    members = np.empty(rep_of.shape[0] - reps.shape[0], dtype=rep_of.dtype)
-    _split_own(rep_of, reps, members)
-    return reps, members
-
-
 @njit(cache=True, nogil=True)
 def _count_own(rep_of):
     count = 0
@@ -180,13 +164,10 @@ def _count_own(rep_of):
 
 
 @njit(cache=True, nogil=True)
-def _split_own(rep_of, reps, members):
-    r = m = 0
+def _others(rep_of, members):
+    m = 0
     for d in range(rep_of.shape[0]):
-        if rep_of[d] == d:
-            reps[r] = d
-            r += 1
-        else:
+        if rep_of[d] != d:
             members[m] = d
             m += 1
 
@@ -197,30 +178,41 @@ class Duplicates:
     document: ``members``, the duplicates (ascending), ``reps``, the representative of each
     (both of :func:`~neardup.memory.index_dtype`), and a rank directory of the members
     (:mod:`neardup.rank_directory`: ``words``, ``before``), which finds whether a document is a
-    duplicate, and its place in ``members``, in O(1). Twice the index width a duplicate and a
-    quarter of a byte a document: 0.12 GB for 100M documents of which 12.5M are duplicates,
-    where ``rep_of`` (:func:`content_representatives`) takes 0.38 GB from the candidates to
-    the pairs.
+    duplicate, and its place in ``members``, in O(1), of ``n`` documents. Twice the index
+    width a duplicate and a quarter of a byte a document: 0.12 GB for 100M documents of which
+    12.5M are duplicates, where ``rep_of`` (:func:`content_representatives`) takes 0.38 GB
+    from the candidates to the pairs.
 
     Example:
-        >>> d = Duplicates.of(np.array([0, 0, 2, 2, 0]), np.array([1, 3, 4]))
-        >>> len(d), d.representatives(np.array([4, 2, 3])).tolist()
-        (3, [0, 2, 2])
+        >>> d = Duplicates.of(np.array([0, 0, 2, 2, 0]))
+        >>> len(d), d.members.tolist(), d.representatives(np.array([4, 2, 3])).tolist()
+        (3, [1, 3, 4], [0, 2, 2])
     """
 
     members: np.ndarray
     reps: np.ndarray
     words: np.ndarray
     before: np.ndarray
+    n: int
 
     @classmethod
-    def of(cls, rep_of: np.ndarray, members: np.ndarray) -> Duplicates:
-        """The duplicates ``members`` (ascending, as :func:`representatives_and_members`
-        gives them) of ``rep_of``. O(n), a byte a document while the directory is built."""
-        marks = np.zeros(rep_of.shape[0], dtype=bool)
+    def of(cls, rep_of: np.ndarray) -> Duplicates:
+        """The documents of ``rep_of`` (:func:`content_representatives`) that are not their
+        own representative. Two passes over ``rep_of`` (one counts, one fills: no index
+        array of all the documents), O(n), a byte a document while the directory is built."""
+        n = rep_of.shape[0]
+        members = np.empty(n - _count_own(rep_of), dtype=rep_of.dtype)
+        _others(rep_of, members)
+        marks = np.zeros(n, dtype=bool)
         marks[members] = True
         words, before = directory_of(marks)
-        return cls(members, rep_of[members], words, before)
+        return cls(members, rep_of[members], words, before, n)
+
+    def representative_rows(self) -> RowSet:
+        """The documents that are their own representative, ascending, as a bit a document
+        (:class:`~neardup.rank_directory.RowSet`: ``take`` gives the document at a place
+        among them, as an index array would), of the members' dtype. O(n / 64)."""
+        return RowSet.complement(self.words, self.n, self.members.dtype)
 
     def __len__(self) -> int:
         return int(self.members.shape[0])

@@ -167,7 +167,7 @@ def with_duplicates(
     O(n + duplicates); each pass in two halves on two threads.
 
     Example:
-        >>> dups = Duplicates.of(np.array([0, 1, 2, 1]), np.array([3]))
+        >>> dups = Duplicates.of(np.array([0, 1, 2, 1]))
         >>> with_duplicates(np.array([0, 0, 2, 3]), dups).tolist()
         [0, 0, 2, 0]
     """

@@ -52,11 +52,7 @@ from neardup.candidates.hamming import HammingSearch
 from neardup.candidates.radix import index_union, merged_runs, stable_argsort
 from neardup.candidates.repair import BUCKET_MEMBERS, mark_among, repair_links
 from neardup.candidates.tables import IdenticalBuckets
-from neardup.exact_duplicates import (
-    Duplicates,
-    content_representatives,
-    representatives_and_members,
-)
+from neardup.exact_duplicates import Duplicates, content_representatives
 from neardup.group_labels import group_sizes, not_own_labels, own_labels, with_duplicates
 from neardup.groups import (
     LINK_ROUNDS,
@@ -71,6 +67,7 @@ from neardup.groups import (
 from neardup.lcs import count_sketches
 from neardup.memory import drop_mapped_pages, index_dtype, map_pages, return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
+from neardup.rank_directory import RowSet
 from neardup.settings import Settings
 from neardup.simhash import hamming_distance, simhash_from_features
 from neardup.text import Canonical, hash_features, shingle_sets
@@ -413,7 +410,7 @@ each be one more pass over the spilled data)."""
 
 
 def _band_search(
-    sig: Signatures, settings: Settings, subset: np.ndarray | None, band_keys: BandKeys | None,
+    sig: Signatures, settings: Settings, subset: RowSet | None, band_keys: BandKeys | None,
     pair_union: Callable[[], DistinctUnion] | None, room: int | None, mode: str, workers: int,
     positions: np.ndarray | None = None, buckets: BucketParts | None = None,
 ) -> np.ndarray:  # fmt: skip
@@ -421,7 +418,7 @@ def _band_search(
     all): its rows of ``band_keys``' columns, else its own band hashes; into a ``pair_union()``."""
     union = pair_union() if pair_union else None
     if band_keys is None:
-        signature = sig.signature if subset is None else sig.signature[subset]
+        signature = sig.signature if subset is None else sig.signature[subset.rows()]
         columns, subset = band_columns(signature, *settings.banding()), None
     else:
         columns = band_keys()
@@ -435,7 +432,7 @@ def _band_search(
 
 def candidate_edges(
     sig: Signatures,
-    reps: np.ndarray,
+    reps: RowSet,
     rank: np.ndarray | None,
     settings: Settings,
     band_keys: BandKeys | None = None,
@@ -445,7 +442,8 @@ def candidate_edges(
     pair_union: Callable[[], DistinctUnion] | None = None,
     room: int | None = None,
 ) -> CandidatePairs:
-    """Stage 2b: candidate pairs among the representatives ``reps`` (document indices).
+    """Stage 2b: candidate pairs among the representatives ``reps`` (a bit a document,
+    :meth:`~neardup.exact_duplicates.Duplicates.representative_rows`).
     With ``buckets`` (MinHash), the band search adds to it, band by band, the buckets the
     repair round lists without their representatives, members as positions in ``reps``
     (:mod:`neardup.candidates.bucket_lists`). ``rank``: the document order
@@ -458,19 +456,19 @@ def candidate_edges(
     within ``room`` bytes (None: no bound); the pairs are the same either way, and held
     packed (8 bytes a pair) until taken in slices (in a ``pair_union()`` when given).
     """
-    if reps.shape[0] == 0:
+    if len(reps) == 0:
         empty = np.zeros(0, dtype=reps.dtype)
         return CandidatePairs.of_arrays(empty, empty)
     if settings.method == "simhash":
         hamming = hamming or HammingSearch.of(sig.signature, settings.hamming_k)
         if rank is None:
             rank = np.arange(sig.signature.shape[0], dtype=reps.dtype)
-        return CandidatePairs.of_arrays(*hamming.star_edges(reps, rank))
+        return CandidatePairs.of_arrays(*hamming.star_edges(reps.rows(), rank))
     # The star kernels only compare positions, and keep the earlier of equal ones (a run's
     # members ascend): the ranks serve, without the radix sort that numbered them (about 50
     # B a representative at once, more than the band search's partitions at 50M); in time
     # order their places among the representatives serve (the default, None).
-    positions = None if rank is None else rank[reps]
+    positions = None if rank is None else reps.compress(rank)
     packed = _band_search(
         sig, settings, reps, band_keys, pair_union, room, "star", workers, positions, buckets
     )
@@ -606,10 +604,11 @@ def find_groups(
         rep_of = content_representatives(sig.content, rank, workers)
     else:
         rep_of = exact_duplicates(rank)
-    reps, members = representatives_and_members(rep_of)
-    # The duplicates alone from here on, not an index a document (0.38 GB at 100M).
-    duplicates = Duplicates.of(rep_of, members)
-    del rep_of, members
+    # The duplicates alone from here on, not an index a document (0.38 GB at 100M), and the
+    # representatives as a bit a document (their indices: 0.35 GB at 100M).
+    duplicates = Duplicates.of(rep_of)
+    del rep_of
+    reps = duplicates.representative_rows()
     if in_order:  # the identity: made again for the groups
         rank = None
     stats["exact_duplicates"] = len(duplicates)
@@ -617,10 +616,10 @@ def find_groups(
 
     # SimHash: one search serves the candidates and, with pairs="all", the pairs reported.
     hamming = None
-    if settings.method == "simhash" and reps.shape[0]:
+    if settings.method == "simhash" and len(reps):
         hamming = HammingSearch.of(sig.signature, settings.hamming_k)
     # The repair round's buckets (candidates.repair), when there is a band search.
-    buckets = bucket_parts() if settings.method == "minhash" and reps.shape[0] else None
+    buckets = bucket_parts() if settings.method == "minhash" and len(reps) else None
     candidates = candidate_edges(
         sig, reps, rank, settings, band_keys, workers, hamming, buckets, pair_union, room()
     )

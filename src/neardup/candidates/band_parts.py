@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit
 
 from neardup.io.write import pwrite_all, writing
+from neardup.rank_directory import RowSet
 
 __all__ = [
     "BLOCK_ROWS",
@@ -102,18 +103,18 @@ class BandColumn:
         values = np.ascontiguousarray(column, dtype=np.uint64)
         return cls(values.shape[0], lambda start, stop: values[start:stop])
 
-    def blocks(self, subset: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-        """``(block, rows)`` over the column in order: ``rows`` the ascending ``subset`` rows
-        in the block, as offsets into it (None: every row). O(rows read)."""
+    def blocks(self, subset: RowSet | None) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """``(block, rows)`` over the column in order: ``rows`` the ``subset`` rows in the
+        block, ascending, as offsets into it (None: every row). O(rows read)."""
         for start in range(0, self.rows, BLOCK_ROWS):
             stop = min(start + BLOCK_ROWS, self.rows)
             if subset is None:
                 yield np.ascontiguousarray(self.read(start, stop), dtype=np.uint64), None
                 continue
-            lo, hi = np.searchsorted(subset, np.array([start, stop], dtype=subset.dtype))
-            if hi > lo:
+            rows = subset.rows(start, stop)
+            if rows.shape[0]:
                 block = np.ascontiguousarray(self.read(start, stop), dtype=np.uint64)
-                yield block, subset[lo:hi] - start
+                yield block, rows - rows.dtype.type(start)
 
 
 @njit(cache=True, nogil=True)
@@ -229,8 +230,8 @@ def _partition_ends(counts, most):
     return ends[:k]
 
 
-def prefix_counts(column: BandColumn, subset: np.ndarray | None) -> np.ndarray:
-    """Rows of ``column`` (those at the ascending ``subset``, None: all) of each of the
+def prefix_counts(column: BandColumn, subset: RowSet | None) -> np.ndarray:
+    """Rows of ``column`` (those at the ``subset``, None: all) of each of the
     ``2**PREFIX_BITS`` leading-bit prefixes (int64). One pass over the column, O(rows)."""
     counts = np.zeros(1 << PREFIX_BITS, dtype=np.int64)
     for block, rows in column.blocks(subset):
@@ -275,7 +276,7 @@ class StagedBand:
     def __init__(
         self,
         column: BandColumn,
-        subset: np.ndarray | None,
+        subset: RowSet | None,
         counts: np.ndarray,
         ranges: list[tuple[int, int]],
     ):
@@ -335,13 +336,13 @@ class StagedPart:
 
 def gathered(
     column: BandColumn | StagedPart,
-    subset: np.ndarray | None,
+    subset: RowSet | None,
     counts: np.ndarray,
     lo: int,
     hi: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(sorted hashes, order)`` of the rows of prefixes ``lo..hi-1`` of ``column`` (those at
-    the ascending ``subset``, None: all): a stable sort, ``order`` (uint32) the rows' indices
+    the ``subset``, None: all): a stable sort, ``order`` (uint32) the rows' indices
     (positions in ``subset`` when given), ascending among equal hashes. One pass over the
     column, or a read of a staged partition's rows; memory 12 bytes a row of the partition,
     and 12 a row of its largest unit. O(rows of the column (or the partition) + 7 × rows of

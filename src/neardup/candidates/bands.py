@@ -79,6 +79,7 @@ from neardup.candidates.band_parts import (
     prefix_counts,
 )
 from neardup.candidates.radix import in_halves, sorted_distinct, stable_argsort
+from neardup.rank_directory import RowSet
 
 __all__ = [
     "BandBuckets",
@@ -595,7 +596,7 @@ def band_columns(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
 
 
 def _band_parts(
-    columns: Iterable[np.ndarray | BandColumn], subset: np.ndarray | None, most_rows: int | None
+    columns: Iterable[np.ndarray | BandColumn], subset: RowSet | None, most_rows: int | None
 ) -> Iterator[tuple[BandColumn | StagedPart, np.ndarray, int, int]]:
     """Every band's partitions (:mod:`neardup.candidates.band_parts`) of at most ``most_rows``
     documents (None: a band whole), band after band, as ``(column, prefix counts, lo, hi)``:
@@ -603,7 +604,7 @@ def _band_parts(
     its first partition is asked for."""
     for column in columns:
         band = BandColumn.of(column)
-        n = band.rows if subset is None else subset.shape[0]
+        n = band.rows if subset is None else len(subset)
         if n > _MAX_DOCS:
             raise ValueError(f"band columns must have at most {_MAX_DOCS} rows, got {n}")
         counts = prefix_counts(band, subset)
@@ -619,7 +620,7 @@ def _band_parts(
 
 def _part_pairs(
     part: tuple[BandColumn | StagedPart, np.ndarray, int, int],
-    subset: np.ndarray | None,
+    subset: RowSet | None,
     mode: str,
     positions: np.ndarray | None,
     rest: list | None = None,
@@ -693,7 +694,7 @@ def packed_pairs_from_band_columns(
     buckets: list | None = None,
     most: int = 16,
     union: DistinctUnion | None = None,
-    subset: np.ndarray | None = None,
+    subset: RowSet | None = None,
     room: int | None = None,
 ) -> np.ndarray:
     """The distinct candidate pairs of :func:`pairs_from_band_columns`, packed and sorted:
@@ -702,8 +703,8 @@ def packed_pairs_from_band_columns(
 
     The columns may be arrays (:func:`band_columns`) or
     :class:`~neardup.candidates.band_parts.BandColumn` objects that an out-of-core run reads
-    back from disk a block at a time; ``subset`` (ascending indices into every column, None:
-    all rows) are the documents searched, ``i`` and ``j`` positions in it. ``positions`` is the
+    back from disk a block at a time; ``subset`` (rows of every column, None: all) are the
+    documents searched, ``i`` and ``j`` positions among them. ``positions`` is the
     total order of the documents searched for ``"star"`` mode (int64, position of each in
     (rank, index) order; default: the index). ``workers`` threads search bands side by side
     (the kernels release the GIL); the pairs do not depend on it.

@@ -64,6 +64,7 @@ from numba import njit
 from neardup.candidates.radix import in_halves, sorted_distinct
 from neardup.lcs import possible_pairs
 from neardup.memory import index_dtype
+from neardup.rank_directory import holds
 
 #: A pair's count bound (:func:`neardup.lcs.possible_pairs`, 120-150 ns) in keys of a sort,
 #: the measure of :func:`~neardup.candidates.radix.in_halves`: the pairs of
@@ -522,8 +523,9 @@ def scanned_sketches(
 ) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
     """One pass over the count ``sketches`` (uint8[n, width]) in order, at most
     ``block_rows`` (and :data:`SCAN_ROWS`) rows at a time (:func:`read_rows`), giving
-    ``(unbounded, coarse)``: which rows hold 255 in every bucket (bool[n]: a long text counted
-    in characters, two of which rule nothing out, not even by the lengths), and, for sketches
+    ``(unbounded, coarse)``: which rows hold 255 in every bucket (a bit a row, uint64 words as
+    :func:`~neardup.rank_directory.directory_of` makes them, an eighth of a byte a row: a long
+    text counted in characters, two of which rule nothing out, not even by the lengths), and, for sketches
     in a spill file of more than one block of ``block_rows``, their :func:`coarse_sketches`
     for a :class:`BlockSweep` to bound by first, in a file beside it (an eighth of its size,
     ``np.memmap``) removed when the context ends; else None (sketches in memory or in one
@@ -533,12 +535,12 @@ def scanned_sketches(
     Example:
         >>> sketches = np.array([[1, 2] * 8, [255] * 16], dtype=np.uint8)
         >>> with scanned_sketches(sketches, block_rows=1) as (unbounded, coarse):
-        ...     unbounded.tolist(), coarse
-        ([False, True], None)
+        ...     bin(int(unbounded[0])), coarse
+        ('0b10', None)
     """
     n, width = int(sketches.shape[0]), int(np.prod(sketches.shape[1:], dtype=np.int64))
     step = max(1, min(block_rows, SCAN_ROWS, n))
-    unbounded = np.empty(n, dtype=bool)
+    unbounded = np.zeros(-(-n // 64), dtype=np.uint64)
     buffer = np.empty((step, width), dtype=np.uint8)
     filename = _mapped_file(sketches)
     path = file = None
@@ -553,7 +555,7 @@ def scanned_sketches(
         with file or nullcontext():
             for start in range(0, n, step):
                 rows = read_rows(sketches, start, buffer[: min(step, n - start)])
-                unbounded[start : start + rows.shape[0]] = (rows == 255).all(axis=1)
+                _set_bits(unbounded, start, (rows == 255).all(axis=1))
                 if file is not None:
                     _fold_rows(rows, out)
                     file.write(memoryview(out[: rows.shape[0]]).cast("B"))
@@ -565,6 +567,15 @@ def scanned_sketches(
     finally:
         if path is not None:
             Path(path).unlink(missing_ok=True)
+
+
+@njit(cache=True, nogil=True)
+def _set_bits(words, start, flags):
+    """Sets the bit of row ``start + i`` in ``words`` for each set ``flags[i]``."""
+    for i in range(flags.shape[0]):
+        if flags[i]:
+            row = start + i
+            words[row >> 6] |= np.uint64(1) << np.uint64(row & 63)
 
 
 def _fold_rows(rows: np.ndarray, coarse: np.ndarray) -> None:
@@ -600,11 +611,12 @@ def length_possible(
 ) -> np.ndarray:
     """The first test of :func:`neardup.lcs.possible_pairs` alone, without the sketches: bool
     per pair, False where the length ratio min / max of two texts (``sizes``, their units)
-    is below ``threshold``, unless both are ``unbounded`` (:func:`scanned_sketches`). Every
-    pair it rules out :func:`possible_by_blocks` rules out too. O(pairs).
+    is below ``threshold``, unless both are ``unbounded`` (a bit a row, as
+    :func:`scanned_sketches` gives them). Every pair it rules out :func:`possible_by_blocks`
+    rules out too. O(pairs).
 
     Example:
-        >>> no = np.zeros(3, dtype=bool)
+        >>> no = np.zeros(1, dtype=np.uint64)
         >>> length_possible(np.array([4, 5, 9]), no, np.array([0, 0]), np.array([1, 2]), 0.8)
         array([ True, False])
     """
@@ -626,7 +638,8 @@ def _length_kernel(sizes, unbounded, a, b, threshold, out):
         x, y = a[p], b[p]
         low = min(np.int64(sizes[x]), np.int64(sizes[y]))
         top = max(np.int64(sizes[x]), np.int64(sizes[y]))
-        out[p] = top == 0 or (unbounded[x] and unbounded[y]) or low / top >= threshold
+        both = holds(np.uint64(x), unbounded) and holds(np.uint64(y), unbounded)
+        out[p] = top == 0 or both or low / top >= threshold
 
 
 @njit(cache=True, nogil=True)

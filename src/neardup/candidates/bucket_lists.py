@@ -41,6 +41,7 @@ from neardup.candidates import radix
 from neardup.candidates.bands import DistinctUnion
 from neardup.candidates.bounds import BOUND_WORK, possible_by_blocks, scanned_sketches
 from neardup.lcs import _ruled_out
+from neardup.rank_directory import RowSet, holds
 
 __all__ = ["BucketParts", "csr_slices", "listed_pairs", "unpacked"]
 
@@ -147,8 +148,8 @@ class BucketParts:
 def _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
     """Whether the bounds rule out the pair of documents ``x`` and ``y`` at ``threshold`` (never
     at 0): by their lengths ``sizes`` and count ``sketches`` (:func:`neardup.lcs._ruled_out`),
-    or, ``sketches`` of 0 rows, by the lengths alone unless both are ``unbounded`` (every count
-    255: two such rule nothing out)."""
+    or, ``sketches`` of 0 rows, by the lengths alone unless both are ``unbounded`` (a bit a
+    row; every count 255: two such rule nothing out)."""
     if threshold <= 0.0:
         return False
     low = min(sizes[x], sizes[y])
@@ -156,7 +157,8 @@ def _pair_ruled(x, y, sizes, sketches, unbounded, threshold):
     if top == 0:
         return False
     if sketches.shape[0] == 0:
-        return not (unbounded[x] and unbounded[y]) and low / top < threshold
+        both = holds(np.uint64(x), unbounded) and holds(np.uint64(y), unbounded)
+        return not both and low / top < threshold
     return _ruled_out(low, top, threshold, sketches, x, y)[0] >= 0.0
 
 
@@ -223,7 +225,7 @@ def unpacked(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def listed_pairs(
     buckets: BucketParts,
-    documents: np.ndarray | None,
+    documents: np.ndarray | RowSet | None,
     most: int = 16,
     sizes: np.ndarray | None = None,
     sketches: np.ndarray | None = None,
@@ -237,8 +239,8 @@ def listed_pairs(
 
     Args:
         buckets: the buckets, members as positions in ``documents``.
-        documents: int64 document index of each position (None: the positions are the
-            indices), ascending.
+        documents: the document index of each position, ascending (an index array or a
+            :class:`~neardup.rank_directory.RowSet`; None: the positions are the indices).
         most: most members of a bucket whose pairs are listed, ``>= 2``; the pairs of a larger
             bucket are counted, not listed.
         sizes, sketches, threshold: with a ``threshold`` > 0, the LCS unit counts and count
@@ -276,7 +278,7 @@ def listed_pairs(
     scan = (
         scanned_sketches(sketches, block_rows)
         if by_blocks
-        else nullcontext((np.zeros(0, dtype=bool), None))
+        else nullcontext((np.zeros(0, dtype=np.uint64), None))
     )
     with scan as (unbounded, coarse):
         if by_blocks:
@@ -288,7 +290,7 @@ def listed_pairs(
         union = DistinctUnion() if union is None else union
         unlisted = 0
         for offsets, positions in buckets.slices(most, slice_pairs):
-            docs = positions.astype(np.int64) if documents is None else documents[positions]
+            docs = positions.astype(np.int64) if documents is None else documents.take(positions)
             parts = _in_halves(offsets, docs, bounds, most)
             unlisted += sum(p[1] for p in parts)
             # A pair listed by several buckets (of several bands, or of both halves): once.

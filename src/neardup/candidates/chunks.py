@@ -34,6 +34,7 @@ from neardup.candidates.bounds import (
 from neardup.candidates.radix import merge_runs_carrying
 from neardup.lcs import length_bounds
 from neardup.memory import joined_parts, return_freed_memory
+from neardup.rank_directory import RowSet
 
 _LOW = np.uint64(0xFFFFFFFF)
 #: :func:`bounded_pairs` keeps the places of at most this many candidates in 4 bytes (a place
@@ -49,12 +50,14 @@ class CandidatePairs:
     """Candidate pairs of document indices, in a fixed order: either packed ``left << 32 |
     right`` (uint64) over places in ``documents`` (:meth:`of_packed`, 8 bytes a pair), or two
     integer arrays (:meth:`of_arrays`). The pairs are unpacked in the dtype of ``documents``
-    (or of the arrays): :attr:`dtype`."""
+    (or of the arrays): :attr:`dtype`. ``documents`` is an index array or anything with its
+    ``take`` and ``dtype``, as a :class:`~neardup.rank_directory.RowSet` (a bit a
+    document)."""
 
     def __init__(
         self,
         packed: np.ndarray | None = None,
-        documents: np.ndarray | None = None,
+        documents: np.ndarray | RowSet | None = None,
         a: np.ndarray | None = None,
         b: np.ndarray | None = None,
     ):
@@ -63,10 +66,12 @@ class CandidatePairs:
         self._a, self._b = a, b
 
     @classmethod
-    def of_packed(cls, packed: np.ndarray, documents: np.ndarray) -> CandidatePairs:
+    def of_packed(cls, packed: np.ndarray, documents: np.ndarray | RowSet) -> CandidatePairs:
         """Pairs ``(documents[p >> 32], documents[p & 0xFFFFFFFF])`` for each ``p`` of
         ``packed``."""
-        return cls(packed=packed, documents=np.asarray(documents))
+        if not isinstance(documents, RowSet):
+            documents = np.asarray(documents)
+        return cls(packed=packed, documents=documents)
 
     @classmethod
     def of_arrays(cls, a: np.ndarray, b: np.ndarray) -> CandidatePairs:
@@ -99,8 +104,8 @@ class CandidatePairs:
         if self._packed is None:
             return self._a[start:stop], self._b[start:stop]
         part = self._packed[start:stop]
-        a = self._documents[(part >> np.uint64(32)).astype(np.int64)]
-        b = self._documents[(part & _LOW).astype(np.int64)]
+        a = self._documents.take((part >> np.uint64(32)).astype(np.int64))
+        b = self._documents.take((part & _LOW).astype(np.int64))
         return a, b
 
     def slices(self, size: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:

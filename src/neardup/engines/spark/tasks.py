@@ -22,6 +22,7 @@ from neardup.candidates.bounds import coarse_sketches, length_possible
 from neardup.groups import center_groups, connected_components
 from neardup.lcs import COUNT_BUCKETS, possible_pairs
 from neardup.pipeline import Relation, Signatures, signatures
+from neardup.rank_directory import directory_of
 from neardup.settings import Settings
 from neardup.text.canonical import TextColumn
 
@@ -340,8 +341,10 @@ def length_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator
         if m == 0:
             continue
         sizes = np.concatenate([_i64(batch.column("size_a")), _i64(batch.column("size_b"))])
-        unbounded = np.concatenate(
-            [_bools(batch.column("unbounded_a")), _bools(batch.column("unbounded_b"))]
+        unbounded, _ = directory_of(
+            np.concatenate(
+                [_bools(batch.column("unbounded_a")), _bools(batch.column("unbounded_b"))]
+            )
         )
         a = np.arange(m, dtype=np.int64)
         keep = length_possible(sizes, unbounded, a, a + m, threshold)
