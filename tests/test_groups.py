@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import groups, memory
+from neardup.candidates import radix
 from neardup.groups import (
     accepted_links,
     center_groups,
@@ -388,13 +389,18 @@ def test_locality_order_is_a_permutation_keeping_components_together(graph):
     assert len(starts) == len(set(labels.tolist()))
 
 
+@pytest.mark.parametrize("halves", [False, True])
 @settings(max_examples=100, deadline=None)
 @given(graphs())
-def test_locality_pair_order_sorts_pairs_by_their_places(graph):
+def test_locality_pair_order_sorts_pairs_by_their_places(halves, graph):
     n, a, b = graph
     m = a.shape[0]
-    order = locality_pair_order(n, a, b)
-    assert sorted(order.tolist()) == list(range(m))
+    with pytest.MonkeyPatch.context() as patch:
+        if halves:  # as many pairs are: sorted in two halves on two threads, then merged
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        order = locality_pair_order(n, a, b)
+    assert order.dtype == np.int32 and sorted(order.tolist()) == list(range(m))
     # The places of the named vertices in their locality order, the nearer end first.
     named = np.unique(np.concatenate([a, b]))
     la, lb = np.searchsorted(named, a), np.searchsorted(named, b)

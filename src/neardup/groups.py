@@ -39,7 +39,13 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from neardup.candidates.radix import order_keys, sorted_pairs, stable_argsort, stable_lexsort
+from neardup.candidates.radix import (
+    order_keys,
+    sorted_carrying,
+    sorted_pairs,
+    stable_argsort,
+    stable_lexsort,
+)
 from neardup.candidates.tables import IdenticalBuckets
 from neardup.group_labels import group_sizes, min_rank_members
 from neardup.memory import index_dtype
@@ -713,8 +719,9 @@ def locality_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """An order of the pairs ``(a[p], b[p])`` of vertices in ``0..n-1`` that keeps each
     vertex's pairs close: by the places of their two ends (the nearer first) in the
-    :func:`locality_order` of the graph they make, over the vertices they name. int64, a
-    permutation of the pairs; stable. O(n + pairs), a radix sort of the pairs.
+    :func:`locality_order` of the graph they make, over the vertices they name. A permutation
+    of the pairs (:func:`~neardup.memory.index_dtype` of their count); stable. O(n + pairs),
+    a radix sort of the pairs.
 
     Work taken pair by pair in this order, in pieces that each need their vertices' data,
     needs each vertex's data in few pieces.
@@ -729,7 +736,7 @@ def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _check_indices("a", a, n)
     _check_indices("b", b, n)
     if a.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=index_dtype(0))
     # Over the vertices named only: marks, then their ranks by a directory of a quarter of a
     # byte a vertex (a cumulative count of the marks took 4 bytes a vertex: 0.4 GB at 100M).
     mark = np.zeros(n, dtype=bool)
@@ -749,7 +756,18 @@ def locality_pair_order(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     near = np.minimum(pa, pb)
     far = np.maximum(pa, pb, out=pb)
     del pa, pb
-    return sorted_pairs(near, far, np.arange(a.shape[0]), named)[2]
+    order = np.arange(a.shape[0], dtype=index_dtype(a.shape[0]))
+    width = max(1, int(named - 1).bit_length())
+    if 2 * width > 64:  # beyond 2**32 vertices named
+        return sorted_pairs(near, far, order, named)[2]
+    # Both ends in one key, let go before the sort: the keys, the order and the sort's
+    # buffers, 36 bytes a pair in 4-byte orders (56 with both ends and an int64 order held).
+    keys = near.astype(np.uint64)
+    del near
+    keys <<= np.uint64(width)
+    keys |= far.astype(np.uint64)
+    del far
+    return sorted_carrying(keys, order, 2 * width)[1]
 
 
 @njit(cache=True, nogil=True)
