@@ -15,7 +15,8 @@ Example:
     >>> c = np.array([[1, 1], [2, 2], [1, 1]], dtype=np.uint64)
     >>> rep_of = content_representatives(c, np.array([0, 1, 2]))
     >>> duplicates = Duplicates.of(rep_of)
-    >>> rep_of.tolist(), duplicates.members.tolist(), duplicates.representative_rows().rows().tolist()
+    >>> own = duplicates.representative_rows()
+    >>> rep_of.tolist(), duplicates.members.tolist(), own.rows().tolist()
     ([0, 1, 0], [2], [0, 1])
     >>> duplicates.representatives(np.array([2, 1])).tolist()
     [0, 1]

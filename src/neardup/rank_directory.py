@@ -188,8 +188,8 @@ class RowSet:
 
     def take(self, places: np.ndarray) -> np.ndarray:
         """The set row at each of ``places`` (0 to ``len - 1``, any integer dtype) in
-        ascending order, as :attr:`dtype`. O(log 64 + log of the words between two samples)
-        a place, on two cores."""
+        ascending order, as :attr:`dtype`. O(1 + log of the words between the two samples
+        around it) a place, on two cores."""
         places = np.asarray(places)
         out = np.empty(places.shape[0], dtype=self.dtype)
         in_halves(_take, places.shape[0], places, self.words, self.before, self.samples, out)

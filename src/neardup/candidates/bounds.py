@@ -524,8 +524,9 @@ def scanned_sketches(
     """One pass over the count ``sketches`` (uint8[n, width]) in order, at most
     ``block_rows`` (and :data:`SCAN_ROWS`) rows at a time (:func:`read_rows`), giving
     ``(unbounded, coarse)``: which rows hold 255 in every bucket (a bit a row, uint64 words as
-    :func:`~neardup.rank_directory.directory_of` makes them, an eighth of a byte a row: a long
-    text counted in characters, two of which rule nothing out, not even by the lengths), and, for sketches
+    :func:`~neardup.rank_directory.directory_of` makes them, an eighth of a byte a row: a
+    long text counted in characters, two of which rule nothing out, not even by the
+    lengths), and, for sketches
     in a spill file of more than one block of ``block_rows``, their :func:`coarse_sketches`
     for a :class:`BlockSweep` to bound by first, in a file beside it (an eighth of its size,
     ``np.memmap``) removed when the context ends; else None (sketches in memory or in one
