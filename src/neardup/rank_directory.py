@@ -50,9 +50,14 @@ def directory_of(marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     words = np.empty(count, dtype=np.uint64)
     counts = np.empty(count, dtype=np.int64)
     in_halves(_directory, count, marks, words, counts, size=n)
-    before = np.zeros(count + 1, dtype=np.int64)
+    return words, _before(counts)
+
+
+def _before(counts: np.ndarray) -> np.ndarray:
+    """The count of set rows before each word, from each word's ``counts``, and the total."""
+    before = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=before[1:])
-    return words, before
+    return before
 
 
 def listed_rows(marks: np.ndarray, before: np.ndarray) -> np.ndarray:
@@ -153,14 +158,17 @@ class RowSet:
         [10, 13, 14]
     """
 
-    def __init__(self, words: np.ndarray, n: int, dtype: type | None = None):
+    def __init__(
+        self, words: np.ndarray, n: int, dtype: type | None = None, before: np.ndarray | None = None
+    ):
         self.n = int(n)
         self.words = words
-        counts = np.empty(words.shape[0], dtype=np.int64)
-        in_halves(_popcounts, words.shape[0], words, counts)
-        self.before = np.zeros(words.shape[0] + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.before[1:])
-        del counts
+        if before is None:
+            counts = np.empty(words.shape[0], dtype=np.int64)
+            in_halves(_popcounts, words.shape[0], words, counts)
+            before = _before(counts)
+        #: The directory's count of set rows before each word (:func:`directory_of`).
+        self.before = before
         self.samples = np.empty(-(-len(self) >> _SAMPLE_BITS), dtype=np.int64)
         _sample_rows(words, self.before, self.samples)
         #: The dtype of the rows given back (default :func:`~neardup.memory.index_dtype` of
@@ -170,7 +178,8 @@ class RowSet:
     @classmethod
     def of_marks(cls, marks: np.ndarray) -> RowSet:
         """The rows where the bool ``marks`` are set. O(n), on two cores."""
-        return cls(directory_of(marks)[0], marks.shape[0])
+        words, before = directory_of(marks)
+        return cls(words, marks.shape[0], before=before)
 
     @classmethod
     def complement(cls, words: np.ndarray, n: int, dtype: type | None = None) -> RowSet:
