@@ -109,3 +109,37 @@ def test_pair_chunks_hold_their_documents_within_the_limit(seed):
         pairs = np.flatnonzero(chunk == c)
         docs = np.unique(np.concatenate([a[pairs], b[pairs]]))
         assert cost[docs].sum() <= limit or pairs.shape[0] == 1
+
+
+def _greedy_chunks(a, b, cost, limit):
+    """The definition, pair by pair: a set of the current chunk's documents."""
+    out, current, used, docs = [], 0, 0.0, set()
+    for x, y in zip(a.tolist(), b.tolist()):
+        extra = sum(float(cost[d]) for d in {x, y} - docs)
+        if used > 0 and used + extra > limit:
+            current, used, docs = current + 1, 0.0, set()
+            extra = sum(float(cost[d]) for d in {x, y})
+        out.append(current)
+        docs |= {x, y}
+        used += extra
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.float64])
+def test_pair_chunks_are_the_greedy_packing_for_any_cost_dtype(seed, dtype):
+    """Chunks equal a set-based greedy packing, whatever the costs' dtype (read in place):
+    repeated documents, self-pairs, pairs over the limit alone, documents past a word's end."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    cost = rng.integers(0, 60, n).astype(dtype)
+    m = int(rng.integers(0, 3000))
+    a = rng.integers(0, n, m)
+    b = np.where(rng.random(m) < 0.05, a, rng.integers(0, n, m))
+    limit = float(rng.choice([0.0, 30.0, 200.0, 5000.0]))
+    assert chunks_of_pairs(a, b, cost, limit).tolist() == _greedy_chunks(a, b, cost, limit)
+
+
+def test_pair_chunks_reject_costs_that_are_not_numbers():
+    with pytest.raises(ValueError, match="dtype bool"):
+        chunks_of_pairs(np.array([0]), np.array([1]), np.ones(2, dtype=bool), 1.0)
