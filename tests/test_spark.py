@@ -794,13 +794,17 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
-@pytest.mark.parametrize("signed_while_read", [True, False])
-def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path, monkeypatch, signed_while_read):
+@pytest.mark.parametrize("reading", ["by ranges", "signed", "unsigned"])
+def test_cli_dedup_spark_writes_the_local_files(spark, tmp_path, monkeypatch, reading):
     # Two inputs with a few bad rows among the good ones: skipped (and the rest deduplicated)
     # exactly as the local engine does with --on-error skip. The outputs are fetched in small
     # pieces, as a large run's are (the other runs of the command line collect theirs at once).
-    # The rows are signed by the task that reads them, or (past the documents for that) from
-    # the stored rows.
+    # The local files are read by byte ranges and signed as read (their texts read back for
+    # verification), or read by Spark's text source and signed by the task that reads them,
+    # or (past the documents for that) from the stored rows.
+    signed_while_read = reading != "unsigned"
+    if reading != "by ranges":
+        monkeypatch.setattr(spark_read, "reads_by_ranges", lambda path: False)
     if not signed_while_read:
         monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", 0)
     signs = []
@@ -883,6 +887,10 @@ def test_signs_while_reading_estimates_the_documents_from_the_first_lines(
         "".join(json.dumps({"id": f"{i:03}", "text": "ab " * (i % 3)}) + "\n" for i in range(300))
     )
     monkeypatch.setattr(spark_read, "SAMPLE_LINES", 30)
+    monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", 0)
+    # A local file read by byte ranges is signed whatever its size: its rows keep no text.
+    assert spark_read.signs_while_reading(spark, [str(path)])
+    monkeypatch.setattr(spark_read, "reads_by_ranges", lambda path: False)
     for most, signs in ((300, True), (299, False)):
         monkeypatch.setattr(spark_read, "SIGNED_READ_DOCUMENTS", most)
         assert spark_read.signs_while_reading(spark, [str(path)]) is signs

@@ -370,13 +370,10 @@ class _Job(Frames):
         self.tag("signatures")
         self.size_for(getattr(docs, "_neardup_rows", None))  # counted by neardup's readers
         signature = signature_names(bounded) if signed else ()
-        docs = docs.select(
-            F.col("pos").cast("long"),
-            F.col("id").cast("string"),
-            F.col("text").cast("string"),
-            F.col("ts").cast("long"),
-            *signature,
-        )
+        refetch = getattr(docs, "_neardup_refetch", None)
+        places = ("loc", "span") if refetch else ()  # where texts are read back, not stored
+        typed = {"pos": "long", "id": "string", "text": "string", "ts": "long"}
+        docs = docs.select(*[F.col(c).cast(t) for c, t in typed.items()], *signature, *places)
         totals = [F.sum(F.col("empty").cast("long")), F.min("ts"), F.max("ts")]
         if signed:
             # Read from the stored documents' columns (not their texts), no copy of its own.
@@ -394,7 +391,7 @@ class _Job(Frames):
         self.skewed = n > self.threshold
         ids = self.keep(docs.select("pos", "id"))  # read 5 times: apart from the texts
         self.lap("signatures")
-        self.texts = docs.select("pos", "text")
+        self.texts, self.refetch = docs.select("pos", *(places or ("text",))), refetch
         if bounded:
             self.sketches = sig.select("pos", "size", "sketch")
         return self.run(ids, sig)
@@ -527,7 +524,9 @@ class _Job(Frames):
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]
         if s.needs_sets:
-            self.data = with_shingle_sets(self, self.texts, reps, compared, content, s)
+            self.data = with_shingle_sets(
+                self, self.texts, reps, compared, content, s, self.refetch
+            )
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
             checked = self.keep(

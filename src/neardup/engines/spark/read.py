@@ -12,6 +12,12 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 
+from neardup.engines.spark.byte_ranges import (
+    fetched_texts_task,
+    local_path,
+    ranged_rows,
+    reads_by_ranges,
+)
 from neardup.engines.spark.frames import Storage, default_checkpoint
 from neardup.engines.spark.partitions import input_bytes
 from neardup.engines.spark.rows import (
@@ -114,10 +120,6 @@ def read_dataframe(
     return accept_rows(checked, on_error, {0: "row"}, storage, line_of)
 
 
-def _local_path(uri: str) -> str:
-    return uri.removeprefix("file:")
-
-
 def file_extension(path: str) -> str:
     """The format extension of a file or directory name, lower case, by the rule of
     :func:`neardup.io.files.split_name`, after a compression suffix Spark reads (``.gz``,
@@ -141,12 +143,12 @@ def _split_name(path: str) -> tuple[str, bool]:
 
 
 def _is_glob_or_dir(path: str) -> bool:
-    return any(c in path for c in "*?[{") or path.endswith("/") or os.path.isdir(_local_path(path))
+    return any(c in path for c in "*?[{") or path.endswith("/") or os.path.isdir(local_path(path))
 
 
 def _directory_ext(path: str) -> str:
     """The most common extension of a local directory's data files ('' if unknown)."""
-    local = _local_path(path)
+    local = local_path(path)
     if not os.path.isdir(local):
         return ""
     exts = Counter(file_extension(f) for f in os.listdir(local) if not f.startswith((".", "_")))
@@ -262,11 +264,12 @@ def signs_while_reading(
     spark: SparkSession, paths: Sequence[str], input_format: str | None = None
 ) -> bool:
     """Whether ``dedup`` signs the rows of ``paths`` in the task that reads them
-    (:func:`read_documents_spark`'s ``sign``): for uncompressed JSON Lines files (not
-    directories or globs) of at most :data:`SIGNED_READ_DOCUMENTS` lines in all, estimated as
-    their bytes divided by the mean bytes of a line among the first :data:`SAMPLE_LINES` of
-    them. Cost: the files' listing and a Spark job reading those lines (their lengths sent to
-    the driver).
+    (:func:`read_documents_spark`'s ``sign``): always for local files read by byte ranges
+    (their stored rows then hold the lines' places, not the texts); for other uncompressed JSON
+    Lines files (not directories or globs) of at most :data:`SIGNED_READ_DOCUMENTS` lines in
+    all, estimated as their bytes divided by the mean bytes of a line among the first
+    :data:`SAMPLE_LINES` of them. Cost: the files' listing and a Spark job reading those lines
+    (their lengths sent to the driver).
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -281,6 +284,8 @@ def signs_while_reading(
     sizes = [input_bytes(spark, [path]) for path in paths]
     if 0 in sizes:
         return False  # an empty input, or a missing one the reader reports
+    if all(_by_ranges(str(path), input_format) for path in paths):
+        return True  # signed as read by ranges, the stored rows hold places, not texts
     total = sum(sizes)
     # A limit collected reads the first partitions only (an aggregate over it reads them all).
     lengths = spark.read.text([str(p) for p in paths]).select(F.octet_length("value"))
@@ -314,6 +319,14 @@ def read_documents_spark(
     (stored in the executors: :func:`unpersist` ``(docs)`` when done); ``records`` with ``pos, record`` (each input
     row as JSON text, computed lazily, for writing originals back).
 
+    An uncompressed JSON Lines file on a local path (which every executor reads, as Spark's
+    ``file:`` reader needs) is read by byte ranges inside the tasks, the local engine's way
+    (:mod:`~neardup.engines.spark.byte_ranges`), not through Spark's text source; its lines end
+    at ``\\n`` as the local reader's do. When every input is read so and ``sign`` is given, the
+    stored rows hold each line's place (``loc``, ``span``) and an empty text: the few texts
+    compared are read back from the files (the DataFrame's ``_neardup_refetch`` task, which
+    :func:`~neardup.engines.spark.verify.with_shingle_sets` runs).
+
     With ``sign`` (the run's settings), the task that checks a row also signs its text
     (:func:`~neardup.engines.spark.rows.signed_rows_task`): ``docs`` then also hold the
     signature columns (``c0, c1, sig, empty``, and ``size, sketch`` when
@@ -332,6 +345,9 @@ def read_documents_spark(
     max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
     names = (id_field, text_field, time_field)
     checked_parts, record_parts, units = [], [], {}
+    ranged = [_by_ranges(str(path), input_format) for path in paths]
+    # Signed as they are read, rows read by ranges need not keep their texts: their places do.
+    placed = sign is not None and all(ranged)
     for index, path in enumerate(map(str, paths)):
         if path == "-":
             raise ValueError("the Spark engine reads files, not stdin ('-')")
@@ -365,14 +381,37 @@ def read_documents_spark(
             bounds = sign.lcs_bounded
             task = partial(signed_rows_task, settings=sign, bounds=bounds, **task.keywords)
             schema = signed_rows_schema(sign, bounds)
-        checked_parts.append(task_input.mapInArrow(task, schema))
+        if ranged[index]:
+            checked_parts.append(ranged_rows(spark, path, index << POS_BITS, task, schema, placed))
+        else:
+            checked_parts.append(task_input.mapInArrow(task, schema))
         kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
         record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
     reader = Storage(spark, default_checkpoint(spark))
     checked = reader.keep(_union(checked_parts), columnar=True)
     records = _union(record_parts)
     docs, stats = accept_rows(checked, on_error, units, reader)
+    if placed:
+        reread = partial(rows_task, kind="jsonl", names=names, max_doc_bytes=max_doc_bytes)
+        # Absolute: an executor's working folder is not the driver's.
+        files = [os.path.abspath(local_path(str(path))) for path in paths]
+        docs._neardup_refetch = partial(
+            fetched_texts_task, paths=files, pos_bits=POS_BITS, task=reread
+        )
     return docs, stats, records
+
+
+def _by_ranges(path: str, input_format: str | None) -> bool:
+    """Whether the input ``path`` is read by byte ranges
+    (:mod:`~neardup.engines.spark.byte_ranges`): an uncompressed JSON Lines file on a local
+    path."""
+    if path == "-" or _is_glob_or_dir(path) or _split_name(path)[1]:
+        return False
+    try:
+        fmt = _document_format(path, input_format)
+    except ValueError:
+        return False  # the reader says why
+    return fmt == "jsonl" and reads_by_ranges(path)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:

@@ -381,7 +381,7 @@ def accept_rows(
             if repeated <= BROADCAST_POSITIONS:
                 drop = F.broadcast(drop)
             good = good.join(drop, ["pos"], "left_anti")
-        signed = [c for c in SIGNATURE_COLUMNS if c in checked.columns]
+        signed = [c for c in (*SIGNATURE_COLUMNS, "loc", "span") if c in checked.columns]
         accepted = good.select("pos", "id", "text", "ts", "fp", "nbytes", *signed)
         if repeated:
             # Counted and summed by the job that stores them, not by one of its own.

@@ -74,6 +74,10 @@ neardup starts unless configured. The columns a run caches are texts, signatures
 value of each batch into a dictionary and then stores the batch as it was (a fifth of the
 reading's JVM samples at 1M documents). Uncompressed, `neardup dedup` on 1M English documents
 on ``local[2]`` took 121.8 and 113.7 s against 135.6 and 124.6 s, alternated (docs/spark.md)."""
+_CONSOLE_PROGRESS_KEY = "spark.ui.showConsoleProgress"
+"""Spark's console progress bar, off in a session that neardup starts unless configured: the
+command shows the run's stages and tasks itself (:mod:`neardup.engines.spark.monitor`), and
+the bar, which pyspark's launcher turns on, wrote over that display and over ``--quiet``."""
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 
 _LOG_CONFIG = Path(__file__).resolve().parents[2] / "data" / "spark-log4j2.properties"
@@ -120,10 +124,11 @@ def spark_session(
     configuration names another ``spark.python.daemon.module``) and serialises with
     :data:`KRYO_SERIALIZER` unless ``spark.serializer`` is configured (``config``,
     ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``), and keeps its columnar cache
-    uncompressed unless :data:`CACHE_COMPRESSION_KEY` is configured. A local session this call
-    starts gets a Java heap of :func:`local_driver_memory` unless ``spark.driver.memory`` is
-    configured (``config``, ``PYSPARK_SUBMIT_ARGS``, ``SPARK_DRIVER_MEMORY`` or
-    ``spark-defaults.conf``): Spark's own default, 1 GB, holds a local run's executors too;
+    uncompressed unless :data:`CACHE_COMPRESSION_KEY` is configured, and shows no console
+    progress bar of Spark's unless configured (:data:`_CONSOLE_PROGRESS_KEY`). A local session
+    this call starts gets a Java heap of :func:`local_driver_memory` unless
+    ``spark.driver.memory`` is configured (``config``, ``PYSPARK_SUBMIT_ARGS``,
+    ``SPARK_DRIVER_MEMORY`` or ``spark-defaults.conf``): Spark's own default, 1 GB, holds a local run's executors too;
     and the :data:`LOCAL_DRIVER_GC` collector unless Java options are configured. A JVM this
     call launches (any master) maps the archive of Spark's classes that an earlier one wrote,
     or writes it as it exits (:mod:`neardup.engines.spark.class_archive`).
@@ -156,6 +161,8 @@ def spark_session(
     with _driver_java_options(builder._options if launches else None):
         if not launched_by_submit:
             builder = _serializer_default(builder)
+            if not _configured(_CONSOLE_PROGRESS_KEY, _CONSOLE_PROGRESS_KEY, builder._options):
+                builder = builder.config(_CONSOLE_PROGRESS_KEY, "false")
             if local:
                 builder = _local_defaults(builder)
         if _DAEMON_KEY not in (config or {}):

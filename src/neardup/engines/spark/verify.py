@@ -3,7 +3,7 @@ run's relation, :class:`neardup.pipeline.Relation`, inside tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 
 import numpy as np
@@ -63,6 +63,7 @@ def with_shingle_sets(
     pairs: Sequence[DataFrame],
     content: DataFrame,
     settings: Settings,
+    refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
 ) -> DataFrame:
     """The data the relation reads (``pos`` and :func:`data_columns`) of the documents that
     can ever be compared, stored: the ends of the pairs ``pairs`` (``a, b``: the candidates
@@ -70,7 +71,10 @@ def with_shingle_sets(
     ``content``, with their shingle sets built as the local engine builds them, where their
     texts were read (``texts``: ``pos, text``) when the positions fit a broadcast. Every pair
     a later stage relates (a candidate, an original and a member of its group) has both ends
-    here. With signatures in the data, every representative (``reps``) is there, the others
+    here. With ``refetch`` (a task: ``pos, loc, span`` -> ``pos, text``,
+    :func:`~neardup.engines.spark.byte_ranges.fetched_texts_task`), ``texts`` are the
+    documents' places in their files, and only the compared texts are read back from there.
+    With signatures in the data, every representative (``reps``) is there, the others
     with an empty set (never read): one shuffle of the sets and signatures. Cost: shingling
     the compared texts.
 
@@ -92,7 +96,11 @@ def with_shingle_sets(
     if fits or frames.rows(needed) <= BROADCAST_POSITIONS:
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
-    sets = texts.mapInArrow(partial(sets_task, settings=settings), "pos long, sset binary")
+    if refetch is not None:  # texts read back are made sets in the same task, not in the JVM
+        task = partial(_refetched_sets, settings=settings, refetch=refetch)
+    else:
+        task = partial(sets_task, settings=settings)
+    sets = texts.mapInArrow(task, "pos long, sset binary")
     if "sig" not in data_columns(settings):
         return frames.keep(sets)
     empty = F.lit(b"").cast("binary")
@@ -101,6 +109,16 @@ def with_shingle_sets(
         .join(sets, ["pos"], "left")
         .select("pos", "sig", F.coalesce("sset", empty).alias("sset"))
     )
+
+
+def _refetched_sets(
+    batches: Iterable[pa.RecordBatch],
+    settings: Settings,
+    refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+) -> Iterator[pa.RecordBatch]:
+    """Task: rows ``(pos, loc, span)`` -> ``(pos, sset)``: ``refetch`` reads the texts back,
+    :func:`~neardup.engines.spark.tasks.sets_task` makes their sets."""
+    return sets_task(refetch(batches), settings)
 
 
 def with_ends(

@@ -1,0 +1,404 @@
+"""JSON Lines files read by byte ranges inside Spark tasks, without Spark's text source.
+
+Spark's text source reads each line in the JVM, and numbering the lines as the local reader
+does takes a job of its own and a join (:func:`neardup.engines.spark.read._positioned`); every
+line then crosses from the JVM to a Python worker to be checked and signed. A JSON Lines file
+on a local path (which every executor reads, as Spark's own ``file:`` reader needs) is read
+here the local engine's way instead: cut into byte ranges of Spark's split size, each read in
+one task straight from the file, in blocks of whole lines, into the Arrow arrays that the row
+checks (:func:`~neardup.engines.spark.rows.rows_task`) take. One small job counts the lines of
+each range first, so that each task knows the position and line of its first line.
+
+A line belongs to the range holding its first byte; lines end at ``\\n``, and a ``\\r`` before
+it is part of the ending (Spark's text source also ends a line at a lone ``\\r``; the local
+reader and this module do not).
+
+Example:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+    >>> _ = open(path, "wb").write(b'{"a": 1}\\r\\n\\n{"a": 2}')
+    >>> [line_start_at(path, p) for p in (0, 5, 10, 11, 12)], range_lines(path, 0, 19)
+    ([0, 10, 10, 11, 19], 3)
+    >>> [b.column("value").to_pylist() for b in range_batches(path, 0, 19, 0, 1, "d.jsonl")]
+    [['{"a": 1}', ''], ['{"a": 2}']]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.engines.spark.session import DataFrame, SparkSession
+from neardup.engines.spark.tasks import record_batch
+from neardup.engines.spill import parse_size, read_spans
+from neardup.io.jsonl_blocks import BLOCK_BYTES, line_blocks
+
+__all__ = [
+    "fetched_texts_task",
+    "line_start_at",
+    "local_path",
+    "range_batches",
+    "range_lines",
+    "ranged_rows",
+    "reads_by_ranges",
+    "split_bytes",
+]
+
+OPEN_COST_BYTES = 4 << 20
+"""The least bytes a range gets while the cores outnumber the ranges (Spark's
+``spark.sql.files.openCostInBytes`` default)."""
+
+_SCAN_BYTES = 1 << 16
+
+
+def reads_by_ranges(path: str) -> bool:
+    """Whether ``path`` names a plain local file (no scheme but ``file:``, no glob), which the
+    tasks read by byte ranges. O(1): one ``stat``.
+
+    Example:
+        >>> reads_by_ranges("hdfs:///docs.jsonl"), reads_by_ranges("no/such/file.jsonl")
+        (False, False)
+    """
+    local = local_path(path)
+    if "://" in local or any(c in local for c in "*?[{"):
+        return False
+    return os.path.isfile(local)
+
+
+def local_path(path: str) -> str:
+    """``path`` without a ``file:`` or ``file://`` scheme. O(len(path)).
+
+    Example:
+        >>> local_path("file:///data/d.jsonl"), local_path("file:d.jsonl"), local_path("d.jsonl")
+        ('/data/d.jsonl', 'd.jsonl', 'd.jsonl')
+    """
+    if path.startswith("file://"):
+        return path.removeprefix("file://")
+    return path.removeprefix("file:")
+
+
+def split_bytes(total: int, cores: int, max_partition_bytes: int) -> int:
+    """The bytes of one range, by Spark's rule for file splits: ``max_partition_bytes`` at
+    most, ``total / cores`` while that is less, and at least :data:`OPEN_COST_BYTES`. O(1).
+
+    Example:
+        >>> split_bytes(1_800_000_000, 2, 128 << 20), split_bytes(10_000_000, 2, 128 << 20)
+        (134217728, 5000000)
+    """
+    if total < 0 or cores < 1 or max_partition_bytes < 1:
+        raise ValueError(
+            f"need total >= 0, cores >= 1, max_partition_bytes >= 1; got {total}, {cores}, "
+            f"{max_partition_bytes}"
+        )
+    return max(1, min(max_partition_bytes, max(OPEN_COST_BYTES, -(-total // cores))))
+
+
+def line_start_at(path: str, offset: int) -> int:
+    """The first line start at or after byte ``offset`` of the file ``path`` (its size when no
+    line starts there): ``offset`` itself when it is 0 or follows a ``\\n``. O(bytes to the
+    next line break).
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "wb").write(b"ab\\ncd\\n")
+        >>> [line_start_at(path, p) for p in range(7)]
+        [0, 3, 3, 3, 6, 6, 6]
+    """
+    size = os.path.getsize(path)
+    if offset <= 0:
+        return 0
+    if offset >= size:
+        return size
+    with open(path, "rb") as fh:
+        fh.seek(offset - 1)
+        at = offset - 1
+        while True:
+            chunk = fh.read(_SCAN_BYTES)
+            if not chunk:
+                return size
+            found = chunk.find(b"\n")
+            if found >= 0:
+                return at + found + 1
+            at += len(chunk)
+
+
+def _range_bytes(path: str, start: int, stop: int) -> Iterator[memoryview]:
+    """Blocks of whole lines of bytes ``start..stop-1`` (both line starts or the file's size),
+    each valid until the next is asked for (:func:`~neardup.io.jsonl_blocks.line_blocks`)."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        yield from line_blocks(_Slice(fh, stop - start), BLOCK_BYTES)
+
+
+class _Slice:
+    """The next ``size`` bytes of a binary file, read by ``readinto``."""
+
+    def __init__(self, fh, size: int):
+        self.fh = fh
+        self.left = size
+
+    def readinto(self, view: memoryview) -> int:
+        if self.left <= 0:
+            return 0
+        read = self.fh.readinto(view[: min(len(view), self.left)]) or 0
+        self.left -= read
+        return read
+
+
+def range_lines(path: str, start: int, stop: int) -> int:
+    """The number of lines whose first byte lies in bytes ``start..stop-1`` of the file
+    ``path`` (any offsets). O(stop - start) bytes read.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "wb").write(b"ab\\ncd\\ne")
+        >>> range_lines(path, 0, 3), range_lines(path, 1, 8), range_lines(path, 0, 8)
+        (1, 2, 3)
+    """
+    first, end = line_start_at(path, start), line_start_at(path, stop)
+    lines = 0
+    for block in _range_bytes(path, first, end):
+        lines += int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10)) + (block[-1] != 10)
+    return lines
+
+
+def _lines(block: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The lines of a block of whole lines (the last one maybe without its break): an Arrow
+    string array of them, each without its ``\\n`` or ``\\r\\n``, as Spark's text source gives
+    them (invalid UTF-8 replaced by U+FFFD, as that source does), the byte where each starts
+    and its bytes with its break. O(bytes)."""
+    breaks = np.flatnonzero(block == 10)
+    starts = np.concatenate(([0], breaks + 1))
+    if starts[-1] == block.shape[0]:
+        starts = starts[:-1]
+    ends = np.append(breaks, block.shape[0])[: starts.shape[0]]
+    broken = ends < block.shape[0]  # the last line may have no break, so no ending
+    spans = ends + broken - starts
+    returns = broken & (ends > starts) & (block[np.maximum(ends - 1, 0)] == 13)
+    kept = np.ones(block.shape[0], dtype=bool)
+    kept[breaks] = False
+    kept[ends[returns] - 1] = False
+    ends = ends - returns
+    data = block[kept]
+    offsets = np.concatenate(([0], np.cumsum(ends - starts)))
+    wide = data.shape[0] >= 1 << 31
+    kind, offset_type = (pa.large_string(), np.int64) if wide else (pa.string(), np.int32)
+    lines = pa.Array.from_buffers(
+        kind,
+        starts.shape[0],
+        [None, pa.py_buffer(offsets.astype(offset_type)), pa.py_buffer(data)],
+    )
+    try:
+        lines.validate(full=True)
+    except pa.ArrowInvalid:
+        raw = data.tobytes()
+        lines = pa.array(
+            [raw[a:b].decode("utf-8", "replace") for a, b in zip(offsets[:-1], offsets[1:])],
+            kind,
+        )
+    return lines, starts.astype(np.int64), spans.astype(np.int64)
+
+
+def range_batches(
+    path: str, start: int, stop: int, first_pos: int, first_line: int, src: str
+) -> Iterator[pa.RecordBatch]:
+    """The lines of bytes ``start..stop-1`` of ``path`` (line starts, as
+    :func:`line_start_at` gives them) as the input of
+    :func:`~neardup.engines.spark.rows.rows_task` of kind ``jsonl``: ``_nd_pos`` (from
+    ``first_pos``), ``_nd_line`` (1-based, from ``first_line``), ``_nd_src`` (``src``) and
+    ``value``; and each line's place, ``_nd_loc`` (its first byte in the file) and ``_nd_span``
+    (its bytes, break included), which the rows task leaves aside. A batch a block of
+    :data:`~neardup.io.jsonl_blocks.BLOCK_BYTES`. O(bytes)."""
+    done, offset = 0, start
+    for view in _range_bytes(path, start, stop):
+        lines, starts, spans = _lines(np.frombuffer(view, dtype=np.uint8).copy())
+        n = len(lines)
+        at = np.arange(done, done + n, dtype=np.int64)
+        yield record_batch(
+            {
+                "_nd_pos": pa.array(first_pos + at),
+                "_nd_line": pa.array(first_line + at),
+                "_nd_src": pa.repeat(pa.scalar(src, pa.string()), n),
+                "value": lines,
+                "_nd_loc": pa.array(offset + starts),
+                "_nd_span": pa.array(spans),
+            }
+        )
+        done += n
+        offset += len(view)
+
+
+def _counted(
+    batches: Iterable[pa.RecordBatch], path: str, cuts: list[int]
+) -> Iterator[pa.RecordBatch]:
+    """Task: for each range number ``k`` in ``id`` (bytes ``cuts[k]..cuts[k + 1]-1``), its
+    bounds moved to line starts and its lines."""
+    for batch in batches:
+        ks = batch.column("id").to_numpy()
+        first = np.array([line_start_at(path, cuts[k]) for k in ks], dtype=np.int64)
+        end = np.array([line_start_at(path, cuts[k + 1]) for k in ks], dtype=np.int64)
+        lines = np.array([range_lines(path, a, b) for a, b in zip(first, end)], dtype=np.int64)
+        columns = {"k": ks, "first": first, "end": end, "lines": lines}
+        yield record_batch({name: pa.array(values) for name, values in columns.items()})
+
+
+def _ranged_task(
+    batches: Iterable[pa.RecordBatch],
+    path: str,
+    ranges: list[tuple[int, int, int]],
+    src: str,
+    first_pos: int,
+    task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    placed: bool,
+) -> Iterator[pa.RecordBatch]:
+    """Task: the rows ``task`` makes of the lines of each range numbered in ``id``; ``placed``:
+    each row with its line's place (``loc, span``) and an empty text instead of its text."""
+    for batch in batches:
+        for k in batch.column("id").to_pylist():
+            start, stop, before = ranges[k]
+            lines = range_batches(path, start, stop, first_pos + before, before + 1, src)
+            if not placed:
+                yield from task(lines)
+                continue
+            read: list[pa.RecordBatch] = []
+
+            def kept(lines=lines, read=read):
+                for line_batch in lines:
+                    read[:] = [line_batch]
+                    yield line_batch
+
+            # The task takes one batch of lines and yields its rows before it takes the next.
+            for rows in task(kept()):
+                yield _placed(rows, read[0])
+
+
+def _placed(rows: pa.RecordBatch, lines: pa.RecordBatch) -> pa.RecordBatch:
+    """``rows`` (made from ``lines`` by the rows task) with an empty text and their lines'
+    ``loc`` and ``span`` instead."""
+    at = pa.array(
+        rows.column("pos").to_numpy() - lines.column("_nd_pos")[0].as_py()
+        if rows.num_rows
+        else np.zeros(0, np.int64)
+    )
+    columns = dict(zip(rows.schema.names, rows.columns))
+    columns["text"] = pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
+    columns["loc"] = lines.column("_nd_loc").take(at)
+    columns["span"] = lines.column("_nd_span").take(at)
+    return record_batch(columns)
+
+
+def fetched_texts_task(
+    batches: Iterable[pa.RecordBatch],
+    paths: Sequence[str],
+    pos_bits: int,
+    task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+) -> Iterator[pa.RecordBatch]:
+    """Task: rows ``(pos, loc, span)`` of documents read by :func:`ranged_rows` with their
+    places -> ``(pos, text)``: each line read again from its file (``paths[pos >> pos_bits]``)
+    at its place and made a row by ``task``, the rows task that read it first, so the text is
+    the one read then. O(bytes of the lines), read by one compiled ``pread`` a run of adjacent
+    lines (:func:`~neardup.engines.spill.read_spans`).
+
+    Example:
+        >>> import tempfile, os
+        >>> from functools import partial
+        >>> from neardup.engines.spark.rows import rows_task
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
+        >>> _ = open(path, "wb").write(b'{"id": "a", "text": "x"}\\n{"id": "b", "text": "y z"}')
+        >>> rows = pa.record_batch({"pos": [1, 0], "loc": [25, 0], "span": [26, 25]})
+        >>> reread = partial(rows_task, kind="jsonl", names=("id", "text", None))
+        >>> next(fetched_texts_task([rows], [path], 44, reread))["text"].to_pylist()
+        ['x', 'y z']
+    """
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        order = np.argsort(batch.column("pos").to_numpy(), kind="stable")
+        pos = batch.column("pos").to_numpy()[order]
+        loc = batch.column("loc").to_numpy()[order]
+        span = batch.column("span").to_numpy()[order]
+        pieces = []
+        inputs = pos >> pos_bits
+        cuts = np.flatnonzero(np.diff(inputs)) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.append(cuts, len(pos))):
+            # One input's lines in file order, read by the spill files' compiled reads.
+            at = np.concatenate(([0], np.cumsum(span[lo:hi])))
+            block = np.empty(int(at[-1]) + 1, dtype=np.uint8)
+            path = Path(local_path(paths[int(inputs[lo])]))
+            read_spans(path, block, at, loc[lo:hi], span[lo:hi])
+            # Only a file's last line may have no break: it gets one, as the lines are split
+            # at breaks.
+            ended = block[-2] == 10
+            block[-1] = 10
+            pieces.append(block[:-1] if ended else block)
+        lines = _lines(np.concatenate(pieces))[0]
+        # Line 1 where a line starts its file: the rows task drops a BOM there.
+        first = np.where(loc == 0, 1, 0)
+        reread = {
+            "_nd_pos": pa.array(pos),
+            "_nd_line": pa.array(first),
+            "_nd_src": pa.repeat(pa.scalar("", pa.string()), len(pos)),
+            "value": lines,
+        }
+        for checked in task([record_batch(reread)]):
+            yield record_batch({"pos": checked.column("pos"), "text": checked.column("text")})
+
+
+def ranged_rows(
+    spark: SparkSession,
+    path: str,
+    first_pos: int,
+    task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    schema: str,
+    placed: bool = False,
+) -> DataFrame:
+    """The rows ``task`` (a :func:`~neardup.engines.spark.rows.rows_task` of kind ``jsonl``,
+    or :func:`~neardup.engines.spark.rows.signed_rows_task`) makes of the local JSON Lines
+    file ``path`` (:func:`reads_by_ranges`), as Spark rows of ``schema``: line ``i`` (0-based)
+    at position ``first_pos + i``, its file named ``path`` as given. ``placed``: each row has
+    an empty text and its line's place instead, ``loc`` and ``span`` (``schema`` ends with
+    ``loc long, span long``), which :func:`fetched_texts_task` reads the text back from, so
+    the texts are not stored in Spark (the task signs them as it reads them). One task a range of
+    :func:`split_bytes`; one small job first, counting each range's lines. Cost: the file read
+    twice (the count, then the rows), O(bytes) each, spread over the tasks.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        checked = ranged_rows(spark, "docs.jsonl", 0, partial(rows_task, kind="jsonl",
+                              names=("id", "text", None)), CHECKED_SCHEMA)
+    """
+    local = os.path.abspath(local_path(path))  # an executor's working folder is another
+    size = os.path.getsize(local)
+    conf = spark.conf.get("spark.sql.files.maxPartitionBytes", "128m")
+    split = split_bytes(size, spark.sparkContext.defaultParallelism, parse_size(conf, "split"))
+    cuts = list(range(0, size, split)) + [size]
+    count = len(cuts) - 1
+    if count == 0:
+        return spark.createDataFrame([], schema + (", loc long, span long" if placed else ""))
+    numbers = spark.range(0, count, 1, count)
+    counted = numbers.mapInArrow(
+        partial(_counted, path=local, cuts=cuts), "k long, first long, end long, lines long"
+    ).collect()
+    ranges, before = [], 0
+    for row in sorted(counted, key=lambda r: r["k"]):
+        ranges.append((int(row["first"]), int(row["end"]), before))
+        before += int(row["lines"])
+    return numbers.mapInArrow(
+        partial(
+            _ranged_task,
+            path=local,
+            ranges=ranges,
+            src=path,
+            first_pos=first_pos,
+            task=task,
+            placed=placed,
+        ),
+        schema + (", loc long, span long" if placed else ""),
+    )

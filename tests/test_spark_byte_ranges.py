@@ -1,0 +1,159 @@
+"""JSON Lines files read by byte ranges in Spark tasks (``neardup.engines.spark.byte_ranges``):
+the ranges' lines against a plain split of the file, and the rows read against Spark's text
+source (the path the ranges replace) and the local reader."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("pyspark")
+
+from neardup.engines.spark import read as spark_read  # noqa: E402
+from neardup.engines.spark.byte_ranges import (  # noqa: E402
+    line_start_at,
+    range_batches,
+    range_lines,
+    reads_by_ranges,
+    split_bytes,
+)
+from neardup.engines.spark.read import read_documents_spark  # noqa: E402
+from neardup.io import InputError, read_documents  # noqa: E402
+from neardup.settings import Settings  # noqa: E402
+
+_PIECES = [b"{}", b'{"x": "\xc3\xa9"}', b"", b" ", b"\r", b"ab\rcd", b"\xff\xfe", b"\xef\xbb\xbf{}"]
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=12),
+    ending=st.sampled_from([b"\n", b"\r\n"]),
+    last_break=st.booleans(),
+    cuts=st.lists(st.integers(0, 120), max_size=4),
+)
+def test_ranges_hold_each_line_once_in_order(tmp_path_factory, pieces, ending, last_break, cuts):
+    data = ending.join(pieces) + (ending if last_break and pieces else b"")
+    path = tmp_path_factory.mktemp("r") / "d.jsonl"
+    path.write_bytes(data)
+    # The reference: the file split at "\n", one "\r" before it dropped, no empty last line.
+    expected = data.split(b"\n")
+    if expected and expected[-1] == b"":
+        expected.pop()
+    expected = [line[:-1] if line.endswith(b"\r") and i < data.count(b"\n") else line
+                for i, line in enumerate(expected)]  # fmt: skip
+    expected = [line.decode("utf-8", "replace") for line in expected]
+    bounds = sorted({0, len(data), *(min(c, len(data)) for c in cuts)})
+    got, lines, before = [], [], 0
+    for start, stop in zip(bounds, bounds[1:]):
+        first, end = line_start_at(str(path), start), line_start_at(str(path), stop)
+        count = range_lines(str(path), start, stop)
+        batches = list(range_batches(str(path), first, end, 100 + before, before + 1, "d"))
+        values = [v for b in batches for v in b.column("value").to_pylist()]
+        assert len(values) == count
+        got += values
+        lines += [v for b in batches for v in b.column("_nd_line").to_pylist()]
+        assert [v for b in batches for v in b.column("_nd_pos").to_pylist()] == [
+            100 + before + i for i in range(count)
+        ]
+        before += count
+    assert got == expected
+    assert lines == list(range(1, len(expected) + 1))
+
+
+def test_split_bytes_follows_sparks_rule_and_refuses_bad_values():
+    assert split_bytes(10 << 30, 4, 128 << 20) == 128 << 20
+    assert split_bytes(100 << 20, 4, 128 << 20) == 25 << 20
+    assert split_bytes(1 << 20, 4, 128 << 20) == 4 << 20
+    with pytest.raises(ValueError, match="cores >= 1"):
+        split_bytes(10, 0, 128)
+
+
+def test_only_plain_local_files_are_read_by_ranges(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("{}\n")
+    assert reads_by_ranges(str(path)) and reads_by_ranges(f"file:{path}")
+    assert not reads_by_ranges(str(tmp_path))
+    assert not reads_by_ranges(str(tmp_path / "*.jsonl"))
+    assert not reads_by_ranges("s3a://bucket/d.jsonl")
+
+
+def _rows(docs):
+    rows = docs.orderBy("pos").collect()
+    return [tuple(r[c] for c in docs.columns) for r in rows]
+
+
+def _read_both(spark, monkeypatch, paths, **options):
+    """The documents and counters by ranges and by Spark's text source."""
+    out = []
+    for ranged in (True, False):
+        if not ranged:
+            monkeypatch.setattr(spark_read, "reads_by_ranges", lambda path: False)
+        docs, stats, _ = read_documents_spark(spark, [str(p) for p in paths], **options)
+        out.append((docs, stats.documents, stats.bytes, dict(stats.skipped_reasons)))
+    return out
+
+
+def test_ranges_read_the_rows_sparks_text_source_reads(spark, monkeypatch, tmp_path):
+    rng = np.random.default_rng(3)
+    words = ["alpha", "beta", "gamma", "delta", "말", "글", "été"]
+    lines = []
+    for i in range(3000):
+        text = " ".join(rng.choice(words, int(rng.integers(1, 30))))
+        lines.append(json.dumps({"id": f"d{i}", "text": text, "ts": int(i)}, ensure_ascii=i % 2))
+        if i % 997 == 0:
+            lines.append("")  # blank lines keep their place in the positions
+    lines[0] = "\ufeff" + lines[0]  # a BOM, dropped from the first line
+    first = tmp_path / "a.jsonl"
+    first.write_text("\r\n".join(lines[:1500]) + "\r\n", encoding="utf-8")
+    second = tmp_path / "b.jsonl"
+    second.write_text("\n".join(lines[1500:]), encoding="utf-8")  # no final break
+    # Small splits: many ranges, most starting inside a line.
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(37_000))
+    try:
+        for sign in (None, Settings()):
+            ranged, text_source = _read_both(
+                spark, monkeypatch, [first, second], time_field="ts", sign=sign
+            )
+            monkeypatch.undo()
+            assert ranged[1:] == text_source[1:]
+            assert ranged[1] == 3000
+            docs = ranged[0]
+            if sign is None:  # texts kept: the very rows
+                assert _rows(docs) == _rows(text_source[0])
+                continue
+            # Signed as read: each row holds its line's place instead of its text, and the
+            # text read back from there is the one Spark's text source read.
+            columns = [c for c in text_source[0].columns if c != "text"]
+            assert _rows(docs.select(*columns)) == _rows(text_source[0].select(*columns))
+            assert {r["text"] for r in docs.select("text").distinct().collect()} == {""}
+            fetched = docs.select("pos", "loc", "span").mapInArrow(
+                docs._neardup_refetch, "pos long, text string"
+            )
+            assert _rows(fetched) == _rows(text_source[0].select("pos", "text"))
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def test_ranges_skip_and_report_bad_rows_as_the_local_reader(spark, monkeypatch, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    rows = [
+        '{"id": "a", "text": "one two", "ts": 1}',
+        '{"id": "b", "text": null, "ts": 2}',
+        '{"id": "a", "text": "a repeated id", "ts": 3}',
+        '{"id": "c", "text": "three',
+        "",
+        '{"id": "d", "text": "four", "ts": "later"}',
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    ranged, text_source = _read_both(spark, monkeypatch, [path], time_field="ts", on_error="skip")
+    assert ranged[1:] == text_source[1:]
+    assert _rows(ranged[0]) == _rows(text_source[0])
+    assert sum(ranged[3].values()) == 4
+    monkeypatch.undo()
+    with pytest.raises(InputError) as local:
+        read_documents([str(path)], time_field="ts").read_all()
+    with pytest.raises(InputError) as remote:
+        read_documents_spark(spark, [str(path)], time_field="ts")
+    assert str(remote.value) == str(local.value)
