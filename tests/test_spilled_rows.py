@@ -99,6 +99,16 @@ def test_spilled_rows_hold_the_lengths_they_are_given(tmp_path):
                 SpilledRows(work, "w", 3, wrong)
 
 
+def test_spilled_rows_are_taken_only_once_finished(tmp_path):
+    with WorkDir(tmp_path, "k", "x") as work:
+        store = SpilledRows(work, "v", 2)
+        store.put(0, np.array([0, 2, 3]), np.arange(3, dtype=np.uint64))
+        with pytest.raises(RuntimeError, match="taken after finish"):
+            store.take(np.array([0]))
+        store.finish()
+        assert store.take(np.array([1]))[1].tolist() == [2]
+
+
 def test_spilled_rows_of_a_truncated_file_are_an_error(tmp_path):
     with WorkDir(tmp_path, "k", "x") as work:
         store = SpilledRows(work, "v", 2)

@@ -106,8 +106,10 @@ class SpilledRows:
         Their packed bytes are read into the end of the values' array, one ``pread`` per run
         of adjacent rows, then widened in place from the front (a value is never written
         over bytes not yet read: each needs at least 4 of them). O(values + runs) time,
-        memory O(values).
+        memory O(values). Rows are taken only after :meth:`finish` (RuntimeError before).
         """
+        if not self._file.closed:
+            raise RuntimeError(f"rows of {self.path} are taken after finish(), not while put")
         rows = np.asarray(rows, dtype=np.int64)
         lengths = self._lengths[rows]
         offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
