@@ -152,19 +152,18 @@ class _Slice:
 
 
 def range_lines(path: str, start: int, stop: int) -> int:
-    """The number of lines whose first byte lies in bytes ``start..stop-1`` of the file
-    ``path`` (any offsets). O(stop - start) bytes read.
+    """The number of lines in bytes ``start..stop-1`` of the file ``path`` (line starts, as
+    :func:`line_start_at` gives them). O(stop - start) bytes read.
 
     Example:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "d.jsonl")
         >>> _ = open(path, "wb").write(b"ab\\ncd\\ne")
-        >>> range_lines(path, 0, 3), range_lines(path, 1, 8), range_lines(path, 0, 8)
+        >>> range_lines(path, 0, 3), range_lines(path, 3, 8), range_lines(path, 0, 8)
         (1, 2, 3)
     """
-    first, end = line_start_at(path, start), line_start_at(path, stop)
     lines = 0
-    for block in _range_bytes(path, first, end):
+    for block in _range_bytes(path, start, stop):
         lines += int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10)) + (block[-1] != 10)
     return lines
 
@@ -263,30 +262,16 @@ def _ranged_task(
     for batch in batches:
         for k in batch.column("id").to_pylist():
             start, stop, before = ranges[k]
-            lines = range_batches(path, start, stop, first_pos + before, before + 1, src)
-            if not placed:
-                yield from task(lines)
-                continue
-            read: list[pa.RecordBatch] = []
-
-            def kept(lines=lines, read=read):
-                for line_batch in lines:
-                    read[:] = [line_batch]
-                    yield line_batch
-
-            # The task takes one batch of lines and yields its rows before it takes the next.
-            for rows in task(kept()):
-                yield _placed(rows, read[0])
+            for lines in range_batches(path, start, stop, first_pos + before, before + 1, src):
+                # The rows task checks each batch on its own: its rows are those lines'.
+                for rows in task([lines]):
+                    yield _placed(rows, lines) if placed else rows
 
 
 def _placed(rows: pa.RecordBatch, lines: pa.RecordBatch) -> pa.RecordBatch:
     """``rows`` (made from ``lines`` by the rows task) with an empty text and their lines'
     ``loc`` and ``span`` instead."""
-    at = pa.array(
-        rows.column("pos").to_numpy() - lines.column("_nd_pos")[0].as_py()
-        if rows.num_rows
-        else np.zeros(0, np.int64)
-    )
+    at = pa.array(rows.column("pos").to_numpy() - lines.column("_nd_pos")[0].as_py())
     columns = dict(zip(rows.schema.names, rows.columns))
     columns["text"] = pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
     columns["loc"] = lines.column("_nd_loc").take(at)
@@ -375,13 +360,14 @@ def ranged_rows(
                               names=("id", "text", None)), CHECKED_SCHEMA)
     """
     local = os.path.abspath(local_path(path))  # an executor's working folder is another
+    schema += ", loc long, span long" if placed else ""
     size = os.path.getsize(local)
     conf = spark.conf.get("spark.sql.files.maxPartitionBytes", "128m")
     split = split_bytes(size, spark.sparkContext.defaultParallelism, parse_size(conf, "split"))
     cuts = list(range(0, size, split)) + [size]
     count = len(cuts) - 1
     if count == 0:
-        return spark.createDataFrame([], schema + (", loc long, span long" if placed else ""))
+        return spark.createDataFrame([], schema)
     numbers = spark.range(0, count, 1, count)
     counted = numbers.mapInArrow(
         partial(_counted, path=local, cuts=cuts), "k long, first long, end long, lines long"
@@ -400,5 +386,5 @@ def ranged_rows(
             task=task,
             placed=placed,
         ),
-        schema + (", loc long, span long" if placed else ""),
+        schema,
     )

@@ -128,10 +128,11 @@ def spark_session(
     progress bar of Spark's unless configured (:data:`_CONSOLE_PROGRESS_KEY`). A local session
     this call starts gets a Java heap of :func:`local_driver_memory` unless
     ``spark.driver.memory`` is configured (``config``, ``PYSPARK_SUBMIT_ARGS``,
-    ``SPARK_DRIVER_MEMORY`` or ``spark-defaults.conf``): Spark's own default, 1 GB, holds a local run's executors too;
-    and the :data:`LOCAL_DRIVER_GC` collector unless Java options are configured. A JVM this
-    call launches (any master) maps the archive of Spark's classes that an earlier one wrote,
-    or writes it as it exits (:mod:`neardup.engines.spark.class_archive`).
+    ``SPARK_DRIVER_MEMORY`` or ``spark-defaults.conf``): Spark's own default, 1 GB, holds a
+    local run's executors too; and the :data:`LOCAL_DRIVER_GC` collector unless Java options
+    are configured. A JVM this call launches (any master) maps the archive of Spark's classes
+    that an earlier one wrote, or writes it as it exits
+    (:mod:`neardup.engines.spark.class_archive`).
     Cost: a few seconds to start the JVM the first time.
 
     Example (needs a Spark session, so not run as a doctest)::
