@@ -157,3 +157,77 @@ def test_ranges_skip_and_report_bad_rows_as_the_local_reader(spark, monkeypatch,
     with pytest.raises(InputError) as remote:
         read_documents_spark(spark, [str(path)], time_field="ts")
     assert str(remote.value) == str(local.value)
+
+
+def _near_duplicate_lines(n, seed):
+    """JSON Lines of ``n`` documents: texts of 30–60 words, a third exact copies and a third
+    a few words changed of an earlier one."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)] + ["말", "글", "été"]
+    texts = []
+    for i in range(n):
+        kind = i % 3 if i else 0
+        if kind == 0:
+            texts.append(" ".join(rng.choice(words, int(rng.integers(30, 60)))))
+            continue
+        base = texts[int(rng.integers(0, i))].split()
+        if kind == 2:
+            for at in rng.choice(len(base), 3, replace=False):
+                base[int(at)] = str(rng.choice(words))
+        texts.append(" ".join(base))
+    return "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+
+
+@pytest.mark.parametrize(
+    "options, colocated",
+    [((), True), (("--grouping", "center", "--pairs", "all"), True), ((), False)],
+    ids=["colocated", "center-all", "joined"],
+)
+def test_ranged_runs_verify_from_the_texts_read_back(
+    spark, monkeypatch, tmp_path, options, colocated
+):
+    # Read by ranges, the run stores the compared documents' places, not their sets: the
+    # tasks relating pairs read their texts back and shingle them, and the steps that join
+    # sets (past the broadcast of positions, center grouping, every pair) make them from the
+    # places. Every way gives the local engine's bytes.
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+    from neardup.engines.spark import groups as spark_groups
+    from neardup.engines.spark import verify as spark_verify
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(_near_duplicate_lines(600, seed=5), encoding="utf-8")
+    if not colocated:
+        monkeypatch.setattr(spark_verify, "BROADCAST_POSITIONS", 0)
+    seen = {"colocated": [], "sets": []}
+    relate_colocated, compared_sets = spark_verify.relate_colocated, spark_verify.compared_sets
+
+    def colocated_spy(*args):
+        seen["colocated"].append(args[5] is not None)  # the refetch task
+        return relate_colocated(*args)
+
+    def sets_spy(frames, data, settings):
+        seen["sets"].append(spark_verify.holds_places(data))
+        return compared_sets(frames, data, settings)
+
+    monkeypatch.setattr(spark_verify, "relate_colocated", colocated_spy)
+    monkeypatch.setattr(spark_verify, "compared_sets", sets_spy)
+    monkeypatch.setattr(spark_groups, "compared_sets", sets_spy)
+    outputs = {}
+    for engine in ("local", "spark"):
+        groups, pairs = tmp_path / f"g_{engine}.tsv", tmp_path / f"p_{engine}.tsv"
+        args = ["dedup", str(path), "-o", str(groups), "--pairs-out", str(pairs), *options]
+        result = CliRunner().invoke(
+            main, [*args, "--engine", engine, "--workers", "1"], catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        outputs[engine] = (groups.read_bytes(), pairs.read_bytes())
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["local"][1].count(b"\n") > 100
+    if colocated:
+        assert seen["colocated"] and all(seen["colocated"])
+    else:
+        assert not seen["colocated"]
+    if options or not colocated:
+        assert True in seen["sets"]  # sets made from places for the joins

@@ -268,6 +268,9 @@ class Frames(Storage):
         skewed: whether any key can be hot (set by the run once it knows the number of rows:
             below ``skew_threshold`` rows in all, plain joins are taken).
         stats: the run's counters; ``split_keys`` counts the hot keys split.
+        refetch: the task reading documents' texts back from their files (``pos, loc, span``
+            -> ``pos, text``), when the run stores their places instead of their texts
+            (:func:`~neardup.engines.spark.byte_ranges.fetched_texts_task`), else None.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -283,6 +286,7 @@ class Frames(Storage):
         self.threshold = skew_threshold
         self.skewed = False
         self.stats: dict = {}
+        self.refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None
 
     def hot_keys(self, rows: DataFrame, keys: list[str], per_block: int) -> DataFrame:
         """Keys of ``rows`` holding more than ``skew_threshold`` rows, with ``_S``, the number of

@@ -8,7 +8,7 @@ from functools import partial
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import center_task, components_task
-from neardup.engines.spark.verify import data_columns, related
+from neardup.engines.spark.verify import compared_sets, data_columns, related
 from neardup.settings import Settings
 
 __all__ = ["DEFAULT_COMPONENTS_LOCAL_MAX", "center", "components", "document_groups"]
@@ -132,6 +132,7 @@ def center(
         centers = center(frames, labels, data, Settings(grouping="center"), 5_000)
     """
     cols = data_columns(settings)
+    data = compared_sets(frames, data, settings)
     size = labels.groupBy("label").agg(F.count(F.lit(1)).alias("size"))
     sized = frames.keep(frames.lookup(labels, size, ["label"]))
     parts = [sized.where("size = 1").select("pos", F.col("pos").alias("center"))]

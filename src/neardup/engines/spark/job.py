@@ -524,9 +524,7 @@ class _Job(Frames):
             if s.pairs != "all":
                 compared = [cand] if rest is None else [cand, rest]
         if s.needs_sets:
-            self.data = with_shingle_sets(
-                self, self.texts, reps, compared, content, s, self.refetch
-            )
+            self.data = with_shingle_sets(self, self.texts, reps, compared, content, s)
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
             checked = self.keep(

@@ -325,7 +325,7 @@ def read_documents_spark(
     at ``\\n`` as the local reader's do. When every input is read so and ``sign`` is given, the
     stored rows hold each line's place (``loc``, ``span``) and an empty text: the few texts
     compared are read back from the files (the DataFrame's ``_neardup_refetch`` task, which
-    :func:`~neardup.engines.spark.verify.with_shingle_sets` runs).
+    the tasks relating pairs run: :func:`~neardup.engines.spark.verify.relate`).
 
     With ``sign`` (the run's settings), the task that checks a row also signs its text
     (:func:`~neardup.engines.spark.rows.signed_rows_task`): ``docs`` then also hold the

@@ -11,7 +11,7 @@ packed arrays (MinHash signatures, shingle sets) as binary.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ __all__ = [
     "components_task",
     "length_task",
     "record_batch",
+    "refetched_sets_task",
     "relate_task",
     "round6_task",
     "sets_task",
@@ -321,6 +322,18 @@ def sets_task(batches: Iterable[pa.RecordBatch], settings: Settings) -> Iterator
         texts = TextColumn(batch.column("text"))
         offsets, hashes = verification.prepare(texts, settings.shingle, settings.hash_name)
         yield record_batch({"pos": batch.column("pos"), "sset": _csr_binary(offsets, hashes)})
+
+
+def refetched_sets_task(
+    batches: Iterable[pa.RecordBatch],
+    settings: Settings,
+    refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+) -> Iterator[pa.RecordBatch]:
+    """Rows ``(pos, loc, span)`` -> ``(pos, sset)``: ``refetch`` reads the texts back from
+    their places (:func:`~neardup.engines.spark.byte_ranges.fetched_texts_task`),
+    :func:`sets_task` makes their sets, in the same task. Cost: reading and shingling the
+    texts."""
+    return sets_task(refetch(batches), settings)
 
 
 def length_task(batches: Iterable[pa.RecordBatch], threshold: float) -> Iterator[pa.RecordBatch]:

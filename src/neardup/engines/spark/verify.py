@@ -3,7 +3,7 @@ run's relation, :class:`neardup.pipeline.Relation`, inside tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -20,6 +20,7 @@ from neardup.engines.spark.tasks import (
     bound_task,
     coarse_task,
     length_task,
+    refetched_sets_task,
     relate_task,
     sets_task,
     shared_bound_task,
@@ -30,8 +31,11 @@ from neardup.settings import Settings
 __all__ = [
     "BROADCAST_COARSE",
     "BROADCAST_SKETCHES",
+    "PLACES",
     "PairBounds",
+    "compared_sets",
     "data_columns",
+    "holds_places",
     "relate",
     "related",
     "with_ends",
@@ -63,7 +67,6 @@ def with_shingle_sets(
     pairs: Sequence[DataFrame],
     content: DataFrame,
     settings: Settings,
-    refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
 ) -> DataFrame:
     """The data the relation reads (``pos`` and :func:`data_columns`) of the documents that
     can ever be compared, stored: the ends of the pairs ``pairs`` (``a, b``: the candidates
@@ -71,12 +74,14 @@ def with_shingle_sets(
     ``content``, with their shingle sets built as the local engine builds them, where their
     texts were read (``texts``: ``pos, text``) when the positions fit a broadcast. Every pair
     a later stage relates (a candidate, an original and a member of its group) has both ends
-    here. With ``refetch`` (a task: ``pos, loc, span`` -> ``pos, text``,
-    :func:`~neardup.engines.spark.byte_ranges.fetched_texts_task`), ``texts`` are the
-    documents' places in their files, and only the compared texts are read back from there.
-    With signatures in the data, every representative (``reps``) is there, the others
+    here. With signatures in the data, every representative (``reps``) is there, the others
     with an empty set (never read): one shuffle of the sets and signatures. Cost: shingling
     the compared texts.
+
+    When the run reads texts back from their files (``frames.refetch``) and the data is
+    sets alone, the data stored is the compared documents' places (``pos, loc, span``, 24
+    bytes a document): :func:`relate` then builds the sets in the tasks that compare them, and
+    :func:`compared_sets` for the steps that join them. No set is stored or shuffled.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -96,11 +101,9 @@ def with_shingle_sets(
     if fits or frames.rows(needed) <= BROADCAST_POSITIONS:
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
-    if refetch is not None:  # texts read back are made sets in the same task, not in the JVM
-        task = partial(_refetched_sets, settings=settings, refetch=refetch)
-    else:
-        task = partial(sets_task, settings=settings)
-    sets = texts.mapInArrow(task, "pos long, sset binary")
+    if holds_places(texts) and data_columns(settings) == ["sset"]:
+        return frames.keep(texts.select("pos", *PLACES))
+    sets = compared_sets(frames, texts, settings)
     if "sig" not in data_columns(settings):
         return frames.keep(sets)
     empty = F.lit(b"").cast("binary")
@@ -111,14 +114,35 @@ def with_shingle_sets(
     )
 
 
-def _refetched_sets(
-    batches: Iterable[pa.RecordBatch],
-    settings: Settings,
-    refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-) -> Iterator[pa.RecordBatch]:
-    """Task: rows ``(pos, loc, span)`` -> ``(pos, sset)``: ``refetch`` reads the texts back,
-    :func:`~neardup.engines.spark.tasks.sets_task` makes their sets."""
-    return sets_task(refetch(batches), settings)
+PLACES = ("loc", "span")
+"""The columns of a document's place in its file, which data of places holds beside ``pos``."""
+
+
+def holds_places(data: DataFrame) -> bool:
+    """Whether ``data`` holds documents' places (:data:`PLACES`) rather than their texts or
+    sets. O(1)."""
+    return "loc" in data.columns
+
+
+def compared_sets(frames: Frames, data: DataFrame, settings: Settings) -> DataFrame:
+    """``data`` with its documents' sets (``pos, sset``): itself unless it holds texts
+    (``pos, text``) or places (:func:`holds_places`), else their sets, made in the tasks
+    (places: the texts read back from their files by ``frames.refetch`` in the same task).
+    Not stored. Cost: shingling the texts, each time the result is computed.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        sets = compared_sets(frames, data, settings)   # pos, sset
+    """
+    if holds_places(data):
+        task = partial(refetched_sets_task, settings=settings, refetch=frames.refetch)
+        data = data.select("pos", *PLACES)
+    elif "text" in data.columns:
+        task = partial(sets_task, settings=settings)
+        data = data.select("pos", "text")
+    else:
+        return data
+    return data.mapInArrow(task, "pos long, sset binary")
 
 
 def with_ends(
@@ -327,8 +351,13 @@ def relate(
     """
     cols = data_columns(settings)
     if ends_at_most is not None and ends_at_most <= BROADCAST_POSITIONS:
-        return relate_colocated(frames, data.select("pos", *cols), pairs, keep, settings)
-    joined = with_ends(frames, pairs, data, cols)
+        # Data of places goes to the pairs' tasks as places (24 bytes a document), and each
+        # task reads back and shingles the texts of the ends it holds.
+        placed = holds_places(data)
+        data = data.select("pos", *(PLACES if placed else cols))
+        refetch = frames.refetch if placed else None
+        return relate_colocated(frames, data, pairs, keep, settings, refetch)
+    joined = with_ends(frames, pairs, compared_sets(frames, data, settings), cols)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)
 
