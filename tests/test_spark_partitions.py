@@ -5,8 +5,10 @@ import pytest
 from test_spark import make_docs, run, write_jsonl
 
 from neardup.engines.spark import job
+from neardup.engines.spark import partitions as spark_partitions
 from neardup.engines.spark.partitions import (
     BYTES_PER_PARTITION,
+    DOCUMENTS_PER_PARTITION,
     SHUFFLE_PARTITIONS,
     _murmur3_int,
     input_bytes,
@@ -24,10 +26,20 @@ def test_partitions_grow_with_the_input_and_stay_two_per_core_for_mid_sizes(core
     counts = [partitions_for(size, cores) for size in sizes]
     assert counts == sorted(counts) and counts[0] == 1
     for size, count in zip(sizes, counts):
-        assert count >= -(-size // BYTES_PER_PARTITION)  # never more than 64 MB a partition
+        assert count >= -(-size // BYTES_PER_PARTITION)  # never more than 512 MB a partition
         assert count <= max(1, size // (1 << 20), -(-size // BYTES_PER_PARTITION))
         if (1 << 20) * 2 * cores <= size <= BYTES_PER_PARTITION * 2 * cores:
             assert count == 2 * cores
+
+
+@pytest.mark.parametrize("cores", [1, 2, 100])
+def test_counted_documents_raise_the_partitions_to_one_per_documents_per_partition(cores):
+    size = 10**9
+    documents = [0, 1, DOCUMENTS_PER_PARTITION, DOCUMENTS_PER_PARTITION + 1, 10**7, 10**9]
+    counts = [partitions_for(size, cores, n) for n in documents]
+    assert counts == sorted(counts) and counts[0] == partitions_for(size, cores)
+    for n, count in zip(documents, counts):
+        assert count == max(partitions_for(size, cores), -(-n // DOCUMENTS_PER_PARTITION))
 
 
 def test_partitions_for_refuses_a_negative_size_or_no_cores():
@@ -35,6 +47,8 @@ def test_partitions_for_refuses_a_negative_size_or_no_cores():
         partitions_for(-1, 2)
     with pytest.raises(ValueError, match="cores >= 1"):
         partitions_for(10, 0)
+    with pytest.raises(ValueError, match="documents >= 0, got 10, 2 and -5"):
+        partitions_for(10, 2, -5)
 
 
 @pytest.mark.spark
@@ -65,7 +79,17 @@ def test_a_run_on_files_sizes_its_shuffles_from_them_with_the_same_files(
     spark, tmp_path, monkeypatch
 ):
     # As if nobody had set spark.sql.shuffle.partitions (the test session sets it at launch).
+    # 0.1 MB of input takes 1 partition by its bytes, and 300 documents 3 at 100 documents a
+    # partition once counted: the stages after the read use those.
     monkeypatch.setattr(job, "shuffle_partitions_chosen", lambda session: False)
+    monkeypatch.setattr(spark_partitions, "DOCUMENTS_PER_PARTITION", 100)
+    read = job.read_documents_spark
+
+    def reading(*args, **options):
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == "1"  # by the bytes, while reading
+        return read(*args, **options)
+
+    monkeypatch.setattr(job, "read_documents_spark", reading)
     docs = make_docs(300, seed=3)
     source = write_jsonl(tmp_path / "docs.jsonl", [{"id": i, "text": t} for i, t, _ in docs])
     before = spark.conf.get(SHUFFLE_PARTITIONS)
@@ -77,7 +101,7 @@ def test_a_run_on_files_sizes_its_shuffles_from_them_with_the_same_files(
         files[engine] = (groups.read_bytes(), pairs.read_bytes())
         if engine == "spark":
             shown = [line.split() for line in done.output.splitlines()]
-            assert ["shuffle", "partitions", "1"] in shown  # 0.1 MB of input
+            assert ["shuffle", "partitions", "3"] in shown
     assert files["spark"] == files["local"]
     assert files["local"][1].count(b"\n") > 20
     assert spark.conf.get(SHUFFLE_PARTITIONS) == before

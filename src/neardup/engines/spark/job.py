@@ -139,6 +139,7 @@ class SparkEngine:
         self._spark = spark
         self._partitions = None if partitions is None else int(partitions)
         self._checkpoint = checkpoint
+        self._sizing: tuple[int, int] | None = None  # (input bytes, cores) of a sized run
 
     @property
     def spark(self) -> SparkSession:
@@ -165,9 +166,18 @@ class SparkEngine:
             plan.enter_context(without_adaptive(self.spark))
         if self._partitions is None and not shuffle_partitions_chosen(self.spark):
             cores = self.spark.sparkContext.defaultParallelism
-            partitions = partitions_for(input_bytes(self.spark, paths), cores)
-            plan.enter_context(sized_shuffles(self.spark, partitions))
+            size = input_bytes(self.spark, paths)
+            plan.enter_context(sized_shuffles(self.spark, partitions_for(size, cores)))
+            self._sizing = (size, cores)
+            plan.callback(setattr, self, "_sizing", None)
         return plan
+
+    def _counted(self, documents: int) -> int:
+        """The partitions of the run's shuffles after the read, which counted its
+        ``documents``: sized again by them too when the run sizes its shuffles."""
+        if self._sizing is not None:
+            self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions_for(*self._sizing, documents)))
+        return self.partitions
 
     @property
     def checkpoint_mode(self) -> str:
@@ -228,7 +238,6 @@ class SparkEngine:
             self._sized_to(corpus.inputs),
             RunMonitor(self.spark, progress) as monitor,
         ):
-            partitions = self.partitions
             clock = time.perf_counter()
             monitor.tag("read")
             fmt = corpus.reading.get("input_format")
@@ -236,6 +245,7 @@ class SparkEngine:
             reading = dict(corpus.reading, sign=settings if signed else None)
             docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **reading)
             read_seconds = time.perf_counter() - clock
+            partitions = self._counted(read_stats.documents)
             result = self._run(settings, lambda job: job.run_texts(docs, signed), monitor)
             result.hold([docs])
             clock = time.perf_counter()
@@ -251,7 +261,7 @@ class SparkEngine:
                 result.release()
         seconds = {"read": read_seconds, **result.stats["seconds"]}
         result.stats["seconds"] = seconds | {"write": time.perf_counter() - clock}
-        return DedupRun(read_stats, result.stats, figures=_shuffle_figures(monitor, partitions))
+        return DedupRun(read_stats, result.stats, figures=monitor.figures(partitions))
 
     def pairs(
         self, corpus: Corpus, settings: Settings, outputs: Outputs, progress: Progress | None = None
@@ -271,9 +281,9 @@ class SparkEngine:
             self._sized_to(corpus.inputs),
             RunMonitor(self.spark, progress) as monitor,
         ):
-            partitions = self.partitions
             monitor.tag("read")
             rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
+            partitions = self._counted(stats.documents)
             result = self._run(settings, lambda job: job.run_fingerprints(rows), monitor)
             result.hold([rows])
             monitor.tag("write")
@@ -281,7 +291,7 @@ class SparkEngine:
                 write_result(result, settings, outputs.groups, outputs.pairs)
             finally:
                 result.release()
-        return DedupRun(stats, result.stats, figures=_shuffle_figures(monitor, partitions))
+        return DedupRun(stats, result.stats, figures=monitor.figures(partitions))
 
     def dedup_documents(self, docs: DataFrame, settings: Settings) -> SparkResult:
         """The whole job on ``docs`` (columns ``pos`` long unique, ``text`` string, ``ts`` long
@@ -786,12 +796,3 @@ def run_dedup(
         Outputs(groups=output, pairs=pairs_out, keep=keep),
     )
     return run, run.read
-
-
-def _shuffle_figures(monitor: RunMonitor, partitions: int) -> dict[str, float]:
-    """The summary's ``shuffle partitions`` and ``shuffle MB: <stage>`` rows of a run (no MB
-    when Spark's status store is not reachable)."""
-    written = monitor.shuffle_written()
-    return {"shuffle partitions": partitions} | {
-        f"shuffle MB: {stage}": n / 1e6 for stage, n in written.items()
-    }

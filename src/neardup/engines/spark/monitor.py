@@ -126,3 +126,12 @@ class RunMonitor:
                 except Exception:  # noqa: BLE001  (skipped or no longer retained)
                     continue
         return written
+
+    def figures(self, partitions: int) -> dict[str, float]:
+        """The summary's ``shuffle partitions`` (``partitions``) and ``shuffle MB: <stage>``
+        rows of the run (no MB when Spark's status store is not reachable), from
+        :meth:`shuffle_written`."""
+        written = self.shuffle_written()
+        return {"shuffle partitions": partitions} | {
+            f"shuffle MB: {stage}": n / 1e6 for stage, n in written.items()
+        }

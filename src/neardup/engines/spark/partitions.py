@@ -19,6 +19,7 @@ from neardup.engines.spark.session import SparkSession
 __all__ = [
     "ADAPTIVE",
     "BYTES_PER_PARTITION",
+    "DOCUMENTS_PER_PARTITION",
     "SHUFFLE_PARTITIONS",
     "adaptive_chosen",
     "input_bytes",
@@ -29,9 +30,17 @@ __all__ = [
     "without_adaptive",
 ]
 
-BYTES_PER_PARTITION = 64 << 20
-"""Input bytes per shuffle partition: the rows a shuffle moves are small integers, about a
-third of the input's bytes at the defaults (MinHash bands), so a partition holds some 20 MB."""
+BYTES_PER_PARTITION = 512 << 20
+"""Input bytes per shuffle partition, at most: a partition's tasks hold the texts or units of
+the documents they compare."""
+
+DOCUMENTS_PER_PARTITION = 250_000
+"""Documents per shuffle partition, at most, once the documents are counted: the rows most
+shuffles move grow with the documents, not their bytes (32 band rows a document at the
+defaults, 8 million rows of 20 to 28 bytes a partition). Each task costs Spark some 0.1 s
+whatever it holds, so partitions of a few MB made the run's tasks mostly that: at 1M
+documents of 1.7 KB, 27 partitions (one per 64 MB of input, the rule before) took 92 s where 4
+took 72.5 s."""
 
 SMALL_PARTITION_BYTES = 1 << 20
 """Fewest input bytes worth a partition of their own when the partitions are raised to two
@@ -43,22 +52,27 @@ ADAPTIVE = "spark.sql.adaptive.enabled"
 _SPARK_DEFAULT = "200"  # Spark's own default for spark.sql.shuffle.partitions
 
 
-def partitions_for(input_bytes: int, cores: int) -> int:
-    """Shuffle partitions for an input of ``input_bytes``: one per :data:`BYTES_PER_PARTITION`,
-    raised to two per core (``cores``: the session's default parallelism) while each still
-    gets :data:`SMALL_PARTITION_BYTES`; at least 1. O(1).
+def partitions_for(input_bytes: int, cores: int, documents: int = 0) -> int:
+    """Shuffle partitions for an input of ``input_bytes`` holding ``documents`` (0: not yet
+    counted): one per :data:`BYTES_PER_PARTITION` and one per :data:`DOCUMENTS_PER_PARTITION`,
+    whichever is more, raised to two per core (``cores``: the session's default parallelism)
+    while each still gets :data:`SMALL_PARTITION_BYTES`; at least 1. O(1).
 
     Example:
         >>> partitions_for(600_000, 2), partitions_for(192 << 20, 2), partitions_for(2 << 30, 2)
-        (1, 4, 32)
-        >>> partitions_for(2 << 30, 100)
-        200
+        (1, 4, 4)
+        >>> partitions_for(2 << 30, 2, documents=10_000_000), partitions_for(2 << 30, 100)
+        (40, 200)
     """
-    if input_bytes < 0 or cores < 1:
-        raise ValueError(f"need input_bytes >= 0 and cores >= 1, got {input_bytes} and {cores}")
+    if input_bytes < 0 or cores < 1 or documents < 0:
+        raise ValueError(
+            "need input_bytes >= 0, cores >= 1 and documents >= 0, "
+            f"got {input_bytes}, {cores} and {documents}"
+        )
     by_size = -(-input_bytes // BYTES_PER_PARTITION)
+    by_documents = -(-documents // DOCUMENTS_PER_PARTITION)
     by_cores = min(2 * cores, input_bytes // SMALL_PARTITION_BYTES)
-    return max(1, by_size, by_cores)
+    return max(1, by_size, by_documents, by_cores)
 
 
 def _murmur3_int(keys: np.ndarray, seed: int) -> np.ndarray:

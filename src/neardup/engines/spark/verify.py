@@ -79,14 +79,19 @@ def with_shingle_sets(
     the compared texts.
 
     When the run reads texts back from their files (``frames.refetch``) and the data is
-    sets alone, the data stored is the compared documents' places (``pos, loc, span``, 24
-    bytes a document): :func:`relate` then builds the sets in the tasks that compare them, and
-    :func:`compared_sets` for the steps that join them. No set is stored or shuffled.
+    sets alone, the data is places (``pos, loc, span``, 24 bytes a document): :func:`relate`
+    then builds the sets in the tasks that compare them, and :func:`compared_sets` for the
+    steps that join them. No set is stored or shuffled. Then, unless center grouping or
+    ``pairs="all"`` join the data whole, it is every document's place as stored (``texts``):
+    :func:`relate` picks the ends of its pairs from there, and no job runs here.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         data = with_shingle_sets(frames, docs.select("pos", "text"), reps, [cand], content, s)
     """
+    places = holds_places(texts) and data_columns(settings) == ["sset"]
+    if places and settings.grouping != "center" and settings.pairs != "all":
+        return texts.select("pos", *PLACES)
     needed = content.select(F.col("rep").alias("pos"))
     for part in pairs:
         needed = needed.unionByName(part.select(F.col("a").alias("pos")))
@@ -101,7 +106,7 @@ def with_shingle_sets(
     if fits or frames.rows(needed) <= BROADCAST_POSITIONS:
         needed = F.broadcast(needed)
     texts = texts.join(needed, ["pos"], "left_semi")
-    if holds_places(texts) and data_columns(settings) == ["sset"]:
+    if places:
         return frames.keep(texts.select("pos", *PLACES))
     sets = compared_sets(frames, texts, settings)
     if "sig" not in data_columns(settings):
@@ -357,7 +362,14 @@ def relate(
         data = data.select("pos", *(PLACES if placed else cols))
         refetch = frames.refetch if placed else None
         return relate_colocated(frames, data, pairs, keep, settings, refetch)
-    joined = with_ends(frames, pairs, compared_sets(frames, data, settings), cols)
+    if holds_places(data):  # the sets of the pairs' ends alone, made once for both joins
+        ends = pairs.select(F.col("a").alias("pos")).unionByName(
+            pairs.select(F.col("b").alias("pos"))
+        )
+        data = frames.keep(
+            compared_sets(frames, data.join(ends.distinct(), ["pos"], "left_semi"), settings)
+        )
+    joined = with_ends(frames, pairs, data, cols)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)
 
