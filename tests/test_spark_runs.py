@@ -4,6 +4,8 @@ without a Spark session."""
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 
@@ -77,3 +79,33 @@ def test_taken_rows_equal_fancy_indexing(dtype):
     strided = rows[::3]
     order = rng.integers(0, strided.shape[0], 300)
     assert (runs.taken_rows(strided, order) == strided[order]).all()
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    chunks=st.lists(
+        st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=3), max_size=5), max_size=4
+    ),
+    sliced=st.booleans(),
+    wide=st.booleans(),
+)
+def test_binary_csr_reads_every_value_of_every_chunk_once(chunks, sliced, wide):
+    # Chunks of packed uint64 values (empty chunks and values, slices with an offset, binary
+    # and large binary) read back as one CSR: each row's values as packed, in order, aligned.
+    kind = pa.large_binary() if wide else pa.binary()
+    arrays = [
+        pa.array([np.array(row, dtype=np.uint64).tobytes() for row in rows], kind)
+        for rows in chunks
+    ]
+    if sliced:
+        arrays = [a.slice(1) if len(a) > 1 else a for a in arrays]
+    column = pa.chunked_array(arrays, type=kind)
+    offsets, values = tasks._binary_csr(column, np.uint64)
+    assert values.dtype == np.uint64 and values.flags.aligned
+    expected = column.to_pylist()
+    assert offsets.shape == (len(expected) + 1,) and offsets[0] == 0
+    got = [values[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(expected))]
+    assert got == expected
+    if len(arrays) == 1:  # a plain array reads the same
+        alone = tasks._binary_csr(arrays[0], np.uint64)
+        assert [x.tolist() for x in alone] == [offsets.tolist(), values.tolist()]

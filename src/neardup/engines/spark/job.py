@@ -172,7 +172,7 @@ class SparkEngine:
             plan.callback(setattr, self, "_sizing", None)
         return plan
 
-    def _counted(self, documents: int) -> int:
+    def _sized_by(self, documents: int) -> int:
         """The partitions of the run's shuffles after the read, which counted its
         ``documents``: sized again by them too when the run sizes its shuffles."""
         if self._sizing is not None:
@@ -245,7 +245,7 @@ class SparkEngine:
             reading = dict(corpus.reading, sign=settings if signed else None)
             docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **reading)
             read_seconds = time.perf_counter() - clock
-            partitions = self._counted(read_stats.documents)
+            partitions = self._sized_by(read_stats.documents)
             result = self._run(settings, lambda job: job.run_texts(docs, signed), monitor)
             result.hold([docs])
             clock = time.perf_counter()
@@ -283,7 +283,7 @@ class SparkEngine:
         ):
             monitor.tag("read")
             rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
-            partitions = self._counted(stats.documents)
+            partitions = self._sized_by(stats.documents)
             result = self._run(settings, lambda job: job.run_fingerprints(rows), monitor)
             result.hold([rows])
             monitor.tag("write")

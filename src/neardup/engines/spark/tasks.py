@@ -74,20 +74,25 @@ def _u64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _binary_csr(column: pa.Array | pa.ChunkedArray, dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    """A binary column of packed ``dtype`` values as CSR (offsets in items, values)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    n = len(column)
-    wide = pa.types.is_large_binary(column.type)
-    buffers = column.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
-    offsets = offsets[column.offset : column.offset + n + 1].astype(np.int64)
-    itemsize = np.dtype(dtype).itemsize
-    if n == 0 or buffers[2] is None:
-        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=dtype)
-    data = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    values = data.copy().view(dtype)  # the copy is aligned, as the kernels want
-    return (offsets - offsets[0]) // itemsize, values
+    """A binary column of packed ``dtype`` values as CSR (offsets in items, values). The
+    values are copied once, aligned as the kernels want, whatever the chunks (a combine of the
+    chunks first was a second copy: 0.9 s for 1M count sketches)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    offsets, data, end = [np.zeros(1, dtype=np.int64)], [], 0
+    for chunk in chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        buffers = chunk.buffers()
+        wide = pa.types.is_large_binary(chunk.type)
+        at = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
+        at = at[chunk.offset : chunk.offset + n + 1].astype(np.int64)
+        if buffers[2] is not None:
+            data.append(np.frombuffer(buffers[2], dtype=np.uint8)[at[0] : at[-1]])
+        offsets.append(at[1:] - at[0] + end)
+        end += int(at[-1] - at[0])
+    values = np.concatenate(data) if data else np.zeros(0, dtype=np.uint8)  # the one copy
+    return np.concatenate(offsets) // np.dtype(dtype).itemsize, values.view(dtype)
 
 
 def _csr_binary(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
