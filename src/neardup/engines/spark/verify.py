@@ -348,7 +348,9 @@ def relate(
     caller knows, e.g. twice their number) and that fits a broadcast, each pair is related
     where it meets its ends' data, copied there from where it is stored
     (:func:`~neardup.engines.spark.colocated.relate_colocated`: one shuffle). Else: two
-    skew-safe joins of the pairs. Cost: that, and one relation per pair.
+    skew-safe joins of the pairs. ``data`` of places (:func:`holds_places`) is copied as
+    places, the tasks making the sets; for the joins, the sets of the pairs' ends are made
+    and stored first. Cost: that, and one relation per pair.
 
     Example (needs a Spark session, so not run as a doctest)::
 
