@@ -221,8 +221,12 @@ BLOCK_PIECES = st.sampled_from(
 @settings(max_examples=500, deadline=None)
 @given(st.lists(BLOCK_PIECES, max_size=120).map(b"".join))
 def test_scan_block_follows_its_definition(data):
-    starts, plain = scan_block(np.frombuffer(data, np.uint8))
+    buf = np.frombuffer(data, np.uint8)
+    starts, plain = scan_block(buf)
     assert (starts.tolist(), plain) == reference_scan(data)
+    # The same with its line breaks given, as a caller that found them already passes them.
+    given_breaks = scan_block(buf, np.flatnonzero(buf == 10))
+    assert (given_breaks[0].tolist(), given_breaks[1]) == reference_scan(data)
 
 
 def test_parsed_rows_do_not_share_the_block():

@@ -6,20 +6,22 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 
 from neardup.engines.spark import read as spark_read  # noqa: E402
 from neardup.engines.spark.byte_ranges import (  # noqa: E402
+    LineBlock,
     line_start_at,
-    range_batches,
+    range_blocks,
     range_lines,
     reads_by_ranges,
     split_bytes,
 )
 from neardup.engines.spark.read import read_documents_spark  # noqa: E402
+from neardup.engines.spark.rows import _plain_block, rows_task  # noqa: E402
 from neardup.io import InputError, read_documents  # noqa: E402
 from neardup.settings import Settings  # noqa: E402
 
@@ -45,12 +47,20 @@ def test_ranges_hold_each_line_once_in_order(tmp_path_factory, pieces, ending, l
                 for i, line in enumerate(expected)]  # fmt: skip
     expected = [line.decode("utf-8", "replace") for line in expected]
     bounds = sorted({0, len(data), *(min(c, len(data)) for c in cuts)})
-    got, lines, before = [], [], 0
+    got, lines, places, before = [], [], [], 0
     for start, stop in zip(bounds, bounds[1:]):
         first, end = line_start_at(str(path), start), line_start_at(str(path), stop)
         count = range_lines(str(path), first, end)
-        batches = list(range_batches(str(path), first, end, 100 + before, before + 1, "d"))
+        # A block is valid until the next is read: each made a batch at once.
+        batches = [
+            b.batch() for b in range_blocks(str(path), first, end, 100 + before, before + 1, "d")
+        ]
         values = [v for b in batches for v in b.column("value").to_pylist()]
+        places += [
+            (loc, span)
+            for b in batches
+            for loc, span in zip(b.column("_nd_loc").to_pylist(), b.column("_nd_span").to_pylist())
+        ]
         assert len(values) == count
         got += values
         lines += [v for b in batches for v in b.column("_nd_line").to_pylist()]
@@ -60,6 +70,51 @@ def test_ranges_hold_each_line_once_in_order(tmp_path_factory, pieces, ending, l
         before += count
     assert got == expected
     assert lines == list(range(1, len(expected) + 1))
+    # Each line's place: where it starts in the file, and its bytes with its break.
+    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10 and i + 1 < len(data)]
+    assert places == [(a, b - a) for a, b in zip(starts, [*starts[1:], len(data)])][: len(got)]
+
+
+_ROWS = [
+    b'{"id": "a", "text": "x y"}',
+    b'{"id": 7, "text": "\xc3\xa9 z", "ts": 5}',
+    b'{"id": "b", "text": "far too long for the limit"}',
+    b'{"id": "c"}',
+    b'{"id": "d", "text": "\xff"}',
+    b'\xef\xbb\xbf{"id": "e", "text": "w"}',
+    b"",
+    b"[1]",
+]
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    rows=st.lists(st.sampled_from(_ROWS), min_size=1, max_size=8),
+    ending=st.sampled_from([b"\n", b"\r\n"]),
+    last_break=st.booleans(),
+    timed=st.booleans(),
+)
+def test_a_block_gives_the_rows_of_its_lines(rows, ending, last_break, timed):
+    # Parsed from its bytes or read line by line, a block of lines gives the rows its lines
+    # give as a batch (each line's own check, a BOM dropped at line 1 only).
+    data = ending.join(rows) + (ending if last_break else b"")
+    assume(data)  # a file's blocks are never empty
+    n = data.count(b"\n") + (not data.endswith(b"\n"))
+    block = LineBlock(np.frombuffer(data, np.uint8), np.arange(n) + 7, np.arange(1, n + 1), "d")
+    names = ("id", "text", "ts" if timed else None)
+    via_block = [
+        r for b in rows_task([block], "jsonl", names, max_doc_bytes=12) for r in b.to_pylist()
+    ]
+    via_lines = [
+        r
+        for b in rows_task([block.batch()], "jsonl", names, max_doc_bytes=12)
+        for r in b.to_pylist()
+    ]
+    assert via_block == via_lines
+    # The rows the block path reads: a text and an ID, and a time when one is asked for.
+    lines = data.removesuffix(ending).split(ending)
+    good = all(line in _ROWS[1 if timed else 0 : 2] for line in lines)
+    assert (_plain_block(block, names, 12) is not None) == (good and data[:3] != b"\xef\xbb\xbf")
 
 
 def test_split_bytes_follows_sparks_rule_and_refuses_bad_values():

@@ -488,6 +488,13 @@ def optimal_params(
     fnw = _check_weight("fn_weight", fn_weight)
     if fpw == 0.0 and fnw == 0.0:
         raise ValueError("fp_weight and fn_weight must not both be 0, got 0 and 0")
+    return _optimal(s, n, fpw, fnw)
+
+
+@lru_cache(maxsize=64)
+def _optimal(s: float, n: int, fpw: float, fnw: float) -> LSHParams:
+    """:func:`optimal_params` of checked arguments, remembered: a run's tasks ask for their
+    banding once a batch, and each answer costs about 2 ms."""
     b, r, err = _all_weighted_errors(s, n, fpw, fnw)
     tied = err <= err.min() * (1.0 + _TIE_RTOL)
     b, r = b[tied], r[tied]

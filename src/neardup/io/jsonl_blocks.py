@@ -208,8 +208,9 @@ def _scan(buf, feeds_at):
     return starts[: lines + 1], bad == 0
 
 
-def scan_block(buf: np.ndarray) -> tuple[np.ndarray, bool]:
-    """(line starts int64[lines + 1], plain) of a block of whole lines (uint8): the start of
+def scan_block(buf: np.ndarray, breaks: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
+    """(line starts int64[lines + 1], plain) of a block of whole lines (uint8; ``breaks``:
+    where its ``\\n`` are, when known): the start of
     each line (the last entry is the block's length) and whether every line is plain, i.e.
     starts with ``{``, is strict UTF-8 (no overlong form, surrogate or code point past
     U+10FFFF), holds no control byte but its ``\\n`` or ``\\r\\n`` ending and holds at
@@ -221,7 +222,7 @@ def scan_block(buf: np.ndarray) -> tuple[np.ndarray, bool]:
         >>> starts.tolist(), plain
         ([0, 10, 12], True)
     """
-    return _scan(buf, np.flatnonzero(buf == 0x0A))
+    return _scan(buf, np.flatnonzero(buf == 0x0A) if breaks is None else breaks)
 
 
 @njit(cache=True, nogil=True)

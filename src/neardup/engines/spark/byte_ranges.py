@@ -19,7 +19,7 @@ Example:
     >>> _ = open(path, "wb").write(b'{"a": 1}\\r\\n\\n{"a": 2}')
     >>> [line_start_at(path, p) for p in (0, 5, 10, 11, 12)], range_lines(path, 0, 19)
     ([0, 10, 10, 11, 19], 3)
-    >>> [b.column("value").to_pylist() for b in range_batches(path, 0, 19, 0, 1, "d.jsonl")]
+    >>> [b.batch().column("value").to_pylist() for b in range_blocks(path, 0, 19, 0, 1, "d")]
     [['{"a": 1}', ''], ['{"a": 2}']]
 """
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -42,7 +43,8 @@ __all__ = [
     "fetched_texts_task",
     "line_start_at",
     "local_path",
-    "range_batches",
+    "LineBlock",
+    "range_blocks",
     "range_lines",
     "ranged_rows",
     "reads_by_ranges",
@@ -168,18 +170,16 @@ def range_lines(path: str, start: int, stop: int) -> int:
     return lines
 
 
-def _lines(block: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """The lines of a block of whole lines (the last one maybe without its break): an Arrow
-    string array of them, each without its ``\\n`` or ``\\r\\n``, as Spark's text source gives
-    them (invalid UTF-8 replaced by U+FFFD, as that source does), the byte where each starts
-    and its bytes with its break. O(bytes)."""
-    breaks = np.flatnonzero(block == 10)
+def _lines(block: np.ndarray, breaks: np.ndarray) -> pa.Array:
+    """The lines of a block of whole lines (the last one maybe without its break; its ``\\n``
+    at ``breaks``): an Arrow string array of them, each without its ``\\n`` or ``\\r\\n``, as
+    Spark's text source gives them (invalid UTF-8 replaced by U+FFFD, as that source does).
+    O(bytes)."""
     starts = np.concatenate(([0], breaks + 1))
     if starts[-1] == block.shape[0]:
         starts = starts[:-1]
     ends = np.append(breaks, block.shape[0])[: starts.shape[0]]
     broken = ends < block.shape[0]  # the last line may have no break, so no ending
-    spans = ends + broken - starts
     returns = broken & (ends > starts) & (block[np.maximum(ends - 1, 0)] == 13)
     kept = np.ones(block.shape[0], dtype=bool)
     kept[breaks] = False
@@ -202,34 +202,85 @@ def _lines(block: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
             [raw[a:b].decode("utf-8", "replace") for a, b in zip(offsets[:-1], offsets[1:])],
             kind,
         )
-    return lines, starts.astype(np.int64), spans.astype(np.int64)
+    return lines
 
 
-def range_batches(
-    path: str, start: int, stop: int, first_pos: int, first_line: int, src: str
-) -> Iterator[pa.RecordBatch]:
-    """The lines of bytes ``start..stop-1`` of ``path`` (line starts, as
-    :func:`line_start_at` gives them) as the input of
-    :func:`~neardup.engines.spark.rows.rows_task` of kind ``jsonl``: ``_nd_pos`` (from
-    ``first_pos``), ``_nd_line`` (1-based, from ``first_line``), ``_nd_src`` (``src``) and
-    ``value``; and each line's place, ``_nd_loc`` (its first byte in the file) and ``_nd_span``
-    (its bytes, break included), which the rows task leaves aside. A batch a block of
-    :data:`~neardup.io.jsonl_blocks.BLOCK_BYTES`. O(bytes)."""
-    done, offset = 0, start
-    for view in _range_bytes(path, start, stop):
-        lines, starts, spans = _lines(np.frombuffer(view, dtype=np.uint8).copy())
-        n = len(lines)
-        at = np.arange(done, done + n, dtype=np.int64)
-        yield record_batch(
+@dataclass
+class LineBlock:
+    """Whole lines of JSON Lines as read from a file: the input of
+    :func:`~neardup.engines.spark.rows.rows_task` of kind ``jsonl``, besides batches of lines.
+    The task parses a block whose every line is plain straight from its bytes, as the local
+    reader parses its blocks; the lines of any other (:meth:`batch`) are read one by one.
+    Splitting the bytes into lines first, as Spark's text source gives them, and joining them
+    back for the parser took a fifth of a reading task.
+
+    Attributes:
+        data: the lines' bytes (uint8), each with its break but maybe the last.
+        pos: each line's position (int64).
+        line: each line's number in its file (1-based; 0: not known).
+        src: the file's name as given.
+        loc: the byte of the file where ``data`` starts.
+
+    Example:
+        >>> block = LineBlock(np.frombuffer(b'{"a": 1}\\r\\n\\nx', np.uint8), np.arange(3),
+        ...                   np.arange(1, 4), "d.jsonl", 100)
+        >>> block.batch().column("value").to_pylist(), block.places()[0].tolist()
+        (['{"a": 1}', '', 'x'], [100, 110, 111])
+    """
+
+    data: np.ndarray
+    pos: np.ndarray
+    line: np.ndarray
+    src: str
+    loc: int = 0
+    breaks: np.ndarray = None  # type: ignore[assignment]
+    """Where each ``\\n`` of ``data`` is (int64); found from ``data`` when not given."""
+
+    def __post_init__(self) -> None:
+        if self.breaks is None:
+            self.breaks = np.flatnonzero(self.data == 10)
+
+    def places(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each line's first byte in the file and its bytes with its break (int64). O(lines)."""
+        starts = np.concatenate(([0], self.breaks + 1))
+        if starts[-1] == self.data.shape[0]:
+            starts = starts[:-1]
+        return self.loc + starts, np.diff(np.append(starts, self.data.shape[0]))
+
+    def batch(self) -> pa.RecordBatch:
+        """The lines as a batch: ``_nd_pos``, ``_nd_line``, ``_nd_src`` and ``value`` (each line
+        without its break, as Spark's text source gives it), and each line's place,
+        ``_nd_loc`` and ``_nd_span`` (:meth:`places`), which the rows task leaves aside.
+        O(bytes)."""
+        lines = _lines(self.data, self.breaks)
+        loc, span = self.places()
+        return record_batch(
             {
-                "_nd_pos": pa.array(first_pos + at),
-                "_nd_line": pa.array(first_line + at),
-                "_nd_src": pa.repeat(pa.scalar(src, pa.string()), n),
+                "_nd_pos": pa.array(self.pos, pa.int64()),
+                "_nd_line": pa.array(self.line, pa.int64()),
+                "_nd_src": pa.repeat(pa.scalar(self.src, pa.string()), len(lines)),
                 "value": lines,
-                "_nd_loc": pa.array(offset + starts),
-                "_nd_span": pa.array(spans),
+                "_nd_loc": pa.array(loc),
+                "_nd_span": pa.array(span),
             }
         )
+
+
+def range_blocks(
+    path: str, start: int, stop: int, first_pos: int, first_line: int, src: str
+) -> Iterator[LineBlock]:
+    """The lines of bytes ``start..stop-1`` of ``path`` (line starts, as
+    :func:`line_start_at` gives them) in blocks of
+    :data:`~neardup.io.jsonl_blocks.BLOCK_BYTES`: positions from ``first_pos``, lines from
+    ``first_line``, the file named ``src``. A block's bytes are valid until the next block
+    is asked for. O(bytes)."""
+    done, offset = 0, start
+    for view in _range_bytes(path, start, stop):
+        data = np.frombuffer(view, dtype=np.uint8)
+        breaks = np.flatnonzero(data == 10)
+        n = breaks.shape[0] + int(data[-1] != 10)
+        at = np.arange(done, done + n, dtype=np.int64)
+        yield LineBlock(data, first_pos + at, first_line + at, src, offset, breaks)
         done += n
         offset += len(view)
 
@@ -262,20 +313,21 @@ def _ranged_task(
     for batch in batches:
         for k in batch.column("id").to_pylist():
             start, stop, before = ranges[k]
-            for lines in range_batches(path, start, stop, first_pos + before, before + 1, src):
-                # The rows task checks each batch on its own: its rows are those lines'.
-                for rows in task([lines]):
-                    yield _placed(rows, lines) if placed else rows
+            for block in range_blocks(path, start, stop, first_pos + before, before + 1, src):
+                # The rows task checks each block on its own: its rows are those lines'.
+                for rows in task([block]):
+                    yield _placed(rows, block) if placed else rows
 
 
-def _placed(rows: pa.RecordBatch, lines: pa.RecordBatch) -> pa.RecordBatch:
-    """``rows`` (made from ``lines`` by the rows task) with an empty text and their lines'
+def _placed(rows: pa.RecordBatch, block: LineBlock) -> pa.RecordBatch:
+    """``rows`` (made from ``block`` by the rows task) with an empty text and their lines'
     ``loc`` and ``span`` instead."""
-    at = pa.array(rows.column("pos").to_numpy() - lines.column("_nd_pos")[0].as_py())
+    at = rows.column("pos").to_numpy() - block.pos[0]
+    loc, span = block.places()
     columns = dict(zip(rows.schema.names, rows.columns))
     columns["text"] = pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
-    columns["loc"] = lines.column("_nd_loc").take(at)
-    columns["span"] = lines.column("_nd_span").take(at)
+    columns["loc"] = pa.array(loc[at])
+    columns["span"] = pa.array(span[at])
     return record_batch(columns)
 
 
@@ -323,16 +375,9 @@ def fetched_texts_task(
             ended = block[-2] == 10
             block[-1] = 10
             pieces.append(block[:-1] if ended else block)
-        lines = _lines(np.concatenate(pieces))[0]
         # Line 1 where a line starts its file: the rows task drops a BOM there.
-        first = np.where(loc == 0, 1, 0)
-        reread = {
-            "_nd_pos": pa.array(pos),
-            "_nd_line": pa.array(first),
-            "_nd_src": pa.repeat(pa.scalar("", pa.string()), len(pos)),
-            "value": lines,
-        }
-        for checked in task([record_batch(reread)]):
+        block = LineBlock(np.concatenate(pieces), pos, np.where(loc == 0, 1, 0), "")
+        for checked in task([block]):
             yield record_batch({"pos": checked.column("pos"), "text": checked.column("text")})
 
 

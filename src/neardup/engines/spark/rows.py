@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from neardup.engines.spark.byte_ranges import LineBlock
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import (
@@ -24,7 +25,7 @@ from neardup.engines.spark.tasks import (
     signature_schema,
 )
 from neardup.io.fingerprints import fingerprint_line
-from neardup.io.jsonl_blocks import BlockParser, lines_block, scan_block
+from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, lines_block, scan_block
 from neardup.io.rows import (
     BadRow,
     InputError,
@@ -178,23 +179,54 @@ def _plain_jsonl(
     answers only where its result is the line-by-line reading's; None otherwise (then the
     batch is read line by line). O(bytes), compiled and in Arrow."""
     values = batch.column("value")
-    n = batch.num_rows
     if values.null_count:
         return None
     block = lines_block(values)  # the lines back to back, each ended by "\n" as in the file
-    starts, plain = scan_block(block)
-    if not plain or starts.shape[0] != n + 1:
+    parsed = _parsed(block, None, names, max_doc_bytes)
+    if parsed is None or len(parsed.ids) != batch.num_rows:
+        return None
+    return _parsed_rows(parsed, *(batch.column(f"_nd_{c}") for c in ("pos", "line", "src")))
+
+
+def _plain_block(
+    block: LineBlock, names: tuple[str, str, str | None], max_doc_bytes: int | None
+) -> pa.RecordBatch | None:
+    """:func:`_plain_jsonl` of a block of lines as read from its file, parsed from its bytes
+    as the local reader parses its blocks. O(bytes)."""
+    parsed = _parsed(block.data, block.breaks, names, max_doc_bytes)
+    if parsed is None or len(parsed.ids) != block.pos.shape[0]:
+        return None
+    src = pa.repeat(pa.scalar(block.src, pa.string()), block.pos.shape[0])
+    return _parsed_rows(parsed, pa.array(block.pos, pa.int64()), pa.array(block.line), src)
+
+
+def _parsed(
+    block: np.ndarray,
+    breaks: np.ndarray | None,
+    names: tuple[str, str, str | None],
+    max_doc_bytes: int | None,
+) -> ParsedBlock | None:
+    """The rows of a block of whole lines (its ``\\n`` at ``breaks``, None: not known) when
+    every line is plain and a good row, else None. O(bytes)."""
+    starts, plain = scan_block(block, breaks)
+    if not plain:
         return None
     parser = BlockParser(*names, max_doc_bytes=max_doc_bytes)
-    parsed = parser.parse(block, starts) if parser.usable else None
-    if parsed is None:
-        return None
+    return parser.parse(block, starts) if parser.usable else None
+
+
+def _parsed_rows(
+    parsed: ParsedBlock, pos: pa.Array, line: pa.Array, src: pa.Array
+) -> pa.RecordBatch:
+    """The checked rows (:data:`CHECKED_SCHEMA`) of a parsed block's rows at ``pos``, ``line``
+    in ``src``. O(rows)."""
+    n = len(parsed.ids)
     missing = pa.nulls(n, pa.string())
     return record_batch(
         {
-            "pos": batch.column("_nd_pos"),
-            "line": batch.column("_nd_line"),
-            "src": batch.column("_nd_src"),
+            "pos": pos,
+            "line": line,
+            "src": src,
             "id": pa.array(parsed.ids, pa.string()),
             "text": parsed.texts.cast(pa.string()),
             "ts": pa.array(parsed.timestamps, pa.int64()),
@@ -208,7 +240,7 @@ def _plain_jsonl(
 
 
 def rows_task(
-    batches: Iterable[pa.RecordBatch],
+    batches: Iterable[pa.RecordBatch | LineBlock],
     kind: str,
     names: tuple[str, str, str | None],
     fingerprint_format: str = "auto",
@@ -220,7 +252,9 @@ def rows_task(
     ``kind``: ``typed`` (columns ``_v_id``, ``_v_text``[, ``_v_time``]), ``jsonl`` (the line in
     ``value``), ``fp_typed`` (``_v_id``, ``_v_fp``[, ``_v_time``]), ``fp_jsonl``, ``fp_plain``
     and ``fp_tsv`` (tab-separated lines; ``.tsv`` IDs are unescaped). Every row also carries
-    ``_nd_pos``, ``_nd_line`` and ``_nd_src`` (its position, line and file). Cost: a batch of
+    ``_nd_pos``, ``_nd_line`` and ``_nd_src`` (its position, line and file). Lines of kind
+    ``jsonl`` may also come as a :class:`~neardup.engines.spark.byte_ranges.LineBlock` of
+    lines read from a file. Cost: a batch or block of
     JSON Lines whose every line is a good row is parsed at once in Arrow (as the local reader
     parses such a block); any other batch costs O(rows) Python work (each row is parsed and
     checked on its own).
@@ -235,6 +269,12 @@ def rows_task(
     """
     fingerprints = kind.startswith("fp_")
     for batch in batches:
+        if isinstance(batch, LineBlock):
+            fast = _plain_block(batch, names, max_doc_bytes) if kind == "jsonl" else None
+            if fast is not None:
+                yield fast
+                continue
+            batch = batch.batch()
         n = batch.num_rows
         if n == 0:
             continue
@@ -297,7 +337,10 @@ def signed_rows_schema(settings: Settings, bounds: bool = False) -> str:
 
 
 def signed_rows_task(
-    batches: Iterable[pa.RecordBatch], settings: Settings, bounds: bool = False, **options: Any
+    batches: Iterable[pa.RecordBatch | LineBlock],
+    settings: Settings,
+    bounds: bool = False,
+    **options: Any,
 ) -> Iterator[pa.RecordBatch]:
     """:func:`rows_task` (``options`` are its ``kind``, ``names`` and ``max_doc_bytes``) and
     stage 1 in the same task: each good row also gets the
