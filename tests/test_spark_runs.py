@@ -19,16 +19,22 @@ from neardup.settings import Settings  # noqa: E402
 @pytest.mark.parametrize("most", [1, 5, 64, 4096])
 @pytest.mark.parametrize("partitions", [1, 3, 16])
 @pytest.mark.parametrize("timed", [True, False])
+@pytest.mark.parametrize("banded", [True, False])
 def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_partition(
-    monkeypatch, most, partitions, timed
+    monkeypatch, most, partitions, timed, banded
 ):
+    # banded: a verified run's documents hold their band hashes, not their signatures.
     monkeypatch.setattr(runs, "RUN_ROWS", most)
-    settings = Settings(method="minhash", num_perm=16, bands=4, rows=4)
+    verify = {} if banded else {"verify": None}
+    settings = Settings(method="minhash", num_perm=16, bands=4, rows=4, **verify)
+    assert tasks.holds_band_hashes(settings) == banded
     rng = np.random.default_rng(partitions * most)
-    batches = []
+    batches, signatures = [], []
     for first, n in ((0, 37), (37, 0), (37, 120)):
         sig = rng.integers(0, 6, (n, 16)).astype(np.uint32)  # few values: shared buckets
-        binary = tasks._rows_binary(sig) if n else pa.array([], pa.binary())
+        signatures.append(sig)
+        stored = tasks._rows_binary(band_hashes(sig, 4, 4) if banded else sig)
+        binary = stored if n else pa.array([], pa.binary())
         batches.append(
             pa.record_batch(
                 {"pos": np.arange(first, first + n), "ts": rng.integers(0, 3, n), "sig": binary}
@@ -41,8 +47,7 @@ def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_parti
     assert row_type == BAND_ROW if timed else row_type.itemsize == 20
     got = np.concatenate([run_rows(b, row_type) for b in out])
     expected = []
-    for batch in batches[::2]:
-        sig = tasks._signature_values(batch.column("sig"), settings)
+    for batch, sig in zip(batches[::2], signatures[::2]):
         h = band_hashes(sig, 4, 4)
         for i, (pos, ts) in enumerate(zip(batch["pos"].to_pylist(), batch["ts"].to_pylist())):
             times = (ts,) if timed else ()  # untimed rows leave the (equal) times out
@@ -60,6 +65,21 @@ def test_band_runs_hold_every_band_row_once_each_run_bound_for_its_buckets_parti
                 bucket = (int(row["band"]), int(row["h"]))
                 assert bucket_place.setdefault(bucket, dest) == dest
     assert len(set(bucket_place.values())) == min(partitions, len(bucket_place))
+
+
+def test_a_verified_run_signs_its_documents_with_their_band_hashes():
+    texts = pa.array(["one two three four five", "one two three four six", ""])
+    settings = Settings()  # MinHash, LCS verification: 32 bands of 4 rows
+    plain = tasks.signature_columns(texts, settings)
+    banded = tasks.signature_columns(texts, settings, banded=True)
+    signatures = tasks._signature_values(plain["sig"], settings)
+    assert (
+        banded["sig"].to_pylist() == tasks._rows_binary(band_hashes(signatures, 32, 4)).to_pylist()
+    )
+    assert {k: v for k, v in banded.items() if k != "sig"} == {
+        k: v for k, v in plain.items() if k != "sig"
+    }
+    assert len(banded["sig"][0].as_py()) == 32 * 8 < len(plain["sig"][0].as_py()) == 128 * 4
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,7 @@ from neardup.engines.spark.session import (
 )
 from neardup.engines.spark.tasks import (
     _signature_values,
+    holds_band_hashes,
     sign_task,
     sign_task_schema,
     signature_names,
@@ -390,7 +391,7 @@ class _Job(Frames):
             sig = docs.select("pos", "ts", *signature)
             n, *found = sig.agg(F.count(F.lit(1)), *totals).first()
         else:
-            signing = partial(sign_task, settings=s, bounds=bounded)
+            signing = partial(sign_task, settings=s, bounds=bounded, banded=holds_band_hashes(s))
             sig = docs.select("pos", "ts", "text").mapInArrow(signing, sign_task_schema(s, bounded))
             sig = self.keep(sig, totals=totals, columnar=True)
             n, found = self.rows(sig), self.totals(sig)

@@ -29,6 +29,7 @@ from neardup.engines.spark.rows import (
     signed_rows_task,
 )
 from neardup.engines.spark.session import DataFrame, F, SparkSession, Window, require_pyspark
+from neardup.engines.spark.tasks import holds_band_hashes
 from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
 from neardup.io.files import FORMAT_OF_EXTENSION, split_name
 from neardup.io.rows import check_field_names, check_on_error, missing_column
@@ -330,7 +331,8 @@ def read_documents_spark(
     With ``sign`` (the run's settings), the task that checks a row also signs its text
     (:func:`~neardup.engines.spark.rows.signed_rows_task`): ``docs`` then also hold the
     signature columns (``c0, c1, sig, empty``, and ``size, sketch`` when
-    :attr:`~neardup.settings.Settings.lcs_bounded`), and the texts cross from the JVM to the
+    :attr:`~neardup.settings.Settings.lcs_bounded`; ``sig`` the band hashes where
+    :func:`~neardup.engines.spark.tasks.holds_band_hashes`), and the texts cross from the JVM to the
     Python workers once instead of twice (read, then signed from the stored rows).
 
     Example (needs a Spark session, so not run as a doctest)::
@@ -379,7 +381,10 @@ def read_documents_spark(
         schema = CHECKED_SCHEMA
         if sign is not None:
             bounds = sign.lcs_bounded
-            task = partial(signed_rows_task, settings=sign, bounds=bounds, **task.keywords)
+            banded = holds_band_hashes(sign)
+            task = partial(
+                signed_rows_task, settings=sign, bounds=bounds, banded=banded, **task.keywords
+            )
             schema = signed_rows_schema(sign, bounds)
         if ranged[index]:
             checked_parts.append(ranged_rows(spark, path, index << POS_BITS, task, schema, placed))

@@ -340,11 +340,13 @@ def signed_rows_task(
     batches: Iterable[pa.RecordBatch | LineBlock],
     settings: Settings,
     bounds: bool = False,
+    banded: bool = False,
     **options: Any,
 ) -> Iterator[pa.RecordBatch]:
     """:func:`rows_task` (``options`` are its ``kind``, ``names`` and ``max_doc_bytes``) and
     stage 1 in the same task: each good row also gets the
-    :func:`~neardup.engines.spark.tasks.signature_columns` of its text, a bad row nulls. So
+    :func:`~neardup.engines.spark.tasks.signature_columns` of its text (with ``bounds`` and
+    ``banded``), a bad row nulls. So
     each text crosses from the JVM to Python once, as read, instead of again from the stored
     rows for its signature. Cost: that of :func:`rows_task` plus the signing of the good rows.
 
@@ -360,7 +362,7 @@ def signed_rows_task(
     for checked in rows_task(batches, **options):
         good = checked.column("reason").is_null()
         if good.false_count == 0:
-            signed = signature_columns(checked.column("text"), settings, bounds)
+            signed = signature_columns(checked.column("text"), settings, bounds, banded)
         else:
             rows = np.flatnonzero(good.to_numpy(zero_copy_only=False))
             # Each good row takes its signature's place among the good ones; a bad row, a null.
@@ -370,7 +372,7 @@ def signed_rows_task(
             texts = checked.column("text").take(pa.array(rows))
             signed = {
                 name: column.take(at)
-                for name, column in signature_columns(texts, settings, bounds).items()
+                for name, column in signature_columns(texts, settings, bounds, banded).items()
             }
         yield record_batch({**dict(zip(checked.schema.names, checked.columns)), **signed})
 

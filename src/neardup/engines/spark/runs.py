@@ -115,7 +115,7 @@ def band_runs_task(
     num_perm) for the hashes, O(rows) for the runs.
 
     Example:
-        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
+        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2, verify=None)
         >>> sig = pa.array([np.arange(4, dtype=np.uint32).tobytes()], pa.binary())
         >>> batch = pa.record_batch({"pos": [0], "ts": [0], "sig": sig})
         >>> from neardup.engines.spark.tasks import BAND_ROW

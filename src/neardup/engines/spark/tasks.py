@@ -45,6 +45,7 @@ __all__ = [
     "shared_bounds",
     "sign_task",
     "sign_task_schema",
+    "holds_band_hashes",
     "signature_columns",
     "signature_names",
     "signature_schema",
@@ -247,16 +248,35 @@ def signature_schema(settings: Settings, bounds: bool = False) -> str:
     return ", ".join(f"{name} {kinds.get(name, 'long')}" for name in signature_names(bounds))
 
 
+def holds_band_hashes(settings: Settings) -> bool:
+    """Whether the documents of a dedup run with ``settings`` hold their LSH band hashes
+    (:func:`~neardup.candidates.bands.band_hashes`, packed uint64, ``bands × 8`` bytes) as
+    ``sig`` instead of their MinHash signature (``num_perm × 4`` bytes): a verified MinHash run
+    decides and values its pairs by their sets alone
+    (:func:`~neardup.engines.spark.verify.data_columns`), so it reads signatures only to make
+    those hashes. At the defaults, half the bytes a document stored and read. O(1).
+
+    Example:
+        >>> holds_band_hashes(Settings()), holds_band_hashes(Settings(verify=None))
+        (True, False)
+    """
+    return settings.method == "minhash" and settings.verify is not None
+
+
 def signature_columns(
-    texts: pa.Array | pa.ChunkedArray, settings: Settings, bounds: bool = False
+    texts: pa.Array | pa.ChunkedArray,
+    settings: Settings,
+    bounds: bool = False,
+    banded: bool = False,
 ) -> dict[str, pa.Array]:
     """Stage 1 on a column of texts (none null): the 128-bit content fingerprint as two int64
     halves ``c0``, ``c1``, the SimHash fingerprint (int64 bits) or the MinHash signature (packed
     uint32) ``sig``, and ``empty``, whether the text has no shingles; with ``bounds`` (LCS
     verification: :attr:`~neardup.settings.Settings.lcs_bounded`) also ``size`` and
     ``sketch``, the unit count and count sketch (128 bytes) by which :func:`bound_task` rules
-    pairs out before any unit is built. Cost: that of :func:`neardup.pipeline.signatures` on
-    the texts.
+    pairs out before any unit is built. ``banded`` (a dedup run where
+    :func:`holds_band_hashes`): ``sig`` holds the signature's LSH band hashes. Cost: that of
+    :func:`neardup.pipeline.signatures` on the texts.
 
     Example:
         >>> columns = signature_columns(pa.array(["a b c d", "A b, c d!"]), Settings(), bounds=True)
@@ -271,7 +291,9 @@ def signature_columns(
     columns = {
         "c0": pa.array(sig.content[:, 0].view(np.int64)),
         "c1": pa.array(sig.content[:, 1].view(np.int64)),
-        "sig": _signature_column(sig.signature),
+        "sig": _rows_binary(band_hashes(sig.signature, *settings.banding()))
+        if banded
+        else _signature_column(sig.signature),
         "empty": pa.array(sig.empty),
     }
     if bounds:
@@ -286,11 +308,14 @@ def sign_task_schema(settings: Settings, bounds: bool = False) -> str:
 
 
 def sign_task(
-    batches: Iterable[pa.RecordBatch], settings: Settings, bounds: bool = False
+    batches: Iterable[pa.RecordBatch],
+    settings: Settings,
+    bounds: bool = False,
+    banded: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Stage 1 on one partition: rows ``(pos, ts, text)`` -> ``(pos, ts)`` and the
-    :func:`signature_columns` of the texts. Cost: that of :func:`neardup.pipeline.signatures`
-    on the batch's texts.
+    :func:`signature_columns` of the texts (with ``bounds`` and ``banded``). Cost: that of
+    :func:`neardup.pipeline.signatures` on the batch's texts.
 
     Example:
         >>> rows = pa.record_batch({"pos": [0, 1], "ts": [0, 0], "text": ["a b c d", "A b, c d!"]})
@@ -304,7 +329,7 @@ def sign_task(
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        signed = signature_columns(batch.column("text"), settings, bounds)
+        signed = signature_columns(batch.column("text"), settings, bounds, banded)
         yield record_batch({"pos": batch.column("pos"), "ts": batch.column("ts"), **signed})
 
 
@@ -547,19 +572,23 @@ def band_row_type(timed: bool) -> np.dtype:
 def band_rows(batch: pa.RecordBatch, settings: Settings, timed: bool = True) -> np.ndarray:
     """The LSH band rows (:data:`BAND_ROW`; :data:`UNTIMED_BAND_ROW` when not ``timed``) of
     every MinHash signature of ``batch``'s rows ``(pos, ts, sig)``, a document's bands one
-    after the other, ``h`` the band's hash (:func:`neardup.candidates.bands.band_hashes`).
-    O(rows × num_perm).
+    after the other, ``h`` the band's hash (:func:`neardup.candidates.bands.band_hashes`;
+    read from ``sig`` where :func:`holds_band_hashes`). O(rows × num_perm), O(rows × bands)
+    from band hashes.
 
     Example:
-        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
+        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2, verify=None)
         >>> sig = pa.array([np.arange(4, dtype=np.uint32).tobytes()], pa.binary())
         >>> band_rows(pa.record_batch({"pos": [5], "ts": [0], "sig": sig}), settings)["band"].tolist()
         [0, 1]
     """
     bands, rows_per_band = settings.banding()
     n = batch.num_rows
-    sig = _signature_values(batch.column("sig"), settings)
-    h = band_hashes(np.ascontiguousarray(sig), bands, rows_per_band)
+    if holds_band_hashes(settings):  # made where the documents were signed
+        h = _binary_csr(batch.column("sig"), np.uint64)[1]
+    else:
+        sig = _signature_values(batch.column("sig"), settings)
+        h = band_hashes(np.ascontiguousarray(sig), bands, rows_per_band)
     rows = np.empty(n * bands, dtype=band_row_type(timed))
     rows["band"] = np.tile(np.arange(bands, dtype=np.int32), n)
     rows["h"] = h.reshape(-1).view(np.int64)
@@ -576,7 +605,7 @@ def band_rows_task(
     ts)`` (:func:`band_rows`). O(rows × num_perm).
 
     Example:
-        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2)
+        >>> settings = Settings(method="minhash", num_perm=4, bands=2, rows=2, verify=None)
         >>> sig = pa.array([np.arange(4, dtype=np.uint32).tobytes()], pa.binary())
         >>> rows = pa.record_batch({"pos": [0], "ts": [0], "sig": sig})
         >>> next(band_rows_task([rows], settings))["band"].to_pylist()
