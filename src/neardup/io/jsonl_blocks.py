@@ -210,12 +210,12 @@ def _scan(buf, feeds_at):
 
 def scan_block(buf: np.ndarray, breaks: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """(line starts int64[lines + 1], plain) of a block of whole lines (uint8; ``breaks``:
-    where its ``\\n`` are, when known): the start of
-    each line (the last entry is the block's length) and whether every line is plain, i.e.
-    starts with ``{``, is strict UTF-8 (no overlong form, surrogate or code point past
-    U+10FFFF), holds no control byte but its ``\\n`` or ``\\r\\n`` ending and holds at
-    most :data:`MAX_DEPTH` ``{`` and ``[`` (so it nests no deeper). Compiled, without the GIL
-    but for numpy's search for the line breaks. O(len(buf)).
+    where its ``\\n`` are, when known): the start of each line (the last entry is the
+    block's length) and whether every line is plain, i.e. starts with ``{``, is strict UTF-8
+    (no overlong form, surrogate or code point past U+10FFFF), holds no control byte but its
+    ``\\n`` or ``\\r\\n`` ending and holds at most :data:`MAX_DEPTH` ``{`` and ``[`` (so it
+    nests no deeper). Compiled, without the GIL but for numpy's search for the line breaks.
+    O(len(buf)).
 
     Example:
         >>> starts, plain = scan_block(np.frombuffer(b'{"a": 1}\\r\\n{}', np.uint8))

@@ -40,10 +40,10 @@ from neardup.engines.spill import parse_size, read_spans
 from neardup.io.jsonl_blocks import BLOCK_BYTES, line_blocks
 
 __all__ = [
+    "LineBlock",
     "fetched_texts_task",
     "line_start_at",
     "local_path",
-    "LineBlock",
     "range_blocks",
     "range_lines",
     "ranged_rows",

@@ -332,8 +332,8 @@ def read_documents_spark(
     (:func:`~neardup.engines.spark.rows.signed_rows_task`): ``docs`` then also hold the
     signature columns (``c0, c1, sig, empty``, and ``size, sketch`` when
     :attr:`~neardup.settings.Settings.lcs_bounded`; ``sig`` the band hashes where
-    :func:`~neardup.engines.spark.tasks.holds_band_hashes`), and the texts cross from the JVM to the
-    Python workers once instead of twice (read, then signed from the stored rows).
+    :func:`~neardup.engines.spark.tasks.holds_band_hashes`), and the texts cross from the
+    JVM to the Python workers once instead of twice (read, then signed from the stored rows).
 
     Example (needs a Spark session, so not run as a doctest)::
 

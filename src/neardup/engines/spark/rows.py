@@ -346,9 +346,9 @@ def signed_rows_task(
     """:func:`rows_task` (``options`` are its ``kind``, ``names`` and ``max_doc_bytes``) and
     stage 1 in the same task: each good row also gets the
     :func:`~neardup.engines.spark.tasks.signature_columns` of its text (with ``bounds`` and
-    ``banded``), a bad row nulls. So
-    each text crosses from the JVM to Python once, as read, instead of again from the stored
-    rows for its signature. Cost: that of :func:`rows_task` plus the signing of the good rows.
+    ``banded``), a bad row nulls. So each text crosses from the JVM to Python once, as read,
+    instead of again from the stored rows for its signature. Cost: that of :func:`rows_task`
+    plus the signing of the good rows.
 
     Example:
         >>> raw = pa.record_batch({
