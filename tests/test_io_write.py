@@ -429,6 +429,16 @@ def test_number_cells_are_arrows_casts_to_text(kind, n, skip, null_text, rnd):
     assert got.to_pylist() == want.to_pylist()
 
 
+@pytest.mark.parametrize("kind", [pa.int64(), pa.uint64()])
+def test_number_cells_count_the_digits_of_every_power_of_ten_exactly(kind):
+    # Past 2**53 a digit count done in floating point rounds 10**k - 1 up to 10**k.
+    top = np.iinfo(kind.to_pandas_dtype()).max
+    values = [v for k in range(1, 20) for v in (10**k - 1, 10**k) if v <= top] + [top]
+    arr = pa.array(values + ([] if kind == pa.uint64() else [-(10**17 - 1)]), kind)
+    want = arr.cast(pa.large_string())
+    assert io_write._number_cells(arr, "").to_pylist() == want.to_pylist()
+
+
 def test_encoded_chunk_takes_columns_over_read_only_buffers(tmp_path):
     # IDs read through a map of an Arrow file sit in read-only buffers, the integer and
     # boolean cells in writable ones: the rows' lines are laid out from both.

@@ -230,9 +230,12 @@ def _magnitude(v):
 @njit(inline="always")
 def _digits(magnitude):
     """The decimal digits of ``magnitude`` (uint64 ≥ 0): 1 to 20."""
+    # uint64 against uint64: numba does uint64 with a signed literal in float64, which rounds
+    # past 2**53 (9999999999999999 counted 17 digits).
+    ten = np.uint64(10)
     count = 1
-    while magnitude >= 10:
-        magnitude //= 10
+    while magnitude >= ten:
+        magnitude //= ten
         count += 1
     return count
 
