@@ -470,7 +470,7 @@ class _Job(Frames):
         reps = reps.select("pos", "ts", "c0", "c1", "sig")
         reps = self.counted(reps, n - n_copies) if fits else self.keep(reps)
         self.data = reps.select("pos", "sig")
-        # From docrep's 24-byte rows, not from the signatures (about 700 bytes) under reps.
+        # From docrep's 24-byte rows, not from the signature rows under reps (hundreds of bytes).
         self.nodes = docrep.where("rep = pos").select("pos", "ts")
         self.lap("exact_duplicates")
         return content, docrep, reps

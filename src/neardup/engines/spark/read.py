@@ -48,7 +48,8 @@ __all__ = [
 SIGNED_READ_DOCUMENTS = 4_000_000
 """Most documents (estimated by :func:`signs_while_reading`) whose rows ``dedup`` signs in the
 task that reads them. Signed there, each text crosses from the JVM to Python once, but the
-stored rows hold the signatures beside the texts (about 700 bytes a document): one table that
+stored rows hold the signatures beside the texts (about 700 bytes a document when measured,
+before a verified run stored band hashes instead: about 450): one table that
 outgrows the executors' memory sooner than the two it replaces, and whose every narrow read
 then takes whole spilled batches from disk. Measured on ``local[2]`` (8 GB heap) against the
 run signing the stored rows: 1M English documents 0.89-0.91x (112.8 and 131.2 against 127.1
