@@ -94,8 +94,7 @@ def with_shingle_sets(
         return texts.select("pos", *PLACES)
     needed = content.select(F.col("rep").alias("pos"))
     for part in pairs:
-        needed = needed.unionByName(part.select(F.col("a").alias("pos")))
-        needed = needed.unionByName(part.select(F.col("b").alias("pos")))
+        needed = needed.unionByName(_ends(part))
     # The texts stay where they were read when the positions fit a broadcast: only the
     # units built from them travel on. They are documents: while those fit, the positions
     # are not stored and counted first.
@@ -117,6 +116,12 @@ def with_shingle_sets(
         .join(sets, ["pos"], "left")
         .select("pos", "sig", F.coalesce("sset", empty).alias("sset"))
     )
+
+
+def _ends(pairs: DataFrame) -> DataFrame:
+    """``pos``: both ends of every pair of ``pairs`` (``a, b``), once an end of a pair (not
+    distinct). No job of its own."""
+    return pairs.select(F.col("a").alias("pos")).unionByName(pairs.select(F.col("b").alias("pos")))
 
 
 PLACES = ("loc", "span")
@@ -264,10 +269,7 @@ class PairBounds:
         if self.exact:
             return pairs
         frames = self.frames
-        ends = pairs.select(F.col("a").alias("pos")).unionByName(
-            pairs.select(F.col("b").alias("pos"))
-        )
-        ends = frames.keep(ends.distinct())
+        ends = frames.keep(_ends(pairs).distinct())
         if frames.rows(ends) <= BROADCAST_POSITIONS:
             ends = F.broadcast(ends)
         table = self.sketches.join(ends, ["pos"], "left_semi")
@@ -365,12 +367,8 @@ def relate(
         refetch = frames.refetch if placed else None
         return relate_colocated(frames, data, pairs, keep, settings, refetch)
     if holds_places(data):  # the sets of the pairs' ends alone, made once for both joins
-        ends = pairs.select(F.col("a").alias("pos")).unionByName(
-            pairs.select(F.col("b").alias("pos"))
-        )
-        data = frames.keep(
-            compared_sets(frames, data.join(ends.distinct(), ["pos"], "left_semi"), settings)
-        )
+        ends = _ends(pairs).distinct()
+        data = frames.keep(compared_sets(frames, data.join(ends, ["pos"], "left_semi"), settings))
     joined = with_ends(frames, pairs, data, cols)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
     return related(joined, keep, settings)
