@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.io import read_documents
-from neardup.io.id_table import ENTRY_BYTES, IdTable
+from neardup.io.id_table import ENTRY_BYTES, IdTable, id_hashes
 from neardup.io.rows import InputError
 
 
@@ -52,6 +52,25 @@ def _check_against_brute_force(ids, batch, room, spill):
     assert found == _repeats_by_brute_force(ids)
     table.close()
     assert os.listdir(spill) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ids=st.lists(
+        st.sampled_from([f"id{i}" for i in range(30)] + ["é", "", "x" * 300]), max_size=200
+    )
+)
+def test_ids_checked_by_their_hashes_find_the_repeats_the_strings_do(ids):
+    # The Spark engine hashes IDs in one task and checks them in another.
+    encoded = [i.encode() for i in ids]
+    offsets = np.concatenate([[0], np.cumsum([len(e) for e in encoded], dtype=np.int64)])
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    hashes = id_hashes(data, offsets)
+    assert hashes.shape == (len(ids), 2) and hashes.dtype == np.uint64
+    keys = np.arange(1, len(ids) + 1)
+    firsts = IdTable().check_hashes(hashes, keys)
+    assert {int(k): int(f) for k, f in zip(keys, firsts) if f >= 0} == _repeats_by_brute_force(ids)
+    assert IdTable().check(ids, keys).tolist() == firsts.tolist()
 
 
 def test_a_full_table_spills_instead_of_growing(tmp_path):

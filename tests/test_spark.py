@@ -46,6 +46,7 @@ from neardup.engines.spark.frames import Storage
 from neardup.engines.spark.groups import components
 from neardup.engines.spark.job import _Job
 from neardup.engines.spark.monitor import RunMonitor
+from neardup.engines.spark.partitions import sized_shuffles
 from neardup.engines.spark.rows import _plain_jsonl, _seed_rows, rows_task
 from neardup.engines.spark.session import (
     _JAVA_OPTION_VARIABLES,
@@ -1280,6 +1281,27 @@ def test_duplicate_id_names_both_places(spark, tmp_path):
         read_documents_spark(spark, [str(path)])
     assert str(remote.value) == str(local.value)
     assert "first seen at" in str(remote.value)
+
+
+def test_repeated_ids_across_partitions_are_counted_and_skipped_as_locally(spark, tmp_path):
+    # 30 IDs over 210 rows, split over several input files and shuffle partitions.
+    paths = []
+    for part in range(3):
+        path = tmp_path / f"ids{part}.jsonl"
+        start = part * 70
+        write_jsonl(
+            path, [{"id": f"i{k % 30}", "text": f"t {k}"} for k in range(start, start + 70)]
+        )
+        paths.append(str(path))
+    reader = read_documents(paths, on_error="skip")
+    batch = reader.read_all()
+    with sized_shuffles(spark, 3):
+        docs, stats, _ = read_documents_spark(spark, paths, on_error="skip")
+    got = docs.orderBy("pos").select("id").collect()
+    spark_engine.unpersist(docs)
+    assert [r.id for r in got] == batch.ids == [f"i{k}" for k in range(30)]
+    assert stats.skipped_reasons["duplicate id"] == reader.stats.skipped_reasons["duplicate id"]
+    assert stats.skipped_reasons["duplicate id"] == 210 - 30
 
 
 # Values of typed columns (Parquet, DataFrames) that the rules refuse, one row each: the task

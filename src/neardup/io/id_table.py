@@ -32,7 +32,7 @@ from numba import njit
 from neardup.hashing import xxh64_slice
 from neardup.io.write import writing
 
-__all__ = ["PARTITIONS", "IdTable"]
+__all__ = ["PARTITIONS", "IdTable", "id_hashes"]
 
 _PARTITION_BITS = 8
 #: Files the IDs past a full table are spread over, by the leading bits of their hash.
@@ -49,6 +49,22 @@ def _id_hashes(buf, starts, ends):
         out[i, 0] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0))
         out[i, 1] = xxh64_slice(buf, starts[i], ends[i], np.uint64(0x9E3779B97F4A7C15))
     return out
+
+
+def id_hashes(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The two 64-bit words by which an :class:`IdTable` knows each ID of a string column
+    (``data``, its UTF-8 bytes; ``offsets``, int64, one more than the IDs): XXH64 of the bytes
+    with seeds 0 and 0x9E3779B97F4A7C15, as ``uint64[n, 2]``. Two IDs are the same ID when
+    both words are equal (distinct IDs share them with probability 2**-128). O(bytes).
+
+    Example:
+        >>> data = np.frombuffer(b"abab", np.uint8)
+        >>> words = id_hashes(data, np.array([0, 2, 4]))
+        >>> words.shape, bool((words[0] == words[1]).all())
+        ((2, 2), True)
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return _id_hashes(data, offsets[:-1], offsets[1:])
 
 
 @njit(cache=True)
@@ -127,9 +143,21 @@ class IdTable:
         distinct IDs seen so far. O(len(offsets)) expected. Not for a table with a ``room``."""
         if self.room is not None:
             raise ValueError("size_after counts the IDs in memory: use a table without a room")
-        hashes = _id_hashes(data, offsets[:-1], offsets[1:])
+        hashes = id_hashes(data, offsets)
         self._insert(hashes, np.zeros(hashes.shape[0], dtype=np.int64))
         return self.size
+
+    def check_hashes(self, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """:meth:`check` of IDs given by their hashes (:func:`id_hashes`, ``uint64[n, 2]``).
+        O(n) expected.
+
+        Example:
+            >>> words = id_hashes(np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4]))
+            >>> IdTable().check_hashes(words, np.array([7, 8])).tolist()
+            [-1, 7]
+        """
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1, 2)
+        return self._insert(hashes, np.asarray(keys, dtype=np.int64))
 
     def _insert(self, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
         if not self._full and 4 * (self.size + len(hashes)) > 3 * self.h1.shape[0]:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from neardup.engines.spark.byte_ranges import LineBlock
 from neardup.engines.spark.frames import BROADCAST_POSITIONS, Storage
+from neardup.engines.spark.repeats import repeat_counts
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import (
     record_batch,
@@ -462,8 +463,9 @@ class _Summary(NamedTuple):
 def _summary(checked: DataFrame, good: DataFrame) -> _Summary:
     """The counters of ``checked`` (rows of :data:`CHECKED_SCHEMA`; ``good``: those with no
     reason) in one query, so one Spark action: the rows by reason, and the repeats of the
-    good rows' IDs. Cost: one aggregation of ``checked`` and one of the good rows' IDs; the
-    driver gets a row per reason and the files' names."""
+    good rows' IDs. Cost: one aggregation of ``checked`` and one shuffle of the good rows' ID
+    hashes (:func:`~neardup.engines.spark.repeats.repeat_counts`); the driver gets a row per
+    reason and the files' names."""
     first = F.struct("pos", "line", "src", "reason", "field", "detail")
     rows = checked.select(
         F.lit(False).alias("repeat"),
@@ -473,8 +475,7 @@ def _summary(checked: DataFrame, good: DataFrame) -> _Summary:
         "src",
         F.when(F.col("reason").isNotNull(), first).alias("first"),
     )
-    per_id = good.groupBy("id").agg((F.count(F.lit(1)) - 1).alias("n")).where("n > 0")
-    repeats = per_id.select(
+    repeats = repeat_counts(good).select(
         F.lit(True).alias("repeat"),
         F.lit(None).cast("string").alias("reason"),
         F.col("n").cast("long"),
