@@ -1476,6 +1476,39 @@ def test_rows_task_reads_seed_rows_at_once_as_line_by_line(monkeypatch, lines, a
         assert [row["reason"] for row in fast] == [None] * n
 
 
+def test_fingerprint_lines_read_by_ranges_as_by_spark_and_locally(spark, tmp_path):
+    # A local .tsv file is read by byte ranges in the tasks; the same lines gzipped go through
+    # Spark's text source. Both must give the local reader's rows, and the same positions.
+    lines = ["\ufeffid\tfingerprint\ttimestamp"]  # a BOM, then a header line
+    lines += [f"d{i}\t{i * 0x9E3779B97F4A7C15 % 2**64:016x}\t{1000 + i}" for i in range(300)]
+    lines[40] = ""  # a blank line
+    lines[41] = "d41\tnot-hex\t5"  # a bad row, skipped
+    lines[42] += "\r"  # a CRLF line
+    lines[43] = lines[43].rsplit("\t", 1)[0]  # no timestamp
+    text = "\n".join(lines)  # no break after the last line
+    plain, packed = tmp_path / "fps.tsv", tmp_path / "fps.tsv.gz"
+    plain.write_text(text, encoding="utf-8")
+    packed.write_bytes(gzip.compress(text.encode()))
+    assert spark_read._plain_local_file(str(plain)) and not spark_read._plain_local_file(
+        str(packed)
+    )
+    local = read_fingerprints([plain], on_error="skip")
+    got = {}
+    for path in (plain, packed):
+        rows, stats = spark_engine.read_fingerprints_spark(spark, [str(path)], on_error="skip")
+        got[path.name] = rows.orderBy("pos").select("pos", "id", "fp", "ts").collect()
+        spark_engine.unpersist(rows)
+        assert stats.skipped_reasons == local.stats.skipped_reasons
+        assert stats.documents == local.stats.documents
+    assert got["fps.tsv"] == got["fps.tsv.gz"]
+    rows = got["fps.tsv"]
+    assert [r.id for r in rows] == local.ids.to_pylist()
+    assert np.array([r.fp for r in rows], np.int64).view(np.uint64).tolist() == (
+        local.fingerprints.tolist()
+    )
+    assert [r.ts for r in rows] == local.timestamps.tolist()
+
+
 FINGERPRINT_BAD_LINES = [
     "[1, 2]",
     '[{"id": "a", "fingerprint": "00000000000000ff"},',  # a JSON array, not JSON Lines

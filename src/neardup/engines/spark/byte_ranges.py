@@ -389,15 +389,16 @@ def ranged_rows(
     schema: str,
     placed: bool = False,
 ) -> DataFrame:
-    """The rows ``task`` (a :func:`~neardup.engines.spark.rows.rows_task` of kind ``jsonl``,
-    or :func:`~neardup.engines.spark.rows.signed_rows_task`) makes of the local JSON Lines
-    file ``path`` (:func:`reads_by_ranges`), as Spark rows of ``schema``: line ``i`` (0-based)
-    at position ``first_pos + i``, its file named ``path`` as given. ``placed``: each row has
-    an empty text and its line's place instead, ``loc`` and ``span`` (``schema`` ends with
-    ``loc long, span long``), which :func:`fetched_texts_task` reads the text back from, so
-    the texts are not stored in Spark (the task signs them as it reads them). One task a range of
-    :func:`split_bytes`; one small job first, counting each range's lines. Cost: the file read
-    twice (the count, then the rows), O(bytes) each, spread over the tasks.
+    """The rows ``task`` (a :func:`~neardup.engines.spark.rows.rows_task` of kind ``jsonl``
+    or of a fingerprint kind of lines, or :func:`~neardup.engines.spark.rows.signed_rows_task`)
+    makes of the local file of lines ``path`` (:func:`reads_by_ranges`), as Spark rows of
+    ``schema``: line ``i`` (0-based) at position ``first_pos + i``, its file named ``path`` as
+    given. ``placed``: each row has an empty text and its line's place instead, ``loc`` and
+    ``span`` (``schema`` ends with ``loc long, span long``), which :func:`fetched_texts_task`
+    reads the text back from, so the texts are not stored in Spark (the task signs them as it
+    reads them). One task a range of :func:`split_bytes`; one small job first, counting each
+    range's lines. Cost: the file read twice (the count, then the rows), O(bytes) each, spread
+    over the tasks.
 
     Example (needs a Spark session, so not run as a doctest)::
 

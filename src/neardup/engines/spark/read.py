@@ -408,16 +408,24 @@ def read_documents_spark(
 
 
 def _by_ranges(path: str, input_format: str | None) -> bool:
-    """Whether the input ``path`` is read by byte ranges
+    """Whether the input ``path`` of documents is read by byte ranges
     (:mod:`~neardup.engines.spark.byte_ranges`): an uncompressed JSON Lines file on a local
     path."""
-    if path == "-" or _is_glob_or_dir(path) or _split_name(path)[1]:
+    if not _plain_local_file(path):
         return False
     try:
         fmt = _document_format(path, input_format)
     except ValueError:
         return False  # the reader says why
-    return fmt == "jsonl" and reads_by_ranges(path)
+    return fmt == "jsonl"
+
+
+def _plain_local_file(path: str) -> bool:
+    """Whether ``path`` names one uncompressed file on a local path, which the tasks can read
+    by byte ranges (:func:`~neardup.engines.spark.byte_ranges.reads_by_ranges`)."""
+    if path == "-" or _is_glob_or_dir(path) or _split_name(path)[1]:
+        return False
+    return reads_by_ranges(path)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -443,7 +451,9 @@ def read_fingerprints_spark(
 ) -> tuple[DataFrame, ReadStats]:
     """Read ``id <TAB> fingerprint [<TAB> timestamp]`` rows (or JSON Lines / CSV / Parquet
     tables with those columns) with Spark, checked as :func:`neardup.io.read_fingerprints`
-    checks them. Paths may be files, directories (e.g. Hadoop ``part-*`` output) or globs.
+    checks them. Paths may be files, directories (e.g. Hadoop ``part-*`` output) or globs;
+    an uncompressed file of lines on a local path is read by byte ranges inside the tasks
+    (:func:`~neardup.engines.spark.byte_ranges.ranged_rows`), as the documents' JSON Lines are.
 
     Returns ``(rows, stats)``: ``pos, id, fp`` (a long holding the uint64 bits) ``, ts`` (and
     unused columns), stored in the executors: :func:`unpersist` ``(rows)`` when done.
@@ -460,30 +470,30 @@ def read_fingerprints_spark(
         if path == "-":
             raise ValueError("the Spark engine reads files, not stdin ('-')")
         fmt = _fingerprint_format_of(path)
-        raw = _read_raw(spark, path, "plain" if fmt.startswith("fp_") else fmt)
         units[index] = "row" if fmt == "parquet" else "line"
+        task = partial(
+            rows_task,
+            kind=fmt if fmt.startswith("fp_") else "fp_typed",
+            names=("id", "fingerprint", "timestamp"),
+            fingerprint_format=fingerprint_format,
+        )
+        if fmt.startswith("fp_") and _plain_local_file(path):
+            # Read by byte ranges in the tasks: no pass of Spark's to number the lines.
+            parts.append(ranged_rows(spark, path, index << POS_BITS, task, CHECKED_SCHEMA))
+            continue
+        raw = _read_raw(spark, path, "plain" if fmt.startswith("fp_") else fmt)
         if fmt in ("csv", "parquet"):
             check_columns(raw, ["id", "fingerprint"], path, units[index])
         rows = _positioned(raw, index, path, 1 if fmt == "csv" else 0)
         base = [F.col("_nd_pos"), F.col("_nd_line"), F.col("_nd_src")]
         if fmt.startswith("fp_"):
-            task_input, kind = rows.select(*base, "value"), fmt
+            task_input = rows.select(*base, "value")
         else:
             values = [F.col("id").alias("_v_id"), F.col("fingerprint").alias("_v_fp")]
             if "timestamp" in raw.columns:
                 values.append(F.col("timestamp").alias("_v_time"))
-            task_input, kind = rows.select(*base, *values), "fp_typed"
-        parts.append(
-            task_input.mapInArrow(
-                partial(
-                    rows_task,
-                    kind=kind,
-                    names=("id", "fingerprint", "timestamp"),
-                    fingerprint_format=fingerprint_format,
-                ),
-                CHECKED_SCHEMA,
-            )
-        )
+            task_input = rows.select(*base, *values)
+        parts.append(task_input.mapInArrow(task, CHECKED_SCHEMA))
     reader = Storage(spark, default_checkpoint(spark))
     checked = reader.keep(_union(parts), columnar=True)
     rows, stats = accept_rows(checked, on_error, units, reader)
