@@ -53,7 +53,7 @@ def id_runs_task(batches: Iterable[pa.RecordBatch], keys: np.ndarray) -> Iterato
 def repeats_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The runs of :func:`id_runs_task` holding every hash of their IDs -> one row ``n``: how
     many of them repeat an earlier one (the hashes less the distinct ones). O(hashes)
-    expected, an :class:`~neardup.io.id_table.IdTable` of them in memory (24 to 48 bytes a
+    expected, an :class:`~neardup.io.id_table.IdTable` of them in memory (32 to 64 bytes a
     distinct ID).
 
     Example:
