@@ -422,10 +422,9 @@ def _by_ranges(path: str, input_format: str | None) -> bool:
 
 def _plain_local_file(path: str) -> bool:
     """Whether ``path`` names one uncompressed file on a local path, which the tasks can read
-    by byte ranges (:func:`~neardup.engines.spark.byte_ranges.reads_by_ranges`)."""
-    if path == "-" or _is_glob_or_dir(path) or _split_name(path)[1]:
-        return False
-    return reads_by_ranges(path)
+    by byte ranges (:func:`~neardup.engines.spark.byte_ranges.reads_by_ranges`, which leaves
+    out globs and directories)."""
+    return path != "-" and not _split_name(path)[1] and reads_by_ranges(path)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
