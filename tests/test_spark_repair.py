@@ -158,6 +158,29 @@ def test_bucket_links_list_the_local_engines_bucket_pairs_and_star_links():
     assert b[kind == UNLISTED].sum() == stats["repair_unlisted"] > 0
 
 
+@pytest.mark.parametrize("offset", [1 << 32, 3 << POS_BITS])
+def test_bucket_links_of_positions_past_32_bits_are_those_of_small_positions(offset):
+    # Positions that fit 32 bits are listed as they are; larger ones (a later input's, or an
+    # input past 4G lines) are numbered within the partition first: the same links result.
+    rng = np.random.default_rng(11)
+    m = 3000
+    rows = np.zeros(m, dtype=BAND_ROW)
+    rows["band"], rows["h"] = rng.integers(0, 5, m), rng.integers(0, 60, m)
+    rows["ts"], rows["pos"] = rng.integers(0, 9, m), rng.permutation(m) * 5
+    far = rows.copy()
+    far["pos"] += offset
+    keys, one = np.array([10, 20]), np.zeros(m, int)
+
+    def links(table):
+        runs = packed_runs(table, one, keys[:1])
+        return [r for b in bucket_links_task([runs], keys) for r in run_rows(b, LINK).tolist()]
+
+    near = links(rows)
+    assert {kind for _, _, kind in near} == {STAR, PAIR, UNLISTED}
+    moved = [(a + offset, b + offset, k) if k != UNLISTED else (a, b, k) for a, b, k in near]
+    assert sorted(links(far)) == sorted(moved)
+
+
 def test_distinct_links_bounded_where_made_keep_what_the_verification_would_test():
     # Texts of one base with 0-6 of its 10 words changed: pairs on both sides of LCS 0.8.
     rng = np.random.default_rng(9)

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from neardup import signals
-from neardup.cli import startup
+from neardup import signals, startup
 from neardup.cli.main import main
 
 __all__ = ["main", "run"]
@@ -25,7 +24,7 @@ def run(args: Sequence[str] | None = None, command: Callable[..., Any] | None = 
     ``args`` (default: this process's arguments) and end the process with its status; SIGINT
     and SIGTERM make it end with one line and status 128 + the signal's number
     (:mod:`neardup.signals`; before this, ``neardup_cli:run`` handles them). Imports that no
-    command needs stay off the run's start-up (:mod:`neardup.cli.startup`). Never returns."""
+    command needs stay off the run's start-up (:mod:`neardup.startup`). Never returns."""
     try:
         # Inside the try: a signal that lands while the handlers are being installed ends
         # the run with its one line, not a traceback.

@@ -8,8 +8,10 @@ numba and the kernels' modules at its first task (about 0.9 s of CPU per worker 
 core, ``python -X importtime``), and then set up numba's compiler at its first kernel (0.4-0.6
 s more: the typing and code generation registries, numba's extension entry points, and, where
 scipy is installed, scipy's BLAS, which numba looks for). This daemon pays both once per
-executor (:func:`prepare`). The kernels' compiled code stays lazy: a worker loads from numba's
-cache only the kernels its tasks call, each in milliseconds.
+executor (:func:`prepare`), without the imports that :mod:`neardup.startup` keeps off the
+``neardup`` command's start-up (scipy's BLAS among them: 0.2-0.3 s). The kernels' compiled
+code stays lazy: a worker loads from numba's cache only the kernels its tasks call, each in
+milliseconds.
 
 :func:`~neardup.engines.spark.session.spark_session` sets it
 (:data:`~neardup.engines.spark.session.PYTHON_DAEMON`) for the sessions it starts, unless the
@@ -19,26 +21,30 @@ must have neardup installed, as every task of a run needs it anyway.
 
 from __future__ import annotations
 
-import numpy as np
-
-# The kernels the run's tasks call, and through the package the engine's other modules
-# (imported for their side effect: loaded once here, inherited by every forked worker).
-import neardup.engines.spark.tasks  # noqa: F401
-from neardup.candidates.radix import compact_distinct
+from neardup import startup
 
 
 def prepare() -> None:
-    """Set up numba's compiler in this process by loading one small kernel (compiled into
-    numba's cache first if it is not there): what every process pays at its first kernel,
-    paid here once for the workers this process forks. About 0.5 s, once.
+    """Import the modules the run's tasks run and set up numba's compiler in this process by
+    loading one small kernel (compiled into numba's cache first if it is not there): what
+    every process pays at its first task and kernel, paid here once for the workers this
+    process forks. About 1 s, once.
 
     Example:
         >>> prepare()  # the second call costs microseconds
     """
+    import numpy as np
+
+    # The kernels the run's tasks call, and through the package the engine's other modules
+    # (imported for their side effect: loaded once here, inherited by every forked worker).
+    import neardup.engines.spark.tasks  # noqa: F401
+    from neardup.candidates.radix import compact_distinct
+
     compact_distinct(np.zeros(1, dtype=np.int64))
 
 
 if __name__ == "__main__":  # Spark runs ``python -m neardup.engines.spark.daemon``
+    startup.install()  # before the imports whose set-up it trims (neardup.startup)
     from pyspark import daemon
 
     prepare()

@@ -118,8 +118,12 @@ def bucket_links_task(
     del rows
     if stars.members.shape[0]:
         yield _links(np.repeat(stars.heads, np.diff(stars.offsets)), stars.members, STAR, keys)
-    # Positions numbered within the partition (in order): bucket_pairs packs them in 32 bits.
-    nodes, members = np.unique(stars.members, return_inverse=True)
+    # bucket_pairs packs its members in 32 bits: positions that fit (those of an input's first
+    # 4G lines) are passed as they are, others numbered within the partition, in order (a sort
+    # with its inverse: a second of a 1M-document run's tasks, spent only when needed).
+    nodes, members = None, stars.members
+    if members.shape[0] and int(members.max()) >> 32:
+        nodes, members = np.unique(members, return_inverse=True)
     offsets = stars.offsets
     firsts = np.flatnonzero(np.diff(stars.bands, prepend=-1) != 0)  # each band's first
     unlisted = 0
@@ -130,7 +134,7 @@ def bucket_links_task(
         )
         unlisted += stats["repair_unlisted"]
         if a.shape[0]:
-            yield _links(nodes[a], nodes[b], PAIR, keys)
+            yield _links(*((a, b) if nodes is None else (nodes[a], nodes[b])), PAIR, keys)
     yield _links(np.array([-1]), np.array([unlisted]), UNLISTED, keys)
 
 

@@ -1,8 +1,8 @@
-"""Keep two imports that no ``neardup`` command needs off the command's start-up.
+"""Keep two imports that no ``neardup`` process needs off its start-up.
 
 - **pandas** (0.3-0.5 s): pyarrow imports it on its first conversion of a list or an array
   (``pa.array``), only to ask whether the object is a pandas one (its conversions that infer
-  a type or meet a None import pandas in C++, and still do). In the ``neardup`` process
+  a type or meet a None import pandas in C++, and still do). In a ``neardup`` process
   pyarrow is told there is no pandas (its own fallback when pandas is not installed), and told
   again, by pyarrow's own retry, as soon as anything imports pandas: from then on its pandas
   conversions work as before.
@@ -10,9 +10,11 @@
   first kernel, to find a BLAS for ``np.dot`` and ``np.linalg`` in compiled code, which no
   kernel of neardup uses. It is hidden during that set-up only.
 
-Installed by :func:`neardup.cli.run` (the process's entry point) only: a program that imports
-neardup, and the tests that call the commands in process, keep their imports as they were.
-``python -X importtime -m neardup dedup ...`` shows the difference.
+Installed by the processes' entry points only: :func:`neardup.cli.run` (the command) and the
+Spark engine's Python worker daemon (:mod:`neardup.engines.spark.daemon`, whose workers fork
+from it: 0.2-0.3 s less before an executor's first task). A program that imports neardup, and
+the tests that call the commands in process, keep their imports as they were. ``python -X
+importtime -m neardup dedup ...`` shows the difference.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Tests for neardup.cli.startup: the ``neardup`` process loads neither pandas nor
-scipy.linalg for a job that needs neither, and pyarrow's pandas conversions and numba's
-kernels work as before once something imports pandas or scipy."""
+"""Tests for neardup.startup: the ``neardup`` process and a Spark run's Python daemon load
+neither pandas nor scipy.linalg for a job that needs neither, and pyarrow's pandas conversions
+and numba's kernels work as before once something imports pandas or scipy."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def test_dedup_loads_neither_pandas_nor_scipy_linalg(tmp_path):
     )
     code = (
         "import sys\n"
-        "from neardup.cli import main, startup\n"
+        "from neardup import startup\n"
+        "from neardup.cli import main\n"
         "startup.install()\n"
         "main(sys.argv[1:], standalone_mode=False)\n"
         "print([m for m in ('pandas', 'scipy.linalg', 'numba', 'pyarrow') if m in sys.modules])\n"
@@ -45,7 +46,7 @@ def test_dedup_loads_neither_pandas_nor_scipy_linalg(tmp_path):
 def test_pyarrow_converts_pandas_objects_once_pandas_is_imported():
     code = (
         "import sys\n"
-        "from neardup.cli import startup\n"
+        "from neardup import startup\n"
         "startup.install()\n"
         "import numpy as np, pyarrow as pa\n"
         "pa.array(['x', 'y'], type=pa.large_string()), pa.array(np.arange(3))\n"
@@ -65,7 +66,7 @@ def test_pyarrow_converts_pandas_objects_once_pandas_is_imported():
 def test_numba_kernels_and_scipy_work_after_the_hidden_set_up():
     code = (
         "import sys\n"
-        "from neardup.cli import startup\n"
+        "from neardup import startup\n"
         "startup.install()\n"
         "import numba, numpy as np\n"
         "total = numba.njit(lambda x: x.sum())\n"
