@@ -57,6 +57,24 @@ def test_prepare_sets_up_numba_that_the_task_modules_leave_unset():
     assert out.stdout.split() == ["False", "True"]
 
 
+def test_a_session_that_launches_its_jvm_sets_numba_up_meanwhile():
+    """The driver's numba set-up runs on a thread of its own while the JVM starts: once the
+    session is up, the thread has set it up, where starting a session alone would not."""
+    code = (
+        "import sys, threading\n"
+        "from neardup.engines.spark.session import spark_session\n"
+        "before = 'numba.np.arraymath' in sys.modules\n"
+        "spark = spark_session('local[1]', config={'spark.ui.enabled': 'false'})\n"
+        "[t.join(120) for t in threading.enumerate() if t.name == 'neardup-numba-setup']\n"
+        "print(before, 'numba.np.arraymath' in sys.modules)\n"
+        "spark.stop()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.split()[-2:] == ["False", "True"]
+
+
 def test_workers_of_a_session_fork_from_the_preloading_daemon(spark):
     from neardup.engines.spark.session import PYTHON_DAEMON
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -132,7 +133,8 @@ def spark_session(
     local run's executors too; and the :data:`LOCAL_DRIVER_GC` collector unless Java options
     are configured. A JVM this call launches (any master) maps the archive of Spark's classes
     that an earlier one wrote, or writes it as it exits
-    (:mod:`neardup.engines.spark.class_archive`).
+    (:mod:`neardup.engines.spark.class_archive`); while it starts, a thread sets up numba's
+    compiler for the driver's own kernels (:func:`~neardup.engines.spark.daemon.prepare`).
     Cost: a few seconds to start the JVM the first time.
 
     Example (needs a Spark session, so not run as a doctest)::
@@ -159,6 +161,10 @@ def spark_session(
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     launches = not launched_by_submit and _no_jvm()
+    if launches:
+        # The driver runs kernels too (the bounds' table, the writers): numba's set-up, which
+        # the first one pays (0.3-0.5 s), is paid while the JVM starts and the driver waits.
+        threading.Thread(target=_prepare, name="neardup-numba-setup", daemon=True).start()
     with _driver_java_options(builder._options if launches else None):
         if not launched_by_submit:
             builder = _serializer_default(builder)
@@ -171,6 +177,17 @@ def spark_session(
         spark = builder.getOrCreate()
     _quiet_loggers(spark)
     return spark
+
+
+def _prepare() -> None:
+    # Imported here: a module that the package imports is found in sys.modules when Spark runs
+    # it as the daemon (python -m), and runpy warns.
+    from neardup.engines.spark.daemon import prepare
+
+    try:
+        prepare()
+    except Exception:
+        pass  # a head start only: the driver's first kernel meets the same error and reports it
 
 
 def local_driver_memory(ram: int) -> str:
