@@ -3,6 +3,7 @@ step at a time, and a fresh process finds every kernel of its job cached after i
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -22,14 +23,34 @@ def test_warm_runs_every_step_and_reports_each():
     assert [line.split(":")[0] for line in steps] == [
         f"warm {n}/{total}" for n in range(1, total + 1)
     ]
-    total_line = lines[len(steps) + 1]
+    after = lines.index(steps[-1]) + 1
+    assert lines.index(steps[0]) in (1, 2)  # after the heading, and the bytecode's line if any
+    total_line = lines[after]
     assert total_line.startswith(("neardup: compiled ", "neardup: every kernel was cached"))
-    listed = lines[len(steps) + 2 :]
+    listed = lines[after + 1 :]
     assert all(line.split()[1] == "s" and line.split()[2].startswith("neardup.") for line in listed)
     if total_line.startswith("neardup: compiled "):
         assert len(listed) == int(total_line.split()[2])
     else:
         assert listed == []
+
+
+def test_compile_modules_writes_the_bytecode_that_is_missing_or_older_than_its_source(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("X = 1\n")
+    (package / "sub" / "mod.py").write_text("def f():\n    return 2\n")
+    (package / "broken.py").write_text("def (:\n")  # Python refuses it: skipped
+    assert warm.compile_modules(package) == 2
+    cached = [warm.Path(warm.importlib.util.cache_from_source(str(package / n))) for n in
+              ("__init__.py", "sub/mod.py")]  # fmt: skip
+    assert all(path.is_file() for path in cached)
+    assert warm.compile_modules(package) == 0  # every bytecode as new as its source
+    source = package / "sub" / "mod.py"
+    source.write_text("def f():\n    return 3\n")
+    later = cached[1].stat().st_mtime + 5
+    os.utime(source, (later, later))
+    assert warm.compile_modules(package) == 1
 
 
 @pytest.mark.slow  # whole processes: warm, then a run that must load every kernel

@@ -5,14 +5,17 @@ machine code on disk (:mod:`neardup.cli.compiling`). ``warm`` runs each command'
 process, over a few built-in English and Korean documents with near-duplicates among them, in
 a temporary folder: every kernel a command calls is then compiled for the types it calls it
 with, which a list of kernels and hand-written signatures could not promise. One line a step
-says what it compiled; ``--kernels`` lists every kernel with its compile time.
+says what it compiled; ``--kernels`` lists every kernel with its compile time. The package's
+Python modules get their bytecode too where they have none (:func:`compile_modules`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
+import py_compile
 import tempfile
 import time
 from pathlib import Path
@@ -127,6 +130,32 @@ def warm_kernels(group: click.Command, echo=click.echo) -> compiling.CompileNoti
     return notice
 
 
+def compile_modules(package: Path | None = None) -> int:
+    """Write the bytecode of every module of ``package`` (a folder; default: neardup's own)
+    whose ``__pycache__`` holds none as new as its source. Python writes it at a module's first
+    import, except where ``PYTHONDONTWRITEBYTECODE`` is set (as in many containers) or the
+    folder is not writable: there every process compiled the modules it imported, about 0.3 s
+    of each command's start here. Returns how many were written; a module whose bytecode
+    cannot be written is skipped. O(modules).
+
+    Example:
+        >>> compile_modules(Path(tempfile.mkdtemp()))  # a folder without modules
+        0
+    """
+    root = Path(__file__).resolve().parents[1] if package is None else Path(package)
+    written = 0
+    for source in sorted(root.rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        if cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime:
+            continue
+        try:
+            py_compile.compile(str(source), cfile=str(cached), doraise=True)
+        except (OSError, py_compile.PyCompileError):
+            continue  # a read-only install, or a module Python itself would refuse
+        written += 1
+    return written
+
+
 class _Silent:
     def notice(self, text: str) -> None:
         pass
@@ -148,7 +177,9 @@ def warm(list_kernels: bool) -> None:
 
     Runs each command's job over a few built-in documents in a temporary folder, one line a
     step. The kernels are cached beside the package (or in NUMBA_CACHE_DIR): later runs load
-    them. Run it after installing; a second run finds everything cached and takes seconds.
+    them. The package's modules get their bytecode where they have none (an install that
+    Python did not write it to). Run it after installing; a second run finds everything cached
+    and takes seconds.
 
     \b
     Examples:
@@ -159,6 +190,9 @@ def warm(list_kernels: bool) -> None:
         "neardup: compiling every kernel not cached yet (about 90 processor seconds the first "
         "time; later runs load them)"
     )
+    written = compile_modules()
+    if written:
+        click.echo(f"neardup: wrote the bytecode of {written} Python modules")
     # The group this command belongs to, from the context: importing it would be a cycle.
     notice = warm_kernels(click.get_current_context().find_root().command)
     click.echo(
