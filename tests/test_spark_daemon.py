@@ -18,8 +18,8 @@ def test_the_daemon_loads_the_task_modules_before_it_serves():
     """Started as Spark starts it, the daemon announces its port only after it has imported the
     task modules (pyarrow's library is mapped into the process that will fork the workers) and
     set up numba's compiler (its registries import Python's ``cmath`` extension, which nothing
-    imported before) without scipy's linear algebra, and it stops when its standard input closes, as when the executor
-    stops."""
+    imported before) without scipy's linear algebra, with pandas, and it stops when its standard
+    input closes, as when the executor stops."""
     pytest.importorskip("pyspark")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     daemon = subprocess.Popen(
@@ -39,6 +39,7 @@ def test_the_daemon_loads_the_task_modules_before_it_serves():
             assert "/cmath." in mapped
         # Numba's set-up looks for scipy's BLAS, which no kernel uses: kept out (neardup.startup).
         assert "scipy/linalg" not in mapped
+        assert "pandas/_libs" in mapped  # which pyspark's workers import at their first task
     finally:
         daemon.stdin.close()
         assert daemon.wait(timeout=60) is not None

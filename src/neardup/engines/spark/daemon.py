@@ -8,10 +8,11 @@ numba and the kernels' modules at its first task (about 0.9 s of CPU per worker 
 core, ``python -X importtime``), and then set up numba's compiler at its first kernel (0.4-0.6
 s more: the typing and code generation registries, numba's extension entry points, and, where
 scipy is installed, scipy's BLAS, which numba looks for). This daemon pays both once per
-executor (:func:`prepare`), without the imports that :mod:`neardup.startup` keeps off the
-``neardup`` command's start-up (scipy's BLAS among them: 0.2-0.3 s). The kernels' compiled
-code stays lazy: a worker loads from numba's cache only the kernels its tasks call, each in
-milliseconds.
+executor (:func:`prepare`), without scipy's BLAS (0.2-0.3 s, kept off as
+:mod:`neardup.startup` keeps it off the ``neardup`` command's start-up), and it imports
+pandas, which pyspark's worker imports at its first Arrow task (0.4 s a worker before). The
+kernels' compiled code stays lazy: a worker loads from numba's cache only the kernels its
+tasks call, each in milliseconds.
 
 :func:`~neardup.engines.spark.session.spark_session` sets it
 (:data:`~neardup.engines.spark.session.PYTHON_DAEMON`) for the sessions it starts, unless the
@@ -48,4 +49,7 @@ if __name__ == "__main__":  # Spark runs ``python -m neardup.engines.spark.daemo
     from pyspark import daemon
 
     prepare()
+    # pyspark's worker imports pandas at its first Arrow task (0.4 s): once here instead.
+    import pandas  # noqa: F401
+
     daemon.manager()
