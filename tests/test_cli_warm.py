@@ -51,6 +51,12 @@ def test_compile_modules_writes_the_bytecode_that_is_missing_or_older_than_its_s
     later = cached[1].stat().st_mtime + 5
     os.utime(source, (later, later))
     assert warm.compile_modules(package) == 1
+    # A source put back with an older time (an archive's, a copy keeping times): Python would
+    # not load the bytecode, so it is written again.
+    source.write_text("def f():\n    return 4\n")
+    os.utime(source, (1_000_000, 1_000_000))
+    assert warm.compile_modules(package) == 1
+    assert warm.compile_modules(package) == 0
 
 
 @pytest.mark.slow  # whole processes: warm, then a run that must load every kernel

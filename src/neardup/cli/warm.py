@@ -16,6 +16,7 @@ import importlib.util
 import io
 import json
 import py_compile
+import struct
 import tempfile
 import time
 from pathlib import Path
@@ -132,7 +133,7 @@ def warm_kernels(group: click.Command, echo=click.echo) -> compiling.CompileNoti
 
 def compile_modules(package: Path | None = None) -> int:
     """Write the bytecode of every module of ``package`` (a folder; default: neardup's own)
-    whose ``__pycache__`` holds none as new as its source. Python writes it at a module's first
+    whose ``__pycache__`` holds none that Python would load for its source. Python writes it at a module's first
     import, except where ``PYTHONDONTWRITEBYTECODE`` is set (as in many containers) or the
     folder is not writable: there every process compiled the modules it imported, about 0.3 s
     of each command's start here. Returns how many were written; a module whose bytecode
@@ -146,7 +147,7 @@ def compile_modules(package: Path | None = None) -> int:
     written = 0
     for source in sorted(root.rglob("*.py")):
         cached = Path(importlib.util.cache_from_source(str(source)))
-        if cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime:
+        if _current(cached, source):
             continue
         try:
             py_compile.compile(str(source), cfile=str(cached), doraise=True)
@@ -154,6 +155,27 @@ def compile_modules(package: Path | None = None) -> int:
             continue  # a read-only install, or a module Python itself would refuse
         written += 1
     return written
+
+
+def _current(cached: Path, source: Path) -> bool:
+    """Whether the bytecode file ``cached`` is the one Python would load for ``source``: this
+    interpreter's magic number, and the source's modification time and size in its header, as
+    Python checks them at import (a source put back with an older time is not current).
+    Bytecode checked by the source's hash (written so under ``SOURCE_DATE_EPOCH``) is left to
+    Python's own check."""
+    try:
+        with open(cached, "rb") as fh:
+            header = fh.read(16)
+    except OSError:
+        return False
+    if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags, mtime, size = struct.unpack("<LLL", header[4:])
+    stat = source.stat()
+    return bool(flags & 1) or (mtime, size) == (
+        int(stat.st_mtime) & 0xFFFFFFFF,
+        stat.st_size & 0xFFFFFFFF,
+    )
 
 
 class _Silent:
