@@ -10,7 +10,15 @@ import time
 
 import pytest
 from spark_cluster import TEST_JVM_OPTIONS, SparkCluster
+from spark_connect import SparkConnectServer
 from synth_helpers import ENGLISH, KOREAN
+
+
+def _needs_spark(tests: str) -> None:
+    """Skip unless pyspark and a Java runtime are here."""
+    pytest.importorskip("pyspark")
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip(f"{tests} need a Java runtime")
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +30,7 @@ def spark():
     is whole-stage code generation, with the JVM's quick compiler alone
     (:data:`TEST_JVM_OPTIONS`): on a few rows compiling costs more than it saves.
     """
-    pytest.importorskip("pyspark")
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.skip("the Spark tests need a Java runtime")
+    _needs_spark("the Spark tests")
     from neardup.engines.spark import spark_session
 
     session = spark_session(
@@ -53,13 +59,26 @@ def spark_cluster(tmp_path_factory):
     session, stopped and removed after; skips without pyspark or Java. Only the tests marked
     ``spark`` use it, and they reach it from other processes (drivers of their own), since this
     process holds the local session of the ``spark`` fixture."""
-    pytest.importorskip("pyspark")
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.skip("the Spark cluster tests need a Java runtime")
+    _needs_spark("the Spark cluster tests")
     cluster = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory):
+    """A Spark Connect server (a ``local[2]`` driver of its own, its service on 127.0.0.1) for
+    the whole session, stopped after; skips without pyspark, Java or Spark Connect's client
+    libraries. Its clients are processes of their own: a Spark Connect session switches
+    pyspark to its client mode for the whole process, which this one's local session of the
+    ``spark`` fixture must not see."""
+    _needs_spark("the Spark Connect tests")
+    pytest.importorskip("grpc")
+    server = SparkConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -169,10 +188,15 @@ def synth_corpus():
 
 #: The JVMs a test may share, by the fixture that starts them: under pytest-xdist the tests that
 #: use one run on one worker (pyproject.toml sets ``--dist loadgroup``), so that a run starts
-#: each once, as without workers, not once a worker (each JVM wants a core and a GB). The two
-#: groups are independent (the cluster's drivers are processes of their own), so they start
-#: at once, on the two workers, and the rest of the suite fills in behind them.
-SHARED_JVMS = {"spark": "spark-session", "spark_cluster": "spark-cluster"}
+#: each once, as without workers, not once a worker (each JVM wants a core and a GB). The
+#: groups are independent (the cluster's and the Connect server's clients are processes of
+#: their own), so they start at once, on the two workers, and the rest of the suite fills in
+#: behind them.
+SHARED_JVMS = {
+    "spark": "spark-session",
+    "spark_cluster": "spark-cluster",
+    "spark_connect": "spark-connect",
+}
 
 
 def _join_group(item, group: str) -> None:

@@ -28,6 +28,22 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def start_logged(command: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """Start ``command`` in a process group of its own (stopped with its JVM's children),
+    its output to ``log_path``, its input closed."""
+    log = open(log_path, "wb")  # noqa: SIM115 - the process holds it; closed here after
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    log.close()
+    return process
+
+
 def _alive_workers(ui_port: int) -> int:
     """The number of ALIVE workers in the master's JSON status page; 0 while it does not answer."""
     try:
@@ -96,18 +112,8 @@ class SparkCluster:
         self.processes: list[subprocess.Popen] = []
 
     def _start(self, name: str, main_class: str, *args: str) -> None:
-        log = open(self.base / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        self.processes.append(
-            subprocess.Popen(
-                [str(self.spark_home / "bin" / "spark-class"), main_class, *args],
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        )
-        log.close()
+        command = [str(self.spark_home / "bin" / "spark-class"), main_class, *args]
+        self.processes.append(start_logged(command, self.env, self.base / f"{name}.log"))
 
     def start(self) -> None:
         """Start the master and the workers; return when every worker is registered ALIVE.

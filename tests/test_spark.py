@@ -1489,9 +1489,8 @@ def test_fingerprint_lines_read_by_ranges_as_by_spark_and_locally(spark, tmp_pat
     plain, packed = tmp_path / "fps.tsv", tmp_path / "fps.tsv.gz"
     plain.write_text(text, encoding="utf-8")
     packed.write_bytes(gzip.compress(text.encode()))
-    assert spark_read._plain_local_file(str(plain)) and not spark_read._plain_local_file(
-        str(packed)
-    )
+    assert spark_read._plain_local_file(spark, str(plain))
+    assert not spark_read._plain_local_file(spark, str(packed))
     local = read_fingerprints([plain], on_error="skip")
     got = {}
     for path in (plain, packed):

@@ -329,6 +329,13 @@ def _groups_summary(run) -> list[tuple[str, object]]:
     help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn; "
     "under spark-submit, its --master.",
 )
+@click.option(
+    "--spark-remote",
+    default=None,
+    help="For --engine spark, instead of a master: the Spark Connect server to run on, "
+    "sc://HOST:PORT (it reads the inputs and runs the tasks; single-file outputs are "
+    "written here).",
+)
 @spill_options
 @click.option(
     "--resume",
@@ -363,6 +370,7 @@ def dedup(
     report_out,
     engine,
     spark_master,
+    spark_remote,
     memory_limit,
     tmp_dir,
     resume,
@@ -423,6 +431,7 @@ def dedup(
         tmp_dir=tmp_dir,
         resume=resume,
         spark_master=spark_master,
+        spark_remote=spark_remote,
     )
     outputs = Outputs(
         groups=output, pairs=pairs_out, keep=keep, report=report_out, beside=(summary_out,)
@@ -445,7 +454,12 @@ def dedup(
 
 def _engine(name: str, **options) -> Engine:
     """The engine ``name`` with ``options`` (:func:`neardup.engines.engine_named`); one that
-    cannot run here ends the command with what to install."""
+    cannot run here ends the command with what to install. The Spark options are refused
+    with another engine: they would do nothing."""
+    for option in ("spark_master", "spark_remote"):
+        if options.get(option) is not None and name != "spark":
+            flag = "--" + option.replace("_", "-")
+            raise click.UsageError(f"{flag} applies to --engine spark (the engine is {name})")
     try:
         return engine_named(name, **options)
     except EngineUnavailable as missing:
@@ -491,6 +505,11 @@ def _engine(name: str, **options) -> Engine:
     default=None,
     help="Spark master for --engine spark: local[*] (the default), spark://HOST:7077, yarn.",
 )
+@click.option(
+    "--spark-remote",
+    default=None,
+    help="For --engine spark, instead of a master: the Spark Connect server, sc://HOST:PORT.",
+)
 @pairs_spill_options
 @summary_option
 @handle_errors
@@ -506,6 +525,7 @@ def pairs(
     quiet,
     engine,
     spark_master,
+    spark_remote,
     memory_limit,
     tmp_dir,
     summary_out,
@@ -525,7 +545,13 @@ def pairs(
     settings = Settings(
         method="simhash", hamming_k=hamming_k, verify=None, grouping=grouping, pairs=pairs_mode
     )
-    runner = _engine(engine, memory_limit=memory_limit, tmp_dir=tmp_dir, spark_master=spark_master)
+    runner = _engine(
+        engine,
+        memory_limit=memory_limit,
+        tmp_dir=tmp_dir,
+        spark_master=spark_master,
+        spark_remote=spark_remote,
+    )
     corpus = Corpus(
         tuple(fingerprints), {"on_error": on_error, "fingerprint_format": fingerprint_format}
     )

@@ -186,6 +186,8 @@ class EngineOptions:
         resume: the local engine keeps completed stages in ``tmp_dir`` and continues from them.
         spark_master: the Spark engine's master (``local[*]``, ``spark://HOST:7077``, ``yarn``;
             None: the running session's or ``local[*]``).
+        spark_remote: the Spark engine's Spark Connect server (``sc://HOST:15002``), instead of
+            a master: the run is a client of that server's session.
 
     Example:
         >>> EngineOptions(workers=2).memory_limit is None
@@ -197,6 +199,7 @@ class EngineOptions:
     tmp_dir: str | None = None
     resume: bool = False
     spark_master: str | None = None
+    spark_remote: str | None = None
 
 
 class Engine(Protocol):

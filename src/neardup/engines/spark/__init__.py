@@ -136,7 +136,8 @@ __all__ = [
 
 def open_engine(options: EngineOptions) -> SparkEngine:
     """The Spark engine as :func:`neardup.engines.engine_named` makes it, on the master
-    ``options.spark_master``; its session starts when the first run needs it. The options of the
+    ``options.spark_master`` or as a client of the Spark Connect server
+    ``options.spark_remote``; its session starts when the first run needs it. The options of the
     local engine's memory (``memory_limit``, ``tmp_dir``, ``resume``) are refused: Spark manages
     its own; ``workers`` has no bearing. :class:`~neardup.engines.base.EngineUnavailable`, with
     the install command, when pyspark is missing. O(1).
@@ -161,4 +162,4 @@ def open_engine(options: EngineOptions) -> SparkEngine:
         )
     if not HAVE_PYSPARK:
         raise EngineUnavailable(INSTALL_HINT)
-    return SparkEngine(master=options.spark_master)
+    return SparkEngine(master=options.spark_master, remote=options.spark_remote)

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from neardup.engines.spark.partitions import default_parallelism
 from neardup.engines.spark.session import DataFrame, SparkSession
 from neardup.engines.spark.tasks import record_batch
 from neardup.engines.spill import parse_size, read_spans
@@ -409,7 +410,7 @@ def ranged_rows(
     schema += ", loc long, span long" if placed else ""
     size = os.path.getsize(local)
     conf = spark.conf.get("spark.sql.files.maxPartitionBytes", "128m")
-    split = split_bytes(size, spark.sparkContext.defaultParallelism, parse_size(conf, "split"))
+    split = split_bytes(size, default_parallelism(spark), parse_size(conf, "split"))
     cuts = list(range(0, size, split)) + [size]
     count = len(cuts) - 1
     if count == 0:

@@ -228,7 +228,7 @@ def relate_colocated(
     keep: list[str],
     settings: Settings,
     refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
-) -> DataFrame:
+) -> DataFrame | None:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added, ``keep`` naming the columns of
     ``pairs`` kept: what :func:`~neardup.engines.spark.verify.relate` gives, each pair related
     where it meets the data of its ends (``data``: ``pos`` and the columns the relation
@@ -236,7 +236,9 @@ def relate_colocated(
     and shingles: see :func:`colocated_relate_task`), as the module docstring says. For pairs
     whose ends' places fit a broadcast (two a pair). Cost: one Spark job collecting the
     places, a copy of each document's data per partition needing it, one shuffle of the pairs
-    and copies, the relation of the pairs.
+    and copies, the relation of the pairs. None when the places' directory cannot be sent to
+    the tasks (:meth:`~neardup.engines.spark.frames.Storage.share` through Spark Connect):
+    the caller joins instead.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -248,6 +250,8 @@ def relate_colocated(
         partial(pair_places_task, partitions=partitions), "pos long, place int"
     )
     wanted = frames.share(wanted_by_place(places.toArrow(), partitions))
+    if wanted is None:
+        return None  # too large to send without a broadcast (Spark Connect)
     kinds = dict(data.dtypes) | dict(pairs.dtypes)
     copies = data.mapInArrow(
         partial(copies_task, wanted=wanted, keys=keys),

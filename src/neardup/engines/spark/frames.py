@@ -7,6 +7,7 @@ that stay balanced when one key holds many rows (see "Skew" in :mod:`neardup.eng
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from neardup.engines.spark.session import (
     F,
     SparkSession,
     StorageLevel,
+    is_connect,
 )
 
 __all__ = [
@@ -26,9 +28,12 @@ __all__ = [
     "BROADCAST_ROWS",
     "DEFAULT_SKEW_THRESHOLD",
     "SERIALISED_DOCUMENTS",
+    "SHIPPED_BYTES",
     "Frames",
+    "Shipped",
     "Storage",
     "default_checkpoint",
+    "mark",
     "unpersist",
 ]
 
@@ -51,8 +56,27 @@ Measured on ``local[2]`` (8 GB heap, Kryo): 10M short documents 0.86x the run wi
 stored row (409.8 against 475.6 s), 1M English documents 1.09x (106.8 against 97.6 s); the
 threshold lies between, where the stored rows begin to crowd the heap."""
 
+SHIPPED_BYTES = 16 << 20
+"""Largest value (pickled) that :meth:`Storage.share` sends inside a Spark Connect run's
+tasks: a Connect client has no broadcast, so the value travels in the plan of every query
+that reads it (the server takes messages of 128 MB by default). Beyond, ``share`` gives None
+and the caller joins the rows instead."""
+
 ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""
+
+
+def mark(df: DataFrame, name: str) -> Any:
+    """The attribute ``name`` the run set on the DataFrame ``df`` (its rows counted, its
+    stored rows…), or None. Not ``getattr``: a Spark Connect DataFrame answers every name it
+    lacks with a column of that name. O(1).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> mark(SimpleNamespace(_neardup_rows=3), "_neardup_rows"), mark(object(), "x")
+        (3, None)
+    """
+    return getattr(df, "__dict__", {}).get(name)
 
 
 def unpersist(df: DataFrame) -> None:
@@ -67,9 +91,10 @@ def unpersist(df: DataFrame) -> None:
         docs.count()
         unpersist(docs)
     """
-    stored = getattr(df, "_neardup_stored", None)
+    stored = mark(df, "_neardup_stored")
     if stored is not None:
-        stored.unpersist(False)
+        if not mark(stored, "_neardup_cached"):
+            stored.unpersist(False)
         df._neardup_stored = None
     else:
         df.unpersist()
@@ -84,7 +109,22 @@ def default_checkpoint(spark: SparkSession) -> str:
 
         default_checkpoint(spark_session("local[2]"))     # 'local'
     """
+    if is_connect(spark):
+        return "local"  # a client cannot see the driver's checkpoint directory
     return "reliable" if spark.sparkContext.getCheckpointDir() else "local"
+
+
+class Shipped:
+    """A value :meth:`Storage.share` sends inside a Spark Connect run's tasks, read there as a
+    broadcast is (``.value``).
+
+    Example:
+        >>> Shipped([1, 2]).value
+        [1, 2]
+    """
+
+    def __init__(self, value: object):
+        self.value = value
 
 
 class Storage:
@@ -180,6 +220,11 @@ class Storage:
         else:
             level = StorageLevel.MEMORY_AND_DISK if self.serialised else None
             done = df.localCheckpoint(eager=False, storageLevel=level)
+        if is_connect(self.spark):
+            # The server holds the rows under a short plan of their own (a cached relation),
+            # freed when the client lets go of the DataFrame: unpersist cannot reach them.
+            done._neardup_cached = True
+            return done, done
         jdf = done._jdf
         stored = jdf.queryExecution().logical().rdd()
         fresh = DataFrame(
@@ -217,7 +262,7 @@ class Storage:
     def rows(df: DataFrame) -> int:
         """The number of rows of ``df``: counted when :meth:`keep` stored it (O(1), no Spark
         job), else by a Spark job (O(rows) on the executors)."""
-        count = getattr(df, "_neardup_rows", None)
+        count = mark(df, "_neardup_rows")
         return df.count() if count is None else count
 
     @staticmethod
@@ -226,15 +271,21 @@ class Storage:
         aggregate saw no rows). O(1)."""
         return df._neardup_totals
 
-    def share(self, value: object) -> Broadcast:
+    def share(self, value: object) -> Broadcast | Shipped | None:
         """``value`` sent once to every executor (a Spark broadcast, read in tasks as
         ``.value``), freed when all the run's tables are released. O(size of ``value``) on the
-        driver and once per executor.
+        driver and once per executor. A Spark Connect session has no broadcast: ``value``
+        travels inside the tasks that read it (a :class:`Shipped`), or, past
+        :data:`SHIPPED_BYTES` pickled, is not sent: None, and the caller takes the way that
+        joins rows instead.
 
         Example (needs a Spark session, so not run as a doctest)::
 
             table = storage.share(np.arange(10))
         """
+        if is_connect(self.spark):
+            packed = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            return Shipped(value) if len(packed) <= SHIPPED_BYTES else None
         shared = self.spark.sparkContext.broadcast(value)
         self._shared.append(shared)
         return shared

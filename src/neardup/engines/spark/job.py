@@ -24,6 +24,7 @@ from neardup.engines.spark.frames import (
     Frames,
     Storage,
     default_checkpoint,
+    mark,
 )
 from neardup.engines.spark.groups import (
     DEFAULT_COMPONENTS_LOCAL_MAX,
@@ -36,6 +37,7 @@ from neardup.engines.spark.pairs import all_pairs, original_pairs
 from neardup.engines.spark.partitions import (
     SHUFFLE_PARTITIONS,
     adaptive_chosen,
+    default_parallelism,
     input_bytes,
     partitions_for,
     shuffle_partitions_chosen,
@@ -93,6 +95,8 @@ class SparkEngine:
         spark: the session; None: :func:`~neardup.engines.spark.spark_session` on ``master``,
             started when the first run needs it (it takes seconds).
         master: the master of that session (``local[*]``, ``spark://HOST:7077``, ``yarn``).
+        remote: instead of ``master``, the Spark Connect server (``sc://HOST:15002``) whose
+            client that session is.
         partitions: partitions of every shuffle (default ``spark.sql.shuffle.partitions`` when
             set; else, on files, sized from their bytes); results do not depend on it.
         skew_threshold: rows above which a key is hot and is split (>= 2).
@@ -116,6 +120,7 @@ class SparkEngine:
         spark: SparkSession | None = None,
         *,
         master: str | None = None,
+        remote: str | None = None,
         partitions: int | None = None,
         skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
         center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
@@ -134,6 +139,7 @@ class SparkEngine:
         if checkpoint not in (None, "local", "reliable"):
             raise ValueError(f"checkpoint must be 'local', 'reliable' or None, got {checkpoint!r}")
         self.master = master
+        self.remote = remote
         self.skew_threshold = int(skew_threshold)
         self.center_local_max = int(center_local_max)
         self.components_local_max = int(components_local_max)
@@ -146,7 +152,7 @@ class SparkEngine:
     def spark(self) -> SparkSession:
         """The session, started on :attr:`master` at the first use when none was given."""
         if self._spark is None:
-            self._spark = spark_session(self.master)
+            self._spark = spark_session(self.master, remote=self.remote)
         return self._spark
 
     @property
@@ -166,7 +172,7 @@ class SparkEngine:
         if not adaptive_chosen(self.spark):
             plan.enter_context(without_adaptive(self.spark))
         if self._partitions is None and not shuffle_partitions_chosen(self.spark):
-            cores = self.spark.sparkContext.defaultParallelism
+            cores = default_parallelism(self.spark)
             size = input_bytes(self.spark, paths)
             plan.enter_context(sized_shuffles(self.spark, partitions_for(size, cores)))
             self._sizing = (size, cores)
@@ -379,9 +385,9 @@ class _Job(Frames):
         hold their signature columns too (``read_documents_spark``'s ``sign``), only counted."""
         s, bounded = self.settings, self.settings.lcs_bounded
         self.tag("signatures")
-        self.size_for(getattr(docs, "_neardup_rows", None))  # counted by neardup's readers
+        self.size_for(mark(docs, "_neardup_rows"))  # counted by neardup's readers
         signature = signature_names(bounded) if signed else ()
-        refetch = getattr(docs, "_neardup_refetch", None)
+        refetch = mark(docs, "_neardup_refetch")
         places = ("loc", "span") if refetch else ()  # where texts are read back, not stored
         typed = {"pos": "long", "id": "string", "text": "string", "ts": "long"}
         docs = docs.select(*[F.col(c).cast(t) for c, t in typed.items()], *signature, *places)
@@ -701,7 +707,7 @@ def dedup_dataframe(
         on_error=on_error,
         max_doc_bytes=max_doc_bytes,
     )
-    return _run_on_read(engine.dedup_documents, read, settings)
+    return SparkResult.of_read(engine.dedup_documents, read, settings)
 
 
 @renamed_keywords(
@@ -753,22 +759,7 @@ def pairs_dataframe(
         position_col=position_field,
         on_error=on_error,
     )
-    return _run_on_read(engine.dedup_fingerprints, read, settings)
-
-
-def _run_on_read(
-    run: Callable[[DataFrame, Settings], SparkResult],
-    read: tuple[DataFrame, ReadStats],
-    settings: Settings,
-) -> SparkResult:
-    """``run`` (an engine's ``dedup_documents`` or ``dedup_fingerprints``) on the rows a DataFrame entry
-    point read; the result holds the rows (freed by its ``release``) and the read counters
-    (``stats["read"]``)."""
-    rows, stats = read
-    result = run(rows, settings)
-    result.stats["read"] = stats
-    result.hold([rows])
-    return result
+    return SparkResult.of_read(engine.dedup_fingerprints, read, settings)
 
 
 def run_dedup(

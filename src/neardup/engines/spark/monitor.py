@@ -1,13 +1,15 @@
 """Watching a Spark run from its driver: the Spark jobs of each stage tagged with a job group,
 the stage and task counts shown on a progress display while they run (Spark's status tracker),
-and the shuffle bytes each stage wrote, for the run's summary."""
+and the shuffle bytes each stage wrote, for the run's summary. Through Spark Connect, the jobs
+are tagged with the session's tags instead and the progress comes from the server's reports
+of each query; the shuffle bytes are the driver's alone to see."""
 
 from __future__ import annotations
 
 import threading
 
 from neardup.engines.base import Progress
-from neardup.engines.spark.session import SparkSession
+from neardup.engines.spark.session import SparkSession, is_connect
 
 __all__ = ["GROUP_PREFIX", "RunMonitor"]
 
@@ -35,20 +37,27 @@ class RunMonitor:
     """
 
     def __init__(self, spark: SparkSession, progress: Progress | None = None, interval=0.5):
-        self.sc = spark.sparkContext
+        self.spark = spark
+        #: A Spark Connect session's monitor (see the module docstring).
+        self.connect = is_connect(spark)
+        self.sc = None if self.connect else spark.sparkContext
         self.progress = progress
         self.interval = float(interval)
         #: the stages tagged so far, in order
         self.stages: list[str] = []
-        self._caller_group = self.sc.getLocalProperty("spark.jobGroup.id")
+        self._caller_group = None if self.connect else self.sc.getLocalProperty("spark.jobGroup.id")
         self._label: str | None = None
         self._first_job = self._jobs_so_far()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._shown: tuple | None = None
+        self._done_shown = 0
 
     def _jobs_so_far(self) -> int | None:
         """Spark jobs submitted in the session so far (None when the driver's scheduler is not
         reachable, e.g. through Spark Connect)."""
+        if self.connect:
+            return None
         try:
             return int(self.sc._jsc.sc().dagScheduler().numTotalJobs())
         except Exception:  # noqa: BLE001  (a figure, not a result: unavailable is fine)
@@ -62,12 +71,21 @@ class RunMonitor:
         of their own. O(1)."""
         if stage is not None and stage not in self.stages:
             self.stages.append(stage)
+        if self.connect:
+            if self._label is not None:
+                self.spark.removeTag(GROUP_PREFIX + self._label)
+            if stage is not None:
+                self.spark.addTag(GROUP_PREFIX + stage)
+            self._label = stage
+            return
         group = self._caller_group if stage is None else GROUP_PREFIX + stage
         self.sc.setLocalProperty("spark.jobGroup.id", group)
         self._label = stage if stage is not None else self._label
 
     def __enter__(self) -> RunMonitor:
-        if self.progress is not None:
+        if self.progress is not None and self.connect:
+            self.spark.registerProgressHandler(self._reported)
+        elif self.progress is not None:
             self._thread = threading.Thread(target=self._watch, name="neardup-spark", daemon=True)
             self._thread.start()
         return self
@@ -76,24 +94,45 @@ class RunMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.progress is not None and self.connect:
+            self.spark.removeProgressHandler(self._reported)
         self.tag(None)
+
+    def _reported(self, stages, inflight_tasks, operation_id, done) -> None:
+        """A Spark Connect server's report on a query (its Spark stages so far): shown as
+        :meth:`_watch` shows the running stages."""
+        running = [s for s in stages or () if not s.done]
+        try:
+            self._show(
+                tuple(sorted(s.stage_id for s in running)),
+                sum(s.num_tasks for s in running),
+                sum(s.num_completed_tasks for s in running),
+            )
+        except Exception:  # noqa: BLE001  (a display: the query goes on without it)
+            pass
+
+    def _show(self, stage_ids: tuple, total: int, done: int) -> None:
+        """The display: the stage named last with ``done`` of the ``total`` tasks of the Spark
+        stages ``stage_ids`` running now."""
+        key = (self._label, stage_ids)
+        if key != self._shown:
+            self.progress.stage(self._label or "spark", total or None, "tasks")
+            self._shown, self._done_shown = key, 0
+        if done > self._done_shown:
+            self.progress.advance(done - self._done_shown)
+            self._done_shown = done
 
     def _watch(self) -> None:
         tracker = self.sc.statusTracker()
-        shown, done_shown = None, 0
         while not self._stop.wait(self.interval):
             try:
                 infos = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
                 infos = [i for i in infos if i is not None]
-                key = (self._label, tuple(sorted(i.stageId for i in infos)))
-                done = sum(i.numCompletedTasks for i in infos)
-                if key != shown:
-                    total = sum(i.numTasks for i in infos)
-                    self.progress.stage(self._label or "spark", total or None, "tasks")
-                    shown, done_shown = key, 0
-                if done > done_shown:
-                    self.progress.advance(done - done_shown)
-                    done_shown = done
+                self._show(
+                    tuple(sorted(i.stageId for i in infos)),
+                    sum(i.numTasks for i in infos),
+                    sum(i.numCompletedTasks for i in infos),
+                )
             except Exception:  # noqa: BLE001  (a signal, a stopped session: the run decides)
                 return
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from neardup.engines.spark.session import SparkSession
+from neardup.engines.spark.session import F, SparkSession, is_connect
 
 __all__ = [
     "ADAPTIVE",
@@ -22,6 +22,7 @@ __all__ = [
     "DOCUMENTS_PER_PARTITION",
     "SHUFFLE_PARTITIONS",
     "adaptive_chosen",
+    "default_parallelism",
     "input_bytes",
     "partition_keys",
     "partitions_for",
@@ -129,6 +130,8 @@ def input_bytes(spark: SparkSession, paths: Sequence[str]) -> int:
 
         input_bytes(spark, ["corpus/*.jsonl"])
     """
+    if is_connect(spark):
+        return _listed_bytes(spark, paths)
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     total = 0
@@ -140,11 +143,51 @@ def input_bytes(spark: SparkSession, paths: Sequence[str]) -> int:
     return total
 
 
+def _listed_bytes(spark: SparkSession, paths: Sequence[str]) -> int:
+    """:func:`input_bytes` through a Spark Connect session, which has no file system at hand:
+    the server lists the files (Spark's ``binaryFile`` source, its content column left
+    unread). O(listing of the inputs), one Spark job a path."""
+    total = 0
+    for path in paths:
+        files = spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+        try:
+            total += int(files.load(str(path)).agg(F.sum("length")).first()[0] or 0)
+        except Exception as error:  # noqa: BLE001
+            if "PATH_NOT_FOUND" not in str(error):
+                raise
+    return total
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The session's default parallelism (the cores of its executors, unless
+    ``spark.default.parallelism`` says otherwise). A Spark Connect session, which cannot ask
+    the driver, counts the partitions Spark gives a range of rows by default: one small job.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        default_parallelism(spark_session("local[2]"))    # 2
+    """
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return int(configured)
+    parts = spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p"))
+    last = parts.agg(F.max("p")).first()[0]
+    return int(last) + 1
+
+
+def _launch_setting(spark: SparkSession, key: str) -> bool:
+    """Whether Spark setting ``key`` was given when the session's driver started (a Spark
+    Connect client cannot tell: only what its session sets shows)."""
+    return not is_connect(spark) and spark.sparkContext.getConf().contains(key)
+
+
 def shuffle_partitions_chosen(spark: SparkSession) -> bool:
     """Whether the session's ``spark.sql.shuffle.partitions`` was set (at launch: ``--conf``,
     ``spark-defaults.conf``, the session builder; or at run time to another value than
     Spark's default). O(1)."""
-    if spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
+    if _launch_setting(spark, SHUFFLE_PARTITIONS):
         return True
     return spark.conf.get(SHUFFLE_PARTITIONS) != _SPARK_DEFAULT
 
@@ -166,7 +209,7 @@ def adaptive_chosen(spark: SparkSession) -> bool:
     """Whether the session's ``spark.sql.adaptive.enabled`` was set (at launch: ``--conf``,
     ``spark-defaults.conf``, the session builder; or at run time to another value than
     Spark's default, true). O(1)."""
-    if spark.sparkContext.getConf().contains(ADAPTIVE):
+    if _launch_setting(spark, ADAPTIVE):
         return True
     return spark.conf.get(ADAPTIVE) != "true"
 

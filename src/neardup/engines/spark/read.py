@@ -28,7 +28,14 @@ from neardup.engines.spark.rows import (
     signed_rows_schema,
     signed_rows_task,
 )
-from neardup.engines.spark.session import DataFrame, F, SparkSession, Window, require_pyspark
+from neardup.engines.spark.session import (
+    DataFrame,
+    F,
+    SparkSession,
+    Window,
+    is_connect,
+    require_pyspark,
+)
 from neardup.engines.spark.tasks import holds_band_hashes
 from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
 from neardup.io.files import FORMAT_OF_EXTENSION, split_name
@@ -286,7 +293,7 @@ def signs_while_reading(
     sizes = [input_bytes(spark, [path]) for path in paths]
     if 0 in sizes:
         return False  # an empty input, or a missing one the reader reports
-    if all(_by_ranges(str(path), input_format) for path in paths):
+    if all(_by_ranges(spark, str(path), input_format) for path in paths):
         return True  # signed as read by ranges, the stored rows hold places, not texts
     total = sum(sizes)
     # A limit collected reads the first partitions only (an aggregate over it reads them all).
@@ -348,7 +355,7 @@ def read_documents_spark(
     max_doc_bytes = check_max_doc_bytes(max_doc_bytes)
     names = (id_field, text_field, time_field)
     checked_parts, record_parts, units = [], [], {}
-    ranged = [_by_ranges(str(path), input_format) for path in paths]
+    ranged = [_by_ranges(spark, str(path), input_format) for path in paths]
     # Signed as they are read, rows read by ranges need not keep their texts: their places do.
     placed = sign is not None and all(ranged)
     for index, path in enumerate(map(str, paths)):
@@ -407,11 +414,11 @@ def read_documents_spark(
     return docs, stats, records
 
 
-def _by_ranges(path: str, input_format: str | None) -> bool:
+def _by_ranges(spark: SparkSession, path: str, input_format: str | None) -> bool:
     """Whether the input ``path`` of documents is read by byte ranges
     (:mod:`~neardup.engines.spark.byte_ranges`): an uncompressed JSON Lines file on a local
     path."""
-    if not _plain_local_file(path):
+    if not _plain_local_file(spark, path):
         return False
     try:
         fmt = _document_format(path, input_format)
@@ -420,10 +427,13 @@ def _by_ranges(path: str, input_format: str | None) -> bool:
     return fmt == "jsonl"
 
 
-def _plain_local_file(path: str) -> bool:
+def _plain_local_file(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` names one uncompressed file on a local path, which the tasks can read
     by byte ranges (:func:`~neardup.engines.spark.byte_ranges.reads_by_ranges`, which leaves
-    out globs and directories)."""
+    out globs and directories). Never through Spark Connect: a path is then the server's, and
+    a file of the client's may not be there."""
+    if is_connect(spark):
+        return False
     return path != "-" and not _split_name(path)[1] and reads_by_ranges(path)
 
 
@@ -476,7 +486,7 @@ def read_fingerprints_spark(
             names=("id", "fingerprint", "timestamp"),
             fingerprint_format=fingerprint_format,
         )
-        if fmt.startswith("fp_") and _plain_local_file(path):
+        if fmt.startswith("fp_") and _plain_local_file(spark, path):
             # Read by byte ranges in the tasks: no pass of Spark's to number the lines.
             parts.append(ranged_rows(spark, path, index << POS_BITS, task, CHECKED_SCHEMA))
             continue

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from neardup.engines.spark.frames import unpersist
 from neardup.engines.spark.session import DataFrame
+
+if TYPE_CHECKING:
+    from neardup.io import ReadStats
+    from neardup.settings import Settings
 
 __all__ = ["SparkResult"]
 
@@ -44,6 +49,22 @@ class SparkResult:
         self.stats = stats if stats is not None else {}
         self.pairs_order = tuple(pairs_order)
         self._releases = [release] if release is not None else []
+
+    @classmethod
+    def of_read(
+        cls,
+        run: Callable[[DataFrame, Settings], SparkResult],
+        read: tuple[DataFrame, ReadStats],
+        settings: Settings,
+    ) -> SparkResult:
+        """``run`` (an engine's ``dedup_documents`` or ``dedup_fingerprints``) on the rows a
+        DataFrame entry point read; the result holds the rows (freed by its ``release``) and
+        the read counters (``stats["read"]``)."""
+        rows, stats = read
+        result = run(rows, settings)
+        result.stats["read"] = stats
+        result.hold([rows])
+        return result
 
     def hold(self, frames: Iterable[DataFrame]) -> None:
         """Also release ``frames`` (e.g. the input tables) in :meth:`release`."""

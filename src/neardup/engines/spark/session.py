@@ -32,11 +32,13 @@ except ImportError:  # pragma: no cover - exercised only without pyspark
 
 __all__ = [
     "CACHE_COMPRESSION_KEY",
+    "CONNECT_HINT",
     "HAVE_PYSPARK",
     "INSTALL_HINT",
     "KRYO_SERIALIZER",
     "LOCAL_DRIVER_GC",
     "PYTHON_DAEMON",
+    "is_connect",
     "local_driver_memory",
     "memory_hint",
     "require_pyspark",
@@ -44,6 +46,10 @@ __all__ = [
 ]
 
 INSTALL_HINT = "the Spark engine needs pyspark: pip install 'neardup[spark]'"
+CONNECT_HINT = (
+    "--spark-remote needs Spark Connect's client libraries (grpcio, grpcio-status, "
+    "googleapis-common-protos): pip install 'neardup[spark]'"
+)
 PYTHON_DAEMON = "neardup.engines.spark.daemon"
 """The Python worker daemon of the sessions :func:`spark_session` starts
 (``spark.python.daemon.module``): pyspark's daemon with the engine's task modules imported
@@ -106,12 +112,30 @@ def require_pyspark() -> None:
         raise ImportError(INSTALL_HINT)
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (a client of a server, without a JVM in
+    this process). O(1).
+
+    Example:
+        >>> is_connect(object())
+        False
+    """
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def spark_session(
     master: str | None = None,
     app_name: str = "neardup",
     config: dict[str, str] | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
     """The active Spark session, or a new one on ``master`` (``local[*]``, ``spark://…``, ``yarn``).
+
+    With ``remote`` (``sc://host:port``, Spark Connect's address), a client session of that
+    Spark Connect server instead (its master is the server's; ``master`` must be None):
+    nothing starts in this process but the client, and ``config`` is handed to the server as
+    the session's settings. ``ImportError`` with the install command when Spark Connect's
+    client libraries are missing.
 
     ``master=None`` keeps the master of an existing session or of ``spark-submit`` and means
     ``local[*]`` otherwise. For local masters, Python workers run this interpreter (unless
@@ -143,6 +167,8 @@ def spark_session(
     """
     require_pyspark()
     warnings.filterwarnings("ignore", message=_PANDAS_WARNING)
+    if remote is not None:
+        return _connect_session(remote, master, app_name, config)
     launched_by_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     if master is None and not launched_by_submit and SparkSession.getActiveSession() is None:
         master = "local[*]"
@@ -177,6 +203,33 @@ def spark_session(
         spark = builder.getOrCreate()
     _quiet_loggers(spark)
     return spark
+
+
+def _connect_session(
+    remote: str, master: str | None, app_name: str, config: dict[str, str] | None
+) -> SparkSession:
+    """A Spark Connect client session of the server at ``remote`` (see :func:`spark_session`)."""
+    if master is not None:
+        raise ValueError(
+            f"a Spark Connect session runs on its server's master: give a master or a server "
+            f"(--spark-master or --spark-remote), not both; got master={master!r}, "
+            f"remote={remote!r}"
+        )
+    if not remote.startswith("sc://"):
+        raise ValueError(f"a Spark Connect address starts with sc://; got {remote!r}")
+    try:  # what pyspark's client needs beyond pyspark (its "connect" extra)
+        import google.rpc.status_pb2  # noqa: F401
+        import grpc  # noqa: F401
+        import grpc_status  # noqa: F401
+    except ImportError as missing:
+        raise ImportError(f"{CONNECT_HINT} ({missing})") from missing
+    # The client's own notice of what the classic driver logs at WARN (and the session quiets,
+    # :data:`_QUIET_LOGGERS`): the window numbering the inputs' splits, which are few.
+    warnings.filterwarnings("ignore", message="WARN WindowExpression: No Partition Defined")
+    builder = SparkSession.builder.remote(remote).appName(app_name)
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def _prepare() -> None:

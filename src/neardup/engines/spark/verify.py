@@ -238,7 +238,7 @@ class PairBounds:
         elif documents <= BROADCAST_COARSE:
             coarse = sketches.mapInArrow(coarse_task, "pos long, size long, sketch binary")
             self.shared = frames.share(_sketch_arrays(coarse.toArrow()))
-            self.exact = False
+            self.exact = self.shared is None  # not shared (Spark Connect): the joins decide
 
     def __call__(self, pairs: DataFrame) -> DataFrame:
         """The rows ``a, b`` of ``pairs`` the bounds leave. Cost: one pass over the pairs
@@ -363,9 +363,11 @@ def relate(
         # Data of places goes to the pairs' tasks as places (24 bytes a document), and each
         # task reads back and shingles the texts of the ends it holds.
         placed = holds_places(data)
-        data = data.select("pos", *(PLACES if placed else cols))
+        chosen = data.select("pos", *(PLACES if placed else cols))
         refetch = frames.refetch if placed else None
-        return relate_colocated(frames, data, pairs, keep, settings, refetch)
+        related_here = relate_colocated(frames, chosen, pairs, keep, settings, refetch)
+        if related_here is not None:
+            return related_here
     if holds_places(data):  # the sets of the pairs' ends alone, made once for both joins
         ends = _ends(pairs).distinct()
         data = frames.keep(compared_sets(frames, data.join(ends, ["pos"], "left_semi"), settings))
