@@ -110,40 +110,51 @@ def test_connect_client_stderr_is_the_summary_alone(connect_runs):
         assert noise not in stderr, noise
 
 
-SHIPPED_NONE = """
+SHIPPED_AT_MOST = """
+import json
 import sys
 import neardup.engines.spark.frames as frames
 from neardup.engines.spark import run_dedup, spark_session
 from neardup.settings import Settings
 
-frames.SHIPPED_BYTES = 0  # nothing rides in the tasks: every table is joined instead
-share, refused = frames.Storage.share, []
+frames.SHIPPED_BYTES = int(sys.argv[6])  # what rides in the tasks; the rest is joined
+share, told = frames.Storage.share, {"shipped": 0, "refused": 0}
 
 
 def counted(storage, value):
     shared = share(storage, value)
-    refused.extend([type(value).__name__] if shared is None else [])
+    told["refused" if shared is None else "shipped"] += 1
     return shared
 
 
 frames.Storage.share = counted
 spark = spark_session(remote=sys.argv[1])
 run_dedup(spark, sys.argv[2:4], sys.argv[4], Settings(), pairs_out=sys.argv[5], time_field="ts")
-print(len(refused))
+print(json.dumps(told))
 """
 
 
-def test_connect_joins_what_it_cannot_ship(spark_connect, corpus, connect_runs, tmp_path):
-    # With no value sent inside the tasks, the bounds and the verification take the joins a
-    # classic session takes past its broadcast limits: the same files all the same.
+@pytest.mark.parametrize("limit", [0, 12_000])
+def test_connect_joins_what_it_cannot_ship(spark_connect, corpus, connect_runs, tmp_path, limit):
+    # Values too large to send inside the tasks: with none sent, the bounds and the
+    # verification take the joins a classic session takes past its broadcast limits; with
+    # room for the coarse sketches alone (a few KB here), those bound the candidates and
+    # joins the pairs they leave. The same files all the same.
     inputs = [str(corpus / "docs.jsonl"), str(corpus / "chains.jsonl")]
     groups, pairs = tmp_path / "groups.tsv", tmp_path / "pairs.tsv"
-    command = [sys.executable, "-c", SHIPPED_NONE, spark_connect.url, *inputs, groups, pairs]
+    script = [SHIPPED_AT_MOST, spark_connect.url, *inputs, groups, pairs, limit]
     done = subprocess.run(
-        list(map(str, command)), env=spark_connect.env, capture_output=True, text=True
+        [sys.executable, "-c", *map(str, script)],
+        env=spark_connect.env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert int(done.stdout.split()[-1]) >= 2  # the bounds' table and the pairs' places
+    told = json.loads(done.stdout.splitlines()[-1])
+    if limit == 0:  # the sketches, the coarse ones, each verification's places: all joined
+        assert told["shipped"] == 0 and told["refused"] >= 3
+    else:  # the sketches alone refused
+        assert told["refused"] == 1 and told["shipped"] >= 2
     local = connect_runs["minhash"]["local"]
     assert groups.read_bytes() == (local / "groups.tsv").read_bytes()
     assert pairs.read_bytes() == (local / "pairs.tsv").read_bytes()

@@ -56,11 +56,12 @@ Measured on ``local[2]`` (8 GB heap, Kryo): 10M short documents 0.86x the run wi
 stored row (409.8 against 475.6 s), 1M English documents 1.09x (106.8 against 97.6 s); the
 threshold lies between, where the stored rows begin to crowd the heap."""
 
-SHIPPED_BYTES = 16 << 20
+SHIPPED_BYTES = 48 << 20
 """Largest value (pickled) that :meth:`Storage.share` sends inside a Spark Connect run's
 tasks: a Connect client has no broadcast, so the value travels in the plan of every query
-that reads it (the server takes messages of 128 MB by default). Beyond, ``share`` gives None
-and the caller joins the rows instead."""
+that reads it (the server takes messages of 128 MB by default, and a query may read two such
+values). Beyond, ``share`` gives None and the caller takes another way: coarser sketches, or
+joins of the rows."""
 
 ArrowTask = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A function ``mapInArrow`` runs on a partition's batches (see :mod:`neardup.engines.spark.tasks`)."""

@@ -235,10 +235,11 @@ class PairBounds:
         documents = frames.stats["documents"]
         if documents <= BROADCAST_SKETCHES:
             self.shared = frames.share(_sketch_arrays(sketches.toArrow()))
-        elif documents <= BROADCAST_COARSE:
+        # Through Spark Connect the sketches may not fit the tasks where the coarse ones do.
+        if self.shared is None and documents <= BROADCAST_COARSE:
             coarse = sketches.mapInArrow(coarse_task, "pos long, size long, sketch binary")
             self.shared = frames.share(_sketch_arrays(coarse.toArrow()))
-            self.exact = self.shared is None  # not shared (Spark Connect): the joins decide
+            self.exact = self.shared is None  # not shared either: the joins decide
 
     def __call__(self, pairs: DataFrame) -> DataFrame:
         """The rows ``a, b`` of ``pairs`` the bounds leave. Cost: one pass over the pairs
