@@ -287,3 +287,13 @@ def test_connect_dataframe_in_groups_out(spark_connect, corpus, tmp_path):
     expected = (tmp_path / "g.tsv").read_text().splitlines()[1:]
     assert done.stdout.splitlines() == expected
     assert sum(line.split("\t")[3] == "false" for line in expected) > 20
+
+
+def test_connect_missing_input_is_one_clear_error(spark_connect, tmp_path):
+    missing = tmp_path / "no-such.jsonl"
+    command = [sys.executable, "-m", "neardup", "dedup", str(missing), "-o", str(tmp_path / "g")]
+    command += ["--engine", "spark", "--spark-remote", spark_connect.url]
+    done = subprocess.run(command, env=spark_connect.env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert str(missing) in done.stderr
+    assert "Traceback" not in done.stderr

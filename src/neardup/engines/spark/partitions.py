@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from neardup.engines.spark.session import F, SparkSession, is_connect
+from neardup.engines.spark.session import AnalysisException, F, SparkSession, is_connect
 
 __all__ = [
     "ADAPTIVE",
@@ -152,7 +152,7 @@ def _listed_bytes(spark: SparkSession, paths: Sequence[str]) -> int:
         files = spark.read.format("binaryFile").option("recursiveFileLookup", "true")
         try:
             total += int(files.load(str(path)).agg(F.sum("length")).first()[0] or 0)
-        except Exception as error:  # noqa: BLE001
+        except AnalysisException as error:
             if "PATH_NOT_FOUND" not in str(error):
                 raise
     return total

@@ -193,10 +193,10 @@ def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
     """Spark's reader for one input; a path that does not exist is a ``FileNotFoundError``."""
     try:
         if fmt in ("jsonl", "plain"):
-            return spark.read.text(path)
+            return _analysed(spark.read.text(path))
         if fmt in ("csv", "tsv"):
             # RFC 4180 as Python's csv module reads it; empty fields stay empty strings.
-            return (
+            return _analysed(
                 spark.read.option("header", True)
                 .option("multiLine", True)
                 .option("escape", '"')
@@ -205,7 +205,7 @@ def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
                 .csv(path)
             )
         try:
-            return spark.read.parquet(path)
+            return _analysed(spark.read.parquet(path))
         except Exception as error:
             if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
                 raise
@@ -218,6 +218,15 @@ def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
         if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
             raise FileNotFoundError(f"input not found: {path}") from None
         raise
+
+
+def _analysed(frame: DataFrame) -> DataFrame:
+    """``frame``, its plan analysed now (its files listed) as a classic session's reader does
+    at once: through Spark Connect a reader is a plan sent with the first query, which would
+    meet a missing path only there."""
+    if is_connect(frame.sparkSession):
+        _ = frame.schema
+    return frame
 
 
 _NULL_SENTINEL = "\u0000neardup-no-null\u0000"

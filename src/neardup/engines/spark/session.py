@@ -21,6 +21,7 @@ from neardup.engines.spark.class_archive import archive_options, spark_conf_dir
 
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     from pyspark import Broadcast, StorageLevel
+    from pyspark.errors import AnalysisException
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
@@ -28,6 +29,7 @@ try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     HAVE_PYSPARK = True
 except ImportError:  # pragma: no cover - exercised only without pyspark
     Broadcast = Column = DataFrame = SparkSession = F = Window = StorageLevel = None  # type: ignore[assignment,misc]
+    AnalysisException = Exception  # type: ignore[assignment,misc]
     HAVE_PYSPARK = False
 
 __all__ = [
