@@ -52,6 +52,7 @@ class RunMonitor:
         self._thread: threading.Thread | None = None
         self._shown: tuple | None = None
         self._done_shown = 0
+        self._tagged: str | None = None  # the Spark Connect session's tag of this run now
 
     def _jobs_so_far(self) -> int | None:
         """Spark jobs submitted in the session so far (None when the driver's scheduler is not
@@ -72,14 +73,14 @@ class RunMonitor:
         if stage is not None and stage not in self.stages:
             self.stages.append(stage)
         if self.connect:
-            if self._label is not None:
-                self.spark.removeTag(GROUP_PREFIX + self._label)
-            if stage is not None:
-                self.spark.addTag(GROUP_PREFIX + stage)
-            self._label = stage
-            return
-        group = self._caller_group if stage is None else GROUP_PREFIX + stage
-        self.sc.setLocalProperty("spark.jobGroup.id", group)
+            if self._tagged is not None:
+                self.spark.removeTag(self._tagged)
+            self._tagged = None if stage is None else GROUP_PREFIX + stage
+            if self._tagged is not None:
+                self.spark.addTag(self._tagged)
+        else:
+            group = self._caller_group if stage is None else GROUP_PREFIX + stage
+            self.sc.setLocalProperty("spark.jobGroup.id", group)
         self._label = stage if stage is not None else self._label
 
     def __enter__(self) -> RunMonitor:
