@@ -133,10 +133,10 @@ def warm_kernels(group: click.Command, echo=click.echo) -> compiling.CompileNoti
 
 def compile_modules(package: Path | None = None) -> int:
     """Write the bytecode of every module of ``package`` (a folder; default: neardup's own)
-    whose ``__pycache__`` holds none that Python would load for its source. Python writes it at a module's first
-    import, except where ``PYTHONDONTWRITEBYTECODE`` is set (as in many containers) or the
-    folder is not writable: there every process compiled the modules it imported, about 0.3 s
-    of each command's start here. Returns how many were written; a module whose bytecode
+    whose ``__pycache__`` holds none that Python would load for its source. Python writes it
+    at a module's first import, except where ``PYTHONDONTWRITEBYTECODE`` is set (as in many
+    containers) or the folder is not writable: there every process compiled the modules it
+    imported, about 0.3 s of each command's start here. Returns how many were written; a module whose bytecode
     cannot be written is skipped. O(modules).
 
     Example:
