@@ -97,6 +97,10 @@ _QUIET_LOGGERS = (
     "org.apache.hadoop.util.NativeCodeLoader",  # no native Hadoop library: Java classes are used
     "org.apache.spark.sql.execution.window.WindowExec",  # the window over the (small) input splits
     "org.apache.spark.rdd.MapPartitionsRDD",  # "locally checkpointed": freed on purpose
+    # "Not enough space to cache ... in memory!", "Persisting block ... to disk instead": a
+    # stored table larger than the storage memory goes to disk, as its storage level says.
+    "org.apache.spark.storage.memory.MemoryStore",
+    "org.apache.spark.storage.BlockManager",
 )
 """Loggers set to ERROR in every session :func:`spark_session` returns, unless configured."""
 
