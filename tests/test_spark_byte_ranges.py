@@ -3,6 +3,7 @@ the ranges' lines against a plain split of the file, and the rows read against S
 source (the path the ranges replace) and the local reader."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 
+from neardup.engines.spark import byte_ranges  # noqa: E402
 from neardup.engines.spark import read as spark_read  # noqa: E402
 from neardup.engines.spark.byte_ranges import (  # noqa: E402
     LineBlock,
@@ -167,7 +169,10 @@ def test_ranges_read_the_rows_sparks_text_source_reads(spark, monkeypatch, tmp_p
     # Small splits: many ranges, most starting inside a line.
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(37_000))
     try:
-        for sign in (None, Settings()):
+        # The ranges' lines counted by a Spark job (as under a cluster's master), then by the
+        # driver's threads (as under a local master): the same positions and lines.
+        for sign, counts_here in ((None, False), (Settings(), True)):
+            monkeypatch.setattr(byte_ranges, "_counts_here", lambda spark, here=counts_here: here)
             ranged, text_source = _read_both(
                 spark, monkeypatch, [first, second], time_field="ts", sign=sign
             )
@@ -286,3 +291,10 @@ def test_ranged_runs_verify_from_the_texts_read_back(
         assert not seen["colocated"]
     if options or not colocated:
         assert True in seen["sets"]  # sets made from places for the joins
+
+
+def test_the_driver_counts_the_lines_under_a_local_master_only(spark):
+    assert byte_ranges._counts_here(spark)  # the tests' session: local[2]
+    for master, here in (("local[*]", True), ("spark://127.0.0.1:7077", False), ("yarn", False)):
+        session = SimpleNamespace(sparkContext=SimpleNamespace(master=master))
+        assert byte_ranges._counts_here(session) == here, master
