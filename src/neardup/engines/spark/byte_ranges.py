@@ -299,11 +299,11 @@ def _counted(
     batches: Iterable[pa.RecordBatch], path: str, cuts: list[int]
 ) -> Iterator[pa.RecordBatch]:
     """Task: :func:`_range_counts` of each range number ``k`` in ``id``."""
-    names = ("k", "first", "end", "lines")
     for batch in batches:
         rows = [_range_counts(path, cuts, k) for k in batch.column("id").to_pylist()]
-        columns = list(zip(*rows)) or [()] * len(names)
-        yield record_batch({n: pa.array(values, pa.int64()) for n, values in zip(names, columns)})
+        if rows:
+            columns = zip(("k", "first", "end", "lines"), zip(*rows))
+            yield record_batch({name: pa.array(values, pa.int64()) for name, values in columns})
 
 
 def _counts_here(spark: SparkSession) -> bool:
