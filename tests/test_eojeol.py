@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.eojeol import eojeol_pairs, kept_eojeol
+from neardup.eojeol import eojeol_floor, eojeol_pairs, kept_eojeol
 from neardup.index.lcs_bound import lcs_upper_bounds, unit_sketches
 from neardup.lcs import count_sketches, lcs_pairs, lcs_pairs_one_to_many, possible_pairs
 from neardup.text import normalize
@@ -204,6 +204,18 @@ def long_edited(draw):
 @given(long_edited(), st.integers(0, 16))
 def test_kept_eojeol_of_longer_edited_texts(pair, need):
     _check_kept_eojeol(*pair, need)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 3) | st.integers(60, 70), min_size=1, max_size=40),
+    st.floats(0.0, 1.0),
+)
+def test_eojeol_floor_is_the_characters_of_the_shortest_words(lengths, threshold):
+    # Words of 64 characters and more are counted apart from the shorter ones.
+    o, c = lcs_units([" ".join("가" * length for length in lengths)], "auto")
+    need = int(np.ceil(threshold * len(lengths) - 1e-9)) if threshold > 0 else 0
+    assert eojeol_floor(c[o[0] : o[1]], threshold) == sum(sorted(lengths)[:need])
 
 
 BASE = "이 패키지는 데비안 시스템에서 오디오 파일을 쉽게 변환하는 도구를 제공합니다"
