@@ -181,6 +181,21 @@ def test_units_of_any_spacing_follow_the_documented_rule_to_the_buffer_end(texts
     assert counts == [len(reference_units(t, "auto")) for t in texts]
 
 
+def test_korean_word_ends_on_every_side_of_the_decoding_edges():
+    """A Korean word's last character marked wherever its bytes fall: across the edge of the
+    kernel's decoding blocks (1,024 bytes), and across the start of a text's last four bytes,
+    which are decoded one character at a time."""
+    texts = [
+        "a" * shift + "가" * count + " 나" + tail
+        for shift in range(3)
+        for count in (0, 1, 2, *range(338, 345))
+        for tail in ("", "다", " 다", "다 라", "다라 마", " a", " ab", "다 a", "다 ab")
+    ]
+    o, c = lcs_units(texts, "auto")
+    for d, text in enumerate(texts):
+        assert c[o[d] : o[d + 1]].tolist() == reference_units(text, "auto"), text
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
