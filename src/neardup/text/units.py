@@ -124,6 +124,7 @@ def _characters_into(codes, o, canon, lo, hi, tag, ends, decoded, kept):
     instead, by the byte after the character, a load at an index computed from the byte, the
     decoding did not vectorise: Korean text went at half the speed.) O(hi - lo).
     """
+    written_from = o
     while hi > lo and canon[hi - _ONE] == 32:
         hi -= _ONE
     # The last character goes through the scalar loop at the end: an unkept byte's write at
@@ -142,14 +143,15 @@ def _characters_into(codes, o, canon, lo, hi, tag, ends, decoded, kept):
         for j in range(stop - start):
             codes[o] = decoded[j]
             o += np.uint64(kept[j] & 1)
-            # The character that byte j ends is the last one written (o - 1; none yet at 0,
-            # where no byte ends one).
-            codes[o - np.uint64(o > 0)] |= ends & (np.uint64(0) - np.uint64(kept[j] >> 1))
+            # The character that byte j ends is the last one written (o - 1; none yet at the
+            # text's first, where no byte of valid UTF-8 ends one, and the slot is rewritten).
+            ended = np.uint64(0) - np.uint64(kept[j] >> 1)
+            codes[o - np.uint64(o > written_from)] |= ends & ended
         start = stop
     i = start
     while i < hi and (canon[i] & 0xC0) == 0x80:
         i += _ONE
-    if i > start and i < hi and canon[i] == 32:  # a character that the blocks began
+    if i > start and i < hi and canon[i] == 32 and o > written_from:  # begun in a block
         codes[o - _ONE] |= ends
     while i < hi:
         cp, length = utf8_code_point(canon, np.int64(i))
