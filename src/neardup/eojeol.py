@@ -287,34 +287,30 @@ def eojeol_floor(units, threshold):
     """The characters of the ``ceil(threshold · W)`` shortest of the W eojeol of a Korean
     text's units: keeping that many of its words keeps at least that many of its characters,
     so a text that shares fewer characters with it cannot reach ``threshold`` against it.
-    O(W) (a count of the words of each length, where a sort of the lengths took a sixth of a
-    Korean near-duplicate's time), plus a sort of the words of :data:`_SHORT_WORDS`
-    characters or more when they are needed."""
-    left = _needed_words(_word_count(units), threshold)
-    counts = np.zeros(_SHORT_WORDS + 1, np.int64)  # the last: the longer words
+    O(W) in one pass (a count of the words of each length, where a sort of the lengths took a
+    sixth of a Korean near-duplicate's time), plus a sort of the words of
+    :data:`_SHORT_WORDS` characters or more when they are needed."""
+    counts = np.zeros(_SHORT_WORDS, np.int64)
+    longer = np.empty(units.shape[0] // _SHORT_WORDS + 1, np.int64)
+    k = 0
     run = 0
     for i in range(units.shape[0]):
         run += 1
         if _ends(units[i]):
-            counts[min(run, _SHORT_WORDS)] += 1
+            if run < _SHORT_WORDS:
+                counts[run] += 1
+            else:
+                longer[k] = run
+                k += 1
             run = 0
+    left = _needed_words(counts.sum() + k, threshold)
     floor = 0
     for length in range(1, _SHORT_WORDS):
         taken = min(left, counts[length])
         floor += taken * length
         left -= taken
     if left > 0:
-        longer = np.empty(counts[_SHORT_WORDS], np.int64)
-        k = 0
-        run = 0
-        for i in range(units.shape[0]):
-            run += 1
-            if _ends(units[i]):
-                if run >= _SHORT_WORDS:
-                    longer[k] = run
-                    k += 1
-                run = 0
-        longer.sort()
+        longer = np.sort(longer[:k])
         floor += longer[:left].sum()
     return floor
 
