@@ -25,6 +25,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from synth_helpers import chain_corpus
 
+import neardup
 import neardup.engines.spark as spark_engine
 import neardup.engines.spark.frames as spark_frames
 import neardup.engines.spark.job as spark_job
@@ -220,6 +221,38 @@ def test_same_groups_and_pairs_as_local(
     passed = pd.read_csv(tmp_path / "pairs_spark.tsv", sep="\t")["passed"]
     assert list(passed) == groups.pair_passed.tolist()
     assert passed.all() == (grouping == "center" or pairs == "all")
+
+
+@pytest.mark.parametrize("broadcast", [True, False])
+def test_every_pair_expanded_to_copies_and_shared_fingerprints_as_local(
+    spark, tmp_path, monkeypatch, broadcast
+):
+    # PAIRS "all" expands each accepted pair to the copies of its ends, and SimHash's pairs of
+    # fingerprints to the representatives sharing each one: cyclic texts of other lengths
+    # have one word 3-gram set, so one fingerprint, and different contents; each has copies
+    # (case changed) and a one-word edit. Both ways of the expansion: the rows of the
+    # copies broadcast, or joined as past BROADCAST_ROWS.
+    if not broadcast:
+        monkeypatch.setattr(spark_frames, "BROADCAST_ROWS", 0)
+    rng = np.random.default_rng(5)
+    docs = []
+    for family in range(12):
+        words = [VOCAB[k] for k in rng.integers(0, len(VOCAB), size=3)]
+        for length in (20, 23, 26):
+            text = " ".join(words[i % 3] for i in range(length))
+            docs += [(text, 0), (text.upper(), 1), (text.upper() + " !", 2)]
+        edited = (words * 9)[:26]
+        edited[5] = VOCAB[family]
+        docs.append((" ".join(edited), 3))
+    docs = [(f"d{i}", text, ts) for i, (text, ts) in enumerate(docs)]
+    settings = Settings(method="simhash", pairs="all", shingle="word:3", threshold=0.6)
+    fingerprints = neardup.fingerprint([d[1] for d in docs], method="simhash", shingle="word:3")
+    assert np.unique(fingerprints).size == 12 * 2  # a fingerprint a family, and its edit's
+    groups = local_files(docs, settings, tmp_path)
+    assert groups.stats["exact_duplicates"] == 12 * 3 * 2 and groups.stats["pairs"] > 12 * 9
+    result = spark_dedup(spark, docs, settings, 3)
+    spark_files(result, settings, tmp_path)
+    same_bytes(tmp_path)
 
 
 @pytest.fixture(params=["broadcast", "coarse", "joined"])

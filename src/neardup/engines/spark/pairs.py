@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neardup.engines.spark import frames as spark_frames
 from neardup.engines.spark.candidates import band_rows
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
@@ -70,29 +71,28 @@ def all_pairs(
     the pairs of representatives the relation accepts, expanded to their exact duplicates
     (``docrep``: ``pos, rep``). SimHash reads the fingerprint pairs and nodes of
     :func:`~neardup.engines.spark.candidates.simhash_candidates`; MinHash pairs every two
-    members of an LSH bucket. Cost: output-sized.
+    members of an LSH bucket. Only the rows that are not their own head (a copy and its
+    representative; a representative and its fingerprint's node) take part in the
+    expansions, broadcast when they fit: a document alone with its content, or a
+    representative alone with its fingerprint, costs no join. Cost: output-sized, plus the
+    pairs' passes over those rows.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         pairs = all_pairs(frames, data, docrep, reps, fp_pairs, fp_rep, settings)
     """
     s = settings
+    n_reps = frames.stats["documents"] - frames.stats["exact_duplicates"]
     if s.method == "simhash":
-        # representatives with equal fingerprints, and the reps of fingerprint pairs
-        same = (
-            fp_rep.alias("x")
-            .join(fp_rep.alias("y"), "node")
-            .where("x.pos < y.pos")
-            .select(F.col("x.pos").alias("a"), F.col("y.pos").alias("b"), F.lit(0).alias("dist"))
+        # Representatives with equal fingerprints, and the representatives of fingerprint
+        # pairs: only those that are not their fingerprint's node add rows.
+        starred = fp_rep.where("node != pos").select(F.col("node").alias("head"), "pos")
+        n_starred = n_reps - int(frames.totals(fp_rep)[0] or 0)
+        rep_pairs = frames.keep(
+            _within_heads(starred, 0, "dist").unionByName(
+                _across_heads(fp_pairs.select("a", "b", "dist"), starred, n_starred)
+            )
         )
-        ra = fp_rep.select(F.col("node").alias("a"), F.col("pos").alias("ra"))
-        rb = fp_rep.select(F.col("node").alias("b"), F.col("pos").alias("rb"))
-        cross = (
-            fp_pairs.join(ra, ["a"])
-            .join(rb, ["b"])
-            .select(F.least("ra", "rb").alias("a"), F.greatest("ra", "rb").alias("b"), "dist")
-        )
-        rep_pairs = frames.keep(same.unionByName(cross))
         if s.verify is not None:
             accepted = relate(frames, data, rep_pairs.select("a", "b"), ["a", "b"], s)
             accepted = accepted.where("ok").select("a", "b", "value")
@@ -110,23 +110,45 @@ def all_pairs(
         accepted = accepted.where("ok").select("a", "b", "value")
     accepted = frames.keep(accepted)
     same_value = 0 if s.method == "simhash" else 1.0
-    members = docrep.select("pos", "rep")
-    within = (
-        members.alias("x")
-        .join(members.alias("y"), "rep")
-        .where("x.pos < y.pos")
-        .select(
-            F.col("x.pos").alias("pos_a"),
-            F.col("y.pos").alias("pos_b"),
-            F.lit(same_value).cast("int" if s.method == "simhash" else "double").alias("value"),
-        )
+    copies = docrep.where("rep != pos").select(F.col("rep").alias("head"), "pos")
+    within = _within_heads(copies, same_value, "value")
+    across = _across_heads(accepted, copies, frames.stats["exact_duplicates"])
+    pairs = within.unionByName(across).select(
+        F.col("a").alias("pos_a"), F.col("b").alias("pos_b"), "value"
     )
-    ma = members.select(F.col("rep").alias("a"), F.col("pos").alias("pa"))
-    mb = members.select(F.col("rep").alias("b"), F.col("pos").alias("pb"))
-    across = (
-        accepted.join(ma, ["a"])
-        .join(mb, ["b"])
-        .select(F.least("pa", "pb").alias("pos_a"), F.greatest("pa", "pb").alias("pos_b"), "value")
-    )
+    # A union's partitions add up (360 at 40 shuffle partitions), each a task for every reader
+    # of the stored pairs: merged back to the run's count, without a shuffle.
+    pairs = pairs.coalesce(frames.P)
     # Every pair written here was accepted by the relation.
-    return within.unionByName(across).withColumn("passed", F.lit(True))
+    return pairs.withColumn("passed", F.lit(True))
+
+
+def _within_heads(others: DataFrame, value: float, name: str) -> DataFrame:
+    """``a < b`` and ``name`` = ``value`` for every two members of the same head, from the
+    rows ``others`` (``head, pos``) of the members that are not their head: a head with no
+    such row has no pair. Cost: a self-join of ``others`` and their heads."""
+    heads = others.select("head", F.col("head").alias("pos")).distinct()
+    members = others.unionByName(heads)
+    return (
+        members.alias("x")
+        .join(members.alias("y"), "head")
+        .where("x.pos < y.pos")
+        .select(F.col("x.pos").alias("a"), F.col("y.pos").alias("b"), F.lit(value).alias(name))
+    )
+
+
+def _across_heads(pairs: DataFrame, others: DataFrame, n_others: int) -> DataFrame:
+    """``pairs`` (``a, b``, values) of heads, each expanded to every pair of their members
+    (``a < b``): the head itself and its rows of ``others`` (``head, pos``), broadcast when
+    there are at most :data:`~neardup.engines.spark.frames.BROADCAST_ROWS` of them (``n_others``).
+    Cost: a join of the pairs with ``others`` at each end; a head with no row of ``others``
+    keeps its pairs as they are."""
+    if n_others:
+        fits = n_others <= spark_frames.BROADCAST_ROWS
+        extra = F.broadcast(others) if fits else others
+        for end in ("a", "b"):
+            member = extra.select(F.col("head").alias(end), F.col("pos").alias("_member"))
+            moved = pairs.join(member, [end]).drop(end).withColumnRenamed("_member", end)
+            pairs = pairs.unionByName(moved)
+    values = [c for c in pairs.columns if c not in ("a", "b")]
+    return pairs.select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"), *values)
