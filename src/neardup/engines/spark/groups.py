@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from neardup.engines.spark import frames as spark_frames
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import center_task, components_task
@@ -34,8 +35,11 @@ def components(
     Up to ``local_max`` edges (``n_edges``, the number of ``edges`` rows ``a, b``), one task
     finds the components by the local engine's union-find
     (:func:`~neardup.engines.spark.tasks.components_task`): one shuffle of 16 bytes an edge
-    into a single partition. Beyond, the distributed rounds of :func:`_star_labels`. Both give
-    the smallest position of each component, whatever the partitioning.
+    into a single partition. In a run past the skew threshold (a smaller one keeps a plain
+    join, with no job for a broadcast), its labels are broadcast to the nodes while twice the
+    edges fit :data:`~neardup.engines.spark.frames.BROADCAST_ROWS`: the nodes are not
+    shuffled. Beyond, the distributed rounds of :func:`_star_labels`. Both give the smallest
+    position of each component, whatever the partitioning.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -50,6 +54,8 @@ def components(
             .repartition(1)
             .mapInArrow(components_task, "pos long, label long")
         )
+        if frames.skewed and 2 * n_edges <= spark_frames.BROADCAST_ROWS:  # a row an end at most
+            labels = F.broadcast(labels)  # the nodes labelled where they lie: no shuffle
         nodes = nodes.join(labels, ["pos"], "left")
     elif n_edges:
         labels, rounds = _star_labels(frames, edges)
@@ -200,10 +206,13 @@ def document_groups(
     ``largest_group`` and ``duplicates_removed``.
 
     A representative's row is its own, so only the copies look their representative's
-    original up; a document alone in its group is its own original, of size 1, so only the
-    documents of larger groups are counted and named by their original. Cost: a join of the
-    copies, an aggregation and a join of the members of larger groups, and GROUPS' joins by
-    position and by original.
+    original up: in a run past the skew threshold, while twice the copies fit a broadcast
+    (:data:`~neardup.engines.spark.frames.BROADCAST_ROWS` rows), in one pass over the
+    representatives, each joined with a table of its copies and itself; else by a join of the
+    copies with every representative. A document alone in its group is its own original, of
+    size 1, so only the documents of larger groups are counted and named by their original.
+    Cost: that pass or join, an aggregation and a join of the members of larger groups, and
+    GROUPS' joins by position and by original.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -211,11 +220,19 @@ def document_groups(
     """
     n = frames.stats["documents"]  # a bound on the rows of every table of documents below
     copies = docrep.where("rep != pos").select("pos", "rep")
-    own = rep_orig.select(F.col("rep").alias("pos"), "rep", "orig")
-    moved = frames.lookup(copies, rep_orig, ["rep"], right_rows=n).select("pos", "rep", "orig")
-    doc_orig = frames.keep(
-        own.unionByName(moved), totals=[F.sum((F.col("pos") != F.col("orig")).cast("long"))]
-    )
+    if frames.skewed and 2 * frames.stats["exact_duplicates"] <= spark_frames.BROADCAST_ROWS:
+        # One pass over the representatives, where they lie: each meets its copies, and
+        # itself when it has some, in a broadcast table; one with no copy keeps its own row.
+        heads = copies.select(F.col("rep").alias("pos"), "rep").distinct()
+        own_and_copies = F.broadcast(copies.unionByName(heads))
+        rows = rep_orig.join(own_and_copies, ["rep"], "left").select(
+            F.coalesce("pos", "rep").alias("pos"), "rep", "orig"
+        )
+    else:
+        own = rep_orig.select(F.col("rep").alias("pos"), "rep", "orig")
+        moved = frames.lookup(copies, rep_orig, ["rep"], right_rows=n)
+        rows = own.unionByName(moved.select("pos", "rep", "orig"))
+    doc_orig = frames.keep(rows, totals=[F.sum((F.col("pos") != F.col("orig")).cast("long"))])
     members = int(frames.totals(doc_orig)[0] or 0)  # documents that are not their original
     sizes = (
         doc_orig.where("pos != orig")
