@@ -231,7 +231,7 @@ def test_every_pair_expanded_to_copies_and_shared_fingerprints_as_local(
     # fingerprints to the representatives sharing each one: cyclic texts of other lengths
     # have one word 3-gram set, so one fingerprint, and different contents; each has copies
     # (case changed) and a one-word edit. Both ways of the expansion: the rows of the
-    # copies broadcast, or joined as past BROADCAST_ROWS.
+    # copies broadcast (a run past its skew threshold), or joined as past BROADCAST_ROWS.
     if not broadcast:
         monkeypatch.setattr(spark_frames, "BROADCAST_ROWS", 0)
     rng = np.random.default_rng(5)
@@ -250,7 +250,7 @@ def test_every_pair_expanded_to_copies_and_shared_fingerprints_as_local(
     assert np.unique(fingerprints).size == 12 * 2  # a fingerprint a family, and its edit's
     groups = local_files(docs, settings, tmp_path)
     assert groups.stats["exact_duplicates"] == 12 * 3 * 2 and groups.stats["pairs"] > 12 * 9
-    result = spark_dedup(spark, docs, settings, 3)
+    result = spark_dedup(spark, docs, settings, 3, skew_threshold=20)
     spark_files(result, settings, tmp_path)
     same_bytes(tmp_path)
 

@@ -355,6 +355,38 @@ class Frames(Storage):
         )
         return self.spark.createDataFrame(hot.collect(), hot.schema)
 
+    def broadcasts(self, rows: int) -> bool:
+        """Whether a table of at most ``rows`` rows is broadcast to the joins that read it, as
+        :meth:`lookup` broadcasts a right-hand side (the other side then joined where it
+        lies): in a run past the skew threshold, while ``rows`` is at most
+        :data:`BROADCAST_ROWS`. A smaller run keeps a plain join, with no job for a
+        broadcast. O(1)."""
+        return self.skewed and rows <= BROADCAST_ROWS
+
+    def broadcast_if_few(self, df: DataFrame, rows: int) -> DataFrame:
+        """``df``, of at most ``rows`` rows, marked to be broadcast when :meth:`broadcasts`
+        says so, else as it is. O(1).
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            nodes = nodes.join(frames.broadcast_if_few(labels, 2 * n_edges), ["pos"], "left")
+        """
+        return F.broadcast(df) if self.broadcasts(rows) else df
+
+    @staticmethod
+    def with_heads(others: DataFrame, key: str) -> DataFrame:
+        """``key, pos`` of every member of a group that has members other than its head:
+        ``others`` (``key, pos``: the members that are not their head, ``key`` the head's
+        position) and each of those heads' own row (``pos`` = ``key``). A head with no row
+        in ``others`` has none here. Cost: a distinct of the keys of ``others``.
+
+        Example (needs a Spark session, so not run as a doctest)::
+
+            members = Frames.with_heads(copies.select("rep", "pos"), "rep")
+        """
+        heads = others.select(key, F.col(key).alias("pos")).distinct()
+        return others.select(key, "pos").unionByName(heads)
+
     def lookup(
         self,
         left: DataFrame,

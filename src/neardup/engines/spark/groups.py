@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from neardup.engines.spark import frames as spark_frames
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import center_task, components_task
@@ -54,9 +53,8 @@ def components(
             .repartition(1)
             .mapInArrow(components_task, "pos long, label long")
         )
-        if frames.skewed and 2 * n_edges <= spark_frames.BROADCAST_ROWS:  # a row an end at most
-            labels = F.broadcast(labels)  # the nodes labelled where they lie: no shuffle
-        nodes = nodes.join(labels, ["pos"], "left")
+        # The nodes labelled where they lie, while the labels (a row an end at most) are few.
+        nodes = nodes.join(frames.broadcast_if_few(labels, 2 * n_edges), ["pos"], "left")
     elif n_edges:
         labels, rounds = _star_labels(frames, edges)
         nodes = nodes.join(labels, ["pos"], "left")
@@ -220,11 +218,10 @@ def document_groups(
     """
     n = frames.stats["documents"]  # a bound on the rows of every table of documents below
     copies = docrep.where("rep != pos").select("pos", "rep")
-    if frames.skewed and 2 * frames.stats["exact_duplicates"] <= spark_frames.BROADCAST_ROWS:
+    if frames.broadcasts(2 * frames.stats["exact_duplicates"]):
         # One pass over the representatives, where they lie: each meets its copies, and
         # itself when it has some, in a broadcast table; one with no copy keeps its own row.
-        heads = copies.select(F.col("rep").alias("pos"), "rep").distinct()
-        own_and_copies = F.broadcast(copies.unionByName(heads))
+        own_and_copies = F.broadcast(frames.with_heads(copies, "rep"))
         rows = rep_orig.join(own_and_copies, ["rep"], "left").select(
             F.coalesce("pos", "rep").alias("pos"), "rep", "orig"
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from neardup.engines.spark import frames as spark_frames
 from neardup.engines.spark.candidates import band_rows
 from neardup.engines.spark.frames import Frames
 from neardup.engines.spark.session import DataFrame, F
@@ -73,24 +72,24 @@ def all_pairs(
     :func:`~neardup.engines.spark.candidates.simhash_candidates`; MinHash pairs every two
     members of an LSH bucket. Only the rows that are not their own head (a copy and its
     representative; a representative and its fingerprint's node) take part in the
-    expansions, broadcast when they fit: a document alone with its content, or a
-    representative alone with its fingerprint, costs no join. Cost: output-sized, plus the
-    pairs' passes over those rows.
+    expansions, broadcast in a large run while they are few: a document alone with its
+    content, or a representative alone with its fingerprint, costs no join. Cost:
+    output-sized, plus the pairs' passes over those rows.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         pairs = all_pairs(frames, data, docrep, reps, fp_pairs, fp_rep, settings)
     """
     s = settings
-    n_reps = frames.stats["documents"] - frames.stats["exact_duplicates"]
     if s.method == "simhash":
         # Representatives with equal fingerprints, and the representatives of fingerprint
         # pairs: only those that are not their fingerprint's node add rows.
         starred = fp_rep.where("node != pos").select(F.col("node").alias("head"), "pos")
+        n_reps = frames.stats["documents"] - frames.stats["exact_duplicates"]
         n_starred = n_reps - int(frames.totals(fp_rep)[0] or 0)
         rep_pairs = frames.keep(
             _within_heads(starred, 0, "dist").unionByName(
-                _across_heads(fp_pairs.select("a", "b", "dist"), starred, n_starred)
+                _across_heads(frames, fp_pairs.select("a", "b", "dist"), starred, n_starred)
             )
         )
         if s.verify is not None:
@@ -112,7 +111,7 @@ def all_pairs(
     same_value = 0 if s.method == "simhash" else 1.0
     copies = docrep.where("rep != pos").select(F.col("rep").alias("head"), "pos")
     within = _within_heads(copies, same_value, "value")
-    across = _across_heads(accepted, copies, frames.stats["exact_duplicates"])
+    across = _across_heads(frames, accepted, copies, frames.stats["exact_duplicates"])
     pairs = within.unionByName(across).select(
         F.col("a").alias("pos_a"), F.col("b").alias("pos_b"), "value"
     )
@@ -127,8 +126,7 @@ def _within_heads(others: DataFrame, value: float, name: str) -> DataFrame:
     """``a < b`` and ``name`` = ``value`` for every two members of the same head, from the
     rows ``others`` (``head, pos``) of the members that are not their head: a head with no
     such row has no pair. Cost: a self-join of ``others`` and their heads."""
-    heads = others.select("head", F.col("head").alias("pos")).distinct()
-    members = others.unionByName(heads)
+    members = Frames.with_heads(others, "head")
     return (
         members.alias("x")
         .join(members.alias("y"), "head")
@@ -137,15 +135,14 @@ def _within_heads(others: DataFrame, value: float, name: str) -> DataFrame:
     )
 
 
-def _across_heads(pairs: DataFrame, others: DataFrame, n_others: int) -> DataFrame:
+def _across_heads(frames: Frames, pairs: DataFrame, others: DataFrame, n_others: int) -> DataFrame:
     """``pairs`` (``a, b``, values) of heads, each expanded to every pair of their members
-    (``a < b``): the head itself and its rows of ``others`` (``head, pos``), broadcast when
-    there are at most :data:`~neardup.engines.spark.frames.BROADCAST_ROWS` of them (``n_others``).
+    (``a < b``): the head itself and its rows of ``others`` (``head, pos``; ``n_others`` of
+    them, broadcast when :meth:`~neardup.engines.spark.frames.Frames.broadcasts` says so).
     Cost: a join of the pairs with ``others`` at each end; a head with no row of ``others``
     keeps its pairs as they are."""
     if n_others:
-        fits = n_others <= spark_frames.BROADCAST_ROWS
-        extra = F.broadcast(others) if fits else others
+        extra = frames.broadcast_if_few(others, n_others)
         for end in ("a", "b"):
             member = extra.select(F.col("head").alias(end), F.col("pos").alias("_member"))
             moved = pairs.join(member, [end]).drop(end).withColumnRenamed("_member", end)
