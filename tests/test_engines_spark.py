@@ -75,3 +75,53 @@ def test_dedup_and_pairs_write_what_the_local_engine_writes(spark, tmp_path):
         )
     assert runs["spark"] == runs["local"]
     assert runs["local"][0][1].count(b"\n") > 3
+
+
+def _fingerprint_rows(n: int, seed: int) -> str:
+    """``id, fingerprint, time`` lines: chains of fingerprints a bit or two apart (groups
+    joined through their members), repeated fingerprints (exact duplicates, some of a chain's
+    members), times out of input order, and lone fingerprints."""
+    rng = np.random.default_rng(seed)
+    fps: list[int] = []
+    while len(fps) < n:
+        base = int(rng.integers(0, 1 << 63))
+        for _ in range(int(rng.integers(1, 6))):  # a chain: each step flips two bits
+            fps.append(base)
+            base ^= (1 << int(rng.integers(0, 64))) | (1 << int(rng.integers(0, 64)))
+        for _ in range(int(rng.integers(0, 3))):  # copies of fingerprints seen before
+            fps.append(fps[int(rng.integers(0, len(fps)))])
+    times = rng.permutation(n)
+    return "".join(f"u{i}\t{fp:016x}\t{times[i]}\n" for i, fp in enumerate(fps[:n]))
+
+
+@pytest.mark.parametrize(
+    "skew_threshold, components_local_max, hamming_k",
+    [(100_000, 16_000_000, 3), (2, 16_000_000, 3), (2, 0, 3), (2, 16_000_000, 0)],
+    ids=["plain", "skewed", "star-rounds", "copies-only"],
+)
+def test_pairs_without_groups_counts_the_groups_as_local(
+    spark, tmp_path, skew_threshold, components_local_max, hamming_k
+):
+    # Without GROUPS to write, PAIRS "all" needs no group: the run only counts them, from the
+    # edges and the copies. The counts must be those of the local engine and of a run that
+    # writes GROUPS.
+    fps = tmp_path / "fps.tsv"
+    fps.write_text(_fingerprint_rows(400, seed=3))
+    settings = Settings(method="simhash", hamming_k=hamming_k, pairs="all")
+    counters = ("exact_duplicates", "pairs", "groups", "largest_group", "duplicates_removed")
+    spark_engine = SparkEngine(
+        spark, skew_threshold=skew_threshold, components_local_max=components_local_max
+    )
+    runs = {}
+    for name, engine, groups in [
+        ("local", LocalEngine(1), None),
+        ("spark", spark_engine, None),
+        ("spark with GROUPS", spark_engine, str(tmp_path / "groups.tsv")),
+    ]:
+        out = tmp_path / f"{name}.tsv"
+        run = engine.pairs(Corpus((str(fps),)), settings, Outputs(pairs=str(out), groups=groups))
+        runs[name] = (out.read_bytes(), [run.stats[c] for c in counters])
+    assert runs["spark"] == runs["local"] == runs["spark with GROUPS"]
+    exact, _, groups, largest, removed = runs["local"][1]
+    assert exact > 0 and groups + removed == 400
+    assert largest > 2 and removed > exact if hamming_k else largest > 1 and removed == exact

@@ -12,7 +12,7 @@ from candidates_helpers import ALL_ONES, boundary_bits, mask_of, popcount
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates.plan import TablePlan, first_shared_table, plan_tables
+from neardup.candidates.plan import TablePlan, first_agreeing_mask, plan_tables
 
 # --------------------------------------------------------------------------------------------
 # Plans
@@ -139,16 +139,14 @@ def test_table_plan_validation() -> None:
         st.tuples(st.integers(0, ALL_ONES), st.integers(0, ALL_ONES)), min_size=1, max_size=30
     ),
 )
-def test_first_shared_table_is_the_first_agreeing_prefix(
+def test_first_agreeing_mask_is_the_first_shared_prefix(
     k: int, pairs: list[tuple[int, int]]
 ) -> None:
     plan = plan_tables(1000, k)
-    a = np.array([p[0] for p in pairs], dtype=np.uint64)
-    b = np.array([p[1] for p in pairs], dtype=np.uint64)
-    got = first_shared_table(a, b, plan.masks)
-    for i, (x, y) in enumerate(pairs):
+    for x, y in pairs:
+        got = first_agreeing_mask(np.uint64(x ^ y), plan.masks)
         agree = [t for t, m in enumerate(plan.masks.tolist()) if (x ^ y) & m == 0]
-        assert got[i] == (agree[0] if agree else -1)
+        assert got == (agree[0] if agree else -1)
 
 
 @settings(max_examples=60, deadline=None)
@@ -162,5 +160,4 @@ def test_every_pair_within_k_has_a_first_table(k: int, x: int, flips: list[int])
     for bit in flips[:k]:
         y ^= 1 << bit
     plan = plan_tables(10**6, k)
-    got = first_shared_table(np.array([x], np.uint64), np.array([y], np.uint64), plan.masks)
-    assert 0 <= got[0] < plan.num_tables
+    assert 0 <= first_agreeing_mask(np.uint64(x ^ y), plan.masks) < plan.num_tables

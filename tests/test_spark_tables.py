@@ -12,6 +12,7 @@ from neardup.candidates.plan import plan_tables  # noqa: E402
 from neardup.engines.spark import runs  # noqa: E402
 from neardup.engines.spark.tables import (  # noqa: E402
     TABLE_ROW,
+    first_blocks,
     table_pairs_task,
     table_runs_task,
 )
@@ -76,32 +77,41 @@ def _fingerprints(kind: str, rng: np.random.Generator) -> np.ndarray:
 @pytest.mark.parametrize("kind", ["random", "hot prefix", "one cluster"])
 @pytest.mark.parametrize("hamming_k", [0, 1, 3, 5])
 @pytest.mark.parametrize("partitions", [1, 4, 11])
-def test_table_stage_finds_every_pair_within_k_once(monkeypatch, kind, hamming_k, partitions):
+@pytest.mark.parametrize("planned_for", [None, 10_000_000])
+def test_table_stage_finds_every_pair_within_k_once(
+    monkeypatch, kind, hamming_k, partitions, planned_for
+):
+    # planned_for: the plan of a run of that many fingerprints (groups of several tables, each
+    # of two blocks), else of these few.
     monkeypatch.setattr(runs, "RUN_ROWS", 7)  # many runs, split across batches and partitions
     rng = np.random.default_rng([hamming_k, partitions, len(kind)])
     fp = _fingerprints(kind, rng)
     rng.shuffle(fp)
     node = rng.permutation(10 * fp.shape[0])[: fp.shape[0]].astype(np.int64)
-    masks = plan_tables(fp.shape[0], hamming_k).masks
+    plan = plan_tables(planned_for or fp.shape[0], hamming_k)
     keys = np.arange(50, 50 + partitions, dtype=np.int32)
     cuts = [0, 40, 40, 200, fp.shape[0]]  # an empty batch among them
     batches = [
         pa.record_batch({"fp": fp[a:b].view(np.int64), "node": node[a:b]})
         for a, b in zip(cuts[:-1], cuts[1:])
     ]
-    out = list(table_runs_task(batches, masks, keys))
+    out = list(table_runs_task(batches, plan, keys))
     rows = np.concatenate([runs.run_rows(b, TABLE_ROW) for b in out])
-    # Each fingerprint once per table, and each (table, prefix) in one partition only.
-    assert rows.shape[0] == fp.shape[0] * masks.shape[0]
+    # Each fingerprint once per group of tables (their first block), and each (group, value
+    # of that block) in one partition only.
+    groups = first_blocks(plan)
+    assert rows.shape[0] == fp.shape[0] * groups.shape[0]
+    assert set(np.unique(rows["t"]).tolist()) == set(groups.tolist())
     found = []
     partition_of: dict[tuple[int, int], int] = {}
     for p, part in enumerate(_shuffled(out, keys, seed=partitions)):
         for row in (r for b in part for r in runs.run_rows(b, TABLE_ROW)):
-            key = (int(row["t"]), int(row["fp"] & masks[row["t"]]))
+            start, width = plan.blocks[row["t"]]
+            key = (int(row["t"]), (int(row["fp"]) >> start) & ((1 << width) - 1))
             assert partition_of.setdefault(key, p) == p
         found += [
             (min(r["a"], r["b"]), max(r["a"], r["b"]), r["dist"])
-            for batch in table_pairs_task(part, masks, hamming_k)
+            for batch in table_pairs_task(part, plan, hamming_k)
             for r in batch.to_pylist()
         ]
     expected = _brute_pairs(fp.tolist(), node.tolist(), hamming_k)
@@ -112,7 +122,7 @@ def test_table_stage_finds_every_pair_within_k_once(monkeypatch, kind, hamming_k
 
 
 def test_table_pairs_task_of_an_empty_partition_yields_nothing():
-    masks = plan_tables(10, 3).masks
-    assert list(table_pairs_task([], masks, 3)) == []
+    plan = plan_tables(10, 3)
+    assert list(table_pairs_task([], plan, 3)) == []
     empty = pa.record_batch({"dest": pa.array([], pa.int32()), "rows": pa.array([], pa.binary())})
-    assert list(table_pairs_task([empty], masks, 3)) == []
+    assert list(table_pairs_task([empty], plan, 3)) == []

@@ -12,8 +12,9 @@ is exact, not probabilistic.
 
 The first-table rule reports each pair once without a global de-duplication: table ``t`` owns
 a pair only if ``t`` is the *first* table on whose prefix mask the two fingerprints agree
-(`first_agreeing_mask` inside compiled kernels, `first_shared_table` over arrays). The batch
-search (:mod:`neardup.candidates.tables`), the Spark engine and the live index all apply it.
+(`first_agreeing_mask`, inside the compiled kernels). The batch search
+(:mod:`neardup.candidates.tables`), which the Spark engine's tasks run too, and the live index
+apply it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ __all__ = [
     "cheapest_plan",
     "estimated_cost",
     "first_agreeing_mask",
-    "first_shared_table",
     "permute_bits",
     "permute_bits_into",
     "plan_tables",
@@ -421,30 +421,3 @@ def first_agreeing_mask(diff, masks):
         if (diff & masks[u]) == 0:
             return u
     return -1
-
-
-@njit(cache=True)
-def _first_agreeing_masks(diffs, masks, out):
-    for i in range(diffs.shape[0]):
-        out[i] = first_agreeing_mask(diffs[i], masks)
-
-
-def first_shared_table(a: np.ndarray, b: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """For each pair, the first table whose prefix mask the two fingerprints agree on, or -1.
-
-    ``first[i] = min{t : (a[i] ^ b[i]) & masks[t] == 0}`` (`first_agreeing_mask`), ``int64``.
-    A pair found in table ``t`` is kept only if this is ``t``: every pair within the tables'
-    Hamming distance shares at least one prefix (pigeonhole), so it is kept exactly once, and
-    the decision needs nothing but the two values and the plan. O(pairs × tables).
-
-    Example:
-        >>> masks = np.array([0xFF00, 0x00FF], dtype=np.uint64)
-        >>> a = np.array([0x1234, 0x1234, 0x1234], dtype=np.uint64)
-        >>> b = np.array([0x1299, 0x9934, 0x9999], dtype=np.uint64)
-        >>> first_shared_table(a, b, masks).tolist()
-        [0, 1, -1]
-    """
-    diffs = np.ascontiguousarray(np.asarray(a, dtype=np.uint64) ^ np.asarray(b, dtype=np.uint64))
-    first = np.empty(diffs.shape[0], dtype=np.int64)
-    _first_agreeing_masks(diffs, np.ascontiguousarray(masks, dtype=np.uint64), first)
-    return first

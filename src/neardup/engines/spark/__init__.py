@@ -20,12 +20,12 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    costs its task linear work.
 3. **candidates** among representatives —
    SimHash: representatives with the same fingerprint are linked to the earliest of them; each
-   distinct fingerprint is emitted once per permutation table under the key
-   ``(table, prefix)``; after the shuffle by key, the values of a key group are compared with
-   :func:`~neardup.candidates.tables.distinct_hamming_pairs`, and a pair is kept only by the first
-   table whose prefix the two values share
-   (:func:`~neardup.candidates.plan.first_shared_table`, a pure function of the two values
-   and the plan), so it is reported exactly once.
+   distinct fingerprint is emitted once per group of permutation tables (the tables with the
+   same first block) under the key ``(group, value of that block)``; after the shuffle by
+   key, each task searches its values of each group with
+   :func:`~neardup.candidates.tables.distinct_hamming_pairs` over the group's tables of the
+   run's plan (``first_block``), which keeps a pair only in the first table whose prefix the
+   two values share, so it is reported exactly once.
    MinHash: each representative emits ``(band, band hash, timestamp, pos)`` for every band
    (without the timestamp when all documents have the same time), shuffled once by bucket;
    each reduce task finds its buckets by a hash table (no sort) and links every bucket as a
@@ -57,7 +57,9 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
    representatives are solved inside one task each (the same function), larger ones by
    distributed rounds (per round: the earliest unassigned member of every component becomes a
    center, the other unassigned members are tested against it). Duplicates take their
-   representative's group.
+   representative's group. A run whose GROUPS are not read (``neardup pairs`` without
+   ``--groups-out``, every pair) only counts its groups, from the components of the edges'
+   ends and the exact copies (:func:`neardup.engines.spark.groups.group_counts`).
 6. **pairs** — ``original``: original → member for every non-original; ``all``: every
    near-duplicate pair, expanded from representatives to their exact duplicates.
 

@@ -34,11 +34,11 @@ def simhash_candidates(
     fingerprints within ``hamming_k`` bits by the permutation tables. Returns the candidates,
     the fingerprint pairs (nodes ``a, b`` and ``dist``) and every representative's
     ``pos, fp, node``, which ``pairs="all"`` reads again. Cost: O(distinct fingerprints ×
-    tables) rows of 20 bytes shuffled once, packed in runs, and
+    groups of tables by first block) rows of 20 bytes shuffled once, packed in runs, and
     :func:`~neardup.candidates.tables.distinct_hamming_pairs` on each partition's rows of each
-    table (:mod:`neardup.engines.spark.tables`). ``distinct``: the representatives' fingerprints
-    are known to differ (they were the content keys of the exact duplicates), so each is its
-    own node, with no shuffle.
+    group, over the group's tables (:mod:`neardup.engines.spark.tables`). ``distinct``: the
+    representatives' fingerprints are known to differ (they were the content keys of the
+    exact duplicates), so each is its own node, with no shuffle.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -55,15 +55,14 @@ def simhash_candidates(
     heads = fp_rep.where("node = pos").select("fp", "node")
     n_distinct = int(frames.totals(fp_rep)[0] or 0)
     plan: TablePlan = plan_tables(max(n_distinct, 2), hamming_k)
-    masks = plan.masks
     # Packed in runs: Spark's work per row was most of this shuffle's cost (see the module
     # neardup.engines.spark.tables).
     keys = partition_keys(frames.P)
-    runs = heads.mapInArrow(partial(table_runs_task, masks=masks, keys=keys), RUNS_SCHEMA)
+    runs = heads.mapInArrow(partial(table_runs_task, plan=plan, keys=keys), RUNS_SCHEMA)
     frames.stats["tables"] = plan.num_tables
     fp_pairs = frames.keep(
         runs.repartition(frames.P, "dest").mapInArrow(
-            partial(table_pairs_task, masks=masks, hamming_k=hamming_k), TABLE_PAIRS_SCHEMA
+            partial(table_pairs_task, plan=plan, hamming_k=hamming_k), TABLE_PAIRS_SCHEMA
         )
     )
     return star.unionByName(fp_pairs.select("a", "b")), fp_pairs, fp_rep

@@ -11,7 +11,14 @@ from neardup.engines.spark.tasks import center_task, components_task
 from neardup.engines.spark.verify import compared_sets, data_columns, related
 from neardup.settings import Settings
 
-__all__ = ["DEFAULT_COMPONENTS_LOCAL_MAX", "center", "components", "document_groups"]
+__all__ = [
+    "DEFAULT_COMPONENTS_LOCAL_MAX",
+    "center",
+    "components",
+    "document_groups",
+    "edge_labels",
+    "group_counts",
+]
 
 DEFAULT_COMPONENTS_LOCAL_MAX = 16_000_000
 """Most verified edges whose connected components one task finds by union-find (about 64
@@ -31,20 +38,42 @@ def components(
 ) -> DataFrame:
     """(pos, ts, label) for every node: label = smallest pos of its connected component.
 
-    Up to ``local_max`` edges (``n_edges``, the number of ``edges`` rows ``a, b``), one task
-    finds the components by the local engine's union-find
-    (:func:`~neardup.engines.spark.tasks.components_task`): one shuffle of 16 bytes an edge
-    into a single partition. In a run past the skew threshold (a smaller one keeps a plain
-    join, with no job for a broadcast), its labels are broadcast to the nodes while twice the
-    edges fit :data:`~neardup.engines.spark.frames.BROADCAST_ROWS`: the nodes are not
-    shuffled. Beyond, the distributed rounds of :func:`_star_labels`. Both give the smallest
-    position of each component, whatever the partitioning.
+    The labels of the edges' ends (:func:`edge_labels`) joined to the nodes: in a run past the
+    skew threshold (a smaller one keeps a plain join, with no job for a broadcast), they are
+    broadcast to the nodes while twice the edges fit
+    :data:`~neardup.engines.spark.frames.BROADCAST_ROWS`: the nodes are not shuffled. A node
+    on no edge is its own label.
 
     Example (needs a Spark session, so not run as a doctest)::
 
         labels = components(frames, pairs.select("a", "b"), nodes.select("pos", "ts"), n)
     """
-    rounds = 0
+    labels = edge_labels(frames, edges, n_edges, local_max)
+    if labels is None:
+        nodes = nodes.withColumn("label", F.lit(None).cast("long"))
+    else:  # a row an end at most
+        nodes = nodes.join(frames.broadcast_if_few(labels, 2 * n_edges), ["pos"], "left")
+    return nodes.select("pos", "ts", F.coalesce("label", "pos").alias("label"))
+
+
+def edge_labels(
+    frames: Frames, edges: DataFrame, n_edges: int, local_max: int = DEFAULT_COMPONENTS_LOCAL_MAX
+) -> DataFrame | None:
+    """(pos, label) for every end of ``edges`` (``a, b``, ``n_edges`` rows), label = smallest
+    pos of its connected component; None when there are no edges. Sets the run's count
+    ``component_rounds``.
+
+    Up to ``local_max`` edges, one task finds the components by the local engine's union-find
+    (:func:`~neardup.engines.spark.tasks.components_task`): one shuffle of 16 bytes an edge
+    into a single partition, and no round. Beyond, the distributed rounds of
+    :func:`_star_labels`. Both give the smallest position of each component, whatever the
+    partitioning.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        labels = edge_labels(frames, pairs.select("a", "b"), n)
+    """
+    labels, rounds = None, 0
     if n_edges and n_edges <= local_max:
         # Exactly one partition, which adaptive execution does not change: every edge meets
         # the one union-find.
@@ -53,15 +82,57 @@ def components(
             .repartition(1)
             .mapInArrow(components_task, "pos long, label long")
         )
-        # The nodes labelled where they lie, while the labels (a row an end at most) are few.
-        nodes = nodes.join(frames.broadcast_if_few(labels, 2 * n_edges), ["pos"], "left")
     elif n_edges:
         labels, rounds = _star_labels(frames, edges)
-        nodes = nodes.join(labels, ["pos"], "left")
-    else:
-        nodes = nodes.withColumn("label", F.lit(None).cast("long"))
+        # The rounds leave each component's smallest node, its label, without a row.
+        roots = labels.select(F.col("label").alias("pos"), "label").distinct()
+        labels = labels.unionByName(roots)
     frames.stats["component_rounds"] = rounds
-    return nodes.select("pos", "ts", F.coalesce("label", "pos").alias("label"))
+    return labels
+
+
+def group_counts(
+    frames: Frames,
+    docrep: DataFrame,
+    edges: DataFrame,
+    n_edges: int,
+    local_max: int = DEFAULT_COMPONENTS_LOCAL_MAX,
+) -> None:
+    """Set the run's counts ``groups``, ``largest_group`` and ``duplicates_removed``, as
+    :func:`document_groups` sets them for the connected components of ``edges`` (``a, b``
+    among the representatives, ``n_edges`` rows) and the exact duplicates (``docrep``:
+    ``pos, rep``), without any table of every document: for a run that writes no GROUPS.
+
+    A group is a component of representatives with their copies; its size is the sum of
+    1 + copies over its representatives, and all but its original are removed. A
+    representative on no edge and with no copy is a group of one, which removes nothing.
+    Cost: the components of the edges (:func:`edge_labels`), a filter of ``docrep`` and
+    aggregations over the edges' ends and the copies.
+
+    Example (needs a Spark session, so not run as a doctest)::
+
+        group_counts(frames, docrep, edges, n_edges)
+    """
+    n = frames.stats["documents"]
+    copies = (
+        docrep.where("rep != pos")
+        .groupBy(F.col("rep").alias("pos"))
+        .agg(F.count(F.lit(1)).alias("copies"))
+    )
+    labels = edge_labels(frames, edges, n_edges, local_max)
+    if labels is None:  # every group is a representative and its copies
+        weighted = copies.select(F.col("pos").alias("label"), (F.col("copies") + 1).alias("weight"))
+    else:
+        weighted = labels.join(copies, ["pos"], "full").select(
+            F.coalesce("label", "pos").alias("label"),
+            (F.coalesce("copies", F.lit(0)) + 1).alias("weight"),
+        )
+    sizes = weighted.groupBy("label").agg(F.sum("weight").alias("size"))
+    members, largest = sizes.agg(F.sum(F.col("size") - 1), F.max("size")).first()
+    members = int(members or 0)
+    frames.stats["groups"] = n - members
+    frames.stats["largest_group"] = int(largest or min(n, 1))
+    frames.stats["duplicates_removed"] = members
 
 
 def _star_labels(frames: Frames, edges: DataFrame) -> tuple[DataFrame, int]:

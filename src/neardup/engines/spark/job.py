@@ -31,6 +31,7 @@ from neardup.engines.spark.groups import (
     center,
     components,
     document_groups,
+    group_counts,
 )
 from neardup.engines.spark.monitor import RunMonitor
 from neardup.engines.spark.pairs import all_pairs, original_pairs
@@ -291,7 +292,12 @@ class SparkEngine:
             monitor.tag("read")
             rows, stats = read_fingerprints_spark(self.spark, corpus.inputs, **corpus.reading)
             partitions = self._sized_by(stats.documents)
-            result = self._run(settings, lambda job: job.run_fingerprints(rows), monitor)
+            result = self._run(
+                settings,
+                lambda job: job.run_fingerprints(rows),
+                monitor,
+                groups=outputs.groups is not None,
+            )
             result.hold([rows])
             monitor.tag("write")
             try:
@@ -318,8 +324,9 @@ class SparkEngine:
         settings: Settings,
         stages: Callable[[_Job], SparkResult],
         monitor: RunMonitor | None = None,
+        groups: bool = True,
     ) -> SparkResult:
-        job = _Job(self, settings, monitor)
+        job = _Job(self, settings, monitor, groups)
         try:
             return stages(job)
         finally:
@@ -327,9 +334,17 @@ class SparkEngine:
 
 
 class _Job(Frames):
-    """One run: the stages as methods, sharing the settings, counters and tuning."""
+    """One run: the stages as methods, sharing the settings, counters and tuning. ``groups``:
+    whether its GROUPS are read (a run of ``pairs="all"`` that writes none only counts its
+    groups, and its result's ``groups`` is None)."""
 
-    def __init__(self, engine: SparkEngine, settings: Settings, monitor: RunMonitor | None = None):
+    def __init__(
+        self,
+        engine: SparkEngine,
+        settings: Settings,
+        monitor: RunMonitor | None = None,
+        groups: bool = True,
+    ):
         super().__init__(
             engine.spark,
             engine.checkpoint_mode,
@@ -338,6 +353,7 @@ class _Job(Frames):
         )
         self.engine = engine
         self.settings = settings
+        self.groups_read = groups
         self.monitor = monitor or RunMonitor(engine.spark)
         self.stats["seconds"] = {}
         self._clock = time.perf_counter()
@@ -579,10 +595,18 @@ class _Job(Frames):
         else those of ``edges``), then every document takes its representative's original
         (:func:`~neardup.engines.spark.groups.document_groups`). Returns every document's
         ``pos, rep, orig``, each group of two documents or more as ``orig, group_size,
-        original_id``, and GROUPS."""
+        original_id``, and GROUPS; all three None when only the counts are needed: a run
+        whose GROUPS are not read and whose PAIRS (``pairs="all"``) need no original
+        (:func:`~neardup.engines.spark.groups.group_counts`)."""
+        s = self.settings
+        unread = not self.groups_read and s.pairs == "all" and s.grouping == "components"
+        if unread and labels is None:
+            group_counts(self, docrep, edges, n_edges, self.engine.components_local_max)
+            self.lap("groups")
+            return None, None, None
         if labels is None:
             labels = self.components(edges, n_edges)
-        if self.settings.grouping == "center":
+        if s.grouping == "center":
             centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
             rep_orig = centers.select(F.col("pos").alias("rep"), F.col("center").alias("orig"))
         elif self.timed:  # each representative to its component's earliest member

@@ -21,7 +21,9 @@ class SparkResult:
 
     Attributes:
         groups: one row per document: ``pos, id, duplicate_id, original_id, is_original,
-            group_size`` (sort by ``pos`` for input order).
+            group_size`` (sort by ``pos`` for input order); None from a run told that its
+            GROUPS are not read (``SparkEngine.pairs`` with no GROUPS output and every pair),
+            which only counts them.
         pairs: ``pos_a, pos_b, id_a, id_b``, ``distance`` (SimHash, int) or ``similarity``
             (MinHash, float) and ``passed`` (whether the pair itself meets the run's rule, as
             the local engine's ``Groups.pair_passed``): original → member for
@@ -39,7 +41,7 @@ class SparkResult:
 
     def __init__(
         self,
-        groups: DataFrame,
+        groups: DataFrame | None,
         pairs: DataFrame,
         stats: dict | None = None,
         pairs_order: Sequence[str] = ("pos_b",),
