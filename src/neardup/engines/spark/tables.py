@@ -42,10 +42,6 @@ fingerprint, its node (the earliest representative holding it)."""
 TABLE_PAIRS_SCHEMA = "a long, b long, dist int"
 """What :func:`table_pairs_task` yields, as a Spark schema: two nodes and their distance."""
 
-_MAX_GROUP = 4096
-"""Largest run of one prefix that the search compares directly (larger ones recurse), as the
-local engine's search in parts."""
-
 
 def first_blocks(plan: TablePlan) -> np.ndarray:
     """The first blocks of the tables of ``plan``, ascending (int32): one group of tables
@@ -124,7 +120,7 @@ def table_pairs_task(
         if members.shape[0] < 2:
             continue
         ia, ib, dist = distinct_hamming_pairs(
-            rows["fp"][members], hamming_k, plan, _MAX_GROUP, first_block=first, ordered=False
+            rows["fp"][members], hamming_k, plan, first_block=first, ordered=False
         )
         if ia.shape[0]:
             node = rows["node"][members]
