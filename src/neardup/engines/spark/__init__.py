@@ -97,14 +97,9 @@ and ``write`` (outputs), and ``job`` (:class:`SparkEngine`, the run and the entr
 """
 
 from neardup.engines.base import EngineOptions, EngineUnavailable
+from neardup.engines.spark.dataframes import dedup_dataframe, pairs_dataframe
 from neardup.engines.spark.frames import DEFAULT_SKEW_THRESHOLD, unpersist
-from neardup.engines.spark.job import (
-    DEFAULT_CENTER_LOCAL_MAX,
-    SparkEngine,
-    dedup_dataframe,
-    pairs_dataframe,
-    run_dedup,
-)
+from neardup.engines.spark.job import DEFAULT_CENTER_LOCAL_MAX, SparkEngine, run_dedup
 from neardup.engines.spark.read import read_documents_spark, read_fingerprints_spark
 from neardup.engines.spark.result import SparkResult
 from neardup.engines.spark.session import (

@@ -425,22 +425,29 @@ class Frames(Storage):
         end_a: DataFrame,
         end_b: DataFrame,
         hot: DataFrame | None = None,
+        rows: tuple[int | None, int | None] = (None, None),
     ) -> DataFrame:
         """``pairs`` (``a, b, …``) joined with ``end_a`` on ``a``, then with ``end_b`` on ``b``
         (each at most one row per key): the two skew-safe joins of :meth:`lookup`, whose hot
-        keys at both ends are counted by one Spark job, or given (``hot``, from
+        keys at both ends are counted by one Spark job over ``pairs``, or given (``hot``, from
         :meth:`end_hot_keys` of a table holding ``pairs``' rows: a key counted too high is only
-        salted more than it needs)."""
+        salted more than it needs). ``rows``: bounds on the rows of ``end_a`` and ``end_b``
+        the caller knows, as :meth:`lookup`'s ``right_rows``: an end of at most
+        :data:`BROADCAST_ROWS` is broadcast, and needs no hot keys. Counting both ends' hot
+        keys on ``pairs`` spares the second join's count a run of the first join."""
         if not self.skewed:
             return pairs.join(end_a, ["a"]).join(end_b, ["b"])
-        if hot is None:
+        salted = [bound is None or bound > BROADCAST_ROWS for bound in rows]
+        if hot is None and any(salted):
             hot = self.end_hot_keys(pairs)
-        hot_a, hot_b = (
-            hot.where(F.col("_end") == end).select(F.col("_key").alias(key), "_S")
-            for end, key in ((0, "a"), (1, "b"))
-        )
-        joined = self._salted_join(pairs, end_a, ["a"], "inner", hot_a)
-        return self._salted_join(joined, end_b, ["b"], "inner", hot_b)
+        joined = pairs
+        for end, (key, table) in enumerate((("a", end_a), ("b", end_b))):
+            if not salted[end]:
+                joined = joined.join(F.broadcast(table), [key])
+                continue
+            hot_end = hot.where(F.col("_end") == end).select(F.col("_key").alias(key), "_S")
+            joined = self._salted_join(joined, table, [key], "inner", hot_end)
+        return joined
 
     def _salted_join(
         self, left: DataFrame, right: DataFrame, keys: list[str], how: str, hot: DataFrame
