@@ -243,7 +243,7 @@ def test_renamed_keywords_warn_and_pass_the_value_on():
 def test_spark_entry_points_name_columns_as_the_command_line(entry, old, new, monkeypatch):
     import inspect
 
-    from neardup.engines.spark import job
+    from neardup.engines.spark import dataframes
 
     class Started(Exception):
         pass
@@ -251,12 +251,12 @@ def test_spark_entry_points_name_columns_as_the_command_line(entry, old, new, mo
     def start():
         raise Started
 
-    function = getattr(job, entry)
+    function = getattr(dataframes, entry)
     assert new in inspect.signature(function).parameters
     assert old not in inspect.signature(function).parameters
     # The old name reaches the entry point as the new one (else Python would refuse it), with
     # a warning; the run is stopped where it would start Spark.
-    monkeypatch.setattr(job, "require_pyspark", start)
+    monkeypatch.setattr(dataframes, "require_pyspark", start)
     with pytest.warns(DeprecationWarning, match=f"use {new}="), pytest.raises(Started):
         function(None, **{old: "x"})
 
