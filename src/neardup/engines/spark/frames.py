@@ -406,7 +406,7 @@ class Frames(Storage):
         """
         if not self.skewed:
             return left.join(right, keys, how)
-        if right_rows is not None and right_rows <= BROADCAST_ROWS:
+        if right_rows is not None and self.broadcasts(right_rows):
             return left.join(F.broadcast(right), keys, how)
         return self._salted_join(left, right, keys, how, self.hot_keys(left, keys, self.threshold))
 
@@ -437,7 +437,7 @@ class Frames(Storage):
         keys on ``pairs`` spares the second join's count a run of the first join."""
         if not self.skewed:
             return pairs.join(end_a, ["a"]).join(end_b, ["b"])
-        salted = [bound is None or bound > BROADCAST_ROWS for bound in rows]
+        salted = [bound is None or not self.broadcasts(bound) for bound in rows]
         if hot is None and any(salted):
             hot = self.end_hot_keys(pairs)
         joined = pairs
