@@ -1,7 +1,8 @@
-"""JSON Lines read in blocks by Arrow (neardup.io.jsonl_blocks) against the line-by-line reading.
+"""JSON Lines read in blocks (neardup.io.jsonl_blocks) against the line-by-line reading.
 
-A ``.gz`` input is read line by line, a plain one in blocks: the same lines must give the same
-batches, counters and errors either way.
+Plain and compressed inputs are read in blocks; the reference reads every line by itself (the
+reader's block parser turned off): the same lines must give the same batches, counters and
+errors every way.
 """
 
 import doctest
@@ -14,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import neardup.io.documents as io_documents
 import neardup.io.jsonl_blocks as jsonl_blocks
 from neardup.candidates import radix
 from neardup.io import InputError, read_documents
@@ -117,16 +120,29 @@ def _outcome(path, time_field, on_error, batch_size):
     return batches, stats.documents, stats.skipped, dict(stats.skipped_reasons), stats.bytes
 
 
-def _both_ways(data, time_field, on_error, batch_size):
+def _zstd(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor().compress(data)
+
+
+class _LineByLine(BlockParser):
+    """A block parser the reader may not use: every line is read by itself."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.usable = False
+
+
+def _three_ways(data, time_field, on_error, batch_size):
+    """The outcomes of ``data`` read plain, gzip-compressed, then plain line by line."""
     with tempfile.TemporaryDirectory() as folder:
         plain = Path(folder) / "d.jsonl"
         plain.write_bytes(data)
         packed = Path(folder) / "d.jsonl.gz"
         packed.write_bytes(gzip.compress(data))
-        return (
-            _outcome(plain, time_field, on_error, batch_size),
-            _outcome(packed, time_field, on_error, batch_size),
-        )
+        read = [_outcome(path, time_field, on_error, batch_size) for path in (plain, packed)]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(io_documents, "BlockParser", _LineByLine)
+            return (*read, _outcome(plain, time_field, on_error, batch_size))
 
 
 @settings(max_examples=150, deadline=None)
@@ -140,8 +156,9 @@ def _both_ways(data, time_field, on_error, batch_size):
 def test_blocks_read_as_lines(data, time_field, on_error, batch_size, block):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonl_blocks, "BLOCK_BYTES", block)
-        blocks, lines = _both_ways(data, time_field, on_error, batch_size)
+        blocks, compressed, lines = _three_ways(data, time_field, on_error, batch_size)
     assert blocks == lines
+    assert compressed == lines
 
 
 @pytest.mark.parametrize("time_field", [None, "ts"])
@@ -159,10 +176,12 @@ def test_clean_input_is_read_by_arrow(tmp_path, monkeypatch, time_field):
     if time_field:
         assert batches[0].raw_timestamps[7] == -5
         assert batches[0].timestamps[7] == -5_000_000
-    assert (
-        _both_ways(data.encode(), time_field, "skip", 16)[0]
-        == _both_ways(data.encode(), time_field, "skip", 16)[1]
-    )
+    blocks, compressed, lines = _three_ways(data.encode(), time_field, "skip", 16)
+    assert blocks == compressed == lines
+    for name, pack in (("d.jsonl.gz", gzip.compress), ("d.jsonl.zst", _zstd)):
+        (tmp_path / name).write_bytes(pack(data.encode()))
+        packed = list(read_documents([tmp_path / name], time_field=time_field, batch_size=16))
+        assert all(isinstance(b.texts, TextColumn) for b in packed)  # read in blocks too
 
 
 def test_iso_times_are_read_by_arrow_after_integers(tmp_path):
@@ -288,8 +307,8 @@ def test_times_at_the_edges(times):
         json.dumps({"id": f"d{i}", "text": "x", "ts": t}) + "\n" for i, t in enumerate(times)
     ).encode()
     for on_error in ("skip", "raise"):
-        blocks, lines = _both_ways(data, "ts", on_error, 2)
-        assert blocks == lines
+        blocks, compressed, lines = _three_ways(data, "ts", on_error, 2)
+        assert blocks == compressed == lines
 
 
 def test_integer_ids_are_read_by_arrow(tmp_path):

@@ -377,7 +377,7 @@ def hash_slice(buf, start, end, code, s_table, k_table):
     return md5_64_slice(buf, start, end, s_table, k_table)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _hash_slices(buf, starts, ends, code, s_table, k_table):
     out = np.empty(starts.shape[0], dtype=np.uint64)
     if code == 0:

@@ -211,7 +211,7 @@ def _sort_units(keys, order, unit_bounds):
             order[s:e] = src_o
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _partition_ends(counts, most):
     """Ends of the runs of consecutive prefixes of at most ``most`` rows each (a prefix of
     more alone), empty prefixes joined to the run before them. O(prefixes)."""

@@ -115,7 +115,7 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _band_hash_kernel(sig, first_band, last_band, rows, out):
     """Hash bands first_band..last_band-1 of each row of ``sig`` into out[:, j - first_band]."""
     n = sig.shape[0]

@@ -299,7 +299,7 @@ def bounded_pairs(
     return out_a, out_b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _chunks_kernel(a, b, cost, limit):
     # A bit a document: set while the current chunk holds it, cleared by walking the chunk's
     # pairs again when the next chunk starts (a chunk index a document took 8 bytes: 0.22 GB

@@ -363,7 +363,7 @@ def table_fields(plan: TablePlan, t: int) -> tuple[np.ndarray, np.ndarray, np.nd
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def permute_bits_into(values, src_shift, dst_shift, width_mask, out):
     """Move bit fields: ``out[i] = OR_f ((values[i] >> src_shift[f]) & width_mask[f]) <<
     dst_shift[f]``, all ``uint64``; compiled, callable from numba kernels.
@@ -403,7 +403,7 @@ def permute_bits(
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def first_agreeing_mask(diff, masks):
     """Index of the first of ``masks`` on whose bits ``diff`` is all zero, or -1 if none.
 

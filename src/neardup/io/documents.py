@@ -7,11 +7,12 @@ for a DataFrame, an Arrow table or a mapping of columns. Both check every row by
 break ties by input position; the time value as it appeared in the input is kept in
 ``raw_timestamps`` so it can be written back unchanged.
 
-Uncompressed JSON Lines are read in blocks of whole lines; a block of plain lines is parsed by
-a compiled reader with the GIL released, and its texts stay one Arrow string array (a
-:class:`~neardup.text.canonical.TextColumn`) that the canonical kernels read directly. Where
-that reading could differ from the line-by-line one, the block is read line by line
-(:mod:`neardup.io.jsonl_blocks`): the batches are the same either way.
+JSON Lines (``.gz`` and ``.zst`` ones decompressed as they are read) are read in blocks of
+whole lines; a block of plain lines is parsed by a compiled reader with the GIL released, and
+its texts stay one Arrow string array (a :class:`~neardup.text.canonical.TextColumn`) that the
+canonical kernels read directly. Where that reading could differ from the line-by-line one,
+the block is read line by line (:mod:`neardup.io.jsonl_blocks`): the batches are the same
+either way.
 
 Example:
     >>> import tempfile, pathlib
@@ -53,6 +54,7 @@ from neardup.io.rows import (
     valid_time,
 )
 from neardup.io.sources import (
+    UNREADABLE_ERRORS,
     decoded_line,
     delimited_rows,
     fast_json,
@@ -460,9 +462,8 @@ class DocumentReader:
         self._in_jsonl = True
         parser = self._parser
         with open_input(src) as fh, self._stdin_spill(src) as copy:
-            # Records need every field, and a stream that fails to decompress is reported at
-            # the line where it stopped: those are read line by line.
-            if src.compression is not None or self._keep or not parser.usable:
+            # Records need every field: those are read line by line.
+            if self._keep or not parser.usable:
                 offset = yield from self._jsonl_lines(path, iter_lines(fh, path), 0, copy)
             else:
                 offset = yield from self._jsonl_blocks(path, fh, parser, copy)
@@ -472,16 +473,18 @@ class DocumentReader:
     def _jsonl_blocks(
         self, path: str, fh: IO[bytes], parser: BlockParser, copy: IO[bytes] | None
     ) -> Iterator[DocumentBatch]:
-        """Read an uncompressed input in blocks (:mod:`neardup.io.jsonl_blocks`): a block
-        read exactly by the block parser is added whole, any other line by line. Returns the input's size
-        in bytes."""
+        """Read an input in blocks (:mod:`neardup.io.jsonl_blocks`; a compressed one
+        decompressed as it is read): a block read exactly by the block parser is added whole,
+        any other line by line. A stream that cannot be read on (a failing read, a compressed
+        stream cut short or damaged) is an error at the first line of the block it was reading.
+        Returns the input's size in bytes (decompressed)."""
         blocks = read_blocks(fh, parser, copy)
         line, offset = 1, 0
         try:
             while True:
                 try:
                     block = next(blocks, None)
-                except OSError as e:  # what iter_lines reports for a plain file
+                except UNREADABLE_ERRORS as e:  # as iter_lines reports it
                     raise InputError(path, line, None, "unreadable input", str(e)) from e
                 if block is None:
                     return offset

@@ -42,7 +42,7 @@ ENTRY_BYTES = 24
 _ENTRY = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("key", "<i8")])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _id_hashes(buf, starts, ends):
     out = np.empty((starts.shape[0], 2), dtype=np.uint64)
     for i in range(starts.shape[0]):
@@ -67,7 +67,7 @@ def id_hashes(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return _id_hashes(data, offsets[:-1], offsets[1:])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _id_table_insert(h1, h2, first, new1, new2, keys, add):
     """For each new hash: the key of its slot's holder, or -1 (and, with ``add``, it takes a
     free slot). Linear probing; the table has a free slot. O(len(new1)) expected."""

@@ -1,18 +1,18 @@
 """JSON Lines read a block of whole lines at a time, by a compiled reader where that is exact.
 
-The JSON Lines reader (:class:`~neardup.io.documents.DocumentReader`) takes an uncompressed
-input in blocks of :data:`BLOCK_BYTES` ending at a line break (:func:`line_blocks`). A block
-whose every line is plain (:func:`scan_block`: strict UTF-8, each line starting with ``{``, no
-control byte but the line endings, shallow nesting) is read in one compiled pass without the
-GIL, keeping only the ID, text and time fields (:meth:`BlockParser.parse`,
-:func:`~neardup.io.json_fields.json_fields`, which checks each whole line against the JSON
-grammar). Its rows are taken only when the result is provably what the line-by-line reading
-gives: every line one JSON object, every field present once and of a type the rows take (IDs
-and times strings or integers, texts strings without an unpaired surrogate escape), no empty
-or refused ID, no text over the size limit, every time valid. Any doubt sends the whole block
-through the line-by-line reading, which reports bad rows as ever. The texts stay one Arrow
-array over the UTF-8 the reader wrote, which the canonical kernels read without a Python str
-(:class:`~neardup.text.canonical.TextColumn`).
+The JSON Lines reader (:class:`~neardup.io.documents.DocumentReader`) takes an input (a
+compressed one as it is decompressed) in blocks of :data:`BLOCK_BYTES` ending at a line break
+(:func:`line_blocks`). A block whose every line is plain (:func:`scan_block`: strict UTF-8,
+each line starting with ``{``, no control byte but the line endings, shallow nesting) is read
+in one compiled pass without the GIL, keeping only the ID, text and time fields
+(:meth:`BlockParser.parse`, :func:`~neardup.io.json_fields.json_fields`, which checks each
+whole line against the JSON grammar). Its rows are taken only when the result is provably
+what the line-by-line reading gives: every line one JSON object, every field present once and
+of a type the rows take (IDs and times strings or integers, texts strings without an unpaired
+surrogate escape), no empty or refused ID, no text over the size limit, every time valid. Any
+doubt sends the whole block through the line-by-line reading, which reports bad rows as ever.
+The texts stay one Arrow array over the UTF-8 the reader wrote, which the canonical kernels
+read without a Python str (:class:`~neardup.text.canonical.TextColumn`).
 
 Example:
     >>> block = b'{"id": "a", "text": "x"}\\n{"id": "b", "text": "y"}\\n'

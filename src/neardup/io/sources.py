@@ -49,6 +49,11 @@ from neardup.io.values import json_type_name, tsv_unescape
 # --------------------------------------------------------------------------------------------
 
 
+#: What reading a (decompressing) stream raises when its bytes cannot be read: a failing read,
+#: a compressed stream cut short or damaged.
+UNREADABLE_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+
+
 def iter_lines(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, raw line) pairs of a binary stream; a decompression failure
     becomes an :class:`InputError` at the line it stopped. O(size of the stream).
@@ -61,7 +66,7 @@ def iter_lines(fh: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
     try:
         for n, line in enumerate(fh, 1):
             yield n, line
-    except (OSError, EOFError, zlib.error, zstandard.ZstdError) as e:
+    except UNREADABLE_ERRORS as e:
         raise InputError(path, n + 1, None, "unreadable input", str(e)) from e
 
 
@@ -501,7 +506,7 @@ def read_tsv_table(path: str | Path) -> pa.Table:
                 ),
             )
         columns = [table.column(i).combine_chunks() for i in range(len(names))]
-    except (pa.ArrowException, OSError, EOFError, zlib.error, zstandard.ZstdError):
+    except (pa.ArrowException, *UNREADABLE_ERRORS):
         # Arrow's messages name no line: the row reader reports the bad row (or reads the file,
         # if only Arrow refused it).
         values: list[list[str]] = [[] for _ in names]
