@@ -16,6 +16,7 @@ from neardup.candidates.bands import (
     _grouped_by_hash,
     band_buckets,
     band_columns,
+    band_hash_columns,
     band_hashes,
     candidate_pairs,
     packed_pairs_from_band_columns,
@@ -166,6 +167,17 @@ def test_band_hashes_shape_equality_and_unused_columns():
     # Fortran-ordered and sliced inputs give the same hashes.
     np.testing.assert_array_equal(band_hashes(np.asfortranarray(sig), 3, 3), h)
     np.testing.assert_array_equal(band_hashes(sig[::2], 3, 3), h[::2])
+
+
+@pytest.mark.parametrize("n, bands, rows", [(0, 3, 3), (1, 1, 1), (37, 3, 3), (200, 32, 4)])
+def test_band_hash_columns_are_the_band_hashes_band_by_band(n, bands, rows):
+    rng = np.random.default_rng(n + bands)
+    sig = rng.integers(0, 2**32, size=(n, 128), dtype=np.uint64).astype(np.uint32)
+    columns = band_hash_columns(sig, bands, rows)
+    assert columns.shape == (bands, n) and columns.flags.c_contiguous
+    np.testing.assert_array_equal(columns, band_hashes(sig, bands, rows).T)
+    with pytest.raises(ValueError):
+        band_hash_columns(sig, 200, 1)  # more values than a signature holds
 
 
 def test_band_hashes_are_injective_for_two_rows():

@@ -3,6 +3,7 @@ import os
 import tempfile
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,18 +33,24 @@ def _repeats_by_brute_force(ids: list[str]) -> dict[int, int]:
     ),
     batch=st.integers(1, 50),
     room=st.sampled_from([None, 0, 1, 16 * ENTRY_BYTES * 2, 64 * ENTRY_BYTES * 2, 10**6]),
+    arrow=st.sampled_from([None, pa.string(), pa.large_string()]),
 )
-def test_finds_every_repeat_with_its_first_occurrence_whatever_the_room(ids, batch, room):
+def test_finds_every_repeat_with_its_first_occurrence_whatever_the_room(ids, batch, room, arrow):
+    """IDs as strs, or as slices of one Arrow string array (hashed from its buffers)."""
     with tempfile.TemporaryDirectory() as spill:
-        _check_against_brute_force(ids, batch, room, spill)
+        _check_against_brute_force(ids, batch, room, spill, arrow)
 
 
-def _check_against_brute_force(ids, batch, room, spill):
+def _check_against_brute_force(ids, batch, room, spill, arrow=None):
     table = IdTable(room, spill)
+    column = pa.array(ids, arrow) if arrow is not None else None
     found = {}
     for start in range(0, len(ids), batch):
         keys = np.arange(start + 1, start + 1 + len(ids[start : start + batch]))
-        firsts = table.check(ids[start : start + batch], keys)
+        if column is not None:
+            firsts = table.check(column.slice(start, len(keys)), keys)
+        else:
+            firsts = table.check(ids[start : start + batch], keys)
         found.update((int(k), int(f)) for k, f in zip(keys, firsts) if f >= 0)
     repeats, firsts = table.spilled_repeats()
     assert repeats.tolist() == sorted(repeats.tolist())

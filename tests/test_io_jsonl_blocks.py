@@ -172,6 +172,7 @@ def test_clean_input_is_read_by_arrow(tmp_path, monkeypatch, time_field):
     batches = list(read_documents([path], time_field=time_field, batch_size=16))
     assert [len(b) for b in batches] == [16, 16, 16, 2]
     assert all(isinstance(b.texts, TextColumn) for b in batches)
+    assert all(pa.array(b.ids) is b.ids.array for b in batches)  # IDs in Arrow, not strs
     assert batches[0].texts[3] == "문서 3 😀" and batches[3].ids == ["d48", "d49"]
     if time_field:
         assert batches[0].raw_timestamps[7] == -5
@@ -182,6 +183,27 @@ def test_clean_input_is_read_by_arrow(tmp_path, monkeypatch, time_field):
         (tmp_path / name).write_bytes(pack(data.encode()))
         packed = list(read_documents([tmp_path / name], time_field=time_field, batch_size=16))
         assert all(isinstance(b.texts, TextColumn) for b in packed)  # read in blocks too
+
+
+@pytest.mark.parametrize("ids", [("a", "b"), ("a", 7)])
+def test_parsed_ids_hold_their_own_bytes_not_the_block(ids):
+    """The batches keep the IDs for the whole run: they must not keep the block's buffer."""
+    block = "".join(json.dumps({"id": i, "text": "x" * 500_000}) + "\n" for i in ids).encode()
+    rows = BlockParser("id", "text", None, None).parse(
+        block, scan_block(np.frombuffer(block, np.uint8))[0]
+    )
+    assert rows.ids.to_pylist() == [str(i) for i in ids]
+    assert rows.ids.get_total_buffer_size() < 100 < 1_000_000 < rows.texts.get_total_buffer_size()
+
+
+def test_joined_ids_keep_the_order_of_rows_and_blocks():
+    block = pa.array(["b", "문서"], pa.large_string())
+    strs = ["a", "c"]
+    assert jsonl_blocks.joined_ids(strs) is strs  # the line-by-line readers' lists stay lists
+    assert jsonl_blocks.joined_ids([block]) is block
+    mixed = jsonl_blocks.joined_ids(["a", "x", block, "c", block.slice(1)])
+    assert mixed.type == pa.large_string()
+    assert mixed.to_pylist() == ["a", "x", "b", "문서", "c", "문서"]
 
 
 def test_iso_times_are_read_by_arrow_after_integers(tmp_path):
@@ -325,7 +347,7 @@ def test_read_blocks_copies_and_keeps_unparsed_bytes(monkeypatch):
     parser = BlockParser("id", "text", None, None)
     blocks = list(jsonl_blocks.read_blocks(io.BytesIO(data), parser, copy))
     assert copy.getvalue() == data and sum(b.size for b in blocks) == len(data)
-    assert [b.parsed.ids if b.parsed else b.data for b in blocks] == [
+    assert [b.parsed.ids.to_pylist() if b.parsed else b.data for b in blocks] == [
         ["a"],
         b"not json\n",
         ["b"],
@@ -345,7 +367,7 @@ def test_read_blocks_raises_a_read_error_at_its_block():
             return len(line)
 
     blocks = jsonl_blocks.read_blocks(FailingLater(), BlockParser("id", "text", None, None))
-    assert next(blocks).parsed.ids == ["a"]  # read while the next read fails
+    assert next(blocks).parsed.ids.to_pylist() == ["a"]  # read while the next read fails
     with pytest.raises(OSError, match="disk gone"):
         next(blocks)
 
@@ -354,7 +376,7 @@ def _parsed(rows):
     if rows is None:
         return None
     return (
-        rows.ids,
+        rows.ids.to_pylist(),
         rows.texts.to_pylist(),
         rows.text_bytes.tolist(),
         rows.timestamps.tolist(),

@@ -85,6 +85,7 @@ __all__ = [
     "BandBuckets",
     "DistinctUnion",
     "band_columns",
+    "band_hash_columns",
     "band_hashes",
     "band_buckets",
     "candidate_pairs",
@@ -302,6 +303,25 @@ def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     sig, b, r = _check_inputs(signatures, bands, rows)
     out = np.empty((sig.shape[0], b), dtype=np.uint64)
     return _band_hash_kernel(sig, 0, b, r, out)
+
+
+def band_hash_columns(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """:func:`band_hashes` laid out band by band: ``uint64`` array ``(bands, n)`` whose row
+    ``j`` holds band ``j``'s hashes, contiguous, as a store of one column a band appends them
+    (taking them from ``band_hashes``' rows copied 8 bytes every ``8 · bands``: 3 s of a run's
+    main thread at 10M documents). The same values: ``band_hash_columns(s, b, r)`` equals
+    ``band_hashes(s, b, r).T``. Arguments, errors and cost as :func:`band_hashes`.
+
+    Example:
+        >>> sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9]], dtype=np.uint32)
+        >>> cols = band_hash_columns(sig, bands=2, rows=2)
+        >>> cols.shape, bool((cols == band_hashes(sig, 2, 2).T).all()), cols[0].flags.c_contiguous
+        ((2, 2), True, True)
+    """
+    sig, b, r = _check_inputs(signatures, bands, rows)
+    out = np.empty((b, sig.shape[0]), dtype=np.uint64)
+    _band_hash_kernel(sig, 0, b, r, out.T)  # out.T[i, j] is band j of document i
+    return out
 
 
 def _grouped_by_hash(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

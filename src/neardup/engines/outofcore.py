@@ -61,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 
-from neardup.candidates.bands import band_hashes
+from neardup.candidates.bands import band_hash_columns
 from neardup.candidates.chunks import chunks_of_pairs
 from neardup.engines.base import Progress
 from neardup.engines.checkpoint import load_collected, load_groups, save_collected, save_groups
@@ -142,8 +142,10 @@ def _sign_batch(
     sink: BatchSink | None,
 ):
     sig = signatures(batch.texts, settings, keep_sets=kept is not None and kept.active)
-    keys = band_hashes(sig.signature, *banding) if banding is not None else None
-    return sig, keys, sink.prepare(batch, sig, keys) if sink is not None else None
+    # Band by band: each band's column is appended to its store as it is.
+    columns = band_hash_columns(sig.signature, *banding) if banding is not None else None
+    keys = columns.T if columns is not None else None
+    return sig, columns, sink.prepare(batch, sig, keys) if sink is not None else None
 
 
 class OutOfCoreDedup:
@@ -285,7 +287,7 @@ class OutOfCoreDedup:
                 read_by.append(self.reader.bytes_consumed)
                 yield batch
 
-        for batch, (sig, keys, prepared) in ordered_map(
+        for batch, (sig, band_columns, prepared) in ordered_map(
             _sign_batch, batches(), self.workers, s, banding, kept, sink
         ):
             batch_read_by = read_by.popleft()
@@ -304,7 +306,7 @@ class OutOfCoreDedup:
                 sketch_column.append(sig.sketches)
             if minhash:
                 for j, column in enumerate(bands):
-                    column.append(keys[:, j])
+                    column.append(band_columns[j])
                 if sig_column is not None:
                     sig_column.append(sig.signature)
             content_column.append(sig.content)

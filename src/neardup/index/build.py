@@ -232,7 +232,9 @@ class _RecordSink(BatchSink):
         blobs = encode_texts(batch.texts)
         lengths = np.fromiter(map(len, blobs), np.int64, len(blobs))
         return (
-            keys_of_band_hashes(keys),
+            # In rows here, on the worker (``keys`` come band by band): the column's append
+            # then copies nothing.
+            np.ascontiguousarray(keys_of_band_hashes(keys)),
             np.frombuffer(b"".join(blobs), np.uint8),
             lengths,
             summarize(batch.texts, self.settings),

@@ -39,7 +39,7 @@ import pyarrow as pa
 from neardup.ids import plain_id
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
 from neardup.io.id_table import IdTable
-from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, read_blocks
+from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, joined_ids, read_blocks
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
     InputError,
@@ -78,9 +78,11 @@ class DocumentBatch:
     """A batch of documents, in input order.
 
     Attributes:
-        ids: document IDs as strings.
+        ids: document IDs as strings: a list of strs, or for JSON Lines read in blocks a
+            :class:`~neardup.text.canonical.TextColumn` (a sequence of strs held as one Arrow
+            array, which ``pa.array`` takes as it is).
         texts: document texts: a list of strs, or a :class:`~neardup.text.canonical.TextColumn`
-            (a sequence of strs held as one Arrow array) for JSON Lines read in blocks.
+            for JSON Lines read in blocks.
         timestamps: int64 ordering key, microseconds since the Unix epoch (0 without a time field).
         raw_timestamps: the time value as it appeared in the input (None without a time field;
             for directories an ISO 8601 UTC string of the file's mtime).
@@ -93,7 +95,7 @@ class DocumentBatch:
             :meth:`DocumentReader.fetch`. None when not recorded.
     """
 
-    ids: list[str]
+    ids: list[str] | TextColumn
     texts: list[str] | TextColumn
     timestamps: np.ndarray
     raw_timestamps: list
@@ -275,10 +277,8 @@ class DocumentReader:
                 if got is None:
                     yield self._parsed_batch(batch, chunk, records)
                 else:
-                    texts = TextColumn(got.texts)
-                    yield DocumentBatch(
-                        got.ids, texts, got.timestamps, got.raw_timestamps, None, chunk
-                    )
+                    ids, texts = TextColumn(got.ids), TextColumn(got.texts)
+                    yield DocumentBatch(ids, texts, got.timestamps, got.raw_timestamps, None, chunk)
 
     def _parsed_batch(
         self, lines: list[bytes], positions: np.ndarray, records: bool
@@ -305,8 +305,10 @@ class DocumentReader:
     # -- batch assembly ------------------------------------------------------------------------
 
     def _reset(self) -> None:
-        self._ids: list[str] = []
-        # One str a row, or an Arrow array for the rows of a block (_arrow_pieces of them).
+        # IDs and texts: one str a row, or an Arrow array for the rows of a block
+        # (_arrow_pieces of them in each). The other lists hold one entry a row: the length of
+        # _keys counts the pending rows.
+        self._ids: list[str | pa.Array] = []
         self._texts: list[str | pa.Array] = []
         self._arrow_pieces = 0
         self._times: list[int] = []
@@ -315,7 +317,8 @@ class DocumentReader:
         self._locs: list[int] = []
         self._keys: list[int] = []
         self._nbytes: list[int | None] = []
-        self._checked = 0
+        self._checked = 0  # rows whose IDs were checked, in this many pieces of _ids:
+        self._checked_pieces = 0
         self._dropped: list[int] = []
 
     def _check_ids(self) -> None:
@@ -323,12 +326,12 @@ class DocumentReader:
         against every earlier row (:class:`~neardup.io.id_table.IdTable`): reported as before (the
         first one raises with ``on_error="raise"``), dropped at the next flush with ``"skip"``."""
         start = self._checked
-        if start == len(self._ids):
+        if start == len(self._keys):
             return
-        self._checked = len(self._ids)
-        repeated = self._rows.repeated_ids(
-            self._seen, self._ids[start:], self._keys[start:], self._id_field
-        )
+        self._checked = len(self._keys)
+        ids = joined_ids(self._ids[self._checked_pieces :])
+        self._checked_pieces = len(self._ids)
+        repeated = self._rows.repeated_ids(self._seen, ids, self._keys[start:], self._id_field)
         self._dropped.extend(start + i for i in repeated)
 
     def _check_earlier_ids(self) -> None:
@@ -356,22 +359,24 @@ class DocumentReader:
     def _flush(self) -> DocumentBatch:
         self._check_ids()
         self._texts = self._pending_texts()  # type: ignore[assignment]
+        ids = joined_ids(self._ids)
+        self._ids = ids if type(ids) is list else TextColumn(ids)  # type: ignore[assignment]
         if self._dropped:
             drop = set(self._dropped)
-            keep = [i for i in range(len(self._ids)) if i not in drop]
+            keep = [i for i in range(len(self._keys)) if i not in drop]
             for name in ("_ids", "_texts", "_times", "_raw", "_locs", "_nbytes") + (
                 ("_records",) if self._keep else ()
             ):
                 values = getattr(self, name)
                 setattr(self, name, [values[i] for i in keep])
+        n = len(self._times)  # the rows kept
         stats = self._rows.stats
-        stats.documents += len(self._ids)
+        stats.documents += n
         # None: a non-ASCII text of a parser that refuses unpaired surrogates (see _add).
         counted = [b for b in self._nbytes if b is not None]
         stats.bytes += sum(counted)
         if len(counted) < len(self._nbytes):
             stats.bytes += utf8_bytes([t for t, b in zip(self._texts, self._nbytes) if b is None])
-        n = len(self._ids)
         packed = np.array(self._locs, dtype=np.int64)
         batch = DocumentBatch(
             ids=self._ids,
@@ -511,8 +516,8 @@ class DocumentReader:
         times, nbytes = parsed.timestamps.tolist(), parsed.text_bytes.tolist()
         done = 0
         while done < n:
-            stop = min(n, done + self._batch_size - len(self._ids))
-            self._ids.extend(parsed.ids[done:stop])
+            stop = min(n, done + self._batch_size - len(self._keys))
+            self._ids.append(parsed.ids.slice(done, stop - done))
             self._texts.append(parsed.texts.slice(done, stop - done))
             self._arrow_pieces += 1
             self._times.extend(times[done:stop])
@@ -522,7 +527,7 @@ class DocumentReader:
             self._nbytes.extend(nbytes[done:stop])
             self._where = locs[stop - 1]
             done = stop
-            if len(self._ids) >= self._batch_size:
+            if len(self._keys) >= self._batch_size:
                 yield self._flush()
 
     def _jsonl_lines(
@@ -569,7 +574,7 @@ class DocumentReader:
                 obj if keep else None,
                 scalar_text=scalar_text,
             )
-            if len(self._ids) >= batch_size:
+            if len(self._keys) >= batch_size:
                 yield self._flush()
         return offset
 
@@ -597,7 +602,7 @@ class DocumentReader:
                 row[i_time] if i_time is not None else None,
                 dict(zip(header, row)) if keep else None,
             )
-            if len(self._ids) >= batch_size:
+            if len(self._keys) >= batch_size:
                 yield self._flush()
 
     def _read_parquet(self, src: Source) -> Iterator[DocumentBatch]:
@@ -647,7 +652,7 @@ class DocumentReader:
                 row += 1
                 self._where = self._source_base | (row - 1)
                 add(path, row, ids[k], texts[k], times[k], records[k] if records else None)
-                if len(self._ids) >= batch_size:
+                if len(self._keys) >= batch_size:
                     yield self._flush()
 
     def _read_directory(self, src: Source) -> Iterator[DocumentBatch]:
@@ -690,7 +695,7 @@ class DocumentReader:
                 if self._time_field is not None:
                     record[self._time_field] = raw
             self._add(full, None, rel, text, raw, record, time_us=us)
-            if len(self._ids) >= self._batch_size:
+            if len(self._keys) >= self._batch_size:
                 yield self._flush()
 
 

@@ -27,10 +27,12 @@ import shutil
 import tempfile
 
 import numpy as np
+import pyarrow as pa
 from numba import njit
 
 from neardup.hashing import xxh64_slice
 from neardup.io.write import writing
+from neardup.text.canonical import arrow_utf8
 
 __all__ = ["PARTITIONS", "IdTable", "id_hashes"]
 
@@ -128,10 +130,13 @@ class IdTable:
         self.h2 = np.zeros(capacity, dtype=np.uint64)
         self.first = np.full(capacity, -1, dtype=np.int64)
 
-    def check(self, ids: list[str], keys: np.ndarray) -> np.ndarray:
+    def check(self, ids: list[str] | pa.Array, keys: np.ndarray) -> np.ndarray:
         """For each ID in order: -1 if new to the table (it is added with its key, or spilled
         once the table is full), else the key of its first occurrence (earlier in ``ids`` or
-        in an earlier call). O(len(ids)) expected."""
+        in an earlier call). ``ids``: strs, or an Arrow string array (hashed from its UTF-8
+        buffers, no Python str made). O(len(ids)) expected."""
+        if isinstance(ids, pa.Array):
+            return self._insert(id_hashes(*arrow_utf8(ids)), np.asarray(keys, dtype=np.int64))
         encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
         ends = np.cumsum(lengths)

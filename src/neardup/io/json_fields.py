@@ -459,18 +459,22 @@ class Fields:
     offsets: np.ndarray
     data: np.ndarray
 
-    def arrow(self, field: int) -> pa.Array:
+    def arrow(self, field: int, copy: bool = False) -> pa.Array:
         """The strings of ``field`` as an Arrow ``large_string`` array sharing ``data`` (a
-        line whose value is no string has an empty one). O(1).
+        line whose value is no string has an empty one). O(1); with ``copy``, buffers of its
+        own holding only its strings' bytes, for an array that outlives the block (``data``
+        is a block-sized allocation shared by every field): O(its bytes).
 
         Example:
             >>> got = json_fields(b'{"a": "x"}\\n{"a": 1}\\n', np.array([0, 11, 20]), [b"a"])
-            >>> got.arrow(0).to_pylist()
-            ['x', '']
+            >>> got.arrow(0).to_pylist(), got.arrow(0, copy=True).to_pylist()
+            (['x', ''], ['x', ''])
         """
-        offsets = self.offsets[field]
+        offsets, data = self.offsets[field], self.data[field]
+        if copy:
+            offsets, data = offsets.copy(), data[: offsets[-1]].copy()
         return pa.LargeStringArray.from_buffers(
-            offsets.shape[0] - 1, pa.py_buffer(offsets), pa.py_buffer(self.data[field])
+            offsets.shape[0] - 1, pa.py_buffer(offsets), pa.py_buffer(data)
         )
 
     def strings(self, field: int) -> list[str]:

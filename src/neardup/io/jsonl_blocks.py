@@ -18,12 +18,13 @@ Example:
     >>> block = b'{"id": "a", "text": "x"}\\n{"id": "b", "text": "y"}\\n'
     >>> starts, plain = scan_block(np.frombuffer(block, np.uint8))
     >>> rows = BlockParser("id", "text", None, max_doc_bytes=None).parse(block, starts)
-    >>> plain, rows.ids, rows.texts.to_pylist(), rows.line_starts.tolist()
+    >>> plain, rows.ids.to_pylist(), rows.texts.to_pylist(), rows.line_starts.tolist()
     (True, ['a', 'b'], ['x', 'y'], [0, 25, 50])
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -110,7 +111,7 @@ def read_blocks(
     Example:
         >>> import io
         >>> data = io.BytesIO(b'{"id": "a", "text": "x"}\\n')
-        >>> [b.parsed.ids for b in read_blocks(data, BlockParser("id", "text", None, None))]
+        >>> [b.parsed.ids.to_pylist() for b in read_blocks(data, BlockParser("id", "text", None, None))]
         [['a']]
     """
     blocks = line_blocks(fh)
@@ -265,7 +266,7 @@ class ParsedBlock:
     """The rows of a block whose every line is a good row, one a line, in order.
 
     Attributes:
-        ids: the IDs (strings, non-empty).
+        ids: the IDs, an Arrow ``large_string`` array (non-empty; an integer 5 is ``"5"``).
         texts: the texts, an Arrow string array.
         text_bytes: int64, UTF-8 bytes of each text.
         timestamps: int64 microseconds since the epoch (0 without a time field).
@@ -273,7 +274,7 @@ class ParsedBlock:
         line_starts: int64[n + 1], byte offset of each line in the block, then its length.
     """
 
-    ids: list[str]
+    ids: pa.Array
     texts: pa.Array
     text_bytes: np.ndarray
     timestamps: np.ndarray
@@ -333,7 +334,7 @@ class BlockParser:
 
         Example:
             >>> rows = BlockParser("id", "text", None, None).parse_lines([b'{"id": "a", "text": "x"}'])
-            >>> rows.ids, rows.texts.to_pylist()
+            >>> rows.ids.to_pylist(), rows.texts.to_pylist()
             (['a'], ['x'])
         """
         if len(lines) < 2:
@@ -362,13 +363,13 @@ class BlockParser:
         text_bytes = np.diff(fields.offsets[1])
         if self._limit is not None and text_bytes.max(initial=0) > self._limit:
             return None
-        id_strs = _ids(fields, ids)
-        if id_strs is None:
+        id_array = _ids(fields, ids)
+        if id_array is None:
             return None
         texts_array = fields.arrow(1)
         if self._fields[2] is None:
             return ParsedBlock(
-                id_strs, texts_array, text_bytes, np.zeros(lines, np.int64), [None] * lines, starts
+                id_array, texts_array, text_bytes, np.zeros(lines, np.int64), [None] * lines, starts
             )
         times = kinds[2]
         numbers = times == INTEGER
@@ -379,21 +380,39 @@ class BlockParser:
             return None
         if numbers.all():
             return ParsedBlock(
-                id_strs, texts_array, text_bytes, seconds * 1_000_000, seconds.tolist(), starts
+                id_array, texts_array, text_bytes, seconds * 1_000_000, seconds.tolist(), starts
             )
         strings = fields.strings(2)
         raw = [s if kind == STRING else int(t) for s, kind, t in zip(strings, times, seconds)]
         us = [time_to_us(v) if v != "" else None for v in raw]
         if None in us:
             return None
-        return ParsedBlock(id_strs, texts_array, text_bytes, np.array(us, np.int64), raw, starts)
+        return ParsedBlock(id_array, texts_array, text_bytes, np.array(us, np.int64), raw, starts)
+
+
+def joined_ids(pieces: list[str | pa.Array]) -> list[str] | pa.Array:
+    """IDs of rows read line by line (a str a row) and in blocks (an Arrow array a block's
+    rows), in order: the list of strs when every piece is one, else one Arrow ``large_string``
+    array (each run of strs converted at once: an ID holds no lone surrogate). O(rows).
+
+    Example:
+        >>> joined_ids(["a", pa.array(["b", "c"], pa.large_string()), "d"]).to_pylist()
+        ['a', 'b', 'c', 'd']
+    """
+    if all(type(piece) is str for piece in pieces):
+        return pieces  # type: ignore[return-value]
+    arrays: list[pa.Array] = []
+    for is_str, run in itertools.groupby(pieces, key=lambda piece: type(piece) is str):
+        rows = list(run)
+        arrays.extend([pa.array(rows, pa.large_string())] if is_str else rows)
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
 def _joined_blocks(first: ParsedBlock, second: ParsedBlock) -> ParsedBlock:
     """The rows of ``first``'s lines then ``second``'s, as if parsed from one block. O(rows +
     text bytes)."""
     return ParsedBlock(
-        first.ids + second.ids,
+        pa.concat_arrays([first.ids, second.ids]),
         pa.concat_arrays([first.texts, second.texts]),
         np.concatenate([first.text_bytes, second.text_bytes]),
         np.concatenate([first.timestamps, second.timestamps]),
@@ -402,12 +421,13 @@ def _joined_blocks(first: ParsedBlock, second: ParsedBlock) -> ParsedBlock:
     )
 
 
-def _ids(fields: Fields, kinds: np.ndarray) -> list[str] | None:
-    """The IDs of a block's lines (an integer 5 is ``"5"``), or None if one is empty or one
-    the rules of :mod:`neardup.ids` refuse."""
+def _ids(fields: Fields, kinds: np.ndarray) -> pa.Array | None:
+    """The IDs of a block's lines as an Arrow ``large_string`` array (an integer 5 is ``"5"``,
+    as ``str`` writes it), or None if one is empty or one the rules of :mod:`neardup.ids`
+    refuse. In Arrow: no Python str an ID."""
     if (kinds == INTEGER).all():
-        return [str(i) for i in fields.integers[0].tolist()]
-    strings = fields.arrow(0)
+        return _decimal(fields.integers[0])
+    strings = fields.arrow(0, copy=True)  # the batches keep the IDs, not the block's buffer
     lengths = np.diff(fields.offsets[0])
     if (lengths[kinds == STRING] == 0).any():
         return None  # an empty ID
@@ -416,8 +436,11 @@ def _ids(fields: Fields, kinds: np.ndarray) -> list[str] | None:
         or pc.any(pc.match_substring_regex(strings, FORBIDDEN_RE2)).as_py()
     ):
         return None  # an ID the rules refuse
-    ids = strings.to_pylist()
     if (kinds == STRING).all():
-        return ids
-    numbers = fields.integers[0].tolist()
-    return [s if kind == STRING else str(n) for s, kind, n in zip(ids, kinds.tolist(), numbers)]
+        return strings
+    return pc.if_else(pa.array(kinds == STRING), strings, _decimal(fields.integers[0]))
+
+
+def _decimal(numbers: np.ndarray) -> pa.Array:
+    """int64 values as the strings ``str`` makes of them, ``large_string``. O(n)."""
+    return pa.array(numbers).cast(pa.large_string())

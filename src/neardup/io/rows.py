@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
+import pyarrow as pa
 
 from neardup.ids import id_problem
 from neardup.io.id_table import IdTable
@@ -472,13 +473,16 @@ class RowChecks:
             return None
         return value  # type: ignore[return-value]
 
-    def repeated_ids(self, seen: IdTable, ids: list[str], keys: list[int], field: str) -> list[int]:
+    def repeated_ids(
+        self, seen: IdTable, ids: list[str] | pa.Array, keys: list[int], field: str
+    ) -> list[int]:
         """Check ``ids`` (rows ``keys``, :meth:`row_key` values) in order against ``seen``, the
         IDs of every earlier row, adding the new ones; report each repeated one
         (:meth:`duplicate`: the first raises with ``on_error="raise"``) and return their places
-        in ``ids``. A repeat among the IDs ``seen`` spilled (:meth:`report_spilled`) that
-        comes before the first one found here is reported before it. :attr:`before_raise` is
-        not called meanwhile (it is what calls this). O(len(ids)) expected.
+        in ``ids`` (strs, or an Arrow string array). A repeat among the IDs ``seen`` spilled
+        (:meth:`report_spilled`) that comes before the first one found here is reported before
+        it. :attr:`before_raise` is not called meanwhile (it is what calls this). O(len(ids))
+        expected.
 
         Example:
             >>> checks = RowChecks("skip")
@@ -492,8 +496,10 @@ class RowChecks:
             repeated = np.flatnonzero(firsts >= 0).tolist()
             if repeated:
                 self.report_spilled(seen, field, before=int(at[repeated[0]]))
+            arrow = isinstance(ids, pa.Array)
             for i in repeated:
-                self.duplicate(ids[i], int(firsts[i]), int(at[i]), field)
+                ident = ids[i].as_py() if arrow else ids[i]
+                self.duplicate(ident, int(firsts[i]), int(at[i]), field)
             return repeated
 
     def report_spilled(self, seen: IdTable, field: str, before: int | None = None) -> None:

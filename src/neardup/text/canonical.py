@@ -86,8 +86,8 @@ class TextColumn(Sequence[str]):
     Example:
         >>> import pyarrow as pa
         >>> texts = TextColumn(pa.array(["Hello", "세계"]))
-        >>> len(texts), texts[1], texts == ["Hello", "세계"]
-        (2, '세계', True)
+        >>> len(texts), texts[1], texts == ["Hello", "세계"], pa.array(texts) is texts.array
+        (2, '세계', True, True)
     """
 
     __slots__ = ("array", "_strs")
@@ -129,6 +129,11 @@ class TextColumn(Sequence[str]):
 
     def __repr__(self) -> str:
         return repr(self.strs())
+
+    def __arrow_array__(self, type=None) -> pa.Array:  # noqa: A002 (pyarrow's protocol)
+        """The column's own Arrow array (cast to ``type`` when given): ``pa.array(column)``
+        takes it as it is, without a Python str. O(1), or O(n) for a cast."""
+        return self.array if type is None else self.array.cast(type)
 
 
 def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:

@@ -228,7 +228,7 @@ def _parsed_rows(
             "pos": pos,
             "line": line,
             "src": src,
-            "id": pa.array(parsed.ids, pa.string()),
+            "id": parsed.ids.cast(pa.string()),
             "text": parsed.texts.cast(pa.string()),
             "ts": pa.array(parsed.timestamps, pa.int64()),
             "fp": pa.array(np.zeros(n, dtype=np.int64)),
