@@ -767,6 +767,21 @@ def test_spill_column_keeps_order_across_memory_and_disk(tmp_path):
         assert budget.free == 100  # the in-memory part went back when the column spilled
 
 
+def test_a_column_in_memory_holds_no_view_of_a_larger_array(tmp_path):
+    """Its parts own their bytes: a row of a batch's band hashes kept as a view would keep the
+    whole batch alive, charged for the row alone."""
+    with WorkDir(tmp_path, "k", "x") as work:
+        columns = [SpillColumn(work, f"c{j}", np.uint64, MemoryBudget(1 << 20)) for j in range(3)]
+        batch = np.arange(300, dtype=np.uint64).reshape(3, 100)
+        for j, column in enumerate(columns):
+            column.append(batch[j])
+        del batch
+        for j, column in enumerate(columns):
+            part = column.array()
+            assert part.base is None or part.base.nbytes == part.nbytes == 800
+            np.testing.assert_array_equal(part, np.arange(100 * j, 100 * j + 100))
+
+
 def test_a_column_spilled_on_demand_reads_the_same_and_takes_more_rows(tmp_path):
     """``spill`` moves a finished column's memory to its file (a stale file of the same name
     is replaced, not appended to), gives the bytes back, and later rows follow on disk."""
