@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from io_helpers import read_all
 
 import neardup.io as nio
+import neardup.io.jsonl_blocks as jsonl_blocks
 import neardup.io.sources as io_sources
 from neardup.io import (
     InputError,
@@ -313,6 +314,37 @@ def test_cli_reports_the_bad_csv_row_or_skips_it(tmp_path):
 
 def test_docstring_examples():
     assert doctest.testmod(io_sources).failed == 0
+
+
+@given(
+    lengths=st.lists(st.integers(0, 40), min_size=1, max_size=60),
+    wanted=st.data(),
+    block=st.integers(1, 120),
+    last_ends=st.booleans(),
+    packing=st.sampled_from(["gz", "zst"]),
+)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_lines_at_of_a_compressed_input_are_the_lines_at_those_offsets(
+    tmp_path, monkeypatch, lengths, wanted, block, last_ends, packing
+):
+    """Decompressed again in blocks (of ``block`` bytes, grown for a longer line), each
+    block's wanted lines found by its line breaks: the lines a line-by-line reading gives."""
+    lines = [b"y" * n + (b"\r\n" if n % 3 == 0 else b"\n") for n in lengths]
+    if not last_ends:
+        lines[-1] = lines[-1].rstrip(b"\r\n")
+    data = b"".join(lines)
+    path = tmp_path / f"lines.jsonl.{packing}"
+    pack = gzip.compress if packing == "gz" else zstandard.ZstdCompressor().compress
+    path.write_bytes(pack(data))
+    starts = [sum(map(len, lines[:i])) for i in range(len(lines))]
+    chosen = sorted(wanted.draw(st.sets(st.sampled_from(range(len(lines))), min_size=1)))
+    chosen = [i for i in chosen if lines[i]]  # a document's line is never empty
+    monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", block)
+    src = resolve_input(path, None, INPUT_FORMATS)
+    got = list(io_sources.lines_at(src, np.array([starts[i] for i in chosen])))
+    assert got == [lines[i] for i in chosen]
 
 
 @given(

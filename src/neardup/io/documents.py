@@ -317,8 +317,8 @@ class DocumentReader:
         self._locs: list[int] = []
         self._keys: list[int] = []
         self._nbytes: list[int | None] = []
-        self._checked = 0  # rows whose IDs were checked, in this many pieces of _ids:
-        self._checked_pieces = 0
+        self._checked = 0  # rows whose IDs were checked (see _check_ids)
+        self._checked_pieces = 0  # the pieces of _ids that hold them
         self._dropped: list[int] = []
 
     def _check_ids(self) -> None:

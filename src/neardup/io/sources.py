@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
 import os
 import re
@@ -41,6 +40,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from neardup.io.files import Source, open_input, resolve_input, stdin_binary
+from neardup.io.jsonl_blocks import line_blocks
 from neardup.io.rows import BadRow, InputError, RowChecks
 from neardup.io.values import json_type_name, tsv_unescape
 
@@ -104,7 +104,9 @@ def lines_at(
     the decompressed stream: a list, or an integer array taken :data:`OFFSETS_AT_ONCE` at a
     time). A plain file is read in runs of nearby lines, one read a run
     (:data:`COALESCE_GAP`, :data:`COALESCE_BYTES`), each line cut from it at its offset; a
-    compressed one is decompressed again up to the last offset. O(bytes read).
+    compressed one is decompressed again up to the last offset, in blocks whose wanted lines
+    are found by a binary search of their line breaks (the lines between them make no Python
+    object). O(bytes read).
 
     With ``last_read`` (the caller will not read these lines again), the operating system is
     told that it may drop the plain file's pages read from its page cache
@@ -123,16 +125,29 @@ def lines_at(
             for part in _offset_parts(offsets):
                 yield from _plain_lines_at(fh, part, last_read)
             return
-        position = 0
-        wanted = itertools.chain.from_iterable(_offset_parts(offsets))
-        target = next(wanted, None)
-        for line in fh:
-            if position == target:
-                yield line
-                target = next(wanted, None)
-                if target is None:
-                    return
-            position += len(line)
+        yield from _lines_in_blocks(fh, np.asarray(offsets, dtype=np.int64))
+
+
+def _lines_in_blocks(fh: IO[bytes], offsets: np.ndarray) -> Iterator[bytes]:
+    """The lines of a stream that start at ``offsets`` (ascending), read in blocks of whole
+    lines (:func:`~neardup.io.jsonl_blocks.line_blocks`). O(bytes up to the last offset)."""
+    taken, position = 0, 0
+    for block in line_blocks(fh):
+        end = position + len(block)
+        stop = taken + int(np.searchsorted(offsets[taken:], end))
+        if stop > taken:
+            buf = np.frombuffer(block, dtype=np.uint8)
+            starts = offsets[taken:stop] - position
+            # A line ends after the first break at or past its start (the stream's last line
+            # may have none: it ends with the block).
+            breaks = np.flatnonzero(buf == 0x0A)
+            ends = np.append(breaks + 1, buf.shape[0])[np.searchsorted(breaks, starts)]
+            for first, after in zip(starts.tolist(), ends.tolist()):
+                yield bytes(block[first:after])
+            taken = stop
+            if taken == offsets.shape[0]:
+                return
+        position = end
 
 
 def rows_by_file(files: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
