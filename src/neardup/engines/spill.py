@@ -508,7 +508,7 @@ class SpillColumn:
         if not self.spilled and self.budget.take(values.nbytes):
             # A part owns its bytes: a view (a row of the batch's band hashes) would keep its
             # whole base alive, charged for its own bytes alone, and after this column or
-            # another spills (3.2 GB at 10M documents where the budget was 1.5).
+            # another spills (3.3 GB at 10M documents under a 1.58 GB limit).
             self._parts.append(values if values.base is None else values.copy())
             self._held += values.nbytes
         else:
