@@ -111,7 +111,8 @@ def read_blocks(
     Example:
         >>> import io
         >>> data = io.BytesIO(b'{"id": "a", "text": "x"}\\n')
-        >>> [b.parsed.ids.to_pylist() for b in read_blocks(data, BlockParser("id", "text", None, None))]
+        >>> parser = BlockParser("id", "text", None, None)
+        >>> [b.parsed.ids.to_pylist() for b in read_blocks(data, parser)]
         [['a']]
     """
     blocks = line_blocks(fh)
