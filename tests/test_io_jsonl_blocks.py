@@ -196,16 +196,6 @@ def test_parsed_ids_hold_their_own_bytes_not_the_block(ids):
     assert rows.ids.get_total_buffer_size() < 100 < 1_000_000 < rows.texts.get_total_buffer_size()
 
 
-def test_joined_ids_keep_the_order_of_rows_and_blocks():
-    block = pa.array(["b", "문서"], pa.large_string())
-    strs = ["a", "c"]
-    assert jsonl_blocks.joined_ids(strs) is strs  # the line-by-line readers' lists stay lists
-    assert jsonl_blocks.joined_ids([block]) is block
-    mixed = jsonl_blocks.joined_ids(["a", "x", block, "c", block.slice(1)])
-    assert mixed.type == pa.large_string()
-    assert mixed.to_pylist() == ["a", "x", "b", "문서", "c", "문서"]
-
-
 def test_iso_times_are_read_by_arrow_after_integers(tmp_path):
     lines = [{"id": "a", "text": "x", "ts": 5}, {"id": "b", "text": "y", "ts": "2024-01-02"}]
     path = tmp_path / "d.jsonl"

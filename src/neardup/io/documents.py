@@ -39,7 +39,7 @@ import pyarrow as pa
 from neardup.ids import plain_id
 from neardup.io.files import INPUT_FORMATS, Source, input_paths, open_input, resolve_input
 from neardup.io.id_table import IdTable
-from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, joined_ids, read_blocks
+from neardup.io.jsonl_blocks import BlockParser, ParsedBlock, read_blocks
 from neardup.io.rows import (
     DEFAULT_MAX_DOC_BYTES,
     InputError,
@@ -305,12 +305,10 @@ class DocumentReader:
     # -- batch assembly ------------------------------------------------------------------------
 
     def _reset(self) -> None:
-        # IDs and texts: one str a row, or an Arrow array for the rows of a block
-        # (_arrow_pieces of them in each). The other lists hold one entry a row: the length of
-        # _keys counts the pending rows.
+        # IDs and texts: one str a row, or an Arrow array for the rows of a block (see
+        # _column). The other lists hold one entry a row: the length of _keys counts the rows.
         self._ids: list[str | pa.Array] = []
         self._texts: list[str | pa.Array] = []
-        self._arrow_pieces = 0
         self._times: list[int] = []
         self._raw: list[Any] = []
         self._records: list[dict] = []
@@ -329,8 +327,9 @@ class DocumentReader:
         if start == len(self._keys):
             return
         self._checked = len(self._keys)
-        ids = joined_ids(self._ids[self._checked_pieces :])
+        ids = _column(self._ids[self._checked_pieces :])
         self._checked_pieces = len(self._ids)
+        ids = ids.array if isinstance(ids, TextColumn) else ids  # hashed from its buffers
         repeated = self._rows.repeated_ids(self._seen, ids, self._keys[start:], self._id_field)
         self._dropped.extend(start + i for i in repeated)
 
@@ -340,27 +339,10 @@ class DocumentReader:
         self._check_ids()
         self._rows.report_spilled(self._seen, self._id_field)
 
-    def _pending_texts(self) -> list[str] | TextColumn:
-        """The texts added since the last flush: one Arrow column when all came from blocks,
-        else a list of strs."""
-        pieces = self._texts
-        if not self._arrow_pieces:
-            return pieces  # type: ignore[return-value]
-        if self._arrow_pieces == len(pieces):
-            return TextColumn(pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces))
-        texts: list[str] = []
-        for piece in pieces:
-            if type(piece) is str:
-                texts.append(piece)
-            else:
-                texts.extend(piece.to_pylist())
-        return texts
-
     def _flush(self) -> DocumentBatch:
         self._check_ids()
-        self._texts = self._pending_texts()  # type: ignore[assignment]
-        ids = joined_ids(self._ids)
-        self._ids = ids if type(ids) is list else TextColumn(ids)  # type: ignore[assignment]
+        self._texts = _column(self._texts)  # type: ignore[assignment]
+        self._ids = _column(self._ids)  # type: ignore[assignment]
         if self._dropped:
             drop = set(self._dropped)
             keep = [i for i in range(len(self._keys)) if i not in drop]
@@ -519,7 +501,6 @@ class DocumentReader:
             stop = min(n, done + self._batch_size - len(self._keys))
             self._ids.append(parsed.ids.slice(done, stop - done))
             self._texts.append(parsed.texts.slice(done, stop - done))
-            self._arrow_pieces += 1
             self._times.extend(times[done:stop])
             self._raw.extend(parsed.raw_timestamps[done:stop])
             self._locs.extend(locs[done:stop])
@@ -697,6 +678,24 @@ class DocumentReader:
             self._add(full, None, rel, text, raw, record, time_us=us)
             if len(self._keys) >= self._batch_size:
                 yield self._flush()
+
+
+def _column(pieces: list[str | pa.Array]) -> list[str] | TextColumn:
+    """Pending IDs or texts, a str a row (read line by line) or an Arrow string array a
+    block's rows: one :class:`TextColumn` when every piece is Arrow, else a list of strs.
+    O(rows)."""
+    kinds = set(map(type, pieces))
+    if str not in kinds and pieces:
+        return TextColumn(pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces))
+    if len(kinds) <= 1:
+        return pieces  # type: ignore[return-value]
+    strs: list[str] = []
+    for piece in pieces:
+        if type(piece) is str:
+            strs.append(piece)
+        else:
+            strs.extend(piece.to_pylist())
+    return strs
 
 
 def read_documents(

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -389,24 +388,6 @@ class BlockParser:
         if None in us:
             return None
         return ParsedBlock(id_array, texts_array, text_bytes, np.array(us, np.int64), raw, starts)
-
-
-def joined_ids(pieces: list[str | pa.Array]) -> list[str] | pa.Array:
-    """IDs of rows read line by line (a str a row) and in blocks (an Arrow array a block's
-    rows), in order: the list of strs when every piece is one, else one Arrow ``large_string``
-    array (each run of strs converted at once: an ID holds no lone surrogate). O(rows).
-
-    Example:
-        >>> joined_ids(["a", pa.array(["b", "c"], pa.large_string()), "d"]).to_pylist()
-        ['a', 'b', 'c', 'd']
-    """
-    if all(type(piece) is str for piece in pieces):
-        return pieces  # type: ignore[return-value]
-    arrays: list[pa.Array] = []
-    for is_str, run in itertools.groupby(pieces, key=lambda piece: type(piece) is str):
-        rows = list(run)
-        arrays.extend([pa.array(rows, pa.large_string())] if is_str else rows)
-    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
 def _joined_blocks(first: ParsedBlock, second: ParsedBlock) -> ParsedBlock:
