@@ -216,20 +216,18 @@ def _warm(path: Path) -> None:
             pass
 
 
+def source_at(revision: str, path: str) -> str:
+    """The text of this repository's file ``path`` at git ``revision``."""
+    command = ["git", "show", f"{revision}:{path}"]
+    return subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+
+
 def sweep(
     folder: Path, cases: list[str], block_rows: int, before: str, seed: int, runs: int
 ) -> list[str]:
     """Section 2: the code before and now, alternating, in fresh processes."""
     old = folder / "bounds_before.py"
-    old.write_text(
-        subprocess.run(
-            ["git", "show", f"{before}:src/neardup/candidates/bounds.py"],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    old.write_text(source_at(before, "src/neardup/candidates/bounds.py"))
     new = ROOT / "src" / "neardup" / "candidates" / "bounds.py"
     rows = np.load(folder / "sizes.npy").shape[0]
     # The children load bounds.py as a module of its own name: numba's cache of its kernels

@@ -91,7 +91,7 @@ def test_a_row_set_is_its_sorted_rows(halves, n, data):
     marks = np.zeros(n, dtype=bool)
     marks[rows] = True
     dtype = data.draw(st.sampled_from([None, np.int32, np.int64]))
-    places = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=80)) if rows else []
+    places = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=300)) if rows else []
     start, stop = sorted(data.draw(st.lists(st.integers(-3, n + 3), min_size=2, max_size=2)))
     with pytest.MonkeyPatch.context() as patch:
         if halves:
@@ -118,3 +118,23 @@ def test_a_row_set_refuses_what_does_not_fit_it():
 
 def test_docstrings():
     assert doctest.testmod(rank_directory, raise_on_error=True).attempted > 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, (1 << 64) - 1))
+def test_select_in_word_finds_each_set_bit(word):
+    """The k-th set bit of any word, each k below its count, as the sorted list of its bits
+    has it (words of 0 to 64 bits set, high bytes and low bytes alike)."""
+    bits = [i for i in range(64) if word >> i & 1]
+    found = [int(rank_directory.select_in_word(np.uint64(word), k)) for k in range(len(bits))]
+    assert found == bits
+
+
+@pytest.mark.parametrize(
+    "word", [(1 << 64) - 1, 1, 1 << 63, 0x8000000000000001, 0x0100000000000080, 0xFF00]
+)
+def test_select_in_word_at_the_edges(word):
+    bits = [i for i in range(64) if word >> i & 1]
+    assert [
+        int(rank_directory.select_in_word(np.uint64(word), k)) for k in range(len(bits))
+    ] == bits
