@@ -9,8 +9,9 @@ its input (:func:`~neardup.candidates.radix.in_halves`). The compiled :func:`ran
 :func:`holds` are called from other kernels.
 
 A :class:`RowSet` also finds the row at a place (a *select*): it keeps the row of every
-64th set row, and counts set bits from there to the place's word, where the place's bit is
-found without a loop (:func:`select_in_word`).
+64th set row, and counts set bits from there to the place's word (where the set is sparse,
+it searches the directory's counts up to the next sample instead); the place's bit is found
+in its word without a loop (:func:`select_in_word`).
 
 Example:
     >>> marks = np.zeros(10, dtype=bool)
@@ -206,11 +207,12 @@ class RowSet:
 
     def take(self, places: np.ndarray) -> np.ndarray:
         """The set row at each of ``places`` (0 to ``len - 1``, any integer dtype) in
-        ascending order, as :attr:`dtype`. O(1 + the words between its sample and it) a place
-        (one word for most), on two cores."""
+        ascending order, as :attr:`dtype`. A place costs one word where the set is dense (at
+        most :data:`_WALK_WORDS` between two samples), else a binary search of the words
+        between them; on two cores."""
         places = np.asarray(places)
         out = np.empty(places.shape[0], dtype=self.dtype)
-        in_halves(_take, places.shape[0], places, self.words, self.samples, out)
+        in_halves(_take, places.shape[0], places, self.words, self.before, self.samples, out)
         return out
 
     def rows(self, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -303,25 +305,44 @@ def _sample_rows(words, before, samples):
 #: Places whose samples :func:`_take` reads before it reads their words.
 _TAKE_BATCH = 64
 
+#: Most words between two samples for :func:`_take` to count forward from the first; past
+#: them (a sparse set) it searches the counts before the words instead.
+_WALK_WORDS = 16
+
 
 @njit(cache=True, nogil=True)
-def _take(half, lo, hi, places, words, samples, out):
+def _take(half, lo, hi, places, words, before, samples, out):
     # Random places miss the cache at each read, so the reads are few and the places go in
-    # batches: first every place's sample (independent reads, whose misses overlap), then
+    # batches: first every place's samples (independent reads, whose misses overlap), then
     # their words. The place p is the (p mod 64)-th set row from its sample's row on, that
-    # row included: no count of set rows before a word is read. 2.8x faster on random places
-    # among 100M rows than a search of those counts between two samples
-    # (benchmarks/bench_row_set.py).
+    # row included: counted forward word by word, no count before a word read (2.4-3.2x faster
+    # on random places among 100M rows than a search of those counts between two samples:
+    # benchmarks/bench_row_set.py), unless the next sample is more than _WALK_WORDS words
+    # away, where the search is kept.
     one = np.uint64(1)
+    last = words.shape[0] - 1
     rows = np.empty(_TAKE_BATCH, dtype=np.int64)
+    ends = np.empty(_TAKE_BATCH, dtype=np.int64)
     for start in range(lo, hi, _TAKE_BATCH):
         stop = min(hi, start + _TAKE_BATCH)
         for i in range(start, stop):
-            rows[i - start] = samples[np.int64(places[i]) >> _SAMPLE_BITS]
+            k = np.int64(places[i]) >> _SAMPLE_BITS
+            rows[i - start] = samples[k]
+            ends[i - start] = samples[k + 1] >> 6 if k + 1 < samples.shape[0] else last
         for i in range(start, stop):
+            p = np.int64(places[i])
             row = rows[i - start]
-            rank = np.int64(places[i]) & ((1 << _SAMPLE_BITS) - 1)
-            w = row >> 6
+            w, end = row >> 6, ends[i - start]
+            if end - w > _WALK_WORDS:
+                while w < end:  # the last word w..end whose count before is <= p
+                    m = (w + end + 1) >> 1
+                    if before[m] <= p:
+                        w = m
+                    else:
+                        end = m - 1
+                out[i] = w * 64 + select_in_word(words[w], p - before[w])
+                continue
+            rank = p & ((1 << _SAMPLE_BITS) - 1)
             word = words[w] & ~((one << np.uint64(row & 63)) - one)  # from the row on
             count = popcount64(word)
             while rank >= count:
