@@ -1,11 +1,15 @@
 """Tests for neardup.startup: the ``neardup`` process and a Spark run's Python daemon load
-neither pandas nor scipy.linalg for a job that needs neither, and pyarrow's pandas conversions
-and numba's kernels work as before once something imports pandas or scipy."""
+neither pandas, scipy nor yaml for a job that needs none of them, a run of cached kernels
+neither refreshes numba's target context nor reads the packages' entry points, and pyarrow's
+pandas conversions, numba's kernels (compiled ones too) and its configuration file work as
+before."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 
 def run_python(code: str, *arguments: str) -> list[str]:
@@ -16,9 +20,11 @@ def run_python(code: str, *arguments: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_dedup_loads_neither_pandas_nor_scipy_linalg(tmp_path):
-    # Two near-duplicates: GROUPS and PAIRS then hold integer and boolean cells, whose
-    # encoding must not go through Arrow's to_numpy of booleans (it imports pandas).
+def run_dedup(tmp_path, before_run: str, after_run: str) -> list[str]:
+    """The lines a ``neardup dedup`` of two near-duplicates prints, run in a new process as
+    the command runs (``before_run`` and ``after_run``: code around it), with PAIRS checked.
+    GROUPS and PAIRS then hold integer and boolean cells, whose encoding must not go through
+    Arrow's to_numpy of booleans (it imports pandas)."""
     docs = tmp_path / "docs.jsonl"
     text = "the cat sat on the mat " * 5
     docs.write_text(
@@ -30,17 +36,22 @@ def test_dedup_loads_neither_pandas_nor_scipy_linalg(tmp_path):
         "from neardup import startup\n"
         "from neardup.cli import main\n"
         "startup.install()\n"
+        f"{before_run}"
         "main(sys.argv[1:], standalone_mode=False)\n"
-        "print([m for m in ('pandas', 'scipy.linalg', 'numba', 'pyarrow') if m in sys.modules])\n"
+        f"{after_run}"
     )
-    pairs = tmp_path / "pairs.tsv"
-    lines = run_python(
-        code, "dedup", str(docs), "-o", str(tmp_path / "groups.tsv"), "--pairs-out", str(pairs),
-        "--quiet",
-    )  # fmt: skip
-    assert lines[-1] == "['numba', 'pyarrow']"
-    assert (tmp_path / "groups.tsv").read_text().count("\n") == 3  # header and the documents
+    groups, pairs = tmp_path / "groups.tsv", tmp_path / "pairs.tsv"
+    arguments = ("dedup", str(docs), "-o", str(groups), "--pairs-out", str(pairs), "--quiet")
+    lines = run_python(code, *arguments)
+    assert groups.read_text().count("\n") == 3  # header and the documents
     assert pairs.read_text().splitlines()[1].split("\t")[:2] == ["a", "b"]
+    return lines
+
+
+def test_dedup_loads_neither_pandas_nor_scipy_nor_yaml(tmp_path):
+    loaded = "loaded = ('pandas', 'scipy', 'scipy.linalg', 'yaml', 'numba', 'pyarrow')\n"
+    lines = run_dedup(tmp_path, "", loaded + "print([m for m in loaded if m in sys.modules])\n")
+    assert lines[-1] == "['numba', 'pyarrow']"
 
 
 def test_pyarrow_converts_pandas_objects_once_pandas_is_imported():
@@ -75,3 +86,47 @@ def test_numba_kernels_and_scipy_work_after_the_hidden_set_up():
         "print(float(scipy.linalg.det(np.eye(2))))\n"
     )
     assert run_python(code) == ["6 False", "1.0"]
+
+
+def test_a_run_of_cached_kernels_neither_refreshes_numba_nor_reads_entry_points(tmp_path):
+    # Counted: the target context's refreshes and the reads of the packages' entry points.
+    counting = (
+        "import importlib.metadata\n"
+        "from numba.core.base import BaseContext\n"
+        "calls = []\n"
+        "refresh, entry_points = BaseContext.refresh, importlib.metadata.entry_points\n"
+        "BaseContext.refresh = lambda self: calls.append('refresh') or refresh(self)\n"
+        "importlib.metadata.entry_points = lambda **k: calls.append('read') or entry_points(**k)\n"
+    )
+    run_dedup(tmp_path, counting, "")  # compiles the kernels missing from the cache, if any
+    assert run_dedup(tmp_path, counting, "print(calls)\n")[-1] == "[]"
+
+
+def test_kernels_compile_and_run_after_a_load_from_the_cache():
+    # The load sets up the runtime only; compiling a new kernel then refreshes the context
+    # itself, and the loaded kernel still runs. The first run puts the kernel in the cache.
+    code = (
+        "from neardup import startup\n"
+        "startup.install()\n"
+        "import numba, numpy as np\n"
+        "from neardup.candidates.radix import compact_distinct\n"
+        "values = np.array([3, 3, 5, 9])\n"
+        "print(compact_distinct(values.copy()).tolist())\n"
+        "print(numba.njit(lambda x: (x * x).sum())(values))\n"
+        "print(compact_distinct(np.array([1, 1, 2])).tolist())\n"
+    )
+    expected = ["[3, 5, 9]", "124", "[1, 2]"]
+    assert run_python(code) == expected
+    assert run_python(code) == expected
+
+
+def test_numba_still_reads_its_configuration_file_with_yaml(tmp_path):
+    pytest.importorskip("yaml")
+    (tmp_path / ".numba_config.yaml").write_text("opt: '1'\n", encoding="utf-8")
+    code = "from neardup import startup\nstartup.install()\nimport numba\n"
+    code += "print(int(numba.config.OPT))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]  # numba's default is 3

@@ -42,6 +42,11 @@ def prepare() -> None:
     from neardup.candidates.radix import compact_distinct
 
     compact_distinct(np.zeros(1, dtype=np.int64))
+    # A kernel loaded from the cache under neardup.startup sets up numba's runtime only; the
+    # registries, imported here once, are then in every worker forked after.
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
 
 
 if __name__ == "__main__":  # Spark runs ``python -m neardup.engines.spark.daemon``
