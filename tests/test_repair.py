@@ -326,6 +326,32 @@ def test_bucket_stars_link_each_bucket_to_its_earliest_row(rows, timed, rnd):
     assert sorted(found) == _brute_stars(band, h, ts, pos)
 
 
+def test_bucket_stars_of_bands_cut_in_parts():
+    # Bands of more than the kernel's part size (4,096 rows) are cut by hash: every bucket
+    # must still meet whole in one part, the extreme hashes and the hot ones included.
+    rng = np.random.default_rng(7)
+    n = 3 * 12_000
+    pool = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 6_000), [0, -1, 2**63 - 1, -(2**63)]])
+    band = rng.integers(0, 3, n).astype(np.int32)
+    h = pool[rng.integers(0, pool.shape[0], n)]
+    h[rng.random(n) < 0.05] = 2**63 - 1  # a hot bucket in every band
+    ts = rng.integers(0, 4, n).astype(np.int64)
+    pos = rng.permutation(10 * n)[:n].astype(np.int64)
+    for times in (ts, None):
+        stars = bucket_stars(band, h, times, pos)
+        found = [
+            (
+                int(stars.bands[q]),
+                int(stars.heads[q]),
+                sorted(stars.members[stars.offsets[q] : stars.offsets[q + 1]].tolist()),
+            )
+            for q in range(stars.bands.shape[0])
+        ]
+        assert np.all(np.diff(stars.bands) >= 0)
+        expected = _brute_stars(band, h, np.zeros(n, np.int64) if times is None else ts, pos)
+        assert sorted(found) == expected
+
+
 def test_bucket_stars_of_a_hot_bucket_and_no_rows():
     n = 50_000
     rng = np.random.default_rng(3)
