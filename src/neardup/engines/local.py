@@ -57,9 +57,9 @@ from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, Signatures, find_groups, signatures
 from neardup.settings import Settings
 
-#: Rows of GROUPS and PAIRS built and written at a time (:func:`write_in_pieces`): two of the
-#: writer's chunks of 262,144 rows, so that both of its threads encode. Their ID columns, the
-#: one memory of the writing that grows with the documents, exist for one piece only.
+#: Rows of GROUPS and PAIRS built and written at a time (:func:`write_in_pieces`): eight of the
+#: text writer's chunks of 65,536 rows, so that both of its threads encode. Their ID columns,
+#: the one memory of the writing that grows with the documents, exist for one piece only.
 WRITE_PIECE_ROWS = 1 << 19
 #: Share of the memory limit that an out-of-core run's check of repeated IDs may hold (beside
 #: the budget's half) before the IDs past it go to the work folder
