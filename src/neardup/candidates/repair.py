@@ -159,7 +159,7 @@ def _bucket_stars_kernel(band, h, ts, pos, width, heads, members, offsets, bands
         widest = max(widest, counts[b])
     # Each band in 2^r parts by the top r bits of its mixed hashes (a bucket lies in one part),
     # each part found by a table of its own size: a band's table was tens of MB, one cache
-    # miss a row (7.2M rows of a Spark reduce task, two at once: 0.45-0.47 s against 0.65-0.80).
+    # miss a row (7.2M rows of a Spark reduce task, two at once: 0.45-0.47 s against 0.65-0.80 s).
     r = 0
     while (widest >> r) > _PART_ROWS:
         r += 1
