@@ -292,6 +292,21 @@ def _brute_stars(band, h, ts, pos):
     return sorted(stars)
 
 
+def _assert_stars(stars, band, h, ts, pos):
+    """``stars`` of ``bucket_stars`` are those of :func:`_brute_stars`, by band, a head each."""
+    found = [
+        (
+            int(stars.bands[q]),
+            int(stars.heads[q]),
+            sorted(stars.members[stars.offsets[q] : stars.offsets[q + 1]].tolist()),
+        )
+        for q in range(stars.bands.shape[0])
+    ]
+    assert np.all(np.diff(stars.bands) >= 0)  # by band, as the per-band listing reads them
+    assert stars.heads.shape == stars.bands.shape  # one head a bucket
+    assert sorted(found) == _brute_stars(band, h, ts, pos)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
@@ -312,18 +327,7 @@ def test_bucket_stars_link_each_bucket_to_its_earliest_row(rows, timed, rnd):
     h = np.array([r[1] for r in rows], dtype=np.int64)
     ts = np.array([r[2] for r in rows], dtype=np.int64) if timed else np.zeros(n, np.int64)
     pos = np.array(positions, dtype=np.int64)
-    stars = bucket_stars(band, h, ts if timed else None, pos)
-    found = [
-        (
-            int(stars.bands[q]),
-            int(stars.heads[q]),
-            sorted(stars.members[stars.offsets[q] : stars.offsets[q + 1]].tolist()),
-        )
-        for q in range(stars.bands.shape[0])
-    ]
-    assert np.all(np.diff(stars.bands) >= 0)  # by band, as the per-band listing reads them
-    assert stars.heads.shape == stars.bands.shape  # one head a bucket
-    assert sorted(found) == _brute_stars(band, h, ts, pos)
+    _assert_stars(bucket_stars(band, h, ts if timed else None, pos), band, h, ts, pos)
 
 
 def test_bucket_stars_of_bands_cut_in_parts():
@@ -337,19 +341,8 @@ def test_bucket_stars_of_bands_cut_in_parts():
     h[rng.random(n) < 0.05] = 2**63 - 1  # a hot bucket in every band
     ts = rng.integers(0, 4, n).astype(np.int64)
     pos = rng.permutation(10 * n)[:n].astype(np.int64)
-    for times in (ts, None):
-        stars = bucket_stars(band, h, times, pos)
-        found = [
-            (
-                int(stars.bands[q]),
-                int(stars.heads[q]),
-                sorted(stars.members[stars.offsets[q] : stars.offsets[q + 1]].tolist()),
-            )
-            for q in range(stars.bands.shape[0])
-        ]
-        assert np.all(np.diff(stars.bands) >= 0)
-        expected = _brute_stars(band, h, np.zeros(n, np.int64) if times is None else ts, pos)
-        assert sorted(found) == expected
+    _assert_stars(bucket_stars(band, h, ts, pos), band, h, ts, pos)
+    _assert_stars(bucket_stars(band, h, None, pos), band, h, np.zeros(n, np.int64), pos)
 
 
 def test_bucket_stars_of_a_hot_bucket_and_no_rows():
