@@ -12,9 +12,13 @@ import sys
 import pytest
 
 
-def run_python(code: str, *arguments: str) -> list[str]:
+def run_python(code: str, *arguments: str, cwd=None) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
@@ -125,8 +129,4 @@ def test_numba_still_reads_its_configuration_file_with_yaml(tmp_path):
     (tmp_path / ".numba_config.yaml").write_text("opt: '1'\n", encoding="utf-8")
     code = "from neardup import startup\nstartup.install()\nimport numba\n"
     code += "print(int(numba.config.OPT))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1"]  # numba's default is 3
+    assert run_python(code, cwd=tmp_path) == ["1"]  # numba's default is 3

@@ -136,7 +136,7 @@ def _numba_caching(execute: Callable[[], None]) -> None:
         cache.load_overload = _load_overload  # else numba changed: its own load, as before
 
 
-#: What :func:`_load_overload` calls of numba's ``Cache`` besides the context's refresh.
+#: The methods of numba's ``Cache`` that :func:`_load_overload` calls.
 _CACHE_STEPS = ("_load_overload", "_guard_against_spurious_io_errors")
 
 
