@@ -131,6 +131,28 @@ def test_two_outputs_with_one_path_are_refused(docs, tmp_path):
     assert result.exit_code == 1 and "given twice" in result.output
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("dedup", "-o", "{dir}/groups"),
+        ("dedup", "-o", "{dir}/g.tsv", "--pairs-out", "{dir}/pairs.txt"),
+        ("dedup", "-o", "{dir}/g.tsv", "--keep", "{dir}/kept.jsonl.bz2"),
+        ("fingerprint", "-o", "{dir}/fps", "--weights", "idf"),
+        ("pairs", "-o", "{dir}/pairs"),
+        ("pairs", "-o", "{dir}/p.tsv", "--groups-out", "{dir}/groups.out"),
+    ],
+)
+def test_an_output_of_no_known_format_is_refused_before_reading(tmp_path, command):
+    """The input is unreadable: had it been read first, its error would be the one shown."""
+    bad = tmp_path / ("fps.tsv" if command[0] == "pairs" else "docs.jsonl")
+    bad.write_text("not a row\n")
+    args = [a.format(dir=tmp_path) for a in command]
+    result = run(args[0], bad, *args[1:])
+    assert result.exit_code == 1
+    assert "cannot tell the output format" in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [bad.name]
+
+
 def test_output_set_renames_all_or_nothing(tmp_path):
     with output_set():
         write_table(tmp_path / "a.tsv", {"x": [1]})

@@ -195,6 +195,9 @@ def fingerprint(
 
     method = resolve_method(method)
     check_outputs([output, idf_out, summary_out], inputs)
+    # TSV (compressed or not, or standard output) is the seed's rows, without a header; a name
+    # with no known extension is refused here, before any work.
+    header = resolve_output(output, None)[1] != "tsv"
     engine = LocalEngine(workers, memory_limit=memory_limit, tmp_dir=tmp_dir)
     settings = Settings(
         method=method,
@@ -224,9 +227,7 @@ def fingerprint(
         reporter.reading(reader)
         empty = 0
         # Each batch is written as soon as it is signed: memory stays that of a few batches
-        # whatever the corpus size. TSV (compressed or not, or standard output) is the seed's
-        # rows, without a header.
-        header = resolve_output(output, None)[1] != "tsv"
+        # whatever the corpus size.
         with TableWriter(output, header=header) as writer:
             batches = engine.signed(reader, settings, on_batch=reporter.batch)
             for batch, signatures in batches:
@@ -419,6 +420,9 @@ def dedup(
         grouping=grouping,
         pairs=pairs_mode,
     )
+    outputs = Outputs(
+        groups=output, pairs=pairs_out, keep=keep, report=report_out, beside=(summary_out,)
+    )
     with Reporter(True) as silent:
         idf = _idf_table(
             weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs, reading, silent
@@ -432,9 +436,6 @@ def dedup(
         resume=resume,
         spark_master=spark_master,
         spark_remote=spark_remote,
-    )
-    outputs = Outputs(
-        groups=output, pairs=pairs_out, keep=keep, report=report_out, beside=(summary_out,)
     )
     with Reporter(quiet, summary_out) as reporter:
         run = runner.dedup(Corpus(tuple(inputs), reading), settings, outputs, reporter)

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from neardup.io import ReadStats
+from neardup.io.files import resolve_output
 from neardup.settings import Settings
 
 #: The columns of GROUPS, in order: one row per document read, in input order, naming the
@@ -130,6 +132,10 @@ class Outputs:
         beside: files the caller writes next to these (a summary): checked with them before any
             work, so that none overwrites an input and no path is given twice.
 
+    The tables' formats are told from their names when the outputs are made, so that a name
+    with no known extension is refused before any work (``ValueError``, as
+    :func:`neardup.io.files.resolve_output` words it).
+
     Example:
         >>> Outputs(groups="groups.tsv", beside=("summary.json",)).groups
         'groups.tsv'
@@ -140,6 +146,13 @@ class Outputs:
     keep: str | None = None
     report: str | None = None
     beside: tuple[str | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        for table in (self.groups, self.pairs, self.keep):
+            # Standard output is a table's default format (kept rows: JSON Lines); a folder is
+            # named as one by the engines' check of the outputs.
+            if table is not None and table != "-" and not os.path.isdir(table):
+                resolve_output(table, None)
 
 
 @dataclass
