@@ -1,6 +1,7 @@
 """Tests for neardup.startup: the ``neardup`` process and a Spark run's Python daemon load
 neither pandas, scipy nor yaml for a job that needs none of them, a run of cached kernels
-neither refreshes numba's target context nor reads the packages' entry points, and pyarrow's
+neither refreshes numba's target context, reads the packages' entry points nor parses the
+kernels' bitcode (numba's answers about their symbols kept), and pyarrow's
 pandas conversions, numba's kernels (compiled ones too) and its configuration file work as
 before."""
 
@@ -130,3 +131,90 @@ def test_numba_still_reads_its_configuration_file_with_yaml(tmp_path):
     code = "from neardup import startup\nstartup.install()\nimport numba\n"
     code += "print(int(numba.config.OPT))\n"
     assert run_python(code, cwd=tmp_path) == ["1"]  # numba's default is 3
+
+
+# A kernel loaded from the cache: its bitcode parsed only when needed, numba's answers kept.
+
+SYMBOLS = """
+import sys
+import numpy as np
+from numba.core.registry import cpu_target
+from neardup.candidates.radix import compact_distinct
+from neardup.groups import _union_pairs, connected_components, find_root
+
+compact_distinct(np.array([3, 3, 5]))
+connected_components(4, np.array([0, 1]), np.array([1, 2]))  # _union_pairs calls find_root
+engine = cpu_target.target_context.codegen()._engine
+libraries = [
+    result.library
+    for kernel in (compact_distinct, _union_pairs, find_root)
+    for result in kernel.overloads.values()
+]
+before = parses[0] if parses else 0
+# Every name the kernels' bitcode holds, defined or only declared, and names no one defines.
+names = {"no_such_symbol", "_ZN7neardup2no5such6kernelE"}
+for library in libraries:
+    module = library._get_module_for_linking()
+    names |= {value.name for values in (module.functions, module.global_variables)
+              for value in values}
+print(before, len(libraries) > 1, len(names) > 20)
+print(sorted(name for name in names if engine.is_symbol_defined(name)))
+"""
+
+
+def test_cached_kernels_answer_symbol_questions_as_numba_does_without_parsing_their_bitcode():
+    counting = (
+        "from neardup import startup\n"
+        "startup.install()\n"
+        "import llvmlite.binding as binding\n"
+        "parses, parse = [0], binding.parse_bitcode\n"
+        "binding.parse_bitcode = lambda code: parses.__setitem__(0, parses[0] + 1) or parse(code)\n"
+    )
+    run_python(counting + SYMBOLS)  # puts the kernels in the cache, if they are not there
+    light = run_python(counting + SYMBOLS)
+    plain = run_python("parses = None\n" + SYMBOLS)  # numba's own load
+    assert light[0] == "0 True True"  # loaded, and run, with no bitcode parsed
+    assert light[1] == plain[1]
+
+
+def test_a_kernel_compiled_after_a_load_links_the_loaded_kernel():
+    # The new kernel calls a cached one: linking parses the loaded kernel's bitcode then.
+    code = (
+        "from neardup import startup\n"
+        "startup.install()\n"
+        "import numba, numpy as np\n"
+        "from neardup.hashing import splitmix64\n"
+        "print(splitmix64(np.uint64(7)))\n"
+        "twice = numba.njit(lambda x: splitmix64(splitmix64(x)))\n"
+        "print(twice(np.uint64(7)) == splitmix64(np.uint64(splitmix64(np.uint64(7)))))\n"
+    )
+    first = run_python(code)
+    assert run_python(code) == first and first[1] == "True"
+
+
+def test_object_symbols_are_the_defined_global_and_weak_symbols_of_an_elf_object():
+    import llvmlite.binding as binding
+
+    from neardup.startup import object_symbols
+
+    binding.initialize_native_target()
+    binding.initialize_native_asmprinter()
+    module = binding.parse_assembly(
+        """
+        @counter = global i64 0
+        @hidden = private constant i64 1
+        @outside = external global i64
+        declare i64 @elsewhere(i64)
+        define i64 @kept(i64 %x) { %y = call i64 @elsewhere(i64 %x) ret i64 %y }
+        define linkonce_odr i64 @shared(i64 %x) { ret i64 %x }
+        define internal i64 @own(i64 %x) { ret i64 %x }
+        define i64 @uses(i64 %x) { %a = call i64 @own(i64 %x) %b = load i64, ptr @outside
+        %c = add i64 %a, %b ret i64 %c }
+        """
+    )
+    machine = binding.Target.from_triple(binding.get_process_triple()).create_target_machine()
+    code = machine.emit_object(module)
+    if code[:4] != b"\x7fELF":
+        pytest.skip("this platform's objects are not ELF")
+    assert object_symbols(code) == {"counter", "kept", "shared", "uses"}
+    assert object_symbols(code[:40]) == frozenset()  # cut short: no answer, not a wrong one
