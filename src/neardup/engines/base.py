@@ -132,10 +132,6 @@ class Outputs:
         beside: files the caller writes next to these (a summary): checked with them before any
             work, so that none overwrites an input and no path is given twice.
 
-    The tables' formats are told from their names when the outputs are made, so that a name
-    with no known extension is refused before any work (``ValueError``, as
-    :func:`neardup.io.files.resolve_output` words it).
-
     Example:
         >>> Outputs(groups="groups.tsv", beside=("summary.json",)).groups
         'groups.tsv'
@@ -147,10 +143,21 @@ class Outputs:
     report: str | None = None
     beside: tuple[str | None, ...] = ()
 
-    def __post_init__(self) -> None:
+    def check_formats(self) -> None:
+        """Refuse a table whose name tells no format (``ValueError``, as
+        :func:`neardup.io.files.resolve_output` words it): the local engine calls this before
+        any work, since it writes each table in the format its name tells (Spark writes a
+        Parquet directory there instead). O(number of outputs).
+
+        Example:
+            >>> Outputs(groups="groups.out").check_formats()  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ValueError: cannot tell the output format of groups.out from its extension: ...
+        """
         for table in (self.groups, self.pairs, self.keep):
             # Standard output is a table's default format (kept rows: JSON Lines); a folder is
-            # named as one by the engines' check of the outputs.
+            # named as one by check_outputs.
             if table is not None and table != "-" and not os.path.isdir(table):
                 resolve_output(table, None)
 

@@ -336,6 +336,7 @@ class LocalEngine:
             [outputs.groups, outputs.pairs, outputs.keep, outputs.report, *outputs.beside],
             corpus.inputs,
         )
+        outputs.check_formats()
         if corpus.table is not None:
             return self._dedup_table(corpus, settings, outputs, progress)
         return self._dedup_files(corpus, settings, outputs, progress)
@@ -469,6 +470,7 @@ class LocalEngine:
         if self.resume:
             raise ValueError("pairs cannot resume (--resume is dedup's): a failed run starts over")
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
+        outputs.check_formats()
         batches = FingerprintBatches(list(corpus.inputs), **corpus.reading)
         with self.work_dir(corpus, settings, outputs.pairs or outputs.groups or "-") as work:
             job = OutOfCorePairs(batches, settings, work, self.memory_limit, progress)
