@@ -94,7 +94,7 @@ def test_after_warm_a_fresh_process_compiles_nothing(tmp_path):
 
 def test_a_failing_step_stops_warm_with_its_output(monkeypatch):
     def bad_step(folder):
-        return [("bad", ["dedup", str(folder / "none"), "-o", str(folder / "g")])]
+        return [("bad", ["dedup", str(folder / "none"), "-o", str(folder / "g.tsv")])]
 
     monkeypatch.setattr(warm, "_steps", bad_step)
     with pytest.raises(click.ClickException, match=r"warm: `neardup dedup .*` failed:\n.*none"):
