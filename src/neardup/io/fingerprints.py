@@ -67,7 +67,7 @@ class FingerprintTable:
     """Fingerprint rows read by :func:`read_fingerprints`.
 
     Attributes:
-        ids: document IDs (an Arrow string column: no Python object per row).
+        ids: document IDs (an Arrow string or large string column: no Python object per row).
         fingerprints: uint64 fingerprints.
         timestamps: int64 ordering key in microseconds since the epoch (0 where absent).
         raw_timestamps: the timestamp values as given, as text (null where absent). Given as
