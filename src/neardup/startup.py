@@ -26,7 +26,7 @@ package that reading imports): they are taken as looked for.
 
 Loading a kernel from the cache also parses, on one core, the LLVM bitcode stored beside its
 machine code, and lists every function and global that bitcode defines (2-3 ms a kernel: the 67
-kernels that a ``dedup`` loads took 0.34 s with them, 0.15 s without). The bitcode serves only to
+kernels that a ``dedup`` loads took 0.34 s with both, 0.15 s without). The bitcode serves only to
 link the kernel into one being compiled, and the list only to answer "is this symbol defined?",
 asked of a loaded kernel for its own entry points. Here the bitcode is parsed when a link first
 asks for it (:func:`_shared_module`), and the symbols are first taken from the machine code's
