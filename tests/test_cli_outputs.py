@@ -140,17 +140,34 @@ def test_two_outputs_with_one_path_are_refused(docs, tmp_path):
         ("fingerprint", "-o", "{dir}/fps", "--weights", "idf"),
         ("pairs", "-o", "{dir}/pairs"),
         ("pairs", "-o", "{dir}/p.tsv", "--groups-out", "{dir}/groups.out"),
+        ("index", "add", "-d", "{dir}/idx", "-o", "{dir}/decisions"),
+        ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/decisions"),
+        (
+            "index",
+            "query-batch",
+            "-d",
+            "{dir}/idx",
+            "-o",
+            "{dir}/q.tsv",
+            "--matches-out",
+            "{dir}/m",
+        ),
     ],
 )
 def test_an_output_of_no_known_format_is_refused_before_reading(tmp_path, command):
-    """The input is unreadable: had it been read first, its error would be the one shown."""
+    """The input is unreadable: had it been read first, its error would be the one shown (and
+    ``index add`` would have added what it read before writing its decisions)."""
+    from neardup.index.store import NearDupIndex
+
+    NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     bad = tmp_path / ("fps.tsv" if command[0] == "pairs" else "docs.jsonl")
     bad.write_text("not a row\n")
     args = [a.format(dir=tmp_path) for a in command]
-    result = run(args[0], bad, *args[1:])
+    first = 2 if args[0] == "index" else 1
+    result = run(*args[:first], bad, *args[first:])
     assert result.exit_code == 1
     assert "cannot tell the output format" in result.output, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == [bad.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([bad.name, "idx"])
 
 
 def test_output_set_renames_all_or_nothing(tmp_path):

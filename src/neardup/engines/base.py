@@ -17,15 +17,13 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from neardup.io import ReadStats
-from neardup.io.files import resolve_output
+from neardup.io import ReadStats, check_table_formats
 from neardup.settings import Settings
 
 #: The columns of GROUPS, in order: one row per document read, in input order, naming the
@@ -155,11 +153,7 @@ class Outputs:
             ...
             ValueError: cannot tell the output format of groups.out from its extension: ...
         """
-        for table in (self.groups, self.pairs, self.keep):
-            # Standard output is a table's default format (kept rows: JSON Lines); a folder is
-            # named as one by check_outputs.
-            if table is not None and table != "-" and not os.path.isdir(table):
-                resolve_output(table, None)
+        check_table_formats((self.groups, self.pairs, self.keep))
 
 
 @dataclass
