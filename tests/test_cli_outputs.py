@@ -152,6 +152,9 @@ def test_two_outputs_with_one_path_are_refused(docs, tmp_path):
             "--matches-out",
             "{dir}/m",
         ),
+        ("generate", "-o", "{dir}/generated.jsonl", "--pairs-out", "{dir}/pairs"),
+        ("sample", "-o", "{dir}/sheet.tsv", "--strata-out", "{dir}/strata"),
+        ("sweep", "--truth", "{dir}/truth.tsv", "-o", "{dir}/sweep"),
     ],
 )
 def test_an_output_of_no_known_format_is_refused_before_reading(tmp_path, command):
@@ -162,12 +165,13 @@ def test_an_output_of_no_known_format_is_refused_before_reading(tmp_path, comman
     NearDupIndex.create(tmp_path / "idx", method="simhash").close()
     bad = tmp_path / ("fps.tsv" if command[0] == "pairs" else "docs.jsonl")
     bad.write_text("not a row\n")
+    (tmp_path / "truth.tsv").write_text("id_a\tid_b\tlabel\nd0\td1\t1\n")
     args = [a.format(dir=tmp_path) for a in command]
     first = 2 if args[0] == "index" else 1
     result = run(*args[:first], bad, *args[first:])
     assert result.exit_code == 1
     assert "cannot tell the output format" in result.output, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([bad.name, "idx"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([bad.name, "idx", "truth.tsv"])
 
 
 def test_output_set_renames_all_or_nothing(tmp_path):
