@@ -140,18 +140,9 @@ def test_two_outputs_with_one_path_are_refused(docs, tmp_path):
         ("fingerprint", "-o", "{dir}/fps", "--weights", "idf"),
         ("pairs", "-o", "{dir}/pairs"),
         ("pairs", "-o", "{dir}/p.tsv", "--groups-out", "{dir}/groups.out"),
-        ("index", "add", "-d", "{dir}/idx", "-o", "{dir}/decisions"),
-        ("index", "query-batch", "-d", "{dir}/idx", "-o", "{dir}/decisions"),
-        (
-            "index",
-            "query-batch",
-            "-d",
-            "{dir}/idx",
-            "-o",
-            "{dir}/q.tsv",
-            "--matches-out",
-            "{dir}/m",
-        ),
+        ("index", "add", "-d", "{dir}/i", "-o", "{dir}/decisions"),
+        ("index", "query-batch", "-d", "{dir}/i", "-o", "{dir}/decisions"),
+        ("index", "query-batch", "-d", "{dir}/i", "-o", "{dir}/q.tsv", "--matches-out", "{dir}/m"),
         ("generate", "-o", "{dir}/generated.jsonl", "--pairs-out", "{dir}/pairs"),
         ("sample", "-o", "{dir}/sheet.tsv", "--strata-out", "{dir}/strata"),
         ("sweep", "--truth", "{dir}/truth.tsv", "-o", "{dir}/sweep"),
@@ -162,7 +153,7 @@ def test_an_output_of_no_known_format_is_refused_before_reading(tmp_path, comman
     ``index add`` would have added what it read before writing its decisions)."""
     from neardup.index.store import NearDupIndex
 
-    NearDupIndex.create(tmp_path / "idx", method="simhash").close()
+    NearDupIndex.create(tmp_path / "i", method="simhash").close()
     bad = tmp_path / ("fps.tsv" if command[0] == "pairs" else "docs.jsonl")
     bad.write_text("not a row\n")
     (tmp_path / "truth.tsv").write_text("id_a\tid_b\tlabel\nd0\td1\t1\n")
@@ -171,7 +162,7 @@ def test_an_output_of_no_known_format_is_refused_before_reading(tmp_path, comman
     result = run(*args[:first], bad, *args[first:])
     assert result.exit_code == 1
     assert "cannot tell the output format" in result.output, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([bad.name, "idx", "truth.tsv"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([bad.name, "i", "truth.tsv"])
 
 
 def test_output_set_renames_all_or_nothing(tmp_path):
