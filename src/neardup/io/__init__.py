@@ -49,7 +49,6 @@ from neardup.io.files import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     check_outputs,
-    check_table_formats,
     local_paths,
     output_set,
     process_gone,
@@ -74,7 +73,7 @@ from neardup.io.values import (
     tsv_escape,
     tsv_unescape,
 )
-from neardup.io.write import TableWriter, write_records, write_table
+from neardup.io.write import TableWriter, check_table_formats, write_records, write_table
 
 __all__ = [
     "INPUT_FORMATS",

@@ -255,24 +255,6 @@ def resolve_output(path: str | Path, output_format: str | None) -> tuple[str, st
     return target, fmt, compression  # type: ignore[return-value]
 
 
-def check_table_formats(tables: Iterable[str | Path | None]) -> None:
-    """Check, before any work, that each table's name tells its format (:func:`resolve_output`
-    with no ``output_format``: ``ValueError`` otherwise). None, ``-`` (standard output, TSV or
-    JSON Lines) and existing folders (which :func:`check_outputs` names) are skipped.
-    O(number of tables).
-
-    Example:
-        >>> check_table_formats(["groups.tsv", "-", None])
-        >>> check_table_formats(["decisions"])  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: cannot tell the output format of decisions from its extension: ...
-    """
-    for table in tables:
-        if table is not None and str(table) != "-" and not os.path.isdir(table):
-            resolve_output(table, None)
-
-
 # --------------------------------------------------------------------------------------------
 # Paths and streams
 # --------------------------------------------------------------------------------------------
