@@ -424,7 +424,7 @@ def dedup(
         groups=output, pairs=pairs_out, keep=keep, report=report_out, beside=(summary_out,)
     )
     if engine == "local":  # before the IDF table's pass over the inputs
-        outputs.check_formats()
+        outputs.check(inputs)
     with Reporter(True) as silent:
         idf = _idf_table(
             weights, settings.shingle, hash_name, idf_in, idf_out, output, inputs, reading, silent

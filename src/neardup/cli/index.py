@@ -41,7 +41,6 @@ from neardup.index import (
 from neardup.index.build import build_from_files, build_index
 from neardup.io import (
     check_outputs,
-    check_table_formats,
     output_set,
     parse_fingerprint,
     read_fingerprints,
@@ -266,8 +265,7 @@ def add(
       neardup index add today.jsonl -d crawl.idx --time-field fetched -o decisions.tsv
       neardup index add more-fps.tsv --from-fingerprints -d crawl.idx --if-exists skip
     """
-    check_outputs([output, summary_out], inputs)
-    check_table_formats([output])  # before any document is added
+    check_outputs([summary_out], inputs, tables=[output])  # before any document is added
     results = []
     counts = {"new": 0, "duplicate": 0, "exists": 0}
     read_counts = {"skipped rows": 0}
@@ -434,8 +432,7 @@ def query_batch(
       neardup index query-batch fetched.jsonl -d crawl.idx -o decisions.tsv
       neardup index query-batch fps.tsv --from-fingerprints -d crawl.idx -o out.tsv --matches-out m.tsv
     """
-    check_outputs([output, matches_out, summary_out], inputs)
-    check_table_formats([output, matches_out])
+    check_outputs([summary_out], inputs, tables=[output, matches_out])
     results = []
     read_counts = {"skipped rows": 0}
     with Reporter(quiet, summary_out) as reporter, NearDupIndex(directory, readonly=True) as idx:

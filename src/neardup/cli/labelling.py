@@ -24,13 +24,7 @@ from neardup.cli.options import (
     resolve_method,
     signature_options,
 )
-from neardup.io import (
-    check_outputs,
-    check_table_formats,
-    output_set,
-    read_documents,
-    write_table,
-)
+from neardup.io import check_outputs, output_set, read_documents, write_table
 from neardup.quality import synth
 from neardup.quality.sampling import (
     ANSWERS,
@@ -128,8 +122,7 @@ def generate(
       neardup generate bases.jsonl -o docs.jsonl --pairs-out pairs.tsv --hot-template 2000
     """
     chosen = synth.parse_edits(edits)
-    check_outputs([output, pairs_out], inputs)
-    check_table_formats([output, pairs_out])
+    check_outputs([], inputs, tables=[output, pairs_out])
     with Reporter(quiet) as reporter:
         batch = read_documents(list(inputs), **reading).read_all()
         reporter.batch(batch)
@@ -241,8 +234,7 @@ def sample(
     method = resolve_method(method)
     if sheet_format(output) is None:
         raise ValueError(f"output must be a .jsonl or .tsv sheet; got {output!r}")
-    check_outputs([output, strata_out], inputs)
-    check_table_formats([strata_out])
+    check_outputs([output], inputs, tables=[strata_out])
     if method == "simhash":
         if min_similarity is not None:
             raise ValueError(

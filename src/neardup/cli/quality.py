@@ -19,7 +19,7 @@ from neardup.cli.options import (
     setting_option,
     signature_options,
 )
-from neardup.io import check_outputs, check_table_formats, read_documents, write_table
+from neardup.io import check_outputs, read_documents, write_table
 from neardup.settings import Settings
 
 
@@ -345,8 +345,7 @@ def sweep(
       neardup sweep docs.jsonl --truth pairs.tsv --values 2,3,4 --json -o sweep.tsv
     """
     method = resolve_method(method)
-    check_outputs([output], [*inputs, truth])
-    check_table_formats([output])
+    check_outputs([], [*inputs, truth], tables=[output])
     truth_data = quality.read_truth(truth, positive_labels)
     base = Settings(
         method=method,

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from neardup.io import ReadStats, check_table_formats
+from neardup.io import ReadStats, check_outputs
 from neardup.settings import Settings
 
 #: The columns of GROUPS, in order: one row per document read, in input order, naming the
@@ -141,19 +141,21 @@ class Outputs:
     report: str | None = None
     beside: tuple[str | None, ...] = ()
 
-    def check_formats(self) -> None:
-        """Refuse a table whose name tells no format (``ValueError``, as
-        :func:`neardup.io.files.resolve_output` words it): the local engine calls this before
-        any work, since it writes each table in the format its name tells (Spark writes a
-        Parquet directory there instead). O(number of outputs).
+    def check(self, inputs: Sequence[str]) -> None:
+        """:func:`neardup.io.check_outputs` of every output, GROUPS, PAIRS and the kept rows
+        as tables whose names must tell their formats: what the local engine writes (Spark
+        writes a Parquet directory where a name has no extension). Called before any work.
+        O(number of paths + files in their folders).
 
         Example:
-            >>> Outputs(groups="groups.out").check_formats()  # doctest: +ELLIPSIS
+            >>> Outputs(groups="groups.out").check([])  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
             ValueError: cannot tell the output format of groups.out from its extension: ...
         """
-        check_table_formats((self.groups, self.pairs, self.keep))
+        check_outputs(
+            [self.report, *self.beside], inputs, tables=[self.groups, self.pairs, self.keep]
+        )
 
 
 @dataclass

@@ -46,7 +46,6 @@ from neardup.io import (
     DocumentBatch,
     FingerprintBatches,
     TableWriter,
-    check_outputs,
     output_set,
     read_documents,
     read_table,
@@ -332,11 +331,7 @@ class LocalEngine:
             (['a', 'a'], 1)
         """
         progress = progress or Progress()
-        check_outputs(
-            [outputs.groups, outputs.pairs, outputs.keep, outputs.report, *outputs.beside],
-            corpus.inputs,
-        )
-        outputs.check_formats()
+        outputs.check(corpus.inputs)
         if corpus.table is not None:
             return self._dedup_table(corpus, settings, outputs, progress)
         return self._dedup_files(corpus, settings, outputs, progress)
@@ -469,8 +464,7 @@ class LocalEngine:
         progress = progress or Progress()
         if self.resume:
             raise ValueError("pairs cannot resume (--resume is dedup's): a failed run starts over")
-        check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
-        outputs.check_formats()
+        outputs.check(corpus.inputs)
         batches = FingerprintBatches(list(corpus.inputs), **corpus.reading)
         with self.work_dir(corpus, settings, outputs.pairs or outputs.groups or "-") as work:
             job = OutOfCorePairs(batches, settings, work, self.memory_limit, progress)

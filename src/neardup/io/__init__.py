@@ -73,7 +73,7 @@ from neardup.io.values import (
     tsv_escape,
     tsv_unescape,
 )
-from neardup.io.write import TableWriter, check_table_formats, write_records, write_table
+from neardup.io.write import TableWriter, write_records, write_table
 
 __all__ = [
     "INPUT_FORMATS",
@@ -97,7 +97,6 @@ __all__ = [
     "write_records",
     "output_set",
     "check_outputs",
-    "check_table_formats",
     "local_paths",
     "process_gone",
     "read_tsv_table",

@@ -736,11 +736,14 @@ def finish_dead_writes(directory: str | os.PathLike) -> None:
                 os.unlink(os.path.join(directory, name))
 
 
-def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | Path]) -> None:
-    """Check, before any work, that each output can be written and overwrites no input.
+def check_outputs(
+    outputs: Iterable[str | Path | None], inputs: Iterable[str | Path], tables: Sequence = ()
+) -> None:
+    """Check, before any work, that each output (``tables`` too) is writable and no input.
 
     Raises ``ValueError`` for an output that is one of the inputs (same file, or same path
-    before it exists) or that two outputs share, ``FileNotFoundError`` / ``NotADirectoryError`` /
+    before it exists), that two outputs share or, a table, whose name tells no format
+    (:func:`resolve_output`); ``FileNotFoundError`` / ``NotADirectoryError`` /
     ``IsADirectoryError`` / ``PermissionError`` naming the path otherwise. ``-`` and None are
     skipped. In each output directory, the output sets that killed runs were committing are
     completed and their temporary files removed. O(number of paths + files in their folders).
@@ -762,7 +765,7 @@ def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | P
                 path = Path(name)
                 sources.append((path.resolve(), path.stat() if path.exists() else None))
     seen: dict[Path, str] = {}
-    for out in outputs:
+    for out in (*outputs, *tables):
         if out is None or str(out) == "-":
             continue
         target = Path(out)
@@ -793,3 +796,5 @@ def check_outputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | P
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PermissionError(f"output directory {parent} is not writable (writing {out})")
         finish_dead_writes(parent)
+    for table in filter(None, tables):  # "-": standard output (TSV; kept rows: JSON Lines)
+        resolve_output(table, None)

@@ -461,24 +461,6 @@ def write_table(
         writer.write(columns)
 
 
-def check_table_formats(tables: Iterable[str | Path | None]) -> None:
-    """Check, before any work, that each table's name tells its format
-    (:func:`~neardup.io.files.resolve_output` with no ``output_format``: ``ValueError``
-    otherwise). None, ``-`` (standard output, TSV or JSON Lines) and existing folders (which
-    :func:`~neardup.io.files.check_outputs` names) are skipped. O(number of tables).
-
-    Example:
-        >>> check_table_formats(["groups.tsv", "-", None])
-        >>> check_table_formats(["decisions"])  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: cannot tell the output format of decisions from its extension: ...
-    """
-    for table in tables:
-        if table is not None and str(table) != "-" and not os.path.isdir(table):
-            resolve_output(table, None)
-
-
 class TableWriter:
     """Write a table piece by piece, in bounded memory: the same bytes as :func:`write_table`
     of all the pieces joined (see it for the formats, encodings and errors), written
