@@ -45,6 +45,7 @@ from neardup.engines.spark.partitions import (
     without_adaptive,
 )
 from neardup.engines.spark.read import (
+    estimated_documents,
     read_documents_spark,
     read_fingerprints_spark,
     signs_while_reading,
@@ -147,6 +148,15 @@ class SparkEngine:
             self._spark = spark_session(self.master, remote=self.remote)
         return self._spark
 
+    def _start_for(self, paths: Sequence[str]) -> None:
+        """Start the session, when none was given, for a run on the files ``paths``: a local
+        session's JVM is set for the documents they are estimated to hold
+        (:func:`~neardup.engines.spark.read.estimated_documents`,
+        :func:`~neardup.engines.spark.session.local_java_options`)."""
+        if self._spark is None:
+            documents = None if self.remote else estimated_documents(paths)
+            self._spark = spark_session(self.master, remote=self.remote, documents=documents)
+
     @property
     def partitions(self) -> int:
         """Partitions of every shuffle (given, or the session's
@@ -232,6 +242,7 @@ class SparkEngine:
         # checks them itself; only the files the caller writes beside them are local.
         check_outputs(outputs.beside, corpus.inputs)
         (progress or Progress()).stage("running on Spark")
+        self._start_for(corpus.inputs)
         with (
             memory_hint(),
             self._sized_to(corpus.inputs),
@@ -275,6 +286,7 @@ class SparkEngine:
                                                  Outputs(pairs="pairs.tsv"))
         """
         check_outputs([outputs.pairs, outputs.groups, *outputs.beside], corpus.inputs)
+        self._start_for(corpus.inputs)
         with (
             memory_hint(),
             self._sized_to(corpus.inputs),

@@ -45,6 +45,7 @@ from neardup.settings import Settings
 
 __all__ = [
     "check_columns",
+    "estimated_documents",
     "file_extension",
     "read_dataframe",
     "read_documents_spark",
@@ -67,6 +68,10 @@ stored rows crowding the heap."""
 
 SAMPLE_LINES = 10_000
 """Lines of the input read to estimate its documents (:func:`signs_while_reading`)."""
+
+ESTIMATE_SAMPLE_BYTES = 16 << 20
+"""Bytes read from the start of each input file to estimate its lines before Spark starts
+(:func:`estimated_documents`)."""
 
 _DATAFRAME = "<DataFrame>"
 """The input name of a DataFrame's rows in messages."""
@@ -276,6 +281,36 @@ def _positioned(raw: DataFrame, index: int, path: str, header_lines: int) -> Dat
         (F.col("_nd_file_before") + offset + 1 + header_lines).alias("_nd_line"),
         src.alias("_nd_src"),
     )
+
+
+def estimated_documents(paths: Sequence[str]) -> int | None:
+    """The lines of the input files ``paths``, estimated without Spark, before a session
+    starts: a file's bytes divided by the mean bytes of a line among its first
+    :data:`ESTIMATE_SAMPLE_BYTES` (counted exactly in a file that short). None when a path is
+    not an uncompressed file on a local path (a glob, a directory, another file system: Spark
+    lists those) or cannot be read (the reader reports it). O(paths) reads of at most
+    :data:`ESTIMATE_SAMPLE_BYTES`.
+
+    Example:
+        >>> estimated_documents(["hdfs:///corpus/docs.jsonl"]) is None
+        True
+    """
+    total = 0
+    for path in map(str, paths):
+        if path == "-" or _split_name(path)[1] or not reads_by_ranges(path):
+            return None
+        try:
+            with open(local_path(path), "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                sample = file.read(ESTIMATE_SAMPLE_BYTES)
+        except OSError:
+            return None
+        if sample:
+            # The last line of a file read whole may have no line end; a sample without one
+            # lies inside one line, so the file has at most size / sample lines.
+            ends = sample.count(b"\n") + (len(sample) == size and not sample.endswith(b"\n"))
+            total += round(size * max(ends, 1) / len(sample))
+    return total
 
 
 def signs_while_reading(
