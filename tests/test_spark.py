@@ -1825,3 +1825,27 @@ def test_dedup_on_spark_takes_few_jobs_per_stage(spark, tmp_path):
     taken = {stage: len(ids - before[stage]) for stage, ids in jobs().items()}
     assert all(taken[stage] >= 1 for stage in JOBS_AT_MOST), taken
     assert all(taken[stage] <= JOBS_AT_MOST[stage] for stage in JOBS_AT_MOST), taken
+
+
+@pytest.mark.spark
+def test_a_read_without_records_leaves_sparks_text_source_out_of_ranged_files(
+    spark, tmp_path, monkeypatch
+):
+    rows = [{"id": d[0], "text": d[1], "ts": d[2]} for d in make_docs(60, seed=3)]
+    ranged = write_jsonl(tmp_path / "a.jsonl", rows[:40])
+    packed = tmp_path / "b.jsonl.gz"
+    packed.write_bytes(gzip.compress(write_jsonl(tmp_path / "b.jsonl", rows[40:]).read_bytes()))
+    inputs, options = [str(ranged), str(packed)], {"time_field": "ts", "sign": Settings()}
+    docs, stats, records = read_documents_spark(spark, inputs, **options)
+    expected = docs.orderBy("pos").collect()
+    assert records.count() == 60
+    spark_engine.unpersist(docs)
+    sourced = []
+    real = spark_read._read_raw
+    monkeypatch.setattr(
+        spark_read, "_read_raw", lambda *args: sourced.append(args[1]) or real(*args)
+    )
+    docs, stats_without, records = read_documents_spark(spark, inputs, records=False, **options)
+    assert records is None and sourced == [str(packed)]  # the ranged file: its tasks' alone
+    assert docs.orderBy("pos").collect() == expected and stats_without == stats
+    spark_engine.unpersist(docs)

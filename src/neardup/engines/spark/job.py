@@ -252,7 +252,9 @@ class SparkEngine:
             monitor.tag("read")
             fmt = corpus.reading.get("input_format")
             signed = signs_while_reading(self.spark, corpus.inputs, fmt)
-            reading = dict(corpus.reading, sign=settings if signed else None)
+            reading = dict(
+                corpus.reading, sign=settings if signed else None, records=bool(outputs.keep)
+            )
             docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **reading)
             read_seconds = time.perf_counter() - clock
             partitions = self._sized_by(read_stats.documents)
