@@ -54,7 +54,9 @@ if __name__ == "__main__":  # Spark runs ``python -m neardup.engines.spark.daemo
     from pyspark import daemon
 
     prepare()
-    # pyspark's worker imports pandas at its first Arrow task (0.4 s): once here instead.
+    # pyspark's worker imports pandas at its first Arrow task (0.4 s), and each forked worker
+    # its worker module: once here instead.
     import pandas  # noqa: F401
+    import pyspark.worker  # noqa: F401
 
     daemon.manager()

@@ -18,7 +18,9 @@ from pathlib import Path
 from neardup.engines.base import EngineMemoryError
 from neardup.engines.spark.class_archive import JAVA_OPTION_VARIABLES as _JAVA_OPTION_VARIABLES
 from neardup.engines.spark.class_archive import archive_options, spark_conf_dir
+from neardup.engines.spark.pyspark_path import installed_pyspark_first
 
+installed_pyspark_first(sys.path)
 try:  # pyspark is an optional dependency: pip install 'neardup[spark]'
     from pyspark import Broadcast, StorageLevel
     from pyspark.errors import AnalysisException
