@@ -78,6 +78,41 @@ def test_a_long_file_is_estimated_from_the_mean_line_of_its_start(tmp_path, monk
     assert estimated_documents([str(path)]) == 5
 
 
+class _Counted:
+    """A file whose reads are counted in ``reads``."""
+
+    def __init__(self, file, reads):
+        self.file, self.reads = file, reads
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+    def fileno(self):
+        return self.file.fileno()
+
+    def read(self, size):
+        data = self.file.read(size)
+        self.reads.append(len(data))
+        return data
+
+
+def test_many_files_are_estimated_from_a_sample_of_the_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(spark_read, "ESTIMATE_SAMPLE_BYTES", 4096)
+    reads = []
+    monkeypatch.setattr(
+        spark_read, "open", lambda path, mode: _Counted(open(path, mode), reads), raising=False
+    )
+    paths = []
+    for name in "abcde":
+        paths.append(str(tmp_path / f"{name}.jsonl"))
+        (tmp_path / f"{name}.jsonl").write_bytes(_lines(3_000, 50))
+    assert abs(estimated_documents(paths) - 15_000) <= 150
+    assert sum(reads) == 4096
+
+
 def test_inputs_spark_lists_have_no_estimate(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_bytes(_lines(10, 5))

@@ -285,32 +285,34 @@ def _positioned(raw: DataFrame, index: int, path: str, header_lines: int) -> Dat
 
 def estimated_documents(paths: Sequence[str]) -> int | None:
     """The lines of the input files ``paths``, estimated without Spark, before a session
-    starts: a file's bytes divided by the mean bytes of a line among its first
-    :data:`ESTIMATE_SAMPLE_BYTES` (counted exactly in a file that short). None when a path is
-    not an uncompressed file on a local path (a glob, a directory, another file system: Spark
-    lists those) or cannot be read (the reader reports it). O(paths) reads of at most
-    :data:`ESTIMATE_SAMPLE_BYTES`.
+    starts: their bytes divided by the mean bytes of a line among the first
+    :data:`ESTIMATE_SAMPLE_BYTES` of them (in the order given; counted exactly when the files
+    are that short). None when a path is not an uncompressed file on a local path (a glob, a
+    directory, another file system: Spark lists those) or cannot be read (the reader reports
+    it). O(paths) ``stat`` calls and at most :data:`ESTIMATE_SAMPLE_BYTES` read.
 
     Example:
         >>> estimated_documents(["hdfs:///corpus/docs.jsonl"]) is None
         True
     """
-    total = 0
-    for path in map(str, paths):
-        if path == "-" or _split_name(path)[1] or not reads_by_ranges(path):
-            return None
-        try:
+    paths = list(map(str, paths))
+    if any(path == "-" or _split_name(path)[1] or not reads_by_ranges(path) for path in paths):
+        return None
+    total = sampled = lines = 0
+    try:
+        for path in paths:
             with open(local_path(path), "rb") as file:
                 size = os.fstat(file.fileno()).st_size
-                sample = file.read(ESTIMATE_SAMPLE_BYTES)
-        except OSError:
-            return None
-        if sample:
-            # The last line of a file read whole may have no line end; a sample without one
-            # lies inside one line, so the file has at most size / sample lines.
-            ends = sample.count(b"\n") + (len(sample) == size and not sample.endswith(b"\n"))
-            total += round(size * max(ends, 1) / len(sample))
-    return total
+                total += size
+                sample = file.read(ESTIMATE_SAMPLE_BYTES - sampled)  # nothing once sampled
+            # A file read whole may end without a line end after its last line.
+            whole = len(sample) == size and not sample.endswith(b"\n")
+            lines += sample.count(b"\n") + (size > 0 and whole)
+            sampled += len(sample)
+    except OSError:
+        return None
+    # A sample without a line end lies inside one line: at most one a sample's bytes.
+    return round(total * max(lines, 1) / sampled) if sampled else 0
 
 
 def signs_while_reading(
