@@ -31,8 +31,10 @@ def installed_pyspark_first(path: list[str]) -> None:
         if os.path.basename(entry) != "pyspark.zip":
             continue
         package = os.path.dirname(os.path.dirname(os.path.dirname(entry)))
-        installed = os.path.isfile(os.path.join(package, "__init__.py"))
-        if os.path.basename(package) == "pyspark" and installed:
-            if os.path.dirname(package) in path[index + 1 :]:
-                path.append(path.pop(index))
+        if (
+            os.path.basename(package) == "pyspark"
+            and os.path.isfile(os.path.join(package, "__init__.py"))
+            and os.path.dirname(package) in path[index + 1 :]
+        ):
+            path.append(path.pop(index))
         return
