@@ -184,13 +184,7 @@ def test_bucket_links_of_positions_past_32_bits_are_those_of_small_positions(off
 def test_distinct_links_bounded_where_made_keep_what_the_verification_would_test():
     # Texts of one base with 0-6 of its 10 words changed: pairs on both sides of LCS 0.8.
     rng = np.random.default_rng(9)
-    words = [f"w{i}" for i in range(40)]
-    texts = []
-    for _ in range(60):
-        text = list(words[:10])
-        for i in rng.choice(10, rng.integers(0, 7), replace=False):
-            text[i] = words[rng.integers(10, 40)]
-        texts.append(" ".join(text))
+    texts = edited_texts(rng, 60)
     sizes, sketches = lcs_unit_sketches(texts)
     positions = np.arange(len(texts)) * 7 + 3  # sparse positions, as a run's
     table = SimpleNamespace(value=(PositionRows(positions, POS_BITS), sizes, sketches))
@@ -227,6 +221,74 @@ def test_distinct_links_bounded_where_made_keep_what_the_verification_would_test
     offsets, codes = lcs_units(texts, "word")
     value = lcs_pairs(offsets, codes, x, y)
     assert (value[~left] < 0.8).all() and (value >= 0.8).any()
+
+
+def edited_texts(rng: np.random.Generator, count: int) -> list[str]:
+    """Texts of one 10-word base with 0-6 of its words changed: pairs on both sides of LCS
+    0.8."""
+    words = [f"w{i}" for i in range(40)]
+    texts = []
+    for _ in range(count):
+        text = list(words[:10])
+        for i in rng.choice(10, rng.integers(0, 7), replace=False):
+            text[i] = words[rng.integers(10, 40)]
+        texts.append(" ".join(text))
+    return texts
+
+
+def test_listed_pairs_bounded_where_listed_leave_the_same_distinct_links():
+    # Band rows of texts on both sides of the bounds, in buckets of up to a dozen members:
+    # bounded as they are listed, the listed pairs the bounds rule out never leave the
+    # reduce, the star links and counts do, and the distinct links stored are the same.
+    rng = np.random.default_rng(12)
+    n, m = 80, 2400
+    sizes, sketches = lcs_unit_sketches(edited_texts(rng, n))
+    positions = np.arange(n) * 7 + 3
+    table = SimpleNamespace(value=(PositionRows(positions, POS_BITS), sizes, sketches))
+    rows = np.zeros(m, dtype=BAND_ROW)
+    rows["band"], rows["h"] = rng.integers(0, 6, m), rng.integers(0, 40, m)
+    rows["ts"], rows["pos"] = rng.integers(0, 3, m), positions[rng.integers(0, n, m)]
+    keys = np.array([10, 20, 30])
+    runs = packed_runs(rows, np.zeros(m, int), keys[:1])
+
+    def links(**bounds):
+        found = pa.Table.from_batches(list(bucket_links_task([runs], keys, **bounds)))
+        return found, run_rows(found, LINK)
+
+    every, every_rows = links()
+    bounded, bounded_rows = links(bounds=table, threshold=0.8)
+    listed = every_rows[every_rows["kind"] == PAIR]
+    row_of = {p: i for i, p in enumerate(positions)}
+    left = possible_pairs(
+        sizes,
+        sketches,
+        np.array([row_of[x] for x in listed["a"]]),
+        np.array([row_of[y] for y in listed["b"]]),
+        0.8,
+    )
+    assert 0 < left.sum() < left.shape[0]
+
+    def rows_of(links, kind):
+        return sorted(map(tuple, links[links["kind"] == kind].tolist()))
+
+    assert rows_of(bounded_rows, PAIR) == sorted(map(tuple, listed[left].tolist()))
+    for kind in (STAR, UNLISTED):
+        assert rows_of(bounded_rows, kind) == rows_of(every_rows, kind)
+
+    def stored(found):
+        dest = found.column("dest").to_numpy()
+        return sorted(
+            tuple(r.values())
+            for key in keys
+            for batch in distinct_links_task(
+                found.filter(pa.array(dest == key)).to_batches(), table, 0.8
+            )
+            for r in batch.to_pylist()
+        )
+
+    kept = stored(bounded)
+    assert kept == stored(every)
+    assert {kind for _, _, kind, _ in kept} == {STAR, PAIR, UNLISTED, STARS}
 
 
 @pytest.mark.parametrize("high", [0, 1 << 44])  # one input, or positions of a second input

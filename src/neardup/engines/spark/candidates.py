@@ -99,9 +99,10 @@ def minhash_candidates(
     are all equal: not ``timed``); grouped by a hash table and linked inside the reduce tasks (a
     partition's rows in memory at once, 28 bytes each), and the links, packed the same way,
     made distinct by the pair in a second shuffle. With ``bounds`` (a
-    :class:`~neardup.engines.spark.verify.PairBounds` whose table is broadcast), the distinct
-    links are bounded there: only the candidates and listed pairs the bounds leave are
-    stored (the verification's own first tests). A
+    :class:`~neardup.engines.spark.verify.PairBounds` whose table is broadcast), the listed
+    pairs are bounded where they are listed and the distinct links where they are made
+    distinct: only the candidates and listed pairs the bounds leave are stored (the
+    verification's own first tests). A
     bucket's rows meet in one task, but the work there is linear in them (quadratic only in
     buckets of at most 17 members) and the rows are 28 bytes: a hot bucket costs its task
     time, not quadratic work.
@@ -117,12 +118,13 @@ def minhash_candidates(
     runs = reps.select("pos", "ts", "sig").mapInArrow(
         partial(band_runs_task, settings=settings, keys=keys, timed=timed), RUNS_SCHEMA
     )
-    link_runs = runs.repartition(frames.P, "dest").mapInArrow(
-        partial(bucket_links_task, keys=keys, timed=timed), RUNS_SCHEMA
-    )
-    task = distinct_links_task
+    shared = {}
     if bounds is not None and bounds.shared is not None:
-        task = partial(distinct_links_task, bounds=bounds.shared, threshold=bounds.threshold)
+        shared = {"bounds": bounds.shared, "threshold": bounds.threshold}
+    link_runs = runs.repartition(frames.P, "dest").mapInArrow(
+        partial(bucket_links_task, keys=keys, timed=timed, **shared), RUNS_SCHEMA
+    )
+    task = partial(distinct_links_task, **shared)
     links = frames.keep(
         link_runs.repartition(frames.P, "dest").mapInArrow(task, BUCKET_LINKS_SCHEMA),
         totals=link_totals(),
