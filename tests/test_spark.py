@@ -1280,6 +1280,20 @@ def test_bad_rows_raise_the_local_readers_error(spark, tmp_path):
     assert "line 2" in str(local.value) and "'text'" in str(local.value)
 
 
+def test_first_bad_row_raised_without_repeated_ids_is_the_local_readers(spark, tmp_path):
+    # No ID repeats: the first bad row is the least position the counting query found.
+    path = tmp_path / "bad.jsonl"
+    good = [{"id": f"g{k}", "text": f"good text {k}", "ts": k} for k in range(40)]
+    bad = [{"id": "late", "text": "x", "ts": "yesterday"}, {"id": "early", "text": None}]
+    write_jsonl(path, good[:25] + bad[1:] + good[25:] + bad[:1])
+    with pytest.raises(InputError) as local:
+        read_documents([str(path)], time_field="ts").read_all()
+    with pytest.raises(InputError) as remote:
+        read_documents_spark(spark, [str(path)], time_field="ts")
+    assert str(remote.value) == str(local.value)
+    assert "line 26" in str(local.value) and "'text'" in str(local.value)
+
+
 def test_bad_rows_skipped_and_counted_as_the_local_reader_does(spark, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
@@ -1317,14 +1331,14 @@ def test_duplicate_id_names_both_places(spark, tmp_path):
 
 
 def test_repeated_ids_across_partitions_are_counted_and_skipped_as_locally(spark, tmp_path):
-    # 30 IDs over 210 rows, split over several input files and shuffle partitions.
+    # 30 IDs over 210 rows, split over several input files and shuffle partitions; a row
+    # without text in two of them (a reason counted over files), none in the third.
     paths = []
     for part in range(3):
         path = tmp_path / f"ids{part}.jsonl"
         start = part * 70
-        write_jsonl(
-            path, [{"id": f"i{k % 30}", "text": f"t {k}"} for k in range(start, start + 70)]
-        )
+        rows = [{"id": f"i{k % 30}", "text": f"t {k}"} for k in range(start, start + 70)]
+        write_jsonl(path, rows + [{"id": f"n{part}", "text": None}] * (part < 2))
         paths.append(str(path))
     reader = read_documents(paths, on_error="skip")
     batch = reader.read_all()
@@ -1333,8 +1347,10 @@ def test_repeated_ids_across_partitions_are_counted_and_skipped_as_locally(spark
     got = docs.orderBy("pos").select("id").collect()
     spark_engine.unpersist(docs)
     assert [r.id for r in got] == batch.ids == [f"i{k}" for k in range(30)]
-    assert stats.skipped_reasons["duplicate id"] == reader.stats.skipped_reasons["duplicate id"]
+    assert Counter(stats.skipped_reasons) == Counter(reader.stats.skipped_reasons)
     assert stats.skipped_reasons["duplicate id"] == 210 - 30
+    assert sum(stats.skipped_reasons.values()) == stats.skipped == 210 - 30 + 2
+    assert stats.files == reader.stats.files == 3
 
 
 # Values of typed columns (Parquet, DataFrames) that the rules refuse, one row each: the task

@@ -8,6 +8,7 @@ or is counted the same on both engines: same reasons, fields and details.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -415,7 +416,8 @@ def accept_rows(
             if repeated:
                 _raise_first_bad(checked, dups, units, line_of)
             elif summary.first_bad is not None:
-                _raise_bad(checked, summary.first_bad, units, line_of)
+                bad = checked.where(F.col("pos") == summary.first_bad)
+                _raise_bad(checked, bad.select(*_BAD_ROW).first(), units, line_of)
         else:
             stats.skipped_reasons.update(summary.reasons)
             if repeated:
@@ -456,54 +458,57 @@ class _Summary(NamedTuple):
     files: int  # files holding a row
     reasons: dict[str, int]  # bad rows by reason
     repeated: int  # good rows repeating an earlier good row's ID
-    first_bad: Any  # the bad row of smallest position (``pos, line, src, reason, field,
-    # detail``), or None
+    first_bad: int | None  # the smallest position of a bad row, or None
+
+
+_BAD_ROW = ("pos", "line", "src", "reason", "field", "detail")
+"""The columns of a bad row that :func:`_raise_bad` reads."""
 
 
 def _summary(checked: DataFrame, good: DataFrame) -> _Summary:
     """The counters of ``checked`` (rows of :data:`CHECKED_SCHEMA`; ``good``: those with no
-    reason) in one query, so one Spark action: the rows by reason, and the repeats of the
-    good rows' IDs. Cost: one aggregation of ``checked`` and one shuffle of the good rows' ID
-    hashes (:func:`~neardup.engines.spark.repeats.repeat_counts`); the driver gets a row per
-    reason and the files' names."""
-    first = F.struct("pos", "line", "src", "reason", "field", "detail")
+    reason) in one query, so one Spark action: the rows by reason and file, and the repeats
+    of the good rows' IDs. Cost: one aggregation of ``checked`` by keys and sums alone (a
+    set of the files or the least bad row as a struct would make Spark aggregate an object a
+    row) and one shuffle of the good rows' ID hashes
+    (:func:`~neardup.engines.spark.repeats.repeat_counts`); the driver gets a row per reason
+    and file."""
     rows = checked.select(
         F.lit(False).alias("repeat"),
         "reason",
+        "src",
         F.lit(1).cast("long").alias("n"),
         "nbytes",
-        "src",
-        F.when(F.col("reason").isNotNull(), first).alias("first"),
+        F.when(F.col("reason").isNotNull(), F.col("pos")).alias("bad"),
     )
     repeats = repeat_counts(good).select(
         F.lit(True).alias("repeat"),
         F.lit(None).cast("string").alias("reason"),
+        F.lit(None).cast("string").alias("src"),
         F.col("n").cast("long"),
         F.lit(0).cast("long").alias("nbytes"),
-        F.lit(None).cast("string").alias("src"),
-        F.lit(None).cast(rows.schema["first"].dataType).alias("first"),
+        F.lit(None).cast("long").alias("bad"),
     )
     found = (
         rows.unionByName(repeats)
-        .groupBy("repeat", "reason")
-        .agg(
-            F.sum("n").alias("n"),
-            F.sum("nbytes").alias("bytes"),
-            F.collect_set("src").alias("files"),
-            F.min("first").alias("first"),
-        )
+        .groupBy("repeat", "reason", "src")
+        .agg(F.sum("n").alias("n"), F.sum("nbytes").alias("bytes"), F.min("bad").alias("bad"))
         .collect()
     )
-    good_rows = [r for r in found if not r.repeat and r.reason is None]
-    bad = [r for r in found if not r.repeat and r.reason is not None]
-    firsts = [r.first for r in bad if r.first is not None]
+    read = [r for r in found if not r.repeat]
+    good_rows = [r for r in read if r.reason is None]
+    reasons: Counter[str] = Counter()
+    for r in read:
+        if r.reason is not None:
+            reasons[r.reason] += int(r.n)
+    firsts = [int(r.bad) for r in read if r.bad is not None]
     return _Summary(
         documents=sum(int(r.n) for r in good_rows),
         bytes=sum(int(r.bytes or 0) for r in good_rows),
-        files=len({src for r in found for src in r.files}),
-        reasons={r.reason: int(r.n) for r in bad},
+        files=len({r.src for r in read if r.src is not None}),
+        reasons=dict(reasons),
         repeated=sum(int(r.n) for r in found if r.repeat),
-        first_bad=min(firsts, key=lambda r: r.pos) if firsts else None,
+        first_bad=min(firsts) if firsts else None,
     )
 
 
