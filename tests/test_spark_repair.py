@@ -236,14 +236,15 @@ def edited_texts(rng: np.random.Generator, count: int) -> list[str]:
     return texts
 
 
-def test_listed_pairs_bounded_where_listed_leave_the_same_distinct_links():
+@pytest.mark.parametrize("high", [0, 3 << POS_BITS])  # one input, or a later input's rows
+def test_listed_pairs_bounded_where_listed_leave_the_same_distinct_links(high):
     # Band rows of texts on both sides of the bounds, in buckets of up to a dozen members:
     # bounded as they are listed, the listed pairs the bounds rule out never leave the
     # reduce, the star links and counts do, and the distinct links stored are the same.
     rng = np.random.default_rng(12)
     n, m = 80, 2400
     sizes, sketches = lcs_unit_sketches(edited_texts(rng, n))
-    positions = np.arange(n) * 7 + 3
+    positions = np.arange(n) * 7 + 3 + high
     table = SimpleNamespace(value=(PositionRows(positions, POS_BITS), sizes, sketches))
     rows = np.zeros(m, dtype=BAND_ROW)
     rows["band"], rows["h"] = rng.integers(0, 6, m), rng.integers(0, 40, m)
