@@ -624,28 +624,31 @@ def read_spans(
     entries), one ``pread`` per run of adjacent spans; OSError if the file is shorter."""
     first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + nbytes[:-1]]))
     with writing(path), open(path, "rb", buffering=0) as fh:
-        short = _read_runs(fh.fileno(), buffer, np.append(at[first], at[-1]), starts[first])
+        short = _read_runs(_PREAD, fh.fileno(), buffer, np.append(at[first], at[-1]), starts[first])
     if short >= 0:
         raise OSError(f"{path} is shorter than written (was it changed?)")
 
 
 # pread(2) of the C library (POSIX, as the package is), callable from compiled code: a
-# Python-level read per range costs twice as much.
+# Python-level read per range costs twice as much. Passed to the kernel as an argument, not
+# read as a global: a kernel holding a C function's address cannot be cached, and compiling
+# it took 0.3-0.4 s in each process that read spans (each Spark worker verifying pairs).
 _PREAD = ctypes.CDLL(None).pread
 _PREAD.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
 _PREAD.restype = ctypes.c_ssize_t
 
 
-@njit(cache=False, nogil=True)  # not cached: it calls a C function by its address
-def _read_runs(fd, buffer, at, start):
+@njit(cache=True, nogil=True)
+def _read_runs(pread, fd, buffer, at, start):
     """Read run r (file bytes from ``start[r]``, as many as up to the next run's place in
-    ``buffer``) into ``buffer`` at byte ``at[r]``; the first run read short, or -1."""
+    ``buffer``) into ``buffer`` at byte ``at[r]`` with ``pread``; the first run read short,
+    or -1."""
     base = buffer.ctypes.data
     for r in range(start.shape[0]):
         want = at[r + 1] - at[r]
         done = 0
         while done < want:
-            got = _PREAD(fd, base + at[r] + done, want - done, start[r] + done)
+            got = pread(fd, base + at[r] + done, want - done, start[r] + done)
             if got <= 0:
                 return r
             done += got
