@@ -449,8 +449,9 @@ def read_documents_spark(
             )
         if not ranged[index]:
             checked_parts.append(task_input.mapInArrow(task, schema))
-        kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
-        record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
+        if records:
+            kept = rows if fmt != "jsonl" else rows.where(F.length(F.trim("value")) > 0)
+            record_parts.append(kept.select(F.col("_nd_pos").alias("pos"), record.alias("record")))
     reader = Storage(spark, default_checkpoint(spark))
     checked = reader.keep(_union(checked_parts), columnar=True)
     docs, stats = accept_rows(checked, on_error, units, reader)
