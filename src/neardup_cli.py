@@ -25,8 +25,8 @@ def _stop_during_start_up(signum: int, frame: object) -> None:
 HUGEPAGE_ADVICE = ("NUMPY_MADVISE_HUGEPAGE", "0")
 
 #: numpy's bundled OpenBLAS starts a thread per core as numpy is imported, and each spins on
-#: its core for a while before it sleeps: 0.05 s of CPU in a process that then only slept, 0.2
-#: s of a heavy_200k run's CPU (docs/operations.md), taken from the first pass's threads. No
+#: its core for a while before it sleeps: 0.05 s of CPU in a process that then only slept,
+#: 0.15 s of a heavy_200k run's CPU (docs/operations.md), taken from the run's threads. No
 #: kernel of neardup calls BLAS (the bands' choice multiplies a 256 × 65 matrix once). Set
 #: before numpy is imported; a value the user set is kept.
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "1")

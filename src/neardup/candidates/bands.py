@@ -786,7 +786,7 @@ def packed_pairs_from_band_columns(
                 # One task more than the workers waits its turn: while this thread merges a
                 # partition's pairs and counts the next band, every worker has one to search
                 # (with as many as the workers, one stood idle meanwhile: 1M documents'
-                # bands, 1.36 -> 1.09 s, median of 6). A finished partition's pairs wait at
+                # bands, 1.30 -> 1.07 s, medians of 10). A finished partition's pairs wait at
                 # most, 8 bytes a row against the 28 of its search.
                 if len(pending) > workers:
                     merge(_collect(pending.popleft(), buckets))
