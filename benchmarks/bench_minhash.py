@@ -44,6 +44,15 @@ def best_seconds(function, repeat: int) -> float:
     return min(times)
 
 
+def record(path: Path, lines: list[str]) -> None:
+    """Append the table ``lines`` to the results file ``path`` (made if missing); print it."""
+    text = "\n".join(lines) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(text)
+    print(text)
+
+
 def sign_all(inputs, num_perm: int, scheme: str) -> None:
     for features in inputs:
         minhash_from_features(features, num_perm, 1, scheme)
@@ -81,11 +90,7 @@ def main() -> None:
                 f"{shingles / seconds / 1e6:,.0f} | "
                 f"{timings[label, 'classic'] / seconds:.1f}× |"
             )
-    text = "\n".join(lines) + "\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as fh:
-        fh.write(text)
-    print(text)
+    record(RESULTS, lines)
 
 
 if __name__ == "__main__":
