@@ -379,13 +379,12 @@ def _is_name(key, lo, hi, name):
 
 
 @njit(cache=True, nogil=True)
-def _read_fields(buf, starts, names, escapes):
+def _read_fields(buf, starts, names, escapes, out):
     lines = starts.shape[0] - 1
     wanted = len(names)
     kinds = np.zeros((wanted, lines), np.int8)
     integers = np.zeros((wanted, lines), np.int64)
     offsets = np.zeros((wanted, lines + 1), np.int64)
-    out = np.empty((wanted, buf.shape[0]), np.uint8)
     scratch = np.empty(buf.shape[0], np.uint8)
     stack = np.empty(MAX_NESTING, np.uint8)
     o = np.zeros(wanted, np.int64)
@@ -393,7 +392,7 @@ def _read_fields(buf, starts, names, escapes):
         i, end = starts[line], starts[line + 1]
         i = _skip_spaces(buf, i, end)
         if i >= end or buf[i] != 0x7B:
-            return False, kinds, integers, offsets, out
+            return False, kinds, integers, offsets
         i = _skip_spaces(buf, i + 1, end)
         closed = i < end and buf[i] == 0x7D
         if closed:
@@ -402,7 +401,7 @@ def _read_fields(buf, starts, names, escapes):
             key = i + 1
             i, escaped = _key_colon(buf, i, end, escapes)
             if i < 0:
-                return False, kinds, integers, offsets, out
+                return False, kinds, integers, offsets
             field = -1
             if escaped:  # decoded to be compared (rare)
                 _, length, status = _string(buf, key, end, scratch, 0, escapes)
@@ -418,15 +417,15 @@ def _read_fields(buf, starts, names, escapes):
                         field = f
             i = _skip_spaces(buf, i, end)
             if i >= end:
-                return False, kinds, integers, offsets, out
+                return False, kinds, integers, offsets
             if field < 0:
                 i = _value(buf, i, end, stack, escapes)
             elif kinds[field, line] != MISSING:
-                return False, kinds, integers, offsets, out  # named twice: the last counts
+                return False, kinds, integers, offsets  # named twice: the last counts
             elif buf[i] == 0x22:
                 i, after, status = _string(buf, i + 1, end, out[field], o[field], escapes)
                 if status != 0:  # not UTF-8 (1), or no JSON string (-1)
-                    return False, kinds, integers, offsets, out
+                    return False, kinds, integers, offsets
                 kinds[field, line] = STRING
                 o[field] = after
             elif buf[i] == 0x2D or 0x30 <= buf[i] <= 0x39:
@@ -437,7 +436,7 @@ def _read_fields(buf, starts, names, escapes):
                 i = _value(buf, i, end, stack, escapes)
                 kinds[field, line] = OTHER
             if i < 0:
-                return False, kinds, integers, offsets, out
+                return False, kinds, integers, offsets
             i = _skip_spaces(buf, i, end)
             if i < end and buf[i] == 0x2C:
                 i = _skip_spaces(buf, i + 1, end)
@@ -445,12 +444,12 @@ def _read_fields(buf, starts, names, escapes):
                 i += 1
                 closed = True
             else:
-                return False, kinds, integers, offsets, out
+                return False, kinds, integers, offsets
         if _skip_spaces(buf, i, end) != end:
-            return False, kinds, integers, offsets, out
+            return False, kinds, integers, offsets
         for f in range(wanted):
             offsets[f, line + 1] = o[f]
-    return True, kinds, integers, offsets, out
+    return True, kinds, integers, offsets
 
 
 @dataclass
@@ -463,19 +462,19 @@ class Fields:
         integers: int64[fields, lines], the integers (0 elsewhere).
         offsets: int64[fields, lines + 1], where each line's string is in ``data[field]``
             (an empty span where the value is no string).
-        data: uint8[fields, bytes]: the strings' UTF-8, one field a row.
+        data: the strings' UTF-8, one uint8 array of the block's length a field.
     """
 
     kinds: np.ndarray
     integers: np.ndarray
     offsets: np.ndarray
-    data: np.ndarray
+    data: tuple[np.ndarray, ...]
 
     def arrow(self, field: int, copy: bool = False) -> pa.Array:
         """The strings of ``field`` as an Arrow ``large_string`` array sharing ``data`` (a
         line whose value is no string has an empty one). O(1); with ``copy``, buffers of its
         own holding only its strings' bytes, for an array that outlives the block (``data``
-        is a block-sized allocation shared by every field): O(its bytes).
+        is a block-sized allocation): O(its bytes).
 
         Example:
             >>> got = json_fields(b'{"a": "x"}\\n{"a": 1}\\n', np.array([0, 11, 20]), [b"a"])
@@ -511,7 +510,14 @@ def json_fields(
         raise ValueError(f"json_fields reads 1 to 3 fields, got {len(names)}")
     buf = block if isinstance(block, np.ndarray) else np.frombuffer(block, dtype=np.uint8)
     wanted = tuple(np.frombuffer(name, dtype=np.uint8) for name in names)
-    ok, kinds, integers, offsets, data = _read_fields(buf, starts, wanted, _ESCAPES)
+    # An array a field, not one of (fields, block bytes): a 16 MB block's two or three fields
+    # made that one 32-48 MB, past the size (32 MB at most) from which glibc maps each
+    # allocation afresh and unmaps it when freed, so every block's strings were written into
+    # new pages, a page fault every 4 KB; below it freed blocks' memory is used again (the
+    # blocks of english_1m checked and read, one thread: 220-258k -> 141-157k page faults,
+    # 3.56-3.68 -> 3.40-3.42 s).
+    data = tuple(np.empty(buf.shape[0], np.uint8) for _ in names)
+    ok, kinds, integers, offsets = _read_fields(buf, starts, wanted, _ESCAPES, data)
     if not ok:
         return None
     return Fields(kinds, integers, offsets, data)
