@@ -473,8 +473,8 @@ class Fields:
     def arrow(self, field: int, copy: bool = False) -> pa.Array:
         """The strings of ``field`` as an Arrow ``large_string`` array sharing ``data`` (a
         line whose value is no string has an empty one). O(1); with ``copy``, buffers of its
-        own holding only its strings' bytes, for an array that outlives the block (``data``
-        is a block-sized allocation): O(its bytes).
+        own holding only its strings' bytes, for an array that outlives the block (each
+        array of ``data`` is the block's size): O(its bytes).
 
         Example:
             >>> got = json_fields(b'{"a": "x"}\\n{"a": 1}\\n', np.array([0, 11, 20]), [b"a"])
