@@ -517,3 +517,7 @@ def test_passes_from_the_values_is_the_relations_decision(s, words, data):
     assert want.any() and not want.all()  # pairs on both sides of the rule
     assert relation.passes(a, b, values).tolist() == want.tolist()
     assert relation.passes(a[:0], b[:0], values[:0]).shape == (0,)
+    # Values exact only where the pair passes decide alike, and are exact there.
+    bounded = relation.similarity(a, b, exact=False)
+    assert relation.passes(a, b, bounded).tolist() == want.tolist()
+    np.testing.assert_array_equal(bounded[want], values[want])

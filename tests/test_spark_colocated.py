@@ -66,17 +66,19 @@ def test_pairs_meet_their_ends_data_and_are_related_as_over_joined_rows(partitio
     hot_pairs = placed.filter(pc.equal(placed["a"], positions[3]))
     assert set(hot_pairs["dest"].to_pylist()) == set(keys.tolist())
 
-    got = {}
+    got, decided = {}, {}
     for key in keys:
-        out = colocated_relate_task(
-            placed.filter(pc.equal(placed["dest"], key)),
-            copies.filter(pc.equal(copies["dest"], key)),
-            settings,
-            ["tag", "a", "b"],
-        )
-        assert out.schema.names == ["tag", "a", "b", "ok", "value"]
-        for row in out.to_pylist():
-            got[row["tag"]] = (row["ok"], row["value"])
+        for exact, found in ((True, got), (False, decided)):
+            out = colocated_relate_task(
+                placed.filter(pc.equal(placed["dest"], key)),
+                copies.filter(pc.equal(copies["dest"], key)),
+                settings,
+                ["tag", "a", "b"],
+                exact=exact,
+            )
+            assert out.schema.names == ["tag", "a", "b", "ok", "value"]
+            for row in out.to_pylist():
+                found[row["tag"]] = (row["ok"], row["value"])
     sets = _csr_binary(*lcs_units(texts, LCS_UNIT))
     joined = pa.record_batch(
         {"tag": pairs["tag"], "set_a": sets.take(pa.array(a)), "set_b": sets.take(pa.array(b))}
@@ -84,6 +86,15 @@ def test_pairs_meet_their_ends_data_and_are_related_as_over_joined_rows(partitio
     expected = next(relate_task([joined], settings, ["tag"])).to_pylist()
     assert got == {row["tag"]: (row["ok"], row["value"]) for row in expected}
     assert 0 < sum(ok for ok, _ in got.values()) < len(got)
+    # Values for a reader of the accepted pairs alone: the same decisions and accepted values;
+    # a rejected pair's value is only below the threshold (not measured exactly).
+    fast = next(relate_task([joined], settings, ["tag"], exact=False)).to_pylist()
+    assert decided == {row["tag"]: (row["ok"], row["value"]) for row in fast}
+    assert decided.keys() == got.keys()
+    for tag, (ok, value) in got.items():
+        assert decided[tag][0] == ok
+        assert decided[tag][1] == value if ok else decided[tag][1] < settings.verify
+    assert any(decided[t][1] != value for t, (ok, value) in got.items() if not ok)
 
 
 def test_a_partition_without_pairs_or_data_yields_an_empty_table_of_the_schema():

@@ -283,18 +283,21 @@ class Relation:
             )
         self.verified = verified
 
-    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def similarity(self, a: np.ndarray, b: np.ndarray, exact: bool = True) -> np.ndarray:
         """Hamming distance (SimHash), or the verification measure when verified (exact
-        Jaccard or LCS resemblance), else the MinHash estimate of Jaccard."""
+        Jaccard or LCS resemblance), else the MinHash estimate of Jaccard. ``exact=False``: an
+        LCS value below the verification threshold is only some value below it (see
+        :meth:`neardup.verify.Verification.similarity`), which :meth:`passes` decides alike
+        and which costs a rejected pair a fraction of its exact measure."""
         if self.settings.method == "simhash":
             return hamming_distance(self.sig.signature[a], self.sig.signature[b])
         if self.verified is not None:
-            return self.verified(a, b, exact=True)
+            return self.verified(a, b, exact=exact)
         return jaccard_estimate(self.sig.signature[a], self.sig.signature[b])
 
     def passes(self, a: np.ndarray, b: np.ndarray, values: np.ndarray) -> np.ndarray:
         """What :meth:`__call__` decides for the pairs ``(a[p], b[p])``, given their
-        :meth:`similarity` ``values``: from the values alone where they are the rule's measure
+        :meth:`similarity` ``values`` (exact or not): from the values alone where they are the rule's measure
         (SimHash without verification, MinHash with it), so that those pairs are not measured
         again. O(pairs)."""
         s = self.settings

@@ -176,10 +176,12 @@ def colocated_relate_task(
     settings: Settings,
     keep: Sequence[str],
     refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
+    exact: bool = True,
 ) -> pa.Table:
     """One partition's pairs ``(dest, a, b, …)`` and the data of their ends ``(dest, pos, …)``
     -> ``(keep…, ok, value)``, as :func:`~neardup.engines.spark.tasks.relate_task` decides
-    and values pairs (the local engine's :class:`~neardup.pipeline.Relation`); a pair with an
+    and values pairs (with its ``exact``; the local engine's
+    :class:`~neardup.pipeline.Relation`); a pair with an
     end without data is dropped, as a join would. With ``refetch``, the data are the ends'
     places (``dest, pos, loc, span``): their texts are read back and made sets here
     (:func:`~neardup.engines.spark.tasks.refetched_sets_task`), :data:`REFETCH_ROWS` at a
@@ -213,8 +215,8 @@ def colocated_relate_task(
         signature = _batch_signatures(data, "sig", settings)
         sets = _binary_csr(data.column("sset"), np.uint64) if settings.needs_sets else None
         relation = Relation(_local_signatures(signature, sets), settings)
-        ok = np.asarray(relation(ends[0], ends[1]), dtype=bool)
-        value = relation.similarity(ends[0], ends[1])
+        value = relation.similarity(ends[0], ends[1], exact)
+        ok = np.asarray(relation.passes(ends[0], ends[1], value), dtype=bool)
     columns = {name: pairs.column(name) for name in keep}
     columns["ok"] = pa.array(ok, type=pa.bool_())
     columns["value"] = pa.array(np.asarray(value), type=value_type)
@@ -228,9 +230,11 @@ def relate_colocated(
     keep: list[str],
     settings: Settings,
     refetch: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
+    exact: bool = True,
 ) -> DataFrame | None:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added, ``keep`` naming the columns of
-    ``pairs`` kept: what :func:`~neardup.engines.spark.verify.relate` gives, each pair related
+    ``pairs`` kept: what :func:`~neardup.engines.spark.verify.relate` gives (with its
+    ``exact``), each pair related
     where it meets the data of its ends (``data``: ``pos`` and the columns the relation
     reads, or with ``refetch`` the places ``pos, loc, span`` of the texts the task reads back
     and shingles: see :func:`colocated_relate_task`), as the module docstring says. For pairs
@@ -267,6 +271,9 @@ def relate_colocated(
         placed.groupBy("dest")
         .cogroup(copies.groupBy("dest"))
         .applyInArrow(
-            partial(colocated_relate_task, settings=settings, keep=keep, refetch=refetch), schema
+            partial(
+                colocated_relate_task, settings=settings, keep=keep, refetch=refetch, exact=exact
+            ),
+            schema,
         )
     )

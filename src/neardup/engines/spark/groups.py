@@ -244,7 +244,9 @@ def center(
             big.withColumnsRenamed({"sig": "sig_a", "sset": "set_a"}), center_data, ["label"]
         )
         tested = tested.withColumnsRenamed({"sset_b": "set_b", "pos": "a"})
-        checked = frames.keep(related(tested, ["label", "ts", "a", "center"], settings))
+        checked = frames.keep(
+            related(tested, ["label", "ts", "a", "center"], settings, exact=False)
+        )
         parts.append(checked.where("ok or a = center").select(F.col("a").alias("pos"), "center"))
         failed = checked.where("not ok and a != center").select(
             "label", "ts", F.col("a").alias("pos")

@@ -566,7 +566,7 @@ class _Job(Frames):
         if s.method == "minhash" or s.verify is not None:
             n_pairs = self.stats["candidates"] - self.stats.get("bounded", 0)
             checked = self.keep(
-                relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs),
+                relate(self, self.data, cand, ["a", "b"], s, 2 * n_pairs, exact=False),
                 totals=[F.sum(F.col("ok").cast("long"))],
             )
             edges = checked.where("ok").select("a", "b")

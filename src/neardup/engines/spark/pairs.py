@@ -93,7 +93,7 @@ def all_pairs(
             )
         )
         if s.verify is not None:
-            accepted = relate(frames, data, rep_pairs.select("a", "b"), ["a", "b"], s)
+            accepted = relate(frames, data, rep_pairs.select("a", "b"), ["a", "b"], s, exact=False)
             accepted = accepted.where("ok").select("a", "b", "value")
         else:
             accepted = rep_pairs.select("a", "b", F.col("dist").alias("value"))
@@ -105,7 +105,7 @@ def all_pairs(
         cand = frames.reduce(
             cells, ["band", "h", "lo", "hi"], ["pos"], bucket_pairs_task, "a long, b long"
         ).distinct()
-        accepted = relate(frames, data, frames.keep(cand), ["a", "b"], s)
+        accepted = relate(frames, data, frames.keep(cand), ["a", "b"], s, exact=False)
         accepted = accepted.where("ok").select("a", "b", "value")
     accepted = frames.keep(accepted)
     same_value = 0 if s.method == "simhash" else 1.0

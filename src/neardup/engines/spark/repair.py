@@ -359,7 +359,7 @@ def repaired_labels(
     if stats["repair_listed"] == 0:
         return labels, stats
     keep = ["a", "b", "label_a", "label_b"]
-    checked = relate(frames, data, across, keep, settings, 2 * stats["repair_listed"])
+    checked = relate(frames, data, across, keep, settings, 2 * stats["repair_listed"], exact=False)
     # Exactly one partition, which adaptive execution does not change: the replay sees every
     # pair, in the local engine's order.
     # The counts are on the one row of label -1 (0 on the others): totals of the stored rows.

@@ -509,15 +509,22 @@ def shared_bound_task(
 
 
 def relate_task(
-    batches: Iterable[pa.RecordBatch], settings: Settings, keep: Sequence[str]
+    batches: Iterable[pa.RecordBatch],
+    settings: Settings,
+    keep: Sequence[str],
+    exact: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """The run's relation on row pairs: ``(keep…, sig_a, sig_b[, set_a, set_b])`` ->
     ``(keep…, ok, value)``.
 
     ``ok`` is the near-duplicate decision and ``value`` the reported similarity (SimHash: the
     Hamming distance in bits, int32; MinHash: float64), computed by
-    :class:`neardup.pipeline.Relation` exactly as the local engine does. Cost: O(pairs)
-    signature comparisons plus the verification of each pair.
+    :class:`neardup.pipeline.Relation` exactly as the local engine does; with ``exact=False``
+    the value of a pair that is not a near-duplicate by the verification measure is only some
+    value below its threshold (:meth:`~neardup.pipeline.Relation.similarity`), for a reader
+    of the accepted pairs' values alone. Each pair is measured once, its decision taken from
+    its value (:meth:`~neardup.pipeline.Relation.passes`). Cost: O(pairs) signature
+    comparisons plus the verification of each pair.
 
     Example:
         >>> pairs = pa.record_batch({"a": [0, 0], "sig_a": [0b1111, 0b1111], "sig_b": [0b0111, 0]})
@@ -543,8 +550,8 @@ def relate_task(
         relation = Relation(_local_signatures(signature, sets), settings)
         a = np.arange(m, dtype=np.int64)
         b = a + m
-        ok = np.asarray(relation(a, b), dtype=bool)
-        value = relation.similarity(a, b)
+        value = relation.similarity(a, b, exact)
+        ok = np.asarray(relation.passes(a, b, value), dtype=bool)
         if settings.method == "simhash":
             value_col = pa.array(np.asarray(value, dtype=np.int32))
         else:

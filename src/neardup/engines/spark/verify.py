@@ -344,10 +344,14 @@ def relate(
     keep: list[str],
     settings: Settings,
     ends_at_most: int | None = None,
+    exact: bool = True,
 ) -> DataFrame:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added (see :func:`related`), by joining
     both documents' ``data`` (``pos`` and :func:`data_columns`); ``keep`` names the columns of
-    ``pairs`` kept. When the pairs have at most ``ends_at_most`` distinct ends (a bound the
+    ``pairs`` kept. ``exact=False``: a reader of the values of the pairs that pass alone (a
+    verification) lets the others' values be some value below the verification threshold,
+    which spares their exact LCS (``ok`` is the same). When the pairs have at most
+    ``ends_at_most`` distinct ends (a bound the
     caller knows, e.g. twice their number) and that fits a broadcast, each pair is related
     where it meets its ends' data, copied there from where it is stored
     (:func:`~neardup.engines.spark.colocated.relate_colocated`: one shuffle). Else: two
@@ -366,7 +370,7 @@ def relate(
         placed = holds_places(data)
         chosen = data.select("pos", *(PLACES if placed else cols))
         refetch = frames.refetch if placed else None
-        related_here = relate_colocated(frames, chosen, pairs, keep, settings, refetch)
+        related_here = relate_colocated(frames, chosen, pairs, keep, settings, refetch, exact)
         if related_here is not None:
             return related_here
     if holds_places(data):  # the sets of the pairs' ends alone, made once for both joins
@@ -374,13 +378,16 @@ def relate(
         data = frames.keep(compared_sets(frames, data.join(ends, ["pos"], "left_semi"), settings))
     joined = with_ends(frames, pairs, data, cols)
     joined = joined.withColumnsRenamed({"sset_a": "set_a", "sset_b": "set_b"})
-    return related(joined, keep, settings)
+    return related(joined, keep, settings, exact)
 
 
-def related(joined: DataFrame, keep: list[str], settings: Settings) -> DataFrame:
+def related(
+    joined: DataFrame, keep: list[str], settings: Settings, exact: bool = True
+) -> DataFrame:
     """The columns ``keep`` of rows holding both sides' data (``sig_a, sig_b[, set_a, set_b]``)
     plus ``ok`` (the near-duplicate decision) and ``value`` (the reported similarity), by
-    :func:`~neardup.engines.spark.tasks.relate_task`. One pass, no shuffle.
+    :func:`~neardup.engines.spark.tasks.relate_task` (with its ``exact``). One pass, no
+    shuffle.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -389,4 +396,5 @@ def related(joined: DataFrame, keep: list[str], settings: Settings) -> DataFrame
     kinds = dict(joined.dtypes)
     value_type = "int" if settings.method == "simhash" else "double"
     schema = ", ".join([f"{c} {kinds[c]}" for c in keep] + ["ok boolean", f"value {value_type}"])
-    return joined.mapInArrow(partial(relate_task, settings=settings, keep=keep), schema)
+    task = partial(relate_task, settings=settings, keep=keep, exact=exact)
+    return joined.mapInArrow(task, schema)
