@@ -286,9 +286,8 @@ class Relation:
     def similarity(self, a: np.ndarray, b: np.ndarray, exact: bool = True) -> np.ndarray:
         """Hamming distance (SimHash), or the verification measure when verified (exact
         Jaccard or LCS resemblance), else the MinHash estimate of Jaccard. ``exact=False``: an
-        LCS value below the verification threshold is only some value below it (see
-        :meth:`neardup.verify.Verification.similarity`), which :meth:`passes` decides alike
-        and which costs a rejected pair a fraction of its exact measure."""
+        LCS value below the verification threshold is only some value below it, which
+        :meth:`passes` decides alike, for a fraction of a rejected pair's exact measure."""
         if self.settings.method == "simhash":
             return hamming_distance(self.sig.signature[a], self.sig.signature[b])
         if self.verified is not None:
