@@ -198,12 +198,12 @@ def kept_eojeol(longer, shorter, need=0):
     """The most eojeol of ``longer`` whose characters are all kept, in order, in ``shorter``
     (character units of :func:`neardup.text.units.lcs_units`; see the module docstring). With
     ``need`` > 0 the value is exact when it reaches ``need``, else some value below ``need``
-    (the search stops once ``need`` is out of reach). Time O(W · (K − max(need, g) + 1) · w̄ ·
+    (the search stops once ``need`` is out of reach). Time O(W · (K − max(need, g + 1) + 1) · w̄ ·
     log n) plus O(m + n) expected, memory O(m + n): W words and m characters of ``longer``, w̄
     their mean length, n units of ``shorter``, K the words whose characters all occur in
     ``shorter`` (an upper bound), g the most that two greedy passes keep (a lower bound). A
     character that follows its predecessor's match in ``shorter`` costs O(1), not a binary
-    search, so a near-copy costs about O(W · (K − g + 1) · w̄).
+    search, so a near-copy costs about O(W · (K − g) · w̄).
     """
     text, positions, first, last, words = _character_index(longer, shorter)
     m = longer.shape[0]
@@ -233,7 +233,10 @@ def kept_eojeol(longer, shorter, need=0):
     # A changed word often embeds far ahead, and taking it there loses every word between:
     # the second pass takes a word only near the last, widening the reach after each word it
     # skips (so an inserted passage is crossed), which keeps most words of a near-duplicate.
-    need = max(need, greedy, _greedy(longer, first, last, positions, far, text, True))
+    # The search looks only for more words than the passes keep, which most near-duplicates
+    # do not have (one state a word fewer); stopped short, it returns best + words left, an
+    # upper bound of what is kept, so then the passes' count.
+    need = max(need, greedy + 1, _greedy(longer, first, last, positions, far, text, True) + 1)
     # reach[c]: the shortest prefix of shorter that c of the words so far embed in.
     reach = np.full(words + 1, far, np.int64)
     reach[0] = 0
