@@ -293,13 +293,19 @@ def test_listed_pairs_bounded_where_listed_leave_the_same_distinct_links(high):
 
 
 @pytest.mark.parametrize("high", [0, 1 << 44])  # one input, or positions of a second input
-def test_distinct_links_match_a_set_of_tuples(high):
+# Star links from their smaller end, as when every star's center is its earliest position (no
+# time field), or in both orientations.
+@pytest.mark.parametrize("oriented", [False, True])
+def test_distinct_links_match_a_set_of_tuples(high, oriented):
     rng = np.random.default_rng(high % 97)
     n = 3000
     links = np.zeros(n, dtype=LINK)
     ends = rng.integers(0, 60, (n, 2)) + rng.choice([0, high], (n, 2))
     links["a"], links["b"] = ends[:, 0], ends[:, 1]
     links["kind"] = rng.choice([STAR, PAIR], n)
+    if oriented:
+        star = links["kind"] == STAR
+        links["a"][star], links["b"][star] = ends[star].min(axis=1), ends[star].max(axis=1)
     runs = packed_runs(links, np.zeros(n, int), np.array([0]))
     rows = [tuple(r.values()) for b in distinct_links_task([runs]) for r in b.to_pylist()]
 

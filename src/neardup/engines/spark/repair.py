@@ -246,13 +246,18 @@ def _distinct_links(links: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def _listed_star(a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
     """For each distinct link, whether it is a ``PAIR`` (``a < b``) whose documents are also
-    linked by a ``STAR`` link, in either orientation. O(links log links)."""
+    linked by a ``STAR`` link, in either orientation. O(links log links), O(links) when every
+    star link runs from its smaller end to its larger one."""
     lo, hi, _ = _in_31_bits(np.minimum(a, b), np.maximum(a, b))
     documents = (lo << 31) | hi  # each unordered pair of documents as one integer
     found = np.zeros(a.shape[0], dtype=bool)
     pair, star = kind == PAIR, kind == STAR
     if pair.any() and star.any():
-        stars = np.sort(documents[star])
+        stars = documents[star]
+        # The links come ordered by (a, b): so are these when every star's center is its
+        # earliest position (no time field), and their sort was a fifth of this task's time.
+        if (stars[1:] < stars[:-1]).any():
+            stars = np.sort(stars)
         wanted = documents[pair]
         found[pair] = stars[np.searchsorted(stars, wanted).clip(max=stars.shape[0] - 1)] == wanted
     return found
