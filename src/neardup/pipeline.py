@@ -296,9 +296,9 @@ class Relation:
 
     def passes(self, a: np.ndarray, b: np.ndarray, values: np.ndarray) -> np.ndarray:
         """What :meth:`__call__` decides for the pairs ``(a[p], b[p])``, given their
-        :meth:`similarity` ``values`` (exact or not): from the values alone where they are the rule's measure
-        (SimHash without verification, MinHash with it), so that those pairs are not measured
-        again. O(pairs)."""
+        :meth:`similarity` ``values`` (exact or not): from the values alone where they are the
+        rule's measure (SimHash without verification, MinHash with it), so that those pairs are
+        not measured again. O(pairs)."""
         s = self.settings
         if a.shape[0] == 0:
             return np.zeros(0, dtype=bool)

@@ -181,9 +181,9 @@ def colocated_relate_task(
     """One partition's pairs ``(dest, a, b, …)`` and the data of their ends ``(dest, pos, …)``
     -> ``(keep…, ok, value)``, as :func:`~neardup.engines.spark.tasks.relate_task` decides
     and values pairs (with its ``exact``; the local engine's
-    :class:`~neardup.pipeline.Relation`); a pair with an
-    end without data is dropped, as a join would. With ``refetch``, the data are the ends'
-    places (``dest, pos, loc, span``): their texts are read back and made sets here
+    :class:`~neardup.pipeline.Relation`); a pair with an end without data is dropped, as a
+    join would. With ``refetch``, the data are the ends' places (``dest, pos, loc, span``):
+    their texts are read back and made sets here
     (:func:`~neardup.engines.spark.tasks.refetched_sets_task`), :data:`REFETCH_ROWS` at a
     time. Cost: the relation of the pairs, O(rows log rows) to find each end's data, and
     with ``refetch`` reading and shingling the ends' texts.
@@ -234,15 +234,14 @@ def relate_colocated(
 ) -> DataFrame | None:
     """Pairs ``(a, b, …)`` with ``ok`` and ``value`` added, ``keep`` naming the columns of
     ``pairs`` kept: what :func:`~neardup.engines.spark.verify.relate` gives (with its
-    ``exact``), each pair related
-    where it meets the data of its ends (``data``: ``pos`` and the columns the relation
-    reads, or with ``refetch`` the places ``pos, loc, span`` of the texts the task reads back
-    and shingles: see :func:`colocated_relate_task`), as the module docstring says. For pairs
-    whose ends' places fit a broadcast (two a pair). Cost: one Spark job collecting the
-    places, a copy of each document's data per partition needing it, one shuffle of the pairs
-    and copies, the relation of the pairs. None when the places' directory cannot be sent to
-    the tasks (:meth:`~neardup.engines.spark.frames.Storage.share` through Spark Connect):
-    the caller joins instead.
+    ``exact``), each pair related where it meets the data of its ends (``data``: ``pos`` and
+    the columns the relation reads, or with ``refetch`` the places ``pos, loc, span`` of the
+    texts the task reads back and shingles: see :func:`colocated_relate_task`), as the module
+    docstring says. For pairs whose ends' places fit a broadcast (two a pair). Cost: one Spark
+    job collecting the places, a copy of each document's data per partition needing it, one
+    shuffle of the pairs and copies, the relation of the pairs. None when the places'
+    directory cannot be sent to the tasks (:meth:`~neardup.engines.spark.frames.Storage.share`
+    through Spark Connect): the caller joins instead.
 
     Example (needs a Spark session, so not run as a doctest)::
 

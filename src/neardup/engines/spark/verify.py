@@ -351,8 +351,8 @@ def relate(
     ``pairs`` kept. ``exact=False``: a reader of the values of the pairs that pass alone (a
     verification) lets the others' values be some value below the verification threshold,
     which spares their exact LCS (``ok`` is the same). When the pairs have at most
-    ``ends_at_most`` distinct ends (a bound the
-    caller knows, e.g. twice their number) and that fits a broadcast, each pair is related
+    ``ends_at_most`` distinct ends (a bound the caller knows, e.g. twice their number) and
+    that fits a broadcast, each pair is related
     where it meets its ends' data, copied there from where it is stored
     (:func:`~neardup.engines.spark.colocated.relate_colocated`: one shuffle). Else: two
     skew-safe joins of the pairs. ``data`` of places (:func:`holds_places`) is copied as
