@@ -7,10 +7,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from kernel_cache import drop_stale_kernels
 from spark_cluster import TEST_JVM_OPTIONS, SparkCluster
 from spark_connect import SparkConnectServer
 from synth_helpers import ENGLISH, KOREAN
@@ -282,23 +280,11 @@ def _worker_processes(config) -> int:
 
 
 def pytest_sessionstart(session):
-    """First (not in a pytest-xdist worker), drop neardup's cached kernels if its sources
-    changed since they were cached (:mod:`kernel_cache`: numba would keep a kernel's cached
-    code when a module whose functions it inlines changed). Then, with pytest-xdist workers,
-    compile every kernel not in numba's cache yet by ``neardup warm``, once, before they start
-    (pytest-xdist's own hook, which starts them, comes last). Otherwise, with an empty cache (a
-    fresh clone, CI), each worker and each command a test runs as a process compiles the
-    kernels it meets first on its own, often the same kernels at the same time. With every
-    kernel cached it takes about a second."""
-    if hasattr(session.config, "workerinput"):
-        return
-    import neardup
-
-    dropped = drop_stale_kernels(Path(neardup.__file__).parent)
-    if dropped:
-        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
-            f"neardup's sources changed: {dropped} cached kernel files dropped"
-        )
+    """With pytest-xdist workers, compile every kernel not in numba's cache yet by ``neardup
+    warm``, once, before they start (pytest-xdist's own hook, which starts them, comes last).
+    Otherwise, with an empty cache (a fresh clone, CI), each worker and each command a test
+    runs as a process compiles the kernels it meets first on its own, often the same kernels at
+    the same time. With every kernel cached it takes about a second."""
     if _worker_processes(session.config) < 1:
         return
     started = time.perf_counter()

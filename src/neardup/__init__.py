@@ -18,7 +18,11 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
+from neardup import kernel_cache
 from neardup._version import __version__
+
+# Before any kernel of the package is loaded from numba's cache (neardup.kernel_cache).
+kernel_cache.install()
 
 # The public names and the modules that define them. They are imported on first use (PEP 562):
 # importing neardup, or a light module of it such as the command line's entry point, then does
