@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+
+from neardup.import_hooks import hooked_spec
 
 #: The packages whose kernels' keys hold their sources' digest: name -> folder.
 PACKAGES: dict[str, str] = {"neardup": os.path.dirname(os.path.abspath(__file__))}
@@ -95,32 +98,12 @@ class _Finder:
     """Finds numba's caching module as the other finders do, and patches it once executed."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != _CACHING:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _PatchingLoader(spec.loader)
-                return spec
-        return None
+        return None if name != _CACHING else hooked_spec(self, name, path, target, _patching)
 
 
-class _PatchingLoader:
-    def __init__(self, loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        _patch(module)
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
+def _patching(execute: Callable[[], None]) -> None:
+    execute()
+    _patch(sys.modules[_CACHING])
 
 
 def install() -> None:

@@ -50,6 +50,8 @@ import struct
 import sys
 from collections.abc import Callable
 
+from neardup.import_hooks import Hook, hooked_spec
+
 #: The finder of this process, once :func:`install` put it first on ``sys.meta_path``.
 _finder: _Finder | None = None
 
@@ -59,23 +61,13 @@ class _Finder(importlib.abc.MetaPathFinder):
 
     def __init__(self) -> None:
         self.hidden: set[str] = set()
-        self.hooks: dict[str, Callable[[Callable[[], None]], None]] = {}
+        self.hooks: dict[str, Hook] = {}
 
     def find_spec(self, name, path=None, target=None):
         if name in self.hidden:
             raise ModuleNotFoundError(f"{name} is not imported by the neardup command", name=name)
         hook = self.hooks.pop(name, None)
-        if hook is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _HookedLoader(spec.loader, hook)
-                return spec
-        return None
+        return None if hook is None else hooked_spec(self, name, path, target, hook)
 
     def hiding(self, names: tuple[str, ...], execute: Callable[[], None]) -> None:
         """Run ``execute`` with the modules ``names`` refused, but those imported already."""
@@ -85,23 +77,6 @@ class _Finder(importlib.abc.MetaPathFinder):
             execute()
         finally:
             self.hidden -= refused
-
-
-class _HookedLoader(importlib.abc.Loader):
-    """A module's own loader, its execution wrapped in a hook (which calls it)."""
-
-    def __init__(self, loader, hook: Callable[[Callable[[], None]], None]) -> None:
-        self._loader = loader
-        self._hook = hook
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._hook(lambda: self._loader.exec_module(module))
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
 
 
 def _numba_arraymath(execute: Callable[[], None]) -> None:
