@@ -21,7 +21,6 @@ Appends to ``benchmarks/results/lcs.md`` and prints the table.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -33,17 +32,11 @@ import numpy as np
 from bench_minhash import best_seconds, record
 from neardup.eojeol import eojeol_rows
 from neardup.lcs import lcs_pairs
+from neardup.quality.truth import read_prediction
 from neardup.text.units import lcs_units
 from neardup.verify import LCS_UNIT
 
 RESULTS = Path(__file__).resolve().parent / "results" / "lcs.md"
-
-
-def pairs_of(path: Path) -> tuple[list[str], list[str]]:
-    """The ``id_a`` and ``id_b`` columns of a PAIRS file."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    return [r["id_a"] for r in rows], [r["id_b"] for r in rows]
 
 
 def texts_of(corpus: Path, wanted: set[str]) -> dict[str, str]:
@@ -65,7 +58,8 @@ def main() -> None:
     parser.add_argument("--random", type=int, default=None, help="default: as many as PAIRS")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    id_a, id_b = pairs_of(args.pairs)
+    pairs = read_prediction(args.pairs)
+    id_a, id_b = pairs.id_a.tolist(), pairs.id_b.tolist()
     texts = texts_of(args.corpus, set(id_a) | set(id_b))
     names = sorted(texts)
     row = {name: i for i, name in enumerate(names)}
