@@ -377,14 +377,16 @@ def _parsed(rows):
 
 @settings(max_examples=150, deadline=None)
 @given(data=jsonl_file(), time_field=st.sampled_from([None, "ts"]))
-def test_lines_parsed_in_halves_as_in_one_block(data, time_field):
-    lines = data.splitlines(keepends=True)
+def test_a_block_parsed_in_halves_as_in_one_pass(data, time_field):
+    # Lines as a LineGather holds them: each with its line break.
+    block = np.frombuffer(data if data.endswith(b"\n") or not data else data + b"\n", np.uint8)
+    starts, plain = scan_block(block)
     parser = BlockParser("id", "text", time_field, None)
-    whole = _parsed(parser.parse_lines(lines))
+    whole = _parsed(parser.parse(block, starts) if plain else None)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(radix, "PARALLEL_MIN_KEYS", 0)
         patch.setattr(radix.os, "cpu_count", lambda: 2)
-        halves = _parsed(parser.parse_lines(lines))
+        halves = _parsed(parser.parse_block(block, starts))
     assert halves == whole
 
 
@@ -408,3 +410,35 @@ def test_lines_block_is_the_lines_each_ended_by_a_break(lines, skip, kind):
 def test_lines_block_refuses_nulls():
     with pytest.raises(ValueError, match="no null, got 1"):
         jsonl_blocks.lines_block(pa.array(["{}", None]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    data=st.data(),
+    pad=st.integers(0, 20),
+)
+def test_line_gather_copies_the_lines_whose_break_a_buffer_holds(lines, data, pad):
+    """Lines gathered from buffers (with other bytes between them, the last one maybe cut
+    before its break) are the lines; a cut line stops the copy, and its rest comes as a
+    line of its own; the buffers grow past their first size."""
+    gather = jsonl_blocks.LineGather()
+    expected = []
+    for _ in range(3):  # three blocks from the same gather, its buffers used again
+        chosen = sorted(data.draw(st.sets(st.sampled_from(range(len(lines))))) if lines else [])
+        buf, starts = bytearray(), []
+        for i, line in enumerate(lines):
+            if i in chosen:
+                starts.append(len(buf))
+            buf += line + b"\n" + b"x" * pad
+        cut = data.draw(st.booleans()) and bool(chosen)
+        if cut:  # the buffer ends inside the last chosen line: no break for it
+            buf = buf[: starts[-1] + len(lines[chosen[-1]])]
+        done = gather.add(np.frombuffer(bytes(buf), np.uint8), np.array(starts, np.int64))
+        assert done == len(chosen) - cut
+        if cut:
+            gather.add_line(lines[chosen[-1]])
+        block, places = gather.take()
+        expected = [lines[i] + b"\n" for i in chosen]
+        assert [block.tobytes()[a:b] for a, b in zip(places[:-1], places[1:])] == expected
+        assert places[-1] == block.shape[0] == sum(map(len, expected))

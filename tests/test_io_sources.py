@@ -316,21 +316,38 @@ def test_docstring_examples():
     assert doctest.testmod(io_sources).failed == 0
 
 
+def _blocks_as_lines(blocks):
+    """The lines of :func:`line_blocks_at`'s blocks, and how many each held."""
+    lines, sizes = [], []
+    for block, starts in blocks:
+        data = block.tobytes()  # the block is valid until the next is asked for
+        lines += [data[a:b] for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+        sizes.append(len(starts) - 1)
+    return lines, sizes
+
+
+def _ended(line):
+    """A line as a block holds it: with a line break."""
+    return line if line.endswith(b"\n") else line + b"\n"
+
+
 @given(
     lengths=st.lists(st.integers(0, 40), min_size=1, max_size=60),
     wanted=st.data(),
     block=st.integers(1, 120),
     last_ends=st.booleans(),
     packing=st.sampled_from(["gz", "zst"]),
+    per_block=st.integers(1, 7),
 )
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-def test_lines_at_of_a_compressed_input_are_the_lines_at_those_offsets(
-    tmp_path, monkeypatch, lengths, wanted, block, last_ends, packing
+def test_line_blocks_at_of_a_compressed_input_hold_the_lines_at_those_offsets(
+    tmp_path, monkeypatch, lengths, wanted, block, last_ends, packing, per_block
 ):
     """Decompressed again in blocks (of ``block`` bytes, grown for a longer line), each
-    block's wanted lines found by its line breaks: the lines a line-by-line reading gives."""
+    block's wanted lines found where their offsets fall: the lines a line-by-line reading
+    gives, ``per_block`` a block."""
     lines = [b"y" * n + (b"\r\n" if n % 3 == 0 else b"\n") for n in lengths]
     if not last_ends:
         lines[-1] = lines[-1].rstrip(b"\r\n")
@@ -343,8 +360,18 @@ def test_lines_at_of_a_compressed_input_are_the_lines_at_those_offsets(
     chosen = [i for i in chosen if lines[i]]  # a document's line is never empty
     monkeypatch.setattr(jsonl_blocks, "BLOCK_BYTES", block)
     src = resolve_input(path, None, INPUT_FORMATS)
-    got = list(io_sources.lines_at(src, np.array([starts[i] for i in chosen])))
-    assert got == [lines[i] for i in chosen]
+    offsets = np.array([starts[i] for i in chosen], dtype=np.int64)
+    got, sizes = _blocks_as_lines(io_sources.line_blocks_at(src, offsets, per_block))
+    assert got == [_ended(lines[i]) for i in chosen]
+    assert sizes == [min(per_block, len(chosen) - k) for k in range(0, len(chosen), per_block)]
+
+
+def test_line_blocks_at_of_a_compressed_input_cut_short_say_it_changed(tmp_path):
+    path = tmp_path / "lines.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"a": 1}\n{"b": 2}\n'))
+    src = resolve_input(path, None, INPUT_FORMATS)
+    with pytest.raises(ValueError, match="ended before byte 40, .*the input changed"):
+        list(io_sources.line_blocks_at(src, np.array([9, 40]), 1))
 
 
 @given(
@@ -352,17 +379,20 @@ def test_lines_at_of_a_compressed_input_are_the_lines_at_those_offsets(
     wanted=st.data(),
     gap=st.integers(1, 100),
     most=st.integers(1, 300),
+    tail=st.integers(1, 50),
     last_ends=st.booleans(),
     last_read=st.booleans(),
-    at_once=st.integers(1, 8),
-    as_array=st.booleans(),
+    per_block=st.integers(1, 7),
 )
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
-    tmp_path, monkeypatch, lengths, wanted, gap, most, last_ends, last_read, at_once, as_array
+def test_line_blocks_at_read_runs_of_lines_as_a_line_a_read_would(
+    tmp_path, monkeypatch, lengths, wanted, gap, most, tail, last_ends, last_read, per_block
 ):
+    """Runs of ``most`` bytes at most, lines ``gap`` apart at most, read ``tail`` bytes past
+    their last start (a longer line is read on to its end): the lines a line-by-line reading
+    gives, ``per_block`` a block."""
     lines = [b"x" * n + (b"\r\n" if n % 3 == 0 else b"\n") for n in lengths]
     if not last_ends:
         lines[-1] = lines[-1].rstrip(b"\r\n")
@@ -372,24 +402,33 @@ def test_lines_at_reads_runs_of_lines_as_a_line_a_read_would(
     chosen = sorted(wanted.draw(st.sets(st.sampled_from(range(len(lines))), min_size=1)))
     monkeypatch.setattr(io_sources, "COALESCE_GAP", gap)
     monkeypatch.setattr(io_sources, "COALESCE_BYTES", most)
+    monkeypatch.setattr(io_sources, "LINE_TAIL", tail)
     src = resolve_input(path, None, INPUT_FORMATS)
     advised = []
     monkeypatch.setattr(
         os, "posix_fadvise", lambda fd, at, n, advice: advised.append((at, n, advice))
     )
-    # Offsets taken a few at a time, from a list or an array: the same lines.
-    monkeypatch.setattr(io_sources, "OFFSETS_AT_ONCE", at_once)
-    offsets = [starts[i] for i in chosen]
-    got = list(io_sources.lines_at(src, np.array(offsets) if as_array else offsets, last_read))
-    assert got == [lines[i] for i in chosen]
-    # With last_read, the pages of every line read may leave the page cache; else none.
+    offsets = np.array([starts[i] for i in chosen], dtype=np.int64)
+    got, sizes = _blocks_as_lines(io_sources.line_blocks_at(src, offsets, per_block, last_read))
+    assert got == [_ended(lines[i]) for i in chosen]
+    assert sizes == [min(per_block, len(chosen) - k) for k in range(0, len(chosen), per_block)]
+    # With last_read, the pages of every line read may leave the page cache, and no byte
+    # past the last line of a run; else none.
     dropped = {b for at, n, _ in advised for b in range(at, at + n)}
     assert {advice for *_, advice in advised} <= {os.POSIX_FADV_DONTNEED}
     assert bool(advised) == last_read
     if last_read:
-        assert all(
-            b in dropped for i in chosen for b in range(starts[i], starts[i] + len(lines[i]))
-        )
+        wanted_bytes = {b for i in chosen for b in range(starts[i], starts[i] + len(lines[i]))}
+        assert wanted_bytes <= dropped
+        assert max(dropped, default=0) == max(wanted_bytes, default=0)
+
+
+def test_line_blocks_at_refuses_no_lines_a_block(tmp_path):
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"{}\n")
+    src = resolve_input(path, None, INPUT_FORMATS)
+    with pytest.raises(ValueError, match="lines must be at least 1, got 0"):
+        next(io_sources.line_blocks_at(src, np.array([0]), 0))
 
 
 def test_rows_by_file_are_runs_in_reading_order_else_indices():

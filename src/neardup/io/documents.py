@@ -60,7 +60,7 @@ from neardup.io.sources import (
     fast_json,
     iter_lines,
     json_object_line,
-    lines_at,
+    line_blocks_at,
     open_parquet,
     parse_json_line,
     rows_by_file,
@@ -238,10 +238,10 @@ class DocumentReader:
         the batches of a first pass; positions ascending), as batches with the same IDs, texts,
         timestamps and (with ``records``) records. Rows are not validated again: they were in
         the first pass. ``last_read``: the caller will not read them again, their pages may
-        leave the page cache (:func:`~neardup.io.sources.lines_at`).
+        leave the page cache (:func:`~neardup.io.sources.line_blocks_at`).
 
         Plain files are read in runs of nearby wanted lines, one read a run
-        (:func:`~neardup.io.sources.lines_at`); .gz/.zst inputs are decompressed again up to
+        (:func:`~neardup.io.sources.line_blocks_at`); .gz/.zst inputs are decompressed again up to
         the last wanted line, parsing only the wanted lines. Cost: O(bytes of the wanted lines
         and of the short gaps between them) plus, for compressed inputs, O(decompressed bytes
         up to the last one).
@@ -267,15 +267,16 @@ class DocumentReader:
             src = self._sources[index]
             if src.path == "-":
                 src = Source(self._stdin_copy or "", src.display, "jsonl", None)
-            lines = lines_at(src, locations[rows, 1], last_read)
+            size = self._batch_size
+            blocks = line_blocks_at(src, locations[rows, 1], size, last_read)
             wanted = positions[rows]  # a view when the file's rows are one run
-            for start in range(0, wanted.shape[0], self._batch_size):
-                chunk = wanted[start : start + self._batch_size]
-                batch = [next(lines) for _ in range(chunk.shape[0])]
+            for start, (block, starts) in zip(range(0, wanted.shape[0], size), blocks):
+                chunk = wanted[start : start + size]
                 # In a block where that is exact (records need every field: line by line).
-                got = None if records else self._parser.parse_lines(batch)
+                got = None if records else self._parser.parse_block(block, starts)
                 if got is None:
-                    yield self._parsed_batch(batch, chunk, records)
+                    lines = [block[a:b].tobytes() for a, b in zip(starts[:-1], starts[1:])]
+                    yield self._parsed_batch(lines, chunk, records)
                 else:
                     ids, texts = TextColumn(got.ids), TextColumn(got.texts)
                     yield DocumentBatch(ids, texts, got.timestamps, got.raw_timestamps, None, chunk)

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from numba import njit
 
 from neardup.candidates import radix
+from neardup.hashing import _read64
 from neardup.ids import FORBIDDEN_RE2, MAX_ID_LENGTH
 from neardup.io.json_fields import INTEGER, STRING, Fields, json_fields
 from neardup.io.values import time_to_us
@@ -276,6 +277,110 @@ def lines_block(lines: pa.Array) -> np.ndarray:
     return out
 
 
+_FEEDS = np.uint64(0x0A0A0A0A0A0A0A0A)  # eight line breaks
+_LOW_BITS = np.uint64(0x0101010101010101)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+
+
+@njit(inline="always")
+def _line_end(buf, at, n):
+    """The place of the first line break in ``buf[at:n]``, else ``n``: eight bytes a step while
+    none is one (a word XOR eight breaks has a zero byte exactly where a break is, and
+    ``(w - 0x01…) & ~w & 0x80…`` is nonzero exactly when ``w`` has a zero byte), then byte by
+    byte."""
+    end = at
+    while end + 8 <= n:
+        word = _read64(buf, end) ^ _FEEDS
+        if (word - _LOW_BITS) & ~word & _HIGH_BITS:
+            break
+        end += 8
+    while end < n and buf[end] != 0x0A:
+        end += 1
+    return end
+
+
+@njit(cache=True, nogil=True)
+def _gather_lines(buf, starts, out, at, places):
+    """Copy each line of ``buf`` that starts at ``starts[k]`` (ascending), with its line
+    break, to ``out`` from byte ``at`` on, its place there in ``places[k]``, up to the first
+    whose break ``buf`` does not hold: (lines copied, bytes of ``out`` then used)."""
+    for k in range(starts.shape[0]):
+        start = starts[k]
+        end = _line_end(buf, start, buf.shape[0])
+        if end == buf.shape[0]:
+            return k, at
+        size = end + 1 - start
+        out[at : at + size] = buf[start : end + 1]
+        places[k] = at
+        at += size
+    return starts.shape[0], at
+
+
+class LineGather:
+    """Lines copied back to back, each with its line break, into one buffer used again: a
+    block in the form :func:`scan_block` and :meth:`BlockParser.parse_block` read, gathered
+    from buffers that hold them among other lines (the runs of a file read again,
+    :func:`~neardup.io.sources.line_blocks_at`) by a compiled loop, without a Python object
+    a line.
+
+    Example:
+        >>> gather = LineGather()
+        >>> gather.add(np.frombuffer(b'ab\\ncd\\nef', np.uint8), np.array([0, 6]))
+        1
+        >>> gather.add_line(b"ef")
+        >>> block, starts = gather.take()
+        >>> bytes(block), starts.tolist()
+        (b'ab\\nef\\n', [0, 3, 6])
+    """
+
+    def __init__(self) -> None:
+        self._out = np.empty(1 << 16, np.uint8)
+        self._places = np.empty(1 << 10, np.int64)
+        self._lines = 0
+        self._bytes = 0
+
+    def add(self, buf: np.ndarray, starts: np.ndarray) -> int:
+        """Copy the lines of ``buf`` (uint8) that start at ``starts`` (ascending int64), in
+        order, while ``buf`` holds their line break; returns how many it copied. O(their
+        bytes)."""
+        self._reserve(starts.shape[0], buf.shape[0])
+        done, self._bytes = _gather_lines(
+            buf, starts, self._out, self._bytes, self._places[self._lines :]
+        )
+        self._lines += done
+        return done
+
+    def add_line(self, line: bytes) -> None:
+        """Copy one line, given a line break when it has none (a stream's last line). O(its
+        bytes)."""
+        data = line if line.endswith(b"\n") else line + b"\n"
+        self._reserve(1, len(data))
+        self._out[self._bytes : self._bytes + len(data)] = np.frombuffer(data, np.uint8)
+        self._places[self._lines] = self._bytes
+        self._lines += 1
+        self._bytes += len(data)
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """The block of the lines copied since the last take (uint8, valid until the next
+        copy: its buffer is used again) and where each begins, then its length (int64[k +
+        1], the caller's own). O(lines)."""
+        starts = np.append(self._places[: self._lines], self._bytes)
+        block = self._out[: self._bytes]
+        self._lines = self._bytes = 0
+        return block, starts
+
+    def _reserve(self, lines: int, nbytes: int) -> None:
+        """Room for ``lines`` more lines of ``nbytes`` bytes in all (the buffers doubled)."""
+        if self._bytes + nbytes > self._out.shape[0]:
+            grown = np.empty(max(2 * self._out.shape[0], self._bytes + nbytes), np.uint8)
+            grown[: self._bytes] = self._out[: self._bytes]
+            self._out = grown
+        if self._lines + lines > self._places.shape[0]:
+            places = np.empty(max(2 * self._places.shape[0], self._lines + lines), np.int64)
+            places[: self._lines] = self._places[: self._lines]
+            self._places = places
+
+
 @dataclass
 class ParsedBlock:
     """The rows of a block whose every line is a good row, one a line, in order.
@@ -322,7 +427,9 @@ class BlockParser:
             self._names = []
         self.usable = time_field not in (id_field, text_field) and bool(self._names)
 
-    def parse(self, block: bytes | memoryview, starts: np.ndarray) -> ParsedBlock | None:
+    def parse(
+        self, block: bytes | memoryview | np.ndarray, starts: np.ndarray
+    ) -> ParsedBlock | None:
         """The rows of ``block``, whole lines of JSON Lines that :func:`scan_block` found
         plain (``starts`` its line starts), or None where the reading could differ from the
         line-by-line one or a row is bad (then read the block line by line, which reports
@@ -340,32 +447,33 @@ class BlockParser:
             return None
         return self._checked(fields, starts)
 
-    def parse_lines(self, lines: list[bytes]) -> ParsedBlock | None:
-        """The rows of ``lines`` (JSON Lines rows, each with its line break but maybe the
-        last line of a file) by :meth:`parse` of them joined, when they are all plain; else
-        None. From :data:`~neardup.candidates.radix.PARALLEL_MIN_KEYS` bytes on, the two
-        halves of the lines are parsed on two threads (:func:`~neardup.candidates.radix.in_halves`)
-        and their rows joined (every check is a line's own: the same result). O(bytes).
+    def parse_block(self, block: np.ndarray, starts: np.ndarray) -> ParsedBlock | None:
+        """The rows of the lines ``block[starts[i]:starts[i + 1]]`` (JSON Lines rows, each
+        with its line break, as :class:`LineGather` makes them) by :meth:`parse`, when they
+        are all plain (:func:`scan_block`); else None. From
+        :data:`~neardup.candidates.radix.PARALLEL_MIN_KEYS` bytes on, the two halves of the
+        lines are parsed on two threads (:func:`~neardup.candidates.radix.in_halves`) and
+        their rows joined (every check is a line's own: the same result). O(bytes).
 
         Example:
-            >>> rows = BlockParser("id", "text", None, None).parse_lines([b'{"id": "a", "text": "x"}'])
+            >>> block = np.frombuffer(b'{"id": "a", "text": "x"}\\n', np.uint8)
+            >>> rows = BlockParser("id", "text", None, None).parse_block(block, np.array([0, 25]))
             >>> rows.ids.to_pylist(), rows.texts.to_pylist()
             (['a'], ['x'])
         """
-        if len(lines) < 2:
-            return self._parse_joined(lines)
+        if starts.shape[0] < 3:
+            return self._parse_plain(block)
         parts = radix.in_halves(
-            lambda half, lo, hi: self._parse_joined(lines[lo:hi]),
-            len(lines),
-            size=sum(map(len, lines)),
+            lambda half, lo, hi: self._parse_plain(block[starts[lo] : starts[hi]]),
+            starts.shape[0] - 1,
+            size=int(starts[-1]),
         )
         if any(part is None for part in parts):
             return None
         return parts[0] if len(parts) == 1 else _joined_blocks(*parts)
 
-    def _parse_joined(self, lines: list[bytes]) -> ParsedBlock | None:
-        block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-        starts, plain = scan_block(np.frombuffer(block, dtype=np.uint8))
+    def _parse_plain(self, block: np.ndarray) -> ParsedBlock | None:
+        starts, plain = scan_block(block)
         return self.parse(block, starts) if plain else None
 
     def _checked(self, fields: Fields, starts: np.ndarray) -> ParsedBlock | None:

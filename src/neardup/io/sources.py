@@ -27,7 +27,7 @@ import os
 import re
 import zlib
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -38,9 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import zstandard
+from numba import njit
 
 from neardup.io.files import Source, open_input, resolve_input, stdin_binary
-from neardup.io.jsonl_blocks import line_blocks
+from neardup.io.jsonl_blocks import LineGather, line_blocks
 from neardup.io.rows import BadRow, InputError, RowChecks
 from neardup.io.values import json_type_name, tsv_unescape
 
@@ -88,25 +89,29 @@ def decoded_line(raw: bytes, n: int, rows: RowChecks, path: str) -> str | None:
 #: Wanted lines of a plain file less than this many bytes apart are read in one read with the
 #: lines between them (a read call costs about as much as copying that many bytes)...
 COALESCE_GAP = 64 << 10
-#: ... up to this many bytes a read.
+#: ... up to this many bytes a read...
 COALESCE_BYTES = 4 << 20
+#: ... and this many past the run's last wanted line's start, which hold that line's end but
+#: for a longer line (read on to its end then).
+LINE_TAIL = 64 << 10
 
 
-#: Offsets :func:`lines_at` turns into Python integers at a time: a list of all of them would
-#: take about 36 bytes an offset (0.5 GB for the 13.7M documents re-read at 50M).
-OFFSETS_AT_ONCE = 1 << 16
-
-
-def lines_at(
-    src: Source, offsets: Sequence[int] | np.ndarray, last_read: bool = False
-) -> Iterator[bytes]:
+def line_blocks_at(
+    src: Source, offsets: np.ndarray, lines: int, last_read: bool = False
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The lines of a JSON Lines input that start at ``offsets`` (ascending byte offsets in
-    the decompressed stream: a list, or an integer array taken :data:`OFFSETS_AT_ONCE` at a
-    time). A plain file is read in runs of nearby lines, one read a run
-    (:data:`COALESCE_GAP`, :data:`COALESCE_BYTES`), each line cut from it at its offset; a
-    compressed one is decompressed again up to the last offset, in blocks whose wanted lines
-    are found by a binary search of their line breaks (the lines between them make no Python
-    object). O(bytes read).
+    the decompressed stream), ``lines`` of them at a time, each time as one block: ``(block,
+    starts)``, the lines back to back (uint8), each with its line break (the stream's last line
+    is given one when it has none), and where each begins, then the block's length
+    (int64[k + 1]): what :meth:`~neardup.io.jsonl_blocks.BlockParser.parse_block` reads. A
+    block is valid until the next one is asked for (:class:`~neardup.io.jsonl_blocks.LineGather`
+    uses its buffer again).
+
+    A plain file is read in runs of nearby lines, one read a run into one buffer
+    (:data:`COALESCE_GAP`, :data:`COALESCE_BYTES`, :data:`LINE_TAIL`); a compressed one is
+    decompressed again up to the last offset, in blocks of whole lines. Either way the wanted
+    lines are copied out of what was read by a compiled loop, without a Python object a line.
+    ValueError when a compressed input ends before an offset (it changed). O(bytes read).
 
     With ``last_read`` (the caller will not read these lines again), the operating system is
     told that it may drop the plain file's pages read from its page cache
@@ -116,38 +121,104 @@ def lines_at(
         >>> import tempfile, pathlib
         >>> from neardup.io.files import INPUT_FORMATS
         >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.jsonl"
-        >>> _ = p.write_text('{"a": 1}\\n{"b": 2}\\n')
-        >>> list(lines_at(resolve_input(p, None, INPUT_FORMATS), [9]))
-        [b'{"b": 2}\\n']
+        >>> _ = p.write_text('{"a": 1}\\n{"b": 2}\\n{"c": 3}')
+        >>> src = resolve_input(p, None, INPUT_FORMATS)
+        >>> [(bytes(b), s.tolist()) for b, s in line_blocks_at(src, np.array([9, 18]), 1)]
+        [(b'{"b": 2}\\n', [0, 9]), (b'{"c": 3}\\n', [0, 9])]
     """
+    if lines < 1:
+        raise ValueError(f"lines must be at least 1, got {lines}")
+    offsets = np.asarray(offsets, dtype=np.int64)
     with open_input(src) as fh:
         if src.compression is None:
-            for part in _offset_parts(offsets):
-                yield from _plain_lines_at(fh, part, last_read)
+            yield from _plain_blocks(fh, offsets, lines, last_read)
             return
-        yield from _lines_in_blocks(fh, np.asarray(offsets, dtype=np.int64))
+        yield from _decompressed_blocks(fh, offsets, lines, src.display)
 
 
-def _lines_in_blocks(fh: IO[bytes], offsets: np.ndarray) -> Iterator[bytes]:
-    """The lines of a stream that start at ``offsets`` (ascending), read in blocks of whole
-    lines (:func:`~neardup.io.jsonl_blocks.line_blocks`). O(bytes up to the last offset)."""
+def _plain_blocks(
+    fh: IO[bytes], offsets: np.ndarray, lines: int, last_read: bool
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    gather = LineGather()
+    buffer = np.empty(0, np.uint8)
+    for first in range(0, offsets.shape[0], lines):
+        part = offsets[first : first + lines]
+        lo = 0
+        for hi in _run_ends(part, COALESCE_GAP, COALESCE_BYTES).tolist():
+            start = int(part[lo])
+            span = int(part[hi - 1]) - start + LINE_TAIL
+            if buffer.shape[0] < span:
+                buffer = np.empty(span, np.uint8)
+            fh.seek(start)
+            got = fh.readinto(memoryview(buffer)[:span])
+            done = lo + gather.add(buffer[:got], part[lo:hi] - start)
+            # A run's last line may end past what was read (of an input that stays put, no
+            # other line can): read on to its end.
+            for offset in part[done:hi].tolist():
+                fh.seek(offset)
+                gather.add_line(fh.readline())
+            if last_read and hasattr(os, "posix_fadvise"):
+                last = int(part[hi - 1])
+                if done == hi:  # its end is in the buffer
+                    tail = buffer[last - start : got]
+                    end = last + int(np.argmax(tail == 0x0A)) + 1
+                else:
+                    end = fh.tell()
+                os.posix_fadvise(fh.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
+            lo = hi
+        yield gather.take()
+
+
+def _decompressed_blocks(
+    fh: IO[bytes], offsets: np.ndarray, lines: int, display: str
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`line_blocks_at` of a stream read in blocks of whole lines
+    (:func:`~neardup.io.jsonl_blocks.line_blocks`), each block's wanted lines found where
+    their offsets fall in it. O(bytes up to the last offset)."""
+    gather = LineGather()
     taken, position = 0, 0
     for block in line_blocks(fh):
         end = position + len(block)
         stop = taken + int(np.searchsorted(offsets[taken:], end))
-        if stop > taken:
-            buf = np.frombuffer(block, dtype=np.uint8)
-            starts = offsets[taken:stop] - position
-            # A line ends after the first break at or past its start (the stream's last line
-            # may have none: it ends with the block).
-            breaks = np.flatnonzero(buf == 0x0A)
-            ends = np.append(breaks + 1, buf.shape[0])[np.searchsorted(breaks, starts)]
-            for first, after in zip(starts.tolist(), ends.tolist()):
-                yield bytes(block[first:after])
-            taken = stop
-            if taken == offsets.shape[0]:
-                return
+        buf = np.frombuffer(block, dtype=np.uint8)
+        while taken < stop:
+            upto = min(stop, (taken // lines + 1) * lines)
+            starts = offsets[taken:upto] - position
+            done = gather.add(buf, starts)
+            if done < upto - taken:  # the stream's last line, without a break
+                gather.add_line(bytes(buf[starts[done] :]))
+            taken = upto
+            if taken % lines == 0 or taken == offsets.shape[0]:
+                yield gather.take()
+        if taken == offsets.shape[0]:
+            return
         position = end
+    if taken < offsets.shape[0]:
+        raise ValueError(
+            f"{display} ended before byte {int(offsets[taken])}, where a line was read before: "
+            "the input changed"
+        )
+
+
+@njit(cache=True, nogil=True)
+def _run_ends(offsets, gap, most):
+    """Where each run of ``offsets`` (ascending) ends: a run goes on while the next offset is
+    at most ``gap`` bytes past the one before and ``most`` past the run's first."""
+    ends = np.empty(offsets.shape[0], np.int64)
+    runs = 0
+    i = 0
+    while i < offsets.shape[0]:
+        j = i + 1
+        while (
+            j < offsets.shape[0]
+            and offsets[j] - offsets[j - 1] <= gap
+            and offsets[j] - offsets[i] <= most
+        ):
+            j += 1
+        ends[runs] = j
+        runs += 1
+        i = j
+    return ends[:runs]
 
 
 def rows_by_file(files: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
@@ -166,36 +237,6 @@ def rows_by_file(files: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
         return
     for index in np.unique(files).tolist():
         yield index, np.flatnonzero(files == index)
-
-
-def _offset_parts(offsets: Sequence[int] | np.ndarray) -> Iterator[list[int]]:
-    """``offsets`` as lists of Python integers, :data:`OFFSETS_AT_ONCE` at a time."""
-    for start in range(0, len(offsets), OFFSETS_AT_ONCE):
-        yield np.asarray(offsets[start : start + OFFSETS_AT_ONCE], dtype=np.int64).tolist()
-
-
-def _plain_lines_at(fh: IO[bytes], offsets: list[int], last_read: bool) -> Iterator[bytes]:
-    n = len(offsets)
-    i = 0
-    while i < n:
-        start = offsets[i]
-        j = i + 1
-        while (
-            j < n
-            and offsets[j] - offsets[j - 1] <= COALESCE_GAP
-            and offsets[j] - start <= COALESCE_BYTES
-        ):
-            j += 1
-        fh.seek(start)
-        # Up to the run's last line, which is read whole after it: its end is not known.
-        block = fh.read(offsets[j - 1] - start)
-        for k in range(i, j - 1):
-            at = offsets[k] - start
-            yield block[at : block.index(b"\n", at) + 1]
-        yield fh.readline()
-        if last_read and hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(fh.fileno(), start, fh.tell() - start, os.POSIX_FADV_DONTNEED)
-        i = j
 
 
 # --------------------------------------------------------------------------------------------
