@@ -139,6 +139,8 @@ def line_blocks_at(
 def _plain_blocks(
     fh: IO[bytes], offsets: np.ndarray, lines: int, last_read: bool
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`line_blocks_at` of a plain file: each run of nearby offsets (:func:`_run_ends`)
+    read into one buffer used again, with :data:`LINE_TAIL` bytes more. O(bytes of the runs)."""
     gather = LineGather()
     buffer = np.empty(0, np.uint8)
     for first in range(0, offsets.shape[0], lines):
