@@ -442,3 +442,14 @@ def test_line_gather_copies_the_lines_whose_break_a_buffer_holds(lines, data, pa
         expected = [lines[i] + b"\n" for i in chosen]
         assert [block.tobytes()[a:b] for a, b in zip(places[:-1], places[1:])] == expected
         assert places[-1] == block.shape[0] == sum(map(len, expected))
+
+
+def test_line_gather_names_the_bytes_of_its_last_line():
+    gather = jsonl_blocks.LineGather()
+    assert gather.last_line_bytes == 0
+    gather.add(np.frombuffer(b"ab\ncde\n", np.uint8), np.array([0, 3]))
+    assert gather.last_line_bytes == 4
+    gather.add_line(b"xy")
+    assert gather.last_line_bytes == 3
+    gather.take()
+    assert gather.last_line_bytes == 0

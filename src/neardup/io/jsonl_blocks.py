@@ -343,7 +343,8 @@ class LineGather:
         """Copy the lines of ``buf`` (uint8) that start at ``starts`` (ascending int64), in
         order, while ``buf`` holds their line break; returns how many it copied. O(their
         bytes)."""
-        self._reserve(starts.shape[0], buf.shape[0])
+        # The lines copied lie in buf from the first start on.
+        self._reserve(starts.shape[0], buf.shape[0] - int(starts[0]) if starts.shape[0] else 0)
         done, self._bytes = _gather_lines(
             buf, starts, self._out, self._bytes, self._places[self._lines :]
         )
@@ -359,6 +360,12 @@ class LineGather:
         self._places[self._lines] = self._bytes
         self._lines += 1
         self._bytes += len(data)
+
+    @property
+    def last_line_bytes(self) -> int:
+        """Bytes of the line copied last since the last take (with its line break), 0 when
+        none was. O(1)."""
+        return self._bytes - int(self._places[self._lines - 1]) if self._lines else 0
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """The block of the lines copied since the last take (uint8, valid until the next

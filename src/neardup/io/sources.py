@@ -160,12 +160,8 @@ def _plain_blocks(
                 fh.seek(offset)
                 gather.add_line(fh.readline())
             if last_read and hasattr(os, "posix_fadvise"):
-                last = int(part[hi - 1])
-                if done == hi:  # its end is in the buffer
-                    tail = buffer[last - start : got]
-                    end = last + int(np.argmax(tail == 0x0A)) + 1
-                else:
-                    end = fh.tell()
+                # Up to the end of the run's last line, as copied or as read on.
+                end = int(part[hi - 1]) + gather.last_line_bytes if done == hi else fh.tell()
                 os.posix_fadvise(fh.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
             lo = hi
         yield gather.take()
