@@ -212,20 +212,44 @@ def test_sorted_pairs_of_wide_indices_is_a_lexsort(pairs: list[tuple[int, int]])
     | st.lists(st.integers(0, 5), max_size=60),
     st.sampled_from([np.int64, np.uint64, np.int32, np.uint32]),
     st.booleans(),
+    st.sampled_from([None, False, True]),
 )
-def test_sorted_distinct_is_numpys_unique(values, dtype, in_place: bool) -> None:
+def test_sorted_distinct_is_numpys_unique(values, dtype, in_place: bool, radix_wins) -> None:
+    # radix_wins: no scratch allowed (None), or what the machine's probe found, forced both
+    # ways; every length sorts by radix then.
     if dtype is not np.int64:  # every value in the dtype's range
         info = np.iinfo(dtype)
         values = [v % (int(info.max) + 1) if info.min == 0 else v % (1 << 31) for v in values]
     array = np.array(values, dtype=dtype)
     before = array.copy()
-    out = radix.sorted_distinct(array, in_place=in_place)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(radix, "RADIX_MIN_KEYS", 0)
+        patch.setattr(radix, "_radix_faster", radix_wins)
+        out = radix.sorted_distinct(array, in_place=in_place, scratch=radix_wins is not None)
     assert out.dtype == array.dtype
     assert np.array_equal(out, np.unique(before))
     if in_place:  # the front of the array itself
         assert out.shape[0] == 0 or np.shares_memory(out, array)
     else:
         assert np.array_equal(array, before)
+
+
+def test_radix_sort_orders_64_bit_integers_as_numpy_does() -> None:
+    rng = np.random.default_rng(5)
+    extremes = [0, 1, -1, 2**62, -(2**62), 2**63 - 1, -(2**63)]
+    signed = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 50_000), extremes * 3])
+    for values in (signed, signed.view(np.uint64)):
+        trial = values.copy()
+        radix._radix_sort(trial)
+        assert np.array_equal(trial, np.sort(values))
+
+
+def test_the_sort_probe_runs_once_a_process(monkeypatch) -> None:
+    monkeypatch.setattr(radix, "_radix_faster", None)
+    first = radix.radix_sorts_faster()
+    assert isinstance(first, bool) and radix._radix_faster is first
+    monkeypatch.setattr(radix, "_radix_sort", None)  # a second timing would call it
+    assert radix.radix_sorts_faster() is first
 
 
 def test_sorted_distinct_refuses_2d() -> None:

@@ -328,6 +328,13 @@ def test_bucket_stars_link_each_bucket_to_its_earliest_row(rows, timed, rnd):
     ts = np.array([r[2] for r in rows], dtype=np.int64) if timed else np.zeros(n, np.int64)
     pos = np.array(positions, dtype=np.int64)
     _assert_stars(bucket_stars(band, h, ts if timed else None, pos), band, h, ts, pos)
+    # The fields of packed band rows, as a Spark reduce task unpacks them: read in place.
+    packed = np.zeros(n, dtype=[("band", "<i4"), ("h", "<i8"), ("ts", "<i8"), ("pos", "<i8")])
+    packed["band"], packed["h"], packed["ts"], packed["pos"] = band, h, ts, pos
+    in_place = bucket_stars(
+        packed["band"], packed["h"], packed["ts"] if timed else None, packed["pos"]
+    )
+    _assert_stars(in_place, band, h, ts, pos)
 
 
 def test_bucket_stars_of_bands_cut_in_parts():
@@ -343,6 +350,16 @@ def test_bucket_stars_of_bands_cut_in_parts():
     pos = rng.permutation(10 * n)[:n].astype(np.int64)
     _assert_stars(bucket_stars(band, h, ts, pos), band, h, ts, pos)
     _assert_stars(bucket_stars(band, h, None, pos), band, h, np.zeros(n, np.int64), pos)
+
+
+@pytest.mark.parametrize("n", [2, 9, 10_000, 10_001])
+def test_bucket_stars_of_buckets_of_two_rows(n):
+    # As many buckets as rows allow (n // 2): the results fill the room reserved for them.
+    pos = np.arange(n, dtype=np.int64)[::-1].copy()
+    h = np.arange(n, dtype=np.int64) // 2
+    stars = bucket_stars(np.zeros(n, np.int64), h, None, pos)
+    assert stars.offsets.tolist() == list(range(n // 2 + 1))
+    _assert_stars(stars, np.zeros(n, np.int64), h, np.zeros(n, np.int64), pos)
 
 
 def test_bucket_stars_of_a_hot_bucket_and_no_rows():

@@ -129,3 +129,41 @@ def test_binary_csr_reads_every_value_of_every_chunk_once(chunks, sliced, wide):
     if len(arrays) == 1:  # a plain array reads the same
         alone = tasks._binary_csr(arrays[0], np.uint64)
         assert [x.tolist() for x in alone] == [offsets.tolist(), values.tolist()]
+
+
+def _numpy_place(first, second, partitions):
+    """The place of each key as numpy's operators compute it, a reference apart from the
+    compiled loop."""
+    m1, m2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+    with np.errstate(over="ignore"):
+        mixed = first.astype(np.uint64) * m1 ^ second.astype(np.uint64) * m2
+    return ((mixed >> np.uint64(17)) % np.uint64(partitions)).astype(np.int64)
+
+
+_EXTREMES = [0, 1, -1, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_EXTREMES) | st.integers(-(2**63), 2**63 - 1),
+            st.sampled_from(_EXTREMES) | st.integers(-(2**63), 2**63 - 1),
+        ),
+        max_size=40,
+    ),
+    st.sampled_from(["int64", "int32", "uint64", "uint8"]),
+    st.integers(1, 70_000),
+)
+def test_mixed_place_equals_the_mixing_formula(keys, dtype, partitions):
+    first = np.array([k[0] for k in keys], dtype=np.int64).astype(dtype)
+    second = np.array([k[1] for k in keys], dtype=np.int64)
+    assert runs.mixed_place(first, second, partitions).tolist() == (
+        _numpy_place(first, second, partitions).tolist()
+    )
+    # A pair and its reverse: one place, that of (smaller end, larger end).
+    a, b = np.array([k[0] for k in keys], np.int64), second
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    expected = _numpy_place(low, high, partitions).tolist()
+    assert runs.mixed_place(a, b, partitions, unordered=True).tolist() == expected
+    assert runs.mixed_place(b, a, partitions, unordered=True).tolist() == expected

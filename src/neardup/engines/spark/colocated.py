@@ -83,7 +83,9 @@ def pair_places_task(
         a, b = _i64(batch.column("a")), _i64(batch.column("b"))
         place = mixed_place(a, b, partitions)
         wanted = sorted_distinct(
-            np.concatenate([a, b]) * partitions + np.concatenate([place, place]), in_place=True
+            np.concatenate([a, b]) * partitions + np.concatenate([place, place]),
+            in_place=True,
+            scratch=True,
         )
         yield record_batch(
             {
@@ -104,7 +106,9 @@ def wanted_by_place(places: pa.Table, partitions: int) -> tuple[np.ndarray, np.n
         [[1, 5], [0, 1, 3], [0, 0, 1]]
     """
     key = sorted_distinct(
-        _i64(places.column("pos")) * partitions + _i64(places.column("place")), in_place=True
+        _i64(places.column("pos")) * partitions + _i64(places.column("place")),
+        in_place=True,
+        scratch=True,
     )
     pos = key // partitions
     heads = np.flatnonzero(np.diff(pos, prepend=-1) != 0)

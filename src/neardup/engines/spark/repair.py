@@ -161,7 +161,7 @@ def _links(a: np.ndarray, b: np.ndarray, kind: int, keys: np.ndarray) -> pa.Reco
     comes first: a star link and a listed pair of the same documents meet there."""
     links = np.empty(a.shape[0], dtype=LINK)
     links["a"], links["b"], links["kind"] = a, b, kind
-    place = mixed_place(np.minimum(a, b), np.maximum(a, b), keys.shape[0])
+    place = mixed_place(a, b, keys.shape[0], unordered=True)
     return packed_runs(links, place, keys)
 
 
@@ -237,7 +237,8 @@ def _distinct_links(links: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     integers makes them distinct: a three-key ``np.lexsort`` took most of this task's time.
     O(links log links)."""
     a, b, values = _in_31_bits(links["a"], links["b"])
-    key = sorted_distinct((links["kind"].astype(np.int64) << 62) | (a << 31) | b, in_place=True)
+    key = (links["kind"].astype(np.int64) << 62) | (a << 31) | b
+    key = sorted_distinct(key, in_place=True, scratch=True)
     kind, a, b = key >> 62, (key >> 31) & _LOW31, key & _LOW31
     if values is not None:
         a, b = values[a], values[b]

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from neardup.engines.spark.tasks import _binary_csr, _csr_binary, band_rows, record_batch
 from neardup.settings import Settings
@@ -39,18 +40,39 @@ RUNS_SCHEMA = "dest int, rows binary"
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
-def mixed_place(first: np.ndarray, second: np.ndarray, partitions: int) -> np.ndarray:
+def mixed_place(
+    first: np.ndarray, second: np.ndarray, partitions: int, unordered: bool = False
+) -> np.ndarray:
     """A partition in ``0 … partitions - 1`` for each key ``(first, second)`` (integers), the
-    same for equal keys in every task: the two mixed by odd multipliers, modulo the
-    partitions. O(len(first)).
+    same for equal keys in every task: the two (as unsigned 64-bit integers) mixed by odd
+    multipliers, ``((first × m1 ⊕ second × m2) >> 17) mod partitions``. With ``unordered``,
+    the key of a pair is ``(min, max)`` of its two ends: a pair and its reverse go to one
+    partition. One compiled pass, no temporary array. O(len(first)).
 
     Example:
         >>> mixed_place(np.array([5, 5, 6]), np.array([1, 1, 1]), 4).tolist()
         [0, 0, 1]
+        >>> mixed_place(np.array([1, 6]), np.array([6, 1]), 4, unordered=True).tolist()
+        [3, 3]
     """
-    with np.errstate(over="ignore"):
-        mixed = first.astype(np.uint64) * _MIX[0] ^ second.astype(np.uint64) * _MIX[1]
-    return ((mixed >> np.uint64(17)) % np.uint64(partitions)).astype(np.int64)
+    first, second = np.asarray(first), np.asarray(second)
+    if unordered:  # ends compared as the signed integers they are
+        first, second = first.astype(np.int64, copy=False), second.astype(np.int64, copy=False)
+    place = np.empty(first.shape[0], dtype=np.int64)
+    _mixed_place(first, second, np.uint64(partitions), unordered, place)
+    return place
+
+
+@njit(cache=True, nogil=True)
+def _mixed_place(first, second, partitions, unordered, place):
+    shift = np.uint64(17)
+    for i in range(place.shape[0]):
+        if unordered:
+            low, high = min(first[i], second[i]), max(first[i], second[i])
+            mixed = np.uint64(low) * _MIX[0] ^ np.uint64(high) * _MIX[1]
+        else:
+            mixed = np.uint64(first[i]) * _MIX[0] ^ np.uint64(second[i]) * _MIX[1]
+        place[i] = np.int64((mixed >> shift) % partitions)
 
 
 def packed_runs(rows: np.ndarray, place: np.ndarray, keys: np.ndarray) -> pa.RecordBatch:
