@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import radix
+from neardup.candidates import radix, repair
 from neardup.candidates.bands import pairs_from_band_columns
 from neardup.candidates.bucket_lists import BucketParts, listed_pairs, unpacked
 from neardup.candidates.repair import (
@@ -352,8 +352,11 @@ def test_bucket_stars_of_bands_cut_in_parts():
     _assert_stars(bucket_stars(band, h, None, pos), band, h, np.zeros(n, np.int64), pos)
 
 
+@pytest.mark.parametrize("narrow", [True, False])
 @pytest.mark.parametrize("n", [2, 9, 10_000, 10_001])
-def test_bucket_stars_of_buckets_of_two_rows(n):
+def test_bucket_stars_of_buckets_of_two_rows(n, narrow, monkeypatch):
+    if not narrow:  # the slots of a task of 2^29 rows or more, in 8 bytes
+        monkeypatch.setattr(repair, "_NARROW_ROWS", 0)
     # As many buckets as rows allow (n // 2): the results fill the room reserved for them.
     pos = np.arange(n, dtype=np.int64)[::-1].copy()
     h = np.arange(n, dtype=np.int64) // 2

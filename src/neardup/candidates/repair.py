@@ -112,7 +112,7 @@ def bucket_stars(
     not copied into arrays of their own first), no time is stored when there is none, and the
     results are views of arrays whose unwritten pages never become resident: a reduce task's
     8.0M band rows of 1M English documents took 0.41-0.54 s, two tasks at once, against
-    0.78-1.09 s with those copies (in fresh processes, whose memory is all new: 0.73-0.97 s
+    0.78-1.09 s with those copies (in fresh processes, whose memory is all new: 0.74-0.97 s
     against 1.10-1.35 s). Within a band, buckets come by part, then in the order their first
     rows come, and a bucket's members in the input's order; its head and members do not depend
     on the order.
@@ -134,8 +134,10 @@ def bucket_stars(
     heads, bands = np.empty(n // 2 + 1, np.int64), np.empty(n // 2 + 1, np.int64)
     offsets, members = np.empty(n // 2 + 2, np.int64), np.empty(n, np.int64)
     width = int(band.max()) + 1 if n else 0
+    # Each row's part, then its table slot (fewer than 4n): 4 bytes a row while they fit.
+    part_of = np.empty(n, np.int32 if n < _NARROW_ROWS else np.int64)
     links, buckets = _bucket_stars_kernel(
-        band, h, ts, timed, pos, width, heads, members, offsets, bands
+        band, h, ts, timed, pos, width, part_of, heads, members, offsets, bands
     )
     return BucketStars(heads[:buckets], members[:links], offsets[: buckets + 1], bands[:buckets])
 
@@ -149,6 +151,10 @@ def _integers(values) -> np.ndarray:
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
+#: Fewer rows than this: :func:`bucket_stars` numbers their parts and table slots (fewer than
+#: four a row) in 4 bytes.
+_NARROW_ROWS = 1 << 29
+
 
 #: Rows a part of a band holds on average (:func:`_bucket_stars_kernel`): its hash table, about
 #: 40 bytes a slot and two slots a row, then stays in a core's L2 cache.
@@ -156,9 +162,9 @@ _PART_ROWS = 4096
 
 
 @njit(cache=True, nogil=True)
-def _bucket_stars_kernel(band, h, ts, timed, pos, width, heads, members, offsets, bands):
-    """:func:`bucket_stars` over bands ``0 .. width - 1`` (``ts`` read only when ``timed``).
-    Returns the links and buckets written."""
+def _bucket_stars_kernel(band, h, ts, timed, pos, width, part_of, heads, members, offsets, bands):
+    """:func:`bucket_stars` over bands ``0 .. width - 1`` (``ts`` read only when ``timed``;
+    ``part_of`` a row's scratch). Returns the links and buckets written."""
     n = pos.shape[0]
     counts = np.zeros(width, np.int64)
     for i in range(n):
@@ -175,7 +181,6 @@ def _bucket_stars_kernel(band, h, ts, timed, pos, width, heads, members, offsets
     parts = width << r
     top = np.uint64(64 - r)
     starts = np.zeros(parts + 1, np.int64)
-    part_of = np.empty(n, np.int32)  # parts and table slots number fewer than 2^31
     for i in range(n):
         part = np.int64(band[i]) << r
         if r:
