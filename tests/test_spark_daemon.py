@@ -91,3 +91,20 @@ def test_workers_of_a_session_fork_from_the_preloading_daemon(spark):
 
     rows = spark.range(4).repartition(2).mapInArrow(parent_command, "command string").collect()
     assert {PYTHON_DAEMON in r.command for r in rows} == {True}
+
+
+def test_workers_inherit_the_daemons_objects_frozen(spark):
+    """A worker forked from the daemon starts with what the daemon imported frozen for the
+    garbage collector (``gc.freeze``), so its full collections do not walk those objects."""
+
+    def frozen_count(batches):
+        import gc
+
+        import pyarrow as pa
+
+        for batch in batches:
+            yield pa.record_batch([pa.array([gc.get_freeze_count()] * batch.num_rows)], ["n"])
+
+    rows = spark.range(4).repartition(2).mapInArrow(frozen_count, "n long").collect()
+    # The daemon had imported pyarrow, numba, pandas and the engine's modules: many thousands.
+    assert min(r.n for r in rows) > 10_000
