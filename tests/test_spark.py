@@ -454,6 +454,11 @@ def test_salted_lookup_and_split_cells(spark):
     both = job.lookup_ends(pairs, end_a, end_b).select("a", "b", "w_a", "w_b")
     plain = pairs.join(end_a, ["a"]).join(end_b, ["b"]).select("a", "b", "w_a", "w_b")
     assert sorted(map(tuple, both.collect())) == sorted(map(tuple, plain.collect()))
+    # Pairs known to be few are broadcast to the ends' rows, which are not shuffled: the same.
+    few = job.lookup_ends(pairs, end_a, end_b, pair_rows=120).select("a", "b", "w_a", "w_b")
+    plan = few._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("BuildLeft") == 2 and "hashpartitioning" not in plan
+    assert sorted(map(tuple, few.collect())) == sorted(map(tuple, plain.collect()))
     # Every pair of rows of a hot key meets in exactly one cell.
     rows = spark.createDataFrame([(0, i) for i in range(40)] + [(1, 100)], "key long, val long")
     cells = job.split_cells(rows, ["key"], "val").where("key = 0").collect()

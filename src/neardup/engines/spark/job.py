@@ -654,7 +654,8 @@ class _Job(Frames):
         self.stats["pairs"] = self.rows(stored)
         id_b = ids.select(F.col("pos").alias("b"), F.col("id").alias("id_b"))
         ends = stored.withColumnsRenamed({"pos_a": "a", "pos_b": "b"})
-        named = self.lookup_ends(ends, id_a, id_b, rows=(rows_a, n)).select(
+        n_pairs = self.stats["pairs"]
+        named = self.lookup_ends(ends, id_a, id_b, rows=(rows_a, n), pair_rows=n_pairs).select(
             F.col("a").alias("pos_a"),
             F.col("b").alias("pos_b"),
             "id_a",
