@@ -443,15 +443,13 @@ class Frames(Storage):
         931,701 pairs: two shuffles of 99.7 MB before)."""
         if not self.skewed:
             return pairs.join(end_a, ["a"]).join(end_b, ["b"])
+        small = [bound is not None and self.broadcasts(bound) for bound in rows]
         broadcast_pairs = pair_rows is not None and self.broadcasts(pair_rows)
-        salted = [
-            (bound is None or not self.broadcasts(bound)) and not broadcast_pairs for bound in rows
-        ]
-        if hot is None and any(salted):
+        if hot is None and not broadcast_pairs and not all(small):
             hot = self.end_hot_keys(pairs)
         joined = pairs
         for end, (key, table) in enumerate((("a", end_a), ("b", end_b))):
-            if rows[end] is not None and self.broadcasts(rows[end]):
+            if small[end]:
                 joined = joined.join(F.broadcast(table), [key])
                 continue
             if broadcast_pairs:
