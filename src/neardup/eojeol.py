@@ -86,17 +86,17 @@ def by_eojeol(units):
 
 
 @njit(inline="always")
-def _embed(lo, hi, start, first, last, positions, far, text):
+def _embed(lo, hi, start, first, last, positions, far, text, number):
     """The end (one past the last match) of the earliest embedding of the longer text's
     characters ``lo..hi-1`` in the shorter text from its position ``start``, or ``far`` when
     they do not embed. The shorter text's positions are grouped by character, ascending
     within one (:func:`_character_index`); character i of the longer text has its
-    character's at ``positions[first[i]:last[i]]``, so each character costs one binary
-    search, or nothing when the shorter text's next character (``text``, their numbers) is
-    that character already."""
+    character's at ``positions[first[i]:last[i]]`` and its number ``number[i]`` (-1 when the
+    shorter text lacks it), so each character costs one binary search, or nothing when the
+    shorter text's next character (``text``, their numbers) is that character already."""
     at = start
     for i in range(lo, hi):
-        if first[i] < last[i] and at < text.shape[0] and text[at] == text[positions[first[i]]]:
+        if at < text.shape[0] and text[at] == number[i]:
             at += 1
             continue
         # The first of positions[first[i]:last[i]] at or after `at` (a binary search).
@@ -115,19 +115,21 @@ def _embed(lo, hi, start, first, last, positions, far, text):
 
 
 @njit(inline="always")
-def _greedy(longer, first, last, positions, far, text, near):
+def _greedy(longer, index, far):
     """The words of ``longer`` that one left-to-right pass keeps, each embedded at its earliest
-    after the last kept; with ``near``, only when it ends within its length plus a slack of the
-    last kept word's end, the slack doubling (plus the word's length and 4) after each word
-    skipped. Every count it returns is reached by some choice of words. O(m log n)."""
+    after the last kept, and only when it ends within its length plus a slack of the last kept
+    word's end, the slack doubling (plus the word's length and 4) after each word skipped (so
+    an inserted passage is crossed). Every count it returns is reached by some choice of words. ``index`` is
+    :func:`_character_index`'s. O(m log n)."""
+    text, positions, first, last, number, _ = index
     kept = 0
     at = 0
     start = 0
     slack = 4
     for i in range(longer.shape[0]):
         if _ends(longer[i]):
-            end = _embed(start, i + 1, at, first, last, positions, far, text)
-            if end < far and (not near or end - at <= i + 1 - start + slack):
+            end = _embed(start, i + 1, at, first, last, positions, far, text, number)
+            if end < far and end - at <= i + 1 - start + slack:
                 kept += 1
                 at = end
                 slack = 4
@@ -140,13 +142,15 @@ def _greedy(longer, first, last, positions, far, text, near):
 @njit(inline="always")
 def _character_index(longer, shorter):
     """The shorter text's positions grouped by character, for :func:`_embed`: ``(text,
-    positions, first, last, words)``, ``text[j]`` a dense number of the shorter text's
-    character j (numbered by first appearance), ``positions`` its positions grouped by that
-    number and ascending within it (a counting sort), ``positions[first[i]:last[i]]`` those of
-    the longer text's character i (empty when the shorter text lacks it) and ``words`` the
-    longer text's eojeol. O(m + n) expected: the characters are numbered by an open-addressing
-    table of at least 2n slots, where a sort and two binary searches a character took 60 % of
-    a Korean near-duplicate's time."""
+    positions, first, last, number, words)``, ``text[j]`` a dense number of the shorter
+    text's character j (numbered by first appearance), ``positions`` its positions grouped by
+    that number and ascending within it (a counting sort), ``positions[first[i]:last[i]]``
+    those of the longer text's character i (empty when the shorter text lacks it),
+    ``number[i]`` that character's number (-1 when the shorter text lacks it) and ``words``
+    the longer text's eojeol. O(m + n) expected: the characters are numbered by an
+    open-addressing table of at least 2n slots, where a sort and two binary searches a
+    character took 60 % of a Korean near-duplicate's time. Positions and numbers are int32,
+    as the dense ids of :func:`neardup.lcs._lcs_bits` are: half the memory of int64."""
     n = shorter.shape[0]
     bits = 4
     while (1 << bits) < 2 * n:
@@ -154,7 +158,7 @@ def _character_index(longer, shorter):
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
     table = np.full(mask + 1, -1, np.int64)  # (code point << 32) | number, -1 when empty
-    text = np.empty(n, np.int64)
+    text = np.empty(n, np.int32)
     distinct = 0
     for j in range(n):
         key = np.int64(unit_key(shorter[j]) & _CODE_POINT)
@@ -165,32 +169,33 @@ def _character_index(longer, shorter):
             table[h] = (key << 32) | distinct
             distinct += 1
         text[j] = table[h] & 0xFFFFFFFF
-    start = np.zeros(distinct + 1, np.int64)
+    start = np.zeros(distinct + 1, np.int32)
     for j in range(n):
         start[text[j] + 1] += 1
     for d in range(distinct):
         start[d + 1] += start[d]
     fill = start[:distinct].copy()
-    positions = np.empty(n, np.int64)
+    positions = np.empty(n, np.int32)
     for j in range(n):
         positions[fill[text[j]]] = j
         fill[text[j]] += 1
     m = longer.shape[0]
-    first = np.zeros(m, np.int64)
-    last = np.zeros(m, np.int64)
+    first = np.zeros(m, np.int32)
+    last = np.zeros(m, np.int32)
+    number = np.full(m, -1, np.int32)
     words = 0
     for i in range(m):
         key = np.int64(unit_key(longer[i]) & _CODE_POINT)
         h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
         while table[h] >= 0:
             if (table[h] >> 32) == key:
-                number = table[h] & 0xFFFFFFFF
-                first[i] = start[number]
-                last[i] = start[number + 1]
+                number[i] = table[h] & 0xFFFFFFFF
+                first[i] = start[number[i]]
+                last[i] = start[number[i] + 1]
                 break
             h = (h + 1) & mask
         words += _ends(longer[i])
-    return text, positions, first, last, words
+    return text, positions, first, last, number, words
 
 
 @njit(cache=True, nogil=True)
@@ -201,11 +206,12 @@ def kept_eojeol(longer, shorter, need=0):
     (the search stops once ``need`` is out of reach). Time O(W · (K − max(need, g + 1) + 1) · w̄ ·
     log n) plus O(m + n) expected, memory O(m + n): W words and m characters of ``longer``, w̄
     their mean length, n units of ``shorter``, K the words whose characters all occur in
-    ``shorter`` (an upper bound), g the most that two greedy passes keep (a lower bound). A
+    ``shorter`` (an upper bound), g the most that a greedy pass keeps (a lower bound). A
     character that follows its predecessor's match in ``shorter`` costs O(1), not a binary
     search, so a near-copy costs about O(W · (K − g) · w̄).
     """
-    text, positions, first, last, words = _character_index(longer, shorter)
+    index = _character_index(longer, shorter)
+    text, positions, first, last, number, words = index
     m = longer.shape[0]
     far = shorter.shape[0] + 1
     # A word with a character that shorter lacks is never kept: the words without one bound
@@ -224,19 +230,19 @@ def kept_eojeol(longer, shorter, need=0):
     possible = np.int64(keepable.sum())
     if possible < need:
         return possible
-    # Words taken greedily, each where it first embeds after the last: a count that the best
+    # Words taken greedily, each near where the last kept one ends: a count that the best
     # choice reaches, so the search below may drop every state that cannot beat it (on a
-    # near-duplicate it keeps all words but a few, and the search is a narrow band).
-    greedy = _greedy(longer, first, last, positions, far, text, False)
+    # near-duplicate it keeps all words but a few, and the search is a narrow band). A pass
+    # that took each word wherever it first embeds kept as many on 99.7 % of heavy_200k's
+    # Korean near-duplicates, and fewer on the rest: a changed word often embeds far ahead,
+    # and taking it there loses every word between. The search looks only for more words
+    # than the pass keeps, which most near-duplicates do not have (one state a word fewer);
+    # stopped short, it returns best + words left, an upper bound of what is kept, so then
+    # the pass's count.
+    greedy = _greedy(longer, index, far)
     if greedy == possible:
         return greedy
-    # A changed word often embeds far ahead, and taking it there loses every word between:
-    # the second pass takes a word only near the last, widening the reach after each word it
-    # skips (so an inserted passage is crossed), which keeps most words of a near-duplicate.
-    # The search looks only for more words than the passes keep, which most near-duplicates
-    # do not have (one state a word fewer); stopped short, it returns best + words left, an
-    # upper bound of what is kept, so then the passes' count.
-    need = max(need, greedy + 1, _greedy(longer, first, last, positions, far, text, True) + 1)
+    need = max(need, greedy + 1)
     # reach[c]: the shortest prefix of shorter that c of the words so far embed in.
     reach = np.full(words + 1, far, np.int64)
     reach[0] = 0
@@ -254,7 +260,7 @@ def kept_eojeol(longer, shorter, need=0):
             for c in range(best, low - 1, -1):
                 if reach[c] != from_at:  # states at one position embed the word alike
                     from_at = reach[c]
-                    end = _embed(start, i + 1, from_at, first, last, positions, far, text)
+                    end = _embed(start, i + 1, from_at, first, last, positions, far, text, number)
                 if end < reach[c + 1]:
                     reach[c + 1] = end
             if reach[best + 1] < far:
