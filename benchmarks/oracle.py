@@ -193,7 +193,7 @@ def kept_words(x, y):
     ``y`` (character units of ``lcs_units(..., "auto")``, each eojeol's last character marked).
 
     A plain dynamic program, written apart from ``neardup.eojeol.kept_eojeol`` and without
-    its bounds, greedy passes or early stop: ``best[p]`` is the most words of x so far kept
+    its bounds, greedy pass or early stop: ``best[p]`` is the most words of x so far kept
     within ``y[:p]``; a word started at p is embedded at its earliest (``end[p]``, one
     character of x at a time through a next-occurrence table of y), which is the best place
     for it since what follows only needs y's rest. O(|x| · |y|) time, O(|y|) memory."""
