@@ -119,8 +119,8 @@ def _greedy(longer, index, far):
     """The words of ``longer`` that one left-to-right pass keeps, each embedded at its earliest
     after the last kept, and only when it ends within its length plus a slack of the last kept
     word's end, the slack doubling (plus the word's length and 4) after each word skipped (so
-    an inserted passage is crossed). Every count it returns is reached by some choice of words. ``index`` is
-    :func:`_character_index`'s. O(m log n)."""
+    an inserted passage is crossed). Every count it returns is reached by some choice of
+    words. ``index`` is :func:`_character_index`'s. O(m log n)."""
     text, positions, first, last, number, _ = index
     kept = 0
     at = 0
@@ -233,12 +233,12 @@ def kept_eojeol(longer, shorter, need=0):
     # Words taken greedily, each near where the last kept one ends: a count that the best
     # choice reaches, so the search below may drop every state that cannot beat it (on a
     # near-duplicate it keeps all words but a few, and the search is a narrow band). A pass
-    # that took each word wherever it first embeds kept as many on 99.7 % of heavy_200k's
-    # Korean near-duplicates, and fewer on the rest: a changed word often embeds far ahead,
-    # and taking it there loses every word between. The search looks only for more words
-    # than the pass keeps, which most near-duplicates do not have (one state a word fewer);
-    # stopped short, it returns best + words left, an upper bound of what is kept, so then
-    # the pass's count.
+    # that took each word wherever it first embeds kept no more on 99.7 % of heavy_200k's
+    # Korean near-duplicates (a changed word often embeds far ahead, and taking it there
+    # loses every word between); where it kept more, the search finds those words too, in a
+    # wider band. The search looks only for more words than the pass keeps, which most
+    # near-duplicates do not have (one state a word fewer); stopped short, it returns best +
+    # words left, an upper bound of what is kept, so then the pass's count.
     greedy = _greedy(longer, index, far)
     if greedy == possible:
         return greedy
