@@ -1833,21 +1833,28 @@ JOBS_AT_MOST = {
     "write": 2,
 }
 
+# On the driver (groups_local_max): the groups collect the documents' rows and the labels,
+# the pairs the values measured and the IDs, and the local writers write with no job.
+JOBS_AT_MOST_ON_THE_DRIVER = JOBS_AT_MOST | {"groups": 2, "pairs": 3, "write": 0}
 
-def test_dedup_on_spark_takes_few_jobs_per_stage(spark, tmp_path):
+
+@pytest.mark.parametrize("on_the_driver", [True, False], ids=["driver", "spark"])
+def test_dedup_on_spark_takes_few_jobs_per_stage(spark, tmp_path, on_the_driver):
     docs = make_docs(300, seed=5, templates=20, variants=4)
     path = write_jsonl(tmp_path / "docs.jsonl", [{"id": d[0], "text": d[1]} for d in docs])
     tracker = spark.sparkContext.statusTracker()
+    most = JOBS_AT_MOST_ON_THE_DRIVER if on_the_driver else JOBS_AT_MOST
 
     def jobs():
-        return {stage: set(tracker.getJobIdsForGroup(f"neardup:{stage}")) for stage in JOBS_AT_MOST}
+        return {stage: set(tracker.getJobIdsForGroup(f"neardup:{stage}")) for stage in most}
 
     before = jobs()
     outputs = Outputs(groups=str(tmp_path / "groups.tsv"), pairs=str(tmp_path / "pairs.tsv"))
-    SparkEngine(spark, partitions=2).dedup(Corpus((str(path),), {}), Settings(), outputs)
+    engine = SparkEngine(spark, partitions=2, groups_local_max=len(docs) if on_the_driver else 0)
+    engine.dedup(Corpus((str(path),), {}), Settings(), outputs)
     taken = {stage: len(ids - before[stage]) for stage, ids in jobs().items()}
-    assert all(taken[stage] >= 1 for stage in JOBS_AT_MOST), taken
-    assert all(taken[stage] <= JOBS_AT_MOST[stage] for stage in JOBS_AT_MOST), taken
+    assert all(taken[stage] >= min(most[stage], 1) for stage in most), taken
+    assert all(taken[stage] <= most[stage] for stage in most), taken
 
 
 @pytest.mark.spark

@@ -63,6 +63,14 @@ Stages (``pos`` is a document's input position, and "earliest" always means the 
 6. **pairs** — ``original``: original → member for every non-original; ``all``: every
    near-duplicate pair, expanded from representatives to their exact duplicates.
 
+A run of ``pairs="original"`` that writes GROUPS and PAIRS to files (``dedup`` and ``pairs``
+on the command line) and holds at most ``groups_local_max`` documents makes stages 5 and 6 on
+the driver instead (:mod:`neardup.engines.spark.driver_groups`): it collects each document's
+position, time, representative and ID and the accepted pairs with their values (about 40
+bytes a document), runs the local engine's grouping (and MinHash's repair round) on them, sends
+the pairs that need the documents' data back to Spark to be related, and writes the outputs
+with the local writers.
+
 Skew. Exact duplicates (and, for SimHash, identical fingerprints) are collapsed by aggregations
 first. A key holding more than ``skew_threshold`` rows is *hot*: a hot permutation-table prefix or
 LSH bucket is split into sub-blocks of about ``skew_threshold / 2`` values, and every pair of
@@ -71,7 +79,8 @@ group, the center of a star) take the hot keys' few rows from a broadcast table 
 shuffling all the key's rows into one task, and joins with a table of documents known to hold at
 most :data:`~neardup.engines.spark.frames.BROADCAST_ROWS` rows broadcast that table whole, so the
 other side is not shuffled at all. Nothing is collected to the driver except counts, the first
-bad row of an input, the small table of hot keys and the outputs written to single files.
+bad row of an input, the small table of hot keys, the outputs written to single files and, up
+to ``groups_local_max`` documents, the columns the driver groups.
 
 Example (it needs Java and starts a Spark session, so it is not run as a doctest)::
 
@@ -90,7 +99,8 @@ or through ``spark-submit`` with :mod:`neardup.cli.spark_submit`.
 Modules, from the bottom: ``session`` (the session; the one import of pyspark), ``tasks`` (the
 work inside tasks), ``frames`` (stored tables, skew-safe joins and shuffles), ``monitor`` (the
 stages' job groups, progress from Spark's status tracker, shuffle bytes per stage), ``rows`` and
-``read`` (inputs), the stages ``candidates``, ``verify``, ``groups`` and ``pairs``, ``result``
+``read`` (inputs), the stages ``candidates``, ``verify``, ``groups`` and ``pairs`` (and
+``driver_groups``, the last two on the driver), ``result``
 and ``write`` (outputs), and ``job`` (:class:`SparkEngine`, the run and the entry points).
 :func:`open_engine` makes the engine that :func:`neardup.engines.engine_named` gives for
 ``"spark"``.

@@ -17,6 +17,11 @@ import pyarrow as pa
 
 from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
+from neardup.engines.spark.driver_groups import (
+    DEFAULT_GROUPS_LOCAL_MAX,
+    Grouping,
+    driver_groups,
+)
 from neardup.engines.spark.exact import earliest_by, representatives
 from neardup.engines.spark.frames import (
     BROADCAST_POSITIONS,
@@ -68,11 +73,11 @@ from neardup.engines.spark.tasks import (
     signature_names,
 )
 from neardup.engines.spark.verify import PairBounds, relate, with_shingle_sets
-from neardup.engines.spark.write import write_originals, write_result
+from neardup.engines.spark.write import single_file_format, write_originals, write_result
 from neardup.io import ReadStats, check_outputs
 from neardup.settings import Settings
 
-__all__ = ["DEFAULT_CENTER_LOCAL_MAX", "SparkEngine", "run_dedup"]
+__all__ = ["DEFAULT_CENTER_LOCAL_MAX", "SparkEngine", "collects_groups", "run_dedup"]
 
 DEFAULT_CENTER_LOCAL_MAX = 5_000
 """Components of at most this many representatives are solved by ``center`` inside one task."""
@@ -98,6 +103,11 @@ class SparkEngine:
         components_local_max: most verified edges whose connected components one task finds
             by union-find (about 64 bytes an edge); more go through distributed large-star /
             small-star rounds (>= 0; 0: always the rounds). Results do not depend on it.
+        groups_local_max: most documents of a run writing its outputs to files
+            (:meth:`dedup`, :meth:`pairs`; ``pairs="original"``) whose groups and PAIRS the
+            driver makes from their collected columns
+            (:mod:`~neardup.engines.spark.driver_groups`); more are grouped in Spark (>= 0; 0:
+            always in Spark). Results do not depend on it.
         checkpoint: ``"local"`` (executors' storage; fast, not fault tolerant), ``"reliable"``
             (the checkpoint directory) or None (reliable when a checkpoint directory is set).
 
@@ -118,6 +128,7 @@ class SparkEngine:
         skew_threshold: int = DEFAULT_SKEW_THRESHOLD,
         center_local_max: int = DEFAULT_CENTER_LOCAL_MAX,
         components_local_max: int = DEFAULT_COMPONENTS_LOCAL_MAX,
+        groups_local_max: int = DEFAULT_GROUPS_LOCAL_MAX,
         checkpoint: str | None = None,
     ):
         require_pyspark()
@@ -129,6 +140,8 @@ class SparkEngine:
             raise ValueError(f"center_local_max must be >= 1, got {center_local_max}")
         if components_local_max < 0:
             raise ValueError(f"components_local_max must be >= 0, got {components_local_max}")
+        if groups_local_max < 0:
+            raise ValueError(f"groups_local_max must be >= 0, got {groups_local_max}")
         if checkpoint not in (None, "local", "reliable"):
             raise ValueError(f"checkpoint must be 'local', 'reliable' or None, got {checkpoint!r}")
         self.master = master
@@ -136,6 +149,7 @@ class SparkEngine:
         self.skew_threshold = int(skew_threshold)
         self.center_local_max = int(center_local_max)
         self.components_local_max = int(components_local_max)
+        self.groups_local_max = int(groups_local_max)
         self._spark = spark
         self._partitions = None if partitions is None else int(partitions)
         self._checkpoint = checkpoint
@@ -258,7 +272,10 @@ class SparkEngine:
             docs, read_stats, raw = read_documents_spark(self.spark, corpus.inputs, **reading)
             read_seconds = time.perf_counter() - clock
             partitions = self._sized_by(read_stats.documents)
-            result = self._run(settings, lambda job: job.run_texts(docs, signed), monitor)
+            collect = collects_groups(settings, outputs)
+            result = self._run(
+                settings, lambda job: job.run_texts(docs, signed), monitor, collect=collect
+            )
             result.hold([docs])
             clock = time.perf_counter()
             monitor.tag("write")
@@ -302,6 +319,7 @@ class SparkEngine:
                 lambda job: job.run_fingerprints(rows),
                 monitor,
                 groups=outputs.groups is not None,
+                collect=collects_groups(settings, outputs),
             )
             result.hold([rows])
             monitor.tag("write")
@@ -330,8 +348,9 @@ class SparkEngine:
         stages: Callable[[_Job], SparkResult],
         monitor: RunMonitor | None = None,
         groups: bool = True,
+        collect: bool = False,
     ) -> SparkResult:
-        job = _Job(self, settings, monitor, groups)
+        job = _Job(self, settings, monitor, groups, collect)
         try:
             return stages(job)
         finally:
@@ -341,7 +360,9 @@ class SparkEngine:
 class _Job(Frames):
     """One run: the stages as methods, sharing the settings, counters and tuning. ``groups``:
     whether its GROUPS are read (a run of ``pairs="all"`` that writes none only counts its
-    groups, and its result's ``groups`` is None)."""
+    groups, and its result's ``groups`` is None). ``collect``: whether its groups and PAIRS
+    may be made on the driver (:func:`collects_groups`), which they are up to the engine's
+    ``groups_local_max`` documents (the result then holds them, not DataFrames)."""
 
     def __init__(
         self,
@@ -349,6 +370,7 @@ class _Job(Frames):
         settings: Settings,
         monitor: RunMonitor | None = None,
         groups: bool = True,
+        collect: bool = False,
     ):
         super().__init__(
             engine.spark,
@@ -359,6 +381,11 @@ class _Job(Frames):
         self.engine = engine
         self.settings = settings
         self.groups_read = groups
+        self.collect = collect
+        #: Whether stages 5 and 6 run on the driver (``collect``, few enough documents).
+        self.on_driver = False
+        #: The repair round's pairs, when the driver repairs the components (see verify).
+        self.repair_rest: DataFrame | None = None
         self.monitor = monitor or RunMonitor(engine.spark)
         self.stats["seconds"] = {}
         self._clock = time.perf_counter()
@@ -464,9 +491,24 @@ class _Job(Frames):
     def run(self, ids: DataFrame, sig: DataFrame) -> SparkResult:
         """Stages 2 to 6 on the documents' signatures ``sig`` (``pos, ts, c0, c1, sig``); ``ids``
         (``pos, id``) names the documents in the results."""
+        self.on_driver = self.collect and self.stats["documents"] <= self.engine.groups_local_max
         content, docrep, reps = self.exact_duplicates(sig)
         cand, fp_pairs, fp_rep = self.candidates(reps)
         edges, n_edges, labels = self.verify(reps, cand, content)
+        if self.on_driver:
+            ids_and_groups = driver_groups(
+                self,
+                self.settings,
+                ids,
+                docrep,
+                self.grouping(edges, n_edges, labels),
+                self.data,
+                self.measured,
+                timed=self.timed,
+                lap=self.lap,
+            )
+            self.release()
+            return SparkResult(None, None, self.stats, ("pos_b",), collected=ids_and_groups)
         doc_orig, per_orig, groups = self.groups(ids, docrep, edges, n_edges, labels)
         stored_pairs, pairs, order = self.pairs(
             ids, doc_orig, per_orig, docrep, reps, fp_pairs, fp_rep
@@ -577,7 +619,9 @@ class _Job(Frames):
         self.stats["rejected"] = self.stats["candidates"] - n_edges
         self.stats["linked_untested"] = 0  # every candidate is verified
         labels = None
-        if self.listed is not None:
+        if self.listed is not None and self.on_driver and s.grouping == "components":
+            self.repair_rest = rest  # the driver finds the components and repairs them
+        elif self.listed is not None:
             labels = self.components(edges, n_edges)
             labels, repair = repaired_labels(self, self.data, rest, labels, s)
             self.stats.update(repair)
@@ -587,6 +631,18 @@ class _Job(Frames):
     def components(self, edges: DataFrame, n_edges: int) -> DataFrame:
         """``pos, ts, label`` of every representative: the connected components of ``edges``."""
         return components(self, edges, self.nodes, n_edges, self.engine.components_local_max)
+
+    def grouping(self, edges: DataFrame, n_edges: int, labels: DataFrame | None) -> Grouping:
+        """What makes each representative's original on the driver (see
+        :func:`~neardup.engines.spark.driver_groups.driver_groups`): the ``center`` rule's
+        originals (from the components ``labels``, made here when verification did not), else
+        the ``edges`` and the repair round's pairs, which verification left to the driver."""
+        if self.settings.grouping == "center":
+            if labels is None:
+                labels = self.components(edges, n_edges)
+            centers = center(self, labels, self.data, self.settings, self.engine.center_local_max)
+            return Grouping("originals", centers.select("pos", F.col("center").alias("orig")))
+        return Grouping("edges", edges, self.repair_rest)
 
     def groups(
         self,
@@ -665,6 +721,24 @@ class _Job(Frames):
         )
         self.lap("pairs")
         return stored, named, order
+
+
+def collects_groups(settings: Settings, outputs: Outputs) -> bool:
+    """Whether a run's groups and PAIRS may be made on the driver: it writes each of GROUPS
+    and PAIRS to one file (the local writers'), no originals, and ``pairs="original"``. O(1).
+
+    Example:
+        >>> collects_groups(Settings(), Outputs(groups="groups.tsv"))
+        True
+        >>> collects_groups(Settings(), Outputs(groups="out/groups"))
+        False
+    """
+    written = [path for path in (outputs.groups, outputs.pairs) if path is not None]
+    return (
+        settings.pairs == "original"
+        and not outputs.keep
+        and all(single_file_format(path) is not None for path in written)
+    )
 
 
 def run_dedup(

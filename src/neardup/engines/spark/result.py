@@ -9,7 +9,10 @@ from neardup.engines.spark.frames import unpersist
 from neardup.engines.spark.session import DataFrame
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from neardup.io import ReadStats
+    from neardup.pipeline import Groups
     from neardup.settings import Settings
 
 __all__ = ["SparkResult"]
@@ -31,6 +34,10 @@ class SparkResult:
             ``pairs="all"``.
         stats: counts and seconds per stage, the keys of the local engine's ``Groups.stats``.
         pairs_order: the columns PAIRS is sorted by in the local engine's output.
+        collected: for a run whose groups and PAIRS were made on the driver
+            (:mod:`~neardup.engines.spark.driver_groups`), the documents' IDs and their
+            :class:`~neardup.pipeline.Groups` in input order (``groups`` and ``pairs`` are then
+            None), else None.
 
     Example (needs a Spark session, so not run as a doctest)::
 
@@ -42,12 +49,14 @@ class SparkResult:
     def __init__(
         self,
         groups: DataFrame | None,
-        pairs: DataFrame,
+        pairs: DataFrame | None,
         stats: dict | None = None,
         pairs_order: Sequence[str] = ("pos_b",),
         release: Callable[[], None] | None = None,
+        collected: tuple[pa.ChunkedArray, Groups] | None = None,
     ):
         self.groups, self.pairs = groups, pairs
+        self.collected = collected
         self.stats = stats if stats is not None else {}
         self.pairs_order = tuple(pairs_order)
         self._releases = [release] if release is not None else []

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engines.base import GROUP_COLUMNS, pair_columns, pair_value_column
+from neardup.engines.local import groups_columns, pairs_columns, write_in_pieces
 from neardup.engines.spark.result import SparkResult
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import round6_task
@@ -27,6 +28,7 @@ __all__ = [
     "COLLECT_ROWS",
     "PIECE_BYTES",
     "PIECE_ROWS",
+    "single_file_format",
     "sorted_pieces",
     "write_originals",
     "write_output",
@@ -48,8 +50,14 @@ PIECE_BYTES = 64 << 20
 vary in size, so their pieces are sized by bytes as well as rows)."""
 
 
-def _single_file_format(path: str) -> tuple[str, bool] | None:
-    """(format, compressed) if ``path`` names one file the local writers can write, else None."""
+def single_file_format(path: str) -> tuple[str, bool] | None:
+    """(format, compressed) if ``path`` names one file the local writers can write, else None
+    (a directory Spark writes). O(1).
+
+    Example:
+        >>> single_file_format("groups.tsv.gz"), single_file_format("out/groups")
+        (('tsv', True), None)
+    """
     if path == "-":
         return "tsv", False
     ext, compression = split_name(path)
@@ -83,7 +91,7 @@ def write_output(
 
         write_output(result.groups, "groups.tsv", ["pos"], ["id", "duplicate_id"])
     """
-    if _single_file_format(path) is None:
+    if single_file_format(path) is None:
         df.orderBy(*order).select(*columns).write.mode("overwrite").parquet(path)
         return
     kinds = dict(df.dtypes)
@@ -194,6 +202,21 @@ def write_result(
 
         write_result(result, settings, "groups.tsv", "pairs.tsv")
     """
+    if result.collected is not None:  # made on the driver: written as the local engine writes
+        ids, groups = result.collected
+        if pairs_out:
+            write_in_pieces(
+                pairs_out,
+                groups.pair_a.shape[0],
+                lambda start, stop: pairs_columns(ids, groups, settings.method, start, stop),
+            )
+        if groups_out:
+            write_in_pieces(
+                groups_out,
+                groups.original.shape[0],
+                lambda start, stop: groups_columns(ids, groups, start, stop),
+            )
+        return
     if groups_out:
         rows = result.stats.get("documents")
         write_output(result.groups, groups_out, ["pos"], GROUP_COLUMNS, rows=rows)
@@ -219,7 +242,7 @@ def write_originals(originals: DataFrame, path: str) -> None:
 
         write_originals(records.join(originals, ["pos"], "left_semi"), "originals.jsonl")
     """
-    if _single_file_format(path) is None:
+    if single_file_format(path) is None:
         originals.orderBy("pos").select("record").write.mode("overwrite").text(path)
         return
     rows, nbytes = originals.agg(F.count(F.lit(1)), F.sum(F.octet_length("record"))).first()
