@@ -1833,9 +1833,10 @@ JOBS_AT_MOST = {
     "write": 2,
 }
 
-# On the driver (groups_local_max): the groups collect the documents' rows and the labels,
-# the pairs the values measured and the IDs, and the local writers write with no job.
-JOBS_AT_MOST_ON_THE_DRIVER = JOBS_AT_MOST | {"groups": 2, "pairs": 3, "write": 0}
+# On the driver (groups_local_max): the groups collect the documents' rows, the accepted
+# pairs and the repair round's (and relate those across components: two jobs), the pairs the
+# values measured and the IDs (and relate the others), and the local writers write with no job.
+JOBS_AT_MOST_ON_THE_DRIVER = JOBS_AT_MOST | {"groups": 5, "pairs": 3, "write": 0}
 
 
 @pytest.mark.parametrize("on_the_driver", [True, False], ids=["driver", "spark"])
