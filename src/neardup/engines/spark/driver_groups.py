@@ -38,8 +38,9 @@ from neardup.settings import Settings
 __all__ = ["DEFAULT_GROUPS_LOCAL_MAX", "Grouping", "Positions", "driver_groups", "pair_lookup"]
 
 DEFAULT_GROUPS_LOCAL_MAX = 5_000_000
-"""Most documents whose groups and PAIRS the driver makes itself (about 100 bytes a document
-there at the peak: 0.5 GB); a larger run makes them in Spark."""
+"""Most documents whose groups and PAIRS the driver makes itself (its columns are about 100
+bytes a document: 0.5 GB at this many; at 1M the driver's peak stayed that of its start, 0.60
+GB); a larger run makes them in Spark."""
 
 
 @dataclass(frozen=True)
@@ -275,12 +276,7 @@ def _repair_links(
     stats = {"repair_listed": int(a.shape[0]), "repair_tested": 0, "repair_accepted": 0}
     more = np.zeros(0, dtype=a.dtype), np.zeros(0, dtype=a.dtype)
     if a.size:
-        pairs = frames.spark.createDataFrame(pa.table({"a": where.sorted[a], "b": where.sorted[b]}))
-        checked = relate(frames, data, pairs, ["a", "b"], settings, 2 * a.shape[0], exact=False)
-        table = checked.select("a", "b", "ok").toArrow()
-        at = pair_lookup(len(where), a, b, *_ends(where, table))
-        if int(at.min()) < 0:
-            raise ValueError("a pair of the repair round was not related")
+        table, at = _related(frames, settings, where, data, a, b, a, b, exact=False)
         ok = _column(table, "ok")[at]
         *more, decided = repair_links_decided(
             a, b, labels[a], labels[b], ok, rounds=LINK_ROUNDS, step=VERIFY_SLICE
@@ -322,13 +318,32 @@ def _original_values(
         todo = todo[~hit]
     if todo.size:
         keys = sorted_distinct(orig[todo].astype(np.int64) * n + rep[todo], in_place=True)
-        a, b = keys // n, keys % n
-        pairs = frames.spark.createDataFrame(pa.table({"a": where.sorted[a], "b": where.sorted[b]}))
-        table = relate(frames, data, pairs, ["a", "b"], settings, 2 * keys.shape[0])
-        table = table.select("a", "b", "value", "ok").toArrow()
-        at = pair_lookup(n, orig[todo], rep[todo], *_ends(where, table))
-        if at.size and int(at.min()) < 0:
-            raise ValueError("a pair of an original and a member was not related")
+        table, at = _related(
+            frames, settings, where, data, keys // n, keys % n, orig[todo], rep[todo]
+        )
         value[todo] = _column(table, "value")[at]
         passed[todo] = _column(table, "ok")[at]
     return value, passed
+
+
+def _related(
+    frames: Frames,
+    settings: Settings,
+    where: Positions,
+    data: DataFrame,
+    a: np.ndarray,
+    b: np.ndarray,
+    wanted_a: np.ndarray,
+    wanted_b: np.ndarray,
+    exact: bool = True,
+) -> tuple[pa.Table, np.ndarray]:
+    """The distinct pairs ``(a, b)`` (document indices) related in Spark, where their data are
+    (:func:`~neardup.engines.spark.verify.relate`): its rows ``a, b, value, ok`` as Arrow and,
+    for each pair ``(wanted_a, wanted_b)``, the row of that pair."""
+    pairs = frames.spark.createDataFrame(pa.table({"a": where.sorted[a], "b": where.sorted[b]}))
+    checked = relate(frames, data, pairs, ["a", "b"], settings, 2 * a.shape[0], exact=exact)
+    table = checked.select("a", "b", "value", "ok").toArrow()
+    at = pair_lookup(len(where), wanted_a, wanted_b, *_ends(where, table))
+    if at.size and int(at.min()) < 0:
+        raise ValueError("a pair sent to Spark to be related did not come back")
+    return table, at
