@@ -102,6 +102,27 @@ def _docs(n: int, seed: int, timed: bool) -> list[dict]:
     return docs
 
 
+def _three_runs(spark, tmp_path, corpus, settings, counters) -> dict:
+    """GROUPS, PAIRS and the ``counters`` of ``dedup`` on the local engine, on Spark grouping
+    on the driver (the default) and on Spark grouping in Spark, by name."""
+    from neardup.engines.spark import SparkEngine
+
+    runs = {}
+    for name, engine in (
+        ("local", LocalEngine(1)),
+        ("driver", SparkEngine(spark)),
+        ("spark", SparkEngine(spark, groups_local_max=0)),
+    ):
+        out = Outputs(groups=str(tmp_path / f"{name}.g.tsv"), pairs=str(tmp_path / f"{name}.p.tsv"))
+        run = engine.dedup(corpus, settings, out)
+        runs[name] = (
+            open(out.groups, "rb").read(),
+            open(out.pairs, "rb").read(),
+            [run.stats[c] for c in counters],
+        )
+    return runs
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize(
     "settings, timed",
@@ -119,7 +140,6 @@ def test_groups_on_the_driver_write_what_spark_and_the_local_engine_write(
 ):
     # Two inputs (positions carry the file's index in their high bits) with a bad row skipped
     # in the first (a gap in the positions).
-    from neardup.engines.spark import SparkEngine
 
     docs = _docs(400, seed=5, timed=timed)
     lines = [json.dumps(d) for d in docs]
@@ -137,19 +157,7 @@ def test_groups_on_the_driver_write_what_spark_and_the_local_engine_write(
 
     monkeypatch.setattr(spark_job, "driver_groups", counted)
     counters = ("groups", "largest_group", "duplicates_removed", "pairs", "exact_duplicates")
-    runs = {}
-    for name, engine in (
-        ("local", LocalEngine(1)),
-        ("driver", SparkEngine(spark)),
-        ("spark", SparkEngine(spark, groups_local_max=0)),
-    ):
-        out = Outputs(groups=str(tmp_path / f"{name}.g.tsv"), pairs=str(tmp_path / f"{name}.p.tsv"))
-        run = engine.dedup(corpus, settings, out)
-        runs[name] = (
-            open(out.groups, "rb").read(),
-            open(out.pairs, "rb").read(),
-            [run.stats[c] for c in counters],
-        )
+    runs = _three_runs(spark, tmp_path, corpus, settings, counters)
     assert collected == [True]  # the default engine grouped on the driver, the other not
     assert runs["driver"] == runs["spark"] == runs["local"]
     groups, largest, removed, pairs, exact = runs["local"][2]
@@ -162,24 +170,11 @@ def test_groups_on_the_driver_write_what_spark_and_the_local_engine_write(
 def test_repair_round_on_the_driver_links_what_the_local_engine_links(spark, tmp_path):
     # Edit chains whose members share bands with others they are not near-duplicates of: the
     # repair round links star components across them (chain_corpus).
-    from neardup.engines.spark import SparkEngine
 
     path = tmp_path / "chains.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in chain_corpus(bases=6)), "utf-8")
     counters = ("repair_listed", "repair_tested", "repair_accepted", "groups", "pairs")
-    runs = {}
-    for name, engine in (
-        ("local", LocalEngine(1)),
-        ("driver", SparkEngine(spark)),
-        ("spark", SparkEngine(spark, groups_local_max=0)),
-    ):
-        out = Outputs(groups=str(tmp_path / f"{name}.g.tsv"), pairs=str(tmp_path / f"{name}.p.tsv"))
-        run = engine.dedup(Corpus((str(path),), {}), Settings(), out)
-        runs[name] = (
-            open(out.groups, "rb").read(),
-            open(out.pairs, "rb").read(),
-            [run.stats[c] for c in counters],
-        )
+    runs = _three_runs(spark, tmp_path, Corpus((str(path),), {}), Settings(), counters)
     assert runs["driver"] == runs["spark"] == runs["local"]
     listed, tested, accepted, _, _ = runs["local"][2]
     assert listed >= tested >= accepted > 0
