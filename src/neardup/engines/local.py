@@ -210,6 +210,38 @@ def write_in_pieces(path: str, rows: int, columns_of: Callable[[int, int], dict]
     return len(starts)
 
 
+def write_groups_and_pairs(
+    ids, groups: Groups, method: str, groups_out: str | None, pairs_out: str | None
+) -> None:
+    """Write PAIRS to ``pairs_out`` and GROUPS to ``groups_out`` (either None: not written)
+    of a run's ``groups`` over the documents ``ids``, piece by piece (:func:`write_in_pieces`,
+    :func:`pairs_columns`, :func:`groups_columns`). O(documents + pairs), memory O(piece).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from neardup.pipeline import Groups
+        >>> g = Groups(np.array([0, 0]), np.array([True, False]), np.array([2, 2]), np.array([0]),
+        ...            np.array([1]), np.array([1.0]), np.array([True]), stats={})
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "groups.tsv"
+        >>> write_groups_and_pairs(["a", "b"], g, "minhash", str(p), None)
+        >>> p.read_text().splitlines()[2].split()
+        ['b', 'a', 'a', 'false', '2']
+    """
+    ids = _id_column(ids)
+    if pairs_out:
+        write_in_pieces(
+            pairs_out,
+            groups.pair_a.shape[0],
+            lambda start, stop: pairs_columns(ids, groups, method, start, stop),
+        )
+    if groups_out:
+        write_in_pieces(
+            groups_out,
+            groups.original.shape[0],
+            lambda start, stop: groups_columns(ids, groups, start, stop),
+        )
+
+
 class LocalEngine:
     """The local engine (see the module's docstring).
 
@@ -528,18 +560,7 @@ def _write_outputs(
     progress.stage("writing")
     ids = _id_column(ids)
     with output_set():
-        if outputs.pairs:
-            write_in_pieces(
-                outputs.pairs,
-                groups.pair_a.shape[0],
-                lambda start, stop: pairs_columns(ids, groups, settings.method, start, stop),
-            )
-        if outputs.groups:
-            write_in_pieces(
-                outputs.groups,
-                groups.original.shape[0],
-                lambda start, stop: groups_columns(ids, groups, start, stop),
-            )
+        write_groups_and_pairs(ids, groups, settings.method, outputs.groups, outputs.pairs)
         if outputs.keep:
             rows = np.flatnonzero(groups.is_original)
             progress.stage("writing originals", int(rows.shape[0]))

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engines.base import GROUP_COLUMNS, pair_columns, pair_value_column
-from neardup.engines.local import groups_columns, pairs_columns, write_in_pieces
+from neardup.engines.local import write_groups_and_pairs
 from neardup.engines.spark.result import SparkResult
 from neardup.engines.spark.session import DataFrame, F
 from neardup.engines.spark.tasks import round6_task
@@ -204,18 +204,7 @@ def write_result(
     """
     if result.collected is not None:  # made on the driver: written as the local engine writes
         ids, groups = result.collected
-        if pairs_out:
-            write_in_pieces(
-                pairs_out,
-                groups.pair_a.shape[0],
-                lambda start, stop: pairs_columns(ids, groups, settings.method, start, stop),
-            )
-        if groups_out:
-            write_in_pieces(
-                groups_out,
-                groups.original.shape[0],
-                lambda start, stop: groups_columns(ids, groups, start, stop),
-            )
+        write_groups_and_pairs(ids, groups, settings.method, groups_out, pairs_out)
         return
     if groups_out:
         rows = result.stats.get("documents")
