@@ -484,6 +484,21 @@ def test_missing_input_file(tmp_path):
     assert result.exit_code == 1 and "nope.jsonl" in result.output
 
 
+@pytest.mark.parametrize("command", ["dedup", "pairs"])
+def test_missing_input_file_on_spark_stops_before_a_session_starts(command, tmp_path, monkeypatch):
+    pytest.importorskip("pyspark")
+    import neardup.engines.spark.job as spark_job
+
+    def started(*args, **kwargs):
+        raise AssertionError("a Spark session was started")
+
+    monkeypatch.setattr(spark_job, "spark_session", started)
+    missing = tmp_path / "nope.jsonl"
+    result = run(command, missing, "-o", tmp_path / "g.tsv", "--engine", "spark")
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().endswith(f"input not found: {missing}"), result.output
+
+
 def test_bad_option_values(corpus, tmp_path):
     result = run("dedup", corpus, "-o", tmp_path / "g.tsv", "--method", "simhash", "-k", "99")
     assert result.exit_code == 1 and "hamming_k" in result.output

@@ -17,6 +17,7 @@ from neardup.engines.spark import read as spark_read  # noqa: E402
 from neardup.engines.spark.byte_ranges import (  # noqa: E402
     LineBlock,
     line_start_at,
+    missing_local_file,
     range_blocks,
     range_lines,
     reads_by_ranges,
@@ -134,6 +135,17 @@ def test_only_plain_local_files_are_read_by_ranges(tmp_path):
     assert not reads_by_ranges(str(tmp_path))
     assert not reads_by_ranges(str(tmp_path / "*.jsonl"))
     assert not reads_by_ranges("s3a://bucket/d.jsonl")
+
+
+def test_only_plain_local_paths_are_found_missing(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("{}\n")
+    assert not missing_local_file(str(path)) and not missing_local_file(f"file:{path}")
+    assert not missing_local_file(str(tmp_path))  # a directory: Spark lists it
+    assert missing_local_file(str(tmp_path / "nope.jsonl"))
+    assert missing_local_file(f"file://{tmp_path}/nope.jsonl")
+    assert not missing_local_file(str(tmp_path / "*.jsonl"))  # a glob: Spark expands it
+    assert not missing_local_file("s3a://bucket/nope.jsonl")
 
 
 def _rows(docs):

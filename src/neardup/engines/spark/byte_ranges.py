@@ -47,6 +47,7 @@ __all__ = [
     "fetched_texts_task",
     "line_start_at",
     "local_path",
+    "missing_local_file",
     "range_blocks",
     "range_lines",
     "ranged_rows",
@@ -69,10 +70,27 @@ def reads_by_ranges(path: str) -> bool:
         >>> reads_by_ranges("hdfs:///docs.jsonl"), reads_by_ranges("no/such/file.jsonl")
         (False, False)
     """
+    local = _plain_local(path)
+    return local is not None and os.path.isfile(local)
+
+
+def missing_local_file(path: str) -> bool:
+    """Whether ``path`` names a local path (no scheme but ``file:``, no glob) where nothing
+    exists: an input Spark would only report after its session started, among pages of its
+    own warnings. O(1): one ``stat``.
+
+    Example:
+        >>> missing_local_file("no/such/file.jsonl"), missing_local_file("hdfs:///d.jsonl")
+        (True, False)
+    """
+    local = _plain_local(path)
+    return local is not None and not os.path.exists(local)
+
+
+def _plain_local(path: str) -> str | None:
+    """The local path ``path`` names plainly (no scheme but ``file:``, no glob), else None."""
     local = local_path(path)
-    if "://" in local or any(c in local for c in "*?[{"):
-        return False
-    return os.path.isfile(local)
+    return None if "://" in local or any(c in local for c in "*?[{") else local
 
 
 def local_path(path: str) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engines.base import Corpus, DedupRun, Outputs, Progress, pair_value_column
+from neardup.engines.spark.byte_ranges import missing_local_file
 from neardup.engines.spark.candidates import minhash_candidates, simhash_candidates
 from neardup.engines.spark.driver_groups import (
     DEFAULT_GROUPS_LOCAL_MAX,
@@ -166,7 +167,11 @@ class SparkEngine:
         """Start the session, when none was given, for a run on the files ``paths``: a local
         session's JVM is set for the documents they are estimated to hold
         (:func:`~neardup.engines.spark.read.estimated_documents`,
-        :func:`~neardup.engines.spark.session.local_java_options`)."""
+        :func:`~neardup.engines.spark.session.local_java_options`). A local input that does
+        not exist is a ``FileNotFoundError`` before anything starts."""
+        for path in map(str, paths):
+            if missing_local_file(path):
+                raise FileNotFoundError(f"input not found: {path}")
         if self._spark is None:
             documents = None if self.remote else estimated_documents(paths)
             self._spark = spark_session(self.master, remote=self.remote, documents=documents)

@@ -118,6 +118,9 @@ _QUIET_LOGGERS = (
     # stored table larger than the storage memory goes to disk, as its storage level says.
     "org.apache.spark.storage.memory.MemoryStore",
     "org.apache.spark.storage.BlockManager",
+    # A path that does not exist: "Assume no metadata directory", with a stack trace, before
+    # the reader's own error (which the run reports in one line).
+    "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
 )
 """Loggers set to ERROR in every session :func:`spark_session` returns, unless configured."""
 
