@@ -9,6 +9,7 @@ import pytest
 from neardup.engines import Corpus, Outputs
 from neardup.engines.local import LocalEngine
 from neardup.engines.spark import SparkEngine
+from neardup.io.write import TableWriter
 from neardup.settings import Settings
 
 pytestmark = pytest.mark.spark
@@ -75,6 +76,33 @@ def test_dedup_and_pairs_write_what_the_local_engine_writes(spark, tmp_path):
         )
     assert runs["spark"] == runs["local"]
     assert runs["local"][0][1].count(b"\n") > 3
+
+
+@pytest.mark.parametrize("groups_local_max, failing", [(None, "groups"), (0, "pairs")])
+def test_a_failed_output_leaves_none_of_the_runs_files(
+    spark, tmp_path, monkeypatch, groups_local_max, failing
+):
+    """GROUPS and PAIRS are one set, as the local engine writes them: the second of them
+    failing (GROUPS when the driver makes them, after PAIRS; PAIRS when Spark does, after
+    GROUPS) leaves neither file, nor a temporary one."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS * 3)),
+        encoding="utf-8",
+    )
+    opened = TableWriter.__enter__
+
+    def full_disk(writer):
+        if failing in str(writer._target):
+            raise OSError(28, "No space left on device")
+        return opened(writer)
+
+    monkeypatch.setattr(TableWriter, "__enter__", full_disk)
+    engine = SparkEngine(spark, **({} if groups_local_max is None else {"groups_local_max": 0}))
+    out = Outputs(groups=str(tmp_path / "groups.tsv"), pairs=str(tmp_path / "pairs.tsv"))
+    with pytest.raises(OSError, match="No space left"):
+        engine.dedup(Corpus((str(docs),)), Settings(), out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl"]
 
 
 def _fingerprint_rows(n: int, seed: int) -> str:

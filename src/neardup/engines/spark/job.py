@@ -75,7 +75,7 @@ from neardup.engines.spark.tasks import (
 )
 from neardup.engines.spark.verify import PairBounds, relate, with_shingle_sets
 from neardup.engines.spark.write import single_file_format, write_originals, write_result
-from neardup.io import ReadStats, check_outputs
+from neardup.io import ReadStats, check_outputs, output_set
 from neardup.settings import Settings
 
 __all__ = ["DEFAULT_CENTER_LOCAL_MAX", "SparkEngine", "collects_groups", "run_dedup"]
@@ -285,12 +285,15 @@ class SparkEngine:
             clock = time.perf_counter()
             monitor.tag("write")
             try:
-                write_result(result, settings, outputs.groups, outputs.pairs)
-                if outputs.keep:
-                    originals = raw.join(
-                        result.groups.where("is_original").select("pos"), ["pos"], "left_semi"
-                    )
-                    write_originals(originals, outputs.keep)
+                # The files written from the driver are renamed into place together, as the
+                # local engine's; directories that Spark's executors write are not held back.
+                with output_set():
+                    write_result(result, settings, outputs.groups, outputs.pairs)
+                    if outputs.keep:
+                        originals = raw.join(
+                            result.groups.where("is_original").select("pos"), ["pos"], "left_semi"
+                        )
+                        write_originals(originals, outputs.keep)
             finally:
                 result.release()
         seconds = {"read": read_seconds, **result.stats["seconds"]}
@@ -329,7 +332,8 @@ class SparkEngine:
             result.hold([rows])
             monitor.tag("write")
             try:
-                write_result(result, settings, outputs.groups, outputs.pairs)
+                with output_set():  # as in dedup
+                    write_result(result, settings, outputs.groups, outputs.pairs)
             finally:
                 result.release()
         return DedupRun(stats, result.stats, figures=monitor.figures(partitions))
