@@ -497,6 +497,9 @@ def test_missing_input_file_on_spark_stops_before_a_session_starts(command, tmp_
     result = run(command, missing, "-o", tmp_path / "g.tsv", "--engine", "spark")
     assert result.exit_code == 1, result.output
     assert result.output.strip().endswith(f"input not found: {missing}"), result.output
+    result = run(command, "-", "-o", tmp_path / "g.tsv", "--engine", "spark", input="x\n")
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().endswith("reads files, not stdin ('-')"), result.output
 
 
 def test_bad_option_values(corpus, tmp_path):

@@ -51,6 +51,7 @@ from neardup.engines.spark.partitions import (
     without_adaptive,
 )
 from neardup.engines.spark.read import (
+    STDIN_REFUSED,
     estimated_documents,
     read_documents_spark,
     read_fingerprints_spark,
@@ -167,9 +168,12 @@ class SparkEngine:
         """Start the session, when none was given, for a run on the files ``paths``: a local
         session's JVM is set for the documents they are estimated to hold
         (:func:`~neardup.engines.spark.read.estimated_documents`,
-        :func:`~neardup.engines.spark.session.local_java_options`). A local input that does
-        not exist is a ``FileNotFoundError`` before anything starts."""
+        :func:`~neardup.engines.spark.session.local_java_options`). Before anything starts,
+        stdin (``-``) is a ``ValueError`` and a local input that does not exist a
+        ``FileNotFoundError``."""
         for path in map(str, paths):
+            if path == "-":
+                raise ValueError(STDIN_REFUSED)
             if missing_local_file(path):
                 raise FileNotFoundError(f"input not found: {path}")
         if self._spark is None:

@@ -44,6 +44,7 @@ from neardup.io.values import check_fingerprint_format
 from neardup.settings import Settings
 
 __all__ = [
+    "STDIN_REFUSED",
     "check_columns",
     "estimated_documents",
     "file_extension",
@@ -65,6 +66,9 @@ and 143.9 s), 3M short documents 0.87-0.93x (127.4 and 133.3 against 147.3 and 1
 short documents 1.03x (539.6 against 525.0 s); the threshold lies between, where
 :data:`SERIALISED_DOCUMENTS <neardup.engines.spark.frames.SERIALISED_DOCUMENTS>` finds the
 stored rows crowding the heap."""
+
+STDIN_REFUSED = "the Spark engine reads files, not stdin ('-')"
+"""Why an input named ``-`` is refused."""
 
 SAMPLE_LINES = 10_000
 """Lines of the input read to estimate its documents (:func:`signs_while_reading`)."""
@@ -410,7 +414,7 @@ def read_documents_spark(
     placed = sign is not None and all(ranged)
     for index, path in enumerate(map(str, paths)):
         if path == "-":
-            raise ValueError("the Spark engine reads files, not stdin ('-')")
+            raise ValueError(STDIN_REFUSED)
         fmt = _document_format(path, input_format)
         units[index] = "row" if fmt == "parquet" else "line"
         kind = "jsonl" if fmt == "jsonl" else "typed"
@@ -529,7 +533,7 @@ def read_fingerprints_spark(
     parts, units = [], {}
     for index, path in enumerate(map(str, paths)):
         if path == "-":
-            raise ValueError("the Spark engine reads files, not stdin ('-')")
+            raise ValueError(STDIN_REFUSED)
         fmt = _fingerprint_format_of(path)
         units[index] = "row" if fmt == "parquet" else "line"
         task = partial(
