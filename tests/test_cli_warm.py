@@ -81,9 +81,21 @@ def test_after_warm_a_fresh_process_compiles_nothing(tmp_path):
         "finally:\n"
         "    print('compiled', notice.compiled, [k for k, _ in notice.kernels], file=sys.stderr)\n"
     )
+    # Past the sizes from which jobs take their paths for large inputs (the generated rows of
+    # warm's last steps, written here again).
+    large_docs, large_fps = warm._write_large_inputs(tmp_path)
     for arguments in (
         ["dedup", str(docs), "-o", str(tmp_path / "groups.tsv")],
         ["compare", "--text", "the cat sat on the mat", "the cat sat on a mat"],
+        ["pairs", large_fps, "-o", str(tmp_path / "large_pairs.tsv")],
+        [
+            "dedup",
+            large_docs,
+            "-o",
+            str(tmp_path / "large.tsv"),
+            "--pairs-out",
+            str(tmp_path / "lp.tsv"),
+        ],
     ):
         done = subprocess.run(
             [sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=300

@@ -4,9 +4,14 @@ numba compiles a kernel on its first call, for the types it is called with, and 
 machine code on disk (:mod:`neardup.cli.compiling`). ``warm`` runs each command's job once, in
 process, over a few built-in English and Korean documents with near-duplicates among them, in
 a temporary folder: every kernel a command calls is then compiled for the types it calls it
-with, which a list of kernels and hand-written signatures could not promise. One line a step
-says what it compiled; ``--kernels`` lists every kernel with its compile time. The package's
-Python modules get their bytecode too where they have none (:func:`compile_modules`).
+with, which a list of kernels and hand-written signatures could not promise. Large inputs take
+other paths (sorts, merges and scans on two cores, the exact duplicates' table in parts, spilled
+columns, texts read again by their places), so the last steps run ``dedup`` and ``pairs`` again
+over generated inputs past those sizes (:data:`LARGE_ROWS` short documents and fingerprint
+rows, with copies and near-duplicates; the documents a second time within a budget they
+overflow): seconds more, and a first run of millions of documents compiles nothing either. One
+line a step says what it compiled; ``--kernels`` lists every kernel with its compile time. The
+package's Python modules get their bytecode too where they have none (:func:`compile_modules`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ _KOREAN = [
     "오늘 아침 시장에는 사과와 배가 많이 나왔고 상인들은 추석을 앞두고 가격을 조금 올렸다.",
     "도서관은 다음 달부터 주말에도 문을 열며 어린이 열람실에 새 책 삼백 권을 들여놓는다.",
     "비가 그친 뒤 산책로를 따라 걷던 사람들은 물에 잠긴 다리를 피해 돌아가야 했다.",
+    # Compatibility jamo (ㅋㅋ) take the canonical form's slower path, as in web text.
+    "회의는 다음 주로 미뤄졌고 다들 조금 쉬어 갈 수 있다며 좋아했다 ㅋㅋ",
 ]
 
 
@@ -55,8 +62,47 @@ def _documents() -> list[dict]:
     return [{"id": f"d{i}", "text": text, "ts": 1_700_000_000 + i} for i, text in enumerate(texts)]
 
 
+#: Rows of the generated inputs of the last steps: past every size from which a job takes its
+#: paths for large inputs (:data:`neardup.candidates.radix.PARALLEL_MIN_KEYS` and
+#: :data:`neardup.exact_duplicates.PARALLEL_MIN_DOCUMENTS` are 2**20).
+LARGE_ROWS = (1 << 20) + (1 << 14)
+
+
+def _write_large_inputs(folder: Path, rows: int = LARGE_ROWS) -> tuple[str, str]:
+    """Write ``rows`` short documents (JSON Lines: 8 to 15 words of 4,096, a quarter of them
+    copies or one-word edits of earlier ones) and ``rows`` fingerprint rows (ID, 64-bit
+    fingerprint in hex, time; a tenth within a bit of an earlier one) into ``folder``; returns
+    their paths. The same files every time. O(rows)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    vocabulary = [f"w{n:x}" for n in range(4096)]
+    words = rng.integers(0, len(vocabulary), size=(rows, 15))
+    lengths = rng.integers(8, 16, size=rows)
+    source = rng.integers(0, np.arange(rows) + 1)  # an earlier row (or itself)
+    kind = rng.integers(0, 8, size=rows)  # 0: a copy of the source, 1: an edit of it
+    docs = folder / "large.jsonl"
+    with open(docs, "w", encoding="ascii") as out:
+        for i in range(rows):
+            j = int(source[i]) if kind[i] < 2 else i
+            text = [vocabulary[w] for w in words[j, : lengths[j]]]
+            if kind[i] == 1:
+                text[0] = "edited"
+            out.write(f'{{"id": "d{i}", "text": "{" ".join(text)}"}}\n')
+    fingerprints = rng.integers(0, 1 << 63, size=rows, dtype=np.uint64) << np.uint64(1)
+    near = rng.random(rows) < 0.1
+    flips = np.uint64(1) << rng.integers(0, 64, size=rows).astype(np.uint64)
+    fingerprints[near] = fingerprints[source[near]] ^ flips[near]
+    fps = folder / "large_fingerprints.tsv"
+    with open(fps, "w", encoding="ascii") as out:
+        for i, value in enumerate(fingerprints.tolist()):
+            out.write(f"u{i}\t{value:016x}\t2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z\n")
+    return str(docs), str(fps)
+
+
 def _steps(folder: Path) -> list[tuple[str, list[str]]]:
-    """The jobs that compile every kernel: (what, the command's arguments)."""
+    """The jobs that compile every kernel: (what, the command's arguments). The last ones read
+    the inputs of :func:`_write_large_inputs`, written when they come."""
     docs = str(folder / "docs.jsonl")
     fps = str(folder / "fingerprints.tsv")
     query = _edited(_ENGLISH[0])
@@ -76,7 +122,21 @@ def _steps(folder: Path) -> list[tuple[str, list[str]]]:
         ("index build --method simhash", ["index", "build", docs, "-d", str(folder / "s.idx"),
                                           "--time-field", "ts", "--method", "simhash"]),
         ("index query (SimHash)", ["index", "query", "-d", str(folder / "s.idx"), query]),
+        (_LARGE + "dedup", ["dedup", str(folder / "large.jsonl"), "-o",
+                            str(folder / "large_groups.tsv"), "--pairs-out",
+                            str(folder / "large_pairs.tsv")]),
+        # A budget too small for them: spilled columns, texts read again by their places.
+        (_LARGE + "dedup --memory-limit 64M", ["dedup", str(folder / "large.jsonl"), "-o",
+                                               str(folder / "large_groups2.tsv"), "--pairs-out",
+                                               str(folder / "large_pairs2.tsv"),
+                                               "--memory-limit", "64M"]),
+        (_LARGE + "pairs", ["pairs", str(folder / "large_fingerprints.tsv"), "-k", "3", "-o",
+                            str(folder / "large_fp_pairs.tsv")]),
     ]  # fmt: skip
+
+
+#: How the names of the steps over generated large inputs begin.
+_LARGE = f"{LARGE_ROWS:,} generated rows: "
 
 
 def _run_step(group: click.Command, arguments: list[str]) -> None:
@@ -119,6 +179,8 @@ def warm_kernels(group: click.Command, echo=click.echo) -> compiling.CompileNoti
             steps = _steps(folder)
             for number, (what, arguments) in enumerate(steps, 1):
                 before, since = notice.compiled, time.perf_counter()
+                if what.startswith(_LARGE) and not (folder / "large.jsonl").exists():
+                    _write_large_inputs(folder)
                 _run_step(group, arguments)
                 compiled = notice.compiled - before
                 echo(
@@ -209,7 +271,7 @@ def warm(list_kernels: bool) -> None:
       neardup warm --kernels
     """
     click.echo(
-        "neardup: compiling every kernel not cached yet (about 90 processor seconds the first "
+        "neardup: compiling every kernel not cached yet (about 2 processor minutes the first "
         "time; later runs load them)"
     )
     written = compile_modules()
