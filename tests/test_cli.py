@@ -479,9 +479,13 @@ def test_skip_bad_rows_when_asked(tmp_path):
     assert "skipped rows" in result.output and "4" in result.output
 
 
-def test_missing_input_file(tmp_path):
-    result = run("dedup", tmp_path / "nope.jsonl", "-o", tmp_path / "g.tsv")
-    assert result.exit_code == 1 and "nope.jsonl" in result.output
+@pytest.mark.parametrize("command", ["dedup", "pairs", "fingerprint"])
+def test_missing_input_file(command, tmp_path):
+    # The documents' reader (dedup, fingerprint) and the rows' reader (pairs) say it alike.
+    missing = tmp_path / "nope.jsonl"
+    result = run(command, missing, "-o", tmp_path / "g.tsv")
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().endswith(f"input not found: {missing}"), result.output
 
 
 @pytest.mark.parametrize("command", ["dedup", "pairs"])
