@@ -72,32 +72,65 @@ def _write_large_inputs(folder: Path, rows: int = LARGE_ROWS) -> tuple[str, str]
     """Write ``rows`` short documents (JSON Lines: 8 to 15 words of 4,096, a quarter of them
     copies or one-word edits of earlier ones) and ``rows`` fingerprint rows (ID, 64-bit
     fingerprint in hex, time; a tenth within a bit of an earlier one) into ``folder``; returns
-    their paths. The same files every time. O(rows)."""
+    their paths. The same files every time. Every line is laid out in a byte matrix by numpy
+    (words, IDs and digits of fixed width), not formatted one by one. O(rows)."""
     import numpy as np
 
+    hex_bytes = np.frombuffer(b"0123456789abcdef", np.uint8)
     rng = np.random.default_rng(0)
-    vocabulary = [f"w{n:x}" for n in range(4096)]
-    words = rng.integers(0, len(vocabulary), size=(rows, 15))
+    words = rng.integers(0, 1 << 12, size=(rows, 15))
     lengths = rng.integers(8, 16, size=rows)
     source = rng.integers(0, np.arange(rows) + 1)  # an earlier row (or itself)
     kind = rng.integers(0, 8, size=rows)  # 0: a copy of the source, 1: an edit of it
+    taken = np.where(kind < 2, source, np.arange(rows))
+    # Each word "w" and three hex digits, then a space; an edit's first word is "xedt".
+    vocabulary = np.full((1 << 12, 4), ord("w"), np.uint8)
+    vocabulary[:, 1:] = hex_bytes[(np.arange(1 << 12)[:, None] >> np.array([8, 4, 0])) & 15]
+    text = np.full((rows, 15, 5), ord(" "), np.uint8)
+    text[:, :, :4] = vocabulary[words[taken]]
+    text[kind == 1, 0, :4] = np.frombuffer(b"xedt", np.uint8)
+    text = text.reshape(rows, 75)
+    head = _fixed_columns(rows, b'{"id": "d', b'", "text": "')
+    tail = np.frombuffer(b'"}\n', np.uint8)
+    lines = np.hstack([head, text, np.broadcast_to(tail, (rows, 3))])
+    # A row's text ends before its last word's space: the bytes from there to the tail go.
+    width = head.shape[1] + 5 * lengths[taken] - 1
+    kept = np.arange(lines.shape[1]) < width[:, None]
+    kept[:, -3:] = True
     docs = folder / "large.jsonl"
-    with open(docs, "w", encoding="ascii") as out:
-        for i in range(rows):
-            j = int(source[i]) if kind[i] < 2 else i
-            text = [vocabulary[w] for w in words[j, : lengths[j]]]
-            if kind[i] == 1:
-                text[0] = "edited"
-            out.write(f'{{"id": "d{i}", "text": "{" ".join(text)}"}}\n')
+    docs.write_bytes(lines[kept].tobytes())
     fingerprints = rng.integers(0, 1 << 63, size=rows, dtype=np.uint64) << np.uint64(1)
     near = rng.random(rows) < 0.1
     flips = np.uint64(1) << rng.integers(0, 64, size=rows).astype(np.uint64)
     fingerprints[near] = fingerprints[source[near]] ^ flips[near]
+    shifts = np.arange(60, -1, -4, dtype=np.uint64)
+    hex_digits = hex_bytes[((fingerprints[:, None] >> shifts) & np.uint64(15)).astype(np.intp)]
+    seconds = np.arange(rows)
+    clock = np.stack([seconds // 600 % 6, seconds // 60 % 10, seconds // 10 % 6, seconds % 10], 1)
+    digits = (clock + ord("0")).astype(np.uint8)
     fps = folder / "large_fingerprints.tsv"
-    with open(fps, "w", encoding="ascii") as out:
-        for i, value in enumerate(fingerprints.tolist()):
-            out.write(f"u{i}\t{value:016x}\t2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z\n")
+    fps.write_bytes(
+        np.hstack([
+            _fixed_columns(rows, b"u", b"\t"), hex_digits, _repeated(b"\t2024-01-01T00:", rows),
+            digits[:, :2], _repeated(b":", rows), digits[:, 2:], _repeated(b"Z\n", rows),
+        ]).tobytes()
+    )  # fmt: skip
     return str(docs), str(fps)
+
+
+def _repeated(piece: bytes, rows: int):
+    """``piece`` as a column block of ``rows`` identical rows (uint8[rows, len(piece)])."""
+    import numpy as np
+
+    return np.broadcast_to(np.frombuffer(piece, np.uint8), (rows, len(piece)))
+
+
+def _fixed_columns(rows: int, before: bytes, after: bytes):
+    """Each row's ``before``, its number in seven digits, then ``after`` (uint8 rows)."""
+    import numpy as np
+
+    number = np.arange(rows)[:, None] // 10 ** np.arange(6, -1, -1) % 10 + ord("0")
+    return np.hstack([_repeated(before, rows), number.astype(np.uint8), _repeated(after, rows)])
 
 
 def _steps(folder: Path) -> list[tuple[str, list[str]]]:
