@@ -98,7 +98,8 @@ def test_a_failed_output_leaves_none_of_the_runs_files(
         return opened(writer)
 
     monkeypatch.setattr(TableWriter, "__enter__", full_disk)
-    engine = SparkEngine(spark, **({} if groups_local_max is None else {"groups_local_max": 0}))
+    given = {} if groups_local_max is None else {"groups_local_max": groups_local_max}
+    engine = SparkEngine(spark, **given)
     out = Outputs(groups=str(tmp_path / "groups.tsv"), pairs=str(tmp_path / "pairs.tsv"))
     with pytest.raises(OSError, match="No space left"):
         engine.dedup(Corpus((str(docs),)), Settings(), out)
