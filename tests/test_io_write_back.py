@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-import neardup.io.files as io_files
+import neardup.io.atomic as io_atomic
 import neardup.io.write_back as write_back
 
 
@@ -27,7 +27,7 @@ def test_atomic_write_starts_writing_back_each_stretch_of_bytes(tmp_path, monkey
     )
     pieces = [bytes([65 + i % 26]) * (150 + 37 * i) for i in range(40)]
     target = tmp_path / "out.bin"
-    with io_files.atomic_write(target) as fh:
+    with io_atomic.atomic_write(target) as fh:
         for piece in pieces:
             fh.write(piece)
     assert target.read_bytes() == b"".join(pieces)

@@ -22,7 +22,7 @@ from signal_helpers import (
 )
 
 from neardup import signals
-from neardup.io.files import atomic_output, output_set
+from neardup.io.atomic import atomic_output, output_set
 
 WORDS = [f"w{i}" for i in range(3000)]
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.hashing import DEFAULT_HASH_NAME
-from neardup.io.files import atomic_write
+from neardup.io.atomic import atomic_write
 from neardup.text import Features, Shingling, hash_features, shingle_sets
 
 FORMAT = "neardup-idf-2"

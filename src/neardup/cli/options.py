@@ -25,7 +25,7 @@ from neardup.cli.context import CONTEXT as CONTEXT  # the commands' modules take
 from neardup.engines.base import EngineMemoryError
 from neardup.engines.spill import parse_size
 from neardup.io import INPUT_FORMATS, ON_ERROR
-from neardup.io.files import atomic_output
+from neardup.io.atomic import atomic_output
 from neardup.settings import (
     CHOICES,
     DEFAULT_METHOD,

@@ -14,7 +14,7 @@ from neardup.cli.options import (
     input_options,
 )
 from neardup.io import InputError, check_outputs, read_documents
-from neardup.io.files import atomic_write
+from neardup.io.atomic import atomic_write
 from neardup.quality import read_table
 from neardup.settings import DEFAULT_HAMMING_K, DEFAULT_THRESHOLD
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from neardup.io.files import atomic_write
+from neardup.io.atomic import atomic_write
 from neardup.io.write import writing
 from neardup.memory import drop_mapped_pages
 

@@ -51,7 +51,7 @@ from neardup.io import (
     read_table,
     write_records,
 )
-from neardup.io.files import atomic_write
+from neardup.io.atomic import atomic_write
 from neardup.memory import return_freed_memory
 from neardup.pipeline import Groups, Signatures, find_groups, signatures
 from neardup.settings import Settings

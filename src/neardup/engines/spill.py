@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from neardup.candidates.bounds import read_rows
-from neardup.io.files import atomic_write, process_gone
+from neardup.io.atomic import atomic_write, process_gone
 from neardup.io.write import writing
 from neardup.memory import return_freed_memory
 

@@ -59,7 +59,7 @@ from neardup.index.storage import (
 )
 from neardup.index.verifier import summarize
 from neardup.io import ReadStats
-from neardup.io.files import process_gone
+from neardup.io.atomic import process_gone
 from neardup.pipeline import Signatures, find_groups
 from neardup.settings import Settings
 

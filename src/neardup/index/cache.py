@@ -64,7 +64,7 @@ from neardup.index.storage import (
     unsigned,
 )
 from neardup.index.tables import PermutationTables
-from neardup.io.files import atomic_write, finish_dead_writes
+from neardup.io.atomic import atomic_write, finish_dead_writes
 from neardup.lcs import COUNT_BUCKETS
 from neardup.settings import Settings
 from neardup.text.units import UNITS_VERSION

@@ -44,15 +44,9 @@ Example:
     'id\\tn\\n1\\t3\\n2\\t1\\n'
 """
 
+from neardup.io.atomic import check_outputs, output_set, process_gone
 from neardup.io.documents import DocumentBatch, DocumentReader, read_documents
-from neardup.io.files import (
-    INPUT_FORMATS,
-    OUTPUT_FORMATS,
-    check_outputs,
-    local_paths,
-    output_set,
-    process_gone,
-)
+from neardup.io.files import INPUT_FORMATS, OUTPUT_FORMATS, local_paths
 from neardup.io.fingerprint_batches import FingerprintBatches
 from neardup.io.fingerprints import FingerprintTable, read_fingerprints
 from neardup.io.rows import (

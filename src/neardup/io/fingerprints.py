@@ -33,6 +33,7 @@ from neardup.io.files import (
     FORMAT_OF_EXTENSION,
     STDIN_NAME,
     Source,
+    input_not_found,
     input_paths,
     open_input,
     refuse_compressed_parquet,
@@ -359,7 +360,7 @@ def fingerprint_sources(paths: Sequence[str | Path]) -> list[Source]:
             files = [path]
         for f in files:
             if f != "-" and not os.path.exists(f):
-                raise FileNotFoundError(f"input not found: {f}")
+                raise input_not_found(f)
             ext, compression = split_name(f) if f != "-" else ("", None)
             fmt = FORMAT_OF_EXTENSION.get(ext, "plain")
             refuse_compressed_parquet(f, fmt, compression)

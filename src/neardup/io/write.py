@@ -2,7 +2,7 @@
 
 :func:`write_table` writes result columns, vectorised with pyarrow (each value encoded as its
 text cell, then each row joined, a chunk of rows at a time); :func:`write_records` writes whole
-input rows back (for ``--keep``). Both write through :func:`~neardup.io.files.atomic_output`,
+input rows back (for ``--keep``). Both write through :func:`~neardup.io.atomic.atomic_output`,
 so the final name never holds a partial file, and the same data always gives the same bytes.
 
 Example:
@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from numba import njit
 
-from neardup.io.files import atomic_output, compressing, resolve_output
+from neardup.io.atomic import atomic_output
+from neardup.io.files import compressing, resolve_output
 from neardup.io.values import short_repr, tsv_escape
 
 #: Rows of a Parquet row group.

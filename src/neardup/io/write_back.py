@@ -1,6 +1,6 @@
 """Outputs written to disk while they are written: a buffered file that asks the system to
 start writing its bytes every :data:`WRITE_BACK_BYTES`, so that the fsync which makes an
-output durable before its rename (:func:`neardup.io.files.atomic_write`) waits for the last
+output durable before its rename (:func:`neardup.io.atomic.atomic_write`) waits for the last
 bytes only, not for the whole file at the end of the run.
 
 Example:

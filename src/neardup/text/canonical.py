@@ -161,7 +161,7 @@ def _disk_cached(build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
         table = build()
         # Imported here: neardup.io's readers import this module, so a module-level import
         # would make importing neardup.text first a cycle.
-        from neardup.io.files import atomic_write
+        from neardup.io.atomic import atomic_write
 
         with contextlib.suppress(OSError):  # nowhere to keep it: the next process builds it
             folder.mkdir(parents=True, exist_ok=True)

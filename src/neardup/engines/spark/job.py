@@ -77,6 +77,7 @@ from neardup.engines.spark.tasks import (
 from neardup.engines.spark.verify import PairBounds, relate, with_shingle_sets
 from neardup.engines.spark.write import single_file_format, write_originals, write_result
 from neardup.io import ReadStats, check_outputs, output_set
+from neardup.io.files import input_not_found
 from neardup.settings import Settings
 
 __all__ = ["DEFAULT_CENTER_LOCAL_MAX", "SparkEngine", "collects_groups", "run_dedup"]
@@ -175,7 +176,7 @@ class SparkEngine:
             if path == "-":
                 raise ValueError(STDIN_REFUSED)
             if missing_local_file(path):
-                raise FileNotFoundError(f"input not found: {path}")
+                raise input_not_found(path)
         if self._spark is None:
             documents = None if self.remote else estimated_documents(paths)
             self._spark = spark_session(self.master, remote=self.remote, documents=documents)

@@ -38,7 +38,7 @@ from neardup.engines.spark.session import (
 )
 from neardup.engines.spark.tasks import holds_band_hashes
 from neardup.io import DEFAULT_MAX_DOC_BYTES, InputError, ReadStats, check_max_doc_bytes
-from neardup.io.files import FORMAT_OF_EXTENSION, split_name
+from neardup.io.files import FORMAT_OF_EXTENSION, input_not_found, split_name
 from neardup.io.rows import check_field_names, check_on_error, missing_column
 from neardup.io.values import check_fingerprint_format
 from neardup.settings import Settings
@@ -225,7 +225,7 @@ def _read_raw(spark: SparkSession, path: str, fmt: str) -> DataFrame:
         raise
     except Exception as error:
         if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
-            raise FileNotFoundError(f"input not found: {path}") from None
+            raise input_not_found(path) from None
         raise
 
 
