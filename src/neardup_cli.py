@@ -24,6 +24,13 @@ def _stop_during_start_up(signum: int, frame: object) -> None:
 #: operations.md). Set before numpy is imported; a value the user set is kept.
 HUGEPAGE_ADVICE = ("NUMPY_MADVISE_HUGEPAGE", "0")
 
+#: Arrow's allocator (mimalloc, pyarrow's default pool) asks for transparent huge pages for the
+#: 1 GiB arenas it reserves, with the same synchronous compaction on first touch: joining the
+#: IDs of 10M seed rows' linked documents (31 MB) took about 80 ms in 4 runs of 10 and 3-16 ms
+#: in the others; without the advice 13-15 ms every time (docs/operations.md). Set before pyarrow
+#: is imported; a value the user set is kept.
+ARROW_HUGEPAGE_ADVICE = ("MIMALLOC_ALLOW_THP", "0")
+
 #: numpy's bundled OpenBLAS starts a thread per core as numpy is imported, and each spins on
 #: its core for a while before it sleeps: 0.05 s of CPU in a process that then only slept,
 #: 0.15 s of a heavy_200k run's CPU (docs/operations.md), taken from the run's threads. No
@@ -36,7 +43,7 @@ def run() -> None:
     """Run the ``neardup`` command on this process's arguments (:func:`neardup.cli.run`)."""
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _stop_during_start_up)
-    for name, value in (HUGEPAGE_ADVICE, BLAS_THREADS):
+    for name, value in (HUGEPAGE_ADVICE, ARROW_HUGEPAGE_ADVICE, BLAS_THREADS):
         os.environ.setdefault(name, value)
     from neardup.cli import run as run_command
 
