@@ -70,6 +70,11 @@ def process_gone(pid: int) -> bool:
     return False
 
 
+def _no_output_directory(directory: str | Path, target: str | Path) -> FileNotFoundError:
+    """The error for an output ``target`` whose ``directory`` does not exist."""
+    return FileNotFoundError(f"output directory {directory} does not exist (writing {target})")
+
+
 def _left_by_dead_process(name: str) -> bool:
     """True if the temp file ``name`` was made by a process that no longer exists here."""
     match = _TEMP_OWNER.search(name)
@@ -161,7 +166,7 @@ def atomic_output(target: str) -> Iterator[IO[bytes]]:
         return
     directory = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"output directory {directory} does not exist (writing {target})")
+        raise _no_output_directory(directory, target)
     if os.path.isdir(target):
         raise IsADirectoryError(f"output {target} is a directory")
     with atomic_write(target, join_output_set=True) as f:
@@ -193,19 +198,15 @@ def output_set() -> Iterator[None]:
     outer = getattr(_OUTPUT_SET, "pending", None)
     _OUTPUT_SET.pending = pending
     try:
-        yield
-    except BaseException:
-        for tmp, _ in pending:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-    finally:
-        _OUTPUT_SET.pending = outer
-    try:
+        try:
+            yield
+        finally:
+            _OUTPUT_SET.pending = outer
         # A signalled run commits nothing; a signal during the commit waits for its end.
         with signals.deferred():
             _commit(pending)
     except BaseException:
+        # The block or the commit failed: no temporary file stays (renamed ones are gone).
         for tmp, _ in pending:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -348,7 +349,7 @@ def check_outputs(
                     )
                 break
         if not parent.is_dir():
-            raise FileNotFoundError(f"output directory {parent} does not exist (writing {out})")
+            raise _no_output_directory(parent, out)
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PermissionError(f"output directory {parent} is not writable (writing {out})")
         finish_dead_writes(parent)
