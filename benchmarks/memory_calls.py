@@ -5,9 +5,11 @@ A sampling thread misses a peak reached while another thread holds the interpret
 kernel without ``nogil``). The kernel's high-water mark (``VmHWM``) does not: it is reset
 (``/proc/self/clear_refs``) as each probed call begins and read as it ends, and a call's peak is
 carried up to the call that made it. Each line is the seconds since the start, ``>`` or ``<``
-(a call begins, ends), the call's name and depth, the resident MB at that moment and, on
-``<``, the call's peak MB; ``STAGE`` lines mark the run's stages. The arguments are those of
-``neardup`` itself:
+(a call begins, ends), the call's name and depth, the resident MB at that moment, on ``>``
+the high-water mark since the last call began or ended (before the first call: the first
+pass's peak) and, on ``<``, the call's peak MB; ``STAGE`` lines mark the run's stages, and
+``END`` the high-water mark after the last call. The writing of each output
+(``write_in_pieces``) is probed too. The arguments are those of ``neardup`` itself:
 
     python benchmarks/memory_calls.py dedup benchmarks/.data/short_10m.jsonl.zst -o g.tsv -q
 
@@ -23,6 +25,7 @@ import time
 from types import ModuleType
 
 import neardup.candidates.repair as repair
+import neardup.engines.local as local
 import neardup.engines.outofcore as outofcore
 import neardup.pipeline as pipeline
 from neardup.cli.main import main
@@ -70,7 +73,8 @@ def probe(owner: ModuleType | type, name: str) -> None:
         _reset_high_water_mark()
         _calls.append([name, now["VmRSS"]])
         shapes = [getattr(arg, "shape", None) for arg in args[:4]]
-        _say(f"> {'  ' * len(_calls)}{name} rss={now['VmRSS']} {shapes}")
+        # hwm: the peak since the last call's start or end (the first pass's, before the first).
+        _say(f"> {'  ' * len(_calls)}{name} rss={now['VmRSS']} hwm={now['VmHWM']} {shapes}")
         try:
             return function(*args, **kwargs)
         finally:
@@ -103,6 +107,11 @@ if __name__ == "__main__":
         probe(outofcore, step)
     for step in ("group", "set_source", "_sets"):
         probe(outofcore.OutOfCoreDedup, step)
+    probe(local, "write_in_pieces")  # GROUPS and PAIRS, each written in pieces
     outofcore.OutOfCoreDedup._on_stage = _stage_probe(outofcore.OutOfCoreDedup._on_stage)
     sys.argv = ["neardup", *sys.argv[1:]]
-    main()
+    try:
+        main()
+    finally:  # the peak since the last call: the outputs' end, the report
+        last = _memory()
+        _say(f"END rss={last['VmRSS']} hwm={last['VmHWM']}")

@@ -12,7 +12,15 @@ from numba import njit
 
 import neardup.candidates.radix as radix
 import neardup.rank_directory as rank_directory
-from neardup.rank_directory import RowSet, directory_of, holds, listed_rows, rank_of, ranks_of
+from neardup.rank_directory import (
+    RowSet,
+    counts_before,
+    directory_of,
+    holds,
+    listed_rows,
+    rank_of,
+    ranks_of,
+)
 
 
 @njit(cache=True)
@@ -48,6 +56,15 @@ def test_membership_and_ranks_are_those_of_a_sorted_list(halves, n, data):
     # The rank of any row, set or not, is the number of set rows below it.
     assert ranks.tolist() == [sum(r < i for r in rows) for i in range(n)]
     assert held.tolist() == [i in set(rows) for i in range(n)]
+    # Bits set directly give the same counts (the rows set before each word, then all).
+    with pytest.MonkeyPatch.context() as patch:
+        if halves:
+            patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
+            patch.setattr(radix.os, "cpu_count", lambda: 2)
+        counted = counts_before(words.copy())
+    assert counted.tolist() == [sum(r < 64 * w for r in rows) for w in range(words.shape[0])] + [
+        len(rows)
+    ]
 
 
 def test_rows_at_the_edges_of_the_words():

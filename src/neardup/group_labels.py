@@ -21,7 +21,7 @@ from numba import njit
 from neardup.candidates.radix import in_halves
 from neardup.exact_duplicates import Duplicates
 from neardup.memory import index_dtype
-from neardup.rank_directory import holds
+from neardup.rank_directory import counts_before, holds, rank_of
 
 __all__ = ["group_sizes", "min_rank_members", "not_own_labels", "own_labels", "with_duplicates"]
 
@@ -164,44 +164,95 @@ def with_duplicates(
     (0.8 GB at 10M documents); of the dtype of ``labels`` (int32 or int64). With
     ``overwrite_labels`` the result is written over ``labels`` (no array of n beside them: the
     duplicates first, which read only representatives' labels, then the representatives).
-    O(n + duplicates); each pass in two halves on two threads.
+
+    A component's label changes only where one of its duplicates has a smaller index than all
+    its representatives (a duplicate earlier in the input than its representative, which is
+    the earliest in time). Those labels are found first, as a bit a document and the count of
+    set bits before each word (:mod:`neardup.rank_directory`), their new labels one a changed
+    component: a quarter of a byte a document instead of an index a document (0.38 GB at
+    100M). When none changes (documents in time order), the representatives are not read
+    again. O(n + duplicates); the relabelling passes in two halves on two threads.
 
     Example:
         >>> dups = Duplicates.of(np.array([0, 1, 2, 1]))
         >>> with_duplicates(np.array([0, 0, 2, 3]), dups).tolist()
         [0, 0, 2, 0]
+        >>> dups = Duplicates.of(np.array([2, 1, 2]))  # document 0 copies document 2
+        >>> with_duplicates(np.array([0, 1, 1]), dups).tolist()
+        [0, 0, 0]
     """
     labels = np.asarray(labels)
     members, reps = duplicates.members, duplicates.reps
-    smallest = np.arange(labels.shape[0], dtype=labels.dtype)
-    _smallest_with(labels, members, reps, smallest)
-    out = labels if overwrite_labels else np.empty_like(labels)
-    in_halves(_duplicates_relabelled, members.shape[0], labels, members, reps, smallest, out)
-    in_halves(_representatives_relabelled, labels.shape[0], labels, duplicates.words, smallest, out)
+    n = labels.shape[0]
+    words = np.zeros(-(-n // 64), dtype=np.uint64)
+    lowered = _mark_lowered(labels, members, reps, words)
+    out = labels if overwrite_labels else labels.copy()
+    if lowered == 0:
+        in_halves(_duplicates_joined, members.shape[0], labels, members, reps, out)
+        return out
+    before = counts_before(words)
+    smallest = np.empty(lowered, dtype=labels.dtype)
+    _smallest_of_lowered(labels, members, reps, words, before, smallest)
+    in_halves(
+        _duplicates_relabelled, members.shape[0], labels, members, reps, words, before,
+        smallest, out,
+    )  # fmt: skip
+    in_halves(
+        _representatives_relabelled, n, labels, duplicates.words, words, before, smallest, out
+    )
     return out
 
 
 @njit(cache=True, nogil=True)
-def _smallest_with(labels, members, reps, smallest):
-    # A label is the smallest index of its component; a duplicate may be smaller still.
+def _mark_lowered(labels, members, reps, words):
+    """Set the bit of each label that a duplicate smaller than it lowers; their number."""
+    lowered = 0
     for j in range(members.shape[0]):
-        root = labels[reps[j]]
-        if members[j] < smallest[root]:
-            smallest[root] = members[j]
+        root = np.uint64(labels[reps[j]])
+        if members[j] < labels[reps[j]] and not holds(root, words):
+            words[root >> np.uint64(6)] |= np.uint64(1) << (root & np.uint64(63))
+            lowered += 1
+    return lowered
 
 
 @njit(cache=True, nogil=True)
-def _duplicates_relabelled(half, lo, hi, labels, members, reps, smallest, out):
+def _smallest_of_lowered(labels, members, reps, words, before, smallest):
+    # A label is the smallest index of its component; a duplicate may be smaller still.
+    for k in range(smallest.shape[0]):
+        smallest[k] = labels.shape[0]
+    for j in range(members.shape[0]):
+        root = np.uint64(labels[reps[j]])
+        if holds(root, words):
+            k = rank_of(root, words, before)
+            smallest[k] = min(smallest[k], members[j])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _new_label(label, words, before, smallest):
+    root = np.uint64(label)
+    return smallest[rank_of(root, words, before)] if holds(root, words) else label
+
+
+@njit(cache=True, nogil=True)
+def _duplicates_joined(half, lo, hi, labels, members, reps, out):
     for j in range(lo, hi):
-        out[members[j]] = smallest[labels[reps[j]]]
+        out[members[j]] = labels[reps[j]]
 
 
 @njit(cache=True, nogil=True)
-def _representatives_relabelled(half, lo, hi, labels, words, smallest, out):
+def _duplicates_relabelled(half, lo, hi, labels, members, reps, words, before, smallest, out):
+    for j in range(lo, hi):
+        out[members[j]] = _new_label(labels[reps[j]], words, before, smallest)
+
+
+@njit(cache=True, nogil=True)
+def _representatives_relabelled(
+    half, lo, hi, labels, duplicate_words, words, before, smallest, out
+):
     # After the duplicates' pass: a representative's label is still as given.
     for i in range(lo, hi):
-        if not holds(np.uint64(i), words):
-            out[i] = smallest[labels[i]]
+        if not holds(np.uint64(i), duplicate_words):
+            out[i] = _new_label(labels[i], words, before, smallest)
 
 
 @njit(cache=True, nogil=True)

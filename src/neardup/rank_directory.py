@@ -34,6 +34,7 @@ from neardup.memory import index_dtype
 
 __all__ = [
     "RowSet",
+    "counts_before",
     "directory_of",
     "holds",
     "listed_rows",
@@ -61,6 +62,20 @@ def directory_of(marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     counts = np.empty(count, dtype=np.int64)
     in_halves(_directory, count, marks, words, counts, size=n)
     return words, _before(counts)
+
+
+def counts_before(words: np.ndarray) -> np.ndarray:
+    """The directory's count of set rows before each word of the bits ``words`` (uint64, a bit
+    a row), and the total at the end: the ``before`` of :func:`directory_of` for bits set
+    directly. O(len(words)), on two cores.
+
+    Example:
+        >>> counts_before(np.array([0b0110, 0b1], dtype=np.uint64)).tolist()
+        [0, 2, 3]
+    """
+    counts = np.empty(words.shape[0], dtype=np.int64)
+    in_halves(_popcounts, words.shape[0], words, counts)
+    return _before(counts)
 
 
 def _before(counts: np.ndarray) -> np.ndarray:
@@ -174,9 +189,7 @@ class RowSet:
         self.n = int(n)
         self.words = words
         if before is None:
-            counts = np.empty(words.shape[0], dtype=np.int64)
-            in_halves(_popcounts, words.shape[0], words, counts)
-            before = _before(counts)
+            before = counts_before(words)
         #: The directory's count of set rows before each word (:func:`directory_of`).
         self.before = before
         self.samples = np.empty(-(-len(self) >> _SAMPLE_BITS), dtype=np.int64)
