@@ -167,10 +167,10 @@ def with_duplicates(
 
     A component's label changes only where one of its duplicates has a smaller index than all
     its representatives (a duplicate earlier in the input than its representative, which is
-    the earliest in time). Those labels are found first, as a bit a document and the count of
-    set bits before each word (:mod:`neardup.rank_directory`), their new labels one a changed
-    component: a quarter of a byte a document instead of an index a document (0.38 GB at
-    100M). When none changes (documents in time order), the representatives are not read
+    the earliest in time). Those labels are marked first, a bit a document with the count of
+    marks before each word (:mod:`neardup.rank_directory`), and the new label of each marked
+    one is kept for it alone: a quarter of a byte a document instead of an index a document
+    (0.38 GB at 100M). When none changes (documents in time order), the representatives are not read
     again. O(n + duplicates); the relabelling passes in two halves on two threads.
 
     Example:
