@@ -33,7 +33,7 @@ from neardup.cli.main import main
 PIPELINE_CALLS = (
     "candidate_edges", "listed_pairs", "bounded_pairs", "index_union", "locality_pair_order",
     "accepted_links", "connected_components", "repair_links", "with_duplicates",
-    "originals_of", "_pair_values", "all_pairs",
+    "originals_of", "_pair_values", "all_pairs", "own_labels", "group_sizes",
 )  # fmt: skip
 """The steps of :func:`neardup.pipeline.find_groups`, probed where it calls them."""
 

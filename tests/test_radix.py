@@ -26,6 +26,7 @@ from neardup.candidates.radix import (
     sorted_pairs,
     stable_argsort,
     stable_lexsort,
+    stable_order_consuming,
 )
 
 
@@ -75,6 +76,25 @@ def test_sorted_carrying_sorts_by_the_low_bits_only(k: np.ndarray, bits: int) ->
     assert moved.tolist() == np.argsort(k, kind="stable").tolist()
     assert sorted_keys.tolist() == np.sort(k).tolist()
     assert moved.dtype == np.int32
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys(), st.integers(1, 64))
+def test_stable_order_consuming_is_numpys_stable_argsort(k: np.ndarray, bits: int) -> None:
+    """Any number of passes moving (an odd or even count, or none: the order then lands in
+    either buffer, or is the input order), by the low ``bits`` only."""
+    k = k & np.uint64((1 << bits) - 1) if bits < 64 else k
+    expected = np.argsort(k, kind="stable")
+    order = stable_order_consuming(k.copy(), bits)
+    assert order.tolist() == expected.tolist()
+    assert order.dtype == (np.int32 if k.size < 2**31 else np.int64)
+
+
+def test_stable_order_consuming_refuses_other_keys() -> None:
+    with pytest.raises(ValueError, match="1-D uint64 array; got int64 of 1 dims"):
+        stable_order_consuming(np.arange(3))
+    with pytest.raises(ValueError, match="bits must be in 1..64; got 0"):
+        stable_order_consuming(np.zeros(3, np.uint64), bits=0)
 
 
 @settings(max_examples=60, deadline=None)

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 from numba import njit
 
-from neardup.memory import joined_parts
+from neardup.memory import index_dtype, joined_parts
 
 __all__ = [
     "DIGIT_BITS",
@@ -51,6 +51,7 @@ __all__ = [
     "sorted_pairs",
     "stable_argsort",
     "stable_lexsort",
+    "stable_order_consuming",
 ]
 
 DIGIT_BITS = 8
@@ -170,12 +171,12 @@ def _scatter_carrying(keys, payload, keys_out, payload_out, counts, shift):
         payload_out[p] = payload[i]
 
 
-@njit(cache=True, nogil=True)
-def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, payload_tmp):
-    """Stable LSD radix sort of the uint64 ``keys`` (no bit at or above ``bits`` set) into
-    ``keys_out``, with ``payload`` moved alike into ``payload_out``; ``*_tmp`` are scratch and
-    the inputs are only read. ``O(n × bits / DIGIT_BITS)``; a pass whose digit is the
-    same for every key is skipped."""
+@njit(inline="always")
+def _moving_passes(keys, bits):
+    """The passes of an LSD radix sort of the uint64 ``keys`` by their low ``bits`` that move
+    a key, in order: ``(starts, shifts)``, ``starts[k, v]`` where the keys whose digit (of
+    :data:`DIGIT_BITS`, at bit ``shifts[k]``) is ``v`` start in pass k's output. A digit
+    that every key shares moves nothing: its pass is left out. O(n × passes)."""
     n = keys.shape[0]
     size = 1 << DIGIT_BITS
     passes = max(1, (bits + DIGIT_BITS - 1) // DIGIT_BITS)
@@ -189,7 +190,30 @@ def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, p
         if n > 0:
             digit = (keys[0] >> np.uint64(d * DIGIT_BITS)) & np.uint64(size - 1)
             moving[d] = counts[d, np.int64(digit)] != n
-    left = moving.sum()
+    starts = counts[moving]
+    shifts = np.empty(starts.shape[0], np.uint64)
+    k = 0
+    for d in range(passes):
+        if moving[d]:
+            shifts[k] = np.uint64(d * DIGIT_BITS)
+            k += 1
+    for k in range(starts.shape[0]):  # the counts' exclusive cumulative sums
+        total = 0
+        for b in range(size):
+            x = starts[k, b]
+            starts[k, b] = total
+            total += x
+    return starts, shifts
+
+
+@njit(cache=True, nogil=True)
+def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, payload_tmp):
+    """Stable LSD radix sort of the uint64 ``keys`` (no bit at or above ``bits`` set) into
+    ``keys_out``, with ``payload`` moved alike into ``payload_out``; ``*_tmp`` are scratch and
+    the inputs are only read. ``O(n × bits / DIGIT_BITS)``; a pass whose digit is the
+    same for every key is skipped."""
+    starts, shifts = _moving_passes(keys, bits)
+    left = shifts.shape[0]
     if left == 0:
         keys_out[:] = keys
         payload_out[:] = payload
@@ -197,16 +221,7 @@ def _radix_sort_carrying(keys, payload, bits, keys_out, payload_out, keys_tmp, p
     # The passes alternate between the buffers: start so that the last one lands in *_out.
     into_out = left % 2 == 1
     started = False
-    for d in range(passes):
-        if not moving[d]:
-            continue
-        c = counts[d]
-        total = 0
-        for b in range(size):
-            x = c[b]
-            c[b] = total
-            total += x
-        shift = np.uint64(d * DIGIT_BITS)
+    for c, shift in zip(starts, shifts):
         if not started:
             if into_out:
                 _scatter_carrying(keys, payload, keys_out, payload_out, c, shift)
@@ -293,6 +308,58 @@ def sorted_carrying(
         for future in done:
             future.result()
     return keys_out, payload_out
+
+
+@njit(cache=True, nogil=True)
+def _stable_order(keys, bits, spare, order, spare_order):
+    """The stable LSD radix order of ``keys`` (uint64, no bit at or above ``bits``), keys and
+    order moving between the caller's arrays and ``spare`` / ``spare_order`` pass by pass:
+    returns the order array that holds the result. The first pass writes the order itself
+    (no index array beside the keys); a pass whose digit is the same for every key is
+    skipped."""
+    n = keys.shape[0]
+    starts, shifts = _moving_passes(keys, bits)
+    source, target = keys, spare
+    source_order, target_order = order, spare_order
+    first = True
+    for c, shift in zip(starts, shifts):
+        for i in range(n):
+            v = source[i]
+            k = np.int64((v >> shift) & np.uint64((1 << DIGIT_BITS) - 1))
+            p = c[k]
+            c[k] = p + 1
+            target[p] = v
+            target_order[p] = i if first else source_order[i]
+        first = False
+        source, target = target, source
+        source_order, target_order = target_order, source_order
+    if first:  # every key alike in every digit: the input order
+        for i in range(n):
+            source_order[i] = i
+    return source_order
+
+
+def stable_order_consuming(keys: np.ndarray, bits: int = _KEY_BITS) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of the uint64 ``keys`` (no bit at or above ``bits``
+    set), in :func:`~neardup.memory.index_dtype` of their count, by an LSD radix sort on one
+    core that uses ``keys`` as one of its two key buffers: their values are lost. 24 bytes a
+    key at its peak in 4-byte orders (the keys, one more key buffer and two order buffers),
+    where :func:`sorted_carrying` holds 36 (its inputs are only read, and its two halves need
+    buffers of their own). O(n × bits / DIGIT_BITS).
+
+    Example:
+        >>> stable_order_consuming(np.array([2, 1, 2, 0], np.uint64), bits=2).tolist()
+        [3, 1, 0, 2]
+    """
+    if keys.dtype != np.uint64 or keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-D uint64 array; got {keys.dtype} of {keys.ndim} dims")
+    if not 1 <= bits <= _KEY_BITS:
+        raise ValueError(f"bits must be in 1..{_KEY_BITS}; got {bits}")
+    n = keys.shape[0]
+    index = index_dtype(n)
+    spare = np.empty(n, np.uint64)
+    order, spare_order = np.empty(n, index), np.empty(n, index)
+    return _stable_order(keys, bits, spare, order, spare_order)
 
 
 @njit(cache=True, nogil=True)
