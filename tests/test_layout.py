@@ -36,6 +36,7 @@ KERNELS = (
     "neardup.lcs",
     "neardup.eojeol",
     "neardup.verify",
+    "neardup.locality",
     "neardup.groups",
     "neardup.exact_duplicates",
     "neardup.rank_directory",

@@ -61,10 +61,10 @@ from neardup.groups import (
     connected_components,
     document_order,
     in_time_order,
-    locality_pair_order,
     originals_of,
 )
 from neardup.lcs import count_sketches
+from neardup.locality import locality_pair_order
 from neardup.memory import drop_mapped_pages, index_dtype, map_pages, return_freed_memory
 from neardup.minhash import jaccard_estimate, minhash_of_canonical
 from neardup.rank_directory import RowSet

@@ -74,9 +74,9 @@ from neardup.engines.spilled_buckets import SpillStores
 from neardup.engines.spilled_rows import SpilledRows
 from neardup.engines.workers import check_workers, ordered_map, warm_up
 from neardup.exact_duplicates import representatives_by_parts
-from neardup.groups import locality_pair_order
 from neardup.io import DocumentBatch, DocumentReader
 from neardup.lcs import COUNT_BUCKETS
+from neardup.locality import locality_pair_order
 from neardup.memory import (
     index_dtype,
     joined_parts,
