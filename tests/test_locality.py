@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import locality, memory
-from neardup.candidates import radix
 from neardup.groups import connected_components
 from neardup.locality import locality_order, locality_pair_order
 
@@ -55,17 +54,12 @@ def test_locality_order_is_a_permutation_keeping_components_together(graph):
     assert len(starts) == len(set(labels.tolist()))
 
 
-@pytest.mark.parametrize("halves", [False, True])
 @settings(max_examples=100, deadline=None)
 @given(graphs())
-def test_locality_pair_order_sorts_pairs_by_their_places(halves, graph):
+def test_locality_pair_order_sorts_pairs_by_their_places(graph):
     n, a, b = graph
     m = a.shape[0]
-    with pytest.MonkeyPatch.context() as patch:
-        if halves:  # as many pairs are: sorted in two halves on two threads, then merged
-            patch.setattr(radix, "PARALLEL_MIN_KEYS", 1)
-            patch.setattr(radix.os, "cpu_count", lambda: 2)
-        order = locality_pair_order(n, a, b)
+    order = locality_pair_order(n, a, b)
     assert order.dtype == np.int32 and sorted(order.tolist()) == list(range(m))
     # The places of the named vertices in their locality order, the nearer end first.
     named = np.unique(np.concatenate([a, b]))
