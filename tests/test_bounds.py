@@ -1,3 +1,4 @@
+import ctypes
 import os
 from pathlib import Path
 from unittest import mock
@@ -11,6 +12,7 @@ from neardup.candidates import bounds, radix
 from neardup.candidates.bounds import (
     first_block_order,
     gather_rows,
+    length_possible,
     possible_by_blocks,
     read_rows,
     reads_rows_only,
@@ -391,9 +393,9 @@ def test_gather_rows_reports_a_failed_read_with_the_system_error(tmp_path, monke
     real = bounds._read_rows_at
     calls = []
 
-    def first_read_fails(pread, fadvise, will_need, fd, first, *rest):
+    def first_read_fails(pread, fadvise, will_need, ask, fd, first, *rest):
         calls.append(first.shape[0])
-        return 0 if len(calls) == 1 else real(pread, fadvise, will_need, fd, first, *rest)
+        return 0 if len(calls) == 1 else real(pread, fadvise, will_need, ask, fd, first, *rest)
 
     monkeypatch.setattr(bounds, "_read_rows_at", first_read_fails)
     out = np.zeros_like(array)
@@ -407,6 +409,40 @@ def test_gather_rows_reports_a_failed_read_with_the_system_error(tmp_path, monke
     monkeypatch.setattr(bounds.os, "pread", broken)
     with pytest.raises(OSError, match="Input/output error"):
         gather_rows(mapped, 0, rows, out)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="needs posix_fadvise")
+def test_gather_rows_asks_for_the_pages_only_when_the_page_cache_lacks_them(tmp_path, monkeypatch):
+    """Pages dropped from the page cache are found missing and asked for; pages read a moment
+    ago are found held, and not asked for; the rows are the same either way."""
+    array = np.arange(4096 * 64, dtype=np.uint8).reshape(4096, 64)
+    mapped = _mapped(tmp_path, array)
+    asked = []
+    real = bounds._read_rows_at
+
+    def reads(pread, fadvise, will_need, ask, *rest):
+        asked.append(ask)
+        return real(pread, fadvise, will_need, ask, *rest)
+
+    monkeypatch.setattr(bounds, "_read_rows_at", reads)
+    rows = np.arange(0, 4096, 97)
+    with open(tmp_path / "sketches.bin", "rb") as fh:
+        os.fsync(fh.fileno())  # written pages are dropped only once on the disk
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    whole = np.frombuffer(bounds.file_map(mapped), dtype=np.uint8)
+    held = np.zeros(1, dtype=np.uint8)
+    ctypes.CDLL(None).mincore(
+        ctypes.c_void_p(whole.ctypes.data), 1, held.ctypes.data_as(ctypes.c_void_p)
+    )
+    if held[0] & 1:
+        pytest.skip("the page cache kept the file's pages")
+    out = np.zeros_like(array)
+    assert gather_rows(mapped, 0, rows, out)[rows].tolist() == array[rows].tolist()
+    (tmp_path / "sketches.bin").read_bytes()
+    assert (
+        gather_rows(mapped, 7, rows[:-1], out)[rows[:-1]].tolist() == array[rows[:-1] + 7].tolist()
+    )
+    assert asked == [True, False]
 
 
 @settings(max_examples=60, deadline=None)
@@ -444,3 +480,23 @@ def test_sweep_stops_bounding_by_coarse_sketches_that_do_not_pay(tmp_path):
         assert sweep._dense_tiles == 39
         # Paying: every tile; not: the first eight and the 16th and 32nd.
         assert sweep._tried == (39 if paying else 10)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64])
+@pytest.mark.parametrize("count", [0, 5, (radix.PARALLEL_MIN_KEYS // bounds.LENGTH_WORK) + 7])
+def test_length_possible_is_the_length_ratio_unless_both_are_unbounded(dtype, count):
+    """The length ratio of each pair against the threshold, a pair of two texts without
+    units or of two unbounded rows kept, for ends of either dtype, in one call or in two
+    halves (the last count: on two threads), each half's answers at its own pairs."""
+    rng = np.random.default_rng(count)
+    n = 1000
+    sizes = rng.integers(0, 60, n).astype(np.uint32)
+    flags = rng.random(n) < 0.1
+    unbounded = np.zeros((n + 63) // 64, dtype=np.uint64)
+    for row in np.flatnonzero(flags):
+        unbounded[row >> 6] |= np.uint64(1) << np.uint64(row & 63)
+    a, b = rng.integers(0, n, count).astype(dtype), rng.integers(0, n, count).astype(dtype)
+    low = np.minimum(sizes[a], sizes[b]).astype(float)
+    top = np.maximum(sizes[a], sizes[b]).astype(float)
+    want = (top == 0) | (flags[a] & flags[b]) | (low >= 0.8 * top)
+    assert length_possible(sizes, unbounded, a, b, 0.8).tolist() == want.tolist()
