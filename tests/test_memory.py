@@ -9,7 +9,6 @@ from memory_helpers import mapped_resident_bytes
 
 from neardup.memory import (
     drop_mapped_pages,
-    file_map,
     map_pages,
     resident_bytes,
     return_freed_memory,
@@ -98,17 +97,6 @@ def test_drop_mapped_pages_gives_back_what_reads_of_a_map_brought_in(tmp_path):
     in_memory = np.arange(5)
     drop_mapped_pages(in_memory)  # nothing to drop
     assert in_memory.tolist() == [0, 1, 2, 3, 4]
-
-
-def test_file_map_finds_the_map_under_an_array_and_its_views(tmp_path):
-    path = tmp_path / "values.bin"
-    np.arange(100, dtype=np.int32).tofile(path)
-    values = np.memmap(path, dtype=np.int32, mode="r")
-    mapped = file_map(values)
-    assert mapped is not None and mapped.size() == 400
-    assert file_map(values[10:20]) is mapped and file_map(values[::2]) is mapped
-    assert file_map(mapped) is mapped
-    assert file_map(np.arange(3)) is None and file_map(np.asarray(values).copy()) is None
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")

@@ -20,7 +20,6 @@ import pyarrow as pa
 
 __all__ = [
     "drop_mapped_pages",
-    "file_map",
     "index_dtype",
     "joined_parts",
     "resident_bytes",
@@ -94,23 +93,11 @@ def drop_mapped_pages(values: np.ndarray | mmap.mmap) -> None:
         >>> values[1:].tolist()
         [1, 2, 3]
     """
-    mapped = file_map(values)
-    if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
-        mapped.madvise(mmap.MADV_DONTNEED)
-
-
-def file_map(values: np.ndarray | mmap.mmap) -> mmap.mmap | None:
-    """The file map under ``values``: itself when it is one, the map of an array over one
-    (``np.memmap`` or a view of it), else None. O(views).
-
-    Example:
-        >>> file_map(np.arange(3)) is None
-        True
-    """
     mapped = values
     while isinstance(mapped, np.ndarray):  # a view's base, up to the map of a np.memmap
         mapped = getattr(mapped, "_mmap", None) or mapped.base
-    return mapped if isinstance(mapped, mmap.mmap) else None
+    if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def map_pages(values: np.ndarray) -> None:

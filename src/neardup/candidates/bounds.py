@@ -64,7 +64,7 @@ from numba import njit
 
 from neardup.candidates.radix import in_halves, sorted_distinct
 from neardup.lcs import possible_pairs
-from neardup.memory import file_map, index_dtype
+from neardup.memory import index_dtype
 from neardup.rank_directory import holds
 
 #: A pair's count bound (:func:`neardup.lcs.possible_pairs`, 120-150 ns) in keys of a sort,
@@ -263,8 +263,7 @@ def _in_page_cache(array: np.ndarray, first: np.ndarray) -> bool:
     """Whether the page cache holds the pages of the file under the map ``array`` (a
     ``np.memmap``) at its bytes ``first`` (one ``mincore`` call each, through the array's map:
     no page is read). False where that cannot be told. O(len(first))."""
-    mapped = file_map(array)
-    if _MINCORE is None or mapped is None or not first.shape[0]:
+    if _MINCORE is None:
         return False
     # The file's byte 0 in the address space: the array's first byte is its ``offset``
     # (a failed call, for an address outside the map, answers False).
@@ -285,13 +284,13 @@ def _read_rows_at(pread, fadvise, will_need, ask, fd, first, row_bytes, page, ro
     n = first.shape[0]
     low = first[0] // page
     top = (first[0] + row_bytes - 1) // page
-    for i in range(1, n if ask else 0):
-        row_low = first[i] // page
-        if row_low > top + 1:
-            fadvise(fd, low * page, (top + 1 - low) * page, will_need)
-            low = row_low
-        top = (first[i] + row_bytes - 1) // page
     if ask:
+        for i in range(1, n):
+            row_low = first[i] // page
+            if row_low > top + 1:
+                fadvise(fd, low * page, (top + 1 - low) * page, will_need)
+                low = row_low
+            top = (first[i] + row_bytes - 1) // page
         fadvise(fd, low * page, (top + 1 - low) * page, will_need)
     for i in range(n):
         place = np.int64(rows[i]) * row_bytes

@@ -162,13 +162,15 @@ def sort_range(keys, scratch, s, e, shifts, masks, counts):
 
 @njit(cache=True, nogil=True)
 def _scatter_carrying(keys, payload, keys_out, payload_out, counts, shift):
+    """One pass of an LSD radix sort: each key to its digit's next place in ``keys_out``, its
+    payload beside it (``payload`` None: its index, the first pass of an order)."""
     for i in range(keys.shape[0]):
         v = keys[i]
         d = np.int64((v >> shift) & np.uint64((1 << DIGIT_BITS) - 1))
         p = counts[d]
         counts[d] = p + 1
         keys_out[p] = v
-        payload_out[p] = payload[i]
+        payload_out[p] = i if payload is None else payload[i]
 
 
 @njit(inline="always")
@@ -317,25 +319,18 @@ def _stable_order(keys, bits, spare, order, spare_order):
     returns the order array that holds the result. The first pass writes the order itself
     (no index array beside the keys); a pass whose digit is the same for every key is
     skipped."""
-    n = keys.shape[0]
     starts, shifts = _moving_passes(keys, bits)
-    source, target = keys, spare
+    if shifts.shape[0] == 0:  # every key alike in every digit: the input order
+        for i in range(keys.shape[0]):
+            order[i] = i
+        return order
+    _scatter_carrying(keys, None, spare, order, starts[0], shifts[0])
+    source, target = spare, keys
     source_order, target_order = order, spare_order
-    first = True
-    for c, shift in zip(starts, shifts):
-        for i in range(n):
-            v = source[i]
-            k = np.int64((v >> shift) & np.uint64((1 << DIGIT_BITS) - 1))
-            p = c[k]
-            c[k] = p + 1
-            target[p] = v
-            target_order[p] = i if first else source_order[i]
-        first = False
+    for k in range(1, shifts.shape[0]):
+        _scatter_carrying(source, source_order, target, target_order, starts[k], shifts[k])
         source, target = target, source
         source_order, target_order = target_order, source_order
-    if first:  # every key alike in every digit: the input order
-        for i in range(n):
-            source_order[i] = i
     return source_order
 
 
