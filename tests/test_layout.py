@@ -25,6 +25,7 @@ NO_TEST_MODULE = ("__init__", "__main__", "_version")
 # The ground floor: the pipeline's stages as pure functions over arrays, which every engine
 # shares. The version comes from neardup._version, not from the package root.
 KERNELS = (
+    "neardup.borrowed",
     "neardup.hashing",
     "neardup.text",
     "neardup.idf",

@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from neardup.borrowed import borrowed
 from neardup.eojeol import by_eojeol, eojeol_resemblance, unit_key
 from neardup.similarity import _trim_common
 
@@ -366,6 +367,7 @@ def _check_pairs(offsets, codes, a, b):
 
 @njit(cache=True, nogil=True)
 def _possible_kernel(sizes, sketches, a, b, threshold, out):
+    sketches = borrowed(sketches)  # bound by _ruled_out once a pair (neardup.borrowed)
     for q in range(a.shape[0]):
         la, lb = np.int64(sizes[a[q]]), np.int64(sizes[b[q]])
         top = max(la, lb)
