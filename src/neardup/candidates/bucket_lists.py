@@ -37,6 +37,7 @@ from contextlib import nullcontext
 import numpy as np
 from numba import njit
 
+from neardup.borrowed import borrowed
 from neardup.candidates import radix
 from neardup.candidates.bands import DistinctUnion
 from neardup.candidates.bounds import BOUND_WORK, possible_by_blocks, scanned_sketches
@@ -171,6 +172,7 @@ def _pairs_kernel(lo, hi, offsets, members, sizes, sketches, unbounded, threshol
     leaves, packed ``min << 32 | max``, in one pass: the output doubles when full (the bounds
     cost more than a copy, so they run once). Returns (the pairs, the pairs of the larger
     buckets). O(Σ m² over the buckets of m <= ``most`` members)."""
+    members = borrowed(members)  # a bucket's slice of it, once a bucket (neardup.borrowed)
     found = 0
     unexamined = 0
     out = np.empty(1 << 16, np.uint64)
