@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from neardup.borrowed import borrowed
 from neardup.candidates.radix import in_halves, sorted_distinct
 from neardup.lcs import possible_pairs
 from neardup.memory import index_dtype
@@ -281,6 +282,7 @@ def _read_rows_at(pread, fadvise, will_need, ask, fd, first, row_bytes, page, ro
     ``fd`` into ``out`` (bytes) at ``rows[i] * row_bytes``: (with ``ask``) the pages asked
     for, one ``fadvise`` a run of consecutive pages, then a ``pread`` a row. Returns how many
     rows were read whole: all of them, or the index of the first whose read failed. O(rows)."""
+    out = borrowed(out)  # a slice of it a row (neardup.borrowed)
     n = first.shape[0]
     low = first[0] // page
     top = (first[0] + row_bytes - 1) // page
