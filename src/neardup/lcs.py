@@ -343,11 +343,24 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
     else:
         slot = np.zeros(offsets.shape[0] - 1, dtype=np.int32)
         counts = np.zeros((1, COUNT_BUCKETS), dtype=np.uint8)
-    for q in range(pairs):
+    _scored_pairs(offsets, codes, a, b, resemblance, threshold, scratch, counts, slot, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _scored_pairs(offsets, codes, a, b, resemblance, threshold, scratch, counts, slot, out):
+    """``out[q]`` = :func:`_scored` of pair ``q``. Called, not inlined: it borrows its arrays,
+    which its caller holds (two texts' slices, the sketches and eight scratch arrays a pair,
+    :mod:`neardup.borrowed`)."""
+    codes, counts = borrowed(codes), borrowed(counts)
+    scratch = (
+        borrowed(scratch[0]), borrowed(scratch[1]), borrowed(scratch[2]), borrowed(scratch[3]),
+        borrowed(scratch[4]), borrowed(scratch[5]), borrowed(scratch[6]), borrowed(scratch[7]),
+    )  # fmt: skip
+    for q in range(a.shape[0]):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
         out[q] = _scored(x, y, resemblance, threshold, scratch, counts, slot[a[q]], slot[b[q]])
-    return out
 
 
 def _check_pairs(offsets, codes, a, b):
