@@ -88,6 +88,21 @@ def test_a_kernel_gives_the_same_answers_with_its_arrays_borrowed():
     assert sums[0] == sum(int(v) * int(weights[i & 3]) for i, v in enumerate(values[: offsets[1]]))
 
 
+@njit(cache=True)
+def _filled_pair(pair):
+    small, large = borrowed(pair)
+    small[:] = 7
+    large[0, 1] = small.shape[0]
+
+
+def test_a_tuple_of_arrays_is_borrowed_array_by_array():
+    pair = (np.zeros(3, np.uint8), np.zeros((2, 2), np.int64))
+    _filled_pair(pair)
+    assert pair[0].tolist() == [7, 7, 7] and pair[1].tolist() == [[0, 3], [0, 0]]
+
+
 def test_only_arrays_are_borrowed():
     with pytest.raises(Exception, match="borrowed"):
         njit(lambda x: borrowed(x))(3)
+    with pytest.raises(Exception, match="borrowed"):
+        njit(lambda x: borrowed(x))((np.zeros(2), 3))

@@ -38,25 +38,43 @@ __all__ = ["borrowed"]
 
 
 @intrinsic
-def borrowed(typingctx, array):
-    """A view of ``array`` (any numba array type: dtype, dimensions and layout kept) without a
-    meminfo and without a parent object: reads and writes go to ``array``'s memory, and no
-    binding of the view counts a reference. For use inside a compiled kernel while ``array``
-    is alive; never returned to Python. O(1)."""
-    if not isinstance(array, types.Array):
+def borrowed(typingctx, value):
+    """A view of the array ``value`` (any numba array type: dtype, dimensions and layout kept)
+    without a meminfo and without a parent object, or a tuple of such views of a tuple of
+    arrays: reads and writes go to the arrays' memory, and no binding of a view counts a
+    reference. For use inside a compiled kernel while the arrays are alive; never returned
+    to Python. O(1) an array."""
+    if isinstance(value, types.Array):
+        arrays = [value]
+    elif isinstance(value, types.BaseTuple):
+        arrays = list(value)
+    else:
+        return None
+    if not arrays or not all(isinstance(a, types.Array) for a in arrays):
         return None
 
     def codegen(context, builder, signature, args):
-        source = context.make_array(signature.args[0])(context, builder, value=args[0])
-        view = context.make_array(signature.return_type)(context, builder)
-        context.populate_array(
-            view,
-            data=source.data,
-            shape=source.shape,
-            strides=source.strides,
-            itemsize=source.itemsize,
-            meminfo=None,
-        )
-        return view._getvalue()
+        if isinstance(value, types.Array):
+            return _view(context, builder, value, args[0])
+        views = [
+            _view(context, builder, a, builder.extract_value(args[0], i))
+            for i, a in enumerate(arrays)
+        ]
+        return context.make_tuple(builder, value, views)
 
-    return array(array), codegen
+    return value(value), codegen
+
+
+def _view(context, builder, array_type, array):
+    """The IR of a view of ``array`` (of ``array_type``) with a null meminfo and parent."""
+    source = context.make_array(array_type)(context, builder, value=array)
+    view = context.make_array(array_type)(context, builder)
+    context.populate_array(
+        view,
+        data=source.data,
+        shape=source.shape,
+        strides=source.strides,
+        itemsize=source.itemsize,
+        meminfo=None,
+    )
+    return view._getvalue()

@@ -307,27 +307,6 @@ def _ruled_out(low, top, threshold, sketches, x, y):
     return (bound / top if bound < need else -1.0), need
 
 
-@njit(inline="always")
-def _scored(x, y, resemblance, threshold, scratch, counts, row_x, row_y):
-    """LCS length of x and y, or their resemblance (exact at or above ``threshold`` > 0, else
-    some value below it; rows ``row_x`` and ``row_y`` of ``counts`` are then their count
-    sketches)."""
-    if by_eojeol(x) and by_eojeol(y):
-        if resemblance:
-            return eojeol_resemblance(x, y, threshold)
-        return float(_lcs_bits(x, y, scratch))
-    top = max(x.shape[0], y.shape[0])
-    need = 0
-    if threshold > 0.0 and top > 0:
-        bound, need = _ruled_out(min(x.shape[0], y.shape[0]), top, threshold, counts, row_x, row_y)
-        if bound >= 0.0:
-            return bound
-    length = _lcs_bits(x, y, scratch, need)
-    if not resemblance:
-        return float(length)
-    return 1.0 if top == 0 else length / top
-
-
 @njit(cache=True, nogil=True)
 def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
     pairs = a.shape[0]
@@ -349,18 +328,28 @@ def _lcs_pairs_kernel(offsets, codes, a, b, resemblance, threshold):
 
 @njit(cache=True, nogil=True)
 def _scored_pairs(offsets, codes, a, b, resemblance, threshold, scratch, counts, slot, out):
-    """``out[q]`` = :func:`_scored` of pair ``q``. Called, not inlined: it borrows its arrays,
-    which its caller holds (two texts' slices, the sketches and eight scratch arrays a pair,
-    :mod:`neardup.borrowed`)."""
-    codes, counts = borrowed(codes), borrowed(counts)
-    scratch = (
-        borrowed(scratch[0]), borrowed(scratch[1]), borrowed(scratch[2]), borrowed(scratch[3]),
-        borrowed(scratch[4]), borrowed(scratch[5]), borrowed(scratch[6]), borrowed(scratch[7]),
-    )  # fmt: skip
+    """``out[q]``: the LCS length of pair ``q``'s texts, or their resemblance (exact at or above
+    ``threshold`` > 0, else some value below it; ``slot`` gives their rows of the count
+    sketches ``counts``). Called, not inlined: its arrays are borrowed (neardup.borrowed)."""
+    codes, counts, scratch = borrowed(codes), borrowed(counts), borrowed(scratch)
     for q in range(a.shape[0]):
         x = codes[offsets[a[q]] : offsets[a[q] + 1]]
         y = codes[offsets[b[q]] : offsets[b[q] + 1]]
-        out[q] = _scored(x, y, resemblance, threshold, scratch, counts, slot[a[q]], slot[b[q]])
+        if by_eojeol(x) and by_eojeol(y):
+            if resemblance:
+                out[q] = eojeol_resemblance(x, y, threshold)
+            else:
+                out[q] = float(_lcs_bits(x, y, scratch))
+            continue
+        top, need = max(x.shape[0], y.shape[0]), 0
+        if threshold > 0.0 and top > 0:
+            low = min(x.shape[0], y.shape[0])
+            bound, need = _ruled_out(low, top, threshold, counts, slot[a[q]], slot[b[q]])
+            if bound >= 0.0:
+                out[q] = bound
+                continue
+        length = _lcs_bits(x, y, scratch, need)
+        out[q] = float(length) if not resemblance else (1.0 if top == 0 else length / top)
 
 
 def _check_pairs(offsets, codes, a, b):

@@ -318,8 +318,7 @@ def _fill(canon, offsets, out_offsets, by_character, korean, codes, tag, bits, s
     """Write each text's units (:func:`_text_units_into`) to ``codes`` (uint32 for characters
     alone, else uint64) at ``out_offsets``."""
     canon, codes = borrowed(canon), borrowed(codes)
-    decoded, kept = borrowed(scratch[0]), borrowed(scratch[1])
-    ends, heads = borrowed(scratch[2]), borrowed(scratch[3])
+    decoded, kept, ends, heads = borrowed(scratch)
     for d in range(offsets.shape[0] - 1):
         o = np.uint64(out_offsets[d])
         _text_units_into(
@@ -361,8 +360,7 @@ def _sketch(canon, offsets, out_offsets, by_character, korean, tag, bits, sketch
     text's units."""
     canon, units = borrowed(canon), borrowed(units)
     sketches, marks = borrowed(sketches), borrowed(marks)
-    decoded, kept = borrowed(scratch[0]), borrowed(scratch[1])
-    ends, heads = borrowed(scratch[2]), borrowed(scratch[3])
+    decoded, kept, ends, heads = borrowed(scratch)
     for d in range(offsets.shape[0] - 1):
         _text_units_into(
             units,
