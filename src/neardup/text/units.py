@@ -423,10 +423,11 @@ def _sketched(texts: Sequence[str] | Canonical, unit: str, words: int) -> tuple:
     n = offsets.shape[0] - 1
     sketches = np.zeros((n, COUNT_BUCKETS), dtype=np.uint8)
     marks = np.zeros((n, words), dtype=np.uint64)
-    units = np.empty(int(np.diff(offsets).max(initial=0)) + 1, dtype=np.uint64)
+    sizes = np.diff(offsets)
+    units = np.empty(int(sizes.max(initial=0)) + 1, dtype=np.uint64)
     _sketch(canon.data, canon.offsets, offsets, by_character, korean, tag, bits, sketches, marks,
             units, _scratch(np.uint64))  # fmt: skip
-    return np.diff(offsets), sketches, marks
+    return sizes, sketches, marks
 
 
 def lcs_units(
