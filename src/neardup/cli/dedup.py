@@ -64,13 +64,13 @@ def idf_options(command):
 def _idf_table(weights, shingle, hash_name, idf_in, idf_out, output, inputs, reading, reporter):
     """The IDF table of ``--weights idf``: loaded from ``--idf-in``, or computed from the inputs
     in a first pass and saved (``--idf-out``, else next to the output) with the run."""
-    from neardup.idf import IdfTable
-    from neardup.text import hash_features
-
     if weights != "idf":
         if idf_in or idf_out:
             raise ValueError("--idf-in and --idf-out go with --weights idf")
         return None
+    from neardup.idf import IdfTable  # here: a run without IDF weights does not import Parquet
+    from neardup.text import hash_features
+
     if idf_in:
         table = IdfTable.load(idf_in)
         table.check(shingle, hash_name)

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import time
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 import numpy as np
@@ -37,6 +37,9 @@ from neardup.settings import (
     setting_default,
 )
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 #: The help text of ``--scheme``, the MinHash signature scheme (:mod:`neardup.minhash`).
 SCHEME_HELP = (
     "MinHash signature scheme: oph (one-permutation hashing with densification, one hash a "
@@ -54,11 +57,8 @@ class Reporter:
     """
 
     def __init__(self, quiet: bool, summary_out: str | None = None):
-        from rich.console import Console
-
         self.quiet = quiet
         self.summary_out = summary_out
-        self.console = Console(stderr=True, highlight=False)
         self.started = time.perf_counter()
         self.docs = 0
         self.bytes = 0
@@ -72,6 +72,14 @@ class Reporter:
         self.stage_seconds: dict[str, float] = {}
         self._stage_name: str | None = None
         self._stage_started = 0.0
+
+    @functools.cached_property
+    def console(self) -> Console:
+        """The stderr console, made when first shown to (a quiet run may never import rich:
+        12 ms)."""
+        from rich.console import Console
+
+        return Console(stderr=True, highlight=False)
 
     def __enter__(self) -> Reporter:
         if not self.quiet and self.console.is_terminal:

@@ -30,13 +30,12 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import zstandard
 from numba import njit
 
@@ -44,6 +43,9 @@ from neardup.io.files import Source, open_input, resolve_input, stdin_binary
 from neardup.io.jsonl_blocks import LineGather, line_blocks
 from neardup.io.rows import BadRow, InputError, RowChecks
 from neardup.io.values import json_type_name, tsv_unescape
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 # --------------------------------------------------------------------------------------------
 # Lines
@@ -589,12 +591,15 @@ def open_parquet(src: Source) -> Iterator[pq.ParquetFile]:
     Example:
         >>> import tempfile, pathlib
         >>> from neardup.io.files import INPUT_FORMATS
+        >>> import pyarrow.parquet as pq
         >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.parquet"
         >>> pq.write_table(pa.table({"id": ["a"]}), p)
         >>> with open_parquet(resolve_input(p, None, INPUT_FORMATS)) as pf:
         ...     pf.schema_arrow.names
         ['id']
     """
+    import pyarrow.parquet as pq  # here: a run that reads no Parquet does not import it (12 ms)
+
     try:
         if src.path == "-":
             pf = pq.ParquetFile(io.BytesIO(stdin_binary().read()))

@@ -28,17 +28,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from datetime import date, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from numba import njit
 
 from neardup.io.atomic import atomic_output
 from neardup.io.files import compressing, resolve_output
 from neardup.io.values import short_repr, tsv_escape
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 #: Rows of a Parquet row group.
 _WRITE_CHUNK_ROWS = 262_144
@@ -542,6 +544,8 @@ class TableWriter:
         # null values infers the null type).
         waiting = pa.concat_tables(self._waiting, promote_options="default").combine_chunks()
         if self._parquet is None:
+            import pyarrow.parquet as pq  # here: a text output does not import it (12 ms)
+
             if self._target == "-":
                 self._sink = pa.BufferOutputStream()
             self._parquet = pq.ParquetWriter(
@@ -583,6 +587,8 @@ class TableWriter:
 
 
 def _write_parquet(table: pa.Table, fh: IO[bytes], target: str) -> None:
+    import pyarrow.parquet as pq
+
     if target == "-":
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd", row_group_size=_WRITE_CHUNK_ROWS)
