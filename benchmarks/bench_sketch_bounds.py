@@ -117,9 +117,9 @@ def child(args: argparse.Namespace) -> None:
     read = {"bytes": 0}
     read_rows = bounds.read_rows
 
-    def counted_read(array, start, out):
+    def counted_read(array, start, out, **options):
         read["bytes"] += out.nbytes
-        return read_rows(array, start, out)
+        return read_rows(array, start, out, **options)
 
     bounds.read_rows = counted_read
     gather = getattr(bounds, "gather_rows", None)

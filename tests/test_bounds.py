@@ -314,9 +314,10 @@ def test_sparse_and_dense_tiles_by_the_cost_rule(tmp_path):
     reads = {"whole": [], "rows": []}
     whole, rows = bounds.read_rows, bounds.gather_rows
 
-    def read_whole(array, start, out):
+    def read_whole(array, start, out, halves=False):
         reads["whole"].append(start)
-        return whole(array, start, out)
+        assert halves  # the sweep reads its blocks on two threads
+        return whole(array, start, out, halves)
 
     def read_some(array, start, needed, out):
         reads["rows"].append((start, needed.shape[0]))
@@ -382,6 +383,62 @@ def test_gather_rows_leaves_no_file_or_map_open(tmp_path):
     with pytest.raises(OSError, match="shorter"):
         gather_rows(mapped, 2999, np.array([0, 1]), out)
     assert len(os.listdir("/proc/self/fd")) == fds and maps_of_file() == maps
+
+
+def test_reads_in_two_halves_read_each_row_once(tmp_path, monkeypatch):
+    """With the thresholds lowered so that every read is cut in two: ``gather_rows`` hands each
+    half of its rows to the compiled loop once (the second on the other thread), a failed
+    read in the second half is read again by Python and the loop goes on after it; and
+    ``read_rows(..., halves=True)`` reads each half of the block once. The rows are those of
+    one read."""
+    rng = np.random.default_rng(11)
+    array = rng.integers(0, 255, size=(1000, 24), dtype=np.uint8)
+    mapped = _mapped(tmp_path, array)
+    monkeypatch.setattr(bounds, "GATHER_WORK", radix.PARALLEL_MIN_KEYS)
+    monkeypatch.setattr(bounds, "READ_HALVES_BYTES", 1)
+    real = bounds._read_rows_at
+    loops = []
+    rows = np.arange(3, 1000, 3)  # 333 rows: halves of 166 and 167
+    first_half, second_half = rows[:166], rows[166:]
+    fails = int(second_half[0])
+
+    def second_half_fails_once(
+        pread, fadvise, will_need, ask, fd, first, row_bytes, page, rows, out
+    ):
+        loops.append((int(rows[0]), first.shape[0]))
+        if int(rows[0]) == fails and sum(start == fails for start, _ in loops) == 1:
+            return 0  # the second half's first row fails in the loop, once
+        return real(pread, fadvise, will_need, ask, fd, first, row_bytes, page, rows, out)
+
+    monkeypatch.setattr(bounds, "_read_rows_at", second_half_fails_once)
+    out = np.zeros_like(array)
+    assert gather_rows(mapped, 0, rows, out)[rows].tolist() == array[rows].tolist()
+    assert sorted(loops) == sorted(
+        [(int(first_half[0]), len(first_half)), (fails, len(second_half)),
+         (int(second_half[1]), len(second_half) - 1)]
+    )  # fmt: skip
+    halves = []
+    real_part = bounds._read_part
+
+    def part(half, lo, hi, *rest):
+        halves.append((half, lo, hi))
+        return real_part(half, lo, hi, *rest)
+
+    read_bytes = []
+    real_preadv = os.preadv
+
+    def counted_preadv(fd, buffers, offset):
+        read_bytes.append(real_preadv(fd, buffers, offset))
+        return read_bytes[-1]
+
+    monkeypatch.setattr(bounds, "_read_part", part)
+    monkeypatch.setattr(bounds.os, "preadv", counted_preadv)
+    block = np.zeros((37, 24), dtype=np.uint8)
+    assert read_rows(mapped, 900, block, halves=True).tolist() == array[900:937].tolist()
+    assert sorted(halves) == [(0, 0, 18), (1, 18, 37)] and sum(read_bytes) == block.nbytes
+    halves.clear()
+    assert read_rows(mapped, 900, block).tolist() == array[900:937].tolist()
+    assert halves == [(0, 0, 37)]  # without halves: one read
 
 
 def test_gather_rows_reports_a_failed_read_with_the_system_error(tmp_path, monkeypatch):

@@ -15,7 +15,8 @@ block to every other, so reading each such block ``j`` whole reads ``O(n² / blo
 bytes. A tile with few pairs reads instead only the rows they name (:func:`gather_rows`): the
 pages holding them are asked for at once (``posix_fadvise``, unless the page cache holds
 those of a few of them), then each row is read with ``pread``, both from a compiled loop, so
-that nothing of the file stays resident. Which way is
+that nothing of the file stays resident (each half of the rows on its own thread, as each half
+of a block read whole: the sweep itself runs on one). Which way is
 the cost rule :func:`reads_rows_only`, from the measurements of
 ``benchmarks/bench_sketch_bounds.py`` (blocks of 89 MB): from the disk a scattered page costs
 about 9 µs (the reads queued together) against 2.3 µs a page of a block read whole; from the
@@ -63,7 +64,7 @@ import numpy as np
 from numba import njit
 
 from neardup.borrowed import borrowed
-from neardup.candidates.radix import in_halves, sorted_distinct
+from neardup.candidates.radix import PARALLEL_MIN_KEYS, in_halves, sorted_distinct
 from neardup.lcs import possible_pairs
 from neardup.memory import index_dtype
 from neardup.rank_directory import holds
@@ -111,11 +112,13 @@ def sketch_block_rows(sketches: np.ndarray, memory: int | None) -> int:
     return int(max(1, min(max(n, 1), memory // (2 * row_bytes))))
 
 
-def read_rows(array: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
+def read_rows(array: np.ndarray, start: int, out: np.ndarray, halves: bool = False) -> np.ndarray:
     """``array[start : start + len(out)]`` copied into ``out`` (same dtype and row shape) and
     returned. A memory-mapped array (``np.memmap``, as a spilled column or a stored checkpoint
     opened with ``mmap_mode``) is read from its file with ``pread``, not through the map, so
-    that none of its pages stay resident. O(rows)."""
+    that none of its pages stay resident; with ``halves``, from :data:`READ_HALVES_BYTES` bytes
+    on, each half of the rows on its own thread (:func:`in_halves`: for a caller on one
+    thread, as the sketches' sweep). O(rows)."""
     rows = out.shape[0]
     filename = _mapped_file(array)
     if filename is None or rows == 0:
@@ -125,17 +128,28 @@ def read_rows(array: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
     view = memoryview(out.reshape(-1).view(np.uint8))
     # A Python int: a NumPy int32 ``start`` times the row's bytes would stay in 32 bits.
     place = int(array.offset) + int(start) * row_bytes
+    work = view.nbytes * PARALLEL_MIN_KEYS // READ_HALVES_BYTES if halves else 0
     fd = os.open(filename, os.O_RDONLY)
     try:
-        done = 0
-        while done < view.nbytes:
-            got = os.preadv(fd, [view[done:]], place + done)
-            if got <= 0:
-                raise OSError(f"{filename} is shorter than its {array.shape[0]} rows")
-            done += got
+        in_halves(_read_part, rows, fd, view, place, row_bytes, array, size=work)
     finally:
         os.close(fd)
     return out
+
+
+#: Bytes from which :func:`read_rows` with ``halves`` reads on two threads: a block of 1 MiB
+#: takes about 0.15 ms from the page cache, five times the hand-over to the second thread.
+READ_HALVES_BYTES = 1 << 20
+
+
+def _read_part(half, lo, hi, fd, view, place, row_bytes, array) -> None:
+    """The rows ``lo..hi-1`` of :func:`read_rows` (``view``: its output's bytes)."""
+    done, end = lo * row_bytes, hi * row_bytes
+    while done < end:
+        got = os.preadv(fd, [view[done:end]], place + done)
+        if got <= 0:
+            raise OSError(f"{_mapped_file(array)} is shorter than its {array.shape[0]} rows")
+        done += got
 
 
 #: A tile reads only the rows its pairs name when they touch at most ``1 / SPARSE_SHARE`` of
@@ -196,8 +210,9 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
     the pages holding the rows are asked for at once (``posix_fadvise``, one call a run of
     consecutive pages, so that the disk reads them together) unless the page cache holds the
     pages of a few of them (:data:`_PROBES`, looked up by ``mincore`` through the array's
-    map), then each row is read with ``pread`` into its place; no page of the file is mapped,
-    so none stays resident, and no file descriptor is left open. O(rows): about 0.7 µs a row
+    map), then each row is read with ``pread`` into its place (each half of the rows on its
+    own thread from 512 rows on, :data:`GATHER_WORK`); no page of the file is mapped, so none
+    stays resident, and no file descriptor is left open. O(rows): about 0.7 µs a row
     from the page cache (0.45 without the asking), against 2.6 µs through a map of the file
     (a fault a page and a call a run of pages from Python). Where
     the C library lacks either call, or ``out`` is not contiguous, the rows are copied through
@@ -227,24 +242,36 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
         # The pages asked for only when the page cache lacks those of a few of the rows (a
         # third of the time a row took from the cache went to asking).
         ask = not _in_page_cache(array, first[:: max(1, first.shape[0] // _PROBES)])
-        done = 0
-        while done < rows.shape[0]:
-            done += _read_rows_at(
-                _PREAD, _FADVISE, _WILL_NEED, ask, fd, first[done:], row_bytes, mmap.PAGESIZE,
-                rows[done:], flat,
-            )  # fmt: skip
-            if done < rows.shape[0]:
-                # A read failed in the loop, which cannot see errno: Python's own read of that
-                # row raises the system's error, or reads it, and the loop goes on after it.
-                place = int(rows[done]) * row_bytes
-                got = os.pread(fd, row_bytes, int(first[done]))
-                if len(got) < row_bytes:
-                    raise OSError(f"{filename} is shorter than its {array.shape[0]} rows")
-                flat[place : place + row_bytes] = np.frombuffer(got, dtype=np.uint8)
-                done += 1
+        n = rows.shape[0]
+        args = (fd, first, rows, flat, row_bytes, ask, array)
+        in_halves(_gather_part, n, *args, size=n * GATHER_WORK)
     finally:
         os.close(fd)
     return out
+
+
+#: A row that :func:`gather_rows` reads (about 0.5 µs from the page cache, a system call) in
+#: keys of a sort, as :data:`BOUND_WORK`: gathers of 512 rows or more go to two threads.
+GATHER_WORK = PARALLEL_MIN_KEYS // 512
+
+
+def _gather_part(half, lo, hi, fd, first, rows, flat, row_bytes, ask, array) -> None:
+    """The reads of :func:`gather_rows`'s rows ``lo..hi-1`` (``flat``: its output's bytes)."""
+    done = lo
+    while done < hi:
+        done += _read_rows_at(
+            _PREAD, _FADVISE, _WILL_NEED, ask, fd, first[done:hi], row_bytes, mmap.PAGESIZE,
+            rows[done:hi], flat,
+        )  # fmt: skip
+        if done < hi:
+            # A read failed in the loop, which cannot see errno: Python's own read of that row
+            # raises the system's error, or reads it, and the loop goes on after it.
+            place = int(rows[done]) * row_bytes
+            got = os.pread(fd, row_bytes, int(first[done]))
+            if len(got) < row_bytes:
+                raise OSError(f"{_mapped_file(array)} is shorter than its {array.shape[0]} rows")
+            flat[place : place + row_bytes] = np.frombuffer(got, dtype=np.uint8)
+            done += 1
 
 
 def _first_bytes(base: int, rows: np.ndarray, row_bytes: int) -> np.ndarray:
@@ -407,9 +434,9 @@ class BlockSweep:
         n, block_rows = int(self.sketches.shape[0]), self.block_rows
         first = i * block_rows
         rows_i = min(block_rows, n - first)
-        read_rows(self.sketches, first, self.buffer[:rows_i])
+        read_rows(self.sketches, first, self.buffer[:rows_i], halves=True)
         if self.coarse is not None:
-            read_rows(self.coarse, first, self.coarse_buffer[:rows_i])
+            read_rows(self.coarse, first, self.coarse_buffer[:rows_i], halves=True)
         self.counts[:rows_i] = self.sizes[first : first + rows_i]
         # The pairs of block i grouped by the block of their larger end (a counting sort:
         # 4 bytes a pair of the block below 2**31 - 1 pairs, no argsort and its copies).
@@ -487,7 +514,7 @@ class BlockSweep:
             gather_rows(source, other, needed, second)
             counts[block_rows + needed] = sizes[other + needed]
         else:
-            read_rows(source, other, second)
+            read_rows(source, other, second, halves=True)
             counts[block_rows : block_rows + rows_j] = sizes[other : other + rows_j]
 
 
