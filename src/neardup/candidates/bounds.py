@@ -137,9 +137,11 @@ def read_rows(array: np.ndarray, start: int, out: np.ndarray, halves: bool = Fal
     return out
 
 
-#: Bytes from which :func:`read_rows` with ``halves`` reads on two threads: a block of 1 MiB
-#: takes about 0.15 ms from the page cache, five times the hand-over to the second thread.
-READ_HALVES_BYTES = 1 << 20
+#: Bytes from which :func:`read_rows` with ``halves`` reads on two threads. From the page cache
+#: a block is a copy at about 20 GB/s, and handing a half to the second thread and back takes
+#: 60-100 µs when that thread slept since its last half: two halves of 8 MiB took 0.96 of one
+#: read's time, of 16 MiB 0.83, of 64 MiB 0.75.
+READ_HALVES_BYTES = 1 << 24
 
 
 def _read_part(half, lo, hi, fd, view, place, row_bytes, array) -> None:
@@ -250,8 +252,10 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
     return out
 
 
-#: A row that :func:`gather_rows` reads (about 0.5 µs from the page cache, a system call) in
-#: keys of a sort, as :data:`BOUND_WORK`: gathers of 512 rows or more go to two threads.
+#: What a row that :func:`gather_rows` reads counts toward the threshold of :func:`in_halves`:
+#: gathers of 512 rows or more go to two threads. A row takes about 0.5 µs from the page cache
+#: (a system call); two halves of 512 rows took 0.89 of one gather's time, of 2,000 rows 0.63,
+#: of 256 rows 1.31 (the hand-over above).
 GATHER_WORK = PARALLEL_MIN_KEYS // 512
 
 
