@@ -150,8 +150,13 @@ def _read_part(half, lo, hi, fd, view, place, row_bytes, array) -> None:
     while done < end:
         got = os.preadv(fd, [view[done:end]], place + done)
         if got <= 0:
-            raise OSError(f"{_mapped_file(array)} is shorter than its {array.shape[0]} rows")
+            raise _shorter(array)
         done += got
+
+
+def _shorter(array: np.ndarray) -> OSError:
+    """The error of a read past the end of the file under the memory-mapped ``array``."""
+    return OSError(f"{_mapped_file(array)} is shorter than its {array.shape[0]} rows")
 
 
 #: A tile reads only the rows its pairs name when they touch at most ``1 / SPARSE_SHARE`` of
@@ -240,7 +245,7 @@ def gather_rows(array: np.ndarray, start: int, rows: np.ndarray, out: np.ndarray
     fd = os.open(filename, os.O_RDONLY)
     try:
         if os.fstat(fd).st_size < int(first[-1]) + row_bytes:
-            raise OSError(f"{filename} is shorter than its {array.shape[0]} rows")
+            raise _shorter(array)
         # The pages asked for only when the page cache lacks those of a few of the rows (a
         # third of the time a row took from the cache went to asking).
         ask = not _in_page_cache(array, first[:: max(1, first.shape[0] // _PROBES)])
@@ -273,7 +278,7 @@ def _gather_part(half, lo, hi, fd, first, rows, flat, row_bytes, ask, array) -> 
             place = int(rows[done]) * row_bytes
             got = os.pread(fd, row_bytes, int(first[done]))
             if len(got) < row_bytes:
-                raise OSError(f"{_mapped_file(array)} is shorter than its {array.shape[0]} rows")
+                raise _shorter(array)
             flat[place : place + row_bytes] = np.frombuffer(got, dtype=np.uint8)
             done += 1
 
