@@ -153,6 +153,27 @@ def test_a_signal_inside_numba_or_llvmlite_is_recorded_not_raised(monkeypatch):
         signals._on_signal(signal.SIGTERM, sys._getframe())
 
 
+def test_an_interrupted_finaliser_reports_nothing_and_other_errors_still_do(monkeypatch):
+    """The signal raised in a finaliser or a weak reference's callback (where the import
+    system's module locks are freed) is not reported as ignored: the record ends the run
+    with its one line. Any other exception there is still reported."""
+    reported = []
+    monkeypatch.setattr(signal, "signal", lambda number, handler: None)
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reported.append(unraisable))
+    signals.install()
+
+    class Raises:
+        def __init__(self, error: BaseException) -> None:
+            self.error = error
+
+        def __del__(self) -> None:
+            raise self.error
+
+    Raises(signals.Interrupted(signal.SIGTERM))
+    Raises(ValueError("kept"))
+    assert [type(u.exc_value) for u in reported] == [ValueError]
+
+
 @pytest.mark.parametrize(
     "send", [sigterm_to_main_thread, sigterm_to_another_thread, sigterm_to_the_last_thread]
 )

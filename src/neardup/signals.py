@@ -8,11 +8,13 @@ so that the clean-up runs to its end.
 
 The record, not the exception, decides how the run ends, because the exception can be lost or
 changed on its way: raised while a compiled kernel returns, it comes out as a ``SystemError``
-(numba's dispatcher), and a library may swallow it. So :func:`raise_if_received` runs before
-every commit of outputs (:mod:`neardup.io.files`), a commit already under way finishes first
-(:func:`deferred`: no output set is left half renamed), and the entry point ends any run that
-received a signal with the one line of :func:`stopped_message` and exit status 128 + the
-signal's number (130 for SIGINT, 143 for SIGTERM), whatever the exception.
+(numba's dispatcher), a library may swallow it, and raised in a finaliser or a weak
+reference's callback (the import system's module locks have one) Python can only report it as
+ignored (that report is left out: the record stops the run). So :func:`raise_if_received`
+runs before every commit of outputs (:mod:`neardup.io.files`), a commit already under way
+finishes first (:func:`deferred`: no output set is left half renamed), and the entry point
+ends any run that received a signal with the one line of :func:`stopped_message` and exit
+status 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), whatever the exception.
 
 Nothing is installed when neardup is used as a library: :func:`received` stays None and
 :func:`raise_if_received` does nothing.
@@ -94,8 +96,21 @@ def install() -> None:
     """Stop on SIGINT and SIGTERM as the module says. Main thread only (where Python runs
     signal handlers); elsewhere it does nothing. O(1)."""
     if threading.current_thread() is threading.main_thread():
+        sys.unraisablehook = _without_interrupted(sys.unraisablehook)
         for number in HANDLED:
             signal.signal(number, _on_signal)
+
+
+def _without_interrupted(report):
+    """``sys.unraisablehook`` that passes every exception on to ``report`` except
+    :class:`Interrupted`: raised where Python cannot raise (a finaliser, a callback), it would
+    print a traceback before the run's one line, and the record already stops the run."""
+
+    def hook(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            report(unraisable)
+
+    return hook
 
 
 def received() -> int | None:
