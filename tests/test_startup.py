@@ -1,9 +1,9 @@
 """Tests for neardup.startup: the ``neardup`` process and a Spark run's Python daemon load
 neither pandas, scipy nor yaml for a job that needs none of them, a run of cached kernels
 neither refreshes numba's target context, reads the packages' entry points nor parses the
-kernels' bitcode (numba's answers about their symbols kept), and pyarrow's
-pandas conversions, numba's kernels (compiled ones too) and its configuration file work as
-before."""
+kernels' bitcode (numba's answers about their symbols kept), pyarrow's pandas conversions,
+numba's kernels (compiled ones too) and its configuration file work as before, and the garbage
+collector is paused for a command's imports only."""
 
 from __future__ import annotations
 
@@ -218,3 +218,51 @@ def test_object_symbols_are_the_defined_global_and_weak_symbols_of_an_elf_object
         pytest.skip("this platform's objects are not ELF")
     assert object_symbols(code) == {"counter", "kept", "shared", "uses"}
     assert object_symbols(code[:40]) == frozenset()  # cut short: no answer, not a wrong one
+
+
+def test_the_collector_is_paused_for_a_commands_imports_and_resumed_for_its_run():
+    """Through the command's entry (``neardup.cli.run``): the collector is off while click
+    loads the command's module, and on when the command runs, what was alive then set aside
+    (frozen); the process ends with the command's status."""
+    code = (
+        "import gc, sys\n"
+        "import neardup.cli\n"
+        "from neardup.cli.main import _CommandGroup\n"
+        "import click\n"
+        "@click.command()\n"
+        "def probe():\n"
+        "    print('run', gc.isenabled(), gc.get_freeze_count() > 1000)\n"
+        "load = _CommandGroup.get_command\n"
+        "def get_command(self, ctx, name):\n"
+        "    print('load', gc.isenabled())\n"
+        "    return probe if name == 'probe' else load(self, ctx, name)\n"
+        "_CommandGroup.get_command = get_command\n"
+        "print('start', gc.isenabled(), gc.get_freeze_count())\n"
+        "neardup.cli.run(['probe'])\n"
+    )
+    assert run_python(code) == ["start True 0", "load False", "run True True"]
+
+
+def test_pause_and_resume_leave_a_collector_turned_off_by_its_program_off(monkeypatch):
+    """A collector that the program turned off stays off (nothing is frozen); one that was on
+    is off between the two calls and on after them, and a second resume does nothing."""
+    from neardup import startup
+
+    frozen = []
+    monkeypatch.setattr(startup.gc, "freeze", lambda: frozen.append(True))
+    was_on = startup.gc.isenabled()
+    try:
+        startup.gc.disable()
+        startup.pause_collector()
+        startup.resume_collector()
+        assert not startup.gc.isenabled() and frozen == []
+        startup.gc.enable()
+        startup.pause_collector()
+        assert not startup.gc.isenabled()
+        startup.resume_collector()
+        assert startup.gc.isenabled() and frozen == [True]
+        startup.gc.disable()
+        startup.resume_collector()
+        assert not startup.gc.isenabled() and frozen == [True]
+    finally:
+        (startup.gc.enable if was_on else startup.gc.disable)()

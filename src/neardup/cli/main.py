@@ -84,9 +84,13 @@ def main() -> None:
       neardup compare a.txt b.txt                   # every similarity measure for two texts
       neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
     """
-    # A command (not --help or --version, which end before this) may compile kernels on its
-    # first run: say so, rather than sit at 0 % for a minute.
+    from neardup import startup
     from neardup.cli import compiling
 
+    # Click loaded the command's module before this runs: what its imports made lives until
+    # the end, and the collector (paused by neardup.cli.run) need not go over it again.
+    startup.resume_collector()
+    # A command (not --help or --version, which end before this) may compile kernels on its
+    # first run: say so, rather than sit at 0 % for a minute.
     if compiling.listen() is not None:
         click.get_current_context().call_on_close(compiling.stop_listening)
