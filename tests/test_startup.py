@@ -3,7 +3,7 @@ neither pandas, scipy nor yaml for a job that needs none of them, a run of cache
 neither refreshes numba's target context, reads the packages' entry points nor parses the
 kernels' bitcode (numba's answers about their symbols kept), pyarrow's pandas conversions,
 numba's kernels (compiled ones too) and its configuration file work as before, and the garbage
-collector is paused for a command's imports only."""
+collector is paused while the command's module is imported, only in the command's process."""
 
 from __future__ import annotations
 
@@ -220,49 +220,53 @@ def test_object_symbols_are_the_defined_global_and_weak_symbols_of_an_elf_object
     assert object_symbols(code[:40]) == frozenset()  # cut short: no answer, not a wrong one
 
 
-def test_the_collector_is_paused_for_a_commands_imports_and_resumed_for_its_run():
-    """Through the command's entry (``neardup.cli.run``): the collector is off while click
-    loads the command's module, and on when the command runs, what was alive then set aside
+def test_the_collector_is_paused_while_the_command_module_is_imported(tmp_path):
+    """Through the command's entry (``neardup.cli.run``): the collector is off while the group
+    imports the command's module, and on when the command runs, what was alive then set aside
     (frozen); the process ends with the command's status."""
-    code = (
-        "import gc, sys\n"
-        "import neardup.cli\n"
-        "from neardup.cli.main import _CommandGroup\n"
+    (tmp_path / "probe_command.py").write_text(
+        "import gc\n"
         "import click\n"
+        "IMPORTED_WITH = gc.isenabled()\n"
         "@click.command()\n"
         "def probe():\n"
+        "    print('import', IMPORTED_WITH)\n"
         "    print('run', gc.isenabled(), gc.get_freeze_count() > 1000)\n"
-        "load = _CommandGroup.get_command\n"
-        "def get_command(self, ctx, name):\n"
-        "    print('load', gc.isenabled())\n"
-        "    return probe if name == 'probe' else load(self, ctx, name)\n"
-        "_CommandGroup.get_command = get_command\n"
+    )
+    code = (
+        "import gc, sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import neardup.cli\n"
+        "from neardup.cli.main import _CommandGroup\n"
+        "_CommandGroup.COMMANDS['probe'] = 'probe_command:probe'\n"
         "print('start', gc.isenabled(), gc.get_freeze_count())\n"
         "neardup.cli.run(['probe'])\n"
     )
-    assert run_python(code) == ["start True 0", "load False", "run True True"]
+    assert run_python(code) == ["start True 0", "import False", "run True True"]
 
 
-def test_pause_and_resume_leave_a_collector_turned_off_by_its_program_off(monkeypatch):
-    """A collector that the program turned off stays off (nothing is frozen); one that was on
-    is off between the two calls and on after them, and a second resume does nothing."""
+def test_the_collector_is_paused_only_in_a_process_of_the_entry_points(monkeypatch):
+    """Without :func:`install` (neardup used as a library) the block runs as it is, as it does
+    with a collector that the program turned off; else the collector is off in the block and
+    on after it, the objects alive frozen."""
     from neardup import startup
 
     frozen = []
     monkeypatch.setattr(startup.gc, "freeze", lambda: frozen.append(True))
     was_on = startup.gc.isenabled()
     try:
+        startup.gc.enable()
+        monkeypatch.setattr(startup, "_finder", None)
+        with startup.collector_paused():
+            assert startup.gc.isenabled()
+        monkeypatch.setattr(startup, "_finder", object())
         startup.gc.disable()
-        startup.pause_collector()
-        startup.resume_collector()
+        with startup.collector_paused():
+            pass
         assert not startup.gc.isenabled() and frozen == []
         startup.gc.enable()
-        startup.pause_collector()
-        assert not startup.gc.isenabled()
-        startup.resume_collector()
+        with startup.collector_paused():
+            assert not startup.gc.isenabled()
         assert startup.gc.isenabled() and frozen == [True]
-        startup.gc.disable()
-        startup.resume_collector()
-        assert not startup.gc.isenabled() and frozen == [True]
     finally:
         (startup.gc.enable if was_on else startup.gc.disable)()

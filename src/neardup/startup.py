@@ -36,12 +36,12 @@ of which the bitcode defines too); a symbol not found there parses the bitcode o
 kernel loaded so far and is answered from their full lists, as numba answers it
 (:func:`_is_symbol_defined`).
 
-Python's cyclic garbage collector is paused while a command's imports run
-(:func:`pause_collector`, :func:`resume_collector`): numpy, numba and pyarrow make a few hundred
+Python's cyclic garbage collector is paused while the command group imports the module of the
+command it runs (:func:`collector_paused`): numpy, numba and pyarrow make a few hundred
 thousand objects (modules, classes, functions) that live until the process ends, and the
 collector went over them again and again as they were made, on the one core that the start-up
 has: about 40 ms of a ``dedup`` or ``pairs`` run (one full collection of 21-25 ms among them).
-Once the command's module and its imports are loaded, the objects alive are set aside for good
+Once that module and its imports are loaded, the objects alive are set aside for good
 (``gc.freeze``) and the collector runs again, over what the run makes.
 
 Installed by the processes' entry points only: :func:`neardup.cli.run` (the command) and the
@@ -58,7 +58,8 @@ import importlib.abc
 import os
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from neardup.import_hooks import Hook, hooked_spec
 
@@ -284,26 +285,18 @@ def install() -> None:
     sys.meta_path.insert(0, _finder)
 
 
-#: Whether :func:`pause_collector` turned the collector off (and :func:`resume_collector` has
-#: not turned it on again).
-_collector_paused = False
-
-
-def pause_collector() -> None:
-    """Turn Python's cyclic garbage collector off for a command's imports (module docstring);
-    a collector already off stays as it is. O(1)."""
-    global _collector_paused
-    if gc.isenabled():
-        gc.disable()
-        _collector_paused = True
-
-
-def resume_collector() -> None:
-    """Set aside every object alive now (``gc.freeze``: no collection goes over them again) and
-    turn the collector on again, if :func:`pause_collector` turned it off; else do nothing.
-    O(1)."""
-    global _collector_paused
-    if _collector_paused:
-        _collector_paused = False
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (a command module's import, module
+    docstring), then every object alive set aside (``gc.freeze``: no collection goes over them
+    again) and the collector on again. Only in a process whose entry point called
+    :func:`install`, and with the collector on: else the block runs as it is. O(1)."""
+    if _finder is None or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
         gc.freeze()
         gc.enable()

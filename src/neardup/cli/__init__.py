@@ -24,18 +24,13 @@ def run(args: Sequence[str] | None = None, command: Callable[..., Any] | None = 
     ``args`` (default: this process's arguments) and end the process with its status; SIGINT
     and SIGTERM make it end with one line and status 128 + the signal's number
     (:mod:`neardup.signals`; before this, ``neardup_cli:run`` handles them). Imports that no
-    command needs stay off the run's start-up, and with the group :func:`main` the garbage
-    collector is paused until it has loaded the command it runs (:mod:`neardup.startup`).
-    Never returns."""
+    command needs stay off the run's start-up (:mod:`neardup.startup`). Never returns."""
     try:
         # Inside the try: a signal that lands while the handlers are being installed ends
         # the run with its one line, not a traceback.
         signals.install()
         startup.install()
-        command = command or main
-        if command is main:
-            startup.pause_collector()  # resumed by the group, once the command is imported
-        command(args, prog_name="neardup")  # standalone: ends with SystemExit
+        (command or main)(args, prog_name="neardup")  # standalone: ends with SystemExit
         status: int | str | None = 0
     except SystemExit as end:
         status = end.code

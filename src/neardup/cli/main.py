@@ -7,6 +7,7 @@ import importlib
 
 import click
 
+from neardup import startup
 from neardup._version import __version__
 from neardup.cli.context import CONTEXT
 
@@ -62,7 +63,10 @@ class _CommandGroup(click.Group):
         if name not in self.COMMANDS:
             return None
         module, attribute = self.COMMANDS[name].split(":")
-        return getattr(importlib.import_module(module), attribute)
+        # What the module's imports make lives until the end: the collector need not go over
+        # it while it is made, nor after (neardup.startup).
+        with startup.collector_paused():
+            return getattr(importlib.import_module(module), attribute)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
@@ -84,13 +88,9 @@ def main() -> None:
       neardup compare a.txt b.txt                   # every similarity measure for two texts
       neardup tune --threshold 0.8 --num-perm 128   # LSH bands and rows for a threshold
     """
-    from neardup import startup
-    from neardup.cli import compiling
-
-    # Click loaded the command's module before this runs: what its imports made lives until
-    # the end, and the collector (paused by neardup.cli.run) need not go over it again.
-    startup.resume_collector()
     # A command (not --help or --version, which end before this) may compile kernels on its
     # first run: say so, rather than sit at 0 % for a minute.
+    from neardup.cli import compiling
+
     if compiling.listen() is not None:
         click.get_current_context().call_on_close(compiling.stop_listening)
